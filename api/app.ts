@@ -1,0 +1,50 @@
+import { readdirSync } from 'node:fs';
+import path from 'node:path';
+import { fileURLToPath, pathToFileURL } from 'node:url';
+import { createBullBoard } from '@bull-board/api';
+import { BullMQAdapter } from '@bull-board/api/bullMQAdapter';
+import { KoaAdapter } from '@bull-board/koa';
+import Koa from 'koa';
+import { allQueues } from '../shared/queues.js';
+import { requireAdmin } from './middleware/auth.js';
+import { jsonBody } from './middleware/body.js';
+import { errors } from './middleware/errors.js';
+import { requestContext } from './middleware/requestContext.js';
+import { createRoutes, type Routes } from './router.js';
+
+const routesDir = path.join(path.dirname(fileURLToPath(import.meta.url)), 'routes');
+
+/** Each file in api/routes default-exports `(routes: Routes) => void`; loading them all keeps resources independent. */
+async function loadRouteModules(): Promise<((r: Routes) => void)[]> {
+  const files = readdirSync(routesDir).filter((f) => /\.(ts|js)$/.test(f) && !f.endsWith('.d.ts')).sort();
+  const modules = await Promise.all(files.map((f) => import(pathToFileURL(path.join(routesDir, f)).href)));
+  return modules.map((m, i) => {
+    if (typeof m.default !== 'function') throw new Error(`api/routes/${files[i]} has no default export`);
+    return m.default;
+  });
+}
+
+function queueBoard(): Koa.Middleware {
+  const serverAdapter = new KoaAdapter();
+  serverAdapter.setBasePath('/admin/queues');
+  createBullBoard({ queues: allQueues().map((q) => new BullMQAdapter(q)), serverAdapter });
+  const board = serverAdapter.registerPlugin() as unknown as Koa.Middleware;
+  return async (ctx, next) => {
+    if (ctx.path !== '/admin/queues' && !ctx.path.startsWith('/admin/queues/')) return next();
+    return requireAdmin(ctx, () => board(ctx, next));
+  };
+}
+
+export async function createApp(): Promise<Koa> {
+  const app = new Koa({ proxy: process.env.HUB_TRUST_PROXY === 'true' });
+  app.silent = true; // errors middleware logs; Koa's default stderr dump would print stacks
+  const { routes, routers } = createRoutes();
+  for (const register of await loadRouteModules()) register(routes);
+
+  app.use(requestContext);
+  app.use(errors);
+  app.use(queueBoard());
+  app.use(jsonBody);
+  for (const router of routers) app.use(router.routes());
+  return app;
+}

@@ -1,0 +1,43 @@
+import type { Middleware } from 'koa';
+import { ForeignKeyConstraintError, UniqueConstraintError, ValidationError as SequelizeValidationError } from 'sequelize';
+import { ZodError } from 'zod';
+import { ApiError } from '../../shared/errors.js';
+import { formatZodError } from '../validate.js';
+
+function toApiError(err: unknown): ApiError | undefined {
+  if (err instanceof ApiError) return err;
+  if (err instanceof ZodError) return new ApiError(400, 'invalid_request', formatZodError(err));
+  if (err instanceof UniqueConstraintError) {
+    const fields = Object.keys(err.fields ?? {}).filter((f) => f !== 'hub_id');
+    return new ApiError(409, 'conflict', fields.length ? `a resource with this ${fields.join(', ')} already exists` : 'the resource already exists');
+  }
+  if (err instanceof ForeignKeyConstraintError) return new ApiError(400, 'invalid_request', 'a referenced resource does not exist');
+  if (err instanceof SequelizeValidationError) return new ApiError(400, 'invalid_request', err.errors.map((e) => e.message).join('; '));
+  const status = (err as { status?: number; expose?: boolean }).status;
+  // errors raised by koa / raw-body with a client status (e.g. 400 from a bad header)
+  if (typeof status === 'number' && status >= 400 && status < 500 && (err as { expose?: boolean }).expose) {
+    return new ApiError(status, status === 404 ? 'not_found' : 'invalid_request', (err as Error).message);
+  }
+  return undefined;
+}
+
+/** Every error leaves as `{error, message}`; an unexpected one is logged with the request id and answered 500 bare. */
+export const errors: Middleware = async (ctx, next) => {
+  try {
+    await next();
+    if (ctx.status === 404 && ctx.body === undefined) {
+      throw new ApiError(404, 'not_found', `no route for ${ctx.method} ${ctx.path}`);
+    }
+  } catch (err) {
+    const known = toApiError(err);
+    if (known) {
+      ctx.status = known.status;
+      ctx.set(known.headers);
+      ctx.body = { error: known.code, message: known.message };
+      return;
+    }
+    ctx.state.log?.error({ err }, 'unexpected error');
+    ctx.status = 500;
+    ctx.body = { error: 'internal_error', message: `unexpected error; quote request id ${ctx.state.requestId} when reporting it` };
+  }
+};

@@ -1,0 +1,46 @@
+import type { ApiKey } from '../../shared/models/ApiKey.js';
+import type { Environment } from '../../shared/models/Environment.js';
+import type { Execution } from '../../shared/models/Execution.js';
+import type { Frontend } from '../../shared/models/Frontend.js';
+import type { Hub } from '../../shared/models/Hub.js';
+
+export const iso = (d: Date | null | undefined): string | null => (d ? d.toISOString() : null);
+
+export const presentHub = (h: Hub) => ({ id: h.id, name: h.name, features: { ipsec: Boolean(h.features?.ipsec) }, createdAt: iso(h.createdAt) });
+
+/** The token is shown once, at creation; it is passed in because only its hash is stored. */
+export const presentApiKey = (k: ApiKey, token?: string) => ({
+  id: k.id,
+  hubId: k.hubId,
+  name: k.name,
+  username: k.username,
+  ...(token === undefined ? {} : { token }),
+  createdAt: iso(k.createdAt),
+  ...(k.revokedAt ? { revokedAt: iso(k.revokedAt) } : {}),
+});
+
+export const presentEnvironment = (e: Environment) => ({
+  envZId: e.envZId,
+  hubId: e.hubId,
+  description: e.description,
+  createdAt: iso(e.createdAt),
+  createdBy: e.createdBy,
+});
+
+export const presentFrontend = (f: Frontend) => ({ id: f.id, urlTemplate: f.urlTemplate, publicName: f.publicName });
+
+export const presentExecution = (e: Execution) => ({
+  id: e.id,
+  processId: e.processId,
+  hubId: e.hubId,
+  type: e.type,
+  resourceType: e.resourceType,
+  resourceId: e.resourceId,
+  status: e.status,
+  attempts: e.attempts,
+  error: e.error,
+  createdAt: iso(e.createdAt),
+  createdBy: e.createdBy,
+  startedAt: iso(e.startedAt),
+  finishedAt: iso(e.finishedAt),
+});

@@ -1,0 +1,48 @@
+import { z } from 'zod';
+import { createApiKey, createHub, createStandardFrontend, getHub, revokeApiKey, updateHub } from '../../shared/commands/platform.js';
+import { presentApiKey, presentFrontend, presentHub } from '../presenters/platform.js';
+import type { Routes } from '../router.js';
+import { body, fields } from '../validate.js';
+
+const features = z.strictObject({ ipsec: z.boolean().optional() });
+const createHubSchema = z.object({ name: fields.name, features: features.optional() });
+const updateHubSchema = z.object({ name: fields.name.optional(), features: features.optional() });
+const createKeySchema = z.object({ name: fields.name });
+const urlTemplate = z
+  .string()
+  .refine((s) => s.includes('{token}'), 'must contain the placeholder {token}')
+  .refine((s) => {
+    try {
+      const u = new URL(s.replace('{token}', 'token'));
+      return u.protocol === 'http:' || u.protocol === 'https:';
+    } catch {
+      return false;
+    }
+  }, 'must be an http(s) URL template');
+const createFrontendSchema = z.object({ publicName: fields.name, urlTemplate });
+
+/** The operator API of CONTRACT.md (hubs, API keys, standard frontends). */
+export default function routes({ admin }: Routes) {
+  admin.post('/admin/v1/hubs', async (ctx) => {
+    ctx.status = 201;
+    ctx.body = presentHub(await createHub(body(ctx, createHubSchema)));
+  });
+  admin.get('/admin/v1/hubs/:hubId', async (ctx) => {
+    ctx.body = presentHub(await getHub(ctx.params.hubId));
+  });
+  admin.patch('/admin/v1/hubs/:hubId', async (ctx) => {
+    ctx.body = presentHub(await updateHub(ctx.params.hubId, body(ctx, updateHubSchema)));
+  });
+  admin.post('/admin/v1/hubs/:hubId/api-keys', async (ctx) => {
+    const { key, token } = await createApiKey(ctx.params.hubId, body(ctx, createKeySchema).name);
+    ctx.status = 201;
+    ctx.body = presentApiKey(key, token);
+  });
+  admin.delete('/admin/v1/hubs/:hubId/api-keys/:id', async (ctx) => {
+    ctx.body = presentApiKey(await revokeApiKey(ctx.params.hubId, ctx.params.id));
+  });
+  admin.post('/admin/v1/frontends', async (ctx) => {
+    ctx.status = 201;
+    ctx.body = presentFrontend(await createStandardFrontend(body(ctx, createFrontendSchema)));
+  });
+}

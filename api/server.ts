@@ -1,0 +1,40 @@
+import type { Server } from 'node:http';
+import { config } from '../shared/config.js';
+import { closeDb, initDb } from '../shared/db.js';
+import { logger } from '../shared/logger.js';
+import { closeQueues } from '../shared/queues.js';
+import { closeRedis } from '../shared/redis.js';
+import { isMain, onShutdown } from '../shared/shutdown.js';
+import { createApp } from './app.js';
+
+/** Starts the API on `port` (0 = any free port) and returns the listening server. */
+export async function startServer(port = config().port): Promise<Server> {
+  await initDb();
+  const app = await createApp();
+  const server = app.listen(port);
+  server.keepAliveTimeout = 65_000;
+  await new Promise<void>((resolve, reject) => {
+    server.once('listening', resolve);
+    server.once('error', reject);
+  });
+  return server;
+}
+
+export async function stopServer(server: Server): Promise<void> {
+  await new Promise<void>((resolve) => {
+    server.close(() => resolve());
+    server.closeIdleConnections();
+  });
+}
+
+if (isMain(import.meta.url)) {
+  process.env.HUB_PROCESS ??= 'web';
+  const server = await startServer();
+  logger.info({ port: config().port }, 'api listening');
+  onShutdown(async () => {
+    await stopServer(server);
+    await closeQueues();
+    await closeRedis();
+    await closeDb();
+  });
+}

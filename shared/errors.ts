@@ -1,0 +1,28 @@
+/** An error that maps to an HTTP answer `{error, message}`. Everything else is a 500 without detail. */
+export class ApiError extends Error {
+  constructor(
+    readonly status: number,
+    readonly code: string,
+    message: string,
+    readonly headers: Record<string, string> = {},
+  ) {
+    super(message);
+    this.name = 'ApiError';
+  }
+}
+
+export const badRequest = (message: string) => new ApiError(400, 'invalid_request', message);
+export const unauthorized = (message = 'bearer token missing or invalid') => new ApiError(401, 'unauthorized', message);
+/** SPEC.md answers "no access" and "no such hub" alike: 403 with error `not_found`. */
+export const forbidden = (message = 'hub with the given id not found') => new ApiError(403, 'not_found', message);
+export const notFound = (what: string, id?: string) =>
+  new ApiError(404, 'not_found', id === undefined ? `${what} not found` : `${what} with id '${id}' not found`);
+export const conflict = (message: string) => new ApiError(409, 'conflict', message);
+export const payloadTooLarge = (message = 'request body exceeds 1 MiB') => new ApiError(413, 'payload_too_large', message);
+export const unsupportedMediaType = (message = 'request body must be JSON (Content-Type: application/json)') =>
+  new ApiError(415, 'unsupported_media_type', message);
+export const unavailable = (message: string) => new ApiError(503, 'unavailable', message);
+
+/** A state-machine refusal: 400 that names the current state. */
+export const invalidState = (what: string, state: string, action: string) =>
+  badRequest(`${what} is ${state}; cannot ${action} from state ${state}`);

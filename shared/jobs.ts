@@ -1,0 +1,106 @@
+import type { JobsOptions } from 'bullmq';
+import { Op, type Transaction } from 'sequelize';
+import { newId } from './ids.js';
+import { logger } from './logger.js';
+import { Execution } from './models/Execution.js';
+import { queue, queueOfType } from './queues.js';
+
+export interface EnqueueSpec {
+  /** `<queue>.<name>`, e.g. `ipsec.provisionTunnel`. */
+  type: string;
+  hubId: string | null;
+  resourceType?: string;
+  resourceId?: string;
+  payload?: Record<string, unknown>;
+  createdBy: string;
+  /** Write the execution row in this transaction; the job is added only after it commits. */
+  transaction?: Transaction;
+  /** Overrides of the default attempts/backoff. */
+  jobOptions?: Pick<JobsOptions, 'attempts' | 'backoff' | 'delay' | 'priority'>;
+}
+
+export interface JobData {
+  executionId: string;
+  hubId: string | null;
+  payload: Record<string, unknown>;
+}
+
+export const DEFAULT_JOB_OPTIONS: JobsOptions = {
+  attempts: 5,
+  backoff: { type: 'exponential', delay: 1000 },
+  removeOnComplete: { age: 3600, count: 5000 },
+  removeOnFail: { age: 7 * 86400 },
+};
+
+const DISPATCH_TIMEOUT_MS = 3000;
+
+/**
+ * Records an execution (status QUEUED) and adds its BullMQ job with job id = execution id, so a second dispatch of
+ * the same execution (a retry, the sweeper) cannot run the work twice.
+ *
+ * Outbox semantics: the row is the truth. When the job cannot be added (Redis away), the row stays QUEUED and the
+ * clock's sweeper adds it later; the caller's request still succeeds.
+ */
+export async function enqueue(spec: EnqueueSpec): Promise<Execution> {
+  queueOfType(spec.type); // fail on an unknown queue before writing anything
+  const id = newId();
+  const execution = await Execution.create(
+    {
+      id,
+      processId: id,
+      hubId: spec.hubId,
+      type: spec.type,
+      resourceType: spec.resourceType ?? null,
+      resourceId: spec.resourceId ?? null,
+      status: 'QUEUED',
+      payload: spec.payload ?? {},
+      createdBy: spec.createdBy,
+    },
+    { transaction: spec.transaction },
+  );
+  const options = spec.jobOptions ?? {};
+  if (spec.transaction) spec.transaction.afterCommit(() => dispatch(execution, options).then(() => undefined));
+  else await dispatch(execution, options);
+  return execution;
+}
+
+/** Adds the job of an execution. Never throws: returns false when Redis did not take it (the sweeper retries). */
+export async function dispatch(execution: Execution, options: EnqueueSpec['jobOptions'] = {}): Promise<boolean> {
+  const data: JobData = { executionId: execution.id, hubId: execution.hubId, payload: execution.payload };
+  let timer: NodeJS.Timeout | undefined;
+  try {
+    await Promise.race([
+      queue(queueOfType(execution.type)).add(execution.type, data, { ...DEFAULT_JOB_OPTIONS, ...options, jobId: execution.processId }),
+      new Promise((_, reject) => {
+        timer = setTimeout(() => reject(new Error('timed out adding the job')), DISPATCH_TIMEOUT_MS);
+      }),
+    ]);
+    return true;
+  } catch (err) {
+    logger.warn({ executionId: execution.id, type: execution.type, err: (err as Error).message }, 'job not dispatched; the sweeper will retry');
+    return false;
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
+/**
+ * Re-adds the jobs of executions still QUEUED or RUNNING after `olderThanMs` whose job Redis no longer has
+ * (never added, or lost). Adding with the same job id is a no-op while the job exists.
+ */
+export async function sweepExecutions(olderThanMs = 10_000, limit = 500): Promise<number> {
+  const stale = await Execution.findAll({
+    where: { status: { [Op.in]: ['QUEUED', 'RUNNING'] }, createdAt: { [Op.lt]: new Date(Date.now() - olderThanMs) } },
+    order: [['createdAt', 'ASC']],
+    limit,
+  });
+  let readded = 0;
+  for (const execution of stale) {
+    const q = queue(queueOfType(execution.type));
+    const job = await q.getJob(execution.processId);
+    if (job) continue;
+    if (await dispatch(execution)) readded++;
+  }
+  if (readded) logger.info({ readded }, 'sweeper re-added jobs');
+  return readded;
+}

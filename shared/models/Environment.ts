@@ -1,0 +1,23 @@
+import { DataTypes, Model, type CreationOptional, type InferAttributes, type InferCreationAttributes, type Sequelize } from 'sequelize';
+
+/** An agent environment (where shares are hosted), identified by a short `envZId`. */
+export class Environment extends Model<InferAttributes<Environment>, InferCreationAttributes<Environment>> {
+  declare envZId: string;
+  declare hubId: string;
+  declare description: string;
+  declare createdBy: string;
+  declare createdAt: CreationOptional<Date>;
+}
+
+export function initModel(sequelize: Sequelize): void {
+  Environment.init(
+    {
+      envZId: { type: DataTypes.TEXT, primaryKey: true },
+      hubId: { type: DataTypes.TEXT, allowNull: false },
+      description: { type: DataTypes.TEXT, allowNull: false, defaultValue: '' },
+      createdBy: { type: DataTypes.TEXT, allowNull: false },
+      createdAt: DataTypes.DATE,
+    },
+    { sequelize, tableName: 'environments', updatedAt: false },
+  );
+}

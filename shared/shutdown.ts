@@ -1,0 +1,33 @@
+import { pathToFileURL } from 'node:url';
+import { logger } from './logger.js';
+
+/**
+ * Runs `stop` once on SIGTERM or SIGINT (stop accepting, finish work, close pools), then exits. A second signal, or
+ * a stop that takes longer than `graceMs`, exits at once.
+ */
+export function onShutdown(stop: () => Promise<void>, graceMs = 25_000): void {
+  let stopping = false;
+  const handler = (signal: NodeJS.Signals) => {
+    if (stopping) process.exit(1);
+    stopping = true;
+    logger.info({ signal }, 'shutting down');
+    const timer = setTimeout(() => {
+      logger.warn('shutdown took too long; exiting');
+      process.exit(1);
+    }, graceMs);
+    timer.unref();
+    stop()
+      .then(() => process.exit(0))
+      .catch((err) => {
+        logger.error({ err }, 'shutdown failed');
+        process.exit(1);
+      });
+  };
+  process.on('SIGTERM', handler);
+  process.on('SIGINT', handler);
+}
+
+/** True when the module with this `import.meta.url` is the script node was started with. */
+export function isMain(moduleUrl: string): boolean {
+  return process.argv[1] !== undefined && moduleUrl === pathToFileURL(process.argv[1]).href;
+}

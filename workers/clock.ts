@@ -1,0 +1,69 @@
+import { randomUUID } from 'node:crypto';
+import { readdirSync } from 'node:fs';
+import path from 'node:path';
+import { fileURLToPath, pathToFileURL } from 'node:url';
+import cron, { type ScheduledTask } from 'node-cron';
+import { closeDb, initDb } from '../shared/db.js';
+import { logger } from '../shared/logger.js';
+import { closeQueues } from '../shared/queues.js';
+import { closeRedis, redis } from '../shared/redis.js';
+import { isMain, onShutdown } from '../shared/shutdown.js';
+
+export interface Schedule {
+  name: string;
+  /** node-cron expression (six fields allowed: seconds first). */
+  cron: string;
+  /** Usually enqueues a job; runs under a Redis lock so that two clocks never fire the same tick twice. */
+  run(): Promise<void>;
+}
+
+export const defineSchedule = (s: Schedule): Schedule => s;
+
+const schedulesDir = path.join(path.dirname(fileURLToPath(import.meta.url)), 'schedules');
+
+export async function loadSchedules(): Promise<Schedule[]> {
+  const files = readdirSync(schedulesDir).filter((f) => /\.(ts|js)$/.test(f) && !f.endsWith('.d.ts')).sort();
+  const modules = await Promise.all(files.map((f) => import(pathToFileURL(path.join(schedulesDir, f)).href)));
+  return modules.flatMap((m) => (m.default === undefined ? [] : Array.isArray(m.default) ? m.default : [m.default]));
+}
+
+/** Runs `fn` unless another clock holds the lock for `name`; the lock expires by itself after `ttlMs`. */
+export async function runExclusive(name: string, ttlMs: number, fn: () => Promise<void>): Promise<boolean> {
+  const key = `edgehub:clock:${name}`;
+  const owner = randomUUID();
+  const taken = await redis().set(key, owner, 'PX', ttlMs, 'NX');
+  if (taken !== 'OK') return false;
+  try {
+    await fn();
+  } finally {
+    await redis().eval("if redis.call('get', KEYS[1]) == ARGV[1] then return redis.call('del', KEYS[1]) end return 0", 1, key, owner);
+  }
+  return true;
+}
+
+export function startClock(schedules: Schedule[]): ScheduledTask[] {
+  return schedules.map((s) => {
+    if (!cron.validate(s.cron)) throw new Error(`schedule '${s.name}' has an invalid cron expression '${s.cron}'`);
+    return cron.schedule(s.cron, async () => {
+      try {
+        await runExclusive(s.name, 60_000, s.run);
+      } catch (err) {
+        logger.warn({ schedule: s.name, err: (err as Error).message }, 'scheduled run failed');
+      }
+    }, { name: s.name, noOverlap: true });
+  });
+}
+
+if (isMain(import.meta.url)) {
+  process.env.HUB_PROCESS ??= 'clock';
+  await initDb();
+  const schedules = await loadSchedules();
+  const tasks = startClock(schedules);
+  logger.info({ schedules: schedules.map((s) => `${s.name} (${s.cron})`) }, 'clock started');
+  onShutdown(async () => {
+    await Promise.all(tasks.map((t) => t.stop()));
+    await closeQueues();
+    await closeRedis();
+    await closeDb();
+  });
+}

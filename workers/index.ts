@@ -1,0 +1,21 @@
+import { closeDb, initDb } from '../shared/db.js';
+import { logger } from '../shared/logger.js';
+import { closeQueues } from '../shared/queues.js';
+import { closeRedis } from '../shared/redis.js';
+import { isMain, onShutdown } from '../shared/shutdown.js';
+import { loadProcessors, startWorkers, stopWorkers } from './runner.js';
+
+if (isMain(import.meta.url)) {
+  process.env.HUB_PROCESS ??= 'worker';
+  await initDb();
+  const processors = await loadProcessors();
+  const workers = startWorkers({ processors });
+  logger.info({ types: processors.map((p) => p.type) }, 'workers started');
+  // close() lets active jobs finish before the pools go
+  onShutdown(async () => {
+    await stopWorkers(workers);
+    await closeQueues();
+    await closeRedis();
+    await closeDb();
+  });
+}

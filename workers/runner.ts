@@ -1,0 +1,153 @@
+import { readdirSync } from 'node:fs';
+import path from 'node:path';
+import { fileURLToPath, pathToFileURL } from 'node:url';
+import { UnrecoverableError, Worker, type Job } from 'bullmq';
+import { fn, col } from 'sequelize';
+import { config } from '../shared/config.js';
+import type { JobData } from '../shared/jobs.js';
+import { logger, type Logger } from '../shared/logger.js';
+import { Execution } from '../shared/models/Execution.js';
+import { queueOfType, type QueueName } from '../shared/queues.js';
+import { createRedis } from '../shared/redis.js';
+
+export interface JobContext {
+  execution: Execution;
+  job: Job<JobData>;
+  hubId: string | null;
+  payload: Record<string, unknown>;
+  /** 1 for the first run. */
+  attempt: number;
+  log: Logger;
+}
+
+export interface ProcessorDefinition {
+  /** `<queue>.<name>`; the queue comes from the prefix. */
+  type: string;
+  /** Does the work; its result is stored on the execution. Throw to retry; throw `permanentFailure(...)` to stop. */
+  handle(ctx: JobContext): Promise<Record<string, unknown> | void>;
+  /** Called once when the execution fails for good (e.g. move the resource to ERROR). */
+  onFinalFailure?(ctx: JobContext, error: Error): Promise<void>;
+  /** Jobs of this queue run at most this many at once per worker process (the queue takes the largest). */
+  concurrency?: number;
+}
+
+export const defineProcessor = (d: ProcessorDefinition): ProcessorDefinition => d;
+
+/** A failure that retrying cannot fix: the execution becomes FAILED at once with this message. */
+export const permanentFailure = (message: string) => new UnrecoverableError(message);
+
+const processorsDir = path.join(path.dirname(fileURLToPath(import.meta.url)), 'processors');
+
+/** Every processor in workers/processors (default export: one definition or an array). */
+export async function loadProcessors(): Promise<ProcessorDefinition[]> {
+  const files = readdirSync(processorsDir).filter((f) => /\.(ts|js)$/.test(f) && !f.endsWith('.d.ts')).sort();
+  const modules = await Promise.all(files.map((f) => import(pathToFileURL(path.join(processorsDir, f)).href)));
+  return modules.flatMap((m) => (m.default === undefined ? [] : Array.isArray(m.default) ? m.default : [m.default]));
+}
+
+const errorMessage = (err: unknown) => (err instanceof Error ? err.message : String(err)).slice(0, 2000);
+
+/**
+ * Runs one job as its execution: QUEUED -> RUNNING -> SUCCEEDED | FAILED (or back to QUEUED with the error while
+ * a retry waits). A job whose execution is already finished or gone does nothing, so a duplicate cannot redo work.
+ */
+export async function runExecution(def: ProcessorDefinition, job: Job<JobData>): Promise<unknown> {
+  const { executionId } = job.data;
+  const attempt = job.attemptsMade + 1;
+  const [count, rows] = await Execution.update(
+    { status: 'RUNNING', attempts: attempt, startedAt: fn('COALESCE', col('started_at'), fn('now')) as unknown as Date },
+    { where: { id: executionId, status: ['QUEUED', 'RUNNING'] }, returning: true },
+  );
+  if (count === 0) {
+    const existing = await Execution.findByPk(executionId);
+    logger.info({ executionId, status: existing?.status ?? 'missing' }, 'job skipped: execution already finished or gone');
+    return { skipped: existing?.status ?? 'missing' };
+  }
+  const execution = rows[0];
+  const ctx: JobContext = {
+    execution,
+    job,
+    hubId: job.data.hubId,
+    payload: job.data.payload ?? {},
+    attempt,
+    log: logger.child({ executionId, type: def.type, attempt }),
+  };
+  try {
+    const result = (await def.handle(ctx)) ?? {};
+    await Execution.update(
+      { status: 'SUCCEEDED', result, error: null, finishedAt: new Date() },
+      { where: { id: executionId, status: 'RUNNING' } },
+    );
+    return result;
+  } catch (err) {
+    const final = err instanceof UnrecoverableError || attempt >= (job.opts.attempts ?? 1);
+    ctx.log.warn({ err: errorMessage(err), final }, 'job failed');
+    if (final) await finalizeFailure(def, ctx, err as Error);
+    else await Execution.update({ status: 'QUEUED', error: errorMessage(err) }, { where: { id: executionId, status: 'RUNNING' } });
+    throw err;
+  }
+}
+
+async function finalizeFailure(def: ProcessorDefinition, ctx: JobContext, err: Error): Promise<void> {
+  try {
+    await def.onFinalFailure?.(ctx, err);
+  } finally {
+    await Execution.update(
+      { status: 'FAILED', error: errorMessage(err), finishedAt: new Date() },
+      { where: { id: ctx.execution.id, status: ['QUEUED', 'RUNNING'] } },
+    );
+  }
+}
+
+export interface WorkerOptions {
+  processors: ProcessorDefinition[];
+  /** Restrict to these queues (default: every queue that has a processor). */
+  queues?: QueueName[];
+}
+
+/** One BullMQ worker per queue that has processors; jobs are routed to their processor by job name (= type). */
+export function startWorkers({ processors, queues }: WorkerOptions): Worker[] {
+  const byType = new Map(processors.map((p) => [p.type, p]));
+  const byQueue = new Map<QueueName, ProcessorDefinition[]>();
+  for (const p of processors) {
+    const q = queueOfType(p.type);
+    if (queues && !queues.includes(q)) continue;
+    byQueue.set(q, [...(byQueue.get(q) ?? []), p]);
+  }
+  const stalledInterval = Number(process.env.HUB_STALLED_INTERVAL_MS ?? 30_000);
+  const lockDuration = Number(process.env.HUB_JOB_LOCK_MS ?? 30_000);
+  return [...byQueue].map(([name, defs]) => {
+    const worker = new Worker<JobData>(
+      name,
+      async (job) => {
+        const def = byType.get(job.name);
+        if (!def) throw new UnrecoverableError(`no processor for job type '${job.name}'`);
+        return runExecution(def, job);
+      },
+      {
+        connection: createRedis('worker'),
+        prefix: config().queuePrefix,
+        concurrency: Math.max(...defs.map((d) => d.concurrency ?? 8)),
+        stalledInterval,
+        lockDuration,
+        maxStalledCount: 2,
+      },
+    );
+    worker.on('error', (err) => logger.error({ queue: name, err: errorMessage(err) }, 'worker error'));
+    // A job that stalled too often fails without running the processor: settle its execution here.
+    worker.on('failed', (job, err) => {
+      if (!job || !/stalled/i.test(err.message)) return;
+      const def = byType.get(job.name);
+      void Execution.findByPk(job.data.executionId).then((execution) => {
+        if (!execution || !def || !['QUEUED', 'RUNNING'].includes(execution.status)) return;
+        const ctx: JobContext = { execution, job, hubId: job.data.hubId, payload: job.data.payload, attempt: job.attemptsMade, log: logger };
+        return finalizeFailure(def, ctx, err);
+      }).catch((e) => logger.error({ err: errorMessage(e) }, 'could not settle a stalled job'));
+    });
+    return worker;
+  });
+}
+
+export async function stopWorkers(workers: Worker[]): Promise<void> {
+  await Promise.all(workers.map((w) => w.close()));
+}
