@@ -29,6 +29,13 @@ export function queue(name: QueueName): Queue {
   return q;
 }
 
+/** Closes a BullMQ Queue/Worker/QueueEvents and the connection we gave it (BullMQ leaves given connections open). */
+export async function closeWithConnection(owner: { close(): Promise<void>; opts: { connection?: unknown } }): Promise<void> {
+  await owner.close().catch(() => undefined);
+  const connection = owner.opts.connection as { quit?: () => Promise<unknown>; disconnect?: () => void } | undefined;
+  await connection?.quit?.().catch(() => connection.disconnect?.());
+}
+
 export function allQueues(): Queue[] {
   return QUEUE_NAMES.map((n) => queue(n));
 }
@@ -36,5 +43,5 @@ export function allQueues(): Queue[] {
 export async function closeQueues(): Promise<void> {
   const open = [...queues.values()];
   queues.clear();
-  await Promise.all(open.map((q) => q.close().catch(() => undefined)));
+  await Promise.all(open.map(closeWithConnection));
 }

@@ -7,7 +7,7 @@ import { config } from '../shared/config.js';
 import type { JobData } from '../shared/jobs.js';
 import { logger, type Logger } from '../shared/logger.js';
 import { Execution } from '../shared/models/Execution.js';
-import { queueOfType, type QueueName } from '../shared/queues.js';
+import { closeWithConnection, queueOfType, type QueueName } from '../shared/queues.js';
 import { createRedis } from '../shared/redis.js';
 
 export interface JobContext {
@@ -149,5 +149,5 @@ export function startWorkers({ processors, queues }: WorkerOptions): Worker[] {
 }
 
 export async function stopWorkers(workers: Worker[]): Promise<void> {
-  await Promise.all(workers.map((w) => w.close()));
+  await Promise.all(workers.map(closeWithConnection));
 }

@@ -1,0 +1,68 @@
+/**
+ * `npm test`: boots one embedded PostgreSQL (with a migrated template database) and one redis-server for the whole
+ * run, runs ava against them, and stops them. Each test file clones the template into a database of its own and
+ * uses its own queue prefix (test/helpers/stack.ts), so files run in parallel without seeing each other.
+ * Arguments are passed to ava (e.g. `npm test -- test/auth.test.ts`).
+ */
+import { spawn } from 'node:child_process';
+import { chmodSync, mkdtempSync, rmSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { Sequelize } from 'sequelize';
+import { migrate } from '../shared/migrate.js';
+import { startPostgres, startRedis } from './services.js';
+
+const TEMPLATE = 'edgehub_template';
+const work = mkdtempSync(path.join(os.tmpdir(), 'edgehub-test-'));
+chmodSync(work, 0o755); // the postgres user must reach the data dir
+
+const started = Date.now();
+const pg = await startPostgres(path.join(work, 'postgres'), { persistent: false, database: TEMPLATE });
+const redis = await startRedis(undefined);
+let code = 1;
+try {
+  const migrator = new Sequelize(pg.url(TEMPLATE), { logging: false });
+  await migrate(migrator);
+  await migrator.close();
+  console.log(`test services ready in ${((Date.now() - started) / 1000).toFixed(1)} s (PostgreSQL + redis-server on loopback)`);
+
+  const ava = spawn(process.execPath, [path.join('node_modules', 'ava', 'entrypoints', 'cli.mjs'), ...process.argv.slice(2)], {
+    stdio: ['ignore', 'pipe', 'inherit'],
+    env: {
+      ...process.env,
+      NODE_ENV: 'test',
+      LOG_LEVEL: process.env.LOG_LEVEL ?? 'silent',
+      TEST_POSTGRES_URL: pg.url('postgres'),
+      TEST_TEMPLATE_DB: TEMPLATE,
+      TEST_REDIS_URL: redis.url,
+      TEST_WORK_DIR: work,
+    },
+  });
+  let tail = '';
+  const marks = { '✔': 0, '✘': 0 };
+  let partial = '';
+  ava.stdout.on('data', (chunk: Buffer) => {
+    process.stdout.write(chunk);
+    tail = (tail + chunk.toString()).slice(-20_000);
+    const text = partial + chunk.toString();
+    const complete = text.split('\n');
+    partial = complete.pop() ?? '';
+    for (const line of complete) {
+      const mark = line.trimStart().slice(0, 1);
+      if (mark === '✔' || mark === '✘') marks[mark]++;
+    }
+  });
+  code = await new Promise<number>((resolve) => ava.once('exit', (c) => resolve(c ?? 1)));
+  // a closing line any CI can read, from ava's own summary
+  const summary = (re: RegExp) => Number(re.exec(tail)?.[1] ?? 0);
+  const passed = Math.max(summary(/(\d+) tests? passed/), marks['✔']);
+  let failed = Math.max(summary(/(\d+) tests? failed/), marks['✘']);
+  if (code !== 0 && failed === 0) failed = 1;
+  console.log(`\n${passed} passed, ${failed} failed`);
+  if (passed === 0 && code === 0) code = 1;
+} finally {
+  await redis.stop();
+  await pg.stop().catch(() => undefined);
+  rmSync(work, { recursive: true, force: true });
+}
+process.exit(code);

@@ -1,0 +1,188 @@
+/**
+ * Boots the real service inside a test file: its own database (cloned from the migrated template that `npm test`
+ * prepared), its own BullMQ queue prefix on the shared redis-server, the Koa API on a free port, and (unless told
+ * otherwise) the workers in-process. Everything is driven over HTTP.
+ */
+import { randomBytes } from 'node:crypto';
+import { mkdtempSync } from 'node:fs';
+import type { Server } from 'node:http';
+import os from 'node:os';
+import path from 'node:path';
+import type { Worker } from 'bullmq';
+import pg from 'pg';
+import { startServer, stopServer } from '../../api/server.js';
+import { resetConfig } from '../../shared/config.js';
+import { closeDb } from '../../shared/db.js';
+import { closeQueues } from '../../shared/queues.js';
+import { closeRedis } from '../../shared/redis.js';
+import { loadProcessors, startWorkers, stopWorkers, type ProcessorDefinition } from '../../workers/runner.js';
+import { freePort } from '../../scripts/services.js';
+
+export interface CallOptions {
+  auth?: string;
+  body?: unknown;
+  /** Sent as is (no JSON encoding); set the content type yourself. */
+  raw?: string | Buffer;
+  headers?: Record<string, string>;
+}
+
+export interface Response<T = any> {
+  status: number;
+  json: T;
+  text: string;
+  headers: Headers;
+}
+
+export type Call = <T = any>(method: string, path: string, options?: CallOptions) => Promise<Response<T>>;
+
+export interface HubFixture {
+  hubId: string;
+  keyId: string;
+  username: string;
+  token: string;
+  bearer: string;
+  basic: string;
+  /** `call` with this hub's bearer token. */
+  call: Call;
+  /** `/hub/{hubId}` */
+  h: string;
+  /** `/hub/v2/{hubId}` */
+  h2: string;
+}
+
+export interface Stack {
+  baseUrl: string;
+  adminToken: string;
+  admin: string;
+  databaseUrl: string;
+  call: Call;
+  hub(options?: { ipsec?: boolean; name?: string }): Promise<HubFixture>;
+  startWorkers(extra?: ProcessorDefinition[]): Promise<void>;
+  stopWorkers(): Promise<void>;
+  stop(): Promise<void>;
+}
+
+async function createDatabase(name: string): Promise<string> {
+  const base = process.env.TEST_POSTGRES_URL;
+  const template = process.env.TEST_TEMPLATE_DB;
+  if (!base || !template) throw new Error('run the tests with `npm test` (it starts PostgreSQL and Redis for them)');
+  for (let attempt = 0; ; attempt++) {
+    const client = new pg.Client({ connectionString: base });
+    await client.connect();
+    try {
+      await client.query(`CREATE DATABASE ${name} TEMPLATE ${template}`);
+      break;
+    } catch (err) {
+      // two clones of one template at the same instant: the second must wait its turn
+      if (attempt > 50 || !/being accessed by other users/.test((err as Error).message)) throw err;
+      await new Promise((r) => setTimeout(r, 100 + Math.random() * 200));
+    } finally {
+      await client.end();
+    }
+  }
+  return base.replace(/\/[^/]*$/, `/${name}`);
+}
+
+export function makeCall(baseUrl: string, defaultAuth?: string): Call {
+  return async (method, urlPath, options = {}) => {
+    const headers: Record<string, string> = { accept: 'application/json', ...options.headers };
+    const auth = options.auth ?? defaultAuth;
+    if (auth) headers.authorization = auth;
+    let body: string | Buffer | undefined;
+    if (options.raw !== undefined) body = options.raw;
+    else if (options.body !== undefined) {
+      body = JSON.stringify(options.body);
+      headers['content-type'] ??= 'application/json';
+    }
+    const res = await fetch(baseUrl + urlPath, { method, headers, body });
+    const text = await res.text();
+    let json: any;
+    try {
+      json = text ? JSON.parse(text) : undefined;
+    } catch {
+      json = undefined;
+    }
+    return { status: res.status, json, text, headers: res.headers };
+  };
+}
+
+export async function startStack(options: { workers?: boolean; processors?: ProcessorDefinition[]; env?: Record<string, string> } = {}): Promise<Stack> {
+  const id = randomBytes(5).toString('hex');
+  const databaseUrl = await createDatabase(`t_${id}`);
+  const port = await freePort();
+  const adminToken = randomBytes(24).toString('base64url');
+  const dataDir = mkdtempSync(path.join(process.env.TEST_WORK_DIR ?? os.tmpdir(), 'data-'));
+  Object.assign(process.env, {
+    NODE_ENV: 'test',
+    PORT: String(port),
+    DATABASE_URL: databaseUrl,
+    REDIS_URL: process.env.TEST_REDIS_URL,
+    HUB_QUEUE_PREFIX: `t${id}`,
+    HUB_ADMIN_TOKEN: adminToken,
+    HUB_DATA_DIR: dataDir,
+    PUBLIC_BASE_URL: `http://127.0.0.1:${port}`,
+    HUB_PROVISION_DELAY_MS: '20',
+    ...options.env,
+  });
+  resetConfig();
+  const server: Server = await startServer(port);
+  const baseUrl = `http://127.0.0.1:${port}`;
+  const call = makeCall(baseUrl);
+  const admin = `Bearer ${adminToken}`;
+  let workers: Worker[] = [];
+
+  const stack: Stack = {
+    baseUrl,
+    adminToken,
+    admin,
+    databaseUrl,
+    call,
+    async hub(opts = {}) {
+      const hub = await call('POST', '/admin/v1/hubs', { auth: admin, body: { name: opts.name ?? `hub-${id}`, features: { ipsec: opts.ipsec ?? false } } });
+      if (hub.status !== 201) throw new Error(`creating a hub failed: ${hub.status} ${hub.text}`);
+      const key = await call('POST', `/admin/v1/hubs/${hub.json.id}/api-keys`, { auth: admin, body: { name: 'test' } });
+      if (key.status !== 201) throw new Error(`creating an api key failed: ${key.status} ${key.text}`);
+      const bearer = `Bearer ${key.json.token}`;
+      return {
+        hubId: hub.json.id,
+        keyId: key.json.id,
+        username: key.json.username,
+        token: key.json.token,
+        bearer,
+        basic: 'Basic ' + Buffer.from(`${key.json.username}:${key.json.token}`).toString('base64'),
+        call: makeCall(baseUrl, bearer),
+        h: `/hub/${hub.json.id}`,
+        h2: `/hub/v2/${hub.json.id}`,
+      };
+    },
+    async startWorkers(extra = []) {
+      workers = startWorkers({ processors: [...(await loadProcessors()), ...(options.processors ?? []), ...extra] });
+      await Promise.all(workers.map((w) => w.waitUntilReady()));
+    },
+    async stopWorkers() {
+      await stopWorkers(workers);
+      workers = [];
+    },
+    async stop() {
+      await stack.stopWorkers();
+      await stopServer(server);
+      await closeQueues();
+      await closeRedis();
+      await closeDb();
+    },
+  };
+  if (options.workers !== false) await stack.startWorkers();
+  return stack;
+}
+
+/** Polls `probe` until it returns a truthy value (returned) or `timeoutMs` passes (throws with the last value). */
+export async function waitFor<T>(probe: () => Promise<T>, { timeoutMs = 20_000, intervalMs = 50, what = 'condition' } = {}): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  let last: T;
+  for (;;) {
+    last = await probe();
+    if (last) return last;
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}; last value: ${JSON.stringify(last)}`);
+    await new Promise((r) => setTimeout(r, intervalMs));
+  }
+}
