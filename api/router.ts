@@ -1,4 +1,4 @@
-import Router from '@koa/router';
+import Router, { type RouterMiddleware } from '@koa/router';
 import type { Middleware } from 'koa';
 import { requireAccount, requireAdmin, requireHub } from './middleware/auth.js';
 
@@ -20,7 +20,7 @@ export class GuardedRoutes {
   ) {}
 
   private add(method: Method, paths: Path, handlers: Middleware[]): this {
-    const chain = (this.guard ? [this.guard, ...handlers] : handlers) as Router.Middleware[];
+    const chain = (this.guard ? [this.guard, ...handlers] : handlers) as RouterMiddleware[];
     for (const path of Array.isArray(paths) ? paths : [paths]) {
       for (const prefix of this.prefixes) this.router[method](prefix + path, ...chain);
     }

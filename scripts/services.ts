@@ -99,9 +99,9 @@ export interface LocalRedis {
   stop(): Promise<void>;
 }
 
-export async function startRedis(dir: string | undefined): Promise<LocalRedis> {
+export async function startRedis(dir: string | undefined, port?: number): Promise<LocalRedis> {
   const bin = ensureRedisServer();
-  const port = await freePort();
+  port ??= await freePort();
   const args = ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--protected-mode', 'yes'];
   if (dir) {
     mkdirSync(dir, { recursive: true });

@@ -96,8 +96,13 @@ export async function sweepExecutions(olderThanMs = 10_000, limit = 500): Promis
   });
   let readded = 0;
   for (const execution of stale) {
-    const q = queue(queueOfType(execution.type));
-    const job = await q.getJob(execution.processId);
+    let job;
+    try {
+      job = await queue(queueOfType(execution.type)).getJob(execution.processId);
+    } catch (err) {
+      logger.warn({ err: (err as Error).message }, 'sweeper cannot reach Redis; trying again next tick');
+      break;
+    }
     if (job) continue;
     if (await dispatch(execution)) readded++;
   }

@@ -31,6 +31,27 @@ export function redis(): Redis {
   return shared;
 }
 
+/**
+ * The shared connection once it is ready. It fails fast (no offline queue), so a command sent before the first
+ * connect completes would fail: wait for 'ready' up to `timeoutMs` instead.
+ */
+export async function readyRedis(timeoutMs = 2000): Promise<Redis> {
+  const client = redis();
+  if (client.status === 'ready') return client;
+  await new Promise<void>((resolve, reject) => {
+    const timer = setTimeout(() => {
+      client.off('ready', onReady);
+      reject(new Error(`redis not ready within ${timeoutMs} ms (${client.status})`));
+    }, timeoutMs);
+    const onReady = () => {
+      clearTimeout(timer);
+      resolve();
+    };
+    client.once('ready', onReady);
+  });
+  return client;
+}
+
 export async function closeRedis(): Promise<void> {
   const r = shared;
   shared = undefined;

@@ -6,7 +6,7 @@ import cron, { type ScheduledTask } from 'node-cron';
 import { closeDb, initDb } from '../shared/db.js';
 import { logger } from '../shared/logger.js';
 import { closeQueues } from '../shared/queues.js';
-import { closeRedis, redis } from '../shared/redis.js';
+import { closeRedis, readyRedis } from '../shared/redis.js';
 import { isMain, onShutdown } from '../shared/shutdown.js';
 
 export interface Schedule {
@@ -31,12 +31,13 @@ export async function loadSchedules(): Promise<Schedule[]> {
 export async function runExclusive(name: string, ttlMs: number, fn: () => Promise<void>): Promise<boolean> {
   const key = `edgehub:clock:${name}`;
   const owner = randomUUID();
-  const taken = await redis().set(key, owner, 'PX', ttlMs, 'NX');
+  const client = await readyRedis();
+  const taken = await client.set(key, owner, 'PX', ttlMs, 'NX');
   if (taken !== 'OK') return false;
   try {
     await fn();
   } finally {
-    await redis().eval("if redis.call('get', KEYS[1]) == ARGV[1] then return redis.call('del', KEYS[1]) end return 0", 1, key, owner);
+    await client.eval("if redis.call('get', KEYS[1]) == ARGV[1] then return redis.call('del', KEYS[1]) end return 0", 1, key, owner);
   }
   return true;
 }

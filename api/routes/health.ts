@@ -1,5 +1,5 @@
 import { db } from '../../shared/db.js';
-import { redis } from '../../shared/redis.js';
+import { readyRedis } from '../../shared/redis.js';
 import type { Routes } from '../router.js';
 
 const within = <T>(ms: number, p: Promise<T>) =>
@@ -16,7 +16,7 @@ async function probe(check: () => Promise<unknown>): Promise<string> {
 
 export default function routes({ open }: Routes) {
   open.get('/healthz', async (ctx) => {
-    const [postgres, redisState] = await Promise.all([probe(() => db().query('SELECT 1')), probe(() => redis().ping())]);
+    const [postgres, redisState] = await Promise.all([probe(() => db().query('SELECT 1')), probe(async () => (await readyRedis()).ping())]);
     const ok = postgres === 'ok' && redisState === 'ok';
     ctx.status = ok ? 200 : 503;
     ctx.body = ok ? { status: 'ok' } : { status: 'unavailable', postgres, redis: redisState };

@@ -94,7 +94,7 @@ export function makeCall(baseUrl: string, defaultAuth?: string): Call {
       body = JSON.stringify(options.body);
       headers['content-type'] ??= 'application/json';
     }
-    const res = await fetch(baseUrl + urlPath, { method, headers, body });
+    const res = await fetch(baseUrl + urlPath, { method, headers, body: body as BodyInit | undefined });
     const text = await res.text();
     let json: any;
     try {
