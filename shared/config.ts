@@ -23,6 +23,9 @@ const envSchema = z.object({
       .regex(/^[^,:\s]+:\d+(,[^,:\s]+:\d+)*$/, 'must be comma-separated host:port pairs')
       .optional(),
   ),
+  HUB_DNS_CHECK_INTERVAL_MS: z.coerce.number().int().min(10).max(3_600_000).default(30_000),
+  HUB_INGRESS_ADDRESSES: z.string().regex(/^\d{1,3}(\.\d{1,3}){3}(,\d{1,3}(\.\d{1,3}){3})*$/, 'must be comma-separated IPv4 addresses').default('203.0.113.10,203.0.113.11'),
+  HUB_VALIDATION_DOMAIN: z.string().regex(/^[a-z0-9.-]+$/, 'must be a DNS name').default('validation.edgehub.localhost'),
   HUB_QUEUE_PREFIX: z.string().regex(/^[A-Za-z0-9_-]+$/).default('edgehub'),
   HUB_SWEEP_CRON: z.string().default('*/15 * * * * *'),
   HUB_KEY_ROTATION_CRON: z.string().default('0 0 1 * *'),
@@ -42,6 +45,11 @@ export interface Config {
   provisionDelayMs: number;
   dnsServers: string[];
   queuePrefix: string;
+  /** Custom frontends: how often a PENDING frontend's DNS records are checked, the ingress addresses its A record
+   * must name, and the zone the certificate-validation CNAMEs point into. */
+  dnsCheckIntervalMs: number;
+  ingressAddresses: string[];
+  validationDomain: string;
   sweepCron: string;
   keyRotationCron: string;
   vpcCidr: string;
@@ -98,6 +106,9 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     provisionDelayMs: e.HUB_PROVISION_DELAY_MS,
     dnsServers: e.HUB_DNS_SERVERS ? e.HUB_DNS_SERVERS.split(',') : [],
     queuePrefix: e.HUB_QUEUE_PREFIX,
+    dnsCheckIntervalMs: e.HUB_DNS_CHECK_INTERVAL_MS,
+    ingressAddresses: e.HUB_INGRESS_ADDRESSES.split(','),
+    validationDomain: e.HUB_VALIDATION_DOMAIN,
     sweepCron: e.HUB_SWEEP_CRON,
     keyRotationCron: e.HUB_KEY_ROTATION_CRON,
     vpcCidr: e.HUB_VPC_CIDR,

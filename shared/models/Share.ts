@@ -1,0 +1,50 @@
+import { DataTypes, Model, type CreationOptional, type InferAttributes, type InferCreationAttributes, type Sequelize } from 'sequelize';
+
+export const SHARE_STATUSES = ['PROVISIONING', 'ACTIVE', 'ERROR'] as const;
+export type ShareStatus = (typeof SHARE_STATUSES)[number];
+
+/** A public endpoint on a frontend (`frontendEndpoint`) that proxies to `target`; `zId` is its share token. */
+export class Share extends Model<InferAttributes<Share>, InferCreationAttributes<Share>> {
+  declare zId: string;
+  declare hubId: string;
+  declare envZId: string | null;
+  declare name: string;
+  declare frontendId: string;
+  declare frontendEndpoint: string;
+  declare target: string;
+  declare authProviderId: string | null;
+  declare status: ShareStatus;
+  declare shareMode: CreationOptional<string>;
+  declare backendMode: CreationOptional<string>;
+  declare frontendSelection: CreationOptional<string>;
+  declare reserved: CreationOptional<boolean>;
+  declare limited: CreationOptional<boolean>;
+  declare createdBy: string;
+  declare createdAt: CreationOptional<Date>;
+  declare updatedAt: CreationOptional<Date>;
+}
+
+export function initModel(sequelize: Sequelize): void {
+  Share.init(
+    {
+      zId: { type: DataTypes.TEXT, primaryKey: true },
+      hubId: { type: DataTypes.TEXT, allowNull: false },
+      envZId: { type: DataTypes.TEXT, allowNull: true },
+      name: { type: DataTypes.TEXT, allowNull: false },
+      frontendId: { type: DataTypes.TEXT, allowNull: false },
+      frontendEndpoint: { type: DataTypes.TEXT, allowNull: false },
+      target: { type: DataTypes.TEXT, allowNull: false },
+      authProviderId: { type: DataTypes.TEXT, allowNull: true },
+      status: { type: DataTypes.TEXT, allowNull: false },
+      shareMode: { type: DataTypes.TEXT, allowNull: false, defaultValue: 'public' },
+      backendMode: { type: DataTypes.TEXT, allowNull: false, defaultValue: 'proxy' },
+      frontendSelection: { type: DataTypes.TEXT, allowNull: false, defaultValue: 'public' },
+      reserved: { type: DataTypes.BOOLEAN, allowNull: false, defaultValue: false },
+      limited: { type: DataTypes.BOOLEAN, allowNull: false, defaultValue: false },
+      createdBy: { type: DataTypes.TEXT, allowNull: false },
+      createdAt: DataTypes.DATE,
+      updatedAt: DataTypes.DATE,
+    },
+    { sequelize, tableName: 'shares' },
+  );
+}
