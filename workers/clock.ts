@@ -8,16 +8,9 @@ import { logger } from '../shared/logger.js';
 import { closeQueues } from '../shared/queues.js';
 import { closeRedis, readyRedis } from '../shared/redis.js';
 import { isMain, onShutdown } from '../shared/shutdown.js';
+import type { Schedule } from './schedule.js';
 
-export interface Schedule {
-  name: string;
-  /** node-cron expression (six fields allowed: seconds first). */
-  cron: string;
-  /** Usually enqueues a job; runs under a Redis lock so that two clocks never fire the same tick twice. */
-  run(): Promise<void>;
-}
-
-export const defineSchedule = (s: Schedule): Schedule => s;
+export { defineSchedule, type Schedule } from './schedule.js';
 
 const schedulesDir = path.join(path.dirname(fileURLToPath(import.meta.url)), 'schedules');
 
@@ -55,7 +48,7 @@ export function startClock(schedules: Schedule[]): ScheduledTask[] {
   });
 }
 
-if (isMain(import.meta.url)) {
+async function main(): Promise<void> {
   process.env.HUB_PROCESS ??= 'clock';
   await initDb();
   const schedules = await loadSchedules();
@@ -66,5 +59,13 @@ if (isMain(import.meta.url)) {
     await closeQueues();
     await closeRedis();
     await closeDb();
+  });
+}
+
+// not a top-level await: schedule files may import this module, and they load while main() runs
+if (isMain(import.meta.url)) {
+  main().catch((err) => {
+    logger.fatal({ err }, 'clock failed to start');
+    process.exit(1);
   });
 }

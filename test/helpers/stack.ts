@@ -176,12 +176,12 @@ export async function startStack(options: { workers?: boolean; processors?: Proc
 }
 
 /** Polls `probe` until it returns a truthy value (returned) or `timeoutMs` passes (throws with the last value). */
-export async function waitFor<T>(probe: () => Promise<T>, { timeoutMs = 20_000, intervalMs = 50, what = 'condition' } = {}): Promise<T> {
+export async function waitFor<T>(probe: () => Promise<T>, { timeoutMs = 20_000, intervalMs = 50, what = 'condition' } = {}): Promise<Exclude<T, undefined | null | false | 0 | ''>> {
   const deadline = Date.now() + timeoutMs;
   let last: T;
   for (;;) {
     last = await probe();
-    if (last) return last;
+    if (last) return last as Exclude<T, undefined | null | false | 0 | ''>;
     if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}; last value: ${JSON.stringify(last)}`);
     await new Promise((r) => setTimeout(r, intervalMs));
   }

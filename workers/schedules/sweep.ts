@@ -1,6 +1,6 @@
 import { config } from '../../shared/config.js';
 import { sweepExecutions } from '../../shared/jobs.js';
-import { defineSchedule } from '../clock.js';
+import { defineSchedule } from '../schedule.js';
 
 /** Re-adds jobs of executions that Redis never took (it was away at enqueue time) or lost. */
 export default defineSchedule({
