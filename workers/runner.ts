@@ -52,7 +52,7 @@ const errorMessage = (err: unknown) => (err instanceof Error ? err.message : Str
  * a retry waits). A job whose execution is already finished or gone does nothing, so a duplicate cannot redo work.
  */
 export async function runExecution(def: ProcessorDefinition, job: Job<JobData>): Promise<unknown> {
-  const { executionId } = job.data;
+  const executionId = job.data.executionId ?? (await recordScheduledRun(job as unknown as Job<ScheduledJobData>));
   const attempt = job.attemptsMade + 1;
   const [count, rows] = await Execution.update(
     { status: 'RUNNING', attempts: attempt, startedAt: fn('COALESCE', col('started_at'), fn('now')) as unknown as Date },
@@ -86,6 +86,27 @@ export async function runExecution(def: ProcessorDefinition, job: Job<JobData>):
     else await Execution.update({ status: 'QUEUED', error: errorMessage(err) }, { where: { id: executionId, status: 'RUNNING' } });
     throw err;
   }
+}
+
+/**
+ * Data of the jobs a BullMQ job scheduler (repeatable job) produces: the same for every run, so it cannot name an
+ * execution. Each run is recorded as its own execution, id = the job id (unique per run), when it first starts.
+ */
+export interface ScheduledJobData {
+  executionId?: undefined;
+  hubId: string | null;
+  payload: Record<string, unknown>;
+  scheduled: { resourceType?: string; resourceId?: string; createdBy: string };
+}
+
+async function recordScheduledRun(job: Job<ScheduledJobData>): Promise<string> {
+  const id = job.id!;
+  const { resourceType, resourceId, createdBy } = job.data.scheduled ?? { createdBy: 'scheduler' };
+  await Execution.findOrCreate({
+    where: { id },
+    defaults: { id, processId: id, hubId: job.data.hubId, type: job.name, resourceType: resourceType ?? null, resourceId: resourceId ?? null, status: 'QUEUED', payload: job.data.payload ?? {}, createdBy },
+  });
+  return id;
 }
 
 async function finalizeFailure(def: ProcessorDefinition, ctx: JobContext, err: Error): Promise<void> {
