@@ -1,0 +1,57 @@
+import type { Context } from 'koa';
+import { querySeries, queryShareSeries } from '../../shared/metrics/query.js';
+import { environmentInHub, shareInHub, sharesOfHub } from '../../shared/metrics/subjects.js';
+import { windowFromQuery } from '../../shared/metrics/window.js';
+import { presentSeries, presentSparklines } from '../presenters/metrics.js';
+import type { Routes } from '../router.js';
+import { currentHub } from '../scope.js';
+
+const DEFAULT_DURATION = 'PT1H';
+const SPARKLINE_DURATION = 'P1D';
+/** Sparklines are small: about a day in hourly points. */
+const SPARKLINE_POINTS = 30;
+
+const seriesWindow = (ctx: Context) => windowFromQuery(ctx.query, { defaultDuration: DEFAULT_DURATION });
+
+async function hubMetrics(ctx: Context) {
+  const hubId = currentHub(ctx).id;
+  const window = seriesWindow(ctx);
+  ctx.body = presentSeries(hubId, 'hub', hubId, window, await querySeries(hubId, 'hub', [hubId], window));
+}
+
+async function shareMetrics(ctx: Context) {
+  const hubId = currentHub(ctx).id;
+  const window = seriesWindow(ctx);
+  const share = await shareInHub(hubId, ctx.params.shareId);
+  const samples = await querySeries(hubId, 'share', [share.zId], window);
+  ctx.body = presentSeries(hubId, 'share', share.zId, window, samples, { shareToken: share.zId });
+}
+
+async function environmentMetrics(ctx: Context) {
+  const hubId = currentHub(ctx).id;
+  const window = seriesWindow(ctx);
+  const envZId = ctx.params.envZId as string;
+  await environmentInHub(hubId, envZId);
+  ctx.body = presentSeries(hubId, 'environment', envZId, window, await querySeries(hubId, 'environment', [envZId], window), { envZId });
+}
+
+async function sparklines(ctx: Context) {
+  const hubId = currentHub(ctx).id;
+  const window = windowFromQuery(ctx.query, { defaultDuration: SPARKLINE_DURATION, targetPoints: SPARKLINE_POINTS });
+  const shares = await sharesOfHub(hubId);
+  const series = await queryShareSeries(hubId, shares.map((s) => s.id), window);
+  ctx.body = presentSparklines(hubId, window, shares.map((s) => ({ scope: s.scope, id: s.id, samples: series.get(s.id)! })));
+}
+
+/**
+ * Metrics and sparklines (SPEC.md). Window: `duration` or `range` (ISO 8601 or 15m/1h/1d), optional `step`.
+ * The share and environment forms without a hub in the path answer for the API key's own hub.
+ */
+export default function routes({ hub, account }: Routes) {
+  hub.get('/metrics', hubMetrics);
+  hub.get(['/metrics/sparklines', '/sparklines'], sparklines);
+  hub.get('/shares/:shareId/metrics', shareMetrics);
+  hub.get('/environments/:envZId/metrics', environmentMetrics);
+  account.get('/hub/shares/:shareId/metrics', shareMetrics);
+  account.get('/hub/environments/:envZId/metrics', environmentMetrics);
+}
