@@ -1,0 +1,40 @@
+import { z } from 'zod';
+import { createCertificate, deleteCertificate, findCertificate, updateCertificate } from '../../shared/commands/clientCertificates.js';
+import { ClientCertificate } from '../../shared/models/ClientCertificate.js';
+import { principalName } from '../middleware/auth.js';
+import { findPage, pageRequest } from '../paging.js';
+import { presentCertificate, presentCertificateSummary, presentDeleted } from '../presenters/pki.js';
+import type { Routes } from '../router.js';
+import { currentHub, inHub } from '../scope.js';
+import { body, fields } from '../validate.js';
+
+const pem = z.string().min(1, 'must not be empty');
+const validYears = z.number().int().min(1).max(10).optional();
+const createSchema = z.object({ name: fields.name, value: pem, validYears });
+const patchSchema = z.object({ name: fields.name.optional(), value: pem.optional(), validYears });
+
+export default function routes({ hub }: Routes) {
+  hub.get('/client-certificates', async (ctx) => {
+    ctx.body = await findPage(ClientCertificate, inHub(ctx), pageRequest(ctx, ['createdAt', 'name']), presentCertificateSummary, {
+      attributes: ['id', 'name', 'hubId', 'createdAt', 'createdBy'],
+    });
+  });
+  hub.post('/client-certificates', async (ctx) => {
+    const input = body(ctx, createSchema);
+    const cert = await createCertificate(currentHub(ctx).id, input, principalName(ctx));
+    ctx.status = 201;
+    ctx.body = presentCertificateSummary(cert);
+  });
+  hub.get('/client-certificates/:id', async (ctx) => {
+    ctx.body = presentCertificate(await findCertificate(currentHub(ctx).id, ctx.params.id));
+  });
+  hub.patch('/client-certificates/:id', async (ctx) => {
+    ctx.body = presentCertificate(await updateCertificate(currentHub(ctx).id, ctx.params.id, body(ctx, patchSchema), principalName(ctx)));
+  });
+  hub.put('/client-certificates/:id', async (ctx) => {
+    ctx.body = presentCertificate(await updateCertificate(currentHub(ctx).id, ctx.params.id, body(ctx, createSchema), principalName(ctx)));
+  });
+  hub.delete('/client-certificates/:id', async (ctx) => {
+    ctx.body = presentDeleted(await deleteCertificate(currentHub(ctx).id, ctx.params.id), principalName(ctx));
+  });
+}

@@ -1,0 +1,141 @@
+import { randomBytes } from 'node:crypto';
+import { QueryTypes, UniqueConstraintError } from 'sequelize';
+import { db, withTransaction } from '../db.js';
+import { badRequest, conflict, invalidState, notFound } from '../errors.js';
+import { newId } from '../ids.js';
+import { CertificateRequestToken } from '../models/CertificateRequestToken.js';
+import { addIsoDuration } from '../pki/duration.js';
+import { signEnrollmentJwt, type EnrollmentJwtRecord } from '../pki/enrollmentJwt.js';
+
+export const DEFAULT_TOKEN_TTL = 'P7D';
+
+export interface TokenInput {
+  name?: string;
+  commonName?: string | null;
+  organization?: string | null;
+  organizationalUnit?: string | null;
+  expiresAt?: string;
+  ttl?: string;
+  validYears?: number;
+}
+
+export const nameTaken = (name: string) =>
+  conflict(`name '${name}' is already used by a certificate request token or client certificate in this hub`);
+
+/** Runs `fn`; a unique violation (the hub's name registry, pki_names) becomes a 409 naming the name. */
+export async function claimingName<T>(name: string, fn: () => Promise<T>): Promise<T> {
+  try {
+    return await fn();
+  } catch (err) {
+    if (err instanceof UniqueConstraintError) throw nameTaken(name);
+    throw err;
+  }
+}
+
+/** 192 random bits, URL-safe. */
+const newTokenString = () => randomBytes(24).toString('base64url');
+
+/** The expiry from `expiresAt` (RFC 3339, future) or `ttl` (ISO 8601 duration); undefined when neither is given. */
+export function expiryFrom(input: Pick<TokenInput, 'expiresAt' | 'ttl'>, now = new Date()): Date | undefined {
+  if (input.expiresAt !== undefined && input.ttl !== undefined) throw badRequest("give either 'expiresAt' or 'ttl', not both");
+  if (input.expiresAt !== undefined) {
+    const at = new Date(input.expiresAt);
+    if (at.getTime() <= now.getTime()) throw badRequest(`value for property '$.expiresAt' must be in the future (got ${input.expiresAt})`);
+    return at;
+  }
+  if (input.ttl !== undefined) {
+    const at = addIsoDuration(now, input.ttl);
+    if (!at) throw badRequest(`value for property '$.ttl' must be an ISO 8601 duration such as P7D or PT12H (got '${input.ttl}')`);
+    if (at.getTime() <= now.getTime()) throw badRequest(`value for property '$.ttl' must be a positive duration (got '${input.ttl}')`);
+    return at;
+  }
+  return undefined;
+}
+
+const blankToNull = (v: string | null | undefined) => (v === undefined ? undefined : v === null || v.trim() === '' ? null : v.trim());
+
+export async function createToken(hubId: string, input: TokenInput & { name: string }, createdBy: string): Promise<CertificateRequestToken> {
+  const expiresAt = expiryFrom(input) ?? (addIsoDuration(new Date(), DEFAULT_TOKEN_TTL) as Date);
+  return claimingName(input.name, () =>
+    withTransaction(async (transaction) => {
+      const token = await CertificateRequestToken.create(
+        {
+          id: newId(),
+          hubId,
+          name: input.name,
+          token: newTokenString(),
+          commonName: blankToNull(input.commonName) ?? null,
+          organization: blankToNull(input.organization) ?? null,
+          organizationalUnit: blankToNull(input.organizationalUnit) ?? null,
+          validYears: input.validYears ?? 1,
+          expiresAt,
+          createdBy,
+        },
+        { transaction },
+      );
+      // the name registry's primary key (hub_id, name) refuses a second owner, even from a concurrent transaction
+      await db().query(`INSERT INTO pki_names (hub_id, name, token_id) VALUES (:hubId, :name, :id)`, {
+        replacements: { hubId, name: input.name, id: token.id },
+        type: QueryTypes.INSERT,
+        transaction,
+      });
+      return token;
+    }),
+  );
+}
+
+export async function findToken(hubId: string, id: string): Promise<CertificateRequestToken> {
+  const token = await CertificateRequestToken.findOne({ where: { id, hubId } });
+  if (!token) throw notFound('certificate request token', id);
+  return token;
+}
+
+export async function findTokenByString(hubId: string, tokenString: string): Promise<CertificateRequestToken> {
+  const token = await CertificateRequestToken.findOne({ where: { token: tokenString, hubId } });
+  if (!token) throw notFound('certificate request token');
+  return token;
+}
+
+export const tokenState = (t: CertificateRequestToken, now = Date.now()) => (t.spentAt ? 'spent' : t.expiresAt.getTime() <= now ? 'expired' : 'valid');
+
+/**
+ * PATCH (`replaceAll` false: only given fields) or PUT (`replaceAll` true: omitted subject fields are cleared).
+ * A spent token cannot change: its name now belongs to its certificate. Renames go through the name registry (the
+ * foreign key cascades the new name into pki_names, whose primary key refuses a collision).
+ */
+export async function updateToken(hubId: string, id: string, input: TokenInput, replaceAll: boolean): Promise<CertificateRequestToken> {
+  const token = await findToken(hubId, id);
+  if (token.spentAt) throw invalidState('certificate request token', 'spent', 'update');
+  const subject = (v: string | null | undefined) => (replaceAll ? (blankToNull(v) ?? null) : blankToNull(v));
+  const changes = Object.fromEntries(
+    Object.entries({
+      name: input.name,
+      commonName: subject(input.commonName),
+      organization: subject(input.organization),
+      organizationalUnit: subject(input.organizationalUnit),
+      expiresAt: expiryFrom(input),
+      validYears: input.validYears,
+    }).filter(([, v]) => v !== undefined),
+  );
+  if (Object.keys(changes).length === 0) return token;
+  // conditional on still being unspent: an enrollment that won meanwhile keeps its name
+  const [count] = await claimingName(input.name ?? token.name, () => CertificateRequestToken.update(changes, { where: { id, hubId, spentAt: null } }));
+  if (count === 0) throw invalidState('certificate request token', 'spent', 'update');
+  return findToken(hubId, id);
+}
+
+export async function deleteToken(hubId: string, id: string): Promise<CertificateRequestToken> {
+  const token = await findToken(hubId, id);
+  // the name registry row goes with it (ON DELETE CASCADE); the enrollment JWT stops working at once
+  const count = await CertificateRequestToken.destroy({ where: { id, hubId } });
+  if (count === 0) throw notFound('certificate request token', id);
+  return token;
+}
+
+/** The enrollment JWT of a valid token; refused (400 naming the state) for a spent or expired one. */
+export async function enrollmentJwt(hubId: string, id: string): Promise<EnrollmentJwtRecord> {
+  const token = await findToken(hubId, id);
+  const state = tokenState(token);
+  if (state !== 'valid') throw invalidState('certificate request token', state, 'create an enrollment JWT');
+  return signEnrollmentJwt(token);
+}

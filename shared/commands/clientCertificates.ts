@@ -1,0 +1,96 @@
+import { QueryTypes } from 'sequelize';
+import { db, withTransaction } from '../db.js';
+import { badRequest, notFound } from '../errors.js';
+import { newId } from '../ids.js';
+import { ClientCertificate } from '../models/ClientCertificate.js';
+import { isCertificatePem, parseUploadedCertificate, type CertificateInfo } from '../pki/certificates.js';
+import { isCsrPem, parseCsr } from '../pki/csr.js';
+import { issueInWorker } from '../pki/issuance.js';
+import { claimingName, nameTaken } from './certificateRequestTokens.js';
+
+export interface CertificateInput {
+  name?: string;
+  value?: string;
+  validYears?: number;
+}
+
+type Value = { kind: 'certificate'; info: CertificateInfo } | { kind: 'csr'; pem: string };
+
+/** A PEM certificate (upload) or a PEM CSR (to be issued); anything else is a 400 that says which was expected. */
+export function readValue(value: string): Value {
+  if (isCertificatePem(value)) return { kind: 'certificate', info: parseUploadedCertificate(value) };
+  if (isCsrPem(value)) {
+    parseCsr(value); // refuse a bad CSR here, before any job
+    return { kind: 'csr', pem: value };
+  }
+  throw badRequest("value for property '$.value' must be a PEM certificate (-----BEGIN CERTIFICATE-----) or a PEM CSR (-----BEGIN CERTIFICATE REQUEST-----)");
+}
+
+export const uploadedFields = (info: CertificateInfo) => ({
+  source: 'UPLOAD' as const,
+  certificatePem: info.pem,
+  chainPem: null,
+  fingerprintSha256: info.fingerprintSha256,
+  subject: info.subject,
+  serialNumber: info.serialNumber,
+  notBefore: info.notBefore,
+  notAfter: info.notAfter,
+});
+
+async function nameIsFree(hubId: string, name: string, exceptCertificateId?: string): Promise<boolean> {
+  const rows = await db().query(`SELECT 1 FROM pki_names WHERE hub_id = :hubId AND name = :name AND certificate_id IS DISTINCT FROM :except`, {
+    replacements: { hubId, name, except: exceptCertificateId ?? null },
+    type: QueryTypes.SELECT,
+  });
+  return rows.length === 0;
+}
+
+export async function findCertificate(hubId: string, id: string): Promise<ClientCertificate> {
+  const cert = await ClientCertificate.findOne({ where: { id, hubId } });
+  if (!cert) throw notFound('client certificate', id);
+  return cert;
+}
+
+export async function createCertificate(hubId: string, input: Required<Pick<CertificateInput, 'name' | 'value'>> & CertificateInput, createdBy: string): Promise<ClientCertificate> {
+  const value = readValue(input.value);
+  if (value.kind === 'certificate') {
+    return claimingName(input.name, () =>
+      withTransaction(async (transaction) => {
+        const cert = await ClientCertificate.create({ id: newId(), hubId, name: input.name, createdBy, ...uploadedFields(value.info) }, { transaction });
+        await db().query(`INSERT INTO pki_names (hub_id, name, certificate_id) VALUES (:hubId, :name, :id)`, {
+          replacements: { hubId, name: input.name, id: cert.id },
+          type: QueryTypes.INSERT,
+          transaction,
+        });
+        return cert;
+      }),
+    );
+  }
+  // a fast answer for the common collision; the worker's transaction is what guarantees it
+  if (!(await nameIsFree(hubId, input.name))) throw nameTaken(input.name);
+  const { certificateId } = await issueInWorker({ hubId, payload: { mode: 'create', csr: value.pem, name: input.name, validYears: input.validYears ?? 1 }, createdBy });
+  return findCertificate(hubId, certificateId);
+}
+
+/** PATCH (any of name, value) or PUT (name and value). A CSR value re-issues the certificate in the worker. */
+export async function updateCertificate(hubId: string, id: string, input: CertificateInput, createdBy: string): Promise<ClientCertificate> {
+  const cert = await findCertificate(hubId, id);
+  const name = input.name ?? cert.name;
+  const value = input.value === undefined ? undefined : readValue(input.value);
+  if (value?.kind === 'csr') {
+    if (!(await nameIsFree(hubId, name, id))) throw nameTaken(name);
+    await issueInWorker({ hubId, payload: { mode: 'replace', csr: value.pem, certificateId: id, name, validYears: input.validYears ?? 1 }, createdBy, resourceId: id });
+    return findCertificate(hubId, id);
+  }
+  const changes = { name, ...(value ? uploadedFields(value.info) : {}) };
+  // a rename cascades into the name registry, whose primary key refuses a collision
+  await claimingName(name, () => ClientCertificate.update(changes, { where: { id, hubId } }));
+  return findCertificate(hubId, id);
+}
+
+export async function deleteCertificate(hubId: string, id: string): Promise<ClientCertificate> {
+  const cert = await findCertificate(hubId, id);
+  const count = await ClientCertificate.destroy({ where: { id, hubId } });
+  if (count === 0) throw notFound('client certificate', id);
+  return cert;
+}

@@ -1,0 +1,30 @@
+import { dispatch } from '../jobs.js';
+import { Execution } from '../models/Execution.js';
+import { ROTATE_JOB, waitForPkiJob } from '../pki/issuance.js';
+import { ensureActiveKeyRow, forgetActiveKey } from '../pki/signingKeys.js';
+
+/**
+ * Asks the worker to rotate the active signing key. The execution (and so the BullMQ job) id names the key being
+ * superseded, so two requests for one rotation (two clock ticks, a retried request) are one job; the worker's
+ * conditional update is the second guard.
+ */
+export async function requestRotation(createdBy: string): Promise<Execution> {
+  const active = await ensureActiveKeyRow();
+  const id = `rotate-signing-key-${active.kid}`;
+  await Execution.bulkCreate(
+    [{ id, processId: id, hubId: null, type: ROTATE_JOB, resourceType: 'signing-key', resourceId: active.kid, status: 'QUEUED', payload: { supersedes: active.kid }, createdBy }],
+    { ignoreDuplicates: true },
+  );
+  const execution = (await Execution.findByPk(id)) as Execution;
+  if (execution.status === 'QUEUED' || execution.status === 'RUNNING') await dispatch(execution);
+  return execution;
+}
+
+/** The operator's rotation: waits for the job and answers with the new kid. */
+export async function rotateNow(createdBy: string): Promise<{ kid: string; previousKid: string }> {
+  const execution = await requestRotation(createdBy);
+  const result =
+    execution.status === 'SUCCEEDED' ? (execution.result as { kid: string }) : await waitForPkiJob<{ kid: string }>(execution.processId);
+  forgetActiveKey();
+  return { kid: result.kid, previousKid: String(execution.payload.supersedes) };
+}

@@ -1,0 +1,39 @@
+import { DataTypes, Model, type CreationOptional, type InferAttributes, type InferCreationAttributes, type Sequelize } from 'sequelize';
+
+/** A one-time, time-limited authorisation to obtain a client certificate (SPEC.md "Certificate request token"). */
+export class CertificateRequestToken extends Model<InferAttributes<CertificateRequestToken>, InferCreationAttributes<CertificateRequestToken>> {
+  declare id: string;
+  declare hubId: string;
+  declare name: string;
+  declare token: string;
+  declare commonName: string | null;
+  declare organization: string | null;
+  declare organizationalUnit: string | null;
+  declare validYears: number;
+  declare expiresAt: Date;
+  declare spentAt: CreationOptional<Date | null>;
+  declare createdBy: string;
+  declare createdAt: CreationOptional<Date>;
+  declare updatedAt: CreationOptional<Date>;
+}
+
+export function initModel(sequelize: Sequelize): void {
+  CertificateRequestToken.init(
+    {
+      id: { type: DataTypes.TEXT, primaryKey: true },
+      hubId: { type: DataTypes.TEXT, allowNull: false },
+      name: { type: DataTypes.TEXT, allowNull: false },
+      token: { type: DataTypes.TEXT, allowNull: false },
+      commonName: { type: DataTypes.TEXT, allowNull: true },
+      organization: { type: DataTypes.TEXT, allowNull: true },
+      organizationalUnit: { type: DataTypes.TEXT, allowNull: true },
+      validYears: { type: DataTypes.INTEGER, allowNull: false },
+      expiresAt: { type: DataTypes.DATE, allowNull: false },
+      spentAt: { type: DataTypes.DATE, allowNull: true },
+      createdBy: { type: DataTypes.TEXT, allowNull: false },
+      createdAt: DataTypes.DATE,
+      updatedAt: DataTypes.DATE,
+    },
+    { sequelize, tableName: 'certificate_request_tokens' },
+  );
+}

@@ -1,0 +1,141 @@
+import { createPrivateKey, generateKeyPairSync, X509Certificate } from 'node:crypto';
+import { AsnConvert } from '@peculiar/asn1-schema';
+import { Certificate } from '@peculiar/asn1-x509';
+import { QueryTypes } from 'sequelize';
+import { db } from '../db.js';
+import { newId } from '../ids.js';
+import { CertificateAuthority } from '../models/CertificateAuthority.js';
+import { decryptSecret, encryptSecret } from '../secrets.js';
+import { certificatePem, issueCertificate, keyIdentifier, type Signer } from './certificates.js';
+import { buildName, OID } from './names.js';
+
+/**
+ * The service's certificate authorities: one root (EC P-256, self-signed) and one issuing CA per hub signed by it.
+ * Only the worker process calls this module: the web process never loads a CA private key.
+ */
+
+const YEAR_MS = 365.25 * 24 * 3600 * 1000;
+const ROOT_VALIDITY_YEARS = 40;
+const ISSUING_VALIDITY_YEARS = 30;
+/** Backdating covers clock skew between us and verifiers. */
+export const BACKDATE_MS = 5 * 60 * 1000;
+
+export interface LoadedCa {
+  signer: Signer;
+  certificatePem: string;
+  /** This CA's certificate and its issuers' (PEM), leaf-most first. */
+  chainPem: string;
+}
+
+function newKey() {
+  const { privateKey, publicKey } = generateKeyPairSync('ec', { namedCurve: 'prime256v1' });
+  return {
+    privateKey,
+    spkiDer: publicKey.export({ format: 'der', type: 'spki' }),
+    sealed: encryptSecret(privateKey.export({ format: 'pem', type: 'pkcs8' }) as string),
+  };
+}
+
+function signerOf(ca: CertificateAuthority): Signer {
+  const cert = new X509Certificate(ca.certificatePem);
+  const spkiDer = cert.publicKey.export({ format: 'der', type: 'spki' });
+  // the issuer name of what we sign must match this CA's subject byte for byte: take it from the certificate
+  const subject = AsnConvert.parse(cert.raw, Certificate).tbsCertificate.subject;
+  return { name: subject, privateKey: createPrivateKey(decryptSecret(ca.privateKeySealed)), keyIdentifier: keyIdentifier(spkiDer) };
+}
+
+/** Inserts unless a row for the same slot exists (a concurrent start won), then returns the slot's row. */
+interface CaRow {
+  id: string;
+  kind: 'ROOT' | 'ISSUING';
+  hubId: string | null;
+  subject: string;
+  certificatePem: string;
+  privateKeySealed: string;
+  notAfter: Date;
+}
+
+async function insertOnce(row: CaRow, find: () => Promise<CertificateAuthority | null>): Promise<CertificateAuthority> {
+  await db().query(
+    `INSERT INTO certificate_authorities (id, kind, hub_id, subject, certificate_pem, private_key_sealed, not_after)
+     VALUES (:id, :kind, :hubId, :subject, :certificatePem, :privateKeySealed, :notAfter) ON CONFLICT DO NOTHING`,
+    { replacements: { ...row }, type: QueryTypes.INSERT },
+  );
+  const found = await find();
+  if (!found) throw new Error('certificate authority vanished after insert');
+  return found;
+}
+
+let root: Promise<CertificateAuthority> | undefined;
+
+/** The root CA, created on first use (race-safe across processes: one row wins, every process uses it). */
+export function ensureRootCa(): Promise<CertificateAuthority> {
+  root ??= (async () => {
+    const existing = await CertificateAuthority.findOne({ where: { kind: 'ROOT' } });
+    if (existing) return existing;
+    const key = newKey();
+    const name = buildName([[OID.organization, 'edgehub'], [OID.commonName, 'edgehub Root CA']]);
+    const now = Date.now();
+    const notAfter = new Date(now + ROOT_VALIDITY_YEARS * YEAR_MS);
+    const der = issueCertificate({
+      subject: name,
+      spkiDer: key.spkiDer,
+      issuer: { name, privateKey: key.privateKey, keyIdentifier: keyIdentifier(key.spkiDer) },
+      notBefore: new Date(now - BACKDATE_MS),
+      notAfter,
+      profile: { kind: 'ca' },
+    });
+    return insertOnce(
+      { id: newId(), kind: 'ROOT', hubId: null, subject: 'O=edgehub, CN=edgehub Root CA', certificatePem: certificatePem(der), privateKeySealed: key.sealed, notAfter },
+      () => CertificateAuthority.findOne({ where: { kind: 'ROOT' } }),
+    );
+  })().catch((err) => {
+    root = undefined;
+    throw err;
+  });
+  return root;
+}
+
+const hubCas = new Map<string, Promise<LoadedCa>>();
+
+async function loadHubCa(hubId: string): Promise<LoadedCa> {
+  const rootCa = await ensureRootCa();
+  let issuing = await CertificateAuthority.findOne({ where: { kind: 'ISSUING', hubId } });
+  if (!issuing) {
+    const key = newKey();
+    const subject = `O=edgehub, OU=hub ${hubId}, CN=edgehub Issuing CA`;
+    const name = buildName([[OID.organization, 'edgehub'], [OID.organizationalUnit, `hub ${hubId}`], [OID.commonName, 'edgehub Issuing CA']]);
+    const now = Date.now();
+    const notAfter = new Date(Math.min(now + ISSUING_VALIDITY_YEARS * YEAR_MS, rootCa.notAfter.getTime()));
+    const der = issueCertificate({
+      subject: name,
+      spkiDer: key.spkiDer,
+      issuer: signerOf(rootCa),
+      notBefore: new Date(now - BACKDATE_MS),
+      notAfter,
+      profile: { kind: 'ca', pathLength: 0 },
+    });
+    issuing = await insertOnce(
+      { id: newId(), kind: 'ISSUING', hubId, subject, certificatePem: certificatePem(der), privateKeySealed: key.sealed, notAfter },
+      () => CertificateAuthority.findOne({ where: { kind: 'ISSUING', hubId } }),
+    );
+  }
+  return { signer: signerOf(issuing), certificatePem: issuing.certificatePem, chainPem: issuing.certificatePem + rootCa.certificatePem };
+}
+
+/** The hub's issuing CA with its decrypted key, created on first use and cached for the life of the process. */
+export function hubCa(hubId: string): Promise<LoadedCa> {
+  let loaded = hubCas.get(hubId);
+  if (!loaded) {
+    loaded = loadHubCa(hubId);
+    hubCas.set(hubId, loaded);
+    loaded.catch(() => hubCas.delete(hubId));
+  }
+  return loaded;
+}
+
+/** For tests and shutdown: forget cached CA keys. */
+export function forgetCas(): void {
+  root = undefined;
+  hubCas.clear();
+}

@@ -1,0 +1,64 @@
+/** Just enough DER to slice out the exact signed bytes of a structure (re-encoding could change them). */
+export interface DerElement {
+  tag: number;
+  /** The whole element: tag, length and content. */
+  raw: Buffer;
+  content: Buffer;
+}
+
+export function readElement(buf: Buffer, offset = 0): DerElement {
+  if (offset + 2 > buf.length) throw new Error('truncated DER');
+  const tag = buf[offset];
+  let length = buf[offset + 1];
+  let header = 2;
+  if (length & 0x80) {
+    const octets = length & 0x7f;
+    if (octets === 0 || octets > 4 || offset + 2 + octets > buf.length) throw new Error('unsupported DER length');
+    length = 0;
+    for (let i = 0; i < octets; i++) length = length * 256 + buf[offset + 2 + i];
+    header += octets;
+  }
+  const end = offset + header + length;
+  if (end > buf.length) throw new Error('truncated DER');
+  return { tag, raw: buf.subarray(offset, end), content: buf.subarray(offset + header, end) };
+}
+
+/** The child elements of a constructed element. */
+export function children(element: DerElement): DerElement[] {
+  const out: DerElement[] = [];
+  for (let offset = 0; offset < element.content.length; ) {
+    const child = readElement(element.content, offset);
+    out.push(child);
+    offset += child.raw.length;
+  }
+  return out;
+}
+
+/** Decodes a PEM block with the given label (e.g. CERTIFICATE REQUEST) to DER, or undefined when there is none. */
+export function pemToDer(pem: string, labels: string[]): Buffer | undefined {
+  for (const label of labels) {
+    const match = new RegExp(`-----BEGIN ${label}-----([A-Za-z0-9+/=\\s]+)-----END ${label}-----`).exec(pem);
+    if (match) return Buffer.from(match[1].replace(/\s+/g, ''), 'base64');
+  }
+  return undefined;
+}
+
+export function derToPem(der: Buffer | ArrayBuffer, label: string): string {
+  const b64 = Buffer.from(der as ArrayBuffer).toString('base64');
+  return `-----BEGIN ${label}-----\n${b64.replace(/(.{64})/g, '$1\n').replace(/\n$/, '')}\n-----END ${label}-----\n`;
+}
+
+function encodeLength(length: number): Buffer {
+  if (length < 0x80) return Buffer.from([length]);
+  const bytes: number[] = [];
+  for (let n = length; n > 0; n = Math.floor(n / 256)) bytes.unshift(n & 0xff);
+  return Buffer.from([0x80 | bytes.length, ...bytes]);
+}
+
+/** A DER element with the given tag around already-encoded content. */
+export function encodeElement(tag: number, content: Buffer): Buffer {
+  return Buffer.concat([Buffer.from([tag]), encodeLength(content.length), content]);
+}
+
+export const encodeSequence = (...parts: Buffer[]) => encodeElement(0x30, Buffer.concat(parts));
+export const encodeBitString = (bytes: Buffer) => encodeElement(0x03, Buffer.concat([Buffer.from([0]), bytes]));

@@ -1,0 +1,91 @@
+import { decodeProtectedHeader, errors as joseErrors, jwtVerify, SignJWT, type JWTPayload } from 'jose';
+import { config } from '../config.js';
+import type { CertificateRequestToken } from '../models/CertificateRequestToken.js';
+import { activeSigningKey, recordJwtExpiry, verificationKey } from './signingKeys.js';
+
+export const JWT_ISSUER = 'hub';
+
+export const enrollmentUrl = (hubId: string) => `${config().publicBaseUrl}/hub/v2/${hubId}/client-certificates/enroll`;
+
+export interface EnrollmentJwtRecord {
+  hubId: string;
+  certificateRequestTokenId: string;
+  jwt: string;
+  url: string;
+  expiresAt: Date;
+}
+
+export interface EnrollmentClaims extends JWTPayload {
+  sub: string;
+  aud: string;
+  url: string;
+  name: string;
+  validYears: number;
+  cn?: string;
+  o?: string;
+  ou?: string;
+}
+
+/** Signs the enrollment JWT of a token (ES256, header kid, no jku); its exp is the token's expiry. */
+export async function signEnrollmentJwt(token: CertificateRequestToken): Promise<EnrollmentJwtRecord> {
+  const url = enrollmentUrl(token.hubId);
+  const claims: Record<string, unknown> = { url, name: token.name, validYears: token.validYears };
+  if (token.commonName) claims.cn = token.commonName;
+  if (token.organization) claims.o = token.organization;
+  if (token.organizationalUnit) claims.ou = token.organizationalUnit;
+  for (let attempt = 0; ; attempt++) {
+    const key = await activeSigningKey({ fresh: attempt > 0 });
+    // recorded before the JWT exists, so the key can never be dropped while this JWT is valid
+    if (!(await recordJwtExpiry(key.kid, token.expiresAt))) {
+      if (attempt < 2) continue;
+      throw new Error('the signing key vanished while signing');
+    }
+    const jwt = await new SignJWT(claims)
+      .setProtectedHeader({ alg: 'ES256', kid: key.kid, typ: 'JWT' })
+      .setIssuer(JWT_ISSUER)
+      .setAudience(token.hubId)
+      .setSubject(token.token)
+      .setIssuedAt()
+      .setExpirationTime(Math.floor(token.expiresAt.getTime() / 1000))
+      .sign(key.privateKey);
+    return { hubId: token.hubId, certificateRequestTokenId: token.id, jwt, url, expiresAt: token.expiresAt };
+  }
+}
+
+/** Why a JWT was refused: a label for violations and a sentence for errors. */
+export class JwtRefusal extends Error {
+  constructor(
+    readonly label: string,
+    message: string,
+  ) {
+    super(message);
+  }
+}
+
+/** Verifies signature (by kid, against our published keys), iss, aud = the path hub, and exp. */
+export async function verifyEnrollmentJwt(jwt: string, hubId: string): Promise<EnrollmentClaims> {
+  let kid: string | undefined;
+  try {
+    const header = decodeProtectedHeader(jwt);
+    kid = header.kid;
+    if (header.alg !== 'ES256') throw new JwtRefusal('invalid', `enrollment JWT must be signed with ES256 (got ${header.alg})`);
+  } catch (err) {
+    if (err instanceof JwtRefusal) throw err;
+    throw new JwtRefusal('malformed', 'enrollment JWT is not a compact JWS');
+  }
+  if (!kid) throw new JwtRefusal('invalid', 'enrollment JWT header has no kid');
+  const key = await verificationKey(kid);
+  if (!key) throw new JwtRefusal('unknown_key', `enrollment JWT is signed by key '${kid}', which is not in the public key set`);
+  try {
+    const { payload } = await jwtVerify(jwt, key, { algorithms: ['ES256'], issuer: JWT_ISSUER, audience: hubId, requiredClaims: ['sub', 'exp'] });
+    return payload as EnrollmentClaims;
+  } catch (err) {
+    if (err instanceof joseErrors.JWTExpired) throw new JwtRefusal('expired', 'enrollment JWT has expired');
+    if (err instanceof joseErrors.JWTClaimValidationFailed) {
+      if (err.claim === 'aud') throw new JwtRefusal('wrong_hub', 'enrollment JWT was issued for another hub');
+      throw new JwtRefusal('invalid', `enrollment JWT claim '${err.claim}' is invalid`);
+    }
+    if (err instanceof joseErrors.JWSSignatureVerificationFailed) throw new JwtRefusal('invalid_signature', 'enrollment JWT signature does not verify');
+    throw new JwtRefusal('malformed', 'enrollment JWT could not be read');
+  }
+}

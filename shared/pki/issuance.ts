@@ -1,0 +1,90 @@
+import { Job, QueueEvents } from 'bullmq';
+import { config } from '../config.js';
+import { ApiError, unavailable } from '../errors.js';
+import { enqueue } from '../jobs.js';
+import { closeWithConnection, queue } from '../queues.js';
+import { createRedis } from '../redis.js';
+
+/**
+ * Certificate issuance runs in the worker (it holds the CA keys); the web process enqueues a job and waits for its
+ * outcome through QueueEvents. A refusal the worker decides (token spent meanwhile, name taken) travels back as the
+ * job's failure message `<status> <code>: <message>` and becomes the same HTTP error here.
+ */
+
+export const ISSUE_JOB = 'pki.issueCertificate';
+export const ROTATE_JOB = 'pki.rotateSigningKey';
+
+export type IssuePayload =
+  | { mode: 'create'; csr: string; name: string; validYears: number }
+  | { mode: 'redeem'; csr: string; tokenId: string; validYears: number }
+  | { mode: 'replace'; csr: string; certificateId: string; name: string; validYears: number };
+
+export interface IssueResult {
+  certificateId: string;
+}
+
+/** How long a request waits for its certificate before answering 503 (the job still completes). */
+const WAIT_MS = Number(process.env.HUB_ISSUANCE_WAIT_MS ?? 30_000);
+
+export function encodeRefusal(err: ApiError): string {
+  return `${err.status} ${err.code}: ${err.message}`;
+}
+
+export function decodeRefusal(message: string): ApiError | undefined {
+  const match = /^(4\d\d) ([a-z_]+): ([\s\S]*)$/.exec(message);
+  return match ? new ApiError(Number(match[1]), match[2], match[3]) : undefined;
+}
+
+let events: Promise<QueueEvents> | undefined;
+
+function queueEvents(): Promise<QueueEvents> {
+  events ??= (async () => {
+    const e = new QueueEvents('pki', { connection: createRedis('worker'), prefix: config().queuePrefix });
+    e.on('error', () => {
+      /* a lost connection surfaces as a wait that times out */
+    });
+    await e.waitUntilReady();
+    return e;
+  })().catch((err) => {
+    events = undefined;
+    throw err;
+  });
+  return events;
+}
+
+/** Waits for a pki job and returns its result; a refusal becomes its ApiError, anything else a 503. */
+export async function waitForPkiJob<T>(jobId: string): Promise<T> {
+  const e = await queueEvents();
+  const job = await Job.fromId(queue('pki'), jobId);
+  if (!job) throw unavailable(`issuance job ${jobId} was not queued; retry later`);
+  try {
+    return (await job.waitUntilFinished(e, WAIT_MS)) as T;
+  } catch (err) {
+    const message = (err as Error).message ?? '';
+    const refusal = decodeRefusal(message);
+    if (refusal) throw refusal;
+    if (/timed out/i.test(message)) throw unavailable(`certificate issuance is taking longer than expected; it continues as execution ${jobId}`);
+    throw unavailable(`certificate issuance failed (execution ${jobId}); retry later`);
+  }
+}
+
+/** Enqueues an issuance job (one execution) and waits for the certificate id. */
+export async function issueInWorker(spec: { hubId: string; payload: IssuePayload; createdBy: string; resourceId?: string }): Promise<IssueResult> {
+  const execution = await enqueue({
+    type: ISSUE_JOB,
+    hubId: spec.hubId,
+    resourceType: 'client-certificate',
+    resourceId: spec.resourceId,
+    payload: spec.payload as unknown as Record<string, unknown>,
+    createdBy: spec.createdBy,
+    // a refusal is final; only infrastructure failures are worth a retry, and the caller is waiting
+    jobOptions: { attempts: 3, backoff: { type: 'fixed', delay: 200 } },
+  });
+  return waitForPkiJob<IssueResult>(execution.processId);
+}
+
+export async function closeIssuanceEvents(): Promise<void> {
+  const e = events;
+  events = undefined;
+  if (e) await closeWithConnection(await e);
+}

@@ -1,0 +1,121 @@
+import { X509Certificate } from 'node:crypto';
+import { QueryTypes, UniqueConstraintError, type Transaction } from 'sequelize';
+import { db, withTransaction } from '../../shared/db.js';
+import { ApiError, conflict, forbidden, notFound } from '../../shared/errors.js';
+import { ClientCertificate } from '../../shared/models/ClientCertificate.js';
+import { BACKDATE_MS, hubCa } from '../../shared/pki/ca.js';
+import { describeCertificate, issueCertificate, type CertificateInfo } from '../../shared/pki/certificates.js';
+import { parseCsr } from '../../shared/pki/csr.js';
+import { encodeRefusal, ISSUE_JOB, ROTATE_JOB, type IssuePayload } from '../../shared/pki/issuance.js';
+import { rotateSigningKey } from '../../shared/pki/signingKeys.js';
+import { defineProcessor, permanentFailure, type JobContext } from '../runner.js';
+
+const nameTaken = (name: string) => conflict(`name '${name}' is already used by a certificate request token or client certificate in this hub`);
+
+function addYears(date: Date, years: number): Date {
+  const d = new Date(date);
+  d.setUTCFullYear(d.getUTCFullYear() + years);
+  return d;
+}
+
+/** Signs the CSR with the hub's issuing CA. Only the worker holds CA keys. */
+async function sign(hubId: string, csrPem: string, validYears: number): Promise<{ info: CertificateInfo; chainPem: string }> {
+  const csr = parseCsr(csrPem);
+  const ca = await hubCa(hubId);
+  const now = Date.now();
+  const der = issueCertificate({
+    subject: csr.subject,
+    spkiDer: csr.spkiDer,
+    issuer: ca.signer,
+    notBefore: new Date(now - BACKDATE_MS),
+    notAfter: addYears(new Date(now), validYears),
+    profile: { kind: 'client' },
+  });
+  return { info: describeCertificate(new X509Certificate(der)), chainPem: ca.chainPem };
+}
+
+function certificateFields(info: CertificateInfo, chainPem: string) {
+  return {
+    certificatePem: info.pem,
+    chainPem,
+    fingerprintSha256: info.fingerprintSha256,
+    subject: info.subject,
+    serialNumber: info.serialNumber,
+    notBefore: info.notBefore,
+    notAfter: info.notAfter,
+  };
+}
+
+/** Spends the token and stores its certificate in one transaction: a conditional update lets exactly one win. */
+async function redeem(ctx: JobContext, hubId: string, p: Extract<IssuePayload, { mode: 'redeem' }>, id: string, signed: Awaited<ReturnType<typeof sign>>) {
+  await withTransaction(async (transaction) => {
+    const [spent] = await db().query<{ name: string }>(
+      `UPDATE certificate_request_tokens SET spent_at = now(), updated_at = now()
+       WHERE id = :tokenId AND hub_id = :hubId AND spent_at IS NULL AND expires_at > now() RETURNING name`,
+      { replacements: { tokenId: p.tokenId, hubId }, type: QueryTypes.SELECT, transaction },
+    );
+    if (!spent) throw forbidden('the certificate request token is spent, expired or deleted');
+    await ClientCertificate.create(
+      { id, hubId, name: spent.name, source: 'ENROLLMENT', certificateRequestTokenId: p.tokenId, createdBy: ctx.execution.createdBy, ...certificateFields(signed.info, signed.chainPem) },
+      { transaction },
+    );
+    // the certificate takes over the token's name
+    await db().query(`UPDATE pki_names SET token_id = NULL, certificate_id = :id WHERE token_id = :tokenId AND hub_id = :hubId`, {
+      replacements: { id, tokenId: p.tokenId, hubId },
+      transaction,
+    });
+  });
+}
+
+async function create(ctx: JobContext, hubId: string, p: Extract<IssuePayload, { mode: 'create' }>, id: string, signed: Awaited<ReturnType<typeof sign>>) {
+  await withTransaction(async (transaction: Transaction) => {
+    await ClientCertificate.create(
+      { id, hubId, name: p.name, source: 'CSR', createdBy: ctx.execution.createdBy, ...certificateFields(signed.info, signed.chainPem) },
+      { transaction },
+    );
+    await db().query(`INSERT INTO pki_names (hub_id, name, certificate_id) VALUES (:hubId, :name, :id)`, { replacements: { hubId, name: p.name, id }, transaction });
+  });
+}
+
+async function replace(hubId: string, p: Extract<IssuePayload, { mode: 'replace' }>, signed: Awaited<ReturnType<typeof sign>>) {
+  const [count] = await ClientCertificate.update(
+    { name: p.name, source: 'CSR', ...certificateFields(signed.info, signed.chainPem) },
+    { where: { id: p.certificateId, hubId } },
+  );
+  if (count === 0) throw notFound('client certificate', p.certificateId);
+}
+
+const issue = defineProcessor({
+  type: ISSUE_JOB,
+  // issuance is CPU-light (one ECDSA signature) and waits mostly on PostgreSQL: many at once keep both cores busy
+  concurrency: 64,
+  async handle(ctx) {
+    const hubId = ctx.hubId as string;
+    const p = ctx.payload as unknown as IssuePayload;
+    // the certificate id is the execution id: a retry after a commit finds its own certificate instead of failing
+    const id = p.mode === 'replace' ? p.certificateId : ctx.execution.id;
+    if (p.mode !== 'replace' && (await ClientCertificate.findByPk(id, { attributes: ['id'] }))) return { certificateId: id };
+    try {
+      const signed = await sign(hubId, p.csr, p.validYears);
+      if (p.mode === 'redeem') await redeem(ctx, hubId, p, id, signed);
+      else if (p.mode === 'create') await create(ctx, hubId, p, id, signed);
+      else await replace(hubId, p, signed);
+    } catch (err) {
+      if (err instanceof ApiError) throw permanentFailure(encodeRefusal(err));
+      if (err instanceof UniqueConstraintError) throw permanentFailure(encodeRefusal(nameTaken((p as { name?: string }).name ?? '')));
+      throw err;
+    }
+    return { certificateId: id };
+  },
+});
+
+const rotate = defineProcessor({
+  type: ROTATE_JOB,
+  async handle(ctx) {
+    const { kid, rotated } = await rotateSigningKey(String(ctx.payload.supersedes));
+    ctx.log.info({ kid, rotated }, rotated ? 'signing key rotated' : 'signing key already rotated');
+    return { kid, rotated };
+  },
+});
+
+export default [issue, rotate];
