@@ -1,0 +1,184 @@
+import type { IpsecShare } from '../../shared/models/IpsecShare.js';
+import type { IpsecTunnel, TunnelOptions } from '../../shared/models/IpsecTunnel.js';
+import { formatIpv4, parseCidr } from '../../shared/providers/ipsecAddresses.js';
+import type { TunnelStatus } from '../../shared/providers/ipsec.js';
+import { iso } from './platform.js';
+
+/** SPEC.md's IPsec tunnel. Provisioned fields are '' until DEPLOYED; the pre-shared key never appears. */
+export const presentTunnel = (t: IpsecTunnel) => ({
+  id: t.id,
+  name: t.name,
+  hubId: t.hubId,
+  locationId: t.locationId,
+  status: t.status,
+  statusMessage: t.statusMessage,
+  peerPublicIp: t.peerPublicIp,
+  peerCidr: t.peerCidr,
+  nlbPrivateIp: t.nlbPrivateIp ?? '',
+  nlbDnsName: t.nlbDnsName,
+  vpnConnectionId: t.vpnConnectionId,
+  createdAt: iso(t.createdAt),
+  createdBy: t.createdBy,
+  updatedAt: iso(t.updatedAt),
+});
+
+export const presentShare = (s: IpsecShare) => ({
+  id: s.id,
+  name: s.name,
+  hubId: s.hubId,
+  ipsecTunnelId: s.ipsecTunnelId,
+  envZId: s.envZId,
+  target: s.target,
+  ingressPort: s.ingressPort,
+  locationId: s.locationId,
+  status: s.status,
+  statusMessage: s.statusMessage,
+  createdAt: iso(s.createdAt),
+  createdBy: s.createdBy,
+  updatedAt: iso(s.updatedAt),
+});
+
+/** SPEC.md's tunnel configuration: `state` and a single-element `tunnels` array. */
+export function presentTunnelConfig(tunnel: IpsecTunnel, status: TunnelStatus) {
+  const options = tunnel.tunnelOptions as TunnelOptions;
+  const live = status.tunnels[0];
+  return {
+    state: status.state,
+    tunnels: [
+      {
+        outsideIpAddress: tunnel.outsideIpAddress ?? live?.outsideIpAddress ?? '',
+        status: live?.status ?? 'UNKNOWN',
+        statusMessage: live?.statusMessage ?? '',
+        insideCidr: tunnel.insideCidr ?? '',
+        ikeVersions: options.ikeVersions,
+        phase1EncryptionAlgorithms: options.phase1EncryptionAlgorithms,
+        phase1IntegrityAlgorithms: options.phase1IntegrityAlgorithms,
+        phase1DHGroupNumbers: options.phase1DHGroupNumbers,
+        phase1LifetimeSeconds: options.phase1LifetimeSeconds,
+        phase2EncryptionAlgorithms: options.phase2EncryptionAlgorithms,
+        phase2IntegrityAlgorithms: options.phase2IntegrityAlgorithms,
+        phase2DHGroupNumbers: options.phase2DHGroupNumbers,
+        phase2LifetimeSeconds: options.phase2LifetimeSeconds,
+        rekeyMarginTimeSeconds: options.rekeyMarginTimeSeconds,
+        rekeyFuzzPercentage: options.rekeyFuzzPercentage,
+        dpdTimeoutSeconds: options.dpdTimeoutSeconds,
+        dpdTimeoutAction: options.dpdTimeoutAction,
+      },
+    ],
+  };
+}
+
+// ---- strongSwan sample configuration ----
+
+const STRONGSWAN_ENCRYPTION: Record<string, string> = {
+  AES128: 'aes128',
+  AES256: 'aes256',
+  'AES128-GCM-16': 'aes128gcm16',
+  'AES256-GCM-16': 'aes256gcm16',
+};
+const STRONGSWAN_INTEGRITY: Record<string, string> = { SHA1: 'sha1', 'SHA2-256': 'sha256', 'SHA2-384': 'sha384', 'SHA2-512': 'sha512' };
+const STRONGSWAN_DH: Record<number, string> = {
+  2: 'modp1024',
+  5: 'modp1536',
+  14: 'modp2048',
+  15: 'modp3072',
+  16: 'modp4096',
+  17: 'modp6144',
+  18: 'modp8192',
+  19: 'ecp256',
+  20: 'ecp384',
+  21: 'ecp521',
+  22: 'modp1024s160',
+  23: 'modp2048s224',
+  24: 'modp2048s256',
+};
+const STRONGSWAN_DPD_ACTION: Record<string, string> = { clear: 'clear', restart: 'restart', none: 'none' };
+
+const known = <K extends string | number>(map: Record<K, string>, values: K[]) => values.map((v) => map[v]).filter(Boolean);
+
+/**
+ * strongSwan proposals: AEAD (GCM) ciphers cannot share a proposal with integrity algorithms, so classic ciphers
+ * and GCM ciphers get one proposal each. IKE proposals name PRFs for GCM, ESP proposals name the PFS groups.
+ */
+function proposals(encryption: string[], integrity: string[], dhGroups: number[], kind: 'ike' | 'esp'): string {
+  const ciphers = known(STRONGSWAN_ENCRYPTION, encryption);
+  const integrities = known(STRONGSWAN_INTEGRITY, integrity);
+  const groups = known(STRONGSWAN_DH, dhGroups);
+  const classic = ciphers.filter((c) => !c.includes('gcm'));
+  const aead = ciphers.filter((c) => c.includes('gcm'));
+  const out: string[] = [];
+  if (classic.length) out.push([...classic, ...integrities, ...groups].join('-'));
+  if (aead.length) out.push([...aead, ...(kind === 'ike' ? integrities.map((i) => `prf${i}`) : []), ...groups].join('-'));
+  return out.join(',');
+}
+
+/** The AWS side (.1) and the customer side (.2) of a /30 inside CIDR. */
+function insideAddresses(insideCidr: string): { aws: string; customer: string } {
+  const parsed = parseCidr(insideCidr);
+  if (typeof parsed === 'string') return { aws: '', customer: '' };
+  return { aws: formatIpv4(parsed.network + 1), customer: formatIpv4(parsed.network + 2) };
+}
+
+/**
+ * A strongSwan (swanctl.conf) configuration for the customer gateway, with the pre-shared key in its secrets
+ * section: SPEC.md makes this the only place the key is shown.
+ */
+export function strongswanSampleConfig(tunnel: IpsecTunnel, preSharedKey: string, vpcCidr: string): string {
+  const o = tunnel.tunnelOptions as TunnelOptions;
+  const inside = insideAddresses(tunnel.insideCidr ?? '');
+  const version = o.ikeVersions.length === 1 ? o.ikeVersions[0].replace('ikev', '') : '0';
+  const margin = o.rekeyMarginTimeSeconds;
+  const rand = Math.round((margin * o.rekeyFuzzPercentage) / 100);
+  const name = `edgehub-${tunnel.vpnConnectionId}`;
+  return [
+    `# strongSwan sample configuration for edgehub IPsec tunnel ${tunnel.id} (${tunnel.name})`,
+    `# VPN connection ${tunnel.vpnConnectionId}; load balancer ${tunnel.nlbDnsName} (${tunnel.nlbPrivateIp})`,
+    '#',
+    '# Save as /etc/swanctl/conf.d/edgehub.conf on the customer gateway, then run: swanctl --load-all',
+    `# Tunnel interface addresses (inside CIDR ${tunnel.insideCidr}): customer gateway ${inside.customer}, edgehub ${inside.aws}`,
+    '# This file contains the pre-shared key: keep it secret.',
+    '',
+    'connections {',
+    `  ${name} {`,
+    `    version = ${version}`,
+    `    local_addrs = ${tunnel.peerPublicIp}`,
+    `    remote_addrs = ${tunnel.outsideIpAddress}`,
+    `    proposals = ${proposals(o.phase1EncryptionAlgorithms, o.phase1IntegrityAlgorithms, o.phase1DHGroupNumbers, 'ike')}`,
+    `    rekey_time = ${o.phase1LifetimeSeconds - margin}s`,
+    `    over_time = ${margin}s`,
+    `    rand_time = ${rand}s`,
+    '    dpd_delay = 10s',
+    `    dpd_timeout = ${o.dpdTimeoutSeconds}s`,
+    '    local {',
+    '      auth = psk',
+    `      id = ${tunnel.peerPublicIp}`,
+    '    }',
+    '    remote {',
+    '      auth = psk',
+    `      id = ${tunnel.outsideIpAddress}`,
+    '    }',
+    '    children {',
+    `      ${name}-child {`,
+    `        local_ts = ${tunnel.peerCidr}`,
+    `        remote_ts = ${vpcCidr}`,
+    `        esp_proposals = ${proposals(o.phase2EncryptionAlgorithms, o.phase2IntegrityAlgorithms, o.phase2DHGroupNumbers, 'esp')}`,
+    `        life_time = ${o.phase2LifetimeSeconds}s`,
+    `        rekey_time = ${o.phase2LifetimeSeconds - margin}s`,
+    `        rand_time = ${rand}s`,
+    `        dpd_action = ${STRONGSWAN_DPD_ACTION[o.dpdTimeoutAction] ?? 'clear'}`,
+    '        start_action = start',
+    '      }',
+    '    }',
+    '  }',
+    '}',
+    '',
+    'secrets {',
+    `  ike-${name} {`,
+    `    id-1 = ${tunnel.peerPublicIp}`,
+    `    id-2 = ${tunnel.outsideIpAddress}`,
+    `    secret = "${preSharedKey}"`,
+    '  }',
+    '}',
+    '',
+  ].join('\n');
+}

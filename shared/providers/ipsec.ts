@@ -1,0 +1,17 @@
+import { LocalIpsecProvider } from './ipsecLocal.js';
+import type { IpsecProvider } from './ipsecTypes.js';
+
+export * from './ipsecTypes.js';
+
+let current: IpsecProvider | undefined;
+
+/** The IPsec provider of this process: the local one unless another was installed. */
+export function ipsecProvider(): IpsecProvider {
+  current ??= new LocalIpsecProvider();
+  return current;
+}
+
+/** Installs a provider (tests wrap the local one to inject failures); undefined restores the default. */
+export function setIpsecProvider(provider: IpsecProvider | undefined): void {
+  current = provider;
+}
