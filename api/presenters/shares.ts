@@ -1,0 +1,28 @@
+import type { ShareView } from '../../shared/commands/shares.js';
+import { iso } from './platform.js';
+
+/** Email patterns `*@example.com` as the domains they admit. */
+const emailDomains = (patterns: string[]) => [...new Set(patterns.map((p) => p.slice(p.lastIndexOf('@') + 1)))];
+
+export const presentShare = ({ share: s, frontendIds, authProvider }: ShareView) => ({
+  zId: s.zId,
+  hubId: s.hubId,
+  name: s.name,
+  status: s.status,
+  authProviderId: s.authProviderId,
+  frontendId: s.frontendId,
+  frontendIds,
+  shareMode: s.shareMode,
+  backendMode: s.backendMode,
+  envZId: s.envZId,
+  frontendSelection: s.frontendSelection,
+  frontendEndpoint: s.frontendEndpoint,
+  backendProxyEndpoint: s.target,
+  oauthProvider: authProvider ? authProvider.type.toLowerCase() : null,
+  oauthEmailDomains: authProvider && authProvider.emailPatterns.length ? emailDomains(authProvider.emailPatterns) : null,
+  oauthAuthorizationCheckInterval: null,
+  reserved: s.reserved,
+  limited: s.limited,
+  createdAt: iso(s.createdAt),
+  createdBy: s.createdBy,
+});

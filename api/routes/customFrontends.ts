@@ -1,0 +1,37 @@
+import { z } from 'zod';
+import { createCustomFrontend, deleteCustomFrontend, dnsRecords, getCustomFrontend, updateCustomFrontend } from '../../shared/commands/customFrontends.js';
+import { principalName } from '../middleware/auth.js';
+import { presentCustomFrontend, presentDnsRecords } from '../presenters/customFrontends.js';
+import type { Routes } from '../router.js';
+import { currentHub } from '../scope.js';
+import { body } from '../validate.js';
+
+const authProviderIds = z.array(z.string().min(1, 'must not be empty')).max(20, 'must name at most 20 auth providers');
+const createSchema = z.object({
+  hostname: z.string().trim().min(1, 'must not be empty').max(253, 'must be at most 253 characters'),
+  authProviderIds: authProviderIds.default([]),
+});
+/** SPEC.md: authProviderIds is the only updatable field; anything else is refused by name. */
+const patchSchema = z.strictObject({ authProviderIds });
+
+export default function routes({ hub }: Routes) {
+  hub.post('/custom-frontends', async (ctx) => {
+    const input = body(ctx, createSchema);
+    ctx.status = 201;
+    ctx.body = presentCustomFrontend(await createCustomFrontend(currentHub(ctx).id, input, principalName(ctx)));
+  });
+  hub.get('/custom-frontends/:id', async (ctx) => {
+    ctx.body = presentCustomFrontend(await getCustomFrontend(currentHub(ctx).id, ctx.params.id));
+  });
+  hub.get('/custom-frontends/:id/dns-records', async (ctx) => {
+    ctx.body = presentDnsRecords(await dnsRecords(currentHub(ctx).id, ctx.params.id));
+  });
+  hub.patch('/custom-frontends/:id', async (ctx) => {
+    const input = body(ctx, patchSchema);
+    ctx.body = presentCustomFrontend(await updateCustomFrontend(currentHub(ctx).id, ctx.params.id, input, principalName(ctx)));
+  });
+  hub.delete('/custom-frontends/:id', async (ctx) => {
+    await deleteCustomFrontend(currentHub(ctx).id, ctx.params.id);
+    ctx.status = 204;
+  });
+}

@@ -1,0 +1,48 @@
+import { z } from 'zod';
+import { createShare, deleteShare, findShare, shareView, shareViews } from '../../shared/commands/shares.js';
+import { Share } from '../../shared/models/Share.js';
+import { principalName } from '../middleware/auth.js';
+import { envelope, findPage, pageRequest } from '../paging.js';
+import { presentShare } from '../presenters/shares.js';
+import type { Routes } from '../router.js';
+import { currentHub, inHub } from '../scope.js';
+import { body, fields } from '../validate.js';
+
+const httpUrl = z.string().refine((s) => {
+  try {
+    const u = new URL(s);
+    return (u.protocol === 'http:' || u.protocol === 'https:') && u.hostname !== '';
+  } catch {
+    return false;
+  }
+}, 'must be an absolute http or https URL');
+
+const createSchema = z.object({
+  name: fields.name,
+  frontendIds: z.array(z.string().min(1, 'must not be empty')).min(1, 'must name at least one frontend').max(20, 'must name at most 20 frontends'),
+  target: httpUrl,
+  envZId: z.string().min(1, 'must not be empty').optional(),
+  authProviderId: z.string().min(1, 'must not be empty').nullable().optional(),
+});
+
+const SORTABLE = ['createdAt', 'name', 'status', 'zId'] as const;
+
+export default function routes({ hub }: Routes) {
+  hub.post('/shares', async (ctx) => {
+    const input = body(ctx, createSchema);
+    ctx.status = 201;
+    ctx.body = presentShare(await createShare(currentHub(ctx).id, input, principalName(ctx)));
+  });
+  hub.get('/shares', async (ctx) => {
+    const page = await findPage(Share, inHub(ctx), pageRequest(ctx, SORTABLE), (s) => s);
+    const views = await shareViews(page.content);
+    ctx.body = envelope(views.map(presentShare), page.totalElements, { page: page.pageable.pageNumber, size: page.pageable.pageSize, order: [] });
+  });
+  hub.get('/shares/:zId', async (ctx) => {
+    ctx.body = presentShare(await shareView(await findShare(currentHub(ctx).id, ctx.params.zId)));
+  });
+  hub.delete('/shares/:zId', async (ctx) => {
+    await deleteShare(currentHub(ctx).id, ctx.params.zId);
+    ctx.status = 204;
+  });
+}

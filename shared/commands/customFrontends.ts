@@ -1,0 +1,243 @@
+import { Op, type Transaction } from 'sequelize';
+import { config } from '../config.js';
+import { withTransaction } from '../db.js';
+import { badRequest, invalidState, notFound } from '../errors.js';
+import { newId } from '../ids.js';
+import { enqueue } from '../jobs.js';
+import { CustomFrontend } from '../models/CustomFrontend.js';
+import { CustomFrontendAuthProvider } from '../models/CustomFrontendAuthProvider.js';
+import { Execution } from '../models/Execution.js';
+import { Frontend } from '../models/Frontend.js';
+import { ShareFrontend } from '../models/ShareFrontend.js';
+import { certificateIssuer } from '../providers/certificateIssuer.js';
+import { dnsLookup, normalizeName, type DnsLookup } from '../providers/dns.js';
+import { frontendHosting } from '../providers/frontendHosting.js';
+import { encryptSecret } from '../secrets.js';
+import { missingAuthProviders } from './authProviders.js';
+
+export const PROVISION_JOB = 'frontends.provisionCustomFrontend';
+export const ACTIVATE_JOB = 'frontends.activateCustomFrontend';
+/** How long a PENDING frontend's DNS records are waited for before its check gives up (a PATCH starts a new one). */
+const DNS_WAIT_MS = 72 * 3600 * 1000;
+
+const LABEL = /^(?!-)[a-z0-9-]{1,63}(?<!-)$/;
+
+/** A fully qualified DNS hostname: two or more labels of letters, digits and inner hyphens, at most 253 characters. */
+export function isHostname(value: string): boolean {
+  const labels = value.split('.');
+  return value.length <= 253 && labels.length >= 2 && labels.every((l) => LABEL.test(l)) && !/^\d+$/.test(labels[labels.length - 1]);
+}
+
+export interface CustomFrontendView {
+  frontend: CustomFrontend;
+  authProviderIds: string[];
+}
+
+async function authProviderIdsOf(customFrontendId: string, transaction?: Transaction): Promise<string[]> {
+  const rows = await CustomFrontendAuthProvider.findAll({ where: { customFrontendId }, order: [['position', 'ASC']], transaction });
+  return rows.map((r) => r.authProviderId);
+}
+
+async function attachAuthProviders(hubId: string, customFrontendId: string, ids: string[], transaction: Transaction): Promise<void> {
+  const missing = await missingAuthProviders(hubId, ids);
+  if (missing.length) throw badRequest(`value for property '$.authProviderIds' names unknown auth provider(s): ${missing.join(', ')}`);
+  await CustomFrontendAuthProvider.destroy({ where: { customFrontendId }, transaction });
+  await CustomFrontendAuthProvider.bulkCreate(
+    ids.map((authProviderId, position) => ({ hubId, customFrontendId, authProviderId, position })),
+    { transaction },
+  );
+}
+
+async function view(frontend: CustomFrontend, transaction?: Transaction): Promise<CustomFrontendView> {
+  return { frontend, authProviderIds: await authProviderIdsOf(frontend.id, transaction) };
+}
+
+export async function findCustomFrontend(hubId: string, id: string): Promise<CustomFrontend> {
+  const frontend = await CustomFrontend.findOne({ where: { hubId, id } });
+  if (!frontend) throw notFound('custom frontend', id);
+  return frontend;
+}
+
+export async function getCustomFrontend(hubId: string, id: string): Promise<CustomFrontendView> {
+  return view(await findCustomFrontend(hubId, id));
+}
+
+/**
+ * NEW custom frontend with its (inactive) frontend row; a job then creates the hosting infrastructure. The hostname
+ * is unique across hubs (a unique index: a concurrent duplicate is a 409).
+ */
+export async function createCustomFrontend(
+  hubId: string,
+  input: { hostname: string; authProviderIds: string[] },
+  createdBy: string,
+): Promise<CustomFrontendView> {
+  const hostname = normalizeName(input.hostname);
+  if (!isHostname(hostname)) throw badRequest(`value for property '$.hostname' must be a DNS hostname such as shares.example.com (got '${input.hostname}')`);
+  const authProviderIds = [...new Set(input.authProviderIds)];
+  return withTransaction(async (transaction) => {
+    const id = newId();
+    const frontendId = newId();
+    const frontend = await CustomFrontend.create(
+      { id, hubId, hostname, domainName: hostname, frontendId, status: 'NEW', createdBy },
+      { transaction },
+    );
+    await Frontend.create(
+      { id: frontendId, hubId, customFrontendId: id, publicName: hostname, urlTemplate: `https://{token}.${hostname}`, active: false },
+      { transaction },
+    );
+    await attachAuthProviders(hubId, id, authProviderIds, transaction);
+    await enqueue({ type: PROVISION_JOB, hubId, resourceType: 'customFrontend', resourceId: id, payload: { customFrontendId: id }, createdBy, transaction });
+    return { frontend, authProviderIds };
+  });
+}
+
+/** Only authProviderIds change. A PENDING frontend whose DNS check gave up gets a new check. */
+export async function updateCustomFrontend(hubId: string, id: string, input: { authProviderIds: string[] }, updatedBy: string): Promise<CustomFrontendView> {
+  return withTransaction(async (transaction) => {
+    const frontend = await CustomFrontend.findOne({ where: { hubId, id }, transaction, lock: transaction.LOCK.UPDATE });
+    if (!frontend) throw notFound('custom frontend', id);
+    await attachAuthProviders(hubId, id, [...new Set(input.authProviderIds)], transaction);
+    frontend.changed('updatedAt', true);
+    await frontend.save({ transaction });
+    if (frontend.status === 'PENDING' && !(await activationUnderWay(id, transaction))) {
+      await enqueueActivation(hubId, id, updatedBy, transaction);
+    }
+    return view(frontend, transaction);
+  });
+}
+
+/** Refused (400) while shares are published on it; the foreign key of share_frontends settles any race. */
+export async function deleteCustomFrontend(hubId: string, id: string): Promise<void> {
+  await withTransaction(async (transaction) => {
+    const frontend = await CustomFrontend.findOne({ where: { hubId, id }, transaction, lock: transaction.LOCK.UPDATE });
+    if (!frontend) throw notFound('custom frontend', id);
+    const shares = await ShareFrontend.count({ where: { frontendId: frontend.frontendId }, transaction });
+    if (shares) throw badRequest(`custom frontend '${id}' carries ${shares} share(s); delete them first`);
+    await frontend.destroy({ transaction });
+    await frontendHosting().remove({ customFrontendId: id, hostname: frontend.hostname });
+  });
+}
+
+export interface DnsRecords {
+  hubId: string;
+  customFrontendId: string;
+  domainName: string;
+  aRecord: { name: string; ipAddress: string[] };
+  cnameRecords: { name: string; value: string }[];
+}
+
+/** The records the owner must publish; they exist once the infrastructure is ready (PENDING), before that a 400. */
+export async function dnsRecords(hubId: string, id: string): Promise<DnsRecords> {
+  const frontend = await findCustomFrontend(hubId, id);
+  if (frontend.status === 'NEW' || !frontend.ingressAddresses || !frontend.validationName || !frontend.validationValue) {
+    throw invalidState('custom frontend', frontend.status, 'read DNS records (the hosting infrastructure is not ready yet)');
+  }
+  return {
+    hubId,
+    customFrontendId: id,
+    domainName: frontend.domainName,
+    aRecord: { name: frontend.hostname, ipAddress: frontend.ingressAddresses },
+    cnameRecords: [{ name: frontend.validationName, value: frontend.validationValue }],
+  };
+}
+
+async function activationUnderWay(customFrontendId: string, transaction: Transaction): Promise<boolean> {
+  const running = await Execution.count({
+    where: { type: ACTIVATE_JOB, resourceId: customFrontendId, status: { [Op.in]: ['QUEUED', 'RUNNING'] } },
+    transaction,
+  });
+  return running > 0;
+}
+
+/** One execution that re-checks DNS every HUB_DNS_CHECK_INTERVAL_MS (a retry per check) until the records resolve. */
+function enqueueActivation(hubId: string, customFrontendId: string, createdBy: string, transaction: Transaction) {
+  const interval = config().dnsCheckIntervalMs;
+  return enqueue({
+    type: ACTIVATE_JOB,
+    hubId,
+    resourceType: 'customFrontend',
+    resourceId: customFrontendId,
+    payload: { customFrontendId },
+    createdBy,
+    transaction,
+    jobOptions: { attempts: Math.max(1, Math.ceil(DNS_WAIT_MS / interval)), backoff: { type: 'fixed', delay: interval } },
+  });
+}
+
+/** Job: creates the hosting infrastructure and moves NEW -> PENDING, then starts the DNS check. Idempotent. */
+export async function provisionHosting(customFrontendId: string): Promise<Record<string, unknown>> {
+  const frontend = await CustomFrontend.findByPk(customFrontendId);
+  if (!frontend) return { skipped: 'deleted' };
+  if (frontend.status !== 'NEW') return { skipped: frontend.status };
+  const infrastructure = await frontendHosting().create({
+    customFrontendId,
+    hostname: frontend.hostname,
+    existing: {
+      ingressAddresses: frontend.ingressAddresses ?? undefined,
+      validationName: frontend.validationName ?? undefined,
+      validationValue: frontend.validationValue ?? undefined,
+    },
+  });
+  return withTransaction(async (transaction) => {
+    const [moved] = await CustomFrontend.update(
+      { ...infrastructure, status: 'PENDING' },
+      { where: { id: customFrontendId, status: 'NEW' }, transaction },
+    );
+    if (!moved) return { skipped: 'no longer NEW' };
+    await enqueueActivation(frontend.hubId, customFrontendId, 'system', transaction);
+    return { status: 'PENDING', ingressAddresses: infrastructure.ingressAddresses };
+  });
+}
+
+/** What is missing from DNS, or an empty list when both records resolve to the expected values. */
+export async function dnsProblems(frontend: CustomFrontend, lookup: DnsLookup = dnsLookup()): Promise<string[]> {
+  const expectedAddresses = [...(frontend.ingressAddresses ?? [])].sort();
+  const expectedCname = normalizeName(frontend.validationValue ?? '');
+  const [addresses, cname] = await Promise.all([lookup.addresses(frontend.hostname), lookup.canonicalName(frontend.validationName ?? '')]);
+  const problems: string[] = [];
+  const seen = [...new Set(addresses)].sort();
+  if (seen.join(',') !== expectedAddresses.join(',')) {
+    problems.push(`A record of ${frontend.hostname} resolves to [${seen.join(', ')}], expected [${expectedAddresses.join(', ')}]`);
+  }
+  if (cname !== expectedCname) {
+    problems.push(`CNAME of ${frontend.validationName} resolves to ${cname ?? 'nothing'}, expected ${expectedCname}`);
+  }
+  return problems;
+}
+
+export class DnsNotReady extends Error {}
+
+/**
+ * Job: when both records resolve as required, issues the certificate and moves PENDING -> ACTIVE (its frontend
+ * becomes listed and usable). Throws DnsNotReady otherwise, so the job is retried after the check interval.
+ */
+export async function activateWhenDnsReady(customFrontendId: string): Promise<Record<string, unknown>> {
+  const frontend = await CustomFrontend.findByPk(customFrontendId);
+  if (!frontend) return { skipped: 'deleted' };
+  if (frontend.status !== 'PENDING') return { skipped: frontend.status };
+  const problems = await dnsProblems(frontend);
+  const message = problems.length ? problems.join('; ') : null;
+  if (message !== frontend.dnsMessage) await CustomFrontend.update({ dnsMessage: message }, { where: { id: customFrontendId } });
+  if (problems.length) throw new DnsNotReady(`DNS records not in place yet: ${message}`);
+
+  const issued = await certificateIssuer().issue({
+    hostname: frontend.hostname,
+    validationName: frontend.validationName!,
+    validationValue: frontend.validationValue!,
+  });
+  return withTransaction(async (transaction) => {
+    const [moved] = await CustomFrontend.update(
+      {
+        status: 'ACTIVE',
+        certificatePem: issued.certificatePem,
+        certificateKeySealed: encryptSecret(issued.privateKeyPem),
+        certificateIssuer: issued.issuer,
+        certificateExpiresAt: issued.notAfter,
+      },
+      { where: { id: customFrontendId, status: 'PENDING' }, transaction },
+    );
+    if (!moved) return { skipped: 'no longer PENDING' };
+    await Frontend.update({ active: true }, { where: { customFrontendId }, transaction });
+    return { status: 'ACTIVE', certificateIssuer: issued.issuer, certificateExpiresAt: issued.notAfter.toISOString() };
+  });
+}

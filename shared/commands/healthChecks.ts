@@ -1,0 +1,218 @@
+import { withTransaction } from '../db.js';
+import { badRequest, notFound } from '../errors.js';
+import { newId } from '../ids.js';
+import { logger } from '../logger.js';
+import { Execution } from '../models/Execution.js';
+import { HealthCheck } from '../models/HealthCheck.js';
+import { httpProber, type ProbeOutcome } from '../providers/httpProbe.js';
+import { queue } from '../queues.js';
+
+export const SCHEDULED_RUN_JOB = 'health-checks.scheduledRun';
+export const EXECUTE_TYPE = 'health-checks.execute';
+export const DEFAULT_TIMEOUT_MS = 5000;
+
+export interface HealthCheckFields {
+  name: string;
+  method: string;
+  path: string;
+  expectedStatus: number;
+  target: string | null;
+  timeoutMs: number;
+  intervalSeconds: number;
+  enabled: boolean;
+}
+
+export interface HealthCheckResult extends ProbeOutcome {
+  healthCheckId: string;
+  executedAt: Date;
+}
+
+/** Checks that run on a schedule must know what to probe. */
+function scheduleRules(fields: Pick<HealthCheckFields, 'intervalSeconds' | 'target'>): void {
+  if (fields.intervalSeconds > 0 && !fields.target) throw badRequest("property '$.target' is required when intervalSeconds is above 0");
+}
+
+export async function findHealthCheck(hubId: string, id: string): Promise<HealthCheck> {
+  const check = await HealthCheck.findOne({ where: { hubId, id } });
+  if (!check) throw notFound('health check', id);
+  return check;
+}
+
+export async function createHealthCheck(hubId: string, fields: HealthCheckFields, createdBy: string): Promise<HealthCheck> {
+  scheduleRules(fields);
+  const check = await HealthCheck.create({ id: newId(), hubId, ...fields, createdBy });
+  await syncSchedule(check);
+  return check;
+}
+
+/** PATCH and PUT: the given fields replace the stored ones; the schedule follows enabled and intervalSeconds. */
+export async function updateHealthCheck(hubId: string, id: string, changes: Partial<HealthCheckFields>): Promise<HealthCheck> {
+  const check = await withTransaction(async (transaction) => {
+    const row = await HealthCheck.findOne({ where: { hubId, id }, transaction, lock: transaction.LOCK.UPDATE });
+    if (!row) throw notFound('health check', id);
+    row.set(changes);
+    scheduleRules(row);
+    row.changed('updatedAt', true);
+    await row.save({ transaction });
+    return row;
+  });
+  await syncSchedule(check);
+  return check;
+}
+
+export async function deleteHealthCheck(hubId: string, id: string): Promise<void> {
+  const check = await findHealthCheck(hubId, id);
+  await check.destroy();
+  await removeSchedule(id);
+}
+
+export function probeUrl(target: string, path: string): string {
+  return target.replace(/\/+$/, '') + path;
+}
+
+async function probe(healthCheckId: string, fields: HealthCheckFields): Promise<HealthCheckResult> {
+  if (!fields.target) throw badRequest("health check has no target to probe; set property '$.target' (an http or https URL)");
+  const outcome = await httpProber().probe({
+    method: fields.method,
+    url: probeUrl(fields.target, fields.path),
+    timeoutMs: fields.timeoutMs,
+    expectedStatus: fields.expectedStatus,
+  });
+  return { healthCheckId, ...outcome, executedAt: new Date() };
+}
+
+const fieldsOf = (c: HealthCheck): HealthCheckFields => ({
+  name: c.name,
+  method: c.method,
+  path: c.path,
+  expectedStatus: c.expectedStatus,
+  target: c.target,
+  timeoutMs: c.timeoutMs,
+  intervalSeconds: c.intervalSeconds,
+  enabled: c.enabled,
+});
+
+const resultRecord = (r: HealthCheckResult) => ({
+  healthCheckId: r.healthCheckId,
+  result: r.result,
+  status: r.status,
+  latencyMs: r.latencyMs,
+  message: r.message,
+  executedAt: r.executedAt.toISOString(),
+});
+
+/** Stores a run's outcome as the check's last result, unless a newer run already did. */
+async function storeLastResult(result: HealthCheckResult): Promise<void> {
+  const check = await HealthCheck.findByPk(result.healthCheckId);
+  if (!check || (check.lastExecutedAt && check.lastExecutedAt > result.executedAt)) return;
+  await HealthCheck.update(
+    { lastResult: result.result, lastStatus: result.status, lastLatencyMs: result.latencyMs, lastMessage: result.message, lastExecutedAt: result.executedAt },
+    { where: { id: result.healthCheckId }, silent: true },
+  );
+}
+
+/** Runs the check now; stores the last result and records the run as a finished execution (the audit trail). */
+export async function executeHealthCheck(hubId: string, id: string, executedBy: string): Promise<HealthCheckResult & { executionId: string }> {
+  const check = await findHealthCheck(hubId, id);
+  const startedAt = new Date();
+  const result = await probe(check.id, fieldsOf(check));
+  const executionId = newId();
+  await storeLastResult(result);
+  await Execution.create({
+    id: executionId,
+    processId: executionId,
+    hubId,
+    type: EXECUTE_TYPE,
+    resourceType: 'healthCheck',
+    resourceId: check.id,
+    status: 'SUCCEEDED',
+    payload: { healthCheckId: check.id },
+    result: resultRecord(result),
+    attempts: 1,
+    createdBy: executedBy,
+    startedAt,
+    finishedAt: new Date(),
+  });
+  return { ...result, executionId };
+}
+
+/** A dry run of the stored check with `overrides` applied: nothing is saved. */
+export async function testHealthCheck(hubId: string, id: string, overrides: Partial<HealthCheckFields>): Promise<HealthCheckResult> {
+  const check = await findHealthCheck(hubId, id);
+  return probe(check.id, { ...fieldsOf(check), ...overrides });
+}
+
+/** Job (one per tick of the check's scheduler): probes and stores the last result; a stale scheduler removes itself. */
+export async function runScheduledCheck(healthCheckId: string): Promise<Record<string, unknown>> {
+  const check = await HealthCheck.findByPk(healthCheckId);
+  if (!check || !check.enabled || check.intervalSeconds === 0 || !check.target) {
+    await removeSchedule(healthCheckId);
+    return { skipped: check ? 'not scheduled' : 'deleted' };
+  }
+  const result = await probe(check.id, fieldsOf(check));
+  await storeLastResult(result);
+  return resultRecord(result);
+}
+
+const schedulerId = (healthCheckId: string) => `health-check:${healthCheckId}`;
+
+/**
+ * A BullMQ job scheduler per enabled check with intervalSeconds above 0 (upserted on every change, so a new
+ * interval applies at once), removed otherwise. Each produced job is one execution (workers/runner.ts).
+ * PostgreSQL stays the truth: a failed Redis call is logged and the clock's reconciliation repairs it.
+ */
+export async function syncSchedule(check: HealthCheck): Promise<void> {
+  try {
+    if (!check.enabled || check.intervalSeconds === 0 || !check.target) {
+      await removeSchedule(check.id);
+      return;
+    }
+    await queue('health-checks').upsertJobScheduler(
+      schedulerId(check.id),
+      { every: check.intervalSeconds * 1000 },
+      {
+        name: SCHEDULED_RUN_JOB,
+        data: {
+          hubId: check.hubId,
+          payload: { healthCheckId: check.id },
+          scheduled: { resourceType: 'healthCheck', resourceId: check.id, createdBy: 'scheduler' },
+        },
+        opts: { attempts: 1, removeOnComplete: { age: 3600, count: 1000 }, removeOnFail: { age: 86400 } },
+      },
+    );
+  } catch (err) {
+    logger.warn({ healthCheckId: check.id, err: (err as Error).message }, 'health check schedule not synced; reconciliation will retry');
+  }
+}
+
+export async function removeSchedule(healthCheckId: string): Promise<void> {
+  try {
+    await queue('health-checks').removeJobScheduler(schedulerId(healthCheckId));
+  } catch (err) {
+    logger.warn({ healthCheckId, err: (err as Error).message }, 'health check schedule not removed; reconciliation will retry');
+  }
+}
+
+/** Makes Redis's job schedulers match the database: one per scheduled check, none for anything else. */
+export async function reconcileSchedules(): Promise<{ upserted: number; removed: number }> {
+  const wanted = await HealthCheck.findAll({ where: { enabled: true }, attributes: ['id', 'hubId', 'enabled', 'intervalSeconds', 'target'] });
+  const scheduled = wanted.filter((c) => c.intervalSeconds > 0 && c.target);
+  const wantedIds = new Set(scheduled.map((c) => schedulerId(c.id)));
+  const existing = await queue('health-checks').getJobSchedulers(0, -1);
+  let removed = 0;
+  for (const s of existing) {
+    const key = s.key ?? s.id;
+    if (key?.startsWith('health-check:') && !wantedIds.has(key)) {
+      await queue('health-checks').removeJobScheduler(key);
+      removed++;
+    }
+  }
+  const have = new Map(existing.map((s) => [s.key ?? s.id, s.every]));
+  let upserted = 0;
+  for (const check of scheduled) {
+    if (Number(have.get(schedulerId(check.id))) === check.intervalSeconds * 1000) continue;
+    await syncSchedule(check);
+    upserted++;
+  }
+  return { upserted, removed };
+}

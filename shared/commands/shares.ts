@@ -1,0 +1,123 @@
+import { Op } from 'sequelize';
+import { config } from '../config.js';
+import { withTransaction } from '../db.js';
+import { badRequest, notFound } from '../errors.js';
+import { randomToken } from '../ids.js';
+import { enqueue } from '../jobs.js';
+import { AuthProvider } from '../models/AuthProvider.js';
+import { Environment } from '../models/Environment.js';
+import { Frontend } from '../models/Frontend.js';
+import { Share } from '../models/Share.js';
+import { ShareFrontend } from '../models/ShareFrontend.js';
+
+export const PROVISION_SHARE_JOB = 'shares.provisionShare';
+
+export interface ShareInput {
+  name: string;
+  frontendIds: string[];
+  target: string;
+  envZId?: string;
+  authProviderId?: string | null;
+}
+
+export interface ShareView {
+  share: Share;
+  frontendIds: string[];
+  authProvider: AuthProvider | null;
+}
+
+/** Standard frontends and the hub's ACTIVE custom frontends: what a share may be published on. */
+export const visibleFrontends = (hubId: string) => ({ active: true, [Op.or]: [{ hubId: null }, { hubId }] });
+
+async function frontendIdsOf(shareZId: string): Promise<string[]> {
+  const rows = await ShareFrontend.findAll({ where: { shareZId }, order: [['position', 'ASC']] });
+  return rows.map((r) => r.frontendId);
+}
+
+export async function shareView(share: Share): Promise<ShareView> {
+  const [frontendIds, authProvider] = await Promise.all([
+    frontendIdsOf(share.zId),
+    share.authProviderId ? AuthProvider.findOne({ where: { hubId: share.hubId, id: share.authProviderId } }) : null,
+  ]);
+  return { share, frontendIds, authProvider };
+}
+
+/** The views of a page of shares with two queries, not two per share. */
+export async function shareViews(shares: Share[]): Promise<ShareView[]> {
+  if (!shares.length) return [];
+  const zIds = shares.map((s) => s.zId);
+  const providerIds = [...new Set(shares.map((s) => s.authProviderId).filter((id): id is string => Boolean(id)))];
+  const [links, providers] = await Promise.all([
+    ShareFrontend.findAll({ where: { shareZId: zIds }, order: [['position', 'ASC']] }),
+    providerIds.length ? AuthProvider.findAll({ where: { hubId: shares[0].hubId, id: providerIds } }) : Promise.resolve([]),
+  ]);
+  return shares.map((share) => ({
+    share,
+    frontendIds: links.filter((l) => l.shareZId === share.zId).map((l) => l.frontendId),
+    authProvider: providers.find((p) => p.id === share.authProviderId) ?? null,
+  }));
+}
+
+export async function findShare(hubId: string, zId: string): Promise<Share> {
+  const share = await Share.findOne({ where: { hubId, zId } });
+  if (!share) throw notFound('share', zId);
+  return share;
+}
+
+/**
+ * A share on the first of `frontendIds` (all must be visible to the hub), PROVISIONING until its job has
+ * published it. The zId is the share token that replaces {token} in the frontend's URL template.
+ */
+export async function createShare(hubId: string, input: ShareInput, createdBy: string): Promise<ShareView> {
+  const frontendIds = [...new Set(input.frontendIds)];
+  const frontends = await Frontend.findAll({ where: { ...visibleFrontends(hubId), id: frontendIds } });
+  const unknown = frontendIds.filter((id) => !frontends.some((f) => f.id === id));
+  if (unknown.length) throw badRequest(`value for property '$.frontendIds' names frontend(s) not available to this hub: ${unknown.join(', ')}`);
+  if (input.envZId && !(await Environment.findOne({ where: { hubId, envZId: input.envZId } }))) {
+    throw badRequest(`value for property '$.envZId' names no environment of this hub: '${input.envZId}'`);
+  }
+  const authProvider = input.authProviderId ? await AuthProvider.findOne({ where: { hubId, id: input.authProviderId } }) : null;
+  if (input.authProviderId && !authProvider) throw badRequest(`value for property '$.authProviderId' names no auth provider of this hub: '${input.authProviderId}'`);
+
+  const primary = frontends.find((f) => f.id === frontendIds[0])!;
+  const zId = randomToken(12);
+  return withTransaction(async (transaction) => {
+    const share = await Share.create(
+      {
+        zId,
+        hubId,
+        envZId: input.envZId ?? null,
+        name: input.name,
+        frontendId: primary.id,
+        frontendEndpoint: primary.urlTemplate.replaceAll('{token}', zId),
+        target: input.target,
+        authProviderId: authProvider?.id ?? null,
+        status: 'PROVISIONING',
+        createdBy,
+      },
+      { transaction },
+    );
+    await ShareFrontend.bulkCreate(frontendIds.map((frontendId, position) => ({ shareZId: zId, frontendId, position })), { transaction });
+    await enqueue({ type: PROVISION_SHARE_JOB, hubId, resourceType: 'share', resourceId: zId, payload: { zId }, createdBy, transaction });
+    return { share, frontendIds, authProvider };
+  });
+}
+
+export async function deleteShare(hubId: string, zId: string): Promise<void> {
+  const share = await findShare(hubId, zId);
+  await share.destroy();
+}
+
+/** Job: publishes the share on its frontends (locally: the provisioning delay) and moves PROVISIONING -> ACTIVE. */
+export async function provisionShare(zId: string): Promise<Record<string, unknown>> {
+  const share = await Share.findByPk(zId);
+  if (!share) return { skipped: 'deleted' };
+  if (share.status !== 'PROVISIONING') return { skipped: share.status };
+  await new Promise((r) => setTimeout(r, config().provisionDelayMs));
+  const [moved] = await Share.update({ status: 'ACTIVE' }, { where: { zId, status: 'PROVISIONING' } });
+  return moved ? { status: 'ACTIVE', frontendEndpoint: share.frontendEndpoint } : { skipped: 'no longer PROVISIONING' };
+}
+
+export async function failShareProvisioning(zId: string): Promise<void> {
+  await Share.update({ status: 'ERROR' }, { where: { zId, status: 'PROVISIONING' } });
+}

@@ -1,0 +1,38 @@
+import { config } from '../config.js';
+import { randomToken } from '../ids.js';
+
+export interface HostingInfrastructure {
+  /** Addresses the hostname's A record must name. */
+  ingressAddresses: string[];
+  /** Certificate validation: `validationName` must be a CNAME to `validationValue`. */
+  validationName: string;
+  validationValue: string;
+}
+
+/** Creates (and removes) the ingress a custom frontend is served from. */
+export interface FrontendHosting {
+  /** Idempotent for a frontend: given what an earlier attempt created, returns it again. */
+  create(input: { customFrontendId: string; hostname: string; existing?: Partial<HostingInfrastructure> }): Promise<HostingInfrastructure>;
+  remove(input: { customFrontendId: string; hostname: string }): Promise<void>;
+}
+
+/**
+ * The local ingress: every custom frontend is served from the configured ingress addresses (HUB_INGRESS_ADDRESSES);
+ * certificate validation uses the delegated DNS-01 pattern, `_acme-challenge.<hostname>` CNAME to a per-frontend
+ * name in the validation zone (HUB_VALIDATION_DOMAIN). Takes HUB_PROVISION_DELAY_MS like a cloud call would.
+ */
+export const localFrontendHosting: FrontendHosting = {
+  async create({ hostname, existing }) {
+    await new Promise((r) => setTimeout(r, config().provisionDelayMs));
+    return {
+      ingressAddresses: existing?.ingressAddresses ?? [...config().ingressAddresses],
+      validationName: existing?.validationName ?? `_acme-challenge.${hostname}`,
+      validationValue: existing?.validationValue ?? `${randomToken(32)}.${config().validationDomain}`,
+    };
+  },
+  async remove() {
+    // the shared local ingress keeps no per-frontend state
+  },
+};
+
+export const frontendHosting = (): FrontendHosting => localFrontendHosting;

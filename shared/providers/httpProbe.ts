@@ -1,0 +1,80 @@
+import http from 'node:http';
+import https from 'node:https';
+import type { ProbeResult } from '../models/HealthCheck.js';
+
+export interface ProbeRequest {
+  method: string;
+  /** Absolute http(s) URL. */
+  url: string;
+  timeoutMs: number;
+  expectedStatus: number;
+}
+
+export interface ProbeOutcome {
+  result: ProbeResult;
+  /** Observed HTTP status; null when no answer came. */
+  status: number | null;
+  latencyMs: number;
+  /** Why it did not succeed (for FAILURE, TIMEOUT, ERROR). */
+  message: string | null;
+}
+
+/** Sends one HTTP request to a backend and reports what came back. */
+export interface HttpProber {
+  probe(request: ProbeRequest): Promise<ProbeOutcome>;
+}
+
+const elapsed = (started: bigint) => Math.round(Number(process.hrtime.bigint() - started) / 1e6);
+
+/**
+ * A real request with node:http(s): the timeout covers connecting and the response head; the body is discarded.
+ * Redirects are not followed (a 301 is an observed status like any other). Never throws.
+ */
+export const nodeHttpProber: HttpProber = {
+  probe({ method, url, timeoutMs, expectedStatus }) {
+    return new Promise<ProbeOutcome>((resolve) => {
+      const started = process.hrtime.bigint();
+      let settled = false;
+      const finish = (outcome: Omit<ProbeOutcome, 'latencyMs'>) => {
+        if (settled) return;
+        settled = true;
+        clearTimeout(timer);
+        resolve({ ...outcome, latencyMs: elapsed(started) });
+      };
+      let parsed: URL;
+      try {
+        parsed = new URL(url);
+      } catch {
+        finish({ result: 'ERROR', status: null, message: `'${url}' is not a valid URL` });
+        return;
+      }
+      const client = parsed.protocol === 'https:' ? https : parsed.protocol === 'http:' ? http : undefined;
+      if (!client) {
+        finish({ result: 'ERROR', status: null, message: `only http and https targets can be probed (got ${parsed.protocol})` });
+        return;
+      }
+      const req = client.request(parsed, { method, headers: { 'user-agent': 'edgehub-health-check/1', accept: '*/*' }, agent: false });
+      const timer = setTimeout(() => {
+        finish({ result: 'TIMEOUT', status: null, message: `no response within ${timeoutMs} ms` });
+        req.destroy();
+      }, timeoutMs);
+      req.on('response', (res) => {
+        const status = res.statusCode ?? 0;
+        res.resume();
+        res.on('error', () => undefined);
+        finish({
+          result: status === expectedStatus ? 'SUCCESS' : 'FAILURE',
+          status,
+          message: status === expectedStatus ? null : `expected status ${expectedStatus}, got ${status}`,
+        });
+        req.destroy();
+      });
+      req.on('error', (err: NodeJS.ErrnoException) => {
+        finish({ result: 'ERROR', status: null, message: err.code ? `${err.code}: ${err.message}` : err.message });
+      });
+      req.end();
+    });
+  },
+};
+
+export const httpProber = (): HttpProber => nodeHttpProber;
