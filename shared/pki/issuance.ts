@@ -40,6 +40,9 @@ let events: Promise<QueueEvents> | undefined;
 function queueEvents(): Promise<QueueEvents> {
   events ??= (async () => {
     const e = new QueueEvents('pki', { connection: createRedis('worker'), prefix: config().queuePrefix });
+    // every waiting request listens on both for its job
+    e.setMaxListeners(0);
+    queue('pki').setMaxListeners(0);
     e.on('error', () => {
       /* a lost connection surfaces as a wait that times out */
     });
