@@ -52,7 +52,11 @@ const shareFields = {
   envZId: z.string().min(1, 'must not be empty'),
   envId: z.string().min(1, 'must not be empty'),
   target: checked(hostPortProblem),
-  ingressPort: z.number().int('must be an integer').min(1, 'must be between 1 and 65535').max(65535, 'must be between 1 and 65535'),
+  ingressPort: z
+    .number()
+    .min(1, 'must be between 1 and 65535')
+    .max(65535, 'must be between 1 and 65535')
+    .refine(Number.isInteger, 'must be an integer'),
   locationId: optionalText,
 };
 
