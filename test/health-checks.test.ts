@@ -1,6 +1,7 @@
 import test from 'ava';
 import { freePort } from '../scripts/services.js';
 import { queue } from '../shared/queues.js';
+import reconcile from '../workers/schedules/healthChecks.js';
 import { startHttpTarget, type HttpTarget } from './helpers/httpTarget.js';
 import { startStack, waitFor, type HubFixture, type Stack } from './helpers/stack.js';
 
@@ -195,4 +196,14 @@ test('hub isolation: another hub gets 404 for every operation and 403 on the for
   }
   t.deepEqual(sent('isolated'), [], 'no probe was sent for another hub');
   t.like((await a.call('GET', hc(a, id))).json, { enabled: true, name: 'api' });
+});
+
+test('the clock reconciliation restores a lost scheduler and removes one without a check', async (t) => {
+  const hub = await stack.hub();
+  const { id } = await create(hub, check({ path: '/status/200?reconciled', intervalSeconds: 600 }));
+  await queue('health-checks').removeJobScheduler(`health-check:${id}`);
+  await queue('health-checks').upsertJobScheduler('health-check:no-such-check', { every: 600_000 }, { name: 'health-checks.scheduledRun', data: {} });
+  await reconcile.run();
+  t.is((await scheduler(id))?.every, 600_000);
+  t.is(await scheduler('no-such-check'), undefined);
 });

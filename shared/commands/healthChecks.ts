@@ -195,10 +195,11 @@ export async function removeSchedule(healthCheckId: string): Promise<void> {
 
 /** Makes Redis's job schedulers match the database: one per scheduled check, none for anything else. */
 export async function reconcileSchedules(): Promise<{ upserted: number; removed: number }> {
+  // Redis first: a check created after this listing cannot have its fresh scheduler mistaken for a stale one
+  const existing = await queue('health-checks').getJobSchedulers(0, -1);
   const wanted = await HealthCheck.findAll({ where: { enabled: true }, attributes: ['id', 'hubId', 'enabled', 'intervalSeconds', 'target'] });
   const scheduled = wanted.filter((c) => c.intervalSeconds > 0 && c.target);
   const wantedIds = new Set(scheduled.map((c) => schedulerId(c.id)));
-  const existing = await queue('health-checks').getJobSchedulers(0, -1);
   let removed = 0;
   for (const s of existing) {
     const key = s.key ?? s.id;
