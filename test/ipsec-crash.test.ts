@@ -94,7 +94,7 @@ test('a worker killed mid-provisioning: the next worker finishes the tunnel exac
   t.is((await hub.call('GET', executionPath)).json.status, 'RUNNING', 'its execution was left running');
 
   const second = startWorker();
-  let deployed: Record<string, string>;
+  let deployed: Record<string, string | null>;
   try {
     deployed = await waitFor(
       async () => {

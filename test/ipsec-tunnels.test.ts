@@ -228,6 +228,15 @@ test('sample-config is a strongSwan configuration in text/plain carrying the tun
   t.true(r.text.includes(tunnel.vpnConnectionId));
   t.regex(r.text, /secret = "[A-Za-z0-9._]{8,64}"/);
 
+  const psk = /secret = "([^"]+)"/.exec(r.text)![1];
+  const generic = await hub.call('GET', `${hub.h2}/ipsec-tunnels/${tunnel.id}/sample-config?vendor=generic`, { headers: { accept: 'text/plain' } });
+  t.is(generic.status, 200);
+  t.true(generic.text.includes(`Pre-shared key            : ${psk}`), 'the same key in every vendor form');
+  t.true(generic.text.includes(config.json.tunnels[0].insideCidr));
+  const unknownVendor = await hub.call('GET', `${hub.h2}/ipsec-tunnels/${tunnel.id}/sample-config?vendor=cisco`, { headers: { accept: 'text/plain' } });
+  t.is(unknownVendor.status, 400);
+  t.regex(unknownVendor.json.message, /vendor.*strongswan, generic/);
+
   const json = await hub.call('GET', `${hub.h2}/ipsec-tunnels/${tunnel.id}/sample-config`, { headers: { accept: 'application/json' } });
   t.is(json.status, 406);
   t.is(json.json.error, 'not_acceptable');

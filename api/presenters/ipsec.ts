@@ -182,3 +182,42 @@ export function strongswanSampleConfig(tunnel: IpsecTunnel, preSharedKey: string
     '',
   ].join('\n');
 }
+
+/** Vendor-neutral settings, in the style of AWS's "Generic" download, for devices without a template here. */
+export function genericSampleConfig(tunnel: IpsecTunnel, preSharedKey: string, vpcCidr: string): string {
+  const o = tunnel.tunnelOptions as TunnelOptions;
+  const inside = insideAddresses(tunnel.insideCidr ?? '');
+  return [
+    `# Generic IPsec settings for edgehub IPsec tunnel ${tunnel.id} (${tunnel.name}), VPN connection ${tunnel.vpnConnectionId}`,
+    '# This file contains the pre-shared key: keep it secret.',
+    '',
+    '[IKE / phase 1]',
+    `Authentication method     : pre-shared key`,
+    `Pre-shared key            : ${preSharedKey}`,
+    `IKE versions              : ${o.ikeVersions.join(', ')}`,
+    `Encryption algorithms     : ${o.phase1EncryptionAlgorithms.join(', ')}`,
+    `Integrity algorithms      : ${o.phase1IntegrityAlgorithms.join(', ')}`,
+    `Diffie-Hellman groups     : ${o.phase1DHGroupNumbers.join(', ')}`,
+    `Lifetime                  : ${o.phase1LifetimeSeconds} seconds`,
+    '',
+    '[IPsec / phase 2]',
+    `Protocol                  : ESP, tunnel mode`,
+    `Encryption algorithms     : ${o.phase2EncryptionAlgorithms.join(', ')}`,
+    `Integrity algorithms      : ${o.phase2IntegrityAlgorithms.join(', ')}`,
+    `PFS Diffie-Hellman groups : ${o.phase2DHGroupNumbers.join(', ')}`,
+    `Lifetime                  : ${o.phase2LifetimeSeconds} seconds`,
+    `Rekey margin              : ${o.rekeyMarginTimeSeconds} seconds, fuzz ${o.rekeyFuzzPercentage}%`,
+    `Dead peer detection       : timeout ${o.dpdTimeoutSeconds} seconds, action ${o.dpdTimeoutAction}`,
+    '',
+    '[Addresses]',
+    `Customer gateway (outside): ${tunnel.peerPublicIp}`,
+    `edgehub endpoint (outside): ${tunnel.outsideIpAddress}`,
+    `Inside tunnel CIDR        : ${tunnel.insideCidr} (customer gateway ${inside.customer}, edgehub ${inside.aws})`,
+    `Customer network          : ${tunnel.peerCidr}`,
+    `edgehub network           : ${vpcCidr} (load balancer ${tunnel.nlbPrivateIp}, ${tunnel.nlbDnsName})`,
+    '',
+  ].join('\n');
+}
+
+/** The vendors `sample-config?vendor=` can render; the first is the default. */
+export const SAMPLE_CONFIG_VENDORS = { strongswan: strongswanSampleConfig, generic: genericSampleConfig } as const;

@@ -10,10 +10,10 @@ import { IPSEC_STATUSES, IpsecTunnel } from '../../shared/models/IpsecTunnel.js'
 import { hostPortProblem, parseCidr, parseIpv4, publicUnicastProblem } from '../../shared/providers/ipsecAddresses.js';
 import { principalName } from '../middleware/auth.js';
 import { findPage, pageRequest } from '../paging.js';
-import { presentShare, presentTunnel, presentTunnelConfig, strongswanSampleConfig } from '../presenters/ipsec.js';
+import { presentShare, presentTunnel, presentTunnelConfig, SAMPLE_CONFIG_VENDORS } from '../presenters/ipsec.js';
 import type { Routes } from '../router.js';
 import { currentHub, findInHub, inHub } from '../scope.js';
-import { body, fields } from '../validate.js';
+import { body, fields, single } from '../validate.js';
 
 /** Every IPsec route passes this gate: hubs without the IPsec feature are refused (SPEC.md: 403 not_found). */
 const requireIpsec: Middleware = async (ctx, next) => {
@@ -195,11 +195,14 @@ export default function routes({ hub }: Routes) {
   });
   hub.get(`${tunnels}/:id/sample-config`, requireIpsec, async (ctx) => {
     if (!ctx.accepts('text/plain')) throw new ApiError(406, 'not_acceptable', 'the sample configuration is text/plain: send Accept: text/plain');
+    const vendor = String(single(ctx.query.vendor) ?? 'strongswan').toLowerCase();
+    const render = SAMPLE_CONFIG_VENDORS[vendor as keyof typeof SAMPLE_CONFIG_VENDORS];
+    if (!render) throw badRequest(`value for query parameter 'vendor' must be one of ${Object.keys(SAMPLE_CONFIG_VENDORS).join(', ')}`);
     const tunnel = await findInHub(ctx, IpsecTunnel, ctx.params.id, 'IPsec tunnel');
     const preSharedKey = preSharedKeyFor(tunnel);
     ctx.type = 'text/plain; charset=utf-8';
     ctx.set('Cache-Control', 'no-store'); // it carries the pre-shared key
-    ctx.body = strongswanSampleConfig(tunnel, preSharedKey, config().vpcCidr);
+    ctx.body = render(tunnel, preSharedKey, config().vpcCidr);
   });
 
   hub.post(shares, requireIpsec, async (ctx) => {
