@@ -190,4 +190,8 @@ test.serial('hub isolation: another hub gets 404 for every operation, 403 on the
     t.is(foreign.status, 403, `${method} ${suffix} on the foreign path`);
   }
   t.is((await a.call('GET', cf(a, id))).status, 200);
+  t.is((await b.call('GET', cf(b))).json.totalElements, 0);
+  const listed = await a.call('GET', cf(a));
+  t.deepEqual(listed.json.content.map((f: { id: string }) => f.id), [id]);
+  t.like(listed.json.content[0], { hostname: 'isolated.example.org', authProviderIds: [] });
 });

@@ -34,9 +34,9 @@ export default function routes({ hub }: Routes) {
     ctx.body = presentShare(await createShare(currentHub(ctx).id, input, principalName(ctx)));
   });
   hub.get('/shares', async (ctx) => {
-    const page = await findPage(Share, inHub(ctx), pageRequest(ctx, SORTABLE), (s) => s);
-    const views = await shareViews(page.content);
-    ctx.body = envelope(views.map(presentShare), page.totalElements, { page: page.pageable.pageNumber, size: page.pageable.pageSize, order: [] });
+    const req = pageRequest(ctx, SORTABLE);
+    const page = await findPage(Share, inHub(ctx), req, (s) => s);
+    ctx.body = envelope((await shareViews(page.content)).map(presentShare), page.totalElements, req);
   });
   hub.get('/shares/:zId', async (ctx) => {
     ctx.body = presentShare(await shareView(await findShare(currentHub(ctx).id, ctx.params.zId)));

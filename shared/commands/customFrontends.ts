@@ -52,6 +52,16 @@ async function view(frontend: CustomFrontend, transaction?: Transaction): Promis
   return { frontend, authProviderIds: await authProviderIdsOf(frontend.id, transaction) };
 }
 
+/** Views of a page of custom frontends with one query for all their auth provider links. */
+export async function customFrontendViews(frontends: CustomFrontend[]): Promise<CustomFrontendView[]> {
+  if (!frontends.length) return [];
+  const links = await CustomFrontendAuthProvider.findAll({ where: { customFrontendId: frontends.map((f) => f.id) }, order: [['position', 'ASC']] });
+  return frontends.map((frontend) => ({
+    frontend,
+    authProviderIds: links.filter((l) => l.customFrontendId === frontend.id).map((l) => l.authProviderId),
+  }));
+}
+
 export async function findCustomFrontend(hubId: string, id: string): Promise<CustomFrontend> {
   const frontend = await CustomFrontend.findOne({ where: { hubId, id } });
   if (!frontend) throw notFound('custom frontend', id);
