@@ -346,6 +346,21 @@ test('a pinned nlbPrivateIp is honoured and refused to anyone else while the tun
   t.is(reused.nlbPrivateIp, '10.100.77.7', 'released with its tunnel');
 });
 
+test('the provider refuses a pinned address another load balancer already holds: ERROR with the reason', async (t) => {
+  // an address taken in the VPC outside any tunnel row (as another system's load balancer would be)
+  await sql.query(`INSERT INTO ipsec_local_tunnels (tunnel_id, nlb_private_ip, nlb_dns_name) VALUES ('foreign-lb', '10.100.99.99', 'foreign.elb')`);
+  const hub = await stack.hub({ ipsec: true });
+  const created = await hub.call('POST', `${hub.h2}/ipsec-tunnels`, { body: tunnelBody({ nlbPrivateIp: '10.100.99.99' }) });
+  t.is(created.status, 202, 'no tunnel holds it, so the API accepts');
+  const failed = await waitForStatus(hub, `${hub.h2}/ipsec-tunnels/${created.json.id}`, 'ERROR');
+  t.regex(failed.statusMessage, /nlbPrivateIp 10\.100\.99\.99 is already allocated/);
+  const execution = await executionOf(hub, created.headers.get('location'));
+  t.is(execution.status, 'FAILED');
+  t.regex(execution.error, /already allocated/);
+  const mine = await sql.query('SELECT count(*)::int AS n FROM ipsec_local_tunnels WHERE tunnel_id = $1', [created.json.id]);
+  t.is(mine.rows[0].n, 0, 'nothing allocated for the refused tunnel');
+});
+
 test('delete: 400 naming NEW and DELETING, 202 DELETING from DEPLOYED, then DELETED (kept, listed only on request)', async (t) => {
   const hub = await stack.hub({ ipsec: true });
   const release = hold('held-delete');
