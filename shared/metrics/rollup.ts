@@ -29,10 +29,11 @@ export interface RollupResult {
 
 const ROLL_UP_SQL = `
   WITH batch AS MATERIALIZED (
-    SELECT hub_id, share_id, env_z_id, date_bin('1 minute', ts, TIMESTAMPTZ 'epoch') AS minute,
-           sum(rx) AS rx, sum(tx) AS tx, count(*) AS n
-    FROM usage_samples
-    WHERE xid >= $1::xid8 AND xid < $2::xid8
+    SELECT s.hub_id, s.share_id, s.env_z_id, date_bin('1 minute', s.ts, TIMESTAMPTZ 'epoch') AS minute,
+           sum(s.rx) AS rx, sum(s.tx) AS tx, count(*) AS n
+    FROM usage_samples s
+    JOIN hubs ON hubs.id = s.hub_id -- samples of a deleted hub are dropped, not rolled up
+    WHERE s.xid >= $1::xid8 AND s.xid < $2::xid8
     GROUP BY 1, 2, 3, 4
   ), deltas AS MATERIALIZED (
     SELECT hub_id, 'hub' AS scope, hub_id AS scope_id, minute, sum(rx) AS rx, sum(tx) AS tx FROM batch GROUP BY 1, 3, 4
