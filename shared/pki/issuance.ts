@@ -58,8 +58,8 @@ function queueEvents(): Promise<QueueEvents> {
 /** Waits for a pki job and returns its result; a refusal becomes its ApiError, anything else a 503. */
 export async function waitForPkiJob<T>(jobId: string): Promise<T> {
   const e = await queueEvents();
-  const job = await Job.fromId(queue('pki'), jobId);
-  if (!job) throw unavailable(`issuance job ${jobId} was not queued; retry later`);
+  // a handle on the job by id (no round trip to read it): waitUntilFinished needs only the id and the queue
+  const job = new Job(queue('pki'), '', {}, {}, jobId);
   try {
     return (await job.waitUntilFinished(e, WAIT_MS)) as T;
   } catch (err) {

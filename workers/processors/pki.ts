@@ -46,25 +46,48 @@ function certificateFields(info: CertificateInfo, chainPem: string) {
   };
 }
 
-/** Spends the token and stores its certificate in one transaction: a conditional update lets exactly one win. */
+/**
+ * Spends the token, stores its certificate and hands the token's name to it, as ONE statement (one transaction): the
+ * conditional update lets exactly one of many concurrent redemptions through; the others find the token spent and
+ * insert nothing. Foreign keys are checked at the end of the statement, when the certificate row exists.
+ */
 async function redeem(ctx: JobContext, hubId: string, p: Extract<IssuePayload, { mode: 'redeem' }>, id: string, signed: Awaited<ReturnType<typeof sign>>) {
-  await withTransaction(async (transaction) => {
-    const [spent] = await db().query<{ name: string }>(
-      `UPDATE certificate_request_tokens SET spent_at = now(), updated_at = now()
-       WHERE id = :tokenId AND hub_id = :hubId AND spent_at IS NULL AND expires_at > now() RETURNING name`,
-      { replacements: { tokenId: p.tokenId, hubId }, type: QueryTypes.SELECT, transaction },
-    );
-    if (!spent) throw forbidden('the certificate request token is spent, expired or deleted');
-    await ClientCertificate.create(
-      { id, hubId, name: spent.name, source: 'ENROLLMENT', certificateRequestTokenId: p.tokenId, createdBy: ctx.execution.createdBy, ...certificateFields(signed.info, signed.chainPem) },
-      { transaction },
-    );
-    // the certificate takes over the token's name
-    await db().query(`UPDATE pki_names SET token_id = NULL, certificate_id = :id WHERE token_id = :tokenId AND hub_id = :hubId`, {
-      replacements: { id, tokenId: p.tokenId, hubId },
-      transaction,
-    });
-  });
+  const { info, chainPem } = signed;
+  const [row] = await db().query<{ inserted: number }>(
+    `WITH spent AS (
+       UPDATE certificate_request_tokens SET spent_at = now(), updated_at = now()
+       WHERE id = :tokenId AND hub_id = :hubId AND spent_at IS NULL AND expires_at > now()
+       RETURNING id, name
+     ), certificate AS (
+       INSERT INTO client_certificates (id, hub_id, name, source, certificate_pem, chain_pem, fingerprint_sha256, subject,
+         serial_number, not_before, not_after, certificate_request_token_id, created_by)
+       SELECT :id, :hubId, spent.name, 'ENROLLMENT', :pem, :chainPem, :fingerprint, :subject, :serial, :notBefore, :notAfter,
+         spent.id, :createdBy
+       FROM spent
+       RETURNING id
+     ), renamed AS (
+       UPDATE pki_names SET token_id = NULL, certificate_id = (SELECT id FROM certificate)
+       WHERE token_id = :tokenId AND hub_id = :hubId AND EXISTS (SELECT 1 FROM certificate)
+     )
+     SELECT count(*)::int AS inserted FROM certificate`,
+    {
+      replacements: {
+        tokenId: p.tokenId,
+        hubId,
+        id,
+        pem: info.pem,
+        chainPem,
+        fingerprint: info.fingerprintSha256,
+        subject: info.subject,
+        serial: info.serialNumber,
+        notBefore: info.notBefore,
+        notAfter: info.notAfter,
+        createdBy: ctx.execution.createdBy,
+      },
+      type: QueryTypes.SELECT,
+    },
+  );
+  if (row.inserted !== 1) throw forbidden('the certificate request token is spent, expired or deleted');
 }
 
 async function create(ctx: JobContext, hubId: string, p: Extract<IssuePayload, { mode: 'create' }>, id: string, signed: Awaited<ReturnType<typeof sign>>) {
@@ -94,7 +117,7 @@ const issue = defineProcessor({
     const p = ctx.payload as unknown as IssuePayload;
     // the certificate id is the execution id: a retry after a commit finds its own certificate instead of failing
     const id = p.mode === 'replace' ? p.certificateId : ctx.execution.id;
-    if (p.mode !== 'replace' && (await ClientCertificate.findByPk(id, { attributes: ['id'] }))) return { certificateId: id };
+    if (p.mode !== 'replace' && ctx.attempt > 1 && (await ClientCertificate.findByPk(id, { attributes: ['id'] }))) return { certificateId: id };
     try {
       const signed = await sign(hubId, p.csr, p.validYears);
       if (p.mode === 'redeem') await redeem(ctx, hubId, p, id, signed);
