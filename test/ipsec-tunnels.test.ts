@@ -461,6 +461,8 @@ test('list: paging, sorting, repeatable filters on any property; bad parameters 
   t.deepEqual(ids(await list(`?nlbPrivateIp=${a.nlbPrivateIp}`)), [a.id]);
   t.deepEqual(ids(await list('?locationId=l3')), [c.json.id]);
   t.deepEqual(ids(await list('?status=DEPLOYED&locationId=l1')), [a.id]);
+  t.is(ids(await list(`?hubId=${hub.hubId}`)).length, 3);
+  t.deepEqual(ids(await list('?hubId=some-other-hub')), [], 'a hubId filter never reaches past the hub');
 
   for (const q of ['?colour=red', '?status=BROKEN', '?sort=colour', '?sort=name,sideways', '?size=0', '?page=-1']) {
     const r = await list(q);

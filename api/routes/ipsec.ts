@@ -135,6 +135,9 @@ function filters(ctx: Context, filterable: Record<string, Filter>): Record<strin
   return conditions;
 }
 
+/** The filters AND the current hub (a `hubId` filter naming another hub therefore matches nothing). */
+const scopedFilters = (ctx: Context, filterable: Record<string, Filter>) => ({ [Op.and]: [filters(ctx, filterable), inHub(ctx)] });
+
 const plain = (attribute: string): Filter => ({ attribute });
 
 const TUNNEL_FILTERS: Record<string, Filter> = {
@@ -181,7 +184,7 @@ export default function routes({ hub }: Routes) {
     accepted(ctx, await createTunnel(currentHub(ctx), input, principalName(ctx)), presentTunnel);
   });
   hub.get(tunnels, requireIpsec, async (ctx) => {
-    ctx.body = await findPage(IpsecTunnel, inHub(ctx, filters(ctx, TUNNEL_FILTERS)), pageRequest(ctx, TUNNEL_SORTABLE), presentTunnel);
+    ctx.body = await findPage(IpsecTunnel, scopedFilters(ctx, TUNNEL_FILTERS), pageRequest(ctx, TUNNEL_SORTABLE), presentTunnel);
   });
   hub.get(`${tunnels}/:id`, requireIpsec, async (ctx) => {
     ctx.body = presentTunnel(await findInHub(ctx, IpsecTunnel, ctx.params.id, 'IPsec tunnel'));
@@ -210,7 +213,7 @@ export default function routes({ hub }: Routes) {
     accepted(ctx, await createShare(currentHub(ctx), input, principalName(ctx)), presentShare);
   });
   hub.get(shares, requireIpsec, async (ctx) => {
-    ctx.body = await findPage(IpsecShare, inHub(ctx, filters(ctx, SHARE_FILTERS)), pageRequest(ctx, SHARE_SORTABLE), presentShare);
+    ctx.body = await findPage(IpsecShare, scopedFilters(ctx, SHARE_FILTERS), pageRequest(ctx, SHARE_SORTABLE), presentShare);
   });
   hub.get(`${shares}/:id`, requireIpsec, async (ctx) => {
     ctx.body = presentShare(await findInHub(ctx, IpsecShare, ctx.params.id, 'IPsec share'));
