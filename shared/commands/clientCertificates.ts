@@ -14,15 +14,13 @@ export interface CertificateInput {
   validYears?: number;
 }
 
-type Value = { kind: 'certificate'; info: CertificateInfo } | { kind: 'csr'; pem: string };
+type Value = { kind: 'certificate'; info: CertificateInfo } | { kind: 'csr'; pem: string; subject: string };
 
 /** A PEM certificate (upload) or a PEM CSR (to be issued); anything else is a 400 that says which was expected. */
 export function readValue(value: string): Value {
   if (isCertificatePem(value)) return { kind: 'certificate', info: parseUploadedCertificate(value) };
-  if (isCsrPem(value)) {
-    parseCsr(value); // refuse a bad CSR here, before any job
-    return { kind: 'csr', pem: value };
-  }
+  // a bad CSR is refused here, before any job
+  if (isCsrPem(value)) return { kind: 'csr', pem: value, subject: parseCsr(value).subjectText };
   throw badRequest("value for property '$.value' must be a PEM certificate (-----BEGIN CERTIFICATE-----) or a PEM CSR (-----BEGIN CERTIFICATE REQUEST-----)");
 }
 
@@ -68,7 +66,7 @@ export async function createCertificate(hubId: string, input: Required<Pick<Cert
   }
   // a fast answer for the common collision; the worker's transaction is what guarantees it
   if (!(await nameIsFree(hubId, input.name))) throw nameTaken(input.name);
-  const { certificateId } = await issueInWorker({ hubId, payload: { mode: 'create', csr: value.pem, name: input.name, validYears: input.validYears ?? 1 }, createdBy });
+  const { certificateId } = await issueInWorker({ hubId, payload: { mode: 'create', csr: value.pem, subject: value.subject, name: input.name, validYears: input.validYears ?? 1 }, createdBy });
   return findCertificate(hubId, certificateId);
 }
 
@@ -79,7 +77,7 @@ export async function updateCertificate(hubId: string, id: string, input: Certif
   const value = input.value === undefined ? undefined : readValue(input.value);
   if (value?.kind === 'csr') {
     if (!(await nameIsFree(hubId, name, id))) throw nameTaken(name);
-    await issueInWorker({ hubId, payload: { mode: 'replace', csr: value.pem, certificateId: id, name, validYears: input.validYears ?? 1 }, createdBy, resourceId: id });
+    await issueInWorker({ hubId, payload: { mode: 'replace', csr: value.pem, subject: value.subject, certificateId: id, name, validYears: input.validYears ?? 1 }, createdBy, resourceId: id });
     return findCertificate(hubId, id);
   }
   const changes = { name, ...(value ? uploadedFields(value.info) : {}) };

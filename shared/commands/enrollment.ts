@@ -62,14 +62,14 @@ export async function checkEnrollment(hubId: string, input: { jwt: string; csr: 
  * spends the token and stores the certificate in one transaction, so of many concurrent requests one wins.
  */
 export async function enrollWithJwt(hubId: string, input: { jwt: string; csr: string }): Promise<ClientCertificate> {
-  const { violations, token } = await checkEnrollment(hubId, input);
+  const { violations, token, csr } = await checkEnrollment(hubId, input);
   const jwtProblem = violations.find((v) => v.path === '$.jwt');
   if (jwtProblem) throw forbidden(jwtProblem.message);
   if (violations.length) throw badRequest(violations.map((v) => v.message).join('; '));
   const t = token as CertificateRequestToken;
   const { certificateId } = await issueInWorker({
     hubId,
-    payload: { mode: 'redeem', csr: input.csr, tokenId: t.id, validYears: t.validYears },
+    payload: { mode: 'redeem', csr: input.csr, subject: (csr as ParsedCsr).subjectText, tokenId: t.id, validYears: t.validYears },
     createdBy: `certificate-request-token:${t.name}`,
   });
   return findCertificate(hubId, certificateId);
@@ -91,8 +91,9 @@ export async function redeemTokenInPath(
   const token = await usableToken(hubId, tokenString);
   const createdBy = `certificate-request-token:${token.name}`;
   if (input.type === 'CSR') {
-    parseCsr(input.value);
-    const { certificateId } = await issueInWorker({ hubId, payload: { mode: 'redeem', csr: input.value, tokenId: token.id, validYears: token.validYears }, createdBy });
+    const csr = parseCsr(input.value);
+    const payload = { mode: 'redeem' as const, csr: input.value, subject: csr.subjectText, tokenId: token.id, validYears: token.validYears };
+    const { certificateId } = await issueInWorker({ hubId, payload, createdBy });
     return findCertificate(hubId, certificateId);
   }
   const info = parseUploadedCertificate(input.value);

@@ -1,13 +1,11 @@
 import { createPrivateKey, generateKeyPairSync, X509Certificate } from 'node:crypto';
-import { AsnConvert } from '@peculiar/asn1-schema';
-import { Certificate } from '@peculiar/asn1-x509';
 import { QueryTypes } from 'sequelize';
 import { db } from '../db.js';
 import { newId } from '../ids.js';
 import { CertificateAuthority } from '../models/CertificateAuthority.js';
 import { decryptSecret, encryptSecret } from '../secrets.js';
-import { certificatePem, issueCertificate, keyIdentifier, type Signer } from './certificates.js';
-import { buildName, OID } from './names.js';
+import { certificatePem, certificateSubjectDer, issueCertificate, keyIdentifier, type Signer } from './certificates.js';
+import { buildName, nameDer, OID } from './names.js';
 
 /**
  * The service's certificate authorities: one root (EC P-256, self-signed) and one issuing CA per hub signed by it.
@@ -40,8 +38,7 @@ function signerOf(ca: CertificateAuthority): Signer {
   const cert = new X509Certificate(ca.certificatePem);
   const spkiDer = cert.publicKey.export({ format: 'der', type: 'spki' });
   // the issuer name of what we sign must match this CA's subject byte for byte: take it from the certificate
-  const subject = AsnConvert.parse(cert.raw, Certificate).tbsCertificate.subject;
-  return { name: subject, privateKey: createPrivateKey(decryptSecret(ca.privateKeySealed)), keyIdentifier: keyIdentifier(spkiDer) };
+  return { nameDer: certificateSubjectDer(cert.raw), privateKey: createPrivateKey(decryptSecret(ca.privateKeySealed)), keyIdentifier: keyIdentifier(spkiDer) };
 }
 
 /** Inserts unless a row for the same slot exists (a concurrent start won), then returns the slot's row. */
@@ -77,10 +74,10 @@ export function ensureRootCa(): Promise<CertificateAuthority> {
     const name = buildName([[OID.organization, 'edgehub'], [OID.commonName, 'edgehub Root CA']]);
     const now = Date.now();
     const notAfter = new Date(now + ROOT_VALIDITY_YEARS * YEAR_MS);
-    const der = issueCertificate({
-      subject: name,
+    const { der } = issueCertificate({
+      subjectDer: nameDer(name),
       spkiDer: key.spkiDer,
-      issuer: { name, privateKey: key.privateKey, keyIdentifier: keyIdentifier(key.spkiDer) },
+      issuer: { nameDer: nameDer(name), privateKey: key.privateKey, keyIdentifier: keyIdentifier(key.spkiDer) },
       notBefore: new Date(now - BACKDATE_MS),
       notAfter,
       profile: { kind: 'ca' },
@@ -107,8 +104,8 @@ async function loadHubCa(hubId: string): Promise<LoadedCa> {
     const name = buildName([[OID.organization, 'edgehub'], [OID.organizationalUnit, `hub ${hubId}`], [OID.commonName, 'edgehub Issuing CA']]);
     const now = Date.now();
     const notAfter = new Date(Math.min(now + ISSUING_VALIDITY_YEARS * YEAR_MS, rootCa.notAfter.getTime()));
-    const der = issueCertificate({
-      subject: name,
+    const { der } = issueCertificate({
+      subjectDer: nameDer(name),
       spkiDer: key.spkiDer,
       issuer: signerOf(rootCa),
       notBefore: new Date(now - BACKDATE_MS),

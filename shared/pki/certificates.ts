@@ -16,22 +16,18 @@ import {
   KeyIdentifier,
   KeyUsage,
   KeyUsageFlags,
-  Name,
   SubjectKeyIdentifier,
-  SubjectPublicKeyInfo,
-  TBSCertificate,
-  Validity,
-  Version,
 } from '@peculiar/asn1-x509';
 import { badRequest } from '../errors.js';
-import { children, derToPem, encodeBitString, encodeSequence, pemToDer, readElement } from './der.js';
+import { children, derToPem, encodeBitString, encodeElement, encodeSequence, encodeTime, pemToDer, readElement } from './der.js';
 
 const ECDSA_WITH_SHA256 = '1.2.840.10045.4.3.2';
 const signatureAlgorithmDer = Buffer.from(AsnConvert.serialize(new AlgorithmIdentifier({ algorithm: ECDSA_WITH_SHA256 })));
 
 /** The key and name a certificate is signed with (an EC P-256 CA key). */
 export interface Signer {
-  name: Name;
+  /** DER of the CA's subject Name, exactly as in its certificate (the issuer of what it signs). */
+  nameDer: Buffer;
   privateKey: KeyObject;
   keyIdentifier: Buffer;
 }
@@ -42,12 +38,19 @@ export type Profile =
   | { kind: 'ca'; pathLength?: number };
 
 export interface IssueRequest {
-  subject: Name;
+  /** DER of the subject Name (for a CSR: copied byte for byte). */
+  subjectDer: Buffer;
   spkiDer: Buffer;
   issuer: Signer;
   notBefore: Date;
   notAfter: Date;
   profile: Profile;
+}
+
+export interface Issued {
+  der: Buffer;
+  serialNumber: string;
+  fingerprintSha256: string;
 }
 
 /** RFC 5280 4.2.1.2 method 1: SHA-1 of the subjectPublicKey bits. */
@@ -57,45 +60,74 @@ export function keyIdentifier(spkiDer: Buffer): Buffer {
 }
 
 /** 16 random bytes, positive and minimally encoded: 126 bits of randomness. */
-function randomSerial(): ArrayBuffer {
+function randomSerial(): Buffer {
   const serial = randomBytes(16);
   serial[0] = (serial[0] & 0x3f) | 0x40;
-  return serial.buffer.slice(serial.byteOffset, serial.byteOffset + serial.length) as ArrayBuffer;
+  return serial;
 }
 
-const extension = (extnID: string, critical: boolean, value: unknown) =>
-  new Extension({ extnID, critical, extnValue: new OctetString(AsnConvert.serialize(value)) });
+const extensionDer = (extnID: string, critical: boolean, value: unknown) =>
+  Buffer.from(AsnConvert.serialize(new Extension({ extnID, critical, extnValue: new OctetString(AsnConvert.serialize(value)) })));
 
-function extensionsFor(req: IssueRequest, subjectKeyId: Buffer): Extensions {
-  const list: Extension[] = [];
-  if (req.profile.kind === 'ca') {
-    list.push(extension(id_ce_basicConstraints, true, new BasicConstraints({ cA: true, pathLenConstraint: req.profile.pathLength })));
-    list.push(extension(id_ce_keyUsage, true, new KeyUsage(KeyUsageFlags.digitalSignature | KeyUsageFlags.keyCertSign | KeyUsageFlags.cRLSign)));
-  } else {
-    list.push(extension(id_ce_keyUsage, true, new KeyUsage(KeyUsageFlags.digitalSignature | KeyUsageFlags.keyCertSign | KeyUsageFlags.cRLSign)));
-    list.push(extension(id_ce_extKeyUsage, false, new ExtendedKeyUsage([id_kp_serverAuth])));
+const CA_KEY_USAGE = new KeyUsage(KeyUsageFlags.digitalSignature | KeyUsageFlags.keyCertSign | KeyUsageFlags.cRLSign);
+/** SPEC.md: digital signature, key cert sign, CRL sign enabled; every other usage disabled. */
+const CLIENT_KEY_USAGE = new KeyUsage(KeyUsageFlags.digitalSignature | KeyUsageFlags.keyCertSign | KeyUsageFlags.cRLSign);
+
+/** The extensions that depend only on the profile and the issuer, encoded once per signer. */
+const fixedExtensions = new WeakMap<Signer, Map<string, Buffer[]>>();
+
+function profileExtensions(issuer: Signer, profile: Profile): Buffer[] {
+  const key = profile.kind === 'ca' ? `ca:${profile.pathLength ?? ''}` : 'client';
+  let bySigner = fixedExtensions.get(issuer);
+  if (!bySigner) fixedExtensions.set(issuer, (bySigner = new Map()));
+  let fixed = bySigner.get(key);
+  if (!fixed) {
+    const aki = extensionDer(id_ce_authorityKeyIdentifier, false, new AuthorityKeyIdentifier({ keyIdentifier: new KeyIdentifier(issuer.keyIdentifier) }));
+    fixed =
+      profile.kind === 'ca'
+        ? [extensionDer(id_ce_basicConstraints, true, new BasicConstraints({ cA: true, pathLenConstraint: profile.pathLength })), extensionDer(id_ce_keyUsage, true, CA_KEY_USAGE), aki]
+        : [extensionDer(id_ce_keyUsage, true, CLIENT_KEY_USAGE), extensionDer(id_ce_extKeyUsage, false, new ExtendedKeyUsage([id_kp_serverAuth])), aki];
+    bySigner.set(key, fixed);
   }
-  list.push(extension(id_ce_subjectKeyIdentifier, false, new SubjectKeyIdentifier(subjectKeyId)));
-  list.push(extension(id_ce_authorityKeyIdentifier, false, new AuthorityKeyIdentifier({ keyIdentifier: new KeyIdentifier(req.issuer.keyIdentifier) })));
-  return new Extensions(list);
+  return fixed;
 }
 
-/** Builds the TBSCertificate with the ASN.1 schemas and signs it with node:crypto (ECDSA P-256, SHA-256). */
-export function issueCertificate(req: IssueRequest): Buffer {
-  const subjectKeyId = keyIdentifier(req.spkiDer);
-  const tbs = new TBSCertificate({
-    version: Version.v3,
-    serialNumber: randomSerial(),
-    signature: new AlgorithmIdentifier({ algorithm: ECDSA_WITH_SHA256 }),
-    issuer: req.issuer.name,
-    validity: new Validity({ notBefore: req.notBefore, notAfter: req.notAfter }),
-    subject: req.subject,
-    subjectPublicKeyInfo: AsnConvert.parse(req.spkiDer, SubjectPublicKeyInfo),
-    extensions: extensionsFor(req, subjectKeyId),
-  });
-  const tbsDer = Buffer.from(AsnConvert.serialize(tbs));
-  const signature = sign('sha256', tbsDer, req.issuer.privateKey);
-  return encodeSequence(tbsDer, signatureAlgorithmDer, encodeBitString(signature));
+/** The subject key identifier extension: the only per-certificate extension. */
+const subjectKeyIdentifierDer = (keyId: Buffer) =>
+  Buffer.from(AsnConvert.serialize(new Extension({ extnID: id_ce_subjectKeyIdentifier, critical: false, extnValue: new OctetString(AsnConvert.serialize(new SubjectKeyIdentifier(keyId))) })));
+
+const VERSION_3 = Buffer.from([0xa0, 0x03, 0x02, 0x01, 0x02]);
+
+/**
+ * Builds the TBSCertificate and signs it with node:crypto (ECDSA P-256, SHA-256). The subject and key are spliced in
+ * as the requester encoded them; the extensions are encoded with the @peculiar/asn1-x509 schemas (the fixed ones once
+ * per issuer), which keeps issuance to one signature and a few buffer copies.
+ */
+export function issueCertificate(req: IssueRequest): Issued {
+  const serial = randomSerial();
+  const [ku, ekuOrBc, aki] = profileExtensions(req.issuer, req.profile);
+  const extensions = encodeSequence(ku, ekuOrBc, subjectKeyIdentifierDer(keyIdentifier(req.spkiDer)), aki);
+  const tbs = encodeSequence(
+    VERSION_3,
+    encodeElement(0x02, serial),
+    signatureAlgorithmDer,
+    req.issuer.nameDer,
+    encodeSequence(encodeTime(req.notBefore), encodeTime(req.notAfter)),
+    req.subjectDer,
+    req.spkiDer,
+    encodeElement(0xa3, extensions),
+  );
+  const signature = sign('sha256', tbs, req.issuer.privateKey);
+  const der = encodeSequence(tbs, signatureAlgorithmDer, encodeBitString(signature));
+  return { der, serialNumber: serial.toString('hex'), fingerprintSha256: createHash('sha256').update(der).digest('hex') };
+}
+
+/** DER of the subject Name of a certificate, byte for byte. */
+export function certificateSubjectDer(certificateDer: Buffer): Buffer {
+  const [tbs] = children(readElement(certificateDer));
+  const fields = children(tbs);
+  const offset = fields[0].tag === 0xa0 ? 1 : 0;
+  return fields[offset + 4].raw;
 }
 
 export const certificatePem = (der: Buffer) => derToPem(der, 'CERTIFICATE');

@@ -1,8 +1,8 @@
 import { createPublicKey, verify, type KeyObject } from 'node:crypto';
 import { AsnConvert } from '@peculiar/asn1-schema';
-import { AlgorithmIdentifier, Name, SubjectPublicKeyInfo } from '@peculiar/asn1-x509';
+import { Name } from '@peculiar/asn1-x509';
 import { badRequest } from '../errors.js';
-import { children, pemToDer, readElement } from './der.js';
+import { children, decodeOid, pemToDer, readElement, type DerElement } from './der.js';
 import { nameToString, subjectFields, type SubjectFields } from './names.js';
 
 /** Signature algorithms a CSR may be signed with, by OID. */
@@ -15,78 +15,122 @@ const SIGNATURE_ALGORITHMS: Record<string, { hash: string; keyType: 'rsa' | 'ec'
   '1.2.840.10045.4.3.4': { hash: 'sha512', keyType: 'ec' },
 };
 
-const ACCEPTED_CURVES: Record<string, string> = { prime256v1: 'P-256', secp384r1: 'P-384' };
 
 export interface ParsedCsr {
+  /** DER of the subject Name, exactly as the requester signed it. */
+  subjectDer: Buffer;
   subject: Name;
   subjectText: string;
   fields: ReturnType<typeof subjectFields>;
   /** DER of the SubjectPublicKeyInfo, as signed. */
   spkiDer: Buffer;
-  publicKey: KeyObject;
   /** e.g. `EC P-256`, `RSA 2048`. */
   keyDescription: string;
 }
 
 export const isCsrPem = (pem: string) => /-----BEGIN (NEW )?CERTIFICATE REQUEST-----/.test(pem);
 
-function describeKey(key: KeyObject): string {
-  const details = key.asymmetricKeyDetails ?? {};
-  if (key.asymmetricKeyType === 'rsa') {
-    const bits = details.modulusLength ?? 0;
-    if (bits < 2048) throw badRequest(`CSR public key is RSA ${bits} bits; at least 2048 bits are required`);
-    return `RSA ${bits}`;
-  }
-  if (key.asymmetricKeyType === 'ec') {
-    const curve = ACCEPTED_CURVES[details.namedCurve ?? ''];
-    if (!curve) throw badRequest(`CSR public key is on curve ${details.namedCurve ?? 'unknown'}; accepted: EC P-256, EC P-384, RSA >= 2048`);
-    return `EC ${curve}`;
-  }
-  throw badRequest(`CSR public key type ${key.asymmetricKeyType ?? 'unknown'} is not accepted; accepted: EC P-256, EC P-384, RSA >= 2048`);
+const EC_PUBLIC_KEY = '1.2.840.10045.2.1';
+const RSA_ENCRYPTION = '1.2.840.113549.1.1.1';
+const EC_CURVES: Record<string, { name: string; jwkCrv: string; coordinateBytes: number }> = {
+  '1.2.840.10045.3.1.7': { name: 'P-256', jwkCrv: 'P-256', coordinateBytes: 32 },
+  '1.3.132.0.34': { name: 'P-384', jwkCrv: 'P-384', coordinateBytes: 48 },
+};
+const ACCEPTED = 'accepted: EC P-256, EC P-384, RSA >= 2048';
+
+/** The DER pieces of a CSR: the signed info, its subject and key, and the signature. Structure only, no checks. */
+export interface CsrParts {
+  info: Buffer;
+  subjectDer: Buffer;
+  spkiDer: Buffer;
+  signatureAlgorithm: string;
+  signature: Buffer;
 }
+
+export function csrParts(pem: string): CsrParts {
+  if (typeof pem !== 'string' || !isCsrPem(pem)) throw badRequest('CSR must be a PEM block "-----BEGIN CERTIFICATE REQUEST-----"');
+  const der = pemToDer(pem, ['CERTIFICATE REQUEST', 'NEW CERTIFICATE REQUEST']);
+  if (!der) throw badRequest('CSR PEM is not valid base64 between its BEGIN and END lines');
+  try {
+    const outer = readElement(der);
+    const [infoEl, algorithmEl, signatureEl] = children(outer);
+    if (outer.tag !== 0x30 || infoEl?.tag !== 0x30 || algorithmEl?.tag !== 0x30 || signatureEl?.tag !== 0x03) throw new Error('not a CertificationRequest');
+    const [versionEl, subjectEl, spkiEl] = children(infoEl);
+    if (versionEl?.tag !== 0x02 || subjectEl?.tag !== 0x30 || spkiEl?.tag !== 0x30) throw new Error('not a CertificationRequestInfo');
+    const [oidEl] = children(algorithmEl);
+    if (oidEl?.tag !== 0x06) throw new Error('no signature algorithm');
+    return { info: infoEl.raw, subjectDer: subjectEl.raw, spkiDer: spkiEl.raw, signatureAlgorithm: decodeOid(oidEl.content), signature: signatureEl.content.subarray(1) };
+  } catch (err) {
+    throw badRequest(`CSR is not a valid PKCS#10 certification request (${(err as Error).message})`);
+  }
+}
+
+/**
+ * The CSR's public key, checked against what we accept. EC keys are imported as JWK from the decoded point, which
+ * is several times cheaper in node:crypto than decoding the SPKI DER.
+ */
+function publicKeyOf(spkiDer: Buffer): { key: KeyObject; description: string; type: 'ec' | 'rsa' } {
+  let algorithm: string, parameters: DerElement | undefined, bits: Buffer;
+  try {
+    const [algEl, bitsEl] = children(readElement(spkiDer));
+    const [oidEl, paramEl] = children(algEl);
+    algorithm = decodeOid(oidEl.content);
+    parameters = paramEl;
+    bits = bitsEl.content.subarray(1);
+  } catch {
+    throw badRequest('CSR public key could not be read');
+  }
+  if (algorithm === EC_PUBLIC_KEY) {
+    const curveOid = parameters?.tag === 0x06 ? decodeOid(parameters.content) : 'unknown';
+    const curve = EC_CURVES[curveOid];
+    if (!curve) throw badRequest(`CSR public key is on EC curve ${CURVE_NAMES[curveOid] ?? curveOid}; ${ACCEPTED}`);
+    const n = curve.coordinateBytes;
+    if (bits.length !== 1 + 2 * n || bits[0] !== 0x04) throw badRequest('CSR public key is not an uncompressed EC point');
+    try {
+      const key = createPublicKey({
+        key: { kty: 'EC', crv: curve.jwkCrv, x: bits.subarray(1, 1 + n).toString('base64url'), y: bits.subarray(1 + n).toString('base64url') },
+        format: 'jwk',
+      });
+      return { key, description: `EC ${curve.name}`, type: 'ec' };
+    } catch {
+      throw badRequest('CSR public key is not a valid point on its curve');
+    }
+  }
+  if (algorithm === RSA_ENCRYPTION) {
+    let key: KeyObject;
+    try {
+      key = createPublicKey({ key: spkiDer, format: 'der', type: 'spki' });
+    } catch {
+      throw badRequest('CSR public key could not be read');
+    }
+    const size = key.asymmetricKeyDetails?.modulusLength ?? 0;
+    if (size < 2048) throw badRequest(`CSR public key is RSA ${size} bits; at least 2048 bits are required`);
+    return { key, description: `RSA ${size}`, type: 'rsa' };
+  }
+  throw badRequest(`CSR public key type ${KEY_TYPE_NAMES[algorithm] ?? algorithm} is not accepted; ${ACCEPTED}`);
+}
+
+const CURVE_NAMES: Record<string, string> = { '1.3.132.0.35': 'P-521 (secp521r1)', '1.3.132.0.10': 'secp256k1' };
+const KEY_TYPE_NAMES: Record<string, string> = { '1.3.101.112': 'Ed25519', '1.3.101.113': 'Ed448', '1.2.840.113549.1.1.10': 'RSASSA-PSS', '1.2.840.10040.4.1': 'DSA' };
 
 /**
  * Parses a PEM CSR and verifies its self-signature (proof that the requester holds the private key). Every refusal
  * is a 400 that says why.
  */
 export function parseCsr(pem: string): ParsedCsr {
-  if (typeof pem !== 'string' || !isCsrPem(pem)) throw badRequest('CSR must be a PEM block "-----BEGIN CERTIFICATE REQUEST-----"');
-  const der = pemToDer(pem, ['CERTIFICATE REQUEST', 'NEW CERTIFICATE REQUEST']);
-  if (!der) throw badRequest('CSR PEM is not valid base64 between its BEGIN and END lines');
-  let info: Buffer, algorithmOid: string, signature: Buffer, subjectDer: Buffer, spkiDer: Buffer;
-  try {
-    const outer = readElement(der);
-    const [infoEl, algorithmEl, signatureEl] = children(outer);
-    if (outer.tag !== 0x30 || !infoEl || !algorithmEl || signatureEl?.tag !== 0x03) throw new Error('not a CertificationRequest');
-    info = infoEl.raw;
-    const [, subjectEl, spkiEl] = children(infoEl);
-    if (subjectEl?.tag !== 0x30 || spkiEl?.tag !== 0x30) throw new Error('not a CertificationRequestInfo');
-    subjectDer = subjectEl.raw;
-    spkiDer = spkiEl.raw;
-    algorithmOid = AsnConvert.parse(algorithmEl.raw, AlgorithmIdentifier).algorithm;
-    signature = signatureEl.content.subarray(1);
-  } catch (err) {
-    throw badRequest(`CSR is not a valid PKCS#10 certification request (${(err as Error).message})`);
-  }
-  let publicKey: KeyObject;
-  try {
-    publicKey = createPublicKey({ key: spkiDer, format: 'der', type: 'spki' });
-  } catch {
-    throw badRequest('CSR public key could not be read');
-  }
-  const keyDescription = describeKey(publicKey);
-  const algorithm = SIGNATURE_ALGORITHMS[algorithmOid];
-  if (!algorithm) throw badRequest(`CSR signature algorithm ${algorithmOid} is not accepted; use SHA-256/384/512 with RSA or ECDSA`);
-  if (algorithm.keyType !== publicKey.asymmetricKeyType) throw badRequest('CSR signature algorithm does not match its public key type');
-  if (!verify(algorithm.hash, info, publicKey, signature)) throw badRequest('CSR signature does not verify: it was not signed by the key it carries');
+  const parts = csrParts(pem);
+  const { key, description, type } = publicKeyOf(parts.spkiDer);
+  const algorithm = SIGNATURE_ALGORITHMS[parts.signatureAlgorithm];
+  if (!algorithm) throw badRequest(`CSR signature algorithm ${parts.signatureAlgorithm} is not accepted; use SHA-256/384/512 with RSA or ECDSA`);
+  if (algorithm.keyType !== type) throw badRequest('CSR signature algorithm does not match its public key type');
+  if (!verify(algorithm.hash, parts.info, key, parts.signature)) throw badRequest('CSR signature does not verify: it was not signed by the key it carries');
   let subject: Name;
   try {
-    subject = AsnConvert.parse(subjectDer, Name);
-    AsnConvert.parse(spkiDer, SubjectPublicKeyInfo);
+    subject = AsnConvert.parse(parts.subjectDer, Name);
   } catch (err) {
     throw badRequest(`CSR subject could not be read (${(err as Error).message})`);
   }
-  return { subject, subjectText: nameToString(subject), fields: subjectFields(subject), spkiDer, publicKey, keyDescription };
+  return { subjectDer: parts.subjectDer, subject, subjectText: nameToString(subject), fields: subjectFields(subject), spkiDer: parts.spkiDer, keyDescription: description };
 }
 
 /** Each subject field the token sets that the CSR does not match, as a sentence. */

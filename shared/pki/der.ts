@@ -62,3 +62,27 @@ export function encodeElement(tag: number, content: Buffer): Buffer {
 
 export const encodeSequence = (...parts: Buffer[]) => encodeElement(0x30, Buffer.concat(parts));
 export const encodeBitString = (bytes: Buffer) => encodeElement(0x03, Buffer.concat([Buffer.from([0]), bytes]));
+
+/** The dotted form of a DER OBJECT IDENTIFIER's content. */
+export function decodeOid(content: Buffer): string {
+  const parts: number[] = [];
+  let value = 0;
+  for (const byte of content) {
+    value = value * 128 + (byte & 0x7f);
+    if (!(byte & 0x80)) {
+      if (parts.length === 0) parts.push(value < 80 ? Math.floor(value / 40) : 2, value < 80 ? value % 40 : value - 80);
+      else parts.push(value);
+      value = 0;
+    }
+  }
+  return parts.join('.');
+}
+
+const pad = (n: number) => String(n).padStart(2, '0');
+
+/** X.509 Time: UTCTime through 2049, GeneralizedTime from 2050 (RFC 5280 4.1.2.5), whole seconds. */
+export function encodeTime(date: Date): Buffer {
+  const y = date.getUTCFullYear();
+  const rest = `${pad(date.getUTCMonth() + 1)}${pad(date.getUTCDate())}${pad(date.getUTCHours())}${pad(date.getUTCMinutes())}${pad(date.getUTCSeconds())}Z`;
+  return y < 2050 ? encodeElement(0x17, Buffer.from(`${String(y % 100).padStart(2, '0')}${rest}`, 'latin1')) : encodeElement(0x18, Buffer.from(`${y}${rest}`, 'latin1'));
+}

@@ -14,10 +14,12 @@ import { createRedis } from '../redis.js';
 export const ISSUE_JOB = 'pki.issueCertificate';
 export const ROTATE_JOB = 'pki.rotateSigningKey';
 
-export type IssuePayload =
-  | { mode: 'create'; csr: string; name: string; validYears: number }
-  | { mode: 'redeem'; csr: string; tokenId: string; validYears: number }
-  | { mode: 'replace'; csr: string; certificateId: string; name: string; validYears: number };
+/** `csr` was verified by the web process (proof of possession, key policy); `subject` is its subject as text. */
+export type IssuePayload = { csr: string; subject: string; validYears: number } & (
+  | { mode: 'create'; name: string }
+  | { mode: 'redeem'; tokenId: string }
+  | { mode: 'replace'; certificateId: string; name: string }
+);
 
 export interface IssueResult {
   certificateId: string;

@@ -1,11 +1,10 @@
-import { X509Certificate } from 'node:crypto';
 import { QueryTypes, UniqueConstraintError, type Transaction } from 'sequelize';
 import { db, withTransaction } from '../../shared/db.js';
 import { ApiError, conflict, forbidden, notFound } from '../../shared/errors.js';
 import { ClientCertificate } from '../../shared/models/ClientCertificate.js';
 import { BACKDATE_MS, hubCa } from '../../shared/pki/ca.js';
-import { describeCertificate, issueCertificate, type CertificateInfo } from '../../shared/pki/certificates.js';
-import { parseCsr } from '../../shared/pki/csr.js';
+import { certificatePem, issueCertificate, type CertificateInfo } from '../../shared/pki/certificates.js';
+import { csrParts } from '../../shared/pki/csr.js';
 import { encodeRefusal, ISSUE_JOB, ROTATE_JOB, type IssuePayload } from '../../shared/pki/issuance.js';
 import { rotateSigningKey } from '../../shared/pki/signingKeys.js';
 import { defineProcessor, permanentFailure, type JobContext } from '../runner.js';
@@ -18,20 +17,26 @@ function addYears(date: Date, years: number): Date {
   return d;
 }
 
-/** Signs the CSR with the hub's issuing CA. Only the worker holds CA keys. */
-async function sign(hubId: string, csrPem: string, validYears: number): Promise<{ info: CertificateInfo; chainPem: string }> {
-  const csr = parseCsr(csrPem);
+/**
+ * Signs the CSR with the hub's issuing CA (only the worker holds CA keys). The web process verified the CSR before
+ * enqueueing; here it is only taken apart.
+ */
+async function sign(hubId: string, p: IssuePayload): Promise<{ info: CertificateInfo; chainPem: string }> {
+  const csr = csrParts(p.csr);
   const ca = await hubCa(hubId);
   const now = Date.now();
-  const der = issueCertificate({
-    subject: csr.subject,
+  const notBefore = new Date(Math.floor((now - BACKDATE_MS) / 1000) * 1000);
+  const notAfter = addYears(new Date(Math.floor(now / 1000) * 1000), p.validYears);
+  const issued = issueCertificate({
+    subjectDer: csr.subjectDer,
     spkiDer: csr.spkiDer,
     issuer: ca.signer,
-    notBefore: new Date(now - BACKDATE_MS),
-    notAfter: addYears(new Date(now), validYears),
+    notBefore,
+    notAfter,
     profile: { kind: 'client' },
   });
-  return { info: describeCertificate(new X509Certificate(der)), chainPem: ca.chainPem };
+  const info = { pem: certificatePem(issued.der), fingerprintSha256: issued.fingerprintSha256, subject: p.subject, serialNumber: issued.serialNumber, notBefore, notAfter };
+  return { info, chainPem: ca.chainPem };
 }
 
 function certificateFields(info: CertificateInfo, chainPem: string) {
@@ -119,7 +124,7 @@ const issue = defineProcessor({
     const id = p.mode === 'replace' ? p.certificateId : ctx.execution.id;
     if (p.mode !== 'replace' && ctx.attempt > 1 && (await ClientCertificate.findByPk(id, { attributes: ['id'] }))) return { certificateId: id };
     try {
-      const signed = await sign(hubId, p.csr, p.validYears);
+      const signed = await sign(hubId, p);
       if (p.mode === 'redeem') await redeem(ctx, hubId, p, id, signed);
       else if (p.mode === 'create') await create(ctx, hubId, p, id, signed);
       else await replace(hubId, p, signed);
