@@ -26,6 +26,10 @@ const envSchema = z.object({
   HUB_DNS_CHECK_INTERVAL_MS: z.coerce.number().int().min(10).max(3_600_000).default(30_000),
   HUB_INGRESS_ADDRESSES: z.string().regex(/^\d{1,3}(\.\d{1,3}){3}(,\d{1,3}(\.\d{1,3}){3})*$/, 'must be comma-separated IPv4 addresses').default('203.0.113.10,203.0.113.11'),
   HUB_VALIDATION_DOMAIN: z.string().regex(/^[a-z0-9.-]+$/, 'must be a DNS name').default('validation.edgehub.localhost'),
+  HUB_ACME_DIRECTORY_URL: optionalString.pipe(z.url({ protocol: /^https?$/, message: 'must be an http(s) URL' }).optional()),
+  HUB_ACME_CA_FILE: optionalString,
+  HUB_ACME_CONTACT: optionalString,
+  HUB_VALIDATION_DNS_LISTEN: optionalString.pipe(z.string().regex(/^[^,\s]+:\d+$/, 'must be host:port').optional()),
   HUB_QUEUE_PREFIX: z.string().regex(/^[A-Za-z0-9_-]+$/).default('edgehub'),
   HUB_SWEEP_CRON: z.string().default('*/15 * * * * *'),
   HUB_KEY_ROTATION_CRON: z.string().default('0 0 1 * *'),
@@ -50,6 +54,10 @@ export interface Config {
   dnsCheckIntervalMs: number;
   ingressAddresses: string[];
   validationDomain: string;
+  /** ACME issuance of custom frontend certificates (the local CA when unset): directory, a CA file to trust for
+   * its TLS, a contact email, and where this process answers DNS for the validation zone (DNS-01 TXT records). */
+  acme?: { directoryUrl: string; caFile?: string; contact?: string };
+  validationDnsListen?: string;
   sweepCron: string;
   keyRotationCron: string;
   vpcCidr: string;
@@ -109,6 +117,8 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     dnsCheckIntervalMs: e.HUB_DNS_CHECK_INTERVAL_MS,
     ingressAddresses: e.HUB_INGRESS_ADDRESSES.split(','),
     validationDomain: e.HUB_VALIDATION_DOMAIN,
+    acme: e.HUB_ACME_DIRECTORY_URL ? { directoryUrl: e.HUB_ACME_DIRECTORY_URL, caFile: e.HUB_ACME_CA_FILE, contact: e.HUB_ACME_CONTACT } : undefined,
+    validationDnsListen: e.HUB_VALIDATION_DNS_LISTEN,
     sweepCron: e.HUB_SWEEP_CRON,
     keyRotationCron: e.HUB_KEY_ROTATION_CRON,
     vpcCidr: e.HUB_VPC_CIDR,

@@ -1,7 +1,9 @@
 import 'reflect-metadata';
 import { webcrypto } from 'node:crypto';
 import * as x509 from '@peculiar/x509';
+import { config } from '../config.js';
 import { FrontendIssuer } from '../models/FrontendIssuer.js';
+import { acmeCertificateIssuer } from './certificateIssuerAcme.js';
 import { decryptSecret, encryptSecret } from '../secrets.js';
 
 x509.cryptoProvider.set(webcrypto as unknown as Crypto);
@@ -105,4 +107,11 @@ export const localCertificateIssuer: CertificateIssuer = {
   },
 };
 
-export const certificateIssuer = (): CertificateIssuer => localCertificateIssuer;
+let acme: CertificateIssuer | undefined;
+
+/** ACME where HUB_ACME_DIRECTORY_URL is set, the local CA otherwise. */
+export function certificateIssuer(): CertificateIssuer {
+  if (!config().acme) return localCertificateIssuer;
+  acme ??= acmeCertificateIssuer();
+  return acme;
+}
