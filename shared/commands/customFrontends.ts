@@ -1,4 +1,4 @@
-import { Op, type Transaction } from 'sequelize';
+import { ForeignKeyConstraintError, Op, type Transaction } from 'sequelize';
 import { config } from '../config.js';
 import { withTransaction } from '../db.js';
 import { badRequest, invalidState, notFound } from '../errors.js';
@@ -118,14 +118,19 @@ export async function updateCustomFrontend(hubId: string, id: string, input: { a
 
 /** Refused (400) while shares are published on it; the foreign key of share_frontends settles any race. */
 export async function deleteCustomFrontend(hubId: string, id: string): Promise<void> {
-  await withTransaction(async (transaction) => {
+  const hostname = await withTransaction(async (transaction) => {
     const frontend = await CustomFrontend.findOne({ where: { hubId, id }, transaction, lock: transaction.LOCK.UPDATE });
     if (!frontend) throw notFound('custom frontend', id);
     const shares = await ShareFrontend.count({ where: { frontendId: frontend.frontendId }, transaction });
     if (shares) throw badRequest(`custom frontend '${id}' carries ${shares} share(s); delete them first`);
     await frontend.destroy({ transaction });
-    await frontendHosting().remove({ customFrontendId: id, hostname: frontend.hostname });
+    return frontend.hostname;
+  }).catch((err) => {
+    // a share created on it since the count: the foreign key refused the delete
+    if (err instanceof ForeignKeyConstraintError) throw badRequest(`custom frontend '${id}' carries shares; delete them first`);
+    throw err;
   });
+  await frontendHosting().remove({ customFrontendId: id, hostname });
 }
 
 export interface DnsRecords {
