@@ -26,7 +26,7 @@ export function formatZodError(err: ZodError): string {
 }
 
 function parse<S extends ZodType>(schema: S, input: unknown): z.output<S> {
-  const result = schema.safeParse(input);
+  const result = schema.safeParse(input, { reportInput: true });
   if (!result.success) throw badRequest(formatZodError(result.error));
   return result.data;
 }

@@ -27,8 +27,7 @@ test('malformed JSON is 400 invalid_request', async (t) => {
 test('a wrong type names the property and the expected type', async (t) => {
   const r = await hub.call('POST', `${hub.h}/environments`, { body: { description: 42 } });
   isError(t, r, 400, 'invalid_request');
-  t.regex(r.json.message, /\$\.description/);
-  t.regex(r.json.message, /string/);
+  t.is(r.json.message, "value for property '$.description' must be of type string (received number)");
 });
 
 test('arrays, null and scalars as a body never reach a handler', async (t) => {
