@@ -18,6 +18,8 @@ import path from 'node:path';
 import { Sequelize } from 'sequelize';
 import { freePort, startPostgres, startRedis } from '../scripts/services.js';
 import { migrate } from '../shared/migrate.js';
+import { derToPem, encodeBitString, encodeSequence } from '../shared/pki/der.js';
+import { buildName, nameDer, OID } from '../shared/pki/names.js';
 
 const ENROLLMENTS = Number(process.env.BENCH_ENROLLMENTS ?? 3000);
 const CONCURRENCY = Number(process.env.BENCH_CONCURRENCY ?? 32);
@@ -108,6 +110,16 @@ async function waitForHealth(base: URL): Promise<void> {
   }
 }
 
+const ECDSA_WITH_SHA256 = Buffer.from('300a06082a8648ce3d040302', 'hex');
+
+/** A PKCS#10 CSR for a fresh EC P-256 key, signed with it (as a device would make one). */
+function deviceCsr(commonName: string): string {
+  const { privateKey, publicKey } = generateKeyPairSync('ec', { namedCurve: 'prime256v1' });
+  const subject = nameDer(buildName([[OID.commonName, commonName], [OID.organization, 'Bench']]));
+  const info = encodeSequence(Buffer.from([0x02, 0x01, 0x00]), subject, publicKey.export({ format: 'der', type: 'spki' }), Buffer.from([0xa0, 0x00]));
+  return derToPem(encodeSequence(info, ECDSA_WITH_SHA256, encodeBitString(sign('sha256', info, privateKey))), 'CERTIFICATE REQUEST');
+}
+
 /** Runs `task(i)` for i in [0, n) with at most `concurrency` at once; returns the elapsed milliseconds. */
 async function timed(n: number, concurrency: number, task: (i: number) => Promise<void>): Promise<number> {
   let next = 0;
@@ -170,16 +182,17 @@ try {
   const bearer = `Bearer ${key.json.token}`;
   const hubId: string = hub.json.id;
 
-  const keyFile = path.join(work, 'device.key');
-  execFileSync('openssl', ['genpkey', '-algorithm', 'EC', '-pkeyopt', 'ec_paramgen_curve:P-256', '-out', keyFile]);
-  const csr = execFileSync('openssl', ['req', '-new', '-key', keyFile, '-subj', '/CN=device.bench.example/O=Bench'], { encoding: 'utf8' });
-  writeFileSync(path.join(work, 'device.csr'), csr);
+  // every enrollment brings its own key, as devices do
+  const csrs = Array.from({ length: WARMUP + ENROLLMENTS }, (_, i) => deviceCsr(`device-${i}.bench.example`));
+  const sample = path.join(work, 'device.csr');
+  writeFileSync(sample, csrs[0]);
+  execFileSync('openssl', ['req', '-in', sample, '-verify', '-noout'], { stdio: 'ignore' }); // the generator makes real CSRs
 
   // setup (not measured): one token and its enrollment JWT per enrollment
   const total = WARMUP + ENROLLMENTS;
   const jwts: string[] = new Array(total);
   const setupMs = await timed(total, 16, async (i) => {
-    const tok = await request(base, 'POST', `/hub/${hubId}/certificate-request-tokens`, { name: `device-${i}`, commonName: 'device.bench.example' }, bearer);
+    const tok = await request(base, 'POST', `/hub/${hubId}/certificate-request-tokens`, { name: `device-${i}`, commonName: `device-${i}.bench.example` }, bearer);
     if (tok.status !== 201) throw new Error(`token: ${tok.status} ${JSON.stringify(tok.json)}`);
     const jwt = await request(base, 'GET', `/hub/v2/${hubId}/certificate-request-tokens/${tok.json.id}/enrollment-jwt`, undefined, bearer);
     if (jwt.status !== 200) throw new Error(`jwt: ${jwt.status} ${JSON.stringify(jwt.json)}`);
@@ -189,7 +202,7 @@ try {
 
   const failures: string[] = [];
   const enrollOne = async (i: number) => {
-    const r = await request(base, 'POST', `/hub/v2/${hubId}/client-certificates/enroll`, { jwt: jwts[i], csr });
+    const r = await request(base, 'POST', `/hub/v2/${hubId}/client-certificates/enroll`, { jwt: jwts[i], csr: csrs[i] });
     if (r.status !== 201) failures.push(`${r.status} ${JSON.stringify(r.json)}`);
   };
   await timed(WARMUP, CONCURRENCY, enrollOne); // JIT, pools, the hub's issuing CA

@@ -43,8 +43,17 @@ async function nameIsFree(hubId: string, name: string, exceptCertificateId?: str
   return rows.length === 0;
 }
 
+const CERTIFICATE_COLUMNS = `id, hub_id AS "hubId", name, source, certificate_pem AS "certificatePem", chain_pem AS "chainPem",
+  fingerprint_sha256 AS "fingerprintSha256", subject, serial_number AS "serialNumber", not_before AS "notBefore",
+  not_after AS "notAfter", certificate_request_token_id AS "certificateRequestTokenId", created_by AS "createdBy",
+  created_at AS "createdAt", updated_at AS "updatedAt"`;
+
+/** A certificate's columns as a plain row (read on the enrollment hot path, so without model machinery). */
 export async function findCertificate(hubId: string, id: string): Promise<ClientCertificate> {
-  const cert = await ClientCertificate.findOne({ where: { id, hubId } });
+  const [cert] = await db().query<ClientCertificate>(`SELECT ${CERTIFICATE_COLUMNS} FROM client_certificates WHERE id = $1 AND hub_id = $2`, {
+    bind: [id, hubId],
+    type: QueryTypes.SELECT,
+  });
   if (!cert) throw notFound('client certificate', id);
   return cert;
 }

@@ -92,9 +92,13 @@ function profileExtensions(issuer: Signer, profile: Profile): Buffer[] {
   return fixed;
 }
 
-/** The subject key identifier extension: the only per-certificate extension. */
-const subjectKeyIdentifierDer = (keyId: Buffer) =>
-  Buffer.from(AsnConvert.serialize(new Extension({ extnID: id_ce_subjectKeyIdentifier, critical: false, extnValue: new OctetString(AsnConvert.serialize(new SubjectKeyIdentifier(keyId))) })));
+/** The subject key identifier extension, the only per-certificate one: its schema encoding, split around the key id. */
+const SKI_TEMPLATE = extensionDer(id_ce_subjectKeyIdentifier, false, new SubjectKeyIdentifier(Buffer.alloc(20, 0xee)));
+const SKI_PREFIX = SKI_TEMPLATE.subarray(0, SKI_TEMPLATE.length - 20);
+const subjectKeyIdentifierDer = (keyId: Buffer) => {
+  if (keyId.length !== 20) throw new Error('key identifiers are SHA-1 digests');
+  return Buffer.concat([SKI_PREFIX, keyId]);
+};
 
 const VERSION_3 = Buffer.from([0xa0, 0x03, 0x02, 0x01, 0x02]);
 

@@ -1,9 +1,7 @@
 import { createPublicKey, verify, type KeyObject } from 'node:crypto';
-import { AsnConvert } from '@peculiar/asn1-schema';
-import { Name } from '@peculiar/asn1-x509';
 import { badRequest } from '../errors.js';
 import { children, decodeOid, pemToDer, readElement, type DerElement } from './der.js';
-import { nameToString, subjectFields, type SubjectFields } from './names.js';
+import { nameToString, readName, subjectFields, type Rdns, type SubjectFields } from './names.js';
 
 /** Signature algorithms a CSR may be signed with, by OID. */
 const SIGNATURE_ALGORITHMS: Record<string, { hash: string; keyType: 'rsa' | 'ec' }> = {
@@ -19,7 +17,7 @@ const SIGNATURE_ALGORITHMS: Record<string, { hash: string; keyType: 'rsa' | 'ec'
 export interface ParsedCsr {
   /** DER of the subject Name, exactly as the requester signed it. */
   subjectDer: Buffer;
-  subject: Name;
+  subject: Rdns;
   subjectText: string;
   fields: ReturnType<typeof subjectFields>;
   /** DER of the SubjectPublicKeyInfo, as signed. */
@@ -124,9 +122,9 @@ export function parseCsr(pem: string): ParsedCsr {
   if (!algorithm) throw badRequest(`CSR signature algorithm ${parts.signatureAlgorithm} is not accepted; use SHA-256/384/512 with RSA or ECDSA`);
   if (algorithm.keyType !== type) throw badRequest('CSR signature algorithm does not match its public key type');
   if (!verify(algorithm.hash, parts.info, key, parts.signature)) throw badRequest('CSR signature does not verify: it was not signed by the key it carries');
-  let subject: Name;
+  let subject: Rdns;
   try {
-    subject = AsnConvert.parse(parts.subjectDer, Name);
+    subject = readName(parts.subjectDer);
   } catch (err) {
     throw badRequest(`CSR subject could not be read (${(err as Error).message})`);
   }

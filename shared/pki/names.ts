@@ -1,5 +1,6 @@
 import { AsnConvert } from '@peculiar/asn1-schema';
 import { AttributeTypeAndValue, AttributeValue, Name, RelativeDistinguishedName } from '@peculiar/asn1-x509';
+import { children, decodeOid, readElement } from './der.js';
 
 export const OID = {
   commonName: '2.5.4.3',
@@ -24,12 +25,49 @@ export interface SubjectFields {
   organizationalUnit?: string;
 }
 
-function values(name: Name, oid: string): string[] {
-  return name.flatMap((rdn) => rdn.filter((atv) => atv.type === oid).map((atv) => atv.value.toString()));
+/** A distinguished name as read: relative distinguished names, each a set of (attribute type OID, value). */
+export type Rdns = { type: string; value: string }[][];
+
+function decodeString(tag: number, content: Buffer): string {
+  switch (tag) {
+    case 0x0c: // UTF8String
+      return content.toString('utf8');
+    case 0x1e: // BMPString: UTF-16BE
+      return Buffer.from(content).swap16().toString('utf16le');
+    case 0x1c: {
+      // UniversalString: UTF-32BE
+      let out = '';
+      for (let i = 0; i + 3 < content.length; i += 4) out += String.fromCodePoint(content.readUInt32BE(i));
+      return out;
+    }
+    default: // PrintableString, IA5String, TeletexString, NumericString, VisibleString
+      return content.toString('latin1');
+  }
+}
+
+/**
+ * Reads a DER Name. A plain walk over the TLVs: on the enrollment hot path the generic ASN.1 schema parser costs
+ * more than the rest of CSR handling together.
+ */
+export function readName(der: Buffer): Rdns {
+  const name = readElement(der);
+  if (name.tag !== 0x30) throw new Error('a Name must be a SEQUENCE');
+  return children(name).map((rdn) => {
+    if (rdn.tag !== 0x31) throw new Error('a relative distinguished name must be a SET');
+    return children(rdn).map((atv) => {
+      const [type, value] = children(atv);
+      if (atv.tag !== 0x30 || type?.tag !== 0x06 || !value) throw new Error('malformed AttributeTypeAndValue');
+      return { type: decodeOid(type.content), value: decodeString(value.tag, value.content) };
+    });
+  });
+}
+
+function values(name: Rdns, oid: string): string[] {
+  return name.flatMap((rdn) => rdn.filter((atv) => atv.type === oid).map((atv) => atv.value));
 }
 
 /** CN, O and OU of a name (the first of each when repeated). */
-export function subjectFields(name: Name): SubjectFields & { all: Record<keyof SubjectFields, string[]> } {
+export function subjectFields(name: Rdns): SubjectFields & { all: Record<keyof SubjectFields, string[]> } {
   const all = {
     commonName: values(name, OID.commonName),
     organization: values(name, OID.organization),
@@ -39,9 +77,9 @@ export function subjectFields(name: Name): SubjectFields & { all: Record<keyof S
 }
 
 /** `CN=a, O=b` in the order of the name. */
-export function nameToString(name: Name): string {
+export function nameToString(name: Rdns): string {
   return name
-    .flatMap((rdn) => rdn.map((atv) => `${SHORT_NAMES[atv.type] ?? atv.type}=${atv.value.toString()}`))
+    .flatMap((rdn) => rdn.map((atv) => `${SHORT_NAMES[atv.type] ?? atv.type}=${atv.value}`))
     .join(', ');
 }
 

@@ -61,34 +61,21 @@ async function redeem(ctx: JobContext, hubId: string, p: Extract<IssuePayload, {
   const [row] = await db().query<{ inserted: number }>(
     `WITH spent AS (
        UPDATE certificate_request_tokens SET spent_at = now(), updated_at = now()
-       WHERE id = :tokenId AND hub_id = :hubId AND spent_at IS NULL AND expires_at > now()
+       WHERE id = $1 AND hub_id = $2 AND spent_at IS NULL AND expires_at > now()
        RETURNING id, name
      ), certificate AS (
        INSERT INTO client_certificates (id, hub_id, name, source, certificate_pem, chain_pem, fingerprint_sha256, subject,
          serial_number, not_before, not_after, certificate_request_token_id, created_by)
-       SELECT :id, :hubId, spent.name, 'ENROLLMENT', :pem, :chainPem, :fingerprint, :subject, :serial, :notBefore, :notAfter,
-         spent.id, :createdBy
+       SELECT $3, $2, spent.name, 'ENROLLMENT', $4, $5, $6, $7, $8, $9, $10, spent.id, $11
        FROM spent
        RETURNING id
      ), renamed AS (
        UPDATE pki_names SET token_id = NULL, certificate_id = (SELECT id FROM certificate)
-       WHERE token_id = :tokenId AND hub_id = :hubId AND EXISTS (SELECT 1 FROM certificate)
+       WHERE token_id = $1 AND hub_id = $2 AND EXISTS (SELECT 1 FROM certificate)
      )
      SELECT count(*)::int AS inserted FROM certificate`,
     {
-      replacements: {
-        tokenId: p.tokenId,
-        hubId,
-        id,
-        pem: info.pem,
-        chainPem,
-        fingerprint: info.fingerprintSha256,
-        subject: info.subject,
-        serial: info.serialNumber,
-        notBefore: info.notBefore,
-        notAfter: info.notAfter,
-        createdBy: ctx.execution.createdBy,
-      },
+      bind: [p.tokenId, hubId, id, info.pem, chainPem, info.fingerprintSha256, info.subject, info.serialNumber, info.notBefore, info.notAfter, ctx.execution.createdBy],
       type: QueryTypes.SELECT,
     },
   );
