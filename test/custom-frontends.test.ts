@@ -97,6 +97,9 @@ test.serial('lifecycle: NEW -> PENDING (records) -> ACTIVE only when both record
   }, { what: 'a check that saw the right A record' });
   t.is(aOnly.status, 'PENDING');
   t.regex(aOnly.statusMessage, /CNAME/);
+  const waiting = await hub.call('GET', `${hub.h}/executions?resourceId=${id}&type=frontends.activateCustomFrontend`);
+  t.is(waiting.json.totalElements, 1, 'one execution keeps checking');
+  t.true(['QUEUED', 'RUNNING'].includes(waiting.json.content[0].status));
 
   dns.setCname(cname.name, `${cname.value}.`);
   const active = await waitForStatus(hub, id, 'ACTIVE');
@@ -120,6 +123,16 @@ test.serial('lifecycle: NEW -> PENDING (records) -> ACTIVE only when both record
   t.deepEqual(mine, { id: active.frontendId, urlTemplate: 'https://{token}.shares.example.com', publicName: 'shares.example.com' });
   const share = await hub.call('POST', `${hub.h}/shares`, { body: { name: 's', frontendIds: [active.frontendId], target: 'http://10.0.0.1' } });
   t.is(share.status, 201, share.text);
+  const done = await hub.call('GET', `${hub.h}/executions?resourceId=${id}&type=frontends.activateCustomFrontend`);
+  t.like(done.json.content[0], { status: 'SUCCEEDED', error: null });
+  t.true(done.json.content[0].attempts > 1);
+
+  // another hub neither sees nor uses it
+  const other = await stack.hub();
+  t.false((await other.call('GET', `${other.h}/frontends`)).json.some((f: { id: string }) => f.id === active.frontendId));
+  const foreignShare = await other.call('POST', `${other.h}/shares`, { body: { name: 's', frontendIds: [active.frontendId], target: 'http://10.0.0.1' } });
+  t.is(foreignShare.status, 400);
+  t.regex(foreignShare.json.message, /frontendIds/);
   t.is(share.json.frontendEndpoint, `https://${share.json.zId}.shares.example.com`);
 
   // PATCH: authProviderIds only
