@@ -159,7 +159,7 @@ export function startWorkers({ processors, queues }: WorkerOptions): Worker[] {
     worker.on('failed', (job, err) => {
       if (!job || !/stalled/i.test(err.message)) return;
       const def = byType.get(job.name);
-      void Execution.findByPk(job.data.executionId).then((execution) => {
+      void Execution.findByPk(job.data.executionId ?? job.id).then((execution) => {
         if (!execution || !def || !['QUEUED', 'RUNNING'].includes(execution.status)) return;
         const ctx: JobContext = { execution, job, hubId: job.data.hubId, payload: job.data.payload, attempt: job.attemptsMade, log: logger };
         return finalizeFailure(def, ctx, err);
