@@ -43,10 +43,10 @@ export const presentCertificateSummary = (c: ClientCertificate) => ({
 });
 
 /** Get-by-id (and enrollment answers): the certificate PEM as `value`, its issuers as `chain`. */
-export const presentCertificate = (c: ClientCertificate) => ({
+export const presentCertificate = (c: ClientCertificate & { chainPem?: string | null }) => ({
   ...presentCertificateSummary(c),
   value: c.certificatePem,
-  chain: c.chainPem,
+  chain: c.chainPem ?? null,
   subject: c.subject,
   fingerprintSha256: c.fingerprintSha256,
   serialNumber: c.serialNumber,

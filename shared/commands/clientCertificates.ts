@@ -27,7 +27,7 @@ export function readValue(value: string): Value {
 export const uploadedFields = (info: CertificateInfo) => ({
   source: 'UPLOAD' as const,
   certificatePem: info.pem,
-  chainPem: null,
+  issuerId: null,
   fingerprintSha256: info.fingerprintSha256,
   subject: info.subject,
   serialNumber: info.serialNumber,
@@ -43,14 +43,22 @@ async function nameIsFree(hubId: string, name: string, exceptCertificateId?: str
   return rows.length === 0;
 }
 
-const CERTIFICATE_COLUMNS = `id, hub_id AS "hubId", name, source, certificate_pem AS "certificatePem", chain_pem AS "chainPem",
-  fingerprint_sha256 AS "fingerprintSha256", subject, serial_number AS "serialNumber", not_before AS "notBefore",
-  not_after AS "notAfter", certificate_request_token_id AS "certificateRequestTokenId", created_by AS "createdBy",
-  created_at AS "createdAt", updated_at AS "updatedAt"`;
+/** A stored certificate with the PEM chain of its issuers (issuing CA, then root) when this service issued it. */
+export type CertificateWithChain = ClientCertificate & { chainPem: string | null };
+
+const CERTIFICATE_COLUMNS = `c.id, c.hub_id AS "hubId", c.name, c.source, c.certificate_pem AS "certificatePem",
+  c.fingerprint_sha256 AS "fingerprintSha256", c.subject, c.serial_number AS "serialNumber", c.not_before AS "notBefore",
+  c.not_after AS "notAfter", c.certificate_request_token_id AS "certificateRequestTokenId", c.created_by AS "createdBy",
+  c.created_at AS "createdAt", c.updated_at AS "updatedAt",
+  CASE WHEN i.id IS NULL THEN NULL ELSE i.certificate_pem || r.certificate_pem END AS "chainPem"`;
 
 /** A certificate's columns as a plain row (read on the enrollment hot path, so without model machinery). */
-export async function findCertificate(hubId: string, id: string): Promise<ClientCertificate> {
-  const [cert] = await db().query<ClientCertificate>(`SELECT ${CERTIFICATE_COLUMNS} FROM client_certificates WHERE id = $1 AND hub_id = $2`, {
+export async function findCertificate(hubId: string, id: string): Promise<CertificateWithChain> {
+  const [cert] = await db().query<CertificateWithChain>(
+    `SELECT ${CERTIFICATE_COLUMNS} FROM client_certificates c
+     LEFT JOIN certificate_authorities i ON i.id = c.issuer_id
+     LEFT JOIN certificate_authorities r ON r.kind = 'ROOT'
+     WHERE c.id = $1 AND c.hub_id = $2`, {
     bind: [id, hubId],
     type: QueryTypes.SELECT,
   });
@@ -80,7 +88,7 @@ export async function createCertificate(hubId: string, input: Required<Pick<Cert
 }
 
 /** PATCH (any of name, value) or PUT (name and value). A CSR value re-issues the certificate in the worker. */
-export async function updateCertificate(hubId: string, id: string, input: CertificateInput, createdBy: string): Promise<ClientCertificate> {
+export async function updateCertificate(hubId: string, id: string, input: CertificateInput, createdBy: string): Promise<CertificateWithChain> {
   const cert = await findCertificate(hubId, id);
   const name = input.name ?? cert.name;
   const value = input.value === undefined ? undefined : readValue(input.value);

@@ -9,8 +9,8 @@ export class ClientCertificate extends Model<InferAttributes<ClientCertificate>,
   declare name: string;
   declare source: ClientCertificateSource;
   declare certificatePem: string;
-  /** Issuing CA then root CA (PEM), for certificates this service issued. */
-  declare chainPem: string | null;
+  /** The issuing CA, for certificates this service issued. */
+  declare issuerId: string | null;
   declare fingerprintSha256: string;
   declare subject: string;
   declare serialNumber: string;
@@ -30,7 +30,7 @@ export function initModel(sequelize: Sequelize): void {
       name: { type: DataTypes.TEXT, allowNull: false },
       source: { type: DataTypes.TEXT, allowNull: false },
       certificatePem: { type: DataTypes.TEXT, allowNull: false },
-      chainPem: { type: DataTypes.TEXT, allowNull: true },
+      issuerId: { type: DataTypes.TEXT, allowNull: true },
       fingerprintSha256: { type: DataTypes.TEXT, allowNull: false },
       subject: { type: DataTypes.TEXT, allowNull: false },
       serialNumber: { type: DataTypes.TEXT, allowNull: false },

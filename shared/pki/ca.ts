@@ -19,6 +19,7 @@ const ISSUING_VALIDITY_YEARS = 30;
 export const BACKDATE_MS = 5 * 60 * 1000;
 
 export interface LoadedCa {
+  id: string;
   signer: Signer;
   certificatePem: string;
   /** This CA's certificate and its issuers' (PEM), leaf-most first. */
@@ -117,7 +118,7 @@ async function loadHubCa(hubId: string): Promise<LoadedCa> {
       () => CertificateAuthority.findOne({ where: { kind: 'ISSUING', hubId } }),
     );
   }
-  return { signer: signerOf(issuing), certificatePem: issuing.certificatePem, chainPem: issuing.certificatePem + rootCa.certificatePem };
+  return { id: issuing.id, signer: signerOf(issuing), certificatePem: issuing.certificatePem, chainPem: issuing.certificatePem + rootCa.certificatePem };
 }
 
 /** The hub's issuing CA with its decrypted key, created on first use and cached for the life of the process. */

@@ -21,7 +21,7 @@ function addYears(date: Date, years: number): Date {
  * Signs the CSR with the hub's issuing CA (only the worker holds CA keys). The web process verified the CSR before
  * enqueueing; here it is only taken apart.
  */
-async function sign(hubId: string, p: IssuePayload): Promise<{ info: CertificateInfo; chainPem: string }> {
+async function sign(hubId: string, p: IssuePayload): Promise<{ info: CertificateInfo; issuerId: string }> {
   const csr = csrParts(p.csr);
   const ca = await hubCa(hubId);
   const now = Date.now();
@@ -36,13 +36,13 @@ async function sign(hubId: string, p: IssuePayload): Promise<{ info: Certificate
     profile: { kind: 'client' },
   });
   const info = { pem: certificatePem(issued.der), fingerprintSha256: issued.fingerprintSha256, subject: p.subject, serialNumber: issued.serialNumber, notBefore, notAfter };
-  return { info, chainPem: ca.chainPem };
+  return { info, issuerId: ca.id };
 }
 
-function certificateFields(info: CertificateInfo, chainPem: string) {
+function certificateFields(info: CertificateInfo, issuerId: string) {
   return {
     certificatePem: info.pem,
-    chainPem,
+    issuerId,
     fingerprintSha256: info.fingerprintSha256,
     subject: info.subject,
     serialNumber: info.serialNumber,
@@ -57,14 +57,14 @@ function certificateFields(info: CertificateInfo, chainPem: string) {
  * insert nothing. Foreign keys are checked at the end of the statement, when the certificate row exists.
  */
 async function redeem(ctx: JobContext, hubId: string, p: Extract<IssuePayload, { mode: 'redeem' }>, id: string, signed: Awaited<ReturnType<typeof sign>>) {
-  const { info, chainPem } = signed;
+  const { info, issuerId } = signed;
   const [row] = await db().query<{ inserted: number }>(
     `WITH spent AS (
        UPDATE certificate_request_tokens SET spent_at = now(), updated_at = now()
        WHERE id = $1 AND hub_id = $2 AND spent_at IS NULL AND expires_at > now()
        RETURNING id, name
      ), certificate AS (
-       INSERT INTO client_certificates (id, hub_id, name, source, certificate_pem, chain_pem, fingerprint_sha256, subject,
+       INSERT INTO client_certificates (id, hub_id, name, source, certificate_pem, issuer_id, fingerprint_sha256, subject,
          serial_number, not_before, not_after, certificate_request_token_id, created_by)
        SELECT $3, $2, spent.name, 'ENROLLMENT', $4, $5, $6, $7, $8, $9, $10, spent.id, $11
        FROM spent
@@ -75,7 +75,7 @@ async function redeem(ctx: JobContext, hubId: string, p: Extract<IssuePayload, {
      )
      SELECT count(*)::int AS inserted FROM certificate`,
     {
-      bind: [p.tokenId, hubId, id, info.pem, chainPem, info.fingerprintSha256, info.subject, info.serialNumber, info.notBefore, info.notAfter, ctx.execution.createdBy],
+      bind: [p.tokenId, hubId, id, info.pem, issuerId, info.fingerprintSha256, info.subject, info.serialNumber, info.notBefore, info.notAfter, ctx.execution.createdBy],
       type: QueryTypes.SELECT,
     },
   );
@@ -85,7 +85,7 @@ async function redeem(ctx: JobContext, hubId: string, p: Extract<IssuePayload, {
 async function create(ctx: JobContext, hubId: string, p: Extract<IssuePayload, { mode: 'create' }>, id: string, signed: Awaited<ReturnType<typeof sign>>) {
   await withTransaction(async (transaction: Transaction) => {
     await ClientCertificate.create(
-      { id, hubId, name: p.name, source: 'CSR', createdBy: ctx.execution.createdBy, ...certificateFields(signed.info, signed.chainPem) },
+      { id, hubId, name: p.name, source: 'CSR', createdBy: ctx.execution.createdBy, ...certificateFields(signed.info, signed.issuerId) },
       { transaction },
     );
     await db().query(`INSERT INTO pki_names (hub_id, name, certificate_id) VALUES (:hubId, :name, :id)`, { replacements: { hubId, name: p.name, id }, transaction });
@@ -94,7 +94,7 @@ async function create(ctx: JobContext, hubId: string, p: Extract<IssuePayload, {
 
 async function replace(hubId: string, p: Extract<IssuePayload, { mode: 'replace' }>, signed: Awaited<ReturnType<typeof sign>>) {
   const [count] = await ClientCertificate.update(
-    { name: p.name, source: 'CSR', ...certificateFields(signed.info, signed.chainPem) },
+    { name: p.name, source: 'CSR', ...certificateFields(signed.info, signed.issuerId) },
     { where: { id: p.certificateId, hubId } },
   );
   if (count === 0) throw notFound('client certificate', p.certificateId);
