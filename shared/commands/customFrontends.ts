@@ -9,7 +9,7 @@ import { CustomFrontendAuthProvider } from '../models/CustomFrontendAuthProvider
 import { Execution } from '../models/Execution.js';
 import { Frontend } from '../models/Frontend.js';
 import { ShareFrontend } from '../models/ShareFrontend.js';
-import { certificateIssuer } from '../providers/certificateIssuer.js';
+import { certificateIssuer, type IssuedCertificate } from '../providers/certificateIssuer.js';
 import { dnsLookup, normalizeName, type DnsLookup } from '../providers/dns.js';
 import { frontendHosting } from '../providers/frontendHosting.js';
 import { encryptSecret } from '../secrets.js';
@@ -221,6 +221,21 @@ export async function dnsProblems(frontend: CustomFrontend, lookup: DnsLookup = 
 }
 
 export class DnsNotReady extends Error {}
+export class CertificateNotIssued extends Error {}
+
+/** First retry after 5 minutes, doubling up to 6 hours: a CA that refused is not asked again at the DNS pace. */
+export function issuanceBackoffMs(failures: number): number {
+  return Math.min(5 * 60_000 * 2 ** Math.max(0, failures - 1), 6 * 3600_000);
+}
+
+async function recordIssuanceFailure(frontend: CustomFrontend, err: Error): Promise<void> {
+  const failures = frontend.certificateFailures + 1;
+  const retryAt = new Date(Date.now() + issuanceBackoffMs(failures));
+  await CustomFrontend.update(
+    { certificateFailures: failures, certificateRetryAt: retryAt, dnsMessage: `certificate issuance failed: ${err.message.slice(0, 500)}; next attempt after ${retryAt.toISOString()}` },
+    { where: { id: frontend.id, status: 'PENDING' } },
+  );
+}
 
 /**
  * Job: when both records resolve as required, issues the certificate and moves PENDING -> ACTIVE (its frontend
@@ -231,15 +246,30 @@ export async function activateWhenDnsReady(customFrontendId: string): Promise<Re
   if (!frontend) return { skipped: 'deleted' };
   if (frontend.status !== 'PENDING') return { skipped: frontend.status };
   const problems = await dnsProblems(frontend);
-  const message = problems.length ? problems.join('; ') : null;
-  if (message !== frontend.dnsMessage) await CustomFrontend.update({ dnsMessage: message }, { where: { id: customFrontendId } });
-  if (problems.length) throw new DnsNotReady(`DNS records not in place yet: ${message}`);
-
-  const issued = await certificateIssuer().issue({
-    hostname: frontend.hostname,
-    validationName: frontend.validationName!,
-    validationValue: frontend.validationValue!,
-  });
+  const setMessage = async (message: string) => {
+    if (message !== frontend.dnsMessage) await CustomFrontend.update({ dnsMessage: message }, { where: { id: customFrontendId, status: 'PENDING' } });
+  };
+  if (problems.length) {
+    const message = problems.join('; ');
+    await setMessage(message);
+    throw new DnsNotReady(`DNS records not in place yet: ${message}`);
+  }
+  if (frontend.certificateRetryAt && frontend.certificateRetryAt > new Date()) {
+    const message = `certificate issuance failed ${frontend.certificateFailures} time(s); next attempt after ${frontend.certificateRetryAt.toISOString()}`;
+    if (!frontend.dnsMessage?.startsWith('certificate issuance failed')) await setMessage(message);
+    throw new CertificateNotIssued(message);
+  }
+  let issued: IssuedCertificate;
+  try {
+    issued = await certificateIssuer().issue({
+      hostname: frontend.hostname,
+      validationName: frontend.validationName!,
+      validationValue: frontend.validationValue!,
+    });
+  } catch (err) {
+    await recordIssuanceFailure(frontend, err as Error);
+    throw err;
+  }
   return withTransaction(async (transaction) => {
     const [moved] = await CustomFrontend.update(
       {
@@ -248,6 +278,9 @@ export async function activateWhenDnsReady(customFrontendId: string): Promise<Re
         certificateKeySealed: encryptSecret(issued.privateKeyPem),
         certificateIssuer: issued.issuer,
         certificateExpiresAt: issued.notAfter,
+        certificateFailures: 0,
+        certificateRetryAt: null,
+        dnsMessage: null,
       },
       { where: { id: customFrontendId, status: 'PENDING' }, transaction },
     );

@@ -22,6 +22,8 @@ export class CustomFrontend extends Model<InferAttributes<CustomFrontend>, Infer
   declare certificateKeySealed: CreationOptional<string | null>;
   declare certificateIssuer: CreationOptional<string | null>;
   declare certificateExpiresAt: CreationOptional<Date | null>;
+  declare certificateFailures: CreationOptional<number>;
+  declare certificateRetryAt: CreationOptional<Date | null>;
   declare createdBy: string;
   declare createdAt: CreationOptional<Date>;
   declare updatedAt: CreationOptional<Date>;
@@ -44,6 +46,8 @@ export function initModel(sequelize: Sequelize): void {
       certificateKeySealed: { type: DataTypes.TEXT, allowNull: true },
       certificateIssuer: { type: DataTypes.TEXT, allowNull: true },
       certificateExpiresAt: { type: DataTypes.DATE, allowNull: true },
+      certificateFailures: { type: DataTypes.INTEGER, allowNull: false, defaultValue: 0 },
+      certificateRetryAt: { type: DataTypes.DATE, allowNull: true },
       createdBy: { type: DataTypes.TEXT, allowNull: false },
       createdAt: DataTypes.DATE,
       updatedAt: DataTypes.DATE,
