@@ -30,6 +30,7 @@ const envSchema = z.object({
   HUB_ACME_CA_FILE: optionalString,
   HUB_ACME_CONTACT: optionalString,
   HUB_VALIDATION_DNS_LISTEN: optionalString.pipe(z.string().regex(/^[^,\s]+:\d+$/, 'must be host:port').optional()),
+  HUB_CERTIFICATE_RENEW_BEFORE_DAYS: z.coerce.number().int().min(1).max(365).default(30),
   HUB_QUEUE_PREFIX: z.string().regex(/^[A-Za-z0-9_-]+$/).default('edgehub'),
   HUB_SWEEP_CRON: z.string().default('*/15 * * * * *'),
   HUB_KEY_ROTATION_CRON: z.string().default('0 0 1 * *'),
@@ -58,6 +59,8 @@ export interface Config {
    * its TLS, a contact email, and where this process answers DNS for the validation zone (DNS-01 TXT records). */
   acme?: { directoryUrl: string; caFile?: string; contact?: string };
   validationDnsListen?: string;
+  /** A custom frontend certificate is renewed when it expires within this many days. */
+  certificateRenewBeforeDays: number;
   sweepCron: string;
   keyRotationCron: string;
   vpcCidr: string;
@@ -119,6 +122,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     validationDomain: e.HUB_VALIDATION_DOMAIN,
     acme: e.HUB_ACME_DIRECTORY_URL ? { directoryUrl: e.HUB_ACME_DIRECTORY_URL, caFile: e.HUB_ACME_CA_FILE, contact: e.HUB_ACME_CONTACT } : undefined,
     validationDnsListen: e.HUB_VALIDATION_DNS_LISTEN,
+    certificateRenewBeforeDays: e.HUB_CERTIFICATE_RENEW_BEFORE_DAYS,
     sweepCron: e.HUB_SWEEP_CRON,
     keyRotationCron: e.HUB_KEY_ROTATION_CRON,
     vpcCidr: e.HUB_VPC_CIDR,

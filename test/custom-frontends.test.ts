@@ -3,12 +3,13 @@ import test from 'ava';
 import pg from 'pg';
 import { startDnsServer, type TestDnsServer } from './helpers/dnsServer.js';
 import { startStack, waitFor, type HubFixture, type Stack } from './helpers/stack.js';
+import renewal from '../workers/schedules/customFrontends.js';
 
 let stack: Stack;
 let dns: TestDnsServer;
 test.before(async () => {
   dns = await startDnsServer();
-  stack = await startStack({ env: { HUB_DNS_SERVERS: dns.server, HUB_DNS_CHECK_INTERVAL_MS: '50' } });
+  stack = await startStack({ env: { HUB_DNS_SERVERS: dns.server, HUB_DNS_CHECK_INTERVAL_MS: '50', HUB_CERTIFICATE_RENEW_BEFORE_DAYS: '120' } });
 });
 test.after.always(async () => {
   await stack?.stop();
@@ -167,6 +168,37 @@ test.serial('lifecycle: NEW -> PENDING (records) -> ACTIVE only when both record
   t.is((await hub.call('DELETE', `${hub.h}/auth-providers/${providerA}`)).status, 204, 'detached with the frontend');
   const again = await hub.call('POST', cf(hub), { body: { hostname: 'shares.example.com' } });
   t.is(again.status, 201);
+});
+
+test.serial('the clock renews a certificate that expires within the renewal window; the frontend stays ACTIVE', async (t) => {
+  const hub = await stack.hub();
+  const { id } = (await hub.call('POST', cf(hub), { body: { hostname: 'renew.example.com' } })).json;
+  const records = await waitFor(async () => {
+    const r = await hub.call('GET', `${cf(hub, id)}/dns-records`);
+    return r.status === 200 && r.json;
+  }, { what: 'DNS records' });
+  dns.setA(records.aRecord.name, records.aRecord.ipAddress);
+  dns.setCname(records.cnameRecords[0].name, records.cnameRecords[0].value);
+  await waitForStatus(hub, id, 'ACTIVE');
+  const before = new X509Certificate((await databaseRow(id)).certificate_pem);
+
+  // 90-day local certificates are due within a 120-day window
+  await stack.stopWorkers();
+  try {
+    await renewal.run();
+    await renewal.run(); // a second tick while the first renewal is queued adds none
+  } finally {
+    await stack.startWorkers();
+  }
+  const renewals = await waitFor(async () => {
+    const r = await hub.call('GET', `${hub.h}/executions?resourceId=${id}&type=frontends.renewCertificate`);
+    return r.json.content.every((e: { status: string }) => e.status === 'SUCCEEDED') && r.json.totalElements > 0 && r.json;
+  }, { what: 'the renewal' });
+  t.is(renewals.totalElements, 1);
+  const after = new X509Certificate((await databaseRow(id)).certificate_pem);
+  t.not(after.serialNumber, before.serialNumber);
+  t.regex(after.subjectAltName ?? '', /DNS:renew\.example\.com/);
+  t.is((await hub.call('GET', cf(hub, id))).json.status, 'ACTIVE');
 });
 
 test.serial('hostnames are validated and unique across hubs', async (t) => {

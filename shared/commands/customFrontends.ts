@@ -228,12 +228,12 @@ export function issuanceBackoffMs(failures: number): number {
   return Math.min(5 * 60_000 * 2 ** Math.max(0, failures - 1), 6 * 3600_000);
 }
 
-async function recordIssuanceFailure(frontend: CustomFrontend, err: Error): Promise<void> {
+async function recordIssuanceFailure(frontend: CustomFrontend, err: Error, status: 'PENDING' | 'ACTIVE' = 'PENDING'): Promise<void> {
   const failures = frontend.certificateFailures + 1;
   const retryAt = new Date(Date.now() + issuanceBackoffMs(failures));
   await CustomFrontend.update(
     { certificateFailures: failures, certificateRetryAt: retryAt, dnsMessage: `certificate issuance failed: ${err.message.slice(0, 500)}; next attempt after ${retryAt.toISOString()}` },
-    { where: { id: frontend.id, status: 'PENDING' } },
+    { where: { id: frontend.id, status } },
   );
 }
 
@@ -288,4 +288,71 @@ export async function activateWhenDnsReady(customFrontendId: string): Promise<Re
     await Frontend.update({ active: true }, { where: { customFrontendId }, transaction });
     return { status: 'ACTIVE', certificateIssuer: issued.issuer, certificateExpiresAt: issued.notAfter.toISOString() };
   });
+}
+
+export const RENEW_JOB = 'frontends.renewCertificate';
+
+const renewalDue = () => new Date(Date.now() + config().certificateRenewBeforeDays * 86_400_000);
+
+/**
+ * Clock: one renewal execution for each ACTIVE custom frontend whose certificate expires within
+ * HUB_CERTIFICATE_RENEW_BEFORE_DAYS, unless one is under way or a failed one is backing off.
+ */
+export async function enqueueDueRenewals(): Promise<number> {
+  const due = await CustomFrontend.findAll({
+    where: {
+      status: 'ACTIVE',
+      certificateExpiresAt: { [Op.lt]: renewalDue() },
+      [Op.or]: [{ certificateRetryAt: null }, { certificateRetryAt: { [Op.lte]: new Date() } }],
+    },
+    attributes: ['id', 'hubId'],
+    limit: 500,
+  });
+  let enqueued = 0;
+  for (const frontend of due) {
+    await withTransaction(async (transaction) => {
+      // the row lock makes two clocks (or a slow previous tick) agree on one renewal
+      const locked = await CustomFrontend.findOne({ where: { id: frontend.id, status: 'ACTIVE' }, transaction, lock: transaction.LOCK.UPDATE });
+      if (!locked) return;
+      const underWay = await Execution.count({
+        where: { type: RENEW_JOB, resourceId: frontend.id, status: { [Op.in]: ['QUEUED', 'RUNNING'] } },
+        transaction,
+      });
+      if (underWay) return;
+      await enqueue({ type: RENEW_JOB, hubId: frontend.hubId, resourceType: 'customFrontend', resourceId: frontend.id, payload: { customFrontendId: frontend.id }, createdBy: 'scheduler', transaction });
+      enqueued++;
+    });
+  }
+  return enqueued;
+}
+
+/** Job: a new certificate for an ACTIVE frontend that stays ACTIVE; a failure backs off like a first issuance. */
+export async function renewCertificate(customFrontendId: string): Promise<Record<string, unknown>> {
+  const frontend = await CustomFrontend.findByPk(customFrontendId);
+  if (!frontend || frontend.status !== 'ACTIVE') return { skipped: frontend ? frontend.status : 'deleted' };
+  if (frontend.certificateExpiresAt && frontend.certificateExpiresAt >= renewalDue()) return { skipped: 'not due' };
+  let issued: IssuedCertificate;
+  try {
+    issued = await certificateIssuer().issue({
+      hostname: frontend.hostname,
+      validationName: frontend.validationName!,
+      validationValue: frontend.validationValue!,
+    });
+  } catch (err) {
+    await recordIssuanceFailure(frontend, err as Error, 'ACTIVE');
+    throw err;
+  }
+  await CustomFrontend.update(
+    {
+      certificatePem: issued.certificatePem,
+      certificateKeySealed: encryptSecret(issued.privateKeyPem),
+      certificateIssuer: issued.issuer,
+      certificateExpiresAt: issued.notAfter,
+      certificateFailures: 0,
+      certificateRetryAt: null,
+      dnsMessage: null,
+    },
+    { where: { id: customFrontendId, status: 'ACTIVE' } },
+  );
+  return { renewed: true, certificateExpiresAt: issued.notAfter.toISOString() };
 }

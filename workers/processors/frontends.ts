@@ -1,5 +1,12 @@
-import { ACTIVATE_JOB, activateWhenDnsReady, PROVISION_JOB, provisionHosting } from '../../shared/commands/customFrontends.js';
-import { defineProcessor } from '../runner.js';
+import {
+  ACTIVATE_JOB,
+  activateWhenDnsReady,
+  PROVISION_JOB,
+  provisionHosting,
+  RENEW_JOB,
+  renewCertificate,
+} from '../../shared/commands/customFrontends.js';
+import { defineProcessor, permanentFailure } from '../runner.js';
 
 export default [
   defineProcessor({
@@ -10,5 +17,16 @@ export default [
   defineProcessor({
     type: ACTIVATE_JOB,
     handle: async ({ payload }) => activateWhenDnsReady(String(payload.customFrontendId)),
+  }),
+  // a failed renewal is not retried by BullMQ: the clock asks again once its back-off has passed
+  defineProcessor({
+    type: RENEW_JOB,
+    handle: async ({ payload }) => {
+      try {
+        return await renewCertificate(String(payload.customFrontendId));
+      } catch (err) {
+        throw permanentFailure((err as Error).message);
+      }
+    },
   }),
 ];

@@ -1,0 +1,13 @@
+import { enqueueDueRenewals } from '../../shared/commands/customFrontends.js';
+import { logger } from '../../shared/logger.js';
+import { defineSchedule } from '../schedule.js';
+
+/** Renews custom frontend certificates before they expire (HUB_CERTIFICATE_RENEW_BEFORE_DAYS). */
+export default defineSchedule({
+  name: 'custom-frontend-certificate-renewal',
+  cron: process.env.HUB_CERTIFICATE_RENEWAL_CRON ?? '0 17 * * * *',
+  run: async () => {
+    const enqueued = await enqueueDueRenewals();
+    if (enqueued) logger.info({ enqueued }, 'custom frontend certificate renewals enqueued');
+  },
+});
