@@ -6,6 +6,7 @@ import { ClientCertificate } from '../models/ClientCertificate.js';
 import { isCertificatePem, parseUploadedCertificate, type CertificateInfo } from '../pki/certificates.js';
 import { isCsrPem, parseCsr } from '../pki/csr.js';
 import { issueInWorker } from '../pki/issuance.js';
+import { preparedQuery } from '../pki/preparedQuery.js';
 import { claimingName, nameTaken } from './certificateRequestTokens.js';
 
 export interface CertificateInput {
@@ -54,14 +55,14 @@ const CERTIFICATE_COLUMNS = `c.id, c.hub_id AS "hubId", c.name, c.source, c.cert
 
 /** A certificate's columns as a plain row (read on the enrollment hot path, so without model machinery). */
 export async function findCertificate(hubId: string, id: string): Promise<CertificateWithChain> {
-  const [cert] = await db().query<CertificateWithChain>(
+  const [cert] = await preparedQuery<CertificateWithChain>(
+    'pki_find_certificate',
     `SELECT ${CERTIFICATE_COLUMNS} FROM client_certificates c
      LEFT JOIN certificate_authorities i ON i.id = c.issuer_id
      LEFT JOIN certificate_authorities r ON r.kind = 'ROOT'
-     WHERE c.id = $1 AND c.hub_id = $2`, {
-    bind: [id, hubId],
-    type: QueryTypes.SELECT,
-  });
+     WHERE c.id = $1 AND c.hub_id = $2`,
+    [id, hubId],
+  );
   if (!cert) throw notFound('client certificate', id);
   return cert;
 }

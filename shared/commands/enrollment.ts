@@ -8,6 +8,7 @@ import { parseUploadedCertificate } from '../pki/certificates.js';
 import { parseCsr, subjectMismatches, type ParsedCsr } from '../pki/csr.js';
 import { JwtRefusal, verifyEnrollmentJwt } from '../pki/enrollmentJwt.js';
 import { issueInWorker } from '../pki/issuance.js';
+import { preparedQuery } from '../pki/preparedQuery.js';
 import { claimingName } from './certificateRequestTokens.js';
 import { findCertificate, uploadedFields } from './clientCertificates.js';
 
@@ -32,11 +33,12 @@ const tokenRefusal = (token: CertificateRequestToken | null, now = Date.now()): 
 
 /** A token's columns as a plain row, by its string (the enrollment hot path: no model machinery). */
 async function tokenByString(hubId: string, tokenString: string): Promise<CertificateRequestToken | null> {
-  const [row] = await db().query<CertificateRequestToken>(
+  const [row] = await preparedQuery<CertificateRequestToken>(
+    'pki_token_by_string',
     `SELECT id, hub_id AS "hubId", name, token, common_name AS "commonName", organization, organizational_unit AS "organizationalUnit",
        valid_years AS "validYears", expires_at AS "expiresAt", spent_at AS "spentAt", created_by AS "createdBy"
      FROM certificate_request_tokens WHERE token = $1 AND hub_id = $2`,
-    { bind: [tokenString, hubId], type: QueryTypes.SELECT },
+    [tokenString, hubId],
   );
   return row ?? null;
 }

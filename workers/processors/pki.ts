@@ -6,6 +6,7 @@ import { BACKDATE_MS, hubCa } from '../../shared/pki/ca.js';
 import { certificatePem, issueCertificate, type CertificateInfo } from '../../shared/pki/certificates.js';
 import { csrParts } from '../../shared/pki/csr.js';
 import { encodeRefusal, ISSUE_JOB, ROTATE_JOB, type IssuePayload } from '../../shared/pki/issuance.js';
+import { preparedQuery } from '../../shared/pki/preparedQuery.js';
 import { rotateSigningKey } from '../../shared/pki/signingKeys.js';
 import { defineProcessor, permanentFailure, type JobContext } from '../runner.js';
 
@@ -58,7 +59,8 @@ function certificateFields(info: CertificateInfo, issuerId: string) {
  */
 async function redeem(ctx: JobContext, hubId: string, p: Extract<IssuePayload, { mode: 'redeem' }>, id: string, signed: Awaited<ReturnType<typeof sign>>) {
   const { info, issuerId } = signed;
-  const [row] = await db().query<{ inserted: number }>(
+  const [row] = await preparedQuery<{ inserted: number }>(
+    'pki_redeem',
     `WITH spent AS (
        UPDATE certificate_request_tokens SET spent_at = now(), updated_at = now()
        WHERE id = $1 AND hub_id = $2 AND spent_at IS NULL AND expires_at > now()
@@ -74,10 +76,7 @@ async function redeem(ctx: JobContext, hubId: string, p: Extract<IssuePayload, {
        WHERE token_id = $1 AND hub_id = $2 AND EXISTS (SELECT 1 FROM certificate)
      )
      SELECT count(*)::int AS inserted FROM certificate`,
-    {
-      bind: [p.tokenId, hubId, id, info.pem, issuerId, info.fingerprintSha256, info.subject, info.serialNumber, info.notBefore, info.notAfter, ctx.execution.createdBy],
-      type: QueryTypes.SELECT,
-    },
+    [p.tokenId, hubId, id, info.pem, issuerId, info.fingerprintSha256, info.subject, info.serialNumber, info.notBefore, info.notAfter, ctx.execution.createdBy],
   );
   if (row.inserted !== 1) throw forbidden('the certificate request token is spent, expired or deleted');
 }
