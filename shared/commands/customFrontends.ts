@@ -158,7 +158,7 @@ export async function dnsRecords(hubId: string, id: string): Promise<DnsRecords>
 
 async function activationUnderWay(customFrontendId: string, transaction: Transaction): Promise<boolean> {
   const running = await Execution.count({
-    where: { type: ACTIVATE_JOB, resourceId: customFrontendId, status: { [Op.in]: ['QUEUED', 'RUNNING'] } },
+    where: { resourceType: 'customFrontend', resourceId: customFrontendId, type: ACTIVATE_JOB, status: { [Op.in]: ['QUEUED', 'RUNNING'] } },
     transaction,
   });
   return running > 0;
@@ -315,7 +315,7 @@ export async function enqueueDueRenewals(): Promise<number> {
       const locked = await CustomFrontend.findOne({ where: { id: frontend.id, status: 'ACTIVE' }, transaction, lock: transaction.LOCK.UPDATE });
       if (!locked) return;
       const underWay = await Execution.count({
-        where: { type: RENEW_JOB, resourceId: frontend.id, status: { [Op.in]: ['QUEUED', 'RUNNING'] } },
+        where: { resourceType: 'customFrontend', resourceId: frontend.id, type: RENEW_JOB, status: { [Op.in]: ['QUEUED', 'RUNNING'] } },
         transaction,
       });
       if (underWay) return;
