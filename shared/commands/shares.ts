@@ -1,5 +1,4 @@
 import { Op } from 'sequelize';
-import { config } from '../config.js';
 import { withTransaction } from '../db.js';
 import { badRequest, notFound } from '../errors.js';
 import { randomToken } from '../ids.js';
@@ -9,6 +8,7 @@ import { Environment } from '../models/Environment.js';
 import { Frontend } from '../models/Frontend.js';
 import { Share } from '../models/Share.js';
 import { ShareFrontend } from '../models/ShareFrontend.js';
+import { frontendHosting } from '../providers/frontendHosting.js';
 
 export const PROVISION_SHARE_JOB = 'shares.provisionShare';
 
@@ -106,6 +106,7 @@ export async function createShare(hubId: string, input: ShareInput, createdBy: s
 export async function deleteShare(hubId: string, zId: string): Promise<void> {
   const share = await findShare(hubId, zId);
   await share.destroy();
+  await frontendHosting().unpublishShare({ zId });
 }
 
 /** Job: publishes the share on its frontends (locally: the provisioning delay) and moves PROVISIONING -> ACTIVE. */
@@ -113,7 +114,7 @@ export async function provisionShare(zId: string): Promise<Record<string, unknow
   const share = await Share.findByPk(zId);
   if (!share) return { skipped: 'deleted' };
   if (share.status !== 'PROVISIONING') return { skipped: share.status };
-  await new Promise((r) => setTimeout(r, config().provisionDelayMs));
+  await frontendHosting().publishShare({ zId, frontendEndpoint: share.frontendEndpoint, target: share.target });
   const [moved] = await Share.update({ status: 'ACTIVE' }, { where: { zId, status: 'PROVISIONING' } });
   return moved ? { status: 'ACTIVE', frontendEndpoint: share.frontendEndpoint } : { skipped: 'no longer PROVISIONING' };
 }

@@ -9,15 +9,24 @@ export interface HostingInfrastructure {
   validationValue: string;
 }
 
-/** Creates (and removes) the ingress a custom frontend is served from. */
+export interface PublishedShare {
+  zId: string;
+  frontendEndpoint: string;
+  target: string;
+}
+
+/** The ingress: creates (and removes) what a custom frontend is served from, and publishes shares on it. */
 export interface FrontendHosting {
   /** Idempotent for a frontend: given what an earlier attempt created, returns it again. */
   create(input: { customFrontendId: string; hostname: string; existing?: Partial<HostingInfrastructure> }): Promise<HostingInfrastructure>;
   remove(input: { customFrontendId: string; hostname: string }): Promise<void>;
+  /** Routes the share's endpoint to its target (idempotent). */
+  publishShare(share: PublishedShare): Promise<void>;
+  unpublishShare(share: Pick<PublishedShare, 'zId'>): Promise<void>;
 }
 
 /**
- * The local ingress: every custom frontend is served from the configured ingress addresses (HUB_INGRESS_ADDRESSES);
+ * The local ingress (no proxy runs here; it keeps the asynchronous shape of a cloud ingress API): every custom frontend is served from the configured ingress addresses (HUB_INGRESS_ADDRESSES);
  * certificate validation uses the delegated DNS-01 pattern, `_acme-challenge.<hostname>` CNAME to a per-frontend
  * name in the validation zone (HUB_VALIDATION_DOMAIN). Takes HUB_PROVISION_DELAY_MS like a cloud call would.
  */
@@ -32,6 +41,12 @@ export const localFrontendHosting: FrontendHosting = {
   },
   async remove() {
     // the shared local ingress keeps no per-frontend state
+  },
+  async publishShare() {
+    await new Promise((r) => setTimeout(r, config().provisionDelayMs));
+  },
+  async unpublishShare() {
+    // routes live in the shares table, which the local ingress reads; nothing else to remove
   },
 };
 
