@@ -26,9 +26,10 @@ export interface FrontendHosting {
 }
 
 /**
- * The local ingress (no proxy runs here; it keeps the asynchronous shape of a cloud ingress API): every custom frontend is served from the configured ingress addresses (HUB_INGRESS_ADDRESSES);
- * certificate validation uses the delegated DNS-01 pattern, `_acme-challenge.<hostname>` CNAME to a per-frontend
- * name in the validation zone (HUB_VALIDATION_DOMAIN). Takes HUB_PROVISION_DELAY_MS like a cloud call would.
+ * The local ingress. No proxy runs here; it keeps the asynchronous shape of a cloud ingress API (each step takes
+ * HUB_PROVISION_DELAY_MS). Every custom frontend is served from the configured ingress addresses
+ * (HUB_INGRESS_ADDRESSES); certificate validation uses the delegated DNS-01 pattern, `_acme-challenge.<hostname>`
+ * CNAME to a per-frontend name in the validation zone (HUB_VALIDATION_DOMAIN).
  */
 export const localFrontendHosting: FrontendHosting = {
   async create({ hostname, existing }) {
