@@ -1,4 +1,5 @@
 import test from 'ava';
+import pg from 'pg';
 import { closeIssuanceEvents } from '../shared/pki/issuance.js';
 import { makeCsr, makeSelfSigned, opensslVerify, tamperCsr, x509Text } from './helpers/pki.js';
 import { startStack, type HubFixture, type Stack } from './helpers/stack.js';
@@ -131,4 +132,21 @@ test('hub isolation: another hub key is 403, another hub certificate id is 404',
     t.is(r.json.error, 'not_found');
   }
   t.is((await a.call('GET', `${certs(a)}/${c.id}`)).json.name, 'a-cert');
+});
+
+test("deleting a hub removes its tokens, certificates, names and issuing CA", async (t) => {
+  const hub = await stack.hub();
+  t.is((await hub.call('POST', certs(hub), { body: { name: 'issued', value: await makeCsr('/CN=issued') } })).status, 201);
+  t.is((await hub.call('POST', `${hub.h}/certificate-request-tokens`, { body: { name: 'pending' } })).status, 201);
+  const client = new pg.Client({ connectionString: stack.databaseUrl });
+  await client.connect();
+  try {
+    await client.query('DELETE FROM hubs WHERE id = $1', [hub.hubId]);
+    for (const table of ['client_certificates', 'certificate_request_tokens', 'pki_names', 'certificate_authorities']) {
+      const { rows } = await client.query(`SELECT count(*)::int AS n FROM ${table} WHERE hub_id = $1`, [hub.hubId]);
+      t.is(rows[0].n, 0, table);
+    }
+  } finally {
+    await client.end();
+  }
 });
