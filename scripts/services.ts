@@ -76,21 +76,35 @@ function which(cmd: string): string | undefined {
   return r.status === 0 ? r.stdout.trim() : undefined;
 }
 
-/** redis-server's path; installs Debian's package when missing and running as root, else explains what to install. */
-export function ensureRedisServer(): string {
-  const found = which('redis-server');
-  if (found) return found;
-  if (process.getuid?.() === 0 && which('apt-get')) {
-    console.error('redis-server not found: installing Debian package redis-server (apt-get) ...');
+export interface DebianCommand {
+  command: string;
+  /** The Debian package that provides it. */
+  pkg: string;
+  /** What to tell a person who must install it themselves. */
+  hint: string;
+}
+
+export const REDIS_SERVER: DebianCommand = {
+  command: 'redis-server',
+  pkg: 'redis-server',
+  hint: 'Install it (Debian/Ubuntu: `sudo apt-get install redis-server`, macOS: `brew install redis`) or set REDIS_URL.',
+};
+
+/**
+ * Makes sure each command is on PATH: the missing ones are installed in one apt-get run when we are root on a
+ * Debian-like system; otherwise this throws, saying what to install.
+ */
+export function ensureCommands(needed: DebianCommand[]): void {
+  let missing = needed.filter((n) => !which(n.command));
+  if (missing.length && process.getuid?.() === 0 && which('apt-get')) {
+    const pkgs = missing.map((m) => m.pkg);
+    console.error(`${missing.map((m) => m.command).join(', ')} not found: installing Debian package(s) ${pkgs.join(' ')} (apt-get) ...`);
     const env = { ...process.env, DEBIAN_FRONTEND: 'noninteractive' };
     spawnSync('apt-get', ['update', '-qq'], { stdio: 'inherit', env });
-    const install = spawnSync('apt-get', ['install', '-y', '-qq', 'redis-server'], { stdio: 'inherit', env });
-    const installed = which('redis-server');
-    if (install.status === 0 && installed) return installed;
+    spawnSync('apt-get', ['install', '-y', '-qq', ...pkgs], { stdio: 'inherit', env });
+    missing = missing.filter((n) => !which(n.command));
   }
-  throw new Error(
-    'redis-server is not on PATH. Install it (Debian/Ubuntu: `sudo apt-get install redis-server`, macOS: `brew install redis`) or set REDIS_URL.',
-  );
+  if (missing.length) throw new Error(missing.map((m) => `${m.command} is not on PATH. ${m.hint}`).join('\n'));
 }
 
 export interface LocalRedis {
@@ -100,7 +114,8 @@ export interface LocalRedis {
 }
 
 export async function startRedis(dir: string | undefined, port?: number): Promise<LocalRedis> {
-  const bin = ensureRedisServer();
+  ensureCommands([REDIS_SERVER]);
+  const bin = which('redis-server')!;
   port ??= await freePort();
   const args = ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--protected-mode', 'yes'];
   if (dir) {

@@ -10,11 +10,14 @@ import os from 'node:os';
 import path from 'node:path';
 import { Sequelize } from 'sequelize';
 import { migrate } from '../shared/migrate.js';
-import { startPostgres, startRedis } from './services.js';
+import { ensureCommands, REDIS_SERVER, startPostgres, startRedis } from './services.js';
 
 const TEMPLATE = 'edgehub_template';
 const work = mkdtempSync(path.join(os.tmpdir(), 'edgehub-test-'));
 chmodSync(work, 0o755); // the postgres user must reach the data dir
+
+// what the tests need beyond npm packages: redis-server, and Pebble (an ACME test CA) for the ACME frontend test
+ensureCommands([REDIS_SERVER, { command: 'pebble', pkg: 'pebble', hint: 'Install it: `sudo apt-get install pebble`.' }]);
 
 const started = Date.now();
 const pg = await startPostgres(path.join(work, 'postgres'), { persistent: false, database: TEMPLATE });
