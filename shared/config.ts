@@ -20,7 +20,8 @@ const envSchema = z.object({
   HUB_DNS_SERVERS: optionalString.pipe(
     z
       .string()
-      .regex(/^[^,:\s]+:\d+(,[^,:\s]+:\d+)*$/, 'must be comma-separated host:port pairs')
+      // Node's resolver takes IP addresses only: a host name here would make every lookup fail
+      .regex(/^(\d{1,3}(\.\d{1,3}){3}|\[[0-9a-fA-F:]+\]):\d{1,5}(,(\d{1,3}(\.\d{1,3}){3}|\[[0-9a-fA-F:]+\]):\d{1,5})*$/, 'must be comma-separated ip:port pairs (IPv6 as [addr]:port)')
       .optional(),
   ),
   HUB_DNS_CHECK_INTERVAL_MS: z.coerce.number().int().min(10).max(3_600_000).default(30_000),
