@@ -1,3 +1,4 @@
+import type { InferAttributes } from 'sequelize';
 import type { CertificateRequestToken } from '../../shared/models/CertificateRequestToken.js';
 import type { ClientCertificate } from '../../shared/models/ClientCertificate.js';
 import type { EnrollmentJwtRecord } from '../../shared/pki/enrollmentJwt.js';
@@ -34,7 +35,7 @@ export const presentEnrollmentJwt = (r: EnrollmentJwtRecord) => ({
 });
 
 /** List items and create answers: no value. */
-export const presentCertificateSummary = (c: ClientCertificate) => ({
+export const presentCertificateSummary = (c: Pick<ClientCertificate, 'id' | 'name' | 'hubId' | 'createdAt' | 'createdBy'>) => ({
   id: c.id,
   name: c.name,
   hubId: c.hubId,
@@ -43,7 +44,7 @@ export const presentCertificateSummary = (c: ClientCertificate) => ({
 });
 
 /** Get-by-id (and enrollment answers): the certificate PEM as `value`, its issuers as `chain`. */
-export const presentCertificate = (c: ClientCertificate & { chainPem?: string | null }) => ({
+export const presentCertificate = (c: InferAttributes<ClientCertificate> & { chainPem?: string | null }) => ({
   ...presentCertificateSummary(c),
   value: c.certificatePem,
   chain: c.chainPem ?? null,

@@ -1,4 +1,4 @@
-import { QueryTypes } from 'sequelize';
+import { QueryTypes, type InferAttributes } from 'sequelize';
 import { db, withTransaction } from '../db.js';
 import { badRequest, notFound } from '../errors.js';
 import { newId } from '../ids.js';
@@ -45,29 +45,47 @@ async function nameIsFree(hubId: string, name: string, exceptCertificateId?: str
 }
 
 /** A stored certificate with the PEM chain of its issuers (issuing CA, then root) when this service issued it. */
-export type CertificateWithChain = ClientCertificate & { chainPem: string | null };
+export type CertificateWithChain = InferAttributes<ClientCertificate> & { chainPem: string | null };
 
-const CERTIFICATE_COLUMNS = `c.id, c.hub_id AS "hubId", c.name, c.source, c.certificate_pem AS "certificatePem",
-  c.fingerprint_sha256 AS "fingerprintSha256", c.subject, c.serial_number AS "serialNumber", c.not_before AS "notBefore",
-  c.not_after AS "notAfter", c.certificate_request_token_id AS "certificateRequestTokenId", c.created_by AS "createdBy",
-  c.created_at AS "createdAt", c.updated_at AS "updatedAt",
-  CASE WHEN i.id IS NULL THEN NULL ELSE i.certificate_pem || r.certificate_pem END AS "chainPem"`;
+const CERTIFICATE_COLUMNS = `id, hub_id AS "hubId", name, source, certificate_pem AS "certificatePem", issuer_id AS "issuerId",
+  fingerprint_sha256 AS "fingerprintSha256", subject, serial_number AS "serialNumber", not_before AS "notBefore",
+  not_after AS "notAfter", certificate_request_token_id AS "certificateRequestTokenId", created_by AS "createdBy",
+  created_at AS "createdAt", updated_at AS "updatedAt"`;
+
+/** Issuer chains by issuing CA id. CA certificates never change once written, so a process may keep them. */
+const chains = new Map<string, Promise<string>>();
+
+function chainOf(issuerId: string): Promise<string> {
+  let chain = chains.get(issuerId);
+  if (!chain) {
+    chain = preparedQuery<{ chain: string }>(
+      'pki_issuer_chain',
+      `SELECT i.certificate_pem || r.certificate_pem AS chain FROM certificate_authorities i, certificate_authorities r
+       WHERE i.id = $1 AND r.kind = 'ROOT'`,
+      [issuerId],
+    ).then(([row]) => {
+      if (!row) throw new Error(`issuing CA ${issuerId} not found`);
+      return row.chain;
+    });
+    chains.set(issuerId, chain);
+    chain.catch(() => chains.delete(issuerId));
+  }
+  return chain;
+}
 
 /** A certificate's columns as a plain row (read on the enrollment hot path, so without model machinery). */
 export async function findCertificate(hubId: string, id: string): Promise<CertificateWithChain> {
-  const [cert] = await preparedQuery<CertificateWithChain>(
+  const [row] = await preparedQuery<InferAttributes<ClientCertificate>>(
     'pki_find_certificate',
-    `SELECT ${CERTIFICATE_COLUMNS} FROM client_certificates c
-     LEFT JOIN certificate_authorities i ON i.id = c.issuer_id
-     LEFT JOIN certificate_authorities r ON r.kind = 'ROOT'
-     WHERE c.id = $1 AND c.hub_id = $2`,
+    `SELECT ${CERTIFICATE_COLUMNS} FROM client_certificates WHERE id = $1 AND hub_id = $2`,
     [id, hubId],
   );
+  const cert = row ? { ...row, chainPem: row.issuerId ? await chainOf(row.issuerId) : null } : undefined;
   if (!cert) throw notFound('client certificate', id);
   return cert;
 }
 
-export async function createCertificate(hubId: string, input: Required<Pick<CertificateInput, 'name' | 'value'>> & CertificateInput, createdBy: string): Promise<ClientCertificate> {
+export async function createCertificate(hubId: string, input: Required<Pick<CertificateInput, 'name' | 'value'>> & CertificateInput, createdBy: string): Promise<InferAttributes<ClientCertificate>> {
   const value = readValue(input.value);
   if (value.kind === 'certificate') {
     return claimingName(input.name, () =>
@@ -104,7 +122,7 @@ export async function updateCertificate(hubId: string, id: string, input: Certif
   return findCertificate(hubId, id);
 }
 
-export async function deleteCertificate(hubId: string, id: string): Promise<ClientCertificate> {
+export async function deleteCertificate(hubId: string, id: string): Promise<InferAttributes<ClientCertificate>> {
   const cert = await findCertificate(hubId, id);
   const count = await ClientCertificate.destroy({ where: { id, hubId } });
   if (count === 0) throw notFound('client certificate', id);

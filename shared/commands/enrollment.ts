@@ -1,4 +1,4 @@
-import { QueryTypes } from 'sequelize';
+import { QueryTypes, type InferAttributes } from 'sequelize';
 import { db, withTransaction } from '../db.js';
 import { ApiError, badRequest, forbidden, unauthorized } from '../errors.js';
 import { newId } from '../ids.js';
@@ -74,7 +74,7 @@ export async function checkEnrollment(hubId: string, input: { jwt: string; csr: 
  * Redeems an enrollment JWT: a JWT problem is 403, a CSR problem 400 (naming every subject mismatch). The worker
  * spends the token and stores the certificate in one transaction, so of many concurrent requests one wins.
  */
-export async function enrollWithJwt(hubId: string, input: { jwt: string; csr: string }): Promise<ClientCertificate> {
+export async function enrollWithJwt(hubId: string, input: { jwt: string; csr: string }): Promise<InferAttributes<ClientCertificate>> {
   const { violations, token, csr } = await checkEnrollment(hubId, input);
   const jwtProblem = violations.find((v) => v.path === '$.jwt');
   if (jwtProblem) throw forbidden(jwtProblem.message);
@@ -100,7 +100,7 @@ export async function redeemTokenInPath(
   hubId: string,
   tokenString: string,
   input: { type: 'CSR' | 'CERTIFICATE'; value: string; name?: string },
-): Promise<ClientCertificate> {
+): Promise<InferAttributes<ClientCertificate>> {
   const token = await usableToken(hubId, tokenString);
   const createdBy = `certificate-request-token:${token.name}`;
   if (input.type === 'CSR') {
