@@ -61,22 +61,26 @@ async function one<T extends object>(sql: string, bind: unknown[], transaction: 
   return row;
 }
 
-/** The end (exclusive) of the next batch: whole transactions only, about `maxSamples` samples, never past `horizon`. */
+/**
+ * The end (exclusive) of the next batch: whole transactions only, about `maxSamples` samples (more when a single
+ * transaction holds more), never past `horizon`. Returns `horizon` when everything below it fits.
+ */
 async function batchEnd(from: string, horizon: string, maxSamples: number, t: Transaction): Promise<string> {
-  const cut = await one<{ xid: string }>(
-    'SELECT xid::text AS xid FROM usage_samples WHERE xid >= $1::xid8 AND xid < $2::xid8 ORDER BY xid OFFSET $3 LIMIT 1',
+  const cut = await one<{ xid: string; first: string }>(
+    `SELECT xid::text AS xid, (SELECT min(xid) FROM usage_samples WHERE xid >= $1::xid8 AND xid < $2::xid8)::text AS first
+     FROM usage_samples WHERE xid >= $1::xid8 AND xid < $2::xid8 ORDER BY xid OFFSET $3 LIMIT 1`,
     [from, horizon, maxSamples],
     t,
   );
   if (!cut) return horizon;
-  if (cut.xid !== from) return cut.xid;
-  // one transaction alone holds more than maxSamples: take it whole
-  const next = await one<{ xid: string | null }>('SELECT min(xid)::text AS xid FROM usage_samples WHERE xid > $1::xid8 AND xid < $2::xid8', [from, horizon], t);
+  if (cut.xid !== cut.first) return cut.xid;
+  // the first transaction alone holds more than maxSamples: take it whole
+  const next = await one<{ xid: string | null }>('SELECT min(xid)::text AS xid FROM usage_samples WHERE xid > $1::xid8 AND xid < $2::xid8', [cut.xid, horizon], t);
   return next?.xid ?? horizon;
 }
 
 /** Rolls up one batch; returns undefined when there was nothing finished to roll up. */
-async function rollUpBatch(maxSamples: number): Promise<(Omit<RollupResult, 'batches'>) | undefined> {
+async function rollUpBatch(maxSamples: number): Promise<(Omit<RollupResult, 'batches'> & { caughtUp: boolean }) | undefined> {
   return withTransaction(async (t) => {
     const state = await one<{ to: string }>('SELECT rolled_up_to::text AS to FROM usage_rollup_state WHERE id = 1 FOR UPDATE', [], t);
     if (!state) throw new Error('usage_rollup_state has no row: run the migrations');
@@ -85,7 +89,13 @@ async function rollUpBatch(maxSamples: number): Promise<(Omit<RollupResult, 'bat
     const upTo = await batchEnd(state.to, horizon, maxSamples, t);
     const counts = (await one<{ samples: string; minute_buckets: string; hour_buckets: string }>(ROLL_UP_SQL, [state.to, upTo], t))!;
     await db().query('UPDATE usage_rollup_state SET rolled_up_to = $1::xid8, rolled_up_at = now() WHERE id = 1', { bind: [upTo], transaction: t });
-    return { samples: Number(counts.samples), minuteBuckets: Number(counts.minute_buckets), hourBuckets: Number(counts.hour_buckets), rolledUpTo: upTo };
+    return {
+      samples: Number(counts.samples),
+      minuteBuckets: Number(counts.minute_buckets),
+      hourBuckets: Number(counts.hour_buckets),
+      rolledUpTo: upTo,
+      caughtUp: upTo === horizon,
+    };
   });
 }
 
@@ -103,7 +113,7 @@ export async function rollUp({ batchSamples = 250_000, maxBatches = 200 } = {}):
     total.minuteBuckets += batch.minuteBuckets;
     total.hourBuckets += batch.hourBuckets;
     total.rolledUpTo = batch.rolledUpTo;
-    if (batch.samples === 0) break;
+    if (batch.caughtUp) break;
   }
   return total;
 }

@@ -1,0 +1,209 @@
+/**
+ * Sparklines for 1,000 shares over one day of 1-minute samples (1.44M raw samples): the service's path (hour buckets
+ * plus the raw samples not yet rolled up, one grouped query) against a baseline measured in the same run: the same
+ * sparklines computed by aggregating the raw samples table. Both answers are compared for equality first.
+ * Targets: p95 < 50 ms and >= 20x faster than the raw aggregation.
+ *
+ *   node --import tsx bench/sparklines.ts        (BENCH_SHARES, BENCH_ITERATIONS, BENCH_RAW_ITERATIONS)
+ *
+ * Starts its own embedded PostgreSQL, redis-server and API process, and stops them.
+ */
+import { spawn, type ChildProcess } from 'node:child_process';
+import { chmodSync, mkdtempSync, rmSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { isDeepStrictEqual } from 'node:util';
+import { QueryTypes, Sequelize } from 'sequelize';
+import { freePort, startPostgres, startRedis } from '../scripts/services.js';
+import { resetConfig } from '../shared/config.js';
+import { closeDb, db, initDb } from '../shared/db.js';
+import { migrate } from '../shared/migrate.js';
+import { bucketTimestamps, fill, queryShareSeries, type UsagePoint } from '../shared/metrics/query.js';
+import { rollUp } from '../shared/metrics/rollup.js';
+import { planWindow, type MetricsWindow } from '../shared/metrics/window.js';
+
+const SHARES = Number(process.env.BENCH_SHARES ?? 1_000);
+const MINUTES = 24 * 60;
+const ITERATIONS = Number(process.env.BENCH_ITERATIONS ?? 50);
+const RAW_ITERATIONS = Number(process.env.BENCH_RAW_ITERATIONS ?? 10);
+const TIME_BUDGET_MS = 10 * 60_000;
+
+const work = mkdtempSync(path.join(os.tmpdir(), 'edgehub-bench-'));
+chmodSync(work, 0o755);
+const cleanups: (() => Promise<unknown>)[] = [];
+async function cleanUp() {
+  for (const step of cleanups.reverse()) await step().catch(() => undefined);
+  rmSync(work, { recursive: true, force: true });
+}
+setTimeout(() => {
+  console.error(`bench exceeded its ${TIME_BUDGET_MS / 60_000} min budget; stopping`);
+  void cleanUp().finally(() => process.exit(2));
+}, TIME_BUDGET_MS).unref();
+
+function stopChild(child: ChildProcess): Promise<void> {
+  return new Promise((resolve) => {
+    if (child.exitCode !== null) return resolve();
+    child.once('exit', () => resolve());
+    child.kill('SIGTERM');
+  });
+}
+
+async function startApi(env: NodeJS.ProcessEnv, baseUrl: string): Promise<void> {
+  const child = spawn(process.execPath, ['--import', 'tsx', 'api/server.ts'], { env, stdio: ['ignore', 'ignore', 'inherit'] });
+  cleanups.push(() => stopChild(child));
+  const deadline = Date.now() + 30_000;
+  for (;;) {
+    try {
+      if ((await fetch(`${baseUrl}/healthz`)).ok) return;
+    } catch {
+      /* not listening yet */
+    }
+    if (Date.now() > deadline || child.exitCode !== null) throw new Error('the API did not start');
+    await new Promise((r) => setTimeout(r, 100));
+  }
+}
+
+const percentile = (xs: number[], p: number) => {
+  const sorted = [...xs].sort((a, b) => a - b);
+  return sorted[Math.min(sorted.length - 1, Math.ceil((p / 100) * sorted.length) - 1)];
+};
+
+interface Timings {
+  times: number[];
+}
+const timings = (): Timings => ({ times: [] });
+
+async function timeOnce(into: Timings, run: () => Promise<unknown>): Promise<void> {
+  const started = performance.now();
+  await run();
+  into.times.push(performance.now() - started);
+}
+
+const summary = (t: Timings) => ({ p50: percentile(t.times, 50), p95: percentile(t.times, 95) });
+
+/**
+ * The baseline: the same sparklines aggregated from the raw samples table (what the tiers exist to avoid), written
+ * as well as the tiered query: one grouped statement, the same bucket arithmetic, the same decoding.
+ */
+async function rawSparklines(hubId: string, shareIds: string[], window: MetricsWindow): Promise<Map<string, UsagePoint[]>> {
+  const rows = await db().query<{ id: string; i: number; rx: string; tx: string }>(
+    `SELECT share_id AS id, floor((date_part('epoch', ts) - $4) / $5)::int AS i, sum(rx)::bigint AS rx, sum(tx)::bigint AS tx
+     FROM usage_samples
+     WHERE hub_id = $1 AND share_id IS NOT NULL AND ts >= $2::timestamptz AND ts < $3::timestamptz
+     GROUP BY 1, 2`,
+    { bind: [hubId, new Date(window.startMs).toISOString(), new Date(window.endMs).toISOString(), window.startMs / 1000, window.stepMs / 1000], type: QueryTypes.SELECT },
+  );
+  const byShare = new Map<string, typeof rows>(shareIds.map((id) => [id, []]));
+  for (const row of rows) byShare.get(row.id)?.push(row);
+  const timestamps = bucketTimestamps(window);
+  return new Map([...byShare].map(([id, shareRows]) => [id, fill(window, shareRows, timestamps)]));
+}
+
+const ms = (x: number) => `${x.toFixed(1)} ms`;
+
+try {
+  const postgres = await startPostgres(path.join(work, 'postgres'), { persistent: false, database: 'bench' });
+  cleanups.push(() => postgres.stop());
+  const redis = await startRedis(undefined);
+  cleanups.push(() => redis.stop());
+  const databaseUrl = postgres.url('bench');
+  const migrator = new Sequelize(databaseUrl, { logging: false });
+  await migrate(migrator);
+  await migrator.close();
+
+  const port = await freePort();
+  const baseUrl = `http://127.0.0.1:${port}`;
+  const adminToken = 'bench-admin-token-0123456789';
+  const env = { DATABASE_URL: databaseUrl, REDIS_URL: redis.url, HUB_ADMIN_TOKEN: adminToken, HUB_DATA_DIR: path.join(work, 'data'), PORT: String(port), LOG_LEVEL: 'silent' };
+  await startApi({ ...process.env, ...env, HUB_PROCESS: 'web' }, baseUrl);
+  Object.assign(process.env, env);
+  resetConfig();
+  await initDb();
+  cleanups.push(() => closeDb());
+
+  const call = async (method: string, urlPath: string, body?: unknown) => {
+    const res = await fetch(baseUrl + urlPath, {
+      method,
+      headers: { authorization: `Bearer ${adminToken}`, 'content-type': 'application/json', accept: 'application/json' },
+      body: body === undefined ? undefined : JSON.stringify(body),
+    });
+    const text = await res.text();
+    return { status: res.status, json: text ? JSON.parse(text) : undefined, text };
+  };
+
+  // 1,000 shares of one hub, created through the API
+  const started = performance.now();
+  const hub = (await call('POST', '/admin/v1/hubs', { name: 'bench' })).json;
+  const h = `/hub/${hub.id}`;
+  const envZId = (await call('POST', `${h}/environments`, { description: 'agent' })).json.envZId;
+  const frontendId = (await call('GET', `${h}/frontends`)).json[0].id;
+  const shareIds: string[] = new Array(SHARES);
+  let nextShare = 0;
+  await Promise.all(Array.from({ length: 8 }, async () => {
+    while (nextShare < SHARES) {
+      const i = nextShare++;
+      const r = await call('POST', `${h}/shares`, { name: `share-${i}`, frontendIds: [frontendId], target: 'http://10.0.0.5:8080', envZId });
+      if (r.status !== 201) throw new Error(`creating a share failed: ${r.status} ${r.text}`);
+      shareIds[i] = r.json.zId;
+    }
+  }));
+  // one sample per share and minute over the last day, at a varying second within the minute
+  const now = Date.now();
+  await db().query(
+    `INSERT INTO usage_samples (hub_id, share_id, env_z_id, ts, rx, tx)
+     SELECT $1, s.id, $2, $3::timestamptz - make_interval(mins => m) + make_interval(secs => (s.n * 7 + m) % 60),
+            (s.n * 7919 + m * 104729) % 1000000, (s.n * 31 + m * 17) % 50000
+     FROM unnest($4::text[]) WITH ORDINALITY AS s(id, n), generate_series(0, $5 - 1) AS m`,
+    { bind: [hub.id, envZId, new Date(now - 60_000).toISOString(), shareIds, MINUTES] },
+  );
+  const [{ n: sampleCount }] = await db().query<{ n: number }>('SELECT count(*)::int AS n FROM usage_samples', { type: QueryTypes.SELECT });
+  console.log(`sparklines: ${SHARES} shares, ${sampleCount.toLocaleString('en')} raw samples (one per share and minute over a day), set up in ${((performance.now() - started) / 1000).toFixed(1)} s`);
+
+  const rollStarted = performance.now();
+  const rolled = await rollUp();
+  await db().query('VACUUM ANALYZE usage_samples, usage_minutes, usage_hours');
+  console.log(`roll-up of ${rolled.samples.toLocaleString('en')} samples into ${rolled.minuteBuckets.toLocaleString('en')} minute and ${rolled.hourBuckets.toLocaleString('en')} hour buckets: ${((performance.now() - rollStarted) / 1000).toFixed(1)} s in ${rolled.batches} batches`);
+
+  const window = planWindow({ durationMs: 24 * 3_600_000, targetPoints: 30 });
+  const tiered = await queryShareSeries(hub.id, shareIds, window);
+  const raw = await rawSparklines(hub.id, shareIds, window);
+  if (!isDeepStrictEqual(tiered, raw)) throw new Error('the tiered sparklines differ from the raw aggregation');
+  const http = await call('GET', `${h}/sparklines?duration=P1D`);
+  if (http.status !== 200 || http.json.sparklines.length !== SHARES) throw new Error(`GET sparklines: ${http.status} ${http.text.slice(0, 200)}`);
+  const httpSamples = new Map<string, UsagePoint[]>(http.json.sparklines.map((s: { id: string; samples: UsagePoint[] }) => [s.id, s.samples]));
+  if (!isDeepStrictEqual(httpSamples, raw)) throw new Error('the HTTP sparklines differ from the raw aggregation');
+  const total = [...raw.values()].flat().reduce((sum, p) => sum + p.rx, 0);
+  console.log(`answers agree: ${SHARES} sparklines x ${window.points} points (step ${window.stepMs / 60_000} min), rx total ${total.toLocaleString('en')}`);
+
+  // The three are interleaved round by round so that each sees the same machine load.
+  const sparklinesOverHttp = async () => {
+    const res = await fetch(`${baseUrl}${h}/sparklines?duration=P1D`, { headers: { authorization: `Bearer ${adminToken}`, accept: 'application/json' } });
+    if (res.status !== 200) throw new Error(`GET sparklines: ${res.status}`);
+    await res.arrayBuffer(); // the whole response, without the client's JSON parsing
+  };
+  for (let i = 0; i < 3; i++) await sparklinesOverHttp();
+  const viaHttp = timings();
+  const viaTiers = timings();
+  const viaRaw = timings();
+  const perRound = Math.ceil(ITERATIONS / RAW_ITERATIONS);
+  for (let round = 0; round < RAW_ITERATIONS; round++) {
+    for (let i = 0; i < perRound; i++) {
+      await timeOnce(viaHttp, sparklinesOverHttp);
+      await timeOnce(viaTiers, () => queryShareSeries(hub.id, shareIds, window));
+    }
+    await timeOnce(viaRaw, () => rawSparklines(hub.id, shareIds, window));
+  }
+  const [httpT, tiersT, rawT] = [summary(viaHttp), summary(viaTiers), summary(viaRaw)];
+  console.log(`\nGET H/sparklines?duration=P1D over HTTP (${viaHttp.times.length} runs): p50 ${ms(httpT.p50)}, p95 ${ms(httpT.p95)}`);
+  console.log(`tiered query in process (${viaTiers.times.length} runs):           p50 ${ms(tiersT.p50)}, p95 ${ms(tiersT.p95)}`);
+  console.log(`baseline: raw-table aggregation (${viaRaw.times.length} runs):    p50 ${ms(rawT.p50)}, p95 ${ms(rawT.p95)}`);
+  const ratio = rawT.p95 / tiersT.p95;
+  const httpRatio = rawT.p95 / httpT.p95;
+  console.log(
+    `ratio raw/tiered at p95 = ${ratio.toFixed(1)}x in process, ${httpRatio.toFixed(1)}x over HTTP ` +
+      `(target >= 20x: ${httpRatio >= 20 ? 'met' : ratio >= 20 ? 'met in process only' : 'NOT met'}); p95 < 50 ms: ${httpT.p95 < 50 ? 'met over HTTP' : tiersT.p95 < 50 ? 'met in process only' : 'NOT met'}`,
+  );
+} finally {
+  await cleanUp();
+}
+process.exit(0);
