@@ -80,6 +80,7 @@ test('a bad sample rejects the whole batch with 400 naming its index; nothing is
     ['timestamp without zone', { ...good(1), timestamp: '2026-01-31T12:00:00' }, /RFC 3339/],
     ['impossible date', { ...good(1), timestamp: '2026-02-30T12:00:00Z' }, /RFC 3339/],
     ['timestamp as number', { ...good(1), timestamp: Date.now() }, /'timestamp' is required and must be an RFC 3339 string/],
+    ['timestamp before 1970', { ...good(1), timestamp: '0000-01-01T00:00:00Z' }, /before 1970/],
     ['future timestamp', { ...good(1), timestamp: future }, /in the future/],
     ['unknown property', { ...good(1), bytes: 3 }, /unknown property 'bytes'/],
     ['not an object', 42, /must be an object/],

@@ -57,6 +57,7 @@ function shapeOf(raw: unknown, now: number): UsageRow {
   if (typeof sample.timestamp !== 'string') throw new SampleError(`'timestamp' is required and must be an RFC 3339 string`);
   const at = parseRfc3339(sample.timestamp);
   if (at === undefined) throw new SampleError(`'timestamp' must be an RFC 3339 date-time such as 2026-01-31T12:00:00Z (received '${sample.timestamp.slice(0, 40)}')`);
+  if (at < 0) throw new SampleError(`'timestamp' ${sample.timestamp} is before 1970`);
   if (at > now + FUTURE_SKEW_MS) throw new SampleError(`'timestamp' ${sample.timestamp} is in the future (more than ${FUTURE_SKEW_MS / 1000} s ahead of the server clock)`);
   return { hubId: sample.hubId, shareId: optionalId(sample, 'shareId'), envZId: optionalId(sample, 'envZId'), rx, tx, timestamp: sample.timestamp };
 }

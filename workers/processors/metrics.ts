@@ -19,6 +19,7 @@ export default [
   }),
   defineProcessor({
     type: METRICS_JOBS.prune,
+    concurrency: 1,
     handle: async (ctx) => {
       const result = await pruneUsage();
       if (result.samples || result.minuteBuckets) ctx.log.info(result, 'usage pruned');
