@@ -237,9 +237,10 @@ test.serial('the clock job rolls up as an execution', async (t) => {
 test.serial('pruning removes only rolled-up raw samples older than the retention; the hour tier keeps their sums', async (t) => {
   const hub = await stack.hub();
   const now = Date.now();
-  const old = samplesOf({ hubId: hub.hubId }, 40, 60, now - 3 * 24 * HOUR);
+  const ancient = samplesOf({ hubId: hub.hubId }, 10, 60, now - 40 * 24 * HOUR);
+  const old = samplesOf({ hubId: hub.hubId }, 30, 60, now - 3 * 24 * HOUR);
   const recent = samplesOf({ hubId: hub.hubId }, 40, 60, now - 2 * HOUR);
-  await ingest([...old, ...recent]);
+  await ingest([...ancient, ...old, ...recent]);
   const rawCount = async () =>
     (await db().query<{ n: number }>('SELECT count(*)::int AS n FROM usage_samples WHERE hub_id = $1', { bind: [hub.hubId], type: QueryTypes.SELECT }))[0].n;
   await pruneUsage();
@@ -247,7 +248,13 @@ test.serial('pruning removes only rolled-up raw samples older than the retention
   await rollUpAll();
   await pruneUsage();
   t.is(await rawCount(), 40, 'the rolled-up samples older than P2D are gone');
+  const [{ minutes }] = await db().query<{ minutes: number }>(
+    `SELECT count(*)::int AS minutes FROM usage_minutes WHERE hub_id = $1 AND bucket_start < now() - interval '35 days'`,
+    { bind: [hub.hubId], type: QueryTypes.SELECT },
+  );
+  t.is(minutes, 0, 'minute buckets older than 35 days are gone');
   assertSeries(t, (await get(hub, `${hub.h}/metrics?duration=P7D&step=PT1H`)).samples, [...old, ...recent], HOUR, 'P7D hourly after pruning');
+  assertSeries(t, (await get(hub, `${hub.h}/metrics?duration=P60D&step=P1D`)).samples, [...ancient, ...old, ...recent], 24 * HOUR, 'P60D daily from hour buckets');
 });
 
 test.serial('window parameters: bad values are 400 naming the parameter', async (t) => {
