@@ -18,7 +18,7 @@ import { freePort, startPostgres, startRedis } from '../scripts/services.js';
 import { resetConfig } from '../shared/config.js';
 import { closeDb, db, initDb } from '../shared/db.js';
 import { migrate } from '../shared/migrate.js';
-import { bucketTimestamps, fill, queryShareSeries, type UsagePoint } from '../shared/metrics/query.js';
+import { bucketIndex, bucketTimestamps, fill, queryShareSeries, type UsagePoint } from '../shared/metrics/query.js';
 import { rollUp } from '../shared/metrics/rollup.js';
 import { planWindow, type MetricsWindow } from '../shared/metrics/window.js';
 
@@ -87,11 +87,11 @@ const summary = (t: Timings) => ({ p50: percentile(t.times, 50), p95: percentile
  */
 async function rawSparklines(hubId: string, shareIds: string[], window: MetricsWindow): Promise<Map<string, UsagePoint[]>> {
   const rows = await db().query<{ id: string; i: number; rx: string; tx: string }>(
-    `SELECT share_id AS id, floor((date_part('epoch', ts) - $4) / $5)::int AS i, sum(rx)::bigint AS rx, sum(tx)::bigint AS tx
+    `SELECT share_id AS id, ${bucketIndex('ts', '$2', '$4')} AS i, sum(rx)::bigint AS rx, sum(tx)::bigint AS tx
      FROM usage_samples
      WHERE hub_id = $1 AND share_id IS NOT NULL AND ts >= $2::timestamptz AND ts < $3::timestamptz
      GROUP BY 1, 2`,
-    { bind: [hubId, new Date(window.startMs).toISOString(), new Date(window.endMs).toISOString(), window.startMs / 1000, window.stepMs / 1000], type: QueryTypes.SELECT },
+    { bind: [hubId, new Date(window.startMs).toISOString(), new Date(window.endMs).toISOString(), window.stepMs / 1000], type: QueryTypes.SELECT },
   );
   const byShare = new Map<string, typeof rows>(shareIds.map((id) => [id, []]));
   for (const row of rows) byShare.get(row.id)?.push(row);

@@ -37,7 +37,7 @@ function inSnapshot<T>(read: (transaction: Transaction, watermark: string) => Pr
  * the bin start, a whole number of seconds, is exact in a double, and the division is exact as both are multiples
  * of the step. (extract(epoch ...) would be numeric and several times slower over many rows.)
  */
-const bucketIndex = (column: string, startParam: string, stepParam: string) =>
+export const bucketIndex = (column: string, startParam: string, stepParam: string) =>
   `((date_part('epoch', date_bin(make_interval(secs => ${stepParam}), ${column}, ${startParam}::timestamptz)) - date_part('epoch', ${startParam}::timestamptz)) / ${stepParam})::int`;
 
 /** The bucket start times of a window as RFC 3339 strings (shared by every series of one response). */
@@ -93,17 +93,17 @@ export async function queryShareSeries(hubId: string, shareIds: string[], window
   // build and to decode; 1,000 rows instead of 24,000). Rows of the same bucket are summed by fill(), so a single
   // aggregate suffices.
   const rows = await inSnapshot((transaction, watermark) => db().query<{ id: string; buckets: string }>(
-    `SELECT u.id, string_agg(floor((date_part('epoch', u.t) - $4) / $5)::int || ' ' || u.rx || ' ' || u.tx, ' ') AS buckets
+    `SELECT u.id, string_agg(${bucketIndex('u.t', '$2', '$4')} || ' ' || u.rx || ' ' || u.tx, ' ') AS buckets
      FROM (
        SELECT scope_id AS id, bucket_start AS t, rx, tx FROM ${window.tier}
        WHERE hub_id = $1 AND scope = 'share' AND bucket_start >= $2::timestamptz AND bucket_start < $3::timestamptz
        UNION ALL
        SELECT share_id, ts, rx, tx FROM usage_samples
-       WHERE xid >= $6::xid8 AND hub_id = $1 AND share_id IS NOT NULL AND ts >= $2::timestamptz AND ts < $3::timestamptz
+       WHERE xid >= $5::xid8 AND hub_id = $1 AND share_id IS NOT NULL AND ts >= $2::timestamptz AND ts < $3::timestamptz
      ) u
      GROUP BY u.id`,
     {
-      bind: [hubId, new Date(window.startMs).toISOString(), new Date(window.endMs).toISOString(), window.startMs / 1000, window.stepMs / 1000, watermark],
+      bind: [hubId, new Date(window.startMs).toISOString(), new Date(window.endMs).toISOString(), window.stepMs / 1000, watermark],
       type: QueryTypes.SELECT,
       transaction,
     },
