@@ -9,7 +9,7 @@
  * Starts its own embedded PostgreSQL, redis-server and API process, and stops them.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
-import { chmodSync, mkdtempSync, rmSync } from 'node:fs';
+import { chmodSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { isDeepStrictEqual } from 'node:util';
@@ -48,19 +48,45 @@ function stopChild(child: ChildProcess): Promise<void> {
   });
 }
 
-async function startApi(env: NodeJS.ProcessEnv, baseUrl: string): Promise<void> {
+async function startApi(env: NodeJS.ProcessEnv, baseUrl: string): Promise<ChildProcess> {
   const child = spawn(process.execPath, ['--import', 'tsx', 'api/server.ts'], { env, stdio: ['ignore', 'ignore', 'inherit'] });
   cleanups.push(() => stopChild(child));
   const deadline = Date.now() + 30_000;
   for (;;) {
     try {
-      if ((await fetch(`${baseUrl}/healthz`)).ok) return;
+      if ((await fetch(`${baseUrl}/healthz`)).ok) return child;
     } catch {
       /* not listening yet */
     }
     if (Date.now() > deadline || child.exitCode !== null) throw new Error('the API did not start');
     await new Promise((r) => setTimeout(r, 100));
   }
+}
+
+/** /proc/<pid>/stat fields after the command name (Linux): [1] ppid, [11..14] utime stime cutime cstime. */
+function procStat(pid: number | string | undefined): string[] | undefined {
+  try {
+    return readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1].split(' ');
+  } catch {
+    return undefined;
+  }
+}
+
+/** CPU milliseconds (user + system) a process has used; with `reaped`, also its exited children's (100 ticks/s). */
+function cpuMs(pid: number | string | undefined, reaped = false): number {
+  const f = procStat(pid);
+  if (!f) return NaN;
+  return (Number(f[11]) + Number(f[12]) + (reaped ? Number(f[13]) + Number(f[14]) : 0)) * 10;
+}
+
+/** CPU milliseconds of a PostgreSQL instance: the postmaster, its live backends and parallel workers, and the reaped. */
+function postgresCpuMs(dataDir: string): number {
+  const postmaster = readFileSync(path.join(dataDir, 'postmaster.pid'), 'utf8').split('\n')[0].trim();
+  let total = cpuMs(postmaster, true);
+  for (const entry of readdirSync('/proc')) {
+    if (/^\d+$/.test(entry) && procStat(entry)?.[1] === postmaster) total += cpuMs(entry);
+  }
+  return total;
 }
 
 const percentile = (xs: number[], p: number) => {
@@ -115,7 +141,8 @@ try {
   const baseUrl = `http://127.0.0.1:${port}`;
   const adminToken = 'bench-admin-token-0123456789';
   const env = { DATABASE_URL: databaseUrl, REDIS_URL: redis.url, HUB_ADMIN_TOKEN: adminToken, HUB_DATA_DIR: path.join(work, 'data'), PORT: String(port), LOG_LEVEL: 'silent' };
-  await startApi({ ...process.env, ...env, HUB_PROCESS: 'web' }, baseUrl);
+  const api = await startApi({ ...process.env, ...env, HUB_PROCESS: 'web' }, baseUrl);
+  const pgDir = path.join(work, 'postgres');
   Object.assign(process.env, env);
   resetConfig();
   await initDb();
@@ -203,6 +230,27 @@ try {
     `ratio raw/tiered at p95 = ${ratio.toFixed(1)}x in process, ${httpRatio.toFixed(1)}x over HTTP ` +
       `(target >= 20x: ${httpRatio >= 20 ? 'met' : ratio >= 20 ? 'met in process only' : 'NOT met'}); p95 < 50 ms: ${httpT.p95 < 50 ? 'met over HTTP' : tiersT.p95 < 50 ? 'met in process only' : 'NOT met'}`,
   );
+
+  // CPU time per answer does not depend on what else runs on the machine: with the cores to itself, one answer
+  // takes about its CPU time (the API and PostgreSQL work one after the other).
+  const cpuPerRun = async (runs: number, run: () => Promise<unknown>) => {
+    const before = { api: cpuMs(api.pid), postgres: postgresCpuMs(pgDir), bench: process.cpuUsage() };
+    for (let i = 0; i < runs; i++) await run();
+    const bench = process.cpuUsage(before.bench);
+    return {
+      api: (cpuMs(api.pid) - before.api) / runs,
+      postgres: (postgresCpuMs(pgDir) - before.postgres) / runs,
+      bench: (bench.user + bench.system) / 1000 / runs,
+    };
+  };
+  const httpCpu = await cpuPerRun(ITERATIONS, sparklinesOverHttp);
+  const tiersCpu = await cpuPerRun(ITERATIONS, () => queryShareSeries(hub.id, shareIds, window));
+  const rawCpu = await cpuPerRun(Math.min(RAW_ITERATIONS, 5), () => rawSparklines(hub.id, shareIds, window));
+  const serviceMs = httpCpu.api + httpCpu.postgres;
+  const tieredMs = tiersCpu.bench + tiersCpu.postgres;
+  const rawMs = rawCpu.bench + rawCpu.postgres;
+  console.log(`\nCPU per answer: HTTP ${ms(serviceMs)} (API ${ms(httpCpu.api)} + PostgreSQL ${ms(httpCpu.postgres)}; client ${ms(httpCpu.bench)}), tiered in process ${ms(tieredMs)}, raw aggregation ${ms(rawMs)} (PostgreSQL ${ms(rawCpu.postgres)})`);
+  console.log(`ratio raw/tiered by CPU = ${(rawMs / tieredMs).toFixed(1)}x in process, ${(rawMs / serviceMs).toFixed(1)}x against the whole HTTP answer`);
 } finally {
   await cleanUp();
 }
