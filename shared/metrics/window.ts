@@ -59,21 +59,16 @@ const first = (v: unknown): string | undefined => {
   return typeof value === 'string' && value !== '' ? value : undefined;
 };
 
-/**
- * The window of a metrics request: `duration` or its alias `range` (one of them), optional `step`.
- * `allowStep: false` ignores nothing silently: a step is then a 400.
- */
+/** The window of a metrics request: `duration` or its alias `range` (one of them, else the default), optional `step`. */
 export function windowFromQuery(
   query: Record<string, unknown>,
-  options: { defaultDuration: string; targetPoints?: number; durationNames?: string[]; allowStep?: boolean; now?: number },
+  options: { defaultDuration: string; targetPoints?: number; now?: number },
 ): MetricsWindow {
-  const names = options.durationNames ?? ['duration', 'range'];
-  const given = names.filter((n) => first(query[n]) !== undefined);
-  if (given.length > 1) throw badRequest(`give one of the query parameters ${given.map((n) => `'${n}'`).join(' or ')}, not both`);
-  const name = given[0] ?? names[0];
+  const given = ['duration', 'range'].filter((n) => first(query[n]) !== undefined);
+  if (given.length > 1) throw badRequest(`give one of the query parameters 'duration' or 'range', not both`);
+  const name = given[0] ?? 'duration';
   const durationMs = parseDurationParam(name, first(query[name]) ?? options.defaultDuration);
   const stepText = first(query.step);
-  if (stepText !== undefined && options.allowStep === false) throw badRequest(`query parameter 'step' is not supported here`);
   const stepMs = stepText === undefined ? undefined : parseDurationParam('step', stepText);
   return planWindow({ durationMs, stepMs, targetPoints: options.targetPoints, now: options.now });
 }
