@@ -35,12 +35,14 @@ test('a valid batch is stored whole and answered 202 {accepted}', async (t) => {
     { hubId: hub.hubId, rx: 10, tx: 20, timestamp: minutesAgo(3) },
     { hubId: hub.hubId, envZId: env, rx: 0, tx: 7, timestamp: '2026-01-31T12:00:00.123456+02:00' },
     { hubId: hub.hubId, envZId: env, shareId: null, rx: 9_007_199_254_740_991, tx: 1, timestamp: minutesAgo(0) },
+    { hubId: hub.hubId, rx: 5, tx: 5, timestamp: '2026-01-31t12:00:00z' },
   ];
   const r = await ingest({ samples });
   t.is(r.status, 202, r.text);
-  t.deepEqual(r.json, { accepted: 3 });
+  t.deepEqual(r.json, { accepted: 4 });
   const stored = await storedSamples(hub.hubId);
-  t.is(stored.length, 3);
+  t.is(stored.length, 4);
+  t.is(stored.find((s) => s.rx === '5')!.ts.toISOString(), '2026-01-31T12:00:00.000Z');
   // the offset and the microseconds survive exactly
   const offsetSample = stored.find((s) => s.rx === '0')!;
   t.is(offsetSample.ts.toISOString(), '2026-01-31T10:00:00.123Z');

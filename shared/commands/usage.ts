@@ -59,7 +59,9 @@ function shapeOf(raw: unknown, now: number): UsageRow {
   if (at === undefined) throw new SampleError(`'timestamp' must be an RFC 3339 date-time such as 2026-01-31T12:00:00Z (received '${sample.timestamp.slice(0, 40)}')`);
   if (at < 0) throw new SampleError(`'timestamp' ${sample.timestamp} is before 1970`);
   if (at > now + FUTURE_SKEW_MS) throw new SampleError(`'timestamp' ${sample.timestamp} is in the future (more than ${FUTURE_SKEW_MS / 1000} s ahead of the server clock)`);
-  return { hubId: sample.hubId, shareId: optionalId(sample, 'shareId'), envZId: optionalId(sample, 'envZId'), rx, tx, timestamp: sample.timestamp };
+  // RFC 3339 allows a lower-case t and z; the upper-case form is the one every parser takes
+  const timestamp = sample.timestamp.toUpperCase();
+  return { hubId: sample.hubId, shareId: optionalId(sample, 'shareId'), envZId: optionalId(sample, 'envZId'), rx, tx, timestamp };
 }
 
 const rejectSample = (index: number, problem: string) => badRequest(`sample ${index} ($.samples[${index}]) is invalid: ${problem}; no sample of the batch was stored`);
