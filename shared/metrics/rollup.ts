@@ -87,6 +87,8 @@ async function rollUpBatch(maxSamples: number): Promise<(Omit<RollupResult, 'bat
     const { horizon } = (await one<{ horizon: string }>('SELECT pg_snapshot_xmin(pg_current_snapshot())::text AS horizon', [], t))!;
     if (BigInt(horizon) <= BigInt(state.to)) return undefined;
     const upTo = await batchEnd(state.to, horizon, maxSamples, t);
+    // a catch-up batch groups hundreds of thousands of rows; let the aggregates stay in memory instead of spilling
+    await db().query(`SET LOCAL work_mem = '128MB'`, { transaction: t });
     const counts = (await one<{ samples: string; minute_buckets: string; hour_buckets: string }>(ROLL_UP_SQL, [state.to, upTo], t))!;
     await db().query('UPDATE usage_rollup_state SET rolled_up_to = $1::xid8, rolled_up_at = now() WHERE id = 1', { bind: [upTo], transaction: t });
     return {
