@@ -49,7 +49,9 @@ function stopChild(child: ChildProcess): Promise<void> {
 }
 
 async function startApi(env: NodeJS.ProcessEnv, baseUrl: string): Promise<ChildProcess> {
-  const child = spawn(process.execPath, ['--import', 'tsx', 'api/server.ts'], { env, stdio: ['ignore', 'ignore', 'inherit'] });
+  // BENCH_PROFILE=<dir> writes a V8 CPU profile of the API process there
+  const profile = process.env.BENCH_PROFILE ? ['--cpu-prof', `--cpu-prof-dir=${process.env.BENCH_PROFILE}`] : [];
+  const child = spawn(process.execPath, [...profile, '--import', 'tsx', 'api/server.ts'], { env, stdio: ['ignore', 'ignore', 'inherit'] });
   cleanups.push(() => stopChild(child));
   const deadline = Date.now() + 30_000;
   for (;;) {

@@ -89,11 +89,11 @@ export async function querySeries(hubId: string, scope: SeriesScope, ids: string
 
 /** The series of every share of a hub over the window, keyed by share id, in one grouped query. */
 export async function queryShareSeries(hubId: string, shareIds: string[], window: MetricsWindow): Promise<Map<string, UsagePoint[]>> {
-  // One row per share: its tier rows and pending samples as "index rx tx index rx tx ..." (the cheapest form to
-  // build and to decode; 1,000 rows instead of 24,000). Rows of the same bucket are summed by fill(), so a single
-  // aggregate suffices.
-  const rows = await inSnapshot((transaction, watermark) => db().query<{ id: string; buckets: string }>(
-    `SELECT u.id, string_agg(${bucketIndex('u.t', '$2', '$4')} || ' ' || u.rx || ' ' || u.tx, ' ') AS buckets
+  // One row per share: its tier rows and pending samples packed as 20-byte records (int4 bucket index, int8 rx,
+  // int8 tx): 1,000 rows instead of 24,000, and no number is formatted as text on the way (the cheapest form to
+  // build and to read). Records of the same bucket are summed here, so a single aggregate suffices.
+  const rows = await inSnapshot((transaction, watermark) => db().query<{ id: string; buckets: Buffer }>(
+    `SELECT u.id, string_agg(int4send(${bucketIndex('u.t', '$2', '$4')}) || int8send(u.rx) || int8send(u.tx), ''::bytea) AS buckets
      FROM (
        SELECT scope_id AS id, bucket_start AS t, rx, tx FROM ${window.tier}
        WHERE hub_id = $1 AND scope = 'share' AND bucket_start >= $2::timestamptz AND bucket_start < $3::timestamptz
@@ -110,11 +110,26 @@ export async function queryShareSeries(hubId: string, shareIds: string[], window
   ));
   const byShare = new Map(rows.map((row) => [row.id, row.buckets]));
   const timestamps = bucketTimestamps(window);
-  return new Map(shareIds.map((id) => [id, fill(window, decodeBuckets(byShare.get(id)), timestamps)]));
+  return new Map(
+    shareIds.map((id) => {
+      const points = fill(window, [], timestamps);
+      addPackedBuckets(points, byShare.get(id));
+      return [id, points];
+    }),
+  );
 }
 
-function* decodeBuckets(text: string | undefined): Generator<{ i: number; rx: number; tx: number }> {
-  if (!text) return;
-  const numbers = text.split(' ');
-  for (let k = 0; k + 2 < numbers.length; k += 3) yield { i: Number(numbers[k]), rx: Number(numbers[k + 1]), tx: Number(numbers[k + 2]) };
+const PACKED_RECORD_BYTES = 20;
+/** A non-negative int8 as a number (exact below 2^53, i.e. up to 9 PB in one bucket). */
+const readCount = (packed: Buffer, offset: number) => packed.readUInt32BE(offset) * 2 ** 32 + packed.readUInt32BE(offset + 4);
+
+/** Adds packed (index, rx, tx) records into `points`. */
+function addPackedBuckets(points: UsagePoint[], packed: Buffer | undefined): void {
+  if (!packed) return;
+  for (let offset = 0; offset + PACKED_RECORD_BYTES <= packed.length; offset += PACKED_RECORD_BYTES) {
+    const point = points[packed.readInt32BE(offset)];
+    if (!point) continue;
+    point.rx += readCount(packed, offset + 4);
+    point.tx += readCount(packed, offset + 12);
+  }
 }
