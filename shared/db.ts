@@ -1,6 +1,7 @@
 import { readdirSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
+import type { QueryResultRow } from 'pg';
 import { Sequelize, Transaction } from 'sequelize';
 import { config } from './config.js';
 
@@ -58,4 +59,27 @@ export async function closeDb(): Promise<void> {
   sequelize = undefined;
   ready = undefined;
   await s?.close();
+}
+
+interface PgClient {
+  query<R extends QueryResultRow>(config: { name: string; text: string; values: unknown[] }): Promise<{ rows: R[] }>;
+}
+
+interface ConnectionManager {
+  getConnection(options: { type: 'read' | 'write' }): Promise<PgClient>;
+  releaseConnection(connection: PgClient): Promise<void>;
+}
+
+/**
+ * Runs a named prepared statement (outside any transaction) on a connection of the Sequelize pool. PostgreSQL parses
+ * and plans it once per connection; hot paths (enrollment, execution bookkeeping) use this for their few statements.
+ */
+export async function preparedQuery<R extends QueryResultRow>(name: string, text: string, values: unknown[]): Promise<R[]> {
+  const manager = db().connectionManager as unknown as ConnectionManager;
+  const connection = await manager.getConnection({ type: 'write' });
+  try {
+    return (await connection.query<R>({ name, text, values })).rows;
+  } finally {
+    await manager.releaseConnection(connection);
+  }
 }

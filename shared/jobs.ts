@@ -1,5 +1,6 @@
 import type { JobsOptions } from 'bullmq';
 import { Op, type Transaction } from 'sequelize';
+import { preparedQuery } from './db.js';
 import { newId } from './ids.js';
 import { logger } from './logger.js';
 import { Execution } from './models/Execution.js';
@@ -44,20 +45,30 @@ const DISPATCH_TIMEOUT_MS = 3000;
 export async function enqueue(spec: EnqueueSpec): Promise<Execution> {
   queueOfType(spec.type); // fail on an unknown queue before writing anything
   const id = newId();
-  const execution = await Execution.create(
-    {
-      id,
-      processId: id,
-      hubId: spec.hubId,
-      type: spec.type,
-      resourceType: spec.resourceType ?? null,
-      resourceId: spec.resourceId ?? null,
-      status: 'QUEUED',
-      payload: spec.payload ?? {},
-      createdBy: spec.createdBy,
-    },
-    { transaction: spec.transaction },
-  );
+  const fields = {
+    id,
+    processId: id,
+    hubId: spec.hubId,
+    type: spec.type,
+    resourceType: spec.resourceType ?? null,
+    resourceId: spec.resourceId ?? null,
+    status: 'QUEUED' as const,
+    payload: spec.payload ?? {},
+    createdBy: spec.createdBy,
+  };
+  let execution: Execution;
+  if (spec.transaction) {
+    execution = await Execution.create(fields, { transaction: spec.transaction });
+  } else {
+    // the common path, once per job: a prepared statement instead of the model's generic insert
+    const [row] = await preparedQuery<{ created_at: Date }>(
+      'executions_insert',
+      `INSERT INTO executions (id, process_id, hub_id, type, resource_type, resource_id, status, payload, created_by)
+       VALUES ($1, $1, $2, $3, $4, $5, 'QUEUED', $6, $7) RETURNING created_at`,
+      [id, fields.hubId, fields.type, fields.resourceType, fields.resourceId, JSON.stringify(fields.payload), fields.createdBy],
+    );
+    execution = Execution.build({ ...fields, createdAt: row.created_at, attempts: 0, error: null, result: null }, { isNewRecord: false });
+  }
   const options = spec.jobOptions ?? {};
   if (spec.transaction) spec.transaction.afterCommit(() => dispatch(execution, options).then(() => undefined));
   else await dispatch(execution, options);

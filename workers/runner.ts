@@ -2,8 +2,8 @@ import { readdirSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { UnrecoverableError, Worker, type Job } from 'bullmq';
-import { fn, col } from 'sequelize';
 import { config } from '../shared/config.js';
+import { preparedQuery } from '../shared/db.js';
 import type { JobData } from '../shared/jobs.js';
 import { logger, type Logger } from '../shared/logger.js';
 import { Execution } from '../shared/models/Execution.js';
@@ -45,6 +45,27 @@ export async function loadProcessors(): Promise<ProcessorDefinition[]> {
   return modules.flatMap((m) => (m.default === undefined ? [] : Array.isArray(m.default) ? m.default : [m.default]));
 }
 
+/** The executions columns under their model attribute names, for RETURNING into Execution.build. */
+const EXECUTION_COLUMNS = Object.entries({
+  id: 'id',
+  processId: 'process_id',
+  hubId: 'hub_id',
+  type: 'type',
+  resourceType: 'resource_type',
+  resourceId: 'resource_id',
+  status: 'status',
+  payload: 'payload',
+  result: 'result',
+  error: 'error',
+  attempts: 'attempts',
+  createdBy: 'created_by',
+  createdAt: 'created_at',
+  startedAt: 'started_at',
+  finishedAt: 'finished_at',
+})
+  .map(([attribute, column]) => `${column} AS "${attribute}"`)
+  .join(', ');
+
 const errorMessage = (err: unknown) => (err instanceof Error ? err.message : String(err)).slice(0, 2000);
 
 /**
@@ -54,16 +75,18 @@ const errorMessage = (err: unknown) => (err instanceof Error ? err.message : Str
 export async function runExecution(def: ProcessorDefinition, job: Job<JobData>): Promise<unknown> {
   const executionId = job.data.executionId ?? (await recordScheduledRun(job as unknown as Job<ScheduledJobData>));
   const attempt = job.attemptsMade + 1;
-  const [count, rows] = await Execution.update(
-    { status: 'RUNNING', attempts: attempt, startedAt: fn('COALESCE', col('started_at'), fn('now')) as unknown as Date },
-    { where: { id: executionId, status: ['QUEUED', 'RUNNING'] }, returning: true },
+  const [row] = await preparedQuery<Record<string, unknown>>(
+    'executions_start',
+    `UPDATE executions SET status = 'RUNNING', attempts = $2, started_at = COALESCE(started_at, now())
+     WHERE id = $1 AND status IN ('QUEUED', 'RUNNING') RETURNING ${EXECUTION_COLUMNS}`,
+    [executionId, attempt],
   );
-  if (count === 0) {
+  if (!row) {
     const existing = await Execution.findByPk(executionId);
     logger.info({ executionId, status: existing?.status ?? 'missing' }, 'job skipped: execution already finished or gone');
     return { skipped: existing?.status ?? 'missing' };
   }
-  const execution = rows[0];
+  const execution = Execution.build(row as never, { isNewRecord: false, raw: true });
   const ctx: JobContext = {
     execution,
     job,
@@ -74,9 +97,10 @@ export async function runExecution(def: ProcessorDefinition, job: Job<JobData>):
   };
   try {
     const result = (await def.handle(ctx)) ?? {};
-    await Execution.update(
-      { status: 'SUCCEEDED', result, error: null, finishedAt: new Date() },
-      { where: { id: executionId, status: 'RUNNING' } },
+    await preparedQuery(
+      'executions_succeed',
+      `UPDATE executions SET status = 'SUCCEEDED', result = $2, error = NULL, finished_at = now() WHERE id = $1 AND status = 'RUNNING'`,
+      [executionId, JSON.stringify(result)],
     );
     return result;
   } catch (err) {

@@ -6,7 +6,7 @@ import { ClientCertificate } from '../models/ClientCertificate.js';
 import { isCertificatePem, parseUploadedCertificate, type CertificateInfo } from '../pki/certificates.js';
 import { isCsrPem, parseCsr } from '../pki/csr.js';
 import { issueInWorker } from '../pki/issuance.js';
-import { preparedQuery } from '../pki/preparedQuery.js';
+import { preparedQuery } from '../db.js';
 import { claimingName, nameTaken } from './certificateRequestTokens.js';
 
 export interface CertificateInput {

@@ -8,7 +8,7 @@ import { parseUploadedCertificate } from '../pki/certificates.js';
 import { parseCsr, subjectMismatches, type ParsedCsr } from '../pki/csr.js';
 import { JwtRefusal, verifyEnrollmentJwt } from '../pki/enrollmentJwt.js';
 import { issueInWorker } from '../pki/issuance.js';
-import { preparedQuery } from '../pki/preparedQuery.js';
+import { preparedQuery } from '../db.js';
 import { claimingName } from './certificateRequestTokens.js';
 import { findCertificate, uploadedFields } from './clientCertificates.js';
 

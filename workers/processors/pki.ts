@@ -6,7 +6,7 @@ import { BACKDATE_MS, hubCa } from '../../shared/pki/ca.js';
 import { certificatePem, issueCertificate, type CertificateInfo } from '../../shared/pki/certificates.js';
 import { csrParts } from '../../shared/pki/csr.js';
 import { encodeRefusal, ISSUE_JOB, ROTATE_JOB, type IssuePayload } from '../../shared/pki/issuance.js';
-import { preparedQuery } from '../../shared/pki/preparedQuery.js';
+import { preparedQuery } from '../../shared/db.js';
 import { rotateSigningKey } from '../../shared/pki/signingKeys.js';
 import { defineProcessor, permanentFailure, type JobContext } from '../runner.js';
 
