@@ -3,11 +3,12 @@ import { logger } from '../shared/logger.js';
 import { closeQueues } from '../shared/queues.js';
 import { closeRedis } from '../shared/redis.js';
 import { isMain, onShutdown } from '../shared/shutdown.js';
-import { loadProcessors, startWorkers, stopWorkers } from './runner.js';
+import { loadProcessors, runWorkerStartHooks, startWorkers, stopWorkers } from './runner.js';
 
 if (isMain(import.meta.url)) {
   process.env.HUB_PROCESS ??= 'worker';
   await initDb();
+  await runWorkerStartHooks();
   const processors = await loadProcessors();
   const workers = startWorkers({ processors });
   logger.info({ types: processors.map((p) => p.type) }, 'workers started');

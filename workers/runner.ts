@@ -38,11 +38,20 @@ export const permanentFailure = (message: string) => new UnrecoverableError(mess
 
 const processorsDir = path.join(path.dirname(fileURLToPath(import.meta.url)), 'processors');
 
+function processorModules(): Promise<{ default?: ProcessorDefinition | ProcessorDefinition[]; onWorkerStart?: () => Promise<void> }[]> {
+  const files = readdirSync(processorsDir).filter((f) => /\.(ts|js)$/.test(f) && !f.endsWith('.d.ts')).sort();
+  return Promise.all(files.map((f) => import(pathToFileURL(path.join(processorsDir, f)).href)));
+}
+
 /** Every processor in workers/processors (default export: one definition or an array). */
 export async function loadProcessors(): Promise<ProcessorDefinition[]> {
-  const files = readdirSync(processorsDir).filter((f) => /\.(ts|js)$/.test(f) && !f.endsWith('.d.ts')).sort();
-  const modules = await Promise.all(files.map((f) => import(pathToFileURL(path.join(processorsDir, f)).href)));
+  const modules = await processorModules();
   return modules.flatMap((m) => (m.default === undefined ? [] : Array.isArray(m.default) ? m.default : [m.default]));
+}
+
+/** Runs each processor module's `onWorkerStart` (set-up a worker needs before its first job, e.g. the root CA). */
+export async function runWorkerStartHooks(): Promise<void> {
+  for (const m of await processorModules()) await m.onWorkerStart?.();
 }
 
 /** The executions columns under their model attribute names, for RETURNING into Execution.build. */

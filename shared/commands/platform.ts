@@ -1,5 +1,8 @@
 import { randomBytes } from 'node:crypto';
+import { withTransaction } from '../db.js';
 import { notFound } from '../errors.js';
+import { enqueue } from '../jobs.js';
+import { CREATE_HUB_CA_JOB } from '../pki/issuance.js';
 import { newId, randomToken } from '../ids.js';
 import { ApiKey } from '../models/ApiKey.js';
 import { Environment } from '../models/Environment.js';
@@ -7,8 +10,13 @@ import { Frontend } from '../models/Frontend.js';
 import { Hub, type HubFeatures } from '../models/Hub.js';
 import { sha256 } from '../secrets.js';
 
+/** A new hub; its issuing CA is made by a worker job (the web process never holds CA keys). */
 export async function createHub(input: { name: string; features?: Partial<HubFeatures> }): Promise<Hub> {
-  return Hub.create({ id: newId(), name: input.name, features: { ipsec: input.features?.ipsec ?? false } });
+  return withTransaction(async (transaction) => {
+    const hub = await Hub.create({ id: newId(), name: input.name, features: { ipsec: input.features?.ipsec ?? false } }, { transaction });
+    await enqueue({ type: CREATE_HUB_CA_JOB, hubId: hub.id, resourceType: 'hub', resourceId: hub.id, createdBy: 'admin', transaction });
+    return hub;
+  });
 }
 
 export async function getHub(id: string): Promise<Hub> {

@@ -13,6 +13,7 @@ import { createRedis } from '../redis.js';
 
 export const ISSUE_JOB = 'pki.issueCertificate';
 export const ROTATE_JOB = 'pki.rotateSigningKey';
+export const CREATE_HUB_CA_JOB = 'pki.createHubCa';
 
 /** `csr` was verified by the web process (proof of possession, key policy); `subject` is its subject as text. */
 export type IssuePayload = { csr: string; subject: string; validYears: number } & (

@@ -15,7 +15,7 @@ import { resetConfig } from '../../shared/config.js';
 import { closeDb } from '../../shared/db.js';
 import { closeQueues } from '../../shared/queues.js';
 import { closeRedis } from '../../shared/redis.js';
-import { loadProcessors, startWorkers, stopWorkers, type ProcessorDefinition } from '../../workers/runner.js';
+import { loadProcessors, runWorkerStartHooks, startWorkers, stopWorkers, type ProcessorDefinition } from '../../workers/runner.js';
 import { freePort } from '../../scripts/services.js';
 
 export interface CallOptions {
@@ -156,6 +156,7 @@ export async function startStack(options: { workers?: boolean; processors?: Proc
       };
     },
     async startWorkers(extra = []) {
+      await runWorkerStartHooks();
       workers = startWorkers({ processors: [...(await loadProcessors()), ...(options.processors ?? []), ...extra] });
       await Promise.all(workers.map((w) => w.waitUntilReady()));
     },

@@ -2,10 +2,10 @@ import { QueryTypes, UniqueConstraintError, type Transaction } from 'sequelize';
 import { db, withTransaction } from '../../shared/db.js';
 import { ApiError, conflict, forbidden, notFound } from '../../shared/errors.js';
 import { ClientCertificate } from '../../shared/models/ClientCertificate.js';
-import { BACKDATE_MS, hubCa } from '../../shared/pki/ca.js';
+import { BACKDATE_MS, ensureRootCa, hubCa } from '../../shared/pki/ca.js';
 import { certificatePem, issueCertificate, type CertificateInfo } from '../../shared/pki/certificates.js';
 import { csrParts } from '../../shared/pki/csr.js';
-import { encodeRefusal, ISSUE_JOB, ROTATE_JOB, type IssuePayload } from '../../shared/pki/issuance.js';
+import { CREATE_HUB_CA_JOB, encodeRefusal, ISSUE_JOB, ROTATE_JOB, type IssuePayload } from '../../shared/pki/issuance.js';
 import { preparedQuery } from '../../shared/db.js';
 import { rotateSigningKey } from '../../shared/pki/signingKeys.js';
 import { defineProcessor, permanentFailure, type JobContext } from '../runner.js';
@@ -132,4 +132,18 @@ const rotate = defineProcessor({
   },
 });
 
-export default [issue, rotate];
+/** A new hub's issuing CA, made ahead of its first certificate (issuance would otherwise make it on first use). */
+const createHubCa = defineProcessor({
+  type: CREATE_HUB_CA_JOB,
+  async handle(ctx) {
+    const ca = await hubCa(ctx.hubId!);
+    return { certificateAuthorityId: ca.id };
+  },
+});
+
+/** The root CA exists from the first start of a worker (race-safe when several start at once). */
+export async function onWorkerStart(): Promise<void> {
+  await ensureRootCa();
+}
+
+export default [issue, rotate, createHubCa];
