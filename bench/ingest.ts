@@ -8,14 +8,9 @@
  *
  * Starts its own embedded PostgreSQL, redis-server and API process, and stops them.
  */
-import { spawn, type ChildProcess } from 'node:child_process';
-import { chmodSync, mkdtempSync, rmSync } from 'node:fs';
-import os from 'node:os';
 import path from 'node:path';
 import pg from 'pg';
-import { Sequelize } from 'sequelize';
-import { freePort, startPostgres, startRedis } from '../scripts/services.js';
-import { migrate } from '../shared/migrate.js';
+import { benchWorkspace, freePort, jsonClient, median, startProcess, startServices, timed, waitUntilHealthy } from './harness.js';
 
 const TOTAL = Number(process.env.BENCH_SAMPLES ?? 200_000);
 const BATCH = Number(process.env.BENCH_BATCH ?? 5_000);
@@ -23,81 +18,18 @@ const CONCURRENCY = Number(process.env.BENCH_CONCURRENCY ?? 4);
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 3);
 const SHARES = 100;
 const ENVIRONMENTS = 10;
-const TIME_BUDGET_MS = 10 * 60_000;
 
-const work = mkdtempSync(path.join(os.tmpdir(), 'edgehub-bench-'));
-chmodSync(work, 0o755);
-const cleanups: (() => Promise<unknown>)[] = [];
-async function cleanUp() {
-  for (const step of cleanups.reverse()) await step().catch(() => undefined);
-  rmSync(work, { recursive: true, force: true });
-}
-setTimeout(() => {
-  console.error(`bench exceeded its ${TIME_BUDGET_MS / 60_000} min budget; stopping`);
-  void cleanUp().finally(() => process.exit(2));
-}, TIME_BUDGET_MS).unref();
-
-function stopChild(child: ChildProcess): Promise<void> {
-  return new Promise((resolve) => {
-    if (child.exitCode !== null) return resolve();
-    child.once('exit', () => resolve());
-    child.kill('SIGTERM');
-  });
-}
-
-async function startApi(env: NodeJS.ProcessEnv, baseUrl: string): Promise<ChildProcess> {
-  const child = spawn(process.execPath, ['--import', 'tsx', 'api/server.ts'], { env, stdio: ['ignore', 'ignore', 'inherit'] });
-  cleanups.push(() => stopChild(child));
-  const deadline = Date.now() + 30_000;
-  for (;;) {
-    try {
-      if ((await fetch(`${baseUrl}/healthz`)).ok) return child;
-    } catch {
-      /* not listening yet */
-    }
-    if (Date.now() > deadline || child.exitCode !== null) throw new Error('the API did not start');
-    await new Promise((r) => setTimeout(r, 100));
-  }
-}
-
-/** Runs `task(i)` for i in [0, n) with at most `concurrency` at once; returns the elapsed milliseconds. */
-async function timed(n: number, concurrency: number, task: (i: number) => Promise<void>): Promise<number> {
-  let next = 0;
-  const started = performance.now();
-  await Promise.all(Array.from({ length: concurrency }, async () => {
-    while (next < n) await task(next++);
-  }));
-  return performance.now() - started;
-}
-
-const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
+const ws = benchWorkspace({ budgetMs: 10 * 60_000 });
 
 try {
-  const postgres = await startPostgres(path.join(work, 'postgres'), { persistent: false, database: 'bench' });
-  cleanups.push(() => postgres.stop());
-  const redis = await startRedis(undefined);
-  cleanups.push(() => redis.stop());
-  const databaseUrl = postgres.url('bench');
-  const migrator = new Sequelize(databaseUrl, { logging: false });
-  await migrate(migrator);
-  await migrator.close();
+  const { databaseUrl, redisUrl } = await startServices(ws);
 
   const port = await freePort();
   const baseUrl = `http://127.0.0.1:${port}`;
   const adminToken = 'bench-admin-token-0123456789';
-  await startApi(
-    { ...process.env, DATABASE_URL: databaseUrl, REDIS_URL: redis.url, HUB_ADMIN_TOKEN: adminToken, HUB_DATA_DIR: path.join(work, 'data'), PORT: String(port), LOG_LEVEL: 'silent', HUB_PROCESS: 'web' },
-    baseUrl,
-  );
-  const call = async (method: string, urlPath: string, body?: unknown) => {
-    const res = await fetch(baseUrl + urlPath, {
-      method,
-      headers: { authorization: `Bearer ${adminToken}`, 'content-type': 'application/json', accept: 'application/json' },
-      body: body === undefined ? undefined : typeof body === 'string' ? body : JSON.stringify(body),
-    });
-    const text = await res.text();
-    return { status: res.status, json: text ? JSON.parse(text) : undefined, text };
-  };
+  const apiProcess = startProcess(ws, 'api/server.ts', { ...process.env, DATABASE_URL: databaseUrl, REDIS_URL: redisUrl, HUB_ADMIN_TOKEN: adminToken, HUB_DATA_DIR: path.join(ws.work, 'data'), PORT: String(port), LOG_LEVEL: 'silent', HUB_PROCESS: 'web' });
+  await waitUntilHealthy(baseUrl, apiProcess);
+  const call = jsonClient(baseUrl, `Bearer ${adminToken}`);
 
   // a hub with environments and shares, created through the API
   const hub = (await call('POST', '/admin/v1/hubs', { name: 'bench' })).json;
@@ -137,7 +69,7 @@ try {
   });
 
   const pool = new pg.Pool({ connectionString: databaseUrl, max: CONCURRENCY });
-  cleanups.push(() => pool.end());
+  ws.onCleanup(() => pool.end());
   const count = async () => Number((await pool.query('SELECT count(*) AS n FROM usage_samples')).rows[0].n);
 
   const viaApi = async () =>
@@ -174,6 +106,6 @@ try {
   console.log(`\ningestion (median): ${Math.round(apiRate).toLocaleString('en')} samples/s; baseline raw multi-row INSERT: ${Math.round(rawRate).toLocaleString('en')} samples/s`);
   console.log(`ratio ingestion/raw = ${ratio.toFixed(2)}  (target >= 0.5: ${ratio >= 0.5 ? 'met' : 'NOT met'}; >= 50k samples/s: ${apiRate >= 50_000 ? 'met' : 'NOT met'})`);
 } finally {
-  await cleanUp();
+  await ws.cleanUp();
 }
 process.exit(0);

@@ -8,93 +8,22 @@
  *
  * Starts its own embedded PostgreSQL, redis-server and API process, and stops them.
  */
-import { spawn, type ChildProcess } from 'node:child_process';
-import { chmodSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
-import os from 'node:os';
 import path from 'node:path';
 import { isDeepStrictEqual } from 'node:util';
-import { QueryTypes, Sequelize } from 'sequelize';
-import { freePort, startPostgres, startRedis } from '../scripts/services.js';
+import { QueryTypes } from 'sequelize';
 import { resetConfig } from '../shared/config.js';
 import { closeDb, db, initDb } from '../shared/db.js';
-import { migrate } from '../shared/migrate.js';
 import { bucketIndex, bucketTimestamps, fill, queryShareSeries, type UsagePoint } from '../shared/metrics/query.js';
 import { rollUp } from '../shared/metrics/rollup.js';
 import { planWindow, type MetricsWindow } from '../shared/metrics/window.js';
+import { benchWorkspace, cpuMs, freePort, jsonClient, percentile, postgresCpuMs, startProcess, startServices, waitUntilHealthy } from './harness.js';
 
 const SHARES = Number(process.env.BENCH_SHARES ?? 1_000);
 const MINUTES = 24 * 60;
 const ITERATIONS = Number(process.env.BENCH_ITERATIONS ?? 50);
 const RAW_ITERATIONS = Number(process.env.BENCH_RAW_ITERATIONS ?? 10);
-const TIME_BUDGET_MS = 10 * 60_000;
 
-const work = mkdtempSync(path.join(os.tmpdir(), 'edgehub-bench-'));
-chmodSync(work, 0o755);
-const cleanups: (() => Promise<unknown>)[] = [];
-async function cleanUp() {
-  for (const step of cleanups.reverse()) await step().catch(() => undefined);
-  rmSync(work, { recursive: true, force: true });
-}
-setTimeout(() => {
-  console.error(`bench exceeded its ${TIME_BUDGET_MS / 60_000} min budget; stopping`);
-  void cleanUp().finally(() => process.exit(2));
-}, TIME_BUDGET_MS).unref();
-
-function stopChild(child: ChildProcess): Promise<void> {
-  return new Promise((resolve) => {
-    if (child.exitCode !== null) return resolve();
-    child.once('exit', () => resolve());
-    child.kill('SIGTERM');
-  });
-}
-
-async function startApi(env: NodeJS.ProcessEnv, baseUrl: string): Promise<ChildProcess> {
-  // BENCH_PROFILE=<dir> writes a V8 CPU profile of the API process there
-  const profile = process.env.BENCH_PROFILE ? ['--cpu-prof', `--cpu-prof-dir=${process.env.BENCH_PROFILE}`] : [];
-  const child = spawn(process.execPath, [...profile, '--import', 'tsx', 'api/server.ts'], { env, stdio: ['ignore', 'ignore', 'inherit'] });
-  cleanups.push(() => stopChild(child));
-  const deadline = Date.now() + 30_000;
-  for (;;) {
-    try {
-      if ((await fetch(`${baseUrl}/healthz`)).ok) return child;
-    } catch {
-      /* not listening yet */
-    }
-    if (Date.now() > deadline || child.exitCode !== null) throw new Error('the API did not start');
-    await new Promise((r) => setTimeout(r, 100));
-  }
-}
-
-/** /proc/<pid>/stat fields after the command name (Linux): [1] ppid, [11..14] utime stime cutime cstime. */
-function procStat(pid: number | string | undefined): string[] | undefined {
-  try {
-    return readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1].split(' ');
-  } catch {
-    return undefined;
-  }
-}
-
-/** CPU milliseconds (user + system) a process has used; with `reaped`, also its exited children's (100 ticks/s). */
-function cpuMs(pid: number | string | undefined, reaped = false): number {
-  const f = procStat(pid);
-  if (!f) return NaN;
-  return (Number(f[11]) + Number(f[12]) + (reaped ? Number(f[13]) + Number(f[14]) : 0)) * 10;
-}
-
-/** CPU milliseconds of a PostgreSQL instance: the postmaster, its live backends and parallel workers, and the reaped. */
-function postgresCpuMs(dataDir: string): number {
-  const postmaster = readFileSync(path.join(dataDir, 'postmaster.pid'), 'utf8').split('\n')[0].trim();
-  let total = cpuMs(postmaster, true);
-  for (const entry of readdirSync('/proc')) {
-    if (/^\d+$/.test(entry) && procStat(entry)?.[1] === postmaster) total += cpuMs(entry);
-  }
-  return total;
-}
-
-const percentile = (xs: number[], p: number) => {
-  const sorted = [...xs].sort((a, b) => a - b);
-  return sorted[Math.min(sorted.length - 1, Math.ceil((p / 100) * sorted.length) - 1)];
-};
+const ws = benchWorkspace({ budgetMs: 10 * 60_000 });
 
 interface Timings {
   times: number[];
@@ -130,35 +59,21 @@ async function rawSparklines(hubId: string, shareIds: string[], window: MetricsW
 const ms = (x: number) => `${x.toFixed(1)} ms`;
 
 try {
-  const postgres = await startPostgres(path.join(work, 'postgres'), { persistent: false, database: 'bench' });
-  cleanups.push(() => postgres.stop());
-  const redis = await startRedis(undefined);
-  cleanups.push(() => redis.stop());
-  const databaseUrl = postgres.url('bench');
-  const migrator = new Sequelize(databaseUrl, { logging: false });
-  await migrate(migrator);
-  await migrator.close();
+  const services = await startServices(ws);
 
   const port = await freePort();
   const baseUrl = `http://127.0.0.1:${port}`;
   const adminToken = 'bench-admin-token-0123456789';
-  const env = { DATABASE_URL: databaseUrl, REDIS_URL: redis.url, HUB_ADMIN_TOKEN: adminToken, HUB_DATA_DIR: path.join(work, 'data'), PORT: String(port), LOG_LEVEL: 'silent' };
-  const api = await startApi({ ...process.env, ...env, HUB_PROCESS: 'web' }, baseUrl);
-  const pgDir = path.join(work, 'postgres');
+  const env = { DATABASE_URL: services.databaseUrl, REDIS_URL: services.redisUrl, HUB_ADMIN_TOKEN: adminToken, HUB_DATA_DIR: path.join(ws.work, 'data'), PORT: String(port), LOG_LEVEL: 'silent' };
+  const api = startProcess(ws, 'api/server.ts', { ...process.env, ...env, HUB_PROCESS: 'web' });
+  await waitUntilHealthy(baseUrl, api);
+  const pgDir = services.postgresDataDir;
   Object.assign(process.env, env);
   resetConfig();
   await initDb();
-  cleanups.push(() => closeDb());
+  ws.onCleanup(() => closeDb());
 
-  const call = async (method: string, urlPath: string, body?: unknown) => {
-    const res = await fetch(baseUrl + urlPath, {
-      method,
-      headers: { authorization: `Bearer ${adminToken}`, 'content-type': 'application/json', accept: 'application/json' },
-      body: body === undefined ? undefined : JSON.stringify(body),
-    });
-    const text = await res.text();
-    return { status: res.status, json: text ? JSON.parse(text) : undefined, text };
-  };
+  const call = jsonClient(baseUrl, `Bearer ${adminToken}`);
 
   // 1,000 shares of one hub, created through the API
   const started = performance.now();
@@ -254,6 +169,6 @@ try {
   console.log(`\nCPU per answer: HTTP ${ms(serviceMs)} (API ${ms(httpCpu.api)} + PostgreSQL ${ms(httpCpu.postgres)}; client ${ms(httpCpu.bench)}), tiered in process ${ms(tieredMs)}, raw aggregation ${ms(rawMs)} (PostgreSQL ${ms(rawCpu.postgres)})`);
   console.log(`ratio raw/tiered by CPU = ${(rawMs / tieredMs).toFixed(1)}x in process, ${(rawMs / serviceMs).toFixed(1)}x against the whole HTTP answer`);
 } finally {
-  await cleanUp();
+  await ws.cleanUp();
 }
 process.exit(0);

@@ -1,0 +1,162 @@
+/**
+ * What the benchmarks share: a temporary work directory with a time budget and a cleanup list, the embedded
+ * PostgreSQL + redis-server they run against (migrated), service processes started through tsx, /proc-based CPU
+ * accounting, and small statistics and HTTP helpers.
+ */
+import { spawn, type ChildProcess } from 'node:child_process';
+import { chmodSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { Sequelize } from 'sequelize';
+import { freePort, startPostgres, startRedis } from '../scripts/services.js';
+import { migrate } from '../shared/migrate.js';
+
+export { freePort };
+
+export interface BenchWorkspace {
+  /** A fresh directory below the system temp dir (mode 755, so that embedded PostgreSQL can reach it as root). */
+  work: string;
+  /** Registers a step for cleanUp(); steps run in reverse order of registration, failures ignored. */
+  onCleanup(step: () => Promise<unknown>): void;
+  /** Runs the registered steps and removes the work directory. */
+  cleanUp(): Promise<void>;
+}
+
+/**
+ * A work directory and a cleanup list. After `budgetMs` (default 10 min) the process cleans up and exits with
+ * status 2, saying so on stderr.
+ */
+export function benchWorkspace({ budgetMs = 10 * 60_000 }: { budgetMs?: number } = {}): BenchWorkspace {
+  const work = mkdtempSync(path.join(os.tmpdir(), 'edgehub-bench-'));
+  chmodSync(work, 0o755);
+  const cleanups: (() => Promise<unknown>)[] = [];
+  async function cleanUp() {
+    for (const step of cleanups.reverse()) await step().catch(() => undefined);
+    rmSync(work, { recursive: true, force: true });
+  }
+  setTimeout(() => {
+    console.error(`bench exceeded its ${budgetMs / 60_000} min budget; stopping`);
+    void cleanUp().finally(() => process.exit(2));
+  }, budgetMs).unref();
+  return { work, onCleanup: (step) => void cleanups.push(step), cleanUp };
+}
+
+export interface BenchServices {
+  databaseUrl: string;
+  redisUrl: string;
+  /** The PostgreSQL data directory (holds postmaster.pid, for postgresCpuMs). */
+  postgresDataDir: string;
+  redisPid: number | undefined;
+}
+
+/** Embedded PostgreSQL (database `bench`, migrated) and a redis-server, both stopped by the workspace's cleanUp(). */
+export async function startServices(ws: BenchWorkspace): Promise<BenchServices> {
+  const postgresDataDir = path.join(ws.work, 'postgres');
+  const postgres = await startPostgres(postgresDataDir, { persistent: false, database: 'bench' });
+  ws.onCleanup(() => postgres.stop());
+  const redis = await startRedis(undefined);
+  ws.onCleanup(() => redis.stop());
+  const databaseUrl = postgres.url('bench');
+  const migrator = new Sequelize(databaseUrl, { logging: false });
+  await migrate(migrator);
+  await migrator.close();
+  return { databaseUrl, redisUrl: redis.url, postgresDataDir, redisPid: redis.process.pid };
+}
+
+/** SIGTERM, then resolves once the child has exited (at once if it already has). */
+export function stopChild(child: ChildProcess): Promise<void> {
+  return new Promise((resolve) => {
+    if (child.exitCode !== null) return resolve();
+    child.once('exit', () => resolve());
+    child.kill('SIGTERM');
+  });
+}
+
+/**
+ * `node --import tsx <script>` with `env` (stdout ignored, stderr inherited), stopped by the workspace's cleanUp().
+ * BENCH_PROFILE=<dir> writes a V8 CPU profile of each process there.
+ */
+export function startProcess(ws: BenchWorkspace, script: string, env: NodeJS.ProcessEnv): ChildProcess {
+  const profile = process.env.BENCH_PROFILE ? ['--cpu-prof', `--cpu-prof-dir=${process.env.BENCH_PROFILE}`] : [];
+  const child = spawn(process.execPath, [...profile, '--import', 'tsx', script], { env, stdio: ['ignore', 'ignore', 'inherit'] });
+  ws.onCleanup(() => stopChild(child));
+  return child;
+}
+
+/** Polls `${baseUrl}/healthz` until it answers 2xx; fails after 30 s or once `child` (the API process) has exited. */
+export async function waitUntilHealthy(baseUrl: string, child: ChildProcess): Promise<void> {
+  const deadline = Date.now() + 30_000;
+  for (;;) {
+    try {
+      const res = await fetch(`${baseUrl}/healthz`);
+      await res.arrayBuffer();
+      if (res.ok) return;
+    } catch {
+      /* not listening yet */
+    }
+    if (Date.now() > deadline || child.exitCode !== null) throw new Error('the API did not start');
+    await new Promise((r) => setTimeout(r, 100));
+  }
+}
+
+/** A JSON client for `baseUrl` with a fixed authorization header; a string body is sent as it is. */
+export function jsonClient(baseUrl: string, authorization: string) {
+  return async (method: string, urlPath: string, body?: unknown) => {
+    const res = await fetch(baseUrl + urlPath, {
+      method,
+      headers: { authorization, 'content-type': 'application/json', accept: 'application/json' },
+      body: body === undefined ? undefined : typeof body === 'string' ? body : JSON.stringify(body),
+    });
+    const text = await res.text();
+    return { status: res.status, json: text ? JSON.parse(text) : undefined, text };
+  };
+}
+
+/** /proc/<pid>/stat fields after the command name (Linux): [0] state, [1] ppid, [11..14] utime stime cutime cstime. */
+function procStat(pid: number | string | undefined): string[] | undefined {
+  try {
+    return readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1].split(' ');
+  } catch {
+    return undefined;
+  }
+}
+
+/** CPU milliseconds (user + system) a process has used so far; with `reaped`, also its exited children's (100 ticks/s). */
+export function cpuMs(pid: number | string | undefined, reaped = false): number {
+  const f = procStat(pid);
+  if (!f) return NaN;
+  return (Number(f[11]) + Number(f[12]) + (reaped ? Number(f[13]) + Number(f[14]) : 0)) * 10;
+}
+
+/** CPU milliseconds of a PostgreSQL instance: the postmaster, its live backends and parallel workers, and the reaped. */
+export function postgresCpuMs(dataDir: string): number {
+  const postmaster = readFileSync(path.join(dataDir, 'postmaster.pid'), 'utf8').split('\n')[0].trim();
+  let total = cpuMs(postmaster, true);
+  for (const entry of readdirSync('/proc')) {
+    if (/^\d+$/.test(entry) && procStat(entry)?.[1] === postmaster) total += cpuMs(entry);
+  }
+  return total;
+}
+
+/** Runs `task(i)` for i in [0, n) with at most `concurrency` at once; returns the elapsed milliseconds. */
+export async function timed(n: number, concurrency: number, task: (i: number) => Promise<void>): Promise<number> {
+  let next = 0;
+  const started = performance.now();
+  await Promise.all(
+    Array.from({ length: concurrency }, async () => {
+      while (next < n) await task(next++);
+    }),
+  );
+  return performance.now() - started;
+}
+
+/** The nearest-rank p-th percentile (0 < p <= 100). */
+export function percentile(xs: number[], p: number): number {
+  const sorted = [...xs].sort((a, b) => a - b);
+  return sorted[Math.min(sorted.length - 1, Math.ceil((p / 100) * sorted.length) - 1)];
+}
+
+/** The middle value (the upper one of the two middle values for an even count). */
+export function median(xs: number[]): number {
+  return [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
+}
