@@ -291,7 +291,7 @@ test('validation: name, peerPublicIp, peerCidr and nlbPrivateIp are checked and 
   const notJson = await hub.call('POST', `${hub.h2}/ipsec-tunnels`, { raw: '{"name":', headers: { 'content-type': 'application/json' } });
   t.is(notJson.status, 400);
   t.is((await hub.call('GET', `${hub.h2}/ipsec-tunnels?status=NEW&status=DEPLOYED&status=ERROR&status=DELETED`)).json.totalElements, 0, 'nothing written');
-  t.is((await hub.call('GET', `${hub.h}/executions`)).json.totalElements, 0, 'no execution either');
+  t.is((await hub.call('GET', `${hub.h}/executions?resourceType=ipsecTunnel`)).json.totalElements, 0, 'no execution either');
 
   // public addresses, including the documentation ranges, are accepted
   for (const [i, ip] of ['192.0.2.1', '198.51.100.7', '203.0.113.9', '8.8.8.8', '100.128.0.1', '172.32.0.1'].entries()) {
