@@ -12,7 +12,7 @@ export async function requestRotation(createdBy: string): Promise<Execution> {
   const active = await ensureActiveKeyRow();
   const id = `rotate-signing-key-${active.kid}`;
   await Execution.bulkCreate(
-    [{ id, processId: id, hubId: null, type: ROTATE_JOB, resourceType: 'signing-key', resourceId: active.kid, status: 'QUEUED', payload: { supersedes: active.kid }, createdBy }],
+    [{ id, processId: id, hubId: null, type: ROTATE_JOB, resourceType: 'signingKey', resourceId: active.kid, status: 'QUEUED', payload: { supersedes: active.kid }, createdBy }],
     { ignoreDuplicates: true },
   );
   const execution = (await Execution.findByPk(id)) as Execution;

@@ -79,7 +79,7 @@ export async function issueInWorker(spec: { hubId: string; payload: IssuePayload
   const execution = await enqueue({
     type: ISSUE_JOB,
     hubId: spec.hubId,
-    resourceType: 'client-certificate',
+    resourceType: 'clientCertificate',
     resourceId: spec.resourceId,
     payload: spec.payload as unknown as Record<string, unknown>,
     createdBy: spec.createdBy,
