@@ -1,7 +1,6 @@
 import { QueryTypes } from 'sequelize';
 import { db } from '../db.js';
 import { badRequest } from '../errors.js';
-import { tableExists } from '../metrics/catalog.js';
 import { insertSamples, type UsageRow } from '../metrics/store.js';
 
 /** Largest batch one request may carry (the 1 MiB body limit holds about as many). */
@@ -76,13 +75,10 @@ interface ShareRow {
 async function lookUp(rows: UsageRow[]) {
   const distinct = (pick: (r: UsageRow) => string | null) => [...new Set(rows.map(pick).filter((v): v is string => v !== null))];
   const shareIds = distinct((r) => r.shareId);
-  const shareSources = await Promise.all([tableExists('shares'), tableExists('ipsec_shares')]);
-  const shareQuery = [
-    shareSources[0] ? 'SELECT z_id AS id, hub_id, env_z_id FROM shares WHERE z_id = ANY($1::text[])' : undefined,
-    shareSources[1] ? 'SELECT id, hub_id, env_z_id FROM ipsec_shares WHERE id = ANY($1::text[])' : undefined,
-  ].filter(Boolean).join(' UNION ALL ');
+  const shareQuery =
+    'SELECT z_id AS id, hub_id, env_z_id FROM shares WHERE z_id = ANY($1::text[]) UNION ALL SELECT id, hub_id, env_z_id FROM ipsec_shares WHERE id = ANY($1::text[])';
   const select = <T extends object>(sql: string, ids: string[]) =>
-    ids.length === 0 || sql === '' ? Promise.resolve([] as T[]) : db().query<T>(sql, { bind: [ids], type: QueryTypes.SELECT });
+    ids.length === 0 ? Promise.resolve([] as T[]) : db().query<T>(sql, { bind: [ids], type: QueryTypes.SELECT });
   const [hubs, environments, shares] = await Promise.all([
     select<{ id: string }>('SELECT id FROM hubs WHERE id = ANY($1::text[])', distinct((r) => r.hubId)),
     select<{ hub_id: string; env_z_id: string }>('SELECT hub_id, env_z_id FROM environments WHERE env_z_id = ANY($1::text[])', distinct((r) => r.envZId)),

@@ -1,12 +1,10 @@
 import { QueryTypes } from 'sequelize';
 import { db } from '../db.js';
 import { notFound } from '../errors.js';
-import { tableExists } from './catalog.js';
 
 /*
  * The things metrics are about, looked up inside one hub only (an id of another hub is simply not found). Shares
- * and IPsec resources belong to other areas: they are read here with plain SQL and tolerated as absent while their
- * tables do not exist yet.
+ * and IPsec resources belong to other areas: they are read here with plain SQL, not through those areas' models.
  */
 
 async function rows<T extends object>(sql: string, bind: unknown[]): Promise<T[]> {
@@ -14,9 +12,7 @@ async function rows<T extends object>(sql: string, bind: unknown[]): Promise<T[]
 }
 
 export async function shareInHub(hubId: string, zId: string): Promise<{ zId: string; envZId: string | null }> {
-  const [share] = (await tableExists('shares'))
-    ? await rows<{ z_id: string; env_z_id: string | null }>('SELECT z_id, env_z_id FROM shares WHERE hub_id = $1 AND z_id = $2', [hubId, zId])
-    : [];
+  const [share] = await rows<{ z_id: string; env_z_id: string | null }>('SELECT z_id, env_z_id FROM shares WHERE hub_id = $1 AND z_id = $2', [hubId, zId]);
   if (!share) throw notFound('share', zId);
   return { zId: share.z_id, envZId: share.env_z_id };
 }
@@ -27,15 +23,14 @@ export async function environmentInHub(hubId: string, envZId: string): Promise<v
 }
 
 export async function ipsecShareInHub(hubId: string, id: string): Promise<void> {
-  const [share] = (await tableExists('ipsec_shares')) ? await rows('SELECT 1 FROM ipsec_shares WHERE hub_id = $1 AND id = $2', [hubId, id]) : [];
+  const [share] = await rows('SELECT 1 FROM ipsec_shares WHERE hub_id = $1 AND id = $2', [hubId, id]);
   if (!share) throw notFound('IPsec share', id);
 }
 
 /** The ids of the IPsec shares published on a tunnel of the hub (its metrics are their sum); 404 for another hub's tunnel. */
 export async function ipsecTunnelShareIds(hubId: string, tunnelId: string): Promise<string[]> {
-  const [tunnel] = (await tableExists('ipsec_tunnels')) ? await rows('SELECT 1 FROM ipsec_tunnels WHERE hub_id = $1 AND id = $2', [hubId, tunnelId]) : [];
+  const [tunnel] = await rows('SELECT 1 FROM ipsec_tunnels WHERE hub_id = $1 AND id = $2', [hubId, tunnelId]);
   if (!tunnel) throw notFound('IPsec tunnel', tunnelId);
-  if (!(await tableExists('ipsec_shares'))) return [];
   const shares = await rows<{ id: string }>('SELECT id FROM ipsec_shares WHERE hub_id = $1 AND ipsec_tunnel_id = $2', [hubId, tunnelId]);
   return shares.map((s) => s.id);
 }
@@ -48,10 +43,8 @@ export interface HubShare {
 /** Every share of the hub, plain ones first, then IPsec shares that are not deleted, each in creation order. */
 export async function sharesOfHub(hubId: string): Promise<HubShare[]> {
   const [plain, ipsec] = await Promise.all([
-    tableExists('shares').then((ok) => (ok ? rows<{ id: string }>('SELECT z_id AS id FROM shares WHERE hub_id = $1 ORDER BY created_at, z_id', [hubId]) : [])),
-    tableExists('ipsec_shares').then((ok) =>
-      ok ? rows<{ id: string }>(`SELECT id FROM ipsec_shares WHERE hub_id = $1 AND status <> 'DELETED' ORDER BY created_at, id`, [hubId]) : [],
-    ),
+    rows<{ id: string }>('SELECT z_id AS id FROM shares WHERE hub_id = $1 ORDER BY created_at, z_id', [hubId]),
+    rows<{ id: string }>(`SELECT id FROM ipsec_shares WHERE hub_id = $1 AND status <> 'DELETED' ORDER BY created_at, id`, [hubId]),
   ]);
   return [...plain.map((s) => ({ id: s.id, scope: 'share' as const })), ...ipsec.map((s) => ({ id: s.id, scope: 'ipsecShare' as const }))];
 }
