@@ -228,6 +228,20 @@ export function issuanceBackoffMs(failures: number): number {
   return Math.min(5 * 60_000 * 2 ** Math.max(0, failures - 1), 6 * 3600_000);
 }
 
+/** A certificate for the frontend from the configured issuer; a failure is recorded (backoff) and rethrown. */
+async function issueFor(frontend: CustomFrontend, status: 'PENDING' | 'ACTIVE'): Promise<IssuedCertificate> {
+  try {
+    return await certificateIssuer().issue({
+      hostname: frontend.hostname,
+      validationName: frontend.validationName!,
+      validationValue: frontend.validationValue!,
+    });
+  } catch (err) {
+    await recordIssuanceFailure(frontend, err as Error, status);
+    throw err;
+  }
+}
+
 async function recordIssuanceFailure(frontend: CustomFrontend, err: Error, status: 'PENDING' | 'ACTIVE' = 'PENDING'): Promise<void> {
   const failures = frontend.certificateFailures + 1;
   const retryAt = new Date(Date.now() + issuanceBackoffMs(failures));
@@ -259,17 +273,7 @@ export async function activateWhenDnsReady(customFrontendId: string): Promise<Re
     if (!frontend.dnsMessage?.startsWith('certificate issuance failed')) await setMessage(message);
     throw new CertificateNotIssued(message);
   }
-  let issued: IssuedCertificate;
-  try {
-    issued = await certificateIssuer().issue({
-      hostname: frontend.hostname,
-      validationName: frontend.validationName!,
-      validationValue: frontend.validationValue!,
-    });
-  } catch (err) {
-    await recordIssuanceFailure(frontend, err as Error);
-    throw err;
-  }
+  const issued = await issueFor(frontend, 'PENDING');
   return withTransaction(async (transaction) => {
     const [moved] = await CustomFrontend.update(
       {
@@ -331,17 +335,7 @@ export async function renewCertificate(customFrontendId: string): Promise<Record
   const frontend = await CustomFrontend.findByPk(customFrontendId);
   if (!frontend || frontend.status !== 'ACTIVE') return { skipped: frontend ? frontend.status : 'deleted' };
   if (frontend.certificateExpiresAt && frontend.certificateExpiresAt >= renewalDue()) return { skipped: 'not due' };
-  let issued: IssuedCertificate;
-  try {
-    issued = await certificateIssuer().issue({
-      hostname: frontend.hostname,
-      validationName: frontend.validationName!,
-      validationValue: frontend.validationValue!,
-    });
-  } catch (err) {
-    await recordIssuanceFailure(frontend, err as Error, 'ACTIVE');
-    throw err;
-  }
+  const issued = await issueFor(frontend, 'ACTIVE');
   await CustomFrontend.update(
     {
       certificatePem: issued.certificatePem,
