@@ -1,8 +1,8 @@
-import test, { type ExecutionContext } from 'ava';
+import test from 'ava';
 import { QueryTypes } from 'sequelize';
 import { db } from '../shared/db.js';
-import { rollUp } from '../shared/metrics/rollup.js';
 import { startStack, waitFor, type HubFixture, type Stack } from './helpers/stack.js';
+import { assertSeries, environment, get, HOUR, MINUTE, rollUpAll, sampleMaker, type Sample } from './helpers/usage.js';
 
 let stack: Stack;
 test.before(async () => {
@@ -12,73 +12,12 @@ test.after.always(async () => {
   await stack?.stop();
 });
 
-interface Sample {
-  hubId: string;
-  envZId?: string;
-  shareId?: string;
-  rx: number;
-  tx: number;
-  timestamp: string;
-}
-interface Point {
-  rx: number;
-  tx: number;
-  timestamp: string;
-}
-
-const MINUTE = 60_000;
-const HOUR = 60 * MINUTE;
-let seed = 11;
-const random = (max: number) => {
-  seed = (seed * 1103515245 + 12345) % 2 ** 31;
-  return seed % max;
-};
-function samplesOf(base: Omit<Sample, 'rx' | 'tx' | 'timestamp'>, count: number, spanMinutes: number): Sample[] {
-  const now = Date.now();
-  return Array.from({ length: count }, () => ({ ...base, rx: random(1_000_000), tx: random(50_000), timestamp: new Date(now - random(spanMinutes * MINUTE)).toISOString() }));
-}
+const { samplesOf } = sampleMaker(11);
 
 const ingest = (samples: Sample[]) => stack.call('POST', '/admin/v1/usage', { auth: stack.admin, body: { samples } });
 async function ingestOk(samples: Sample[]) {
   const r = await ingest(samples);
   if (r.status !== 202) throw new Error(`ingest: ${r.status} ${r.text}`);
-}
-
-/** Rolls up until nothing is pending (another test file's open transaction can hold the horizon back briefly). */
-const rollUpAll = () =>
-  waitFor(async () => {
-    await rollUp();
-    const [{ n }] = await db().query<{ n: number }>('SELECT count(*)::int AS n FROM usage_samples WHERE xid >= (SELECT rolled_up_to FROM usage_rollup_state)', {
-      type: QueryTypes.SELECT,
-    });
-    return n === 0;
-  }, { what: 'every sample rolled up' });
-
-function assertSeries(t: ExecutionContext, points: Point[], samples: Sample[], stepMs: number, what: string) {
-  t.true(points.length > 0, what);
-  const start = Date.parse(points[0].timestamp);
-  points.forEach((p, i) => t.is(Date.parse(p.timestamp), start + i * stepMs, `${what}: bucket ${i}`));
-  t.is(start % stepMs, 0, `${what}: aligned`);
-  const expected = points.map((p) => ({ rx: 0, tx: 0, timestamp: p.timestamp }));
-  for (const s of samples) {
-    const bucket = expected[Math.floor((Date.parse(s.timestamp) - start) / stepMs)];
-    if (!bucket) return t.fail(`${what}: sample at ${s.timestamp} outside the window`);
-    bucket.rx += s.rx;
-    bucket.tx += s.tx;
-  }
-  t.deepEqual(points, expected, what);
-}
-
-async function get(hub: HubFixture, path: string) {
-  const r = await hub.call('GET', path);
-  if (r.status !== 200) throw new Error(`GET ${path}: ${r.status} ${r.text}`);
-  return r.json;
-}
-
-async function environment(hub: HubFixture): Promise<string> {
-  const r = await hub.call('POST', `${hub.h}/environments`, { body: { description: 'agent' } });
-  if (r.status !== 201) throw new Error(`environment: ${r.status} ${r.text}`);
-  return r.json.envZId;
 }
 
 async function share(hub: HubFixture, name: string, envZId?: string): Promise<string> {
