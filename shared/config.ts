@@ -2,11 +2,19 @@ import { randomBytes } from 'node:crypto';
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { z } from 'zod';
+import { durationMs } from './metrics/durations.js';
 
 const optionalString = z
   .string()
   .optional()
   .transform((v) => (v === undefined || v.trim() === '' ? undefined : v.trim()));
+
+/** An ISO 8601 duration (P2D, PT12H, P1W), kept as written; checked at start so a typo does not wait for its job. */
+const retention = (fallback: string) =>
+  z
+    .string()
+    .default(fallback)
+    .refine((v) => (durationMs(v) ?? 0) > 0, 'must be an ISO 8601 duration such as P2D or PT12H');
 
 const envSchema = z.object({
   PORT: z.coerce.number().int().min(0).max(65535).default(8080),
@@ -36,7 +44,8 @@ const envSchema = z.object({
   HUB_SWEEP_CRON: z.string().default('*/15 * * * * *'),
   HUB_KEY_ROTATION_CRON: z.string().default('0 0 1 * *'),
   HUB_VPC_CIDR: z.string().default('10.100.0.0/16'),
-  HUB_METRICS_RAW_RETENTION: z.string().default('P2D'),
+  HUB_METRICS_RAW_RETENTION: retention('P2D'),
+  HUB_SCHEDULED_EXECUTION_RETENTION: retention('P7D'),
   LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
 });
 
@@ -66,6 +75,7 @@ export interface Config {
   keyRotationCron: string;
   vpcCidr: string;
   metricsRawRetention: string;
+  scheduledExecutionRetention: string;
   logLevel: string;
 }
 
@@ -128,6 +138,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     keyRotationCron: e.HUB_KEY_ROTATION_CRON,
     vpcCidr: e.HUB_VPC_CIDR,
     metricsRawRetention: e.HUB_METRICS_RAW_RETENTION,
+    scheduledExecutionRetention: e.HUB_SCHEDULED_EXECUTION_RETENTION,
     logLevel: e.LOG_LEVEL,
   };
 }

@@ -120,3 +120,28 @@ export async function sweepExecutions(olderThanMs = 10_000, limit = 500): Promis
   if (readded) logger.info({ readded }, 'sweeper re-added jobs');
   return readded;
 }
+
+/** Who starts the executions that no person asked for (roll-ups, scheduled health checks, renewals). */
+export const MACHINE_PRINCIPALS = ['clock', 'scheduler'];
+
+/**
+ * Deletes finished executions that the clock or a job scheduler started, once older than `retainMs`: a roll-up
+ * every minute and a scheduled probe per check would otherwise grow the table without bound. Executions a person or
+ * key caused are the audit trail and are kept. Deletes in batches so no statement holds many locks.
+ */
+export async function pruneMachineExecutions(retainMs: number, batch = 5000): Promise<number> {
+  let deleted = 0;
+  for (;;) {
+    const rows = await preparedQuery<{ id: string }>(
+      'executions_prune_machine',
+      `DELETE FROM executions WHERE id IN (
+         SELECT id FROM executions
+         WHERE created_by = ANY($1::text[]) AND status IN ('SUCCEEDED', 'FAILED') AND finished_at < now() - make_interval(secs => $2)
+         LIMIT $3)
+       RETURNING id`,
+      [MACHINE_PRINCIPALS, retainMs / 1000, batch],
+    );
+    deleted += rows.length;
+    if (rows.length < batch) return deleted;
+  }
+}

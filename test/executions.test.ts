@@ -1,5 +1,5 @@
 import test from 'ava';
-import { dispatch, enqueue, sweepExecutions } from '../shared/jobs.js';
+import { dispatch, enqueue, pruneMachineExecutions, sweepExecutions } from '../shared/jobs.js';
 import { Execution } from '../shared/models/Execution.js';
 import { defineProcessor, permanentFailure } from '../workers/runner.js';
 import { startStack, waitFor, type HubFixture, type Stack } from './helpers/stack.js';
@@ -111,7 +111,8 @@ test('a duplicate enqueue of one execution runs the work once', async (t) => {
   t.is(runs.get(execution.id), 1);
 });
 
-test('the sweeper adds the job of an execution that Redis never received', async (t) => {
+// serial: the sweeper looks at every execution, so no other test may have one in flight meanwhile
+test.serial('the sweeper adds the job of an execution that Redis never received', async (t) => {
   // what enqueue leaves behind when Redis is away: a QUEUED row without a job
   const orphan = await Execution.create({
     id: 'orphan-1',
@@ -150,4 +151,24 @@ test('executions list is paged, sortable and filterable; hubs are isolated', asy
   t.is((await hub.call('GET', `${other.h}/executions/${theirs.id}`)).status, 403, "another hub's path is forbidden");
   t.is((await hub.call('GET', `${hub.h}/executions:find`)).status, 400, 'processId is required');
   t.is((await hub.call('GET', `${hub.h}/executions?sort=payload`)).status, 400);
+});
+
+test.serial('finished executions the clock or a scheduler started are pruned after the retention; the audit trail stays', async (t) => {
+  const hub2 = await stack.hub();
+  const day = 86_400_000;
+  const row = (id: string, createdBy: string, status: 'SUCCEEDED' | 'FAILED' | 'RUNNING', ageMs: number) => {
+    const at = new Date(Date.now() - ageMs);
+    return { id, processId: id, hubId: hub2.hubId, type: 'system.sample', resourceType: null, resourceId: null, status, payload: {}, createdBy, createdAt: at, startedAt: at, finishedAt: status === 'RUNNING' ? null : at };
+  };
+  await Execution.bulkCreate([
+    row('old-clock', 'clock', 'SUCCEEDED', 10 * day),
+    row('old-scheduler', 'scheduler', 'FAILED', 10 * day),
+    row('old-scheduler-running', 'scheduler', 'RUNNING', 10 * day),
+    row('new-scheduler', 'scheduler', 'SUCCEEDED', day / 2),
+    row('old-person', 'key-someone', 'SUCCEEDED', 10 * day),
+  ]);
+  t.is(await pruneMachineExecutions(7 * day, 1), 2, 'batches until done');
+  const left = await hub2.call('GET', `${hub2.h}/executions?size=100&type=system.sample`);
+  t.deepEqual(left.json.content.map((e: any) => e.id).sort(), ['new-scheduler', 'old-person', 'old-scheduler-running']);
+  t.is(await pruneMachineExecutions(7 * day), 0);
 });

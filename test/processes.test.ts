@@ -32,6 +32,8 @@ test('a bad configuration value is refused at start with a message naming it', (
   t.throws(() => loadConfig({ ...process.env, HUB_SECRET_KEY: 'short' }), { message: /HUB_SECRET_KEY/ });
   t.throws(() => loadConfig({ ...process.env, DATABASE_URL: 'mysql://x' }), { message: /DATABASE_URL/ });
   t.throws(() => loadConfig({ ...process.env, HUB_DNS_SERVERS: 'nope' }), { message: /HUB_DNS_SERVERS/ });
+  t.throws(() => loadConfig({ ...process.env, HUB_SCHEDULED_EXECUTION_RETENTION: 'weekly' }), { message: /HUB_SCHEDULED_EXECUTION_RETENTION/ });
+  t.throws(() => loadConfig({ ...process.env, HUB_METRICS_RAW_RETENTION: 'P0D' }), { message: /HUB_METRICS_RAW_RETENTION/ });
   t.throws(() => loadConfig({ ...process.env, HUB_DNS_SERVERS: 'dns.example.com:53' }), { message: /ip:port/ }, 'resolvers are IP addresses');
   const start = spawnSync(process.execPath, ['--import', 'tsx', 'scripts/start.ts'], { env: { ...process.env, PORT: '99999' }, encoding: 'utf8' });
   t.is(start.status, 2);
