@@ -77,6 +77,7 @@ test('a job that throws is retried with backoff and then succeeds', async (t) =>
   const done = await settled(execution.id);
   t.is(done.status, 'SUCCEEDED');
   t.is(done.attempts, 3);
+  t.deepEqual(done.result, { ranOnAttempt: 3 }, 'what the job returned');
   t.is(runs.get(execution.id), 3);
   t.is(done.error, null, 'the error of a failed attempt is cleared on success');
 });

@@ -23,7 +23,10 @@ export interface JobContext {
 export interface ProcessorDefinition {
   /** `<queue>.<name>`; the queue comes from the prefix. */
   type: string;
-  /** Does the work; its result is stored on the execution. Throw to retry; throw `permanentFailure(...)` to stop. */
+  /**
+   * Does the work; its result is stored on the execution and shown by the executions API, so it must never hold a
+   * secret. Throw to retry; throw `permanentFailure(...)` to stop.
+   */
   handle(ctx: JobContext): Promise<Record<string, unknown> | void>;
   /** Called once when the execution fails for good (e.g. move the resource to ERROR). */
   onFinalFailure?(ctx: JobContext, error: Error): Promise<void>;

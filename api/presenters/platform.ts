@@ -29,6 +29,7 @@ export const presentEnvironment = (e: Environment) => ({
 
 export const presentFrontend = (f: Frontend) => ({ id: f.id, urlTemplate: f.urlTemplate, publicName: f.publicName });
 
+/** `result` is what the job returned (never a secret; see ProcessorDefinition.handle); `payload` stays internal. */
 export const presentExecution = (e: Execution) => ({
   id: e.id,
   processId: e.processId,
@@ -39,6 +40,7 @@ export const presentExecution = (e: Execution) => ({
   status: e.status,
   attempts: e.attempts,
   error: e.error,
+  result: e.result ?? null,
   createdAt: iso(e.createdAt),
   createdBy: e.createdBy,
   startedAt: iso(e.startedAt),
