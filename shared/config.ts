@@ -2,7 +2,7 @@ import { randomBytes } from 'node:crypto';
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { z } from 'zod';
-import { durationMs } from './metrics/durations.js';
+import { durationMs } from './durations.js';
 
 const optionalString = z
   .string()

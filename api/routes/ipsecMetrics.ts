@@ -1,6 +1,6 @@
 import type { Context, Next } from 'koa';
 import { badRequest, forbidden } from '../../shared/errors.js';
-import { DURATION } from '../../shared/metrics/durations.js';
+import { DURATION } from '../../shared/durations.js';
 import { querySeries } from '../../shared/metrics/query.js';
 import { ipsecShareInHub, ipsecTunnelShareIds } from '../../shared/metrics/subjects.js';
 import { planWindow, windowFromQuery } from '../../shared/metrics/window.js';

@@ -4,7 +4,7 @@ import { db, withTransaction } from '../db.js';
 import { badRequest, conflict, invalidState, notFound } from '../errors.js';
 import { newId } from '../ids.js';
 import { CertificateRequestToken } from '../models/CertificateRequestToken.js';
-import { addIsoDuration } from '../pki/duration.js';
+import { addIsoDuration } from '../durations.js';
 import { signEnrollmentJwt, type EnrollmentJwtRecord } from '../pki/enrollmentJwt.js';
 
 export const DEFAULT_TOKEN_TTL = 'P7D';

@@ -1,7 +1,7 @@
 import { QueryTypes, type Transaction } from 'sequelize';
 import { config } from '../config.js';
 import { db, withTransaction } from '../db.js';
-import { durationMs } from './durations.js';
+import { durationMs } from '../durations.js';
 import { MINUTE_TIER_RETENTION_MS } from './window.js';
 
 /*

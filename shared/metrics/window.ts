@@ -1,5 +1,5 @@
 import { badRequest } from '../errors.js';
-import { DURATION, isoDuration, parseDurationParam } from './durations.js';
+import { DURATION, isoDuration, parseDurationParam } from '../durations.js';
 
 const { MINUTE, HOUR, DAY } = DURATION;
 

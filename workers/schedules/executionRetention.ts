@@ -1,7 +1,7 @@
 import { config } from '../../shared/config.js';
 import { pruneMachineExecutions } from '../../shared/jobs.js';
 import { logger } from '../../shared/logger.js';
-import { durationMs } from '../../shared/metrics/durations.js';
+import { durationMs } from '../../shared/durations.js';
 import { defineSchedule } from '../schedule.js';
 
 /** Hourly: finished executions the clock or a scheduler started, older than HUB_SCHEDULED_EXECUTION_RETENTION. */
