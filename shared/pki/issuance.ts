@@ -42,7 +42,14 @@ let events: Promise<QueueEvents> | undefined;
 
 function queueEvents(): Promise<QueueEvents> {
   events ??= (async () => {
-    const e = new QueueEvents('pki', { connection: createRedis('worker'), prefix: config().queuePrefix });
+    // Read from a little before now, not from '$': events written between creating this reader and its first
+    // XREAD would otherwise be lost, and a wait registered in that gap (the first issuance of a process) would miss
+    // its job's completion. Older events only reach listeners nobody registered.
+    const e = new QueueEvents('pki', {
+      connection: createRedis('worker'),
+      prefix: config().queuePrefix,
+      lastEventId: `${Date.now() - 5000}-0`,
+    });
     // every waiting request listens on both for its job
     e.setMaxListeners(0);
     queue('pki').setMaxListeners(0);
