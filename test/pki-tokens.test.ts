@@ -1,6 +1,9 @@
 import test from 'ava';
 import { createLocalJWKSet, decodeProtectedHeader, jwtVerify } from 'jose';
+import { QueryTypes } from 'sequelize';
+import { db } from '../shared/db.js';
 import { closeIssuanceEvents } from '../shared/pki/issuance.js';
+import { sha256 } from '../shared/secrets.js';
 import { startStack, type HubFixture, type Stack } from './helpers/stack.js';
 
 let stack: Stack;
@@ -39,6 +42,12 @@ test('create answers 201 with the token; get, by-token and token/ forms find it 
   const missing = await hub.call('GET', `${tokens(hub)}/by-token/nope`);
   t.is(missing.status, 404);
   t.is(missing.json.error, 'not_found');
+  // lookups go by the token's SHA-256, which the database keeps beside it
+  const [row] = await db().query<{ token_digest: Buffer }>('SELECT token_digest FROM certificate_request_tokens WHERE id = $1', {
+    bind: [tok.id],
+    type: QueryTypes.SELECT,
+  });
+  t.deepEqual(row.token_digest, sha256(tok.token));
 });
 
 test('expiresAt, ttl and validYears are honoured and validated', async (t) => {

@@ -5,6 +5,7 @@ import { badRequest, conflict, invalidState, notFound } from '../errors.js';
 import { newId } from '../ids.js';
 import { CertificateRequestToken } from '../models/CertificateRequestToken.js';
 import { addIsoDuration } from '../durations.js';
+import { sha256 } from '../secrets.js';
 import { signEnrollmentJwt, type EnrollmentJwtRecord } from '../pki/enrollmentJwt.js';
 
 export const DEFAULT_TOKEN_TTL = 'P7D';
@@ -91,7 +92,7 @@ export async function findToken(hubId: string, id: string): Promise<CertificateR
 }
 
 export async function findTokenByString(hubId: string, tokenString: string): Promise<CertificateRequestToken> {
-  const token = await CertificateRequestToken.findOne({ where: { token: tokenString, hubId } });
+  const token = await CertificateRequestToken.findOne({ where: { tokenDigest: sha256(tokenString), hubId } });
   if (!token) throw notFound('certificate request token');
   return token;
 }

@@ -1,5 +1,5 @@
 import { QueryTypes, type InferAttributes } from 'sequelize';
-import { db, withTransaction } from '../db.js';
+import { db, preparedQuery, withTransaction } from '../db.js';
 import { ApiError, badRequest, forbidden, unauthorized } from '../errors.js';
 import { newId } from '../ids.js';
 import { CertificateRequestToken } from '../models/CertificateRequestToken.js';
@@ -8,7 +8,7 @@ import { parseUploadedCertificate } from '../pki/certificates.js';
 import { parseCsr, subjectMismatches, type ParsedCsr } from '../pki/csr.js';
 import { JwtRefusal, verifyEnrollmentJwt } from '../pki/enrollmentJwt.js';
 import { issueInWorker } from '../pki/issuance.js';
-import { preparedQuery } from '../db.js';
+import { sha256 } from '../secrets.js';
 import { claimingName } from './certificateRequestTokens.js';
 import { findCertificate, uploadedFields } from './clientCertificates.js';
 
@@ -37,8 +37,8 @@ async function tokenByString(hubId: string, tokenString: string): Promise<Certif
     'pki_token_by_string',
     `SELECT id, hub_id AS "hubId", name, token, common_name AS "commonName", organization, organizational_unit AS "organizationalUnit",
        valid_years AS "validYears", expires_at AS "expiresAt", spent_at AS "spentAt", created_by AS "createdBy"
-     FROM certificate_request_tokens WHERE token = $1 AND hub_id = $2`,
-    [tokenString, hubId],
+     FROM certificate_request_tokens WHERE token_digest = $1 AND hub_id = $2`,
+    [sha256(tokenString), hubId],
   );
   return row ?? null;
 }
@@ -90,7 +90,7 @@ export async function enrollWithJwt(hubId: string, input: { jwt: string; csr: st
 
 /** The token-in-path form: unknown or spent is 403, expired 401; no subject constraint. */
 async function usableToken(hubId: string, tokenString: string): Promise<CertificateRequestToken> {
-  const token = await CertificateRequestToken.findOne({ where: { token: tokenString, hubId } });
+  const token = await CertificateRequestToken.findOne({ where: { tokenDigest: sha256(tokenString), hubId } });
   if (!token || token.spentAt) throw forbidden('certificate request token not found or already used');
   if (token.expiresAt.getTime() <= Date.now()) throw unauthorized('certificate request token has expired');
   return token;

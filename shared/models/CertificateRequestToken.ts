@@ -6,6 +6,8 @@ export class CertificateRequestToken extends Model<InferAttributes<CertificateRe
   declare hubId: string;
   declare name: string;
   declare token: string;
+  /** SHA-256 of `token`, set by the database; look tokens up by this, never by the string. */
+  declare tokenDigest: CreationOptional<Buffer>;
   declare commonName: string | null;
   declare organization: string | null;
   declare organizationalUnit: string | null;
@@ -24,6 +26,7 @@ export function initModel(sequelize: Sequelize): void {
       hubId: { type: DataTypes.TEXT, allowNull: false },
       name: { type: DataTypes.TEXT, allowNull: false },
       token: { type: DataTypes.TEXT, allowNull: false },
+      tokenDigest: { type: DataTypes.BLOB, allowNull: true },
       commonName: { type: DataTypes.TEXT, allowNull: true },
       organization: { type: DataTypes.TEXT, allowNull: true },
       organizationalUnit: { type: DataTypes.TEXT, allowNull: true },
