@@ -228,6 +228,17 @@ export function issuanceBackoffMs(failures: number): number {
   return Math.min(5 * 60_000 * 2 ** Math.max(0, failures - 1), 6 * 3600_000);
 }
 
+/** The columns a newly issued certificate sets (its key sealed), clearing the failure backoff. */
+const storedCertificate = (issued: IssuedCertificate) => ({
+  certificatePem: issued.certificatePem,
+  certificateKeySealed: encryptSecret(issued.privateKeyPem),
+  certificateIssuer: issued.issuer,
+  certificateExpiresAt: issued.notAfter,
+  certificateFailures: 0,
+  certificateRetryAt: null,
+  dnsMessage: null,
+});
+
 /** A certificate for the frontend from the configured issuer; a failure is recorded (backoff) and rethrown. */
 async function issueFor(frontend: CustomFrontend, status: 'PENDING' | 'ACTIVE'): Promise<IssuedCertificate> {
   try {
@@ -278,13 +289,7 @@ export async function activateWhenDnsReady(customFrontendId: string): Promise<Re
     const [moved] = await CustomFrontend.update(
       {
         status: 'ACTIVE',
-        certificatePem: issued.certificatePem,
-        certificateKeySealed: encryptSecret(issued.privateKeyPem),
-        certificateIssuer: issued.issuer,
-        certificateExpiresAt: issued.notAfter,
-        certificateFailures: 0,
-        certificateRetryAt: null,
-        dnsMessage: null,
+        ...storedCertificate(issued),
       },
       { where: { id: customFrontendId, status: 'PENDING' }, transaction },
     );
@@ -338,13 +343,7 @@ export async function renewCertificate(customFrontendId: string): Promise<Record
   const issued = await issueFor(frontend, 'ACTIVE');
   await CustomFrontend.update(
     {
-      certificatePem: issued.certificatePem,
-      certificateKeySealed: encryptSecret(issued.privateKeyPem),
-      certificateIssuer: issued.issuer,
-      certificateExpiresAt: issued.notAfter,
-      certificateFailures: 0,
-      certificateRetryAt: null,
-      dnsMessage: null,
+      ...storedCertificate(issued),
     },
     { where: { id: customFrontendId, status: 'ACTIVE' } },
   );
