@@ -1,7 +1,7 @@
 import { X509Certificate } from 'node:crypto';
 import test from 'ava';
 import pg from 'pg';
-import { startDnsServer, type TestDnsServer } from './helpers/dnsServer.js';
+import { publishDnsRecords, startDnsServer, type TestDnsServer } from './helpers/dnsServer.js';
 import { startStack, waitFor, type HubFixture, type Stack } from './helpers/stack.js';
 import renewal from '../workers/schedules/customFrontends.js';
 
@@ -173,12 +173,7 @@ test.serial('lifecycle: NEW -> PENDING (records) -> ACTIVE only when both record
 test.serial('the clock renews a certificate that expires within the renewal window; the frontend stays ACTIVE', async (t) => {
   const hub = await stack.hub();
   const { id } = (await hub.call('POST', cf(hub), { body: { hostname: 'renew.example.com' } })).json;
-  const records = await waitFor(async () => {
-    const r = await hub.call('GET', `${cf(hub, id)}/dns-records`);
-    return r.status === 200 && r.json;
-  }, { what: 'DNS records' });
-  dns.setA(records.aRecord.name, records.aRecord.ipAddress);
-  dns.setCname(records.cnameRecords[0].name, records.cnameRecords[0].value);
+  await publishDnsRecords(dns, hub, id);
   await waitForStatus(hub, id, 'ACTIVE');
   const before = new X509Certificate((await databaseRow(id)).certificate_pem);
 

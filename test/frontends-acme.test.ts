@@ -13,7 +13,7 @@ import test from 'ava';
 import pg from 'pg';
 import { freePort } from '../scripts/services.js';
 import { stopValidationResponder } from '../shared/providers/dnsValidationZone.js';
-import { startDnsServer, type TestDnsServer } from './helpers/dnsServer.js';
+import { publishDnsRecords, startDnsServer, type TestDnsServer } from './helpers/dnsServer.js';
 import { startStack, waitFor, type Stack } from './helpers/stack.js';
 
 // `npm test` installs Pebble when it is missing (scripts/test.ts); without it this file fails rather than skips
@@ -87,12 +87,7 @@ test.serial('with an ACME directory configured, ACTIVE brings a certificate obta
   const created = await hub.call('POST', `${hub.h}/custom-frontends`, { body: { hostname: 'acme.example.com' } });
   t.is(created.status, 201);
   const id = created.json.id;
-  const records = await waitFor(async () => {
-    const r = await hub.call('GET', `${hub.h}/custom-frontends/${id}/dns-records`);
-    return r.status === 200 && r.json;
-  }, { what: 'DNS records' });
-  dns.setA(records.aRecord.name, records.aRecord.ipAddress);
-  dns.setCname(records.cnameRecords[0].name, records.cnameRecords[0].value);
+  await publishDnsRecords(dns, hub, id);
 
   const active = await waitFor(async () => {
     const r = await hub.call('GET', `${hub.h}/custom-frontends/${id}`);

@@ -1,6 +1,6 @@
 import test from 'ava';
 import { freePort } from '../scripts/services.js';
-import { startDnsServer, type TestDnsServer } from './helpers/dnsServer.js';
+import { publishDnsRecords, startDnsServer, type TestDnsServer } from './helpers/dnsServer.js';
 import { startStack, waitFor, type Stack } from './helpers/stack.js';
 
 /** An ACME directory that does not answer: issuance fails, and is not retried at the pace of the DNS checks. */
@@ -21,12 +21,7 @@ test.after.always(async () => {
 test('a failed issuance leaves the frontend PENDING and backs off instead of asking the CA at every check', async (t) => {
   const hub = await stack.hub();
   const { id } = (await hub.call('POST', `${hub.h}/custom-frontends`, { body: { hostname: 'refused.example.com' } })).json;
-  const records = await waitFor(async () => {
-    const r = await hub.call('GET', `${hub.h}/custom-frontends/${id}/dns-records`);
-    return r.status === 200 && r.json;
-  }, { what: 'DNS records' });
-  dns.setA(records.aRecord.name, records.aRecord.ipAddress);
-  dns.setCname(records.cnameRecords[0].name, records.cnameRecords[0].value);
+  await publishDnsRecords(dns, hub, id);
 
   const failed = await waitFor(async () => {
     const r = await hub.call('GET', `${hub.h}/custom-frontends/${id}`);

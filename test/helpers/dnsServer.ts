@@ -4,6 +4,7 @@
  * delegation would), and TXT questions follow CNAMEs like a recursive resolver. Answers carry TTL 0.
  */
 import dns2 from 'dns2';
+import { waitFor, type HubFixture } from './stack.js';
 
 const { Packet } = dns2;
 const NXDOMAIN = 3;
@@ -97,4 +98,15 @@ export async function startDnsServer(): Promise<TestDnsServer> {
     queries,
     close: () => server.close(),
   };
+}
+
+/** Waits until a custom frontend's DNS records can be read, then publishes them on `dns` as its owner would. */
+export async function publishDnsRecords(dns: TestDnsServer, hub: HubFixture, customFrontendId: string) {
+  const records = await waitFor(async () => {
+    const r = await hub.call('GET', `${hub.h}/custom-frontends/${customFrontendId}/dns-records`);
+    return r.status === 200 && r.json;
+  }, { what: 'DNS records' });
+  dns.setA(records.aRecord.name, records.aRecord.ipAddress);
+  dns.setCname(records.cnameRecords[0].name, records.cnameRecords[0].value);
+  return records;
 }
