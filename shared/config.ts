@@ -47,6 +47,10 @@ const envSchema = z.object({
   HUB_METRICS_RAW_RETENTION: retention('P2D'),
   HUB_SCHEDULED_EXECUTION_RETENTION: retention('P7D'),
   LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
+  // edge login: where GOOGLE and GITHUB auth providers live (overridable so tests and air-gapped set-ups can point elsewhere)
+  HUB_GOOGLE_ISSUER_URL: z.url({ protocol: /^https?$/, message: 'must be an http(s) URL' }).default('https://accounts.google.com'),
+  HUB_GITHUB_OAUTH_URL: z.url({ protocol: /^https?$/, message: 'must be an http(s) URL' }).default('https://github.com'),
+  HUB_GITHUB_API_URL: z.url({ protocol: /^https?$/, message: 'must be an http(s) URL' }).default('https://api.github.com'),
 });
 
 export interface Config {
@@ -77,6 +81,8 @@ export interface Config {
   metricsRawRetention: string;
   scheduledExecutionRetention: string;
   logLevel: string;
+  /** Edge login: GOOGLE's issuer, GitHub's OAuth and API bases. */
+  login: { googleIssuerUrl: string; githubOAuthUrl: string; githubApiUrl: string };
 }
 
 export class ConfigError extends Error {}
@@ -140,6 +146,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     metricsRawRetention: e.HUB_METRICS_RAW_RETENTION,
     scheduledExecutionRetention: e.HUB_SCHEDULED_EXECUTION_RETENTION,
     logLevel: e.LOG_LEVEL,
+    login: { googleIssuerUrl: e.HUB_GOOGLE_ISSUER_URL, githubOAuthUrl: e.HUB_GITHUB_OAUTH_URL, githubApiUrl: e.HUB_GITHUB_API_URL },
   };
 }
 
