@@ -38,8 +38,8 @@ export function requestHeaders(req: IncomingMessage, ctx: ForwardContext, keep?:
   const listed = connectionListed(req.headers);
   const out: OutgoingHttpHeaders = {};
   for (const name in req.headers) {
-    if ((HOP_BY_HOP.has(name) && !keep?.has(name)) || EDGE_SET_HEADERS.has(name) || listed?.has(name)) continue;
-    out[name] = req.headers[name];
+    if (keep?.has(name)) out[name] = req.headers[name];
+    else if (!HOP_BY_HOP.has(name) && !EDGE_SET_HEADERS.has(name) && !listed?.has(name)) out[name] = req.headers[name];
   }
   if (ctx.cookie) {
     if (ctx.cookie.value) out.cookie = ctx.cookie.value;
