@@ -43,6 +43,8 @@ export interface EdgeOptions {
   host?: string;
   databaseUrl?: string;
   access?: AccessControl;
+  /** Operator certificate files for standard frontends (default: HUB_EDGE_TLS_CERT_FILE / HUB_EDGE_TLS_KEY_FILE). */
+  tlsFiles?: { certFile?: string; keyFile?: string };
   /** Where usage samples go (default: the usage store, shared/metrics/store.ts). */
   store?: (rows: UsageRow[]) => Promise<void>;
 }
@@ -79,7 +81,7 @@ export async function startEdge(options: EdgeOptions = {}): Promise<Edge> {
   const pool = new pg.Pool({ connectionString: url, max: 4, application_name: 'edgehub-edge' });
   pool.on('error', (err) => logger.warn({ err: err.message }, 'edge: idle database connection failed'));
   const routes = new RouteTable(pool);
-  const certificates = new CertificateStore(pool, { certFile: cfg.tlsCertFile, keyFile: cfg.tlsKeyFile });
+  const certificates = new CertificateStore(pool, options.tlsFiles ?? { certFile: cfg.tlsCertFile, keyFile: cfg.tlsKeyFile });
   const meter = new Meter(options.store ?? insertSamples, { flushMs: cfg.flushMs, pendingMaxRows: cfg.pendingMaxRows });
   const proxy = new Proxy(meter, egressPolicy(), cfg.upstreamTimeoutMs);
   const feed = new ChangeFeed(url);

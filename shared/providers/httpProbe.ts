@@ -37,6 +37,8 @@ export const nodeHttpProber: HttpProber = {
     return new Promise<ProbeOutcome>((resolve) => {
       const started = process.hrtime.bigint();
       let settled = false;
+      // declared before finish() can run: an early refusal (bad URL, denied address) clears no timer yet
+      let timer: NodeJS.Timeout | undefined;
       const finish = (outcome: Omit<ProbeOutcome, 'latencyMs'>) => {
         if (settled) return;
         settled = true;
@@ -69,7 +71,7 @@ export const nodeHttpProber: HttpProber = {
         // names are resolved and checked against HUB_EGRESS_DENY here, and the connection goes to a checked address
         lookup: policy.lookup as never,
       });
-      const timer = setTimeout(() => {
+      timer = setTimeout(() => {
         finish({ result: 'TIMEOUT', status: null, message: `no response within ${timeoutMs} ms` });
         req.destroy();
       }, timeoutMs);
