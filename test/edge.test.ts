@@ -276,3 +276,23 @@ test('metering: exact request and response bytes of a raw exchange show in the s
     await fixed.close();
   }
 });
+
+test.serial('the change feed reconnects after its connection is killed and reloads everything, so a change made meanwhile is not missed', async (t) => {
+  const { default: pg } = await import('pg');
+  const admin = new pg.Client({ connectionString: stack.databaseUrl });
+  await admin.connect();
+  try {
+    const killed = await admin.query(
+      `SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = current_database() AND application_name = 'edgehub-edge-listen'`,
+    );
+    t.is(killed.rowCount, 1);
+    // made while the edge is not listening: only the resync after the reconnect can find it
+    const { host } = await routedShare(edge, hub, { target: backend.url });
+    t.is((await edgeRequest(edge.httpPort!, host)).status, 200);
+    await waitFor(async () => (await admin.query(`SELECT 1 FROM pg_stat_activity WHERE datname = current_database() AND application_name = 'edgehub-edge-listen'`)).rowCount === 1, {
+      what: 'the change feed listening again',
+    });
+  } finally {
+    await admin.end();
+  }
+});
