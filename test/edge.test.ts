@@ -11,8 +11,8 @@ let stack: Stack;
 let edge: Edge;
 let backend: Backend;
 let hub: HubFixture;
-/** What the echo backend saw last. */
-let seen: { method: string; url: string; headers: http.IncomingHttpHeaders; body: Buffer } | undefined;
+/** What the echo backend saw, by request URL (tests run concurrently against it). */
+const seen = new Map<string, { method: string; headers: http.IncomingHttpHeaders; body: Buffer }>();
 
 test.before(async () => {
   stack = await startStack({ env: { HUB_EDGE_UPSTREAM_TIMEOUT_MS: '700', HUB_EDGE_FLUSH_MS: '600000' } });
@@ -21,7 +21,7 @@ test.before(async () => {
     if (req.url?.startsWith('/slow')) return; // never answers: the edge times out
     if (req.url?.startsWith('/reset')) return req.socket.destroy();
     const body = await readBody(req);
-    seen = { method: req.method!, url: req.url!, headers: req.headers, body };
+    seen.set(req.url!, { method: req.method!, headers: req.headers, body });
     res.setHeader('x-backend', 'yes');
     res.setHeader('connection', 'keep-alive, x-secret-hop');
     res.setHeader('x-secret-hop', 'must not pass');
@@ -59,8 +59,9 @@ test('a share is proxied: method, path and query appended to the target path, he
   t.is(r.headers['x-backend'], 'yes');
   t.deepEqual(r.headers['set-cookie'], ['a=1; Path=/', 'b=2; Path=/']);
   t.is(r.headers['x-secret-hop'], undefined, 'a header the target listed in Connection does not reach the client');
-  const h = seen!.headers;
-  t.is(seen!.body.toString(), 'hello edge');
+  const got = seen.get('/app/items/42?x=1&y=two')!;
+  const h = got.headers;
+  t.is(got.body.toString(), 'hello edge');
   t.is(h['x-custom'], 'kept');
   t.is(h.host, `${host}:8000`, 'Host passes through unchanged');
   t.is(h['x-drop-me'], undefined);
