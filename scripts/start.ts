@@ -1,6 +1,6 @@
 /**
  * `npm start`: the whole service on one machine. Embedded PostgreSQL and a redis-server of its own unless
- * DATABASE_URL / REDIS_URL say otherwise, then migrations, then the web, worker and clock processes (as the
+ * DATABASE_URL / REDIS_URL say otherwise, then migrations, then the web, worker, clock and edge processes (as the
  * Procfile runs them in production). Ctrl-C (or SIGTERM) stops every child it started.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
@@ -70,6 +70,7 @@ try {
     ['web', 'api/server.ts'],
     ['worker', 'workers/index.ts'],
     ['clock', 'workers/clock.ts'],
+    ['edge', 'edge/index.ts'],
   ] as const) {
     const child = spawn(process.execPath, ['--import', 'tsx', script], { env: { ...env, HUB_PROCESS: name }, stdio: 'inherit' });
     child.once('exit', (code, signal) => {
@@ -81,6 +82,9 @@ try {
   }
   const base = `http://localhost:${cfg.port}`;
   console.log(`\nedgehub is starting at ${base}  (public base URL ${cfg.publicBaseUrl})`);
+  const edge = cfg.edge;
+  if (edge.httpPort) console.log(`edge (shares) at http://localhost:${edge.httpPort}  (public frontend ${edge.publicFrontendTemplate})`);
+  if (edge.httpsPort) console.log(`edge (shares, TLS by SNI) at https://localhost:${edge.httpsPort}`);
   console.log(`admin token: ${cfg.adminToken}`);
   console.log(`try: curl -H "Authorization: Bearer ${cfg.adminToken}" -H 'content-type: application/json' -d '{"name":"acme"}' ${base}/admin/v1/hubs\n`);
 } catch (err) {

@@ -1,6 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
+import ipaddr from 'ipaddr.js';
 import { z } from 'zod';
 import { durationMs } from './durations.js';
 
@@ -46,6 +47,18 @@ const envSchema = z.object({
   HUB_VPC_CIDR: z.string().default('10.100.0.0/16'),
   HUB_METRICS_RAW_RETENTION: retention('P2D'),
   HUB_SCHEDULED_EXECUTION_RETENTION: retention('P7D'),
+  HUB_EDGE_HTTP_PORT: z.coerce.number().int().min(0).max(65535).default(8000),
+  HUB_EDGE_HTTPS_PORT: z.coerce.number().int().min(0).max(65535).default(8443),
+  HUB_PUBLIC_FRONTEND_TEMPLATE: optionalString.pipe(
+    z.string().regex(/^https?:\/\/\{token\}\.[a-z0-9.-]+(:\d{1,5})?\/?$/, 'must be an http(s) URL whose host is {token}.<domain>, e.g. http://{token}.share.localhost:8000').optional(),
+  ),
+  HUB_EDGE_FLUSH_MS: z.coerce.number().int().min(10).max(3_600_000).default(5000),
+  HUB_EGRESS_DENY: z.string().default('169.254.0.0/16,fe80::/10'),
+  HUB_EDGE_TLS_CERT_FILE: optionalString,
+  HUB_EDGE_TLS_KEY_FILE: optionalString,
+  HUB_EDGE_UPSTREAM_TIMEOUT_MS: z.coerce.number().int().min(10).max(3_600_000).default(60_000),
+  HUB_EDGE_RESYNC_MS: z.coerce.number().int().min(0).max(86_400_000).default(60_000),
+  HUB_EDGE_PENDING_MAX_ROWS: z.coerce.number().int().min(100).max(10_000_000).default(100_000),
   LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
   // edge login: where GOOGLE and GITHUB auth providers live (overridable so tests and air-gapped set-ups can point elsewhere)
   HUB_GOOGLE_ISSUER_URL: z.url({ protocol: /^https?$/, message: 'must be an http(s) URL' }).default('https://accounts.google.com'),
@@ -81,8 +94,29 @@ export interface Config {
   metricsRawRetention: string;
   scheduledExecutionRetention: string;
   logLevel: string;
+  edge: EdgeConfig;
   /** Edge login: GOOGLE's issuer, GitHub's OAuth and API bases. */
   login: { googleIssuerUrl: string; githubOAuthUrl: string; githubApiUrl: string };
+}
+
+/** The edge (data plane), CONTRACT.md "The edge". */
+export interface EdgeConfig {
+  /** 0 turns a listener off. */
+  httpPort: number;
+  httpsPort: number;
+  /** urlTemplate of the standard frontend `public`, applied at every start (migrate). */
+  publicFrontendTemplate: string;
+  flushMs: number;
+  /** CIDRs no share target or health-check target may reach (checked on the address actually connected to). */
+  egressDeny: string[];
+  tlsCertFile?: string;
+  tlsKeyFile?: string;
+  /** How long a target may take to connect and answer with its response head before the edge answers 504. */
+  upstreamTimeoutMs: number;
+  /** A full reload of the routes this often, besides change notifications (0 = only on reconnect). */
+  resyncMs: number;
+  /** Usage rows kept while PostgreSQL is away; beyond this the oldest are dropped (and logged). */
+  pendingMaxRows: number;
 }
 
 export class ConfigError extends Error {}
@@ -109,6 +143,18 @@ function storedSecret(dataDir: string, file: string, generate: () => string): st
     if ((err as NodeJS.ErrnoException).code !== 'EEXIST') throw err;
   }
   return readFileSync(full, 'utf8').trim();
+}
+
+function parseCidrList(raw: string): string[] {
+  const list = raw.split(',').map((c) => c.trim()).filter(Boolean);
+  for (const cidr of list) {
+    try {
+      ipaddr.parseCIDR(cidr);
+    } catch {
+      throw new ConfigError(`HUB_EGRESS_DENY: '${cidr}' is not a CIDR such as 169.254.0.0/16 or fe80::/10`);
+    }
+  }
+  return list;
 }
 
 export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
@@ -146,6 +192,18 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     metricsRawRetention: e.HUB_METRICS_RAW_RETENTION,
     scheduledExecutionRetention: e.HUB_SCHEDULED_EXECUTION_RETENTION,
     logLevel: e.LOG_LEVEL,
+    edge: {
+      httpPort: e.HUB_EDGE_HTTP_PORT,
+      httpsPort: e.HUB_EDGE_HTTPS_PORT,
+      publicFrontendTemplate: e.HUB_PUBLIC_FRONTEND_TEMPLATE ?? `http://{token}.share.localhost:${e.HUB_EDGE_HTTP_PORT}`,
+      flushMs: e.HUB_EDGE_FLUSH_MS,
+      egressDeny: parseCidrList(e.HUB_EGRESS_DENY),
+      tlsCertFile: e.HUB_EDGE_TLS_CERT_FILE,
+      tlsKeyFile: e.HUB_EDGE_TLS_KEY_FILE,
+      upstreamTimeoutMs: e.HUB_EDGE_UPSTREAM_TIMEOUT_MS,
+      resyncMs: e.HUB_EDGE_RESYNC_MS,
+      pendingMaxRows: e.HUB_EDGE_PENDING_MAX_ROWS,
+    },
     login: { googleIssuerUrl: e.HUB_GOOGLE_ISSUER_URL, githubOAuthUrl: e.HUB_GITHUB_OAUTH_URL, githubApiUrl: e.HUB_GITHUB_API_URL },
   };
 }

@@ -1,6 +1,7 @@
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import type { QueryInterface, Sequelize } from 'sequelize';
+import type { QueryInterface, Sequelize, Transaction } from 'sequelize';
+import { config } from './config.js';
 import { SequelizeStorage, Umzug } from 'umzug';
 import { logger } from './logger.js';
 
@@ -9,6 +10,25 @@ export interface MigrationContext {
 }
 
 const migrationsGlob = path.join(path.dirname(fileURLToPath(import.meta.url)), 'migrations', '*.{ts,js}');
+
+/**
+ * CONTRACT.md: HUB_PUBLIC_FRONTEND_TEMPLATE is the urlTemplate of the standard frontend `public`, applied at every
+ * start; the endpoints of shares on it follow (they are the template with the share token in place of {token}).
+ */
+async function applyPublicFrontendTemplate(sequelize: Sequelize, transaction: Transaction): Promise<void> {
+  const template = config().edge.publicFrontendTemplate;
+  await sequelize.query(
+    `UPDATE frontends SET url_template = :template WHERE hub_id IS NULL AND public_name = 'public' AND url_template <> :template`,
+    { replacements: { template }, transaction },
+  );
+  await sequelize.query(
+    `UPDATE shares s SET frontend_endpoint = replace(:template, '{token}', s.z_id)
+       FROM frontends f
+      WHERE f.id = s.frontend_id AND f.hub_id IS NULL AND f.public_name = 'public'
+        AND s.frontend_endpoint <> replace(:template, '{token}', s.z_id)`,
+    { replacements: { template }, transaction },
+  );
+}
 
 /** Applies pending migrations in file-name order. An advisory lock lets several processes call it at once safely. */
 export async function migrate(sequelize: Sequelize): Promise<string[]> {
@@ -24,6 +44,7 @@ export async function migrate(sequelize: Sequelize): Promise<string[]> {
     const applied = await umzug.up();
     const names = applied.map((m) => m.name);
     if (names.length) logger.info({ migrations: names }, 'migrations applied');
+    await applyPublicFrontendTemplate(sequelize, t);
     return names;
   });
 }

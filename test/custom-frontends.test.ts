@@ -3,7 +3,7 @@ import test from 'ava';
 import pg from 'pg';
 import { publishDnsRecords, startDnsServer, type TestDnsServer } from './helpers/dnsServer.js';
 import { startStack, waitFor, type HubFixture, type Stack } from './helpers/stack.js';
-import renewal from '../workers/schedules/customFrontends.js';
+import { customFrontendRenewal as renewal } from '../workers/schedules/customFrontends.js';
 
 let stack: Stack;
 let dns: TestDnsServer;

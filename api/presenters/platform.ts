@@ -23,6 +23,7 @@ export const presentEnvironment = (e: Environment) => ({
   envZId: e.envZId,
   hubId: e.hubId,
   description: e.description,
+  default: e.isDefault,
   createdAt: iso(e.createdAt),
   createdBy: e.createdBy,
 });

@@ -1,6 +1,9 @@
 import type { ShareView } from '../../shared/commands/shares.js';
 import { iso } from './platform.js';
 
+/** CONTRACT.md: a login session is checked again after this long unless the share says otherwise. */
+export const DEFAULT_CHECK_INTERVAL = 'PT3H';
+
 /** Email patterns `*@example.com` as the domains they admit. */
 const emailDomains = (patterns: string[]) => [...new Set(patterns.map((p) => p.slice(p.lastIndexOf('@') + 1)))];
 
@@ -19,8 +22,10 @@ export const presentShare = ({ share: s, frontendIds, authProvider }: ShareView)
   frontendEndpoint: s.frontendEndpoint,
   backendProxyEndpoint: s.target,
   oauthProvider: authProvider ? authProvider.type.toLowerCase() : null,
-  oauthEmailDomains: authProvider && authProvider.emailPatterns.length ? emailDomains(authProvider.emailPatterns) : null,
-  oauthAuthorizationCheckInterval: null,
+  // the share's own restriction when set, else the domains its provider's patterns admit
+  oauthEmailDomains: s.oauthEmailDomains ?? (authProvider && authProvider.emailPatterns.length ? emailDomains(authProvider.emailPatterns) : null),
+  oauthAuthorizationCheckInterval: authProvider ? (s.oauthCheckInterval ?? DEFAULT_CHECK_INTERVAL) : null,
+  mutualTls: s.mutualTls,
   reserved: s.reserved,
   limited: s.limited,
   createdAt: iso(s.createdAt),

@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import { createApiKey, createHub, createStandardFrontend, getHub, revokeApiKey, updateHub } from '../../shared/commands/platform.js';
 import { presentApiKey, presentFrontend, presentHub } from '../presenters/platform.js';
+import { enqueueEdgeCertificates } from '../../shared/commands/edgeCertificates.js';
 import type { Routes } from '../router.js';
 import { body, fields } from '../validate.js';
 
@@ -43,6 +44,8 @@ export default function routes({ admin }: Routes) {
   });
   admin.post('/admin/v1/frontends', async (ctx) => {
     ctx.status = 201;
-    ctx.body = presentFrontend(await createStandardFrontend(body(ctx, createFrontendSchema)));
+    const frontend = await createStandardFrontend(body(ctx, createFrontendSchema));
+    await enqueueEdgeCertificates('admin');
+    ctx.body = presentFrontend(frontend);
   });
 }

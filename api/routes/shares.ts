@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { createShare, deleteShare, findShare, shareView, shareViews } from '../../shared/commands/shares.js';
+import { durationMs } from '../../shared/durations.js';
 import { Share } from '../../shared/models/Share.js';
 import { principalName } from '../middleware/auth.js';
 import { envelope, findPage, pageRequest } from '../paging.js';
@@ -23,6 +24,20 @@ const createSchema = z.object({
   target: httpUrl,
   envZId: z.string().min(1, 'must not be empty').optional(),
   authProviderId: z.string().min(1, 'must not be empty').nullable().optional(),
+  mutualTls: z.boolean().optional(),
+  oauthEmailDomains: z
+    .array(z.string().regex(/^(?!-)[A-Za-z0-9-]{1,63}(\.(?!-)[A-Za-z0-9-]{1,63})+$/, 'must be a DNS domain such as example.com'))
+    .max(50, 'must name at most 50 domains')
+    .nullable()
+    .optional(),
+  oauthAuthorizationCheckInterval: z
+    .string()
+    .refine((v) => {
+      const ms = durationMs(v);
+      return ms !== undefined && ms >= 60_000 && ms <= 30 * 86_400_000;
+    }, 'must be an ISO 8601 duration from PT1M to P30D, such as PT3H')
+    .nullable()
+    .optional(),
 });
 
 const SORTABLE = ['createdAt', 'name', 'status', 'zId'] as const;

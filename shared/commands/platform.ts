@@ -1,5 +1,6 @@
 import { randomBytes } from 'node:crypto';
-import { withTransaction } from '../db.js';
+import type { Transaction } from 'sequelize';
+import { db, withTransaction } from '../db.js';
 import { notFound } from '../errors.js';
 import { enqueue } from '../jobs.js';
 import { CREATE_HUB_CA_JOB } from '../pki/issuance.js';
@@ -53,6 +54,21 @@ export async function revokeApiKey(hubId: string, id: string): Promise<ApiKey> {
 
 export async function createEnvironment(hubId: string, description: string, createdBy: string): Promise<Environment> {
   return Environment.create({ envZId: randomToken(12), hubId, description, createdBy });
+}
+
+/**
+ * The hub's default environment (created on first need): where a share goes when its create names none. The partial
+ * unique index (one default per hub) makes concurrent first uses agree on one row.
+ */
+export async function defaultEnvironmentId(hubId: string, transaction?: Transaction): Promise<string> {
+  await db().query(
+    `INSERT INTO environments (env_z_id, hub_id, description, created_by, is_default)
+     VALUES (:envZId, :hubId, 'default', 'system', true) ON CONFLICT (hub_id) WHERE is_default DO NOTHING`,
+    { replacements: { envZId: randomToken(12), hubId }, transaction },
+  );
+  const row = await Environment.findOne({ where: { hubId, isDefault: true }, transaction });
+  if (!row) throw new Error(`default environment of hub ${hubId} vanished`);
+  return row.envZId;
 }
 
 export async function createStandardFrontend(input: { publicName: string; urlTemplate: string }): Promise<Frontend> {

@@ -9,6 +9,7 @@ import { Frontend } from '../models/Frontend.js';
 import { Share } from '../models/Share.js';
 import { ShareFrontend } from '../models/ShareFrontend.js';
 import { frontendHosting } from '../providers/frontendHosting.js';
+import { defaultEnvironmentId } from './platform.js';
 
 export const PROVISION_SHARE_JOB = 'shares.provisionShare';
 
@@ -18,6 +19,9 @@ export interface ShareInput {
   target: string;
   envZId?: string;
   authProviderId?: string | null;
+  mutualTls?: boolean;
+  oauthEmailDomains?: string[] | null;
+  oauthAuthorizationCheckInterval?: string | null;
 }
 
 export interface ShareView {
@@ -79,6 +83,10 @@ export async function createShare(hubId: string, input: ShareInput, createdBy: s
   const authProvider = input.authProviderId ? await AuthProvider.findOne({ where: { hubId, id: input.authProviderId } }) : null;
   if (input.authProviderId && !authProvider) throw badRequest(`value for property '$.authProviderId' names no auth provider of this hub: '${input.authProviderId}'`);
 
+  if ((input.oauthEmailDomains?.length || input.oauthAuthorizationCheckInterval) && !authProvider) {
+    throw badRequest(`properties '$.oauthEmailDomains' and '$.oauthAuthorizationCheckInterval' need an auth provider ('$.authProviderId')`);
+  }
+
   const primary = frontends.find((f) => f.id === frontendIds[0])!;
   const zId = randomToken(12);
   return withTransaction(async (transaction) => {
@@ -86,12 +94,15 @@ export async function createShare(hubId: string, input: ShareInput, createdBy: s
       {
         zId,
         hubId,
-        envZId: input.envZId ?? null,
+        envZId: input.envZId ?? (await defaultEnvironmentId(hubId, transaction)),
         name: input.name,
         frontendId: primary.id,
         frontendEndpoint: primary.urlTemplate.replaceAll('{token}', zId),
         target: input.target,
         authProviderId: authProvider?.id ?? null,
+        mutualTls: input.mutualTls ?? false,
+        oauthEmailDomains: input.oauthEmailDomains?.length ? [...new Set(input.oauthEmailDomains.map((d) => d.toLowerCase()))] : null,
+        oauthCheckInterval: input.oauthAuthorizationCheckInterval ?? null,
         status: 'PROVISIONING',
         createdBy,
       },
@@ -109,7 +120,10 @@ export async function deleteShare(hubId: string, zId: string): Promise<void> {
   await frontendHosting().unpublishShare({ zId });
 }
 
-/** Job: publishes the share on its frontends (locally: the provisioning delay) and moves PROVISIONING -> ACTIVE. */
+/**
+ * Job: publishes the share on its frontends and moves PROVISIONING -> ACTIVE. The route is the ACTIVE row itself:
+ * its commit notifies every edge process (trigger on shares, channel edgehub_edge), which starts routing its host.
+ */
 export async function provisionShare(zId: string): Promise<Record<string, unknown>> {
   const share = await Share.findByPk(zId);
   if (!share) return { skipped: 'deleted' };

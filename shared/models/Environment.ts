@@ -5,6 +5,8 @@ export class Environment extends Model<InferAttributes<Environment>, InferCreati
   declare envZId: string;
   declare hubId: string;
   declare description: string;
+  /** The hub's default environment: shares created without an envZId belong to it (one per hub). */
+  declare isDefault: CreationOptional<boolean>;
   declare createdBy: string;
   declare createdAt: CreationOptional<Date>;
 }
@@ -15,6 +17,7 @@ export function initModel(sequelize: Sequelize): void {
       envZId: { type: DataTypes.TEXT, primaryKey: true },
       hubId: { type: DataTypes.TEXT, allowNull: false },
       description: { type: DataTypes.TEXT, allowNull: false, defaultValue: '' },
+      isDefault: { type: DataTypes.BOOLEAN, allowNull: false, defaultValue: false },
       createdBy: { type: DataTypes.TEXT, allowNull: false },
       createdAt: DataTypes.DATE,
     },

@@ -7,13 +7,19 @@ export type ShareStatus = (typeof SHARE_STATUSES)[number];
 export class Share extends Model<InferAttributes<Share>, InferCreationAttributes<Share>> {
   declare zId: string;
   declare hubId: string;
-  declare envZId: string | null;
+  declare envZId: string;
   declare name: string;
   declare frontendId: string;
   declare frontendEndpoint: string;
   declare target: string;
   declare authProviderId: string | null;
   declare status: ShareStatus;
+  /** Served only over TLS to clients presenting one of the hub's client certificates. */
+  declare mutualTls: CreationOptional<boolean>;
+  /** Email domains a login must also match (beyond the auth provider's patterns); null = no extra restriction. */
+  declare oauthEmailDomains: CreationOptional<string[] | null>;
+  /** ISO 8601 duration after which a login session is checked again; null = the default (PT3H). */
+  declare oauthCheckInterval: CreationOptional<string | null>;
   declare shareMode: CreationOptional<string>;
   declare backendMode: CreationOptional<string>;
   declare frontendSelection: CreationOptional<string>;
@@ -29,13 +35,16 @@ export function initModel(sequelize: Sequelize): void {
     {
       zId: { type: DataTypes.TEXT, primaryKey: true },
       hubId: { type: DataTypes.TEXT, allowNull: false },
-      envZId: { type: DataTypes.TEXT, allowNull: true },
+      envZId: { type: DataTypes.TEXT, allowNull: false },
       name: { type: DataTypes.TEXT, allowNull: false },
       frontendId: { type: DataTypes.TEXT, allowNull: false },
       frontendEndpoint: { type: DataTypes.TEXT, allowNull: false },
       target: { type: DataTypes.TEXT, allowNull: false },
       authProviderId: { type: DataTypes.TEXT, allowNull: true },
       status: { type: DataTypes.TEXT, allowNull: false },
+      mutualTls: { type: DataTypes.BOOLEAN, allowNull: false, defaultValue: false },
+      oauthEmailDomains: { type: DataTypes.JSONB, allowNull: true },
+      oauthCheckInterval: { type: DataTypes.TEXT, allowNull: true },
       shareMode: { type: DataTypes.TEXT, allowNull: false, defaultValue: 'public' },
       backendMode: { type: DataTypes.TEXT, allowNull: false, defaultValue: 'proxy' },
       frontendSelection: { type: DataTypes.TEXT, allowNull: false, defaultValue: 'public' },

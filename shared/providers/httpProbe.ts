@@ -1,5 +1,6 @@
 import http from 'node:http';
 import https from 'node:https';
+import { EgressDeniedError, egressPolicy } from '../egress.js';
 import type { ProbeResult } from '../models/HealthCheck.js';
 
 export interface ProbeRequest {
@@ -28,13 +29,16 @@ const elapsed = (started: bigint) => Math.round(Number(process.hrtime.bigint() -
 
 /**
  * A real request with node:http(s): the timeout covers connecting and the response head; the body is discarded.
- * Redirects are not followed (a 301 is an observed status like any other). Never throws.
+ * Redirects are not followed (a 301 is an observed status like any other). Targets the egress policy denies are
+ * an ERROR without any connection attempt. Never throws.
  */
 export const nodeHttpProber: HttpProber = {
   probe({ method, url, timeoutMs, expectedStatus }) {
     return new Promise<ProbeOutcome>((resolve) => {
       const started = process.hrtime.bigint();
       let settled = false;
+      // declared before finish() can run: an early refusal (bad URL, denied address) clears no timer yet
+      let timer: NodeJS.Timeout | undefined;
       const finish = (outcome: Omit<ProbeOutcome, 'latencyMs'>) => {
         if (settled) return;
         settled = true;
@@ -53,8 +57,21 @@ export const nodeHttpProber: HttpProber = {
         finish({ result: 'ERROR', status: null, message: `only http and https targets can be probed (got ${parsed.protocol})` });
         return;
       }
-      const req = client.request(parsed, { method, headers: { 'user-agent': 'edgehub-health-check/1', accept: '*/*' }, agent: false });
-      const timer = setTimeout(() => {
+      const policy = egressPolicy();
+      try {
+        policy.checkHost(parsed.hostname);
+      } catch (err) {
+        finish({ result: 'ERROR', status: null, message: (err as Error).message });
+        return;
+      }
+      const req = client.request(parsed, {
+        method,
+        headers: { 'user-agent': 'edgehub-health-check/1', accept: '*/*' },
+        agent: false,
+        // names are resolved and checked against HUB_EGRESS_DENY here, and the connection goes to a checked address
+        lookup: policy.lookup as never,
+      });
+      timer = setTimeout(() => {
         finish({ result: 'TIMEOUT', status: null, message: `no response within ${timeoutMs} ms` });
         req.destroy();
       }, timeoutMs);
@@ -70,6 +87,7 @@ export const nodeHttpProber: HttpProber = {
         req.destroy();
       });
       req.on('error', (err: NodeJS.ErrnoException) => {
+        if (err instanceof EgressDeniedError || err.code === 'EGRESS_DENIED') return finish({ result: 'ERROR', status: null, message: err.message });
         finish({ result: 'ERROR', status: null, message: err.code ? `${err.code}: ${err.message}` : err.message });
       });
       req.end();

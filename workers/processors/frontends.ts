@@ -6,9 +6,19 @@ import {
   RENEW_JOB,
   renewCertificate,
 } from '../../shared/commands/customFrontends.js';
+import { ENSURE_EDGE_CERTIFICATES_JOB, ensureEdgeCertificates } from '../../shared/commands/edgeCertificates.js';
 import { defineProcessor, permanentFailure } from '../runner.js';
 
+/** A worker's first start issues the standard frontends' certificates the edge serves (idempotent, race-safe). */
+export async function onWorkerStart(): Promise<void> {
+  await ensureEdgeCertificates();
+}
+
 export default [
+  defineProcessor({
+    type: ENSURE_EDGE_CERTIFICATES_JOB,
+    handle: async () => ensureEdgeCertificates(),
+  }),
   defineProcessor({
     type: PROVISION_JOB,
     handle: async ({ payload }) => provisionHosting(String(payload.customFrontendId)),

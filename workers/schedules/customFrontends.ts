@@ -1,9 +1,10 @@
 import { enqueueDueRenewals } from '../../shared/commands/customFrontends.js';
+import { enqueueEdgeCertificates } from '../../shared/commands/edgeCertificates.js';
 import { logger } from '../../shared/logger.js';
 import { defineSchedule } from '../schedule.js';
 
 /** Renews custom frontend certificates before they expire (HUB_CERTIFICATE_RENEW_BEFORE_DAYS). */
-export default defineSchedule({
+export const customFrontendRenewal = defineSchedule({
   name: 'custom-frontend-certificate-renewal',
   cron: process.env.HUB_CERTIFICATE_RENEWAL_CRON ?? '0 17 * * * *',
   run: async () => {
@@ -11,3 +12,14 @@ export default defineSchedule({
     if (enqueued) logger.info({ enqueued }, 'custom frontend certificate renewals enqueued');
   },
 });
+
+/** Daily: the standard frontends' edge certificates, renewed when due (the job changes nothing otherwise). */
+export const edgeCertificateRenewal = defineSchedule({
+  name: 'edge-certificate-renewal',
+  cron: '0 23 3 * * *',
+  run: async () => {
+    await enqueueEdgeCertificates('clock');
+  },
+});
+
+export default [customFrontendRenewal, edgeCertificateRenewal];

@@ -1,0 +1,148 @@
+/**
+ * `npm run bench:edge`: the same node:http backend behind the edge and behind nginx (Debian's, one worker process,
+ * keep-alive upstream), loaded by the same client (autocannon, same connections and duration) in one run. Prints
+ * requests/s and p99 latency of both and the ratios. Metering is on (the edge flushes its counters as usual); the
+ * bytes it metered are printed beside what the client counted.
+ *
+ * BENCH_CONNECTIONS (default 50), BENCH_SECONDS per round (default 10), BENCH_ROUNDS (default 3, alternating).
+ */
+import { spawn } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import { mkdirSync, writeFileSync } from 'node:fs';
+import path from 'node:path';
+import autocannon from 'autocannon';
+import pg from 'pg';
+import { ensureCommands } from '../scripts/services.js';
+import { benchWorkspace, freePort, median, startProcess, startServices, stopChild } from './harness.js';
+
+const CONNECTIONS = Number(process.env.BENCH_CONNECTIONS ?? 50);
+const SECONDS = Number(process.env.BENCH_SECONDS ?? 10);
+const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 3);
+
+ensureCommands([{ command: 'nginx', pkg: 'nginx', hint: 'Install it: `sudo apt-get install nginx`.' }]);
+const ws = benchWorkspace({ budgetMs: 15 * 60_000 });
+try {
+  const services = await startServices(ws);
+
+  // the backend: a plain node:http server in a process of its own, 128-byte answers
+  const backendPort = await freePort();
+  const backend = spawn(
+    process.execPath,
+    ['-e', `const b=Buffer.alloc(128,120);require('http').createServer((q,s)=>{q.resume();q.on('end',()=>{s.writeHead(200,{'content-type':'text/plain','content-length':b.length});s.end(b)})}).listen(${backendPort},'127.0.0.1')`],
+    { stdio: 'inherit' },
+  );
+  ws.onCleanup(() => stopChild(backend));
+
+  // a hub with one ACTIVE share on the public frontend, written directly (the bench measures the data plane)
+  const db = new pg.Client({ connectionString: services.databaseUrl });
+  await db.connect();
+  const hubId = `bench-${randomBytes(4).toString('hex')}`;
+  const zId = randomBytes(6).toString('hex');
+  await db.query(`INSERT INTO hubs (id, name) VALUES ($1, 'bench')`, [hubId]);
+  await db.query(`INSERT INTO environments (env_z_id, hub_id, description, created_by, is_default) VALUES ($1, $2, 'default', 'bench', true)`, [`e${zId}`, hubId]);
+  const frontend = (await db.query(`SELECT id, url_template FROM frontends WHERE public_name = 'public' AND hub_id IS NULL`)).rows[0];
+  await db.query(
+    `INSERT INTO shares (z_id, hub_id, env_z_id, name, frontend_id, frontend_endpoint, target, status, created_by)
+     VALUES ($1, $2, $3, 'bench', $4, $5, $6, 'ACTIVE', 'bench')`,
+    [zId, hubId, `e${zId}`, frontend.id, frontend.url_template.replace('{token}', zId), `http://127.0.0.1:${backendPort}`],
+  );
+  await db.query(`INSERT INTO share_frontends (share_z_id, frontend_id, position) VALUES ($1, $2, 0)`, [zId, frontend.id]);
+  const host = `${zId}.share.localhost`;
+
+  // the edge, as the Procfile runs it
+  const edgePort = await freePort();
+  const edge = startProcess(ws, 'edge/index.ts', {
+    ...process.env,
+    DATABASE_URL: services.databaseUrl,
+    REDIS_URL: services.redisUrl,
+    HUB_DATA_DIR: path.join(ws.work, 'data'),
+    HUB_PROCESS: 'edge',
+    HUB_EDGE_HTTP_PORT: String(edgePort),
+    HUB_EDGE_HTTPS_PORT: '0',
+    LOG_LEVEL: 'warn',
+  });
+
+  // nginx: one worker, keep-alive to the same backend, the same forwarding headers the edge sets
+  const nginxPort = await freePort();
+  const nginxDir = path.join(ws.work, 'nginx');
+  mkdirSync(nginxDir, { recursive: true });
+  writeFileSync(
+    path.join(nginxDir, 'nginx.conf'),
+    `worker_processes 1;
+pid ${nginxDir}/nginx.pid;
+error_log ${nginxDir}/error.log warn;
+events { worker_connections 4096; }
+http {
+  access_log off;
+  client_body_temp_path ${nginxDir}/body; proxy_temp_path ${nginxDir}/proxy; fastcgi_temp_path ${nginxDir}/fcgi;
+  uwsgi_temp_path ${nginxDir}/uwsgi; scgi_temp_path ${nginxDir}/scgi;
+  upstream backend { server 127.0.0.1:${backendPort}; keepalive 64; }
+  server {
+    listen 127.0.0.1:${nginxPort};
+    location / {
+      proxy_pass http://backend;
+      proxy_http_version 1.1;
+      proxy_set_header Connection "";
+      proxy_set_header Host $host;
+      proxy_set_header X-Forwarded-For $remote_addr;
+      proxy_set_header X-Forwarded-Proto $scheme;
+      proxy_set_header X-Forwarded-Host $host;
+    }
+  }
+}
+`,
+  );
+  const nginx = spawn('nginx', ['-c', path.join(nginxDir, 'nginx.conf'), '-g', 'daemon off;'], { stdio: 'inherit' });
+  ws.onCleanup(() => stopChild(nginx));
+
+  const ready = async (port: number) => {
+    for (let i = 0; i < 300; i++) {
+      try {
+        const res = await fetch(`http://127.0.0.1:${port}/`, { headers: { host } });
+        await res.arrayBuffer();
+        if (res.status === 200) return;
+      } catch {
+        /* not yet */
+      }
+      await new Promise((r) => setTimeout(r, 100));
+    }
+    throw new Error(`nothing answered 200 on ${port}`);
+  };
+  await Promise.all([ready(edgePort), ready(nginxPort)]);
+  if (edge.exitCode !== null) throw new Error('the edge exited');
+
+  const load = (port: number, seconds: number) =>
+    new Promise<autocannon.Result>((resolve, reject) =>
+      autocannon({ url: `http://127.0.0.1:${port}`, connections: CONNECTIONS, duration: seconds, headers: { host } }, (err, result) => (err ? reject(err) : resolve(result))),
+    );
+  // warm both (JIT, pools), then alternate so that a noisy moment does not favour one
+  await load(edgePort, 2);
+  await load(nginxPort, 2);
+  const results: Record<'edge' | 'nginx', autocannon.Result[]> = { edge: [], nginx: [] };
+  for (let round = 0; round < ROUNDS; round++) {
+    for (const [name, port] of (round % 2 ? [['edge', edgePort], ['nginx', nginxPort]] : [['nginx', nginxPort], ['edge', edgePort]]) as ['edge' | 'nginx', number][]) {
+      const r = await load(port, SECONDS);
+      if (r.non2xx || r.errors) throw new Error(`${name}: ${r.non2xx} non-2xx answers, ${r.errors} errors`);
+      results[name].push(r);
+    }
+  }
+  const rps = (name: 'edge' | 'nginx') => median(results[name].map((r) => r.requests.average));
+  const p99 = (name: 'edge' | 'nginx') => median(results[name].map((r) => r.latency.p99));
+  const edgeBytes = results.edge.reduce((n, r) => n + r.throughput.total, 0);
+
+  // let the edge flush, then compare what it metered with what the client received
+  await stopChild(edge);
+  const metered = (await db.query(`SELECT coalesce(sum(rx),0)::bigint AS rx, coalesce(sum(tx),0)::bigint AS tx FROM usage_samples WHERE share_id = $1`, [zId])).rows[0];
+  await db.end();
+
+  const line = (name: string, r: number, p: number) => `${name.padEnd(6)} ${r.toFixed(0).padStart(8)} req/s   p99 ${p.toFixed(1).padStart(6)} ms`;
+  console.log(`\nbench:edge — ${CONNECTIONS} connections, ${ROUNDS} x ${SECONDS} s per proxy (medians), 128-byte answers, metering on`);
+  console.log(line('nginx', rps('nginx'), p99('nginx')));
+  console.log(line('edge', rps('edge'), p99('edge')));
+  console.log(`ratio  ${(rps('edge') / rps('nginx')).toFixed(2)} of nginx's requests/s (target >= 0.6)   p99 ${(p99('edge') / p99('nginx')).toFixed(2)}x nginx's (target < 2)`);
+  console.log(`metered by the edge: rx ${metered.rx} B, tx ${metered.tx} B (the client counted ${edgeBytes} B received in the timed rounds, warm-up not included)`);
+  console.log(`rounds: edge ${results.edge.map((r) => r.requests.average.toFixed(0)).join(', ')}; nginx ${results.nginx.map((r) => r.requests.average.toFixed(0)).join(', ')}`);
+} finally {
+  await ws.cleanUp();
+}
+process.exit(0);

@@ -1,0 +1,26 @@
+import type { ServerResponse } from 'node:http';
+import type { Duplex } from 'node:stream';
+
+export type EdgeError = 'not_found' | 'bad_gateway' | 'gateway_timeout' | 'forbidden' | 'unauthorized' | 'bad_request';
+
+const REASONS: Record<number, string> = { 400: 'Bad Request', 401: 'Unauthorized', 403: 'Forbidden', 404: 'Not Found', 502: 'Bad Gateway', 504: 'Gateway Timeout' };
+
+/** An answer of the edge itself (CONTRACT.md): JSON {error, message}. */
+export function answer(res: ServerResponse, status: number, error: EdgeError, message: string, headers: Record<string, string> = {}): void {
+  if (res.headersSent) {
+    res.destroy();
+    return;
+  }
+  const body = JSON.stringify({ error, message });
+  res.writeHead(status, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body), 'cache-control': 'no-store', ...headers });
+  res.end(body);
+}
+
+/** The same answer written on a raw socket (an upgrade request has no ServerResponse); the connection closes. */
+export function answerSocket(socket: Duplex, status: number, error: EdgeError, message: string): void {
+  if (socket.destroyed) return;
+  const body = JSON.stringify({ error, message });
+  socket.end(
+    `HTTP/1.1 ${status} ${REASONS[status] ?? 'Error'}\r\ncontent-type: application/json\r\ncontent-length: ${Buffer.byteLength(body)}\r\nconnection: close\r\n\r\n${body}`,
+  );
+}

@@ -1,0 +1,256 @@
+import http, { type IncomingMessage, type ServerResponse } from 'node:http';
+import https from 'node:https';
+import type { AddressInfo, Socket } from 'node:net';
+import type { Duplex } from 'node:stream';
+import type { TLSSocket } from 'node:tls';
+import pg from 'pg';
+import { config } from '../shared/config.js';
+import { databaseUrl } from '../shared/db.js';
+import { egressPolicy } from '../shared/egress.js';
+import { logger } from '../shared/logger.js';
+import { insertSamples, type UsageRow } from '../shared/metrics/store.js';
+import { answer, answerSocket } from './answers.js';
+import { ChangeFeed } from './changes.js';
+import { Meter } from './meter.js';
+import { Proxy, type ForwardContext } from './proxy.js';
+import { RouteTable, routingHost } from './routes.js';
+import { CertificateStore } from './tls.js';
+import type { EdgeChange, ShareRoute } from './types.js';
+
+/** Access-control hooks (edge/access/*): mutual TLS by the hub's client certificates, and login. */
+export type MutualTlsDecision = { ok: true; identity: { name: string; fingerprint: string; certificateId?: string } } | { ok: false; message: string };
+export interface MutualTlsChecker {
+  load(): Promise<void>;
+  onChange(change: EdgeChange): Promise<void>;
+  check(hubId: string, socket: TLSSocket): MutualTlsDecision;
+}
+export type LoginOutcome = { kind: 'pass'; email: string } | { kind: 'handled' };
+export interface LoginHandler {
+  handle(req: IncomingMessage, res: ServerResponse, route: ShareRoute, ctx: { host: string; secure: boolean; origin: string }): Promise<LoginOutcome>;
+  stripCookies(cookieHeader: string | undefined): string | undefined;
+}
+export interface AccessControl {
+  mutualTls?: MutualTlsChecker;
+  login?: LoginHandler;
+  /** TLS server options the access modules need (e.g. session resumption off so a client identity is always seen). */
+  tlsOptions?: https.ServerOptions;
+}
+
+export interface EdgeOptions {
+  httpPort?: number;
+  httpsPort?: number;
+  /** Interface to listen on (default: all). */
+  host?: string;
+  databaseUrl?: string;
+  access?: AccessControl;
+  /** Operator certificate files for standard frontends (default: HUB_EDGE_TLS_CERT_FILE / HUB_EDGE_TLS_KEY_FILE). */
+  tlsFiles?: { certFile?: string; keyFile?: string };
+  /** Where usage samples go (default: the usage store, shared/metrics/store.ts). */
+  store?: (rows: UsageRow[]) => Promise<void>;
+}
+
+export interface Edge {
+  httpPort: number | undefined;
+  httpsPort: number | undefined;
+  routes: RouteTable;
+  meter: Meter;
+  /** Resolves once every change queued so far has been applied (for tests). */
+  settled(): Promise<void>;
+  stop(graceMs?: number): Promise<void>;
+}
+
+const TLS_TABLES = new Set(['custom_frontends', 'edge_certificates']);
+const FULL_RELOAD_TABLES = new Set(['frontends', 'custom_frontends', 'auth_providers']);
+const ACCESS_TABLES = new Set(['client_certificates', 'certificate_authorities']);
+
+function listen(server: http.Server, port: number, host: string | undefined): Promise<number> {
+  return new Promise((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(port, host, () => {
+      server.off('error', reject);
+      resolve((server.address() as AddressInfo).port);
+    });
+  });
+}
+
+/** The edge (CONTRACT.md "The edge"): routes each request by Host to its share's target, after its access checks. */
+export async function startEdge(options: EdgeOptions = {}): Promise<Edge> {
+  const cfg = config().edge;
+  const url = options.databaseUrl ?? databaseUrl();
+  const access = options.access ?? {};
+  const pool = new pg.Pool({ connectionString: url, max: 4, application_name: 'edgehub-edge' });
+  pool.on('error', (err) => logger.warn({ err: err.message }, 'edge: idle database connection failed'));
+  const routes = new RouteTable(pool);
+  const certificates = new CertificateStore(pool, options.tlsFiles ?? { certFile: cfg.tlsCertFile, keyFile: cfg.tlsKeyFile });
+  const meter = new Meter(options.store ?? insertSamples, { flushMs: cfg.flushMs, pendingMaxRows: cfg.pendingMaxRows });
+  const proxy = new Proxy(meter, egressPolicy(), cfg.upstreamTimeoutMs);
+  const feed = new ChangeFeed(url);
+  let applied: Promise<unknown> = Promise.resolve();
+
+  const reloadEverything = () =>
+    (applied = Promise.all([routes.reloadAll(), certificates.reload(), access.mutualTls?.load()]).catch((err) =>
+      logger.error({ err: (err as Error).message }, 'edge: reload failed'),
+    ));
+  feed.on('resync', () => void reloadEverything());
+  feed.on('change', (change) => {
+    const work: Promise<unknown>[] = [];
+    if (change.table === 'shares' || change.table === 'share_frontends') {
+      if (change.id) work.push(routes.reloadShare(change.id));
+    } else if (FULL_RELOAD_TABLES.has(change.table)) work.push(routes.reloadAll());
+    if (TLS_TABLES.has(change.table)) work.push(certificates.reload());
+    if (ACCESS_TABLES.has(change.table) && access.mutualTls) work.push(access.mutualTls.onChange(change));
+    applied = Promise.all([applied, ...work]).catch((err) => logger.error({ err: (err as Error).message, change }, 'edge: change not applied'));
+  });
+  // listening first, loading second: a change committed in between is seen by the load or notified after it
+  await feed.start();
+  await Promise.all([routes.reloadAll(), certificates.reload(), access.mutualTls?.load()]);
+  const resync = cfg.resyncMs > 0 ? setInterval(() => void reloadEverything(), cfg.resyncMs) : undefined;
+  resync?.unref();
+  meter.start();
+
+  const identityOf = (route: ShareRoute, req: IncomingMessage, secure: boolean): { ok: true; headers?: Record<string, string> } | { ok: false; message: string } => {
+    if (!route.mutualTls) return { ok: true };
+    if (!secure) return { ok: false, message: 'this share requires mutual TLS: connect with https and present a client certificate of its hub' };
+    if (!access.mutualTls) return { ok: false, message: 'mutual TLS is not available on this edge' };
+    const decision = access.mutualTls.check(route.hubId, req.socket as TLSSocket);
+    if (!decision.ok) return decision;
+    return { ok: true, headers: { 'x-client-certificate-name': decision.identity.name, 'x-client-certificate-fingerprint': decision.identity.fingerprint } };
+  };
+
+  const handle = (secure: boolean) => (req: IncomingMessage, res: ServerResponse) => {
+    const host = routingHost(req.headers.host);
+    const route = routes.lookup(host);
+    res.once('close', () => meter.settle(req.socket, route));
+    if (!route) return answer(res, 404, 'not_found', host ? `no share is published at ${host}` : 'the request names no host');
+    const identity = identityOf(route, req, secure);
+    if (!identity.ok) return answer(res, 403, 'forbidden', identity.message);
+    const ctx: ForwardContext = { secure, identity: identity.headers };
+    if (!route.auth) return proxy.forward(req, res, route, ctx);
+    if (!access.login) return answer(res, 401, 'unauthorized', 'this share requires login, which is not available on this edge');
+    const login = access.login;
+    const origin = `${secure ? 'https' : 'http'}://${req.headers.host}`;
+    login
+      .handle(req, res, route, { host, secure, origin })
+      .then((outcome) => {
+        if (outcome.kind === 'handled') return;
+        ctx.identity = { ...ctx.identity, 'x-forwarded-email': outcome.email };
+        ctx.cookie = { value: login.stripCookies(req.headers.cookie) };
+        proxy.forward(req, res, route, ctx);
+      })
+      .catch((err) => {
+        logger.error({ err: (err as Error).message, zId: route.zId }, 'edge: login failed');
+        answer(res, 502, 'bad_gateway', 'the identity provider could not be reached');
+      });
+  };
+
+  const upgrade = (secure: boolean) => (req: IncomingMessage, socket: Duplex, head: Buffer) => {
+    const host = routingHost(req.headers.host);
+    const route = routes.lookup(host);
+    if (!route) {
+      meter.settle(socket as Socket, undefined);
+      return answerSocket(socket, 404, 'not_found', `no share is published at ${host}`);
+    }
+    const identity = identityOf(route, req, secure);
+    if (!identity.ok) return answerSocket(socket, 403, 'forbidden', identity.message);
+    const ctx: ForwardContext = { secure, identity: identity.headers };
+    if (!route.auth) return proxy.upgrade(req, socket, head, route, ctx);
+    if (!access.login) return answerSocket(socket, 401, 'unauthorized', 'this share requires login, which is not available on this edge');
+    // the login hook answers on a ServerResponse: give it one bound to this connection, and take the socket back
+    // when it lets the request through
+    const login = access.login;
+    const res = new http.ServerResponse(req);
+    res.assignSocket(socket as Socket);
+    login
+      .handle(req, res, route, { host, secure, origin: `${secure ? 'https' : 'http'}://${req.headers.host}` })
+      .then((outcome) => {
+        if (outcome.kind === 'handled') {
+          res.once('finish', () => socket.end());
+          return;
+        }
+        res.detachSocket(socket as Socket);
+        ctx.identity = { ...ctx.identity, 'x-forwarded-email': outcome.email };
+        ctx.cookie = { value: login.stripCookies(req.headers.cookie) };
+        proxy.upgrade(req, socket, head, route, ctx);
+      })
+      .catch(() => answerSocket(socket, 502, 'bad_gateway', 'the identity provider could not be reached'));
+  };
+
+  const tune = (server: http.Server) => {
+    server.keepAliveTimeout = 65_000;
+    // uploads and downloads of any size and duration; slow request heads are still cut off by headersTimeout
+    server.requestTimeout = 0;
+    server.headersTimeout = 60_000;
+    return server;
+  };
+  const servers: http.Server[] = [];
+  let httpPort: number | undefined;
+  let httpsPort: number | undefined;
+  const wantHttp = options.httpPort ?? cfg.httpPort;
+  const wantHttps = options.httpsPort ?? cfg.httpsPort;
+  try {
+    if (wantHttp !== 0 || options.httpPort === 0) {
+      const server = tune(http.createServer(handle(false)));
+      server.on('upgrade', upgrade(false));
+      httpPort = await listen(server, wantHttp, options.host);
+      servers.push(server);
+    }
+    if (wantHttps !== 0 || options.httpsPort === 0) {
+      const server = tune(
+        https.createServer(
+          {
+            SNICallback: certificates.sniCallback,
+            // every TLS client may present a certificate; whether a share needs one is decided per request
+            requestCert: true,
+            rejectUnauthorized: false,
+            ...access.tlsOptions,
+          },
+          handle(true),
+        ),
+      );
+      server.on('upgrade', upgrade(true));
+      httpsPort = await listen(server, wantHttps, options.host);
+      servers.push(server);
+    }
+  } catch (err) {
+    for (const s of servers) s.close();
+    await feed.stop();
+    await pool.end();
+    throw err;
+  }
+
+  return {
+    httpPort,
+    httpsPort,
+    routes,
+    meter,
+    settled: async () => {
+      for (let previous: unknown; previous !== applied; ) {
+        previous = applied;
+        await applied;
+      }
+    },
+    async stop(graceMs = 10_000) {
+      if (resync) clearInterval(resync);
+      await new Promise<void>((resolve) => {
+        let open = servers.length;
+        if (!open) return resolve();
+        const force = setTimeout(() => servers.forEach((s) => s.closeAllConnections()), graceMs);
+        force.unref();
+        for (const s of servers) {
+          s.close(() => {
+            if (--open === 0) {
+              clearTimeout(force);
+              resolve();
+            }
+          });
+          s.closeIdleConnections();
+        }
+      });
+      await meter.stop();
+      proxy.close();
+      certificates.close();
+      await feed.stop();
+      await pool.end();
+    },
+  };
+}
