@@ -9,6 +9,7 @@ import { databaseUrl } from '../shared/db.js';
 import { egressPolicy } from '../shared/egress.js';
 import { logger } from '../shared/logger.js';
 import { insertSamples, type UsageRow } from '../shared/metrics/store.js';
+import { accessControl } from './access/index.js';
 import { answer, answerSocket } from './answers.js';
 import { ChangeFeed } from './changes.js';
 import { Meter } from './meter.js';
@@ -77,9 +78,10 @@ function listen(server: http.Server, port: number, host: string | undefined): Pr
 export async function startEdge(options: EdgeOptions = {}): Promise<Edge> {
   const cfg = config().edge;
   const url = options.databaseUrl ?? databaseUrl();
-  const access = options.access ?? {};
   const pool = new pg.Pool({ connectionString: url, max: 4, application_name: 'edgehub-edge' });
   pool.on('error', (err) => logger.warn({ err: err.message }, 'edge: idle database connection failed'));
+  // mutual TLS and login (edge/access) unless the caller brings its own
+  const access = options.access ?? accessControl(pool, config().secretKey);
   const routes = new RouteTable(pool);
   const certificates = new CertificateStore(pool, options.tlsFiles ?? { certFile: cfg.tlsCertFile, keyFile: cfg.tlsKeyFile });
   const meter = new Meter(options.store ?? insertSamples, { flushMs: cfg.flushMs, pendingMaxRows: cfg.pendingMaxRows });
