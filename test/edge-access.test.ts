@@ -154,7 +154,9 @@ test("mTLS: another hub's certificate, an uploaded one exactly, and a resuming c
 
 /** An OIDC provider registered for `hosts` (on the edge's HTTP port), and an auth provider of `h` using it. */
 async function oidcFor(h: HubFixture, hosts: string[], providerId: string, emailPatterns: string[]) {
-  const idp = await startOidcProvider({ redirectUris: hosts.map((host) => `http://${host}:${edge.httpPort}/.edgehub/oauth/callback`) });
+  const idp = await startOidcProvider({
+    redirectUris: hosts.flatMap((host) => [`http://${host}:${edge.httpPort}/.edgehub/oauth/callback`, `https://${host}:${edge.httpsPort}/.edgehub/oauth/callback`]),
+  });
   idps.push(idp);
   // the provider's settings change on a live share: the edge picks them up from the change notification
   const patched = await h.call('PATCH', `${h.h}/auth-providers/${providerId}`, {
@@ -227,4 +229,23 @@ test('login through the edge: a browser signs in at the OpenID provider; the tar
   const out = await browser.request(url(a.host, '/.edgehub/logout'), { accept: 'application/json' });
   t.is(out.status, 200);
   t.is((await browser.request(url(a.host, '/inbox'), { accept: 'application/json' })).status, 401);
+
+  // over the edge's TLS listener the session cookie is Secure and __Host- prefixed
+  const tlsUrl = `https://${a.host}:${edge.httpsPort}/secure`;
+  const secure = new Browser();
+  // the standard frontend's certificate is issued by a worker at its first start
+  const started = await waitFor(async () => (await secure.request(tlsUrl).catch(() => undefined)) as Awaited<ReturnType<Browser['request']>> | undefined, { what: 'the edge serving TLS for the public frontend' });
+  t.is(started.status, 302);
+  const scb = await signInAtIdp(secure, new URL(started.headers.location as string), 'alice@example.com');
+  t.is(scb.origin, `https://${a.host}:${edge.httpsPort}`);
+  const sback = await secure.request(scb);
+  t.is(sback.status, 302, sback.body);
+  const set = sback.setCookies.find((c) => c.startsWith('__Host-edgehub_session=')) as string;
+  t.regex(set, /; Secure/);
+  t.regex(set, /HttpOnly/);
+  t.notRegex(set, /Domain=/i);
+  const spage = await secure.request(tlsUrl);
+  t.is(spage.status, 200);
+  t.is(spage.json.email, 'alice@example.com');
+  t.is(spage.json.cookie, null);
 });
