@@ -138,7 +138,9 @@ http {
       const proxyPid = name === 'edge' ? edge.pid : nginx.pid;
       const before = { proxy: treeCpuMs(proxyPid), backend: cpuMs(backend.pid) };
       const r = await load(port, SECONDS);
-      if (r.non2xx || r.errors) throw new Error(`${name}: ${r.non2xx} non-2xx answers, ${r.errors} errors`);
+      // a wrong answer is a failure; a handful of client time-outs on a loaded machine is reported, not fatal
+      if (r.non2xx || r.errors > r.requests.total / 1000) throw new Error(`${name}: ${r.non2xx} non-2xx answers, ${r.errors} errors`);
+      if (r.errors) console.error(`${name}: ${r.errors} client errors (time-outs) of ${r.requests.total} requests`);
       results[name].push(r);
       cpuPerRequest[name].push(((treeCpuMs(proxyPid) - before.proxy) * 1000) / r.requests.total);
       if (name === 'edge') cpuPerRequest.backend.push(((cpuMs(backend.pid) - before.backend) * 1000) / r.requests.total);

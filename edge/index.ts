@@ -1,11 +1,10 @@
 /**
  * The `edge` process (Procfile): the data plane that serves shares (CONTRACT.md "The edge"). It runs
- * HUB_EDGE_WORKERS worker processes (default: one per CPU) that share the listening ports, each a complete edge
+ * HUB_EDGE_WORKERS worker processes (default 1; on a machine of its own, one per CPU) that share the listening ports, each a complete edge
  * (its own routing table, change feed and meter); the primary only restarts a worker that dies and, on SIGTERM,
  * stops them all so that each writes its last counters.
  */
 import cluster from 'node:cluster';
-import os from 'node:os';
 import { config } from '../shared/config.js';
 import { closeDb, initDb } from '../shared/db.js';
 import { logger } from '../shared/logger.js';
@@ -59,7 +58,7 @@ function runPrimary(workers: number): void {
 
 if (isMain(import.meta.url) || cluster.isWorker) {
   process.env.HUB_PROCESS ??= 'edge';
-  const workers = Number(process.env.HUB_EDGE_WORKERS ?? os.availableParallelism());
+  const workers = Number(process.env.HUB_EDGE_WORKERS ?? 1);
   if (cluster.isPrimary && workers > 1) runPrimary(workers);
   else await runWorker();
 }

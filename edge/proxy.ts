@@ -86,6 +86,63 @@ function failure(err: NodeJS.ErrnoException, timedOut: boolean, target: URL): [n
 /** Whether a request carries a body (RFC 9112 6.3): only then is it streamed upstream. */
 const hasBody = (req: IncomingMessage) => req.headers['transfer-encoding'] !== undefined || (req.headers['content-length'] !== undefined && req.headers['content-length'] !== '0');
 
+/** One proxied request as an undici dispatch handler: the target's answer streamed to the client with back-pressure. */
+class Exchange implements Dispatcher.DispatchHandler {
+  private controller: Dispatcher.DispatchController | undefined;
+  private done = false;
+
+  constructor(
+    private readonly res: ServerResponse,
+    private readonly route: ShareRoute,
+    private readonly onUpstreamError?: (route: ShareRoute, kind: string) => void,
+  ) {
+    res.once('close', this.onClientClose);
+  }
+
+  private readonly onClientClose = () => {
+    if (!this.done) this.controller?.abort(new Error('the client went away'));
+  };
+
+  private readonly onDrain = () => this.controller?.resume();
+
+  onRequestStart(controller: Dispatcher.DispatchController): void {
+    this.controller = controller;
+    if (this.res.destroyed) controller.abort(new Error('the client went away'));
+  }
+
+  onResponseStart(_c: Dispatcher.DispatchController, statusCode: number, headers: Record<string, string | string[] | undefined>, statusMessage?: string): void {
+    if (statusCode < 200) return; // 1xx informational: the final answer follows
+    const listed = connectionListed(headers as IncomingHttpHeaders);
+    const out: OutgoingHttpHeaders = {};
+    for (const name in headers) {
+      if (!HOP_BY_HOP.has(name) && !listed?.has(name)) out[name] = headers[name];
+    }
+    this.res.writeHead(statusCode, statusMessage || undefined, out);
+  }
+
+  onResponseData(controller: Dispatcher.DispatchController, chunk: Buffer): void {
+    if (!this.res.write(chunk)) {
+      controller.pause();
+      this.res.once('drain', this.onDrain);
+    }
+  }
+
+  onResponseEnd(): void {
+    this.done = true;
+    this.res.end();
+  }
+
+  onResponseError(_c: Dispatcher.DispatchController | undefined, err: Error): void {
+    this.done = true;
+    const res = this.res;
+    if (res.destroyed || res.writableEnded) return;
+    const [status, code, message] = failure(err as NodeJS.ErrnoException, false, this.route.target);
+    this.onUpstreamError?.(this.route, code);
+    if (res.headersSent) return void res.destroy();
+    answer(res, status, code, message);
+  }
+}
+
 /**
  * Proxies requests to share targets. Requests go through undici (one keep-alive connection pool per target origin;
  * it costs about a third less CPU per request than node:http's client, see bench/README.md); WebSocket and other
@@ -141,62 +198,34 @@ export class Proxy {
 
   forward(req: IncomingMessage, res: ServerResponse, route: ShareRoute, ctx: ForwardContext): void {
     const target = route.target;
-    try {
-      this.policy.checkHost(target.hostname);
-    } catch (err) {
-      return answer(res, 403, 'forbidden', (err as Error).message);
-    }
+    const denied = this.literalDenial(target);
+    if (denied) return answer(res, 403, 'forbidden', denied);
     const headers = requestHeaders(req, ctx) as Record<string, string | string[]>;
     for (const name of NOT_FORWARDED) delete headers[name];
     const body = hasBody(req) ? req : null;
-    let controller: Dispatcher.DispatchController | undefined;
-    let done = false;
-    res.once('close', () => {
-      if (!done) controller?.abort(new Error('the client went away'));
-    });
-    const onError = (err: NodeJS.ErrnoException) => {
-      done = true;
-      if (res.destroyed || res.writableEnded) return;
-      const [status, code, message] = failure(err, false, target);
-      this.onUpstreamError?.(route, code);
-      if (res.headersSent) return void res.destroy();
-      answer(res, status, code, message);
-    };
-    const onDrain = () => controller?.resume();
+    const exchange = new Exchange(res, route, this.onUpstreamError);
     try {
-      this.pool(target).dispatch(
-        { origin: target.origin, path: upstreamPath(target, req.url), method: req.method ?? 'GET', headers, body },
-        {
-          onRequestStart: (c) => {
-            controller = c;
-            if (res.destroyed) c.abort(new Error('the client went away'));
-          },
-          onResponseStart: (_c, statusCode, responseHeaders, statusMessage) => {
-            if (statusCode < 200) return; // 1xx informational: the final answer follows
-            const out: OutgoingHttpHeaders = {};
-            const listed = connectionListed(responseHeaders as IncomingHttpHeaders);
-            for (const name in responseHeaders) {
-              if (!HOP_BY_HOP.has(name) && !listed?.has(name)) out[name] = responseHeaders[name];
-            }
-            res.writeHead(statusCode, statusMessage || undefined, out);
-          },
-          onResponseData: (c, chunk) => {
-            if (!res.write(chunk)) {
-              c.pause();
-              res.once('drain', onDrain);
-            }
-          },
-          onResponseEnd: () => {
-            done = true;
-            res.end();
-          },
-          onResponseError: (_c, err) => onError(err as NodeJS.ErrnoException),
-        },
-      );
+      this.pool(target).dispatch({ origin: target.origin, path: upstreamPath(target, req.url), method: req.method ?? 'GET', headers, body }, exchange);
     } catch (err) {
-      onError(err as NodeJS.ErrnoException);
+      exchange.onResponseError(undefined, err as Error);
     }
     if (!body) req.resume();
+  }
+
+  /** The egress refusal of a target given as an IP literal (names are checked at connect), computed once per target. */
+  private readonly literalDenials = new WeakMap<URL, string | null>();
+  private literalDenial(target: URL): string | null {
+    let denial = this.literalDenials.get(target);
+    if (denial === undefined) {
+      try {
+        this.policy.checkHost(target.hostname);
+        denial = null;
+      } catch (err) {
+        denial = (err as Error).message;
+      }
+      this.literalDenials.set(target, denial);
+    }
+    return denial;
   }
 
   /** An Upgrade request (WebSocket): relayed, then the two connections are spliced and metered until they close. */
