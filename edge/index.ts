@@ -1,12 +1,17 @@
-/** The `edge` process (Procfile): the data plane that serves shares (CONTRACT.md "The edge"). */
+/**
+ * The `edge` process (Procfile): the data plane that serves shares (CONTRACT.md "The edge"). It runs
+ * HUB_EDGE_WORKERS worker processes (default 1; on a machine of its own, one per CPU) that share the listening ports, each a complete edge
+ * (its own routing table, change feed and meter); the primary only restarts a worker that dies and, on SIGTERM,
+ * stops them all so that each writes its last counters.
+ */
+import cluster from 'node:cluster';
 import { config } from '../shared/config.js';
 import { closeDb, initDb } from '../shared/db.js';
 import { logger } from '../shared/logger.js';
 import { isMain, onShutdown } from '../shared/shutdown.js';
 import { startEdge } from './server.js';
 
-if (isMain(import.meta.url)) {
-  process.env.HUB_PROCESS ??= 'edge';
+async function runWorker(): Promise<void> {
   await initDb(); // the usage store writes through the shared pool
   const edge = await startEdge();
   logger.info({ httpPort: edge.httpPort, httpsPort: edge.httpsPort, routes: edge.routes.size, template: config().edge.publicFrontendTemplate }, 'edge listening');
@@ -15,4 +20,45 @@ if (isMain(import.meta.url)) {
     await edge.stop();
     await closeDb();
   });
+}
+
+function runPrimary(workers: number): void {
+  // each worker accepts on the shared sockets itself (no hand-off through the primary)
+  cluster.schedulingPolicy = cluster.SCHED_NONE;
+  let stopping = false;
+  const failures: number[] = [];
+  const fork = () => cluster.fork({ HUB_PROCESS: 'edge' });
+  cluster.on('exit', (worker, code, signal) => {
+    if (stopping) return;
+    failures.push(Date.now());
+    while (failures.length && failures[0] < Date.now() - 60_000) failures.shift();
+    const delay = Math.min(100 * 2 ** (failures.length - 1), 10_000);
+    logger.error({ pid: worker.process.pid, code, signal, restartInMs: delay, failuresLastMinute: failures.length }, 'edge worker exited; restarting it');
+    setTimeout(() => {
+      if (!stopping) fork();
+    }, delay);
+  });
+  for (let i = 0; i < workers; i++) fork();
+  const stop = () => {
+    if (stopping) return;
+    stopping = true;
+    const alive = Object.values(cluster.workers ?? {}).filter((w) => w && !w.isDead());
+    if (!alive.length) process.exit(0);
+    let left = alive.length;
+    for (const w of alive) {
+      w!.once('exit', () => {
+        if (--left === 0) process.exit(0);
+      });
+      w!.process.kill('SIGTERM');
+    }
+  };
+  process.on('SIGTERM', stop);
+  process.on('SIGINT', stop);
+}
+
+if (isMain(import.meta.url) || cluster.isWorker) {
+  process.env.HUB_PROCESS ??= 'edge';
+  const workers = Number(process.env.HUB_EDGE_WORKERS ?? 1);
+  if (cluster.isPrimary && workers > 1) runPrimary(workers);
+  else await runWorker();
 }

@@ -122,7 +122,8 @@ export async function startEdge(options: EdgeOptions = {}): Promise<Edge> {
   const handle = (secure: boolean) => (req: IncomingMessage, res: ServerResponse) => {
     const host = routingHost(req.headers.host);
     const route = routes.lookup(host);
-    res.once('close', () => meter.settle(req.socket, route));
+    const socket = req.socket; // res detaches it before 'close'
+    res.once('close', () => meter.settle(socket, route));
     if (!route) return answer(res, 404, 'not_found', host ? `no share is published at ${host}` : 'the request names no host');
     const identity = identityOf(route, req, secure);
     if (!identity.ok) return answer(res, 403, 'forbidden', identity.message);
@@ -249,7 +250,7 @@ export async function startEdge(options: EdgeOptions = {}): Promise<Edge> {
         }
       });
       await meter.stop();
-      proxy.close();
+      await proxy.close();
       certificates.close();
       await feed.stop();
       await pool.end();

@@ -58,6 +58,7 @@ const envSchema = z.object({
   HUB_EDGE_TLS_KEY_FILE: optionalString,
   HUB_EDGE_UPSTREAM_TIMEOUT_MS: z.coerce.number().int().min(10).max(3_600_000).default(60_000),
   HUB_EDGE_RESYNC_MS: z.coerce.number().int().min(0).max(86_400_000).default(60_000),
+  HUB_EDGE_WORKERS: z.coerce.number().int().min(1).max(64).optional(),
   HUB_EDGE_PENDING_MAX_ROWS: z.coerce.number().int().min(100).max(10_000_000).default(100_000),
   LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
   // edge login: where GOOGLE and GITHUB auth providers live (overridable so tests and air-gapped set-ups can point elsewhere)
