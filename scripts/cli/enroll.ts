@@ -169,6 +169,9 @@ export async function enroll(options: EnrollOptions): Promise<EnrollResult> {
   const { url, hubId } = enrollmentEndpoint(unverified);
   if (options.expectHost) checkHost(url, options.expectHost);
   else log(`enrollment endpoint: ${url.href} (host ${url.host}; pass --expect-host to require a host)`);
+  if (url.protocol === 'http:' && !/^(localhost|.*\.localhost|127(\.\d{1,3}){3}|\[::1\])$/i.test(url.hostname)) {
+    log(`warning: ${url.origin} is plain http: the JWT and the certificate travel unencrypted`);
+  }
   const claims = await verifiedClaims(jwt, url, hubId);
 
   const out = path.resolve(options.out ?? '.');
