@@ -26,3 +26,9 @@ export const unavailable = (message: string) => new ApiError(503, 'unavailable',
 /** A state-machine refusal: 400 that names the current state. */
 export const invalidState = (what: string, state: string, action: string) =>
   badRequest(`${what} is ${state}; cannot ${action} from state ${state}`);
+
+/**
+ * A job attempt that found what it waits for not there yet (DNS records, a certificate back-off): expected, so the
+ * runner logs the first one and keeps the rest at debug level.
+ */
+export class StillWaiting extends Error {}
