@@ -33,6 +33,7 @@ const envSchema = z.object({
       .optional(),
   ),
   HUB_DNS_CHECK_INTERVAL_MS: z.coerce.number().int().min(10).max(3_600_000).default(30_000),
+  HUB_DNS_WAIT: retention('PT72H'),
   HUB_INGRESS_ADDRESSES: z.string().regex(/^\d{1,3}(\.\d{1,3}){3}(,\d{1,3}(\.\d{1,3}){3})*$/, 'must be comma-separated IPv4 addresses').default('203.0.113.10,203.0.113.11'),
   HUB_VALIDATION_DOMAIN: z.string().regex(/^[a-z0-9.-]+$/, 'must be a DNS name').default('validation.edgehub.localhost'),
   HUB_ACME_DIRECTORY_URL: optionalString.pipe(z.url({ protocol: /^https?$/, message: 'must be an http(s) URL' }).optional()),
@@ -63,6 +64,8 @@ export interface Config {
   /** Custom frontends: how often a PENDING frontend's DNS records are checked, the ingress addresses its A record
    * must name, and the zone the certificate-validation CNAMEs point into. */
   dnsCheckIntervalMs: number;
+  /** How long a NEW or PENDING custom frontend holds its hostname waiting for DNS before it becomes ERROR (ms). */
+  dnsWaitMs: number;
   ingressAddresses: string[];
   validationDomain: string;
   /** ACME issuance of custom frontend certificates (the local CA when unset): directory, a CA file to trust for
@@ -129,6 +132,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     dnsServers: e.HUB_DNS_SERVERS ? e.HUB_DNS_SERVERS.split(',') : [],
     queuePrefix: e.HUB_QUEUE_PREFIX,
     dnsCheckIntervalMs: e.HUB_DNS_CHECK_INTERVAL_MS,
+    dnsWaitMs: durationMs(e.HUB_DNS_WAIT)!,
     ingressAddresses: e.HUB_INGRESS_ADDRESSES.split(','),
     validationDomain: e.HUB_VALIDATION_DOMAIN,
     acme: e.HUB_ACME_DIRECTORY_URL ? { directoryUrl: e.HUB_ACME_DIRECTORY_URL, caFile: e.HUB_ACME_CA_FILE, contact: e.HUB_ACME_CONTACT } : undefined,

@@ -14,6 +14,16 @@ export async function up({ context: q }: MigrationContext): Promise<void> {
 
     ALTER TABLE custom_frontends DROP CONSTRAINT custom_frontends_status_check;
     ALTER TABLE custom_frontends ADD CONSTRAINT custom_frontends_status_check CHECK (status IN ('NEW', 'PENDING', 'ACTIVE', 'ERROR'));
+    -- an ERROR frontend may have failed before its infrastructure existed
+    DO $$
+    DECLARE c text;
+    BEGIN
+      SELECT conname INTO c FROM pg_constraint
+       WHERE conrelid = 'custom_frontends'::regclass AND contype = 'c' AND pg_get_constraintdef(oid) LIKE '%ingress_addresses IS NOT NULL%';
+      EXECUTE format('ALTER TABLE custom_frontends DROP CONSTRAINT %I', c);
+    END $$;
+    ALTER TABLE custom_frontends ADD CONSTRAINT custom_frontends_infrastructure_check
+      CHECK (status IN ('NEW', 'ERROR') OR (ingress_addresses IS NOT NULL AND validation_name IS NOT NULL AND validation_value IS NOT NULL));
     ALTER TABLE custom_frontends ADD COLUMN dns_wait_until timestamptz;
     DROP INDEX custom_frontends_hostname_key;
     CREATE UNIQUE INDEX custom_frontends_hostname_key ON custom_frontends (hostname) WHERE status <> 'ERROR';
