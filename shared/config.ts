@@ -47,6 +47,9 @@ const envSchema = z.object({
   HUB_VPC_CIDR: z.string().default('10.100.0.0/16'),
   HUB_METRICS_RAW_RETENTION: retention('P2D'),
   HUB_SCHEDULED_EXECUTION_RETENTION: retention('P7D'),
+  HUB_HEALTH_CHECK_MIN_INTERVAL_SECONDS: z.coerce.number().int().min(1).max(86_400).default(30),
+  HUB_MAX_SCHEDULED_HEALTH_CHECKS: z.coerce.number().int().min(0).max(1_000_000).default(100),
+  HUB_MAX_LIST_OFFSET: z.coerce.number().int().min(0).max(100_000_000).default(10_000),
   LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
 });
 
@@ -80,6 +83,8 @@ export interface Config {
   metricsRawRetention: string;
   scheduledExecutionRetention: string;
   logLevel: string;
+  /** Tenant quotas: the shortest health-check interval, scheduled checks per hub, the deepest list offset (rows). */
+  quotas: { healthCheckMinIntervalSeconds: number; scheduledHealthChecksPerHub: number; maxListOffset: number };
 }
 
 export class ConfigError extends Error {}
@@ -144,6 +149,11 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     metricsRawRetention: e.HUB_METRICS_RAW_RETENTION,
     scheduledExecutionRetention: e.HUB_SCHEDULED_EXECUTION_RETENTION,
     logLevel: e.LOG_LEVEL,
+    quotas: {
+      healthCheckMinIntervalSeconds: e.HUB_HEALTH_CHECK_MIN_INTERVAL_SECONDS,
+      scheduledHealthChecksPerHub: e.HUB_MAX_SCHEDULED_HEALTH_CHECKS,
+      maxListOffset: e.HUB_MAX_LIST_OFFSET,
+    },
   };
 }
 
