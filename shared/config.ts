@@ -50,6 +50,8 @@ const envSchema = z.object({
   HUB_HEALTH_CHECK_MIN_INTERVAL_SECONDS: z.coerce.number().int().min(1).max(86_400).default(30),
   HUB_MAX_SCHEDULED_HEALTH_CHECKS: z.coerce.number().int().min(0).max(1_000_000).default(100),
   HUB_MAX_LIST_OFFSET: z.coerce.number().int().min(0).max(100_000_000).default(10_000),
+  HUB_PKI_CACHE_MAX: z.coerce.number().int().min(1).max(1_000_000).default(1000),
+  HUB_PKI_CACHE_TTL: retention('PT10M'),
   LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
 });
 
@@ -83,6 +85,9 @@ export interface Config {
   metricsRawRetention: string;
   scheduledExecutionRetention: string;
   logLevel: string;
+  /** Entries and lifetime (ms) of the PKI caches (decrypted hub CA keys, issuer chains, verification keys). */
+  pkiCacheMax: number;
+  pkiCacheTtlMs: number;
   /** Tenant quotas: the shortest health-check interval, scheduled checks per hub, the deepest list offset (rows). */
   quotas: { healthCheckMinIntervalSeconds: number; scheduledHealthChecksPerHub: number; maxListOffset: number };
 }
@@ -149,6 +154,8 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     metricsRawRetention: e.HUB_METRICS_RAW_RETENTION,
     scheduledExecutionRetention: e.HUB_SCHEDULED_EXECUTION_RETENTION,
     logLevel: e.LOG_LEVEL,
+    pkiCacheMax: e.HUB_PKI_CACHE_MAX,
+    pkiCacheTtlMs: durationMs(e.HUB_PKI_CACHE_TTL)!,
     quotas: {
       healthCheckMinIntervalSeconds: e.HUB_HEALTH_CHECK_MIN_INTERVAL_SECONDS,
       scheduledHealthChecksPerHub: e.HUB_MAX_SCHEDULED_HEALTH_CHECKS,
