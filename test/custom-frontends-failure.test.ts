@@ -1,6 +1,8 @@
 import test from 'ava';
 import { PROVISION_JOB } from '../shared/commands/customFrontends.js';
+import pg from 'pg';
 import { loadProcessors } from '../workers/runner.js';
+import dnsWait from '../workers/schedules/customFrontendDnsWait.js';
 import { startDnsServer, type TestDnsServer } from './helpers/dnsServer.js';
 import { startStack, waitFor, type HubFixture, type Stack } from './helpers/stack.js';
 
@@ -82,4 +84,29 @@ test.serial('a hostname waiting for DNS is released when the wait ends; another 
   } finally {
     await stack.stopWorkers();
   }
+});
+
+test.serial('a frontend left PENDING with no check under way (a check that gave up before ERROR existed) is released by the clock', async (t) => {
+  await stack.startWorkers();
+  const hub = await stack.hub();
+  const created = await hub.call('POST', cf(hub), { body: { hostname: 'legacy-pending.example.com' } });
+  t.is(created.status, 201);
+  await statusOf(hub, created.json.id, 'PENDING');
+  await stack.stopWorkers();
+  // what an older release left behind: the 72 h check FAILED, the frontend still PENDING and holding its name
+  const sql = new pg.Client({ connectionString: stack.databaseUrl });
+  await sql.connect();
+  try {
+    await sql.query(`UPDATE executions SET status = 'FAILED', finished_at = now() WHERE resource_id = $1 AND status IN ('QUEUED', 'RUNNING')`, [created.json.id]);
+    await sql.query(`UPDATE custom_frontends SET dns_wait_until = now() - interval '2 minutes' WHERE id = $1`, [created.json.id]);
+  } finally {
+    await sql.end();
+  }
+  const other = await stack.hub();
+  t.is((await other.call('POST', cf(other), { body: { hostname: 'legacy-pending.example.com' } })).status, 409, 'still held');
+  await dnsWait.run();
+  const released = (await hub.call('GET', cf(hub, created.json.id))).json;
+  t.is(released.status, 'ERROR');
+  t.regex(released.statusMessage, /the DNS wait ended at \S+Z with no DNS check under way; the hostname is released/);
+  t.is((await other.call('POST', cf(other), { body: { hostname: 'legacy-pending.example.com' } })).status, 201);
 });

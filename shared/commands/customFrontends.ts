@@ -1,6 +1,6 @@
-import { ForeignKeyConstraintError, Op, type Transaction } from 'sequelize';
+import { ForeignKeyConstraintError, Op, QueryTypes, type Transaction } from 'sequelize';
 import { config } from '../config.js';
-import { withTransaction } from '../db.js';
+import { db, withTransaction } from '../db.js';
 import { badRequest, invalidState, notFound, StillWaiting } from '../errors.js';
 import { newId } from '../ids.js';
 import { enqueue } from '../jobs.js';
@@ -324,6 +324,26 @@ export async function activateWhenDnsReady(customFrontendId: string): Promise<Re
     await Frontend.update({ active: true }, { where: { customFrontendId }, transaction });
     return { status: 'ACTIVE', certificateIssuer: issued.issuer, certificateExpiresAt: issued.notAfter.toISOString() };
   });
+}
+
+/**
+ * Clock: NEW or PENDING frontends whose DNS wait ended a minute ago or more and that no execution is working on any
+ * more (a check that gave up before this state existed, a job lost for good) become ERROR, releasing their hostname.
+ * The activation job normally does this itself at the deadline, with what was missing.
+ */
+export async function expireDnsWaits(): Promise<number> {
+  const rows = await db().query<{ id: string }>(
+    `UPDATE custom_frontends f
+        SET status = 'ERROR', updated_at = now(),
+            dns_message = 'the DNS wait ended at ' || to_char(COALESCE(f.dns_wait_until, f.created_at + make_interval(secs => :waitSeconds)) AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS"Z"')
+              || ' with no DNS check under way; the hostname is released: delete this custom frontend and create it again to retry'
+      WHERE f.status IN ('NEW', 'PENDING')
+        AND COALESCE(f.dns_wait_until, f.created_at + make_interval(secs => :waitSeconds)) < now() - interval '1 minute'
+        AND NOT EXISTS (SELECT 1 FROM executions e WHERE e.resource_type = 'customFrontend' AND e.resource_id = f.id AND e.status IN ('QUEUED', 'RUNNING'))
+      RETURNING f.id`,
+    { replacements: { waitSeconds: config().dnsWaitMs / 1000 }, type: QueryTypes.SELECT },
+  );
+  return rows.length;
 }
 
 export const RENEW_JOB = 'frontends.renewCertificate';
