@@ -102,7 +102,9 @@ export async function dispatch(execution: Execution, options: EnqueueSpec['jobOp
 
 /**
  * Re-adds the jobs of executions still QUEUED or RUNNING after `olderThanMs` whose job Redis no longer has
- * (never added, or lost). Adding with the same job id is a no-op while the job exists.
+ * (never added, or lost), with their stored options. Adding with the same job id is a no-op while the job exists.
+ * The clock runs the fuller pass, workers/reconcile.ts (which also settles executions whose job failed or completed
+ * while PostgreSQL was away); this one needs no processor definitions.
  */
 export async function sweepExecutions(olderThanMs = 10_000, limit = 500): Promise<number> {
   const stale = await Execution.findAll({
