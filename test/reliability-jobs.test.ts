@@ -97,7 +97,7 @@ test.serial('PostgreSQL away at a job\'s last attempt: once it is back the execu
   // the reconciliation finishes it with the job's error and runs the tunnel's failure handler
   await new Promise((r) => setTimeout(r, 5_100)); // the worker's own grace period for a finished job
   const outcome = await reconcileExecutions(await loadProcessors());
-  t.is(outcome.failed, 1);
+  t.true(outcome.failed >= 1, 'the tunnel job (the new hub\'s CA job may have failed in the outage too)');
   const finished = (await hub.call('GET', `${hub.h}/executions/${execution.id}`)).json;
   t.is(finished.status, 'FAILED');
   t.regex(finished.error, /connect|database|terminat|allow/i, finished.error);
