@@ -15,7 +15,7 @@ let stack: Stack;
 let dns: TestDnsServer;
 test.before(async () => {
   dns = await startDnsServer();
-  stack = await startStack({ workers: false, env: { HUB_DNS_SERVERS: dns.server, HUB_DNS_CHECK_INTERVAL_MS: '100', HUB_DNS_WAIT: 'PT2S' } });
+  stack = await startStack({ workers: false, env: { HUB_DNS_SERVERS: dns.server, HUB_DNS_CHECK_INTERVAL_MS: '100', HUB_DNS_WAIT: 'PT5S' } });
 });
 test.after.always(async () => {
   await stack?.stop();
@@ -66,7 +66,7 @@ test.serial('a hostname waiting for DNS is released when the wait ends; another 
     }, { what: 'the first DNS check' });
     t.is(pending.status, 'PENDING');
     t.regex(pending.statusMessage, /^waiting for DNS records \(checked every 100 ms until \S+Z\): A record of squatted\.example\.com resolves to \[\], expected \[/);
-    // nobody publishes the records: the DNS wait (HUB_DNS_WAIT, here 2 s) ends
+    // nobody publishes the records: the DNS wait (HUB_DNS_WAIT, here 5 s) ends
     const failed = await statusOf(squatter, created.json.id, 'ERROR');
     t.regex(failed.statusMessage, /DNS records were not in place when the DNS wait ended at /);
     t.regex(failed.statusMessage, /A record of squatted\.example\.com/);

@@ -15,7 +15,7 @@ import { startStack, waitFor, type Stack } from './helpers/stack.js';
 
 let stack: Stack;
 test.before(async () => {
-  stack = await startStack({ env: { HUB_PKI_CACHE_MAX: '2', HUB_PKI_CACHE_TTL: 'PT1S' } });
+  stack = await startStack({ env: { HUB_PKI_CACHE_MAX: '2', HUB_PKI_CACHE_TTL: 'PT3S' } });
 });
 test.after.always(async () => {
   await closeIssuanceEvents();
@@ -23,16 +23,18 @@ test.after.always(async () => {
 });
 
 test.serial('hub CA keys and chains: at most HUB_PKI_CACHE_MAX kept, each for at most HUB_PKI_CACHE_TTL', async (t) => {
+  let seen = 0;
   for (let i = 0; i < 4; i++) {
     const hub = await stack.hub({ name: `cache-${i}` });
     const created = await hub.call('POST', `${hub.h}/client-certificates`, { body: { name: `c${i}`, value: await makeCsr(`/CN=c${i}`) } });
     t.is(created.status, 201, created.text);
+    seen = Math.max(seen, cachedHubCaCount());
     const read = await hub.call('GET', `${hub.h}/client-certificates/${created.json.id}`);
     t.is(read.status, 200);
     t.true(cachedHubCaCount() <= 2, `CA keys held: ${cachedHubCaCount()}`);
     t.true(cachedChainCount() <= 2, `chains held: ${cachedChainCount()}`);
   }
-  t.true(cachedHubCaCount() > 0, 'the cache is used');
+  t.true(seen > 0, 'the cache is used');
   await waitFor(async () => cachedHubCaCount() === 0 && cachedChainCount() === 0, { what: 'the entries to expire', timeoutMs: 10_000 });
   t.pass();
 });
