@@ -34,6 +34,7 @@ const envSchema = z.object({
       .optional(),
   ),
   HUB_DNS_CHECK_INTERVAL_MS: z.coerce.number().int().min(10).max(3_600_000).default(30_000),
+  HUB_DNS_WAIT: retention('PT72H'),
   HUB_INGRESS_ADDRESSES: z.string().regex(/^\d{1,3}(\.\d{1,3}){3}(,\d{1,3}(\.\d{1,3}){3})*$/, 'must be comma-separated IPv4 addresses').default('203.0.113.10,203.0.113.11'),
   HUB_VALIDATION_DOMAIN: z.string().regex(/^[a-z0-9.-]+$/, 'must be a DNS name').default('validation.edgehub.localhost'),
   HUB_ACME_DIRECTORY_URL: optionalString.pipe(z.url({ protocol: /^https?$/, message: 'must be an http(s) URL' }).optional()),
@@ -60,6 +61,11 @@ const envSchema = z.object({
   HUB_EDGE_RESYNC_MS: z.coerce.number().int().min(0).max(86_400_000).default(60_000),
   HUB_EDGE_WORKERS: z.coerce.number().int().min(1).max(64).optional(),
   HUB_EDGE_PENDING_MAX_ROWS: z.coerce.number().int().min(100).max(10_000_000).default(100_000),
+  HUB_HEALTH_CHECK_MIN_INTERVAL_SECONDS: z.coerce.number().int().min(1).max(86_400).default(30),
+  HUB_MAX_SCHEDULED_HEALTH_CHECKS: z.coerce.number().int().min(0).max(1_000_000).default(100),
+  HUB_MAX_LIST_OFFSET: z.coerce.number().int().min(0).max(100_000_000).default(10_000),
+  HUB_PKI_CACHE_MAX: z.coerce.number().int().min(1).max(1_000_000).default(1000),
+  HUB_PKI_CACHE_TTL: retention('PT10M'),
   LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
   // edge login: where GOOGLE and GITHUB auth providers live (overridable so tests and air-gapped set-ups can point elsewhere)
   HUB_GOOGLE_ISSUER_URL: z.url({ protocol: /^https?$/, message: 'must be an http(s) URL' }).default('https://accounts.google.com'),
@@ -81,6 +87,8 @@ export interface Config {
   /** Custom frontends: how often a PENDING frontend's DNS records are checked, the ingress addresses its A record
    * must name, and the zone the certificate-validation CNAMEs point into. */
   dnsCheckIntervalMs: number;
+  /** How long a NEW or PENDING custom frontend holds its hostname waiting for DNS before it becomes ERROR (ms). */
+  dnsWaitMs: number;
   ingressAddresses: string[];
   validationDomain: string;
   /** ACME issuance of custom frontend certificates (the local CA when unset): directory, a CA file to trust for
@@ -95,6 +103,11 @@ export interface Config {
   metricsRawRetention: string;
   scheduledExecutionRetention: string;
   logLevel: string;
+  /** Entries and lifetime (ms) of the PKI caches (decrypted hub CA keys, issuer chains, verification keys). */
+  pkiCacheMax: number;
+  pkiCacheTtlMs: number;
+  /** Tenant quotas: the shortest health-check interval, scheduled checks per hub, the deepest list offset (rows). */
+  quotas: { healthCheckMinIntervalSeconds: number; scheduledHealthChecksPerHub: number; maxListOffset: number };
   edge: EdgeConfig;
   /** Edge login: GOOGLE's issuer, GitHub's OAuth and API bases. */
   login: { googleIssuerUrl: string; githubOAuthUrl: string; githubApiUrl: string };
@@ -182,6 +195,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     dnsServers: e.HUB_DNS_SERVERS ? e.HUB_DNS_SERVERS.split(',') : [],
     queuePrefix: e.HUB_QUEUE_PREFIX,
     dnsCheckIntervalMs: e.HUB_DNS_CHECK_INTERVAL_MS,
+    dnsWaitMs: durationMs(e.HUB_DNS_WAIT)!,
     ingressAddresses: e.HUB_INGRESS_ADDRESSES.split(','),
     validationDomain: e.HUB_VALIDATION_DOMAIN,
     acme: e.HUB_ACME_DIRECTORY_URL ? { directoryUrl: e.HUB_ACME_DIRECTORY_URL, caFile: e.HUB_ACME_CA_FILE, contact: e.HUB_ACME_CONTACT } : undefined,
@@ -206,6 +220,13 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       pendingMaxRows: e.HUB_EDGE_PENDING_MAX_ROWS,
     },
     login: { googleIssuerUrl: e.HUB_GOOGLE_ISSUER_URL, githubOAuthUrl: e.HUB_GITHUB_OAUTH_URL, githubApiUrl: e.HUB_GITHUB_API_URL },
+    pkiCacheMax: e.HUB_PKI_CACHE_MAX,
+    pkiCacheTtlMs: durationMs(e.HUB_PKI_CACHE_TTL)!,
+    quotas: {
+      healthCheckMinIntervalSeconds: e.HUB_HEALTH_CHECK_MIN_INTERVAL_SECONDS,
+      scheduledHealthChecksPerHub: e.HUB_MAX_SCHEDULED_HEALTH_CHECKS,
+      maxListOffset: e.HUB_MAX_LIST_OFFSET,
+    },
   };
 }
 

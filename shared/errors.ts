@@ -21,8 +21,16 @@ export const conflict = (message: string) => new ApiError(409, 'conflict', messa
 export const payloadTooLarge = (message = 'request body exceeds 1 MiB') => new ApiError(413, 'payload_too_large', message);
 export const unsupportedMediaType = (message = 'request body must be JSON (Content-Type: application/json)') =>
   new ApiError(415, 'unsupported_media_type', message);
+/** A tenant quota is used up: 429 saying which limit and how to get under it. */
+export const quotaExceeded = (message: string) => new ApiError(429, 'quota_exceeded', message);
 export const unavailable = (message: string) => new ApiError(503, 'unavailable', message);
 
 /** A state-machine refusal: 400 that names the current state. */
 export const invalidState = (what: string, state: string, action: string) =>
   badRequest(`${what} is ${state}; cannot ${action} from state ${state}`);
+
+/**
+ * A job attempt that found what it waits for not there yet (DNS records, a certificate back-off): expected, so the
+ * runner logs the first one and keeps the rest at debug level.
+ */
+export class StillWaiting extends Error {}

@@ -54,6 +54,8 @@ export async function enqueue(spec: EnqueueSpec): Promise<Execution> {
     resourceId: spec.resourceId ?? null,
     status: 'QUEUED' as const,
     payload: spec.payload ?? {},
+    // kept with the execution so that a re-added job (the sweeper) runs with exactly these options
+    jobOptions: spec.jobOptions && Object.keys(spec.jobOptions).length ? { ...spec.jobOptions } : null,
     createdBy: spec.createdBy,
   };
   let execution: Execution;
@@ -63,25 +65,28 @@ export async function enqueue(spec: EnqueueSpec): Promise<Execution> {
     // the common path, once per job: a prepared statement instead of the model's generic insert
     const [row] = await preparedQuery<{ created_at: Date }>(
       'executions_insert',
-      `INSERT INTO executions (id, process_id, hub_id, type, resource_type, resource_id, status, payload, created_by)
-       VALUES ($1, $1, $2, $3, $4, $5, 'QUEUED', $6, $7) RETURNING created_at`,
-      [id, fields.hubId, fields.type, fields.resourceType, fields.resourceId, JSON.stringify(fields.payload), fields.createdBy],
+      `INSERT INTO executions (id, process_id, hub_id, type, resource_type, resource_id, status, payload, created_by, job_options)
+       VALUES ($1, $1, $2, $3, $4, $5, 'QUEUED', $6, $7, $8) RETURNING created_at`,
+      [id, fields.hubId, fields.type, fields.resourceType, fields.resourceId, JSON.stringify(fields.payload), fields.createdBy, fields.jobOptions && JSON.stringify(fields.jobOptions)],
     );
     execution = Execution.build({ ...fields, createdAt: row.created_at, attempts: 0, error: null, result: null }, { isNewRecord: false });
   }
-  const options = spec.jobOptions ?? {};
-  if (spec.transaction) spec.transaction.afterCommit(() => dispatch(execution, options).then(() => undefined));
-  else await dispatch(execution, options);
+  if (spec.transaction) spec.transaction.afterCommit(() => dispatch(execution).then(() => undefined));
+  else await dispatch(execution);
   return execution;
 }
 
-/** Adds the job of an execution. Never throws: returns false when Redis did not take it (the sweeper retries). */
+/**
+ * Adds the job of an execution with the options stored on it (`options` only where none are stored). Never throws:
+ * returns false when Redis did not take it (the sweeper retries).
+ */
 export async function dispatch(execution: Execution, options: EnqueueSpec['jobOptions'] = {}): Promise<boolean> {
+  const stored = (execution.jobOptions ?? undefined) as EnqueueSpec['jobOptions'] | undefined;
   const data: JobData = { executionId: execution.id, hubId: execution.hubId, payload: execution.payload };
   let timer: NodeJS.Timeout | undefined;
   try {
     await Promise.race([
-      queue(queueOfType(execution.type)).add(execution.type, data, { ...DEFAULT_JOB_OPTIONS, ...options, jobId: execution.processId }),
+      queue(queueOfType(execution.type)).add(execution.type, data, { ...DEFAULT_JOB_OPTIONS, ...(stored ?? options), jobId: execution.processId }),
       new Promise((_, reject) => {
         timer = setTimeout(() => reject(new Error('timed out adding the job')), DISPATCH_TIMEOUT_MS);
       }),
@@ -97,7 +102,9 @@ export async function dispatch(execution: Execution, options: EnqueueSpec['jobOp
 
 /**
  * Re-adds the jobs of executions still QUEUED or RUNNING after `olderThanMs` whose job Redis no longer has
- * (never added, or lost). Adding with the same job id is a no-op while the job exists.
+ * (never added, or lost), with their stored options. Adding with the same job id is a no-op while the job exists.
+ * The clock runs the fuller pass, workers/reconcile.ts (which also settles executions whose job failed or completed
+ * while PostgreSQL was away); this one needs no processor definitions.
  */
 export async function sweepExecutions(olderThanMs = 10_000, limit = 500): Promise<number> {
   const stale = await Execution.findAll({

@@ -9,7 +9,7 @@ let stack: Stack;
 let target: HttpTarget;
 test.before(async () => {
   target = await startHttpTarget();
-  stack = await startStack();
+  stack = await startStack({ env: { HUB_HEALTH_CHECK_MIN_INTERVAL_SECONDS: '1' } });
 });
 test.after.always(async () => {
   await stack?.stop();

@@ -3,6 +3,7 @@ import { readdirSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import cron, { type ScheduledTask } from 'node-cron';
+import { config } from '../shared/config.js';
 import { closeDb, initDb } from '../shared/db.js';
 import { logger } from '../shared/logger.js';
 import { closeQueues } from '../shared/queues.js';
@@ -20,9 +21,12 @@ export async function loadSchedules(): Promise<Schedule[]> {
   return modules.flatMap((m) => (m.default === undefined ? [] : Array.isArray(m.default) ? m.default : [m.default]));
 }
 
-/** Runs `fn` unless another clock holds the lock for `name`; the lock expires by itself after `ttlMs`. */
+/**
+ * Runs `fn` unless another clock holds the lock for `name`; the lock expires by itself after `ttlMs`. The key carries
+ * HUB_QUEUE_PREFIX like every other Redis key, so deployments sharing one Redis do not lock each other out.
+ */
 export async function runExclusive(name: string, ttlMs: number, fn: () => Promise<void>): Promise<boolean> {
-  const key = `edgehub:clock:${name}`;
+  const key = `${config().queuePrefix}:clock:${name}`;
   const owner = randomUUID();
   const client = await readyRedis();
   const taken = await client.set(key, owner, 'PX', ttlMs, 'NX');

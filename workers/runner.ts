@@ -4,6 +4,7 @@ import { fileURLToPath, pathToFileURL } from 'node:url';
 import { UnrecoverableError, Worker, type Job } from 'bullmq';
 import { config } from '../shared/config.js';
 import { preparedQuery } from '../shared/db.js';
+import { StillWaiting } from '../shared/errors.js';
 import type { JobData } from '../shared/jobs.js';
 import { logger, type Logger } from '../shared/logger.js';
 import { Execution } from '../shared/models/Execution.js';
@@ -117,9 +118,16 @@ export async function runExecution(def: ProcessorDefinition, job: Job<JobData>):
     return result;
   } catch (err) {
     const final = err instanceof UnrecoverableError || attempt >= (job.opts.attempts ?? 1);
-    ctx.log.warn({ err: errorMessage(err), final }, 'job failed');
-    if (final) await finalizeFailure(def, ctx, err as Error);
-    else await Execution.update({ status: 'QUEUED', error: errorMessage(err) }, { where: { id: executionId, status: 'RUNNING' } });
+    // an expected wait (DNS records not there yet) is said once, then kept at debug level
+    if (err instanceof StillWaiting && !final) ctx.log[attempt === 1 ? 'info' : 'debug']({ reason: errorMessage(err) }, 'still waiting; will check again');
+    else ctx.log.warn({ err: errorMessage(err), final }, 'job failed');
+    try {
+      if (final) await finalizeFailure(def, ctx, err as Error);
+      else await Execution.update({ status: 'QUEUED', error: errorMessage(err) }, { where: { id: executionId, status: 'RUNNING' } });
+    } catch (recordErr) {
+      // PostgreSQL away: the job still fails with its own error, which the clock's reconciliation writes later
+      ctx.log.error({ err: errorMessage(recordErr) }, 'could not record the job failure; reconciliation will');
+    }
     throw err;
   }
 }
@@ -145,15 +153,17 @@ async function recordScheduledRun(job: Job<ScheduledJobData>): Promise<string> {
   return id;
 }
 
-async function finalizeFailure(def: ProcessorDefinition, ctx: JobContext, err: Error): Promise<void> {
-  try {
-    await def.onFinalFailure?.(ctx, err);
-  } finally {
-    await Execution.update(
-      { status: 'FAILED', error: errorMessage(err), finishedAt: new Date() },
-      { where: { id: ctx.execution.id, status: ['QUEUED', 'RUNNING'] } },
-    );
-  }
+/**
+ * Runs the processor's failure handler, then marks the execution FAILED. When the handler throws (PostgreSQL away)
+ * the execution stays unfinished, so that the clock's reconciliation runs the handler again: the resource must not
+ * be stranded in its transitional state. Handlers are conditional updates, so a second run changes nothing.
+ */
+export async function finalizeFailure(def: ProcessorDefinition, ctx: JobContext, err: Error): Promise<void> {
+  await def.onFinalFailure?.(ctx, err);
+  await Execution.update(
+    { status: 'FAILED', error: errorMessage(err), finishedAt: new Date() },
+    { where: { id: ctx.execution.id, status: ['QUEUED', 'RUNNING'] } },
+  );
 }
 
 export interface WorkerOptions {

@@ -9,7 +9,7 @@ export const presentCustomFrontend = ({ frontend: f, authProviderIds }: CustomFr
   frontendId: f.frontendId,
   status: f.status,
   authProviderIds,
-  ...(f.status === 'PENDING' && f.dnsMessage ? { statusMessage: f.dnsMessage } : {}),
+  ...((f.status === 'PENDING' || f.status === 'ERROR') && f.dnsMessage ? { statusMessage: f.dnsMessage } : {}),
   ...(f.certificateExpiresAt ? { certificateExpiresAt: iso(f.certificateExpiresAt) } : {}),
   createdAt: iso(f.createdAt),
   createdBy: f.createdBy,

@@ -1,9 +1,11 @@
+import type { LRUCache } from 'lru-cache';
 import { QueryTypes, type InferAttributes } from 'sequelize';
 import { db, withTransaction } from '../db.js';
 import { badRequest, notFound } from '../errors.js';
 import { newId } from '../ids.js';
 import { ClientCertificate } from '../models/ClientCertificate.js';
 import { isCertificatePem, parseUploadedCertificate, type CertificateInfo } from '../pki/certificates.js';
+import { cached, pkiCache } from '../pki/cache.js';
 import { isCsrPem, parseCsr } from '../pki/csr.js';
 import { issueInWorker } from '../pki/issuance.js';
 import { preparedQuery } from '../db.js';
@@ -52,13 +54,13 @@ const CERTIFICATE_COLUMNS = `id, hub_id AS "hubId", name, source, certificate_pe
   not_after AS "notAfter", certificate_request_token_id AS "certificateRequestTokenId", created_by AS "createdBy",
   created_at AS "createdAt", updated_at AS "updatedAt"`;
 
-/** Issuer chains by issuing CA id. CA certificates never change once written, so a process may keep them. */
-const chains = new Map<string, Promise<string>>();
+/** Issuer chains by issuing CA id, in a bounded cache with a TTL (HUB_PKI_CACHE_MAX, HUB_PKI_CACHE_TTL). */
+let chains: LRUCache<string, Promise<string>> | undefined;
 
 function chainOf(issuerId: string): Promise<string> {
-  let chain = chains.get(issuerId);
-  if (!chain) {
-    chain = preparedQuery<{ chain: string }>(
+  chains ??= pkiCache<Promise<string>>();
+  return cached(chains, issuerId, () =>
+    preparedQuery<{ chain: string }>(
       'pki_issuer_chain',
       `SELECT i.certificate_pem || r.certificate_pem AS chain FROM certificate_authorities i, certificate_authorities r
        WHERE i.id = $1 AND r.kind = 'ROOT'`,
@@ -66,11 +68,14 @@ function chainOf(issuerId: string): Promise<string> {
     ).then(([row]) => {
       if (!row) throw new Error(`issuing CA ${issuerId} not found`);
       return row.chain;
-    });
-    chains.set(issuerId, chain);
-    chain.catch(() => chains.delete(issuerId));
-  }
-  return chain;
+    }),
+  );
+}
+
+/** How many issuer chains this process holds now (expired ones not counted). */
+export function cachedChainCount(): number {
+  chains?.purgeStale();
+  return chains?.size ?? 0;
 }
 
 /** A certificate's columns as a plain row (read on the enrollment hot path, so without model machinery). */

@@ -1,7 +1,7 @@
-import { ForeignKeyConstraintError, Op, type Transaction } from 'sequelize';
+import { ForeignKeyConstraintError, Op, QueryTypes, type Transaction } from 'sequelize';
 import { config } from '../config.js';
-import { withTransaction } from '../db.js';
-import { badRequest, invalidState, notFound } from '../errors.js';
+import { db, withTransaction } from '../db.js';
+import { badRequest, invalidState, notFound, StillWaiting } from '../errors.js';
 import { newId } from '../ids.js';
 import { enqueue } from '../jobs.js';
 import { CustomFrontend } from '../models/CustomFrontend.js';
@@ -17,8 +17,6 @@ import { missingAuthProviders } from './authProviders.js';
 
 export const PROVISION_JOB = 'frontends.provisionCustomFrontend';
 export const ACTIVATE_JOB = 'frontends.activateCustomFrontend';
-/** How long a PENDING frontend's DNS records are waited for before its check gives up (a PATCH starts a new one). */
-const DNS_WAIT_MS = 72 * 3600 * 1000;
 
 const LABEL = /^(?!-)[a-z0-9-]{1,63}(?<!-)$/;
 
@@ -164,9 +162,13 @@ async function activationUnderWay(customFrontendId: string, transaction: Transac
   return running > 0;
 }
 
-/** One execution that re-checks DNS every HUB_DNS_CHECK_INTERVAL_MS (a retry per check) until the records resolve. */
+/**
+ * One execution that re-checks DNS every HUB_DNS_CHECK_INTERVAL_MS (a retry per check) until the records resolve or
+ * the frontend's DNS wait (HUB_DNS_WAIT, from when it became PENDING) ends; the attempts cover the wait with room
+ * to spare, the deadline is what ends it.
+ */
 function enqueueActivation(hubId: string, customFrontendId: string, createdBy: string, transaction: Transaction) {
-  const interval = config().dnsCheckIntervalMs;
+  const { dnsCheckIntervalMs: interval, dnsWaitMs } = config();
   return enqueue({
     type: ACTIVATE_JOB,
     hubId,
@@ -175,7 +177,7 @@ function enqueueActivation(hubId: string, customFrontendId: string, createdBy: s
     payload: { customFrontendId },
     createdBy,
     transaction,
-    jobOptions: { attempts: Math.max(1, Math.ceil(DNS_WAIT_MS / interval)), backoff: { type: 'fixed', delay: interval } },
+    jobOptions: { attempts: Math.ceil(dnsWaitMs / interval) + 10, backoff: { type: 'fixed', delay: interval } },
   });
 }
 
@@ -195,7 +197,7 @@ export async function provisionHosting(customFrontendId: string): Promise<Record
   });
   return withTransaction(async (transaction) => {
     const [moved] = await CustomFrontend.update(
-      { ...infrastructure, status: 'PENDING' },
+      { ...infrastructure, status: 'PENDING', dnsWaitUntil: new Date(Date.now() + config().dnsWaitMs), dnsMessage: null },
       { where: { id: customFrontendId, status: 'NEW' }, transaction },
     );
     if (!moved) return { skipped: 'no longer NEW' };
@@ -220,8 +222,24 @@ export async function dnsProblems(frontend: CustomFrontend, lookup: DnsLookup = 
   return problems;
 }
 
-export class DnsNotReady extends Error {}
-export class CertificateNotIssued extends Error {}
+export class DnsNotReady extends StillWaiting {}
+export class CertificateNotIssued extends StillWaiting {}
+/** The DNS wait ended: the activation stops for good and the frontend becomes ERROR. */
+export class DnsWaitEnded extends Error {}
+
+/** When the frontend's claim on its hostname ends (rows from before the column: their creation + the wait). */
+const dnsDeadline = (frontend: CustomFrontend) => frontend.dnsWaitUntil ?? new Date(frontend.createdAt.getTime() + config().dnsWaitMs);
+
+/**
+ * The terminal failure of a NEW or PENDING frontend (its provisioning spent its attempts, or its DNS wait ended):
+ * ERROR with the reason. The hostname is released at once (the unique index leaves ERROR rows out), so nobody can
+ * hold a name they cannot prove. Runs at most once per frontend; an ACTIVE or deleted one is left alone.
+ */
+export async function failCustomFrontend(customFrontendId: string, reason: string): Promise<boolean> {
+  const message = `${reason.slice(0, 1500)}; the hostname is released: delete this custom frontend and create it again to retry`;
+  const [moved] = await CustomFrontend.update({ status: 'ERROR', dnsMessage: message }, { where: { id: customFrontendId, status: ['NEW', 'PENDING'] } });
+  return moved > 0;
+}
 
 /** First retry after 5 minutes, doubling up to 6 hours: a CA that refused is not asked again at the DNS pace. */
 export function issuanceBackoffMs(failures: number): number {
@@ -274,12 +292,21 @@ export async function activateWhenDnsReady(customFrontendId: string): Promise<Re
   const setMessage = async (message: string) => {
     if (message !== frontend.dnsMessage) await CustomFrontend.update({ dnsMessage: message }, { where: { id: customFrontendId, status: 'PENDING' } });
   };
+  const deadline = dnsDeadline(frontend);
   if (problems.length) {
-    const message = problems.join('; ');
-    await setMessage(message);
-    throw new DnsNotReady(`DNS records not in place yet: ${message}`);
+    const missing = problems.join('; ');
+    if (Date.now() >= deadline.getTime()) {
+      throw new DnsWaitEnded(`DNS records were not in place when the DNS wait ended at ${deadline.toISOString()}: ${missing}`);
+    }
+    const interval = config().dnsCheckIntervalMs;
+    const every = interval % 1000 === 0 ? `${interval / 1000} s` : `${interval} ms`;
+    await setMessage(`waiting for DNS records (checked every ${every} until ${deadline.toISOString()}): ${missing}`);
+    throw new DnsNotReady(`DNS records not in place yet: ${missing}`);
   }
   if (frontend.certificateRetryAt && frontend.certificateRetryAt > new Date()) {
+    if (Date.now() >= deadline.getTime()) {
+      throw new DnsWaitEnded(`no certificate could be issued before the DNS wait ended at ${deadline.toISOString()}: ${frontend.dnsMessage ?? 'issuance failed'}`);
+    }
     const message = `certificate issuance failed ${frontend.certificateFailures} time(s); next attempt after ${frontend.certificateRetryAt.toISOString()}`;
     if (!frontend.dnsMessage?.startsWith('certificate issuance failed')) await setMessage(message);
     throw new CertificateNotIssued(message);
@@ -297,6 +324,26 @@ export async function activateWhenDnsReady(customFrontendId: string): Promise<Re
     await Frontend.update({ active: true }, { where: { customFrontendId }, transaction });
     return { status: 'ACTIVE', certificateIssuer: issued.issuer, certificateExpiresAt: issued.notAfter.toISOString() };
   });
+}
+
+/**
+ * Clock: NEW or PENDING frontends whose DNS wait ended a minute ago or more and that no execution is working on any
+ * more (a check that gave up before this state existed, a job lost for good) become ERROR, releasing their hostname.
+ * The activation job normally does this itself at the deadline, with what was missing.
+ */
+export async function expireDnsWaits(): Promise<number> {
+  const rows = await db().query<{ id: string }>(
+    `UPDATE custom_frontends f
+        SET status = 'ERROR', updated_at = now(),
+            dns_message = 'the DNS wait ended at ' || to_char(COALESCE(f.dns_wait_until, f.created_at + make_interval(secs => :waitSeconds)) AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS"Z"')
+              || ' with no DNS check under way; the hostname is released: delete this custom frontend and create it again to retry'
+      WHERE f.status IN ('NEW', 'PENDING')
+        AND COALESCE(f.dns_wait_until, f.created_at + make_interval(secs => :waitSeconds)) < now() - interval '1 minute'
+        AND NOT EXISTS (SELECT 1 FROM executions e WHERE e.resource_type = 'customFrontend' AND e.resource_id = f.id AND e.status IN ('QUEUED', 'RUNNING'))
+      RETURNING f.id`,
+    { replacements: { waitSeconds: config().dnsWaitMs / 1000 }, type: QueryTypes.SELECT },
+  );
+  return rows.length;
 }
 
 export const RENEW_JOB = 'frontends.renewCertificate';

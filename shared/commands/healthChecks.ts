@@ -1,5 +1,9 @@
+import type { Transaction } from 'sequelize';
+import { config } from '../config.js';
+import { Op } from 'sequelize';
 import { withTransaction } from '../db.js';
-import { badRequest, notFound } from '../errors.js';
+import { badRequest, notFound, quotaExceeded } from '../errors.js';
+import { Hub } from '../models/Hub.js';
 import { newId } from '../ids.js';
 import { logger } from '../logger.js';
 import { Execution } from '../models/Execution.js';
@@ -27,9 +31,31 @@ export interface HealthCheckResult extends ProbeOutcome {
   executedAt: Date;
 }
 
-/** Checks that run on a schedule must know what to probe. */
+/** Checks that run on a schedule must know what to probe, and not more often than the minimum interval. */
 function scheduleRules(fields: Pick<HealthCheckFields, 'intervalSeconds' | 'target'>): void {
+  const min = config().quotas.healthCheckMinIntervalSeconds;
+  if (fields.intervalSeconds > 0 && fields.intervalSeconds < min) {
+    throw badRequest(`value for property '$.intervalSeconds' must be 0 (manual runs only) or at least ${min} seconds (got ${fields.intervalSeconds})`);
+  }
   if (fields.intervalSeconds > 0 && !fields.target) throw badRequest("property '$.target' is required when intervalSeconds is above 0");
+}
+
+const isScheduled = (c: Pick<HealthCheckFields, 'enabled' | 'intervalSeconds' | 'target'>) => c.enabled && c.intervalSeconds > 0 && !!c.target;
+
+/**
+ * At most HUB_MAX_SCHEDULED_HEALTH_CHECKS scheduled checks per hub (429). The hub row is locked first, so two
+ * concurrent requests cannot both take the last place.
+ */
+async function scheduledQuota(hubId: string, exceptId: string | null, transaction: Transaction): Promise<void> {
+  const max = config().quotas.scheduledHealthChecksPerHub;
+  await Hub.findByPk(hubId, { transaction, lock: transaction.LOCK.UPDATE, attributes: ['id'] });
+  const scheduled = await HealthCheck.count({
+    where: { hubId, enabled: true, intervalSeconds: { [Op.gt]: 0 }, target: { [Op.ne]: null }, ...(exceptId && { id: { [Op.ne]: exceptId } }) },
+    transaction,
+  });
+  if (scheduled >= max) {
+    throw quotaExceeded(`this hub already has ${scheduled} scheduled health checks, the most allowed (${max}); disable one or set its intervalSeconds to 0 first`);
+  }
 }
 
 export async function findHealthCheck(hubId: string, id: string): Promise<HealthCheck> {
@@ -40,7 +66,10 @@ export async function findHealthCheck(hubId: string, id: string): Promise<Health
 
 export async function createHealthCheck(hubId: string, fields: HealthCheckFields, createdBy: string): Promise<HealthCheck> {
   scheduleRules(fields);
-  const check = await HealthCheck.create({ id: newId(), hubId, ...fields, createdBy });
+  const check = await withTransaction(async (transaction) => {
+    if (isScheduled(fields)) await scheduledQuota(hubId, null, transaction);
+    return HealthCheck.create({ id: newId(), hubId, ...fields, createdBy }, { transaction });
+  });
   await syncSchedule(check);
   return check;
 }
@@ -50,8 +79,11 @@ export async function updateHealthCheck(hubId: string, id: string, changes: Part
   const check = await withTransaction(async (transaction) => {
     const row = await HealthCheck.findOne({ where: { hubId, id }, transaction, lock: transaction.LOCK.UPDATE });
     if (!row) throw notFound('health check', id);
+    const wasScheduled = isScheduled(row);
     row.set(changes);
-    scheduleRules(row);
+    // an interval left as stored is not re-judged against a minimum raised since
+    if (changes.intervalSeconds !== undefined || changes.target !== undefined) scheduleRules(row);
+    if (!wasScheduled && isScheduled(row)) await scheduledQuota(hubId, id, transaction);
     row.changed('updatedAt', true);
     await row.save({ transaction });
     return row;

@@ -6,11 +6,17 @@ import { ensureActiveKeyRow, forgetActiveKey } from '../pki/signingKeys.js';
 /**
  * Asks the worker to rotate the active signing key. The execution (and so the BullMQ job) id names the key being
  * superseded, so two requests for one rotation (two clock ticks, a retried request) are one job; the worker's
- * conditional update is the second guard.
+ * conditional update is the second guard. A FAILED rotation does not block the next one: the next request takes the
+ * next id in the series (`rotate-signing-key-<kid>-2`, `-3`, ...), so there is one rotation at a time and any
+ * number over time.
  */
 export async function requestRotation(createdBy: string): Promise<Execution> {
   const active = await ensureActiveKeyRow();
-  const id = `rotate-signing-key-${active.kid}`;
+  const base = `rotate-signing-key-${active.kid}`;
+  const tried = (await Execution.findAll({ where: { resourceType: 'signingKey', resourceId: active.kid, type: ROTATE_JOB }, attributes: ['id', 'status'] }))
+    .filter((e) => e.id === base || (e.id.startsWith(`${base}-`) && /^\d+$/.test(e.id.slice(base.length + 1))));
+  const unfinished = tried.find((e) => e.status !== 'FAILED');
+  const id = unfinished?.id ?? (tried.length === 0 ? base : `${base}-${tried.length + 1}`);
   await Execution.bulkCreate(
     [{ id, processId: id, hubId: null, type: ROTATE_JOB, resourceType: 'signingKey', resourceId: active.kid, status: 'QUEUED', payload: { supersedes: active.kid }, createdBy }],
     { ignoreDuplicates: true },

@@ -1,11 +1,13 @@
 import { DataTypes, Model, type CreationOptional, type InferAttributes, type InferCreationAttributes, type Sequelize } from 'sequelize';
 
-export const CUSTOM_FRONTEND_STATUSES = ['NEW', 'PENDING', 'ACTIVE'] as const;
+export const CUSTOM_FRONTEND_STATUSES = ['NEW', 'PENDING', 'ACTIVE', 'ERROR'] as const;
 export type CustomFrontendStatus = (typeof CUSTOM_FRONTEND_STATUSES)[number];
 
 /**
  * A hub's own hostname as an ingress point. NEW until its hosting infrastructure exists, PENDING until its DNS
  * records resolve as required, then ACTIVE with a certificate. Its `frontends` row (frontendId) is what shares use.
+ * ERROR is terminal: provisioning spent its attempts or the DNS wait ended (`dnsMessage` says which); an ERROR
+ * frontend no longer holds its hostname.
  */
 export class CustomFrontend extends Model<InferAttributes<CustomFrontend>, InferCreationAttributes<CustomFrontend>> {
   declare id: string;
@@ -18,6 +20,7 @@ export class CustomFrontend extends Model<InferAttributes<CustomFrontend>, Infer
   declare validationName: CreationOptional<string | null>;
   declare validationValue: CreationOptional<string | null>;
   declare dnsMessage: CreationOptional<string | null>;
+  declare dnsWaitUntil: CreationOptional<Date | null>;
   declare certificatePem: CreationOptional<string | null>;
   declare certificateKeySealed: CreationOptional<string | null>;
   declare certificateIssuer: CreationOptional<string | null>;
@@ -42,6 +45,7 @@ export function initModel(sequelize: Sequelize): void {
       validationName: { type: DataTypes.TEXT, allowNull: true },
       validationValue: { type: DataTypes.TEXT, allowNull: true },
       dnsMessage: { type: DataTypes.TEXT, allowNull: true },
+      dnsWaitUntil: { type: DataTypes.DATE, allowNull: true },
       certificatePem: { type: DataTypes.TEXT, allowNull: true },
       certificateKeySealed: { type: DataTypes.TEXT, allowNull: true },
       certificateIssuer: { type: DataTypes.TEXT, allowNull: true },

@@ -15,6 +15,8 @@ export class Execution extends Model<InferAttributes<Execution>, InferCreationAt
   declare payload: CreationOptional<Record<string, unknown>>;
   declare result: CreationOptional<Record<string, unknown> | null>;
   declare error: CreationOptional<string | null>;
+  /** The BullMQ options (attempts, backoff, ...) the job was added with beyond the defaults; the sweeper re-adds it with them. */
+  declare jobOptions: CreationOptional<Record<string, unknown> | null>;
   declare attempts: CreationOptional<number>;
   declare createdBy: string;
   declare createdAt: CreationOptional<Date>;
@@ -35,6 +37,7 @@ export function initModel(sequelize: Sequelize): void {
       payload: { type: DataTypes.JSONB, allowNull: false, defaultValue: {} },
       result: { type: DataTypes.JSONB, allowNull: true },
       error: { type: DataTypes.TEXT, allowNull: true },
+      jobOptions: { type: DataTypes.JSONB, allowNull: true },
       attempts: { type: DataTypes.INTEGER, allowNull: false, defaultValue: 0 },
       createdBy: { type: DataTypes.TEXT, allowNull: false },
       createdAt: DataTypes.DATE,

@@ -1,10 +1,12 @@
 import { createPrivateKey, generateKeyPairSync, X509Certificate } from 'node:crypto';
+import type { LRUCache } from 'lru-cache';
 import { QueryTypes } from 'sequelize';
 import { db } from '../db.js';
 import { newId } from '../ids.js';
 import { CertificateAuthority } from '../models/CertificateAuthority.js';
 import { decryptSecret, encryptSecret } from '../secrets.js';
 import { certificatePem, certificateSubjectDer, issueCertificate, keyIdentifier, type Signer } from './certificates.js';
+import { cached, pkiCache } from './cache.js';
 import { buildName, nameDer, OID } from './names.js';
 
 /**
@@ -94,7 +96,8 @@ export function ensureRootCa(): Promise<CertificateAuthority> {
   return root;
 }
 
-const hubCas = new Map<string, Promise<LoadedCa>>();
+/** Decrypted issuing CAs by hub: bounded and expiring (HUB_PKI_CACHE_MAX, HUB_PKI_CACHE_TTL), created on first use. */
+let hubCas: LRUCache<string, Promise<LoadedCa>> | undefined;
 
 async function loadHubCa(hubId: string): Promise<LoadedCa> {
   const rootCa = await ensureRootCa();
@@ -121,19 +124,21 @@ async function loadHubCa(hubId: string): Promise<LoadedCa> {
   return { id: issuing.id, signer: signerOf(issuing), certificatePem: issuing.certificatePem, chainPem: issuing.certificatePem + rootCa.certificatePem };
 }
 
-/** The hub's issuing CA with its decrypted key, created on first use and cached for the life of the process. */
+/** The hub's issuing CA with its decrypted key, created on first use, kept in a bounded cache with a TTL. */
 export function hubCa(hubId: string): Promise<LoadedCa> {
-  let loaded = hubCas.get(hubId);
-  if (!loaded) {
-    loaded = loadHubCa(hubId);
-    hubCas.set(hubId, loaded);
-    loaded.catch(() => hubCas.delete(hubId));
-  }
-  return loaded;
+  hubCas ??= pkiCache<Promise<LoadedCa>>();
+  return cached(hubCas, hubId, () => loadHubCa(hubId));
+}
+
+/** How many decrypted hub CAs this process holds now (expired ones not counted). */
+export function cachedHubCaCount(): number {
+  hubCas?.purgeStale();
+  return hubCas?.size ?? 0;
 }
 
 /** For tests and shutdown: forget cached CA keys. */
 export function forgetCas(): void {
   root = undefined;
-  hubCas.clear();
+  hubCas?.clear();
+  hubCas = undefined;
 }

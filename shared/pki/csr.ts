@@ -1,6 +1,9 @@
 import { createPublicKey, verify, type KeyObject } from 'node:crypto';
 import { badRequest } from '../errors.js';
-import { children, decodeOid, pemToDer, readElement, type DerElement } from './der.js';
+import { CertificationRequest } from '@peculiar/asn1-csr';
+import { AsnParser } from '@peculiar/asn1-schema';
+import type { SubjectPublicKeyInfo } from '@peculiar/asn1-x509';
+import { assertDer, children, decodeOid, pemToDer, readElement } from './der.js';
 import { nameToString, readName, subjectFields, type Rdns, type SubjectFields } from './names.js';
 
 /** Signature algorithms a CSR may be signed with, by OID. */
@@ -45,18 +48,30 @@ export interface CsrParts {
   signature: Buffer;
 }
 
-export function csrParts(pem: string): CsrParts {
+/** The CSR's DER from its PEM block, refused (400) unless it is exactly one DER structure with nothing after it. */
+function csrDer(pem: string): Buffer {
   if (typeof pem !== 'string' || !isCsrPem(pem)) throw badRequest('CSR must be a PEM block "-----BEGIN CERTIFICATE REQUEST-----"');
   const der = pemToDer(pem, ['CERTIFICATE REQUEST', 'NEW CERTIFICATE REQUEST']);
   if (!der) throw badRequest('CSR PEM is not valid base64 between its BEGIN and END lines');
   try {
+    assertDer(der);
+  } catch (err) {
+    throw badRequest(`CSR is not a DER-encoded PKCS#10 certification request (${(err as Error).message})`);
+  }
+  return der;
+}
+
+/** The signed pieces, sliced from DER already checked by csrDer (exact bytes: re-encoding could change them). */
+function slices(der: Buffer): CsrParts {
+  try {
     const outer = readElement(der);
-    const [infoEl, algorithmEl, signatureEl] = children(outer);
-    if (outer.tag !== 0x30 || infoEl?.tag !== 0x30 || algorithmEl?.tag !== 0x30 || signatureEl?.tag !== 0x03) throw new Error('not a CertificationRequest');
+    const [infoEl, algorithmEl, signatureEl, extra] = children(outer);
+    if (outer.tag !== 0x30 || infoEl?.tag !== 0x30 || algorithmEl?.tag !== 0x30 || signatureEl?.tag !== 0x03 || extra) throw new Error('not a CertificationRequest');
     const [versionEl, subjectEl, spkiEl] = children(infoEl);
     if (versionEl?.tag !== 0x02 || subjectEl?.tag !== 0x30 || spkiEl?.tag !== 0x30) throw new Error('not a CertificationRequestInfo');
     const [oidEl] = children(algorithmEl);
     if (oidEl?.tag !== 0x06) throw new Error('no signature algorithm');
+    if (signatureEl.content[0] !== 0) throw new Error('signature BIT STRING with unused bits');
     return { info: infoEl.raw, subjectDer: subjectEl.raw, spkiDer: spkiEl.raw, signatureAlgorithm: decodeOid(oidEl.content), signature: signatureEl.content.subarray(1) };
   } catch (err) {
     throw badRequest(`CSR is not a valid PKCS#10 certification request (${(err as Error).message})`);
@@ -64,22 +79,43 @@ export function csrParts(pem: string): CsrParts {
 }
 
 /**
+ * The pieces of a CSR that was verified before (the worker's copy of what the web process checked): strict DER,
+ * then sliced; the full schema check is parseCsr's.
+ */
+export function csrParts(pem: string): CsrParts {
+  return slices(csrDer(pem));
+}
+
+/**
+ * The CSR parsed against the PKCS#10 schema (@peculiar/asn1-csr on @peculiar/asn1-schema): every field of the
+ * right type, version 1, nothing missing or left over.
+ */
+function parseSchema(der: Buffer): CertificationRequest {
+  let request: CertificationRequest;
+  try {
+    request = AsnParser.parse(der, CertificationRequest);
+  } catch (err) {
+    throw badRequest(`CSR is not a valid PKCS#10 certification request (${(err as Error).message})`);
+  }
+  if (request.certificationRequestInfo.version !== 0) throw badRequest(`CSR version must be 1 (encoded 0), got ${request.certificationRequestInfo.version}`);
+  return request;
+}
+
+/**
  * The CSR's public key, checked against what we accept. EC keys are imported as JWK from the decoded point, which
  * is several times cheaper in node:crypto than decoding the SPKI DER.
  */
-function publicKeyOf(spkiDer: Buffer): { key: KeyObject; description: string; type: 'ec' | 'rsa' } {
-  let algorithm: string, parameters: DerElement | undefined, bits: Buffer;
-  try {
-    const [algEl, bitsEl] = children(readElement(spkiDer));
-    const [oidEl, paramEl] = children(algEl);
-    algorithm = decodeOid(oidEl.content);
-    parameters = paramEl;
-    bits = bitsEl.content.subarray(1);
-  } catch {
-    throw badRequest('CSR public key could not be read');
-  }
+function publicKeyOf(spki: SubjectPublicKeyInfo, spkiDer: Buffer): { key: KeyObject; description: string; type: 'ec' | 'rsa' } {
+  const algorithm = spki.algorithm.algorithm;
+  const bits = Buffer.from(spki.subjectPublicKey);
   if (algorithm === EC_PUBLIC_KEY) {
-    const curveOid = parameters?.tag === 0x06 ? decodeOid(parameters.content) : 'unknown';
+    let curveOid = 'unknown';
+    try {
+      const parameters = spki.algorithm.parameters ? readElement(Buffer.from(spki.algorithm.parameters)) : undefined;
+      if (parameters?.tag === 0x06) curveOid = decodeOid(parameters.content);
+    } catch {
+      throw badRequest('CSR public key could not be read');
+    }
     const curve = EC_CURVES[curveOid];
     if (!curve) throw badRequest(`CSR public key is on EC curve ${CURVE_NAMES[curveOid] ?? curveOid}; ${ACCEPTED}`);
     const n = curve.coordinateBytes;
@@ -116,8 +152,10 @@ const KEY_TYPE_NAMES: Record<string, string> = { '1.3.101.112': 'Ed25519', '1.3.
  * is a 400 that says why.
  */
 export function parseCsr(pem: string): ParsedCsr {
-  const parts = csrParts(pem);
-  const { key, description, type } = publicKeyOf(parts.spkiDer);
+  const der = csrDer(pem);
+  const request = parseSchema(der);
+  const parts = slices(der);
+  const { key, description, type } = publicKeyOf(request.certificationRequestInfo.subjectPKInfo, parts.spkiDer);
   const algorithm = SIGNATURE_ALGORITHMS[parts.signatureAlgorithm];
   if (!algorithm) throw badRequest(`CSR signature algorithm ${parts.signatureAlgorithm} is not accepted; use SHA-256/384/512 with RSA or ECDSA`);
   if (algorithm.keyType !== type) throw badRequest('CSR signature algorithm does not match its public key type');

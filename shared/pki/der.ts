@@ -11,16 +11,39 @@ export function readElement(buf: Buffer, offset = 0): DerElement {
   const tag = buf[offset];
   let length = buf[offset + 1];
   let header = 2;
+  if (length === 0x80) throw new Error('indefinite length (BER, not DER)');
   if (length & 0x80) {
     const octets = length & 0x7f;
-    if (octets === 0 || octets > 4 || offset + 2 + octets > buf.length) throw new Error('unsupported DER length');
+    if (octets > 4 || offset + 2 + octets > buf.length) throw new Error('unsupported DER length');
+    if (buf[offset + 2] === 0) throw new Error('length with a leading zero octet (not DER)');
     length = 0;
     for (let i = 0; i < octets; i++) length = length * 256 + buf[offset + 2 + i];
+    if (length < 0x80) throw new Error('long form for a short length (not DER)');
     header += octets;
   }
   const end = offset + header + length;
   if (end > buf.length) throw new Error('truncated DER');
   return { tag, raw: buf.subarray(offset, end), content: buf.subarray(offset + header, end) };
+}
+
+/**
+ * Checks that `der` is exactly one DER element, at every level of its constructed elements: definite, minimal
+ * lengths (readElement refuses the others), constructed contents filled exactly by their children, low tag numbers
+ * only, and no byte after the end. Throws with the reason.
+ */
+export function assertDer(der: Buffer): void {
+  const walk = (buf: Buffer, depth: number): void => {
+    if (depth > 32) throw new Error('nested too deeply');
+    for (let offset = 0; offset < buf.length; ) {
+      const element = readElement(buf, offset);
+      if ((element.tag & 0x1f) === 0x1f) throw new Error('high tag number form not expected here');
+      if (element.tag & 0x20) walk(element.content, depth + 1);
+      offset += element.raw.length;
+    }
+  };
+  const outer = readElement(der);
+  if (outer.raw.length !== der.length) throw new Error(`${der.length - outer.raw.length} byte(s) of trailing data after the structure`);
+  walk(der, 0);
 }
 
 /** The child elements of a constructed element. */

@@ -26,8 +26,20 @@ export interface IssueResult {
   certificateId: string;
 }
 
-/** How long a request waits for its certificate before answering 503 (the job still completes). */
-const WAIT_MS = Number(process.env.HUB_ISSUANCE_WAIT_MS ?? 30_000);
+/**
+ * How long a request waits for its job (certificate, key rotation) before answering 503 (the job still completes):
+ * the whole wait, including the first connection of the process to Redis's event stream.
+ */
+const waitMs = () => Number(process.env.HUB_ISSUANCE_WAIT_MS ?? 30_000);
+
+/** `promise`, or a rejection with `message` once `deadline` (epoch ms) has passed. */
+function before<T>(promise: Promise<T>, deadline: number, message: string): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  const expired = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(new Error(message)), Math.max(0, deadline - Date.now()));
+  });
+  return Promise.race([promise, expired]).finally(() => clearTimeout(timer));
+}
 
 export function encodeRefusal(err: ApiError): string {
   return `${err.status} ${err.code}: ${err.message}`;
@@ -67,11 +79,15 @@ function queueEvents(): Promise<QueueEvents> {
 
 /** Waits for a pki job and returns its result; a refusal becomes its ApiError, anything else a 503. */
 export async function waitForPkiJob<T>(jobId: string): Promise<T> {
-  const e = await queueEvents();
+  const deadline = Date.now() + waitMs();
+  // the events connection retries for ever while Redis is away: the request must not wait with it
+  const e = await before(queueEvents(), deadline, 'queue events not ready').catch(() => {
+    throw unavailable(`the job queue (Redis) cannot be reached; the request is kept as execution ${jobId} and runs once it is back`);
+  });
   // a handle on the job by id (no round trip to read it): waitUntilFinished needs only the id and the queue
   const job = new Job(queue('pki'), '', {}, {}, jobId);
   try {
-    return (await job.waitUntilFinished(e, WAIT_MS)) as T;
+    return (await before(job.waitUntilFinished(e, Math.max(1, deadline - Date.now())), deadline + 1000, 'timed out waiting for the job')) as T;
   } catch (err) {
     const message = (err as Error).message ?? '';
     const refusal = decodeRefusal(message);

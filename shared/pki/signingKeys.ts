@@ -1,9 +1,11 @@
 import { createPrivateKey, createPublicKey, generateKeyPairSync, type JsonWebKey, type KeyObject } from 'node:crypto';
 import { calculateJwkThumbprint, type JWK } from 'jose';
+import type { LRUCache } from 'lru-cache';
 import { QueryTypes } from 'sequelize';
 import { db, withTransaction } from '../db.js';
 import { SigningKey } from '../models/SigningKey.js';
 import { decryptSecret, encryptSecret } from '../secrets.js';
+import { pkiCache } from './cache.js';
 
 /**
  * ES256 keys that sign enrollment JWTs. Exactly one is ACTIVE (a partial unique index says so); a RETIRED key stays
@@ -119,10 +121,12 @@ export async function publishedKeys(): Promise<Record<string, string>[]> {
   return rows.map((r) => r.public_jwk);
 }
 
-const verificationKeys = new Map<string, KeyObject>();
+/** Public keys by kid, bounded and expiring, so a key dropped by a rotation stops verifying here too. */
+let verificationKeys: LRUCache<string, KeyObject> | undefined;
 
 /** The public key of a published `kid`, or undefined (read from the database on a miss). */
 export async function verificationKey(kid: string): Promise<KeyObject | undefined> {
+  verificationKeys ??= pkiCache<KeyObject>();
   const known = verificationKeys.get(kid);
   if (known) return known;
   const [row] = await db().query<{ public_jwk: JsonWebKey }>(

@@ -1,6 +1,8 @@
 import {
   ACTIVATE_JOB,
   activateWhenDnsReady,
+  DnsWaitEnded,
+  failCustomFrontend,
   PROVISION_JOB,
   provisionHosting,
   RENEW_JOB,
@@ -15,6 +17,7 @@ export async function onWorkerStart(): Promise<void> {
 }
 
 export default [
+  // after its attempts are spent the frontend becomes ERROR with the reason, as tunnels and shares do
   defineProcessor({
     type: ENSURE_EDGE_CERTIFICATES_JOB,
     handle: async () => ensureEdgeCertificates(),
@@ -22,11 +25,24 @@ export default [
   defineProcessor({
     type: PROVISION_JOB,
     handle: async ({ payload }) => provisionHosting(String(payload.customFrontendId)),
+    onFinalFailure: async ({ payload }, err) => {
+      await failCustomFrontend(String(payload.customFrontendId), `the hosting infrastructure could not be created: ${err.message}`);
+    },
   }),
-  // fails (and is retried after HUB_DNS_CHECK_INTERVAL_MS) until the DNS records resolve as required
+  // fails (and is retried after HUB_DNS_CHECK_INTERVAL_MS) until the DNS records resolve as required or the DNS wait ends
   defineProcessor({
     type: ACTIVATE_JOB,
-    handle: async ({ payload }) => activateWhenDnsReady(String(payload.customFrontendId)),
+    handle: async ({ payload }) => {
+      try {
+        return await activateWhenDnsReady(String(payload.customFrontendId));
+      } catch (err) {
+        if (err instanceof DnsWaitEnded) throw permanentFailure(err.message);
+        throw err;
+      }
+    },
+    onFinalFailure: async ({ payload }, err) => {
+      await failCustomFrontend(String(payload.customFrontendId), err.message);
+    },
   }),
   // a failed renewal is not retried by BullMQ: the clock asks again once its back-off has passed
   defineProcessor({

@@ -1,12 +1,16 @@
 import { config } from '../../shared/config.js';
-import { sweepExecutions } from '../../shared/jobs.js';
+import { reconcileExecutions } from '../reconcile.js';
+import { loadProcessors } from '../runner.js';
 import { defineSchedule } from '../schedule.js';
 
-/** Re-adds jobs of executions that Redis never took (it was away at enqueue time) or lost. */
+/**
+ * Re-adds jobs of executions that Redis never took (it was away at enqueue time) or lost, with their stored options;
+ * finishes executions whose job failed, completed or vanished while PostgreSQL could not record it (reconciliation).
+ */
 export default defineSchedule({
   name: 'sweep-executions',
   cron: config().sweepCron,
   run: async () => {
-    await sweepExecutions();
+    await reconcileExecutions(await loadProcessors());
   },
 });

@@ -1,0 +1,69 @@
+import test from 'ava';
+import { derToPem, pemToDer } from '../shared/pki/der.js';
+import { closeIssuanceEvents } from '../shared/pki/issuance.js';
+import { makeCsr } from './helpers/pki.js';
+import { startStack, type HubFixture, type Stack } from './helpers/stack.js';
+
+/**
+ * Issue 15 item 9: CSRs are parsed strictly. The hand-written reader accepted non-minimal lengths and ignored
+ * trailing bytes; altered outside the signed part, such a CSR still verified and was signed. Now each is a 400.
+ */
+
+let stack: Stack;
+let hub: HubFixture;
+test.before(async () => {
+  stack = await startStack();
+  hub = await stack.hub();
+});
+test.after.always(async () => {
+  await closeIssuanceEvents();
+  await stack?.stop();
+});
+
+/** The outer SEQUENCE's parts: header and content (an EC CSR is 128..255 bytes long: header 30 81 LL). */
+function outer(der: Buffer): { content: Buffer } {
+  if (der[0] !== 0x30 || der[1] !== 0x81 || der[2] !== der.length - 3) throw new Error(`unexpected CSR layout ${der.subarray(0, 3).toString('hex')}`);
+  return { content: der.subarray(3) };
+}
+
+const variants: [string, (der: Buffer) => Buffer, RegExp][] = [
+  ['trailing bytes after the CSR', (der) => Buffer.concat([der, Buffer.from([0x00, 0x00])]), /trailing data/],
+  ['a length with a leading zero octet', (der) => Buffer.concat([Buffer.from([0x30, 0x82, 0x00, der.length - 3]), outer(der).content]), /leading zero/],
+  [
+    'a short length in long form',
+    (der) => {
+      // the signature BIT STRING (last element, shorter than 128 bytes) with its length written as 81 LL
+      const { content } = outer(der);
+      const start = [...content.keys()].reverse().find((i) => content[i] === 0x03 && i + 2 + content[i + 1] === content.length)!;
+      const body = Buffer.concat([content.subarray(0, start), Buffer.from([0x03, 0x81]), content.subarray(start + 1)]);
+      return Buffer.concat([Buffer.from([0x30, 0x81, body.length]), body]);
+    },
+    /long form for a short length/,
+  ],
+  ['an indefinite length (BER)', (der) => Buffer.concat([Buffer.from([0x30, 0x80]), outer(der).content, Buffer.from([0x00, 0x00])]), /indefinite length/],
+];
+
+for (const [what, alter, reason] of variants) {
+  test(`a CSR with ${what} is a 400 and nothing is issued`, async (t) => {
+    const pem = await makeCsr(`/CN=strict-${what.length}`);
+    const der = pemToDer(pem, ['CERTIFICATE REQUEST'])!;
+    const name = `strict-${what.replace(/\W+/g, '-')}`;
+    const altered = derToPem(alter(der), 'CERTIFICATE REQUEST');
+    const r = await hub.call('POST', `${hub.h}/client-certificates`, { body: { name, value: altered } });
+    t.is(r.status, 400, r.text);
+    t.is(r.json.error, 'invalid_request');
+    t.regex(r.json.message, /^CSR is not a DER-encoded PKCS#10 certification request/);
+    t.regex(r.json.message, reason);
+    const list = await hub.call('GET', `${hub.h}/client-certificates`);
+    t.false(list.json.content.some((c: { name: string }) => c.name === name), 'nothing written');
+  });
+}
+
+test('an unaltered CSR is accepted; one that is DER but not PKCS#10 is a 400 from the schema', async (t) => {
+  const ok = await hub.call('POST', `${hub.h}/client-certificates`, { body: { name: 'strict-ok', value: await makeCsr('/CN=strict-ok') } });
+  t.is(ok.status, 201, ok.text);
+  const notCsr = derToPem(Buffer.from([0x30, 0x03, 0x02, 0x01, 0x00]), 'CERTIFICATE REQUEST');
+  const r = await hub.call('POST', `${hub.h}/client-certificates`, { body: { name: 'strict-not', value: notCsr } });
+  t.is(r.status, 400);
+  t.regex(r.json.message, /not a valid PKCS#10 certification request/);
+});
