@@ -27,7 +27,7 @@ export interface IssueResult {
 }
 
 /** How long a request waits for its certificate before answering 503 (the job still completes). */
-const WAIT_MS = Number(process.env.HUB_ISSUANCE_WAIT_MS ?? 30_000);
+const waitMs = () => Number(process.env.HUB_ISSUANCE_WAIT_MS ?? 30_000);
 
 export function encodeRefusal(err: ApiError): string {
   return `${err.status} ${err.code}: ${err.message}`;
@@ -71,7 +71,7 @@ export async function waitForPkiJob<T>(jobId: string): Promise<T> {
   // a handle on the job by id (no round trip to read it): waitUntilFinished needs only the id and the queue
   const job = new Job(queue('pki'), '', {}, {}, jobId);
   try {
-    return (await job.waitUntilFinished(e, WAIT_MS)) as T;
+    return (await job.waitUntilFinished(e, waitMs())) as T;
   } catch (err) {
     const message = (err as Error).message ?? '';
     const refusal = decodeRefusal(message);
