@@ -10,6 +10,9 @@ import { requireAdmin } from './middleware/auth.js';
 import { jsonBody } from './middleware/body.js';
 import { errors } from './middleware/errors.js';
 import { requestContext } from './middleware/requestContext.js';
+import { securityHeaders } from './middleware/securityHeaders.js';
+import { authFailureThrottle, unauthenticatedLimit } from './middleware/throttle.js';
+import { securityConfig } from '../shared/securityConfig.js';
 import { createRoutes, type Routes } from './router.js';
 
 const routesDir = path.join(path.dirname(fileURLToPath(import.meta.url)), 'routes');
@@ -41,8 +44,12 @@ export async function createApp(): Promise<Koa> {
   const { routes, routers } = createRoutes();
   for (const register of await loadRouteModules()) register(routes);
 
+  const security = securityConfig();
   app.use(requestContext);
+  app.use(securityHeaders);
   app.use(errors);
+  app.use(authFailureThrottle(security));
+  app.use(unauthenticatedLimit(security));
   app.use(queueBoard());
   app.use(jsonBody);
   for (const router of routers) app.use(router.routes());

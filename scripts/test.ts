@@ -10,6 +10,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { Sequelize } from 'sequelize';
 import { migrate } from '../shared/migrate.js';
+import { scanRun } from '../test/helpers/logScan.js';
 import { ensureCommands, REDIS_SERVER, startPostgres, startRedis } from './services.js';
 
 const TEMPLATE = 'edgehub_template';
@@ -39,6 +40,8 @@ try {
       TEST_TEMPLATE_DB: TEMPLATE,
       TEST_REDIS_URL: redis.url,
       TEST_WORK_DIR: work,
+      // every process of the run also logs to a file here; the run's secrets are looked for in them afterwards
+      HUB_LOG_DIR: path.join(work, 'logs'),
     },
   });
   let tail = '';
@@ -60,6 +63,14 @@ try {
   const summary = (re: RegExp) => Number(re.exec(tail)?.[1] ?? 0);
   const passed = Math.max(summary(/(\d+) tests? passed/), marks['✔']);
   let failed = Math.max(summary(/(\d+) tests? failed/), marks['✘']);
+  const scan = scanRun(path.join(work, 'logs'));
+  console.log(`log scan: ${scan.secrets} secrets looked for in ${scan.files} log files (${(scan.bytes / 1e6).toFixed(1)} MB)`);
+  if (scan.leaks.length) {
+    for (const l of scan.leaks.slice(0, 20)) console.log(`  ✘ a ${l.kind} (${l.preview}) is in ${path.basename(l.file)} line ${l.line}`);
+    console.log(`✘ log scan: ${scan.leaks.length} secret(s) found in the logs`);
+    failed++;
+    code = code || 1;
+  }
   if (code !== 0 && failed === 0) failed = 1;
   console.log(`\n${passed} passed, ${failed} failed`);
   if (passed === 0 && code === 0) code = 1;

@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto';
-import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { linkSync, mkdirSync, readFileSync, unlinkSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import ipaddr from 'ipaddr.js';
 import { z } from 'zod';
@@ -142,7 +142,19 @@ function decodeSecretKey(raw: string): Buffer {
   return key;
 }
 
-/** Reads a generated secret from the data dir, creating it once (exclusive create, so concurrent starts agree). */
+/**
+ * Reads a generated secret from the data dir, creating it once. The value is written whole to a temporary file and
+ * then hard-linked to its name, which fails if the name exists: the file appears complete or not at all, so a process
+ * starting at the same instant never reads it half-written, and all agree on the first one linked.
+ */
+function writeExclusive(file: string, content: string): void {
+  try {
+    writeFileSync(file, content, { flag: 'wx', mode: 0o600 });
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code !== 'EEXIST') throw err;
+  }
+}
+
 function storedSecret(dataDir: string, file: string, generate: () => string): string {
   const full = path.join(dataDir, file);
   try {
@@ -151,10 +163,17 @@ function storedSecret(dataDir: string, file: string, generate: () => string): st
     if ((err as NodeJS.ErrnoException).code !== 'ENOENT') throw err;
   }
   mkdirSync(dataDir, { recursive: true });
+  const temporary = `${full}.${process.pid}.${randomBytes(6).toString('hex')}.tmp`;
+  writeFileSync(temporary, generate() + '\n', { flag: 'wx', mode: 0o600 });
   try {
-    writeFileSync(full, generate() + '\n', { flag: 'wx', mode: 0o600 });
+    linkSync(temporary, full);
   } catch (err) {
-    if ((err as NodeJS.ErrnoException).code !== 'EEXIST') throw err;
+    const code = (err as NodeJS.ErrnoException).code;
+    // a file system without hard links: exclusive create of the name itself (a narrow window remains there)
+    if (code === 'EPERM' || code === 'ENOTSUP' || code === 'ENOSYS') writeExclusive(full, readFileSync(temporary, 'utf8'));
+    else if (code !== 'EEXIST') throw err;
+  } finally {
+    unlinkSync(temporary);
   }
   return readFileSync(full, 'utf8').trim();
 }

@@ -4,6 +4,7 @@ import { fileURLToPath, pathToFileURL } from 'node:url';
 import type { QueryResultRow } from 'pg';
 import { Sequelize, Transaction } from 'sequelize';
 import { config } from './config.js';
+import { securityConfig } from './securityConfig.js';
 
 let sequelize: Sequelize | undefined;
 let ready: Promise<Sequelize> | undefined;
@@ -22,7 +23,11 @@ function createSequelize(): Sequelize {
     logging: false,
     pool: { max: Number(process.env.HUB_DB_POOL_MAX ?? 10), min: 0, idle: 10_000, acquire: 15_000 },
     define: { underscored: true, freezeTableName: true },
-    dialectOptions: { application_name: `edgehub-${process.env.HUB_PROCESS ?? 'app'}` },
+    dialectOptions: {
+      application_name: `edgehub-${process.env.HUB_PROCESS ?? 'app'}`,
+      // no statement holds a pooled connection for long (HUB_DB_STATEMENT_TIMEOUT_MS; 0 turns it off)
+      ...(securityConfig().statementTimeoutMs > 0 ? { statement_timeout: securityConfig().statementTimeoutMs } : {}),
+    },
   });
 }
 

@@ -1,24 +1,45 @@
+import path from 'node:path';
 import pino from 'pino';
 
 const level = process.env.LOG_LEVEL ?? (process.env.NODE_ENV === 'test' ? 'silent' : 'info');
 
+/** Keys whose values are secrets, wherever they sit in a logged object (top level and two levels down). */
+const SECRET_KEYS = ['token', 'password', 'clientSecret', 'client_secret', 'privateKey', 'preSharedKey', 'jwt', 'authorization', 'secret', 'secretKey', 'adminToken'];
+/** What a database error carries beyond its message: the statement and its bound values (a token, a sealed key). */
+const ERROR_KEYS = ['sql', 'parameters', 'original', 'parent', 'fields', 'errors', 'detail'];
+
+export const REDACTED_PATHS = [
+  ...SECRET_KEYS.flatMap((k) => [k, `*.${k}`, `*.*.${k}`]),
+  'req.headers.authorization',
+  'headers.authorization',
+  'req.headers.cookie',
+  ...ERROR_KEYS.map((k) => `err.${k}`),
+];
+
+/**
+ * Where log lines go: stdout at LOG_LEVEL and, with HUB_LOG_DIR, also a file per process in that folder
+ * (`<proc>-<pid>.log`, at HUB_LOG_FILE_LEVEL, default debug; written synchronously so nothing is lost at exit). The
+ * test command sets it, so that every line a test run writes can be scanned for the secrets the tests created
+ * (test/helpers/logScan.ts).
+ */
+const dir = process.env.HUB_LOG_DIR;
+const fileLevel = (process.env.HUB_LOG_FILE_LEVEL ?? 'debug') as pino.Level;
+const streams: pino.StreamEntry[] = [];
+if (level !== 'silent') streams.push({ level: level as pino.Level, stream: process.stdout });
+if (dir) {
+  const file = path.join(dir, `${process.env.HUB_PROCESS ?? 'app'}-${process.pid}.log`);
+  streams.push({ level: fileLevel, stream: pino.destination({ dest: file, sync: true, mkdir: true }) });
+}
+const lowest = dir ? (level === 'silent' || pino.levels.values[fileLevel] < pino.levels.values[level] ? fileLevel : level) : level;
+
 /** Process-wide JSON logger. Secrets are redacted by path as a second line of defence: never log them at all. */
-export const logger = pino({
-  level,
-  base: { pid: process.pid, proc: process.env.HUB_PROCESS ?? 'app' },
-  redact: {
-    paths: [
-      'req.headers.authorization',
-      'headers.authorization',
-      '*.token',
-      '*.password',
-      '*.clientSecret',
-      '*.privateKey',
-      '*.preSharedKey',
-      '*.jwt',
-    ],
-    censor: '[redacted]',
+export const logger = pino(
+  {
+    level: lowest,
+    base: { pid: process.pid, proc: process.env.HUB_PROCESS ?? 'app' },
+    redact: { paths: REDACTED_PATHS, censor: '[redacted]' },
   },
-});
+  dir ? pino.multistream(streams) : undefined,
+);
 
 export type Logger = typeof logger;

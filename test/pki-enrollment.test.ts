@@ -51,9 +51,12 @@ test('enroll issues a certificate with the SPEC profile that openssl verifies; t
   const verified = await opensslVerify(r.json.value, r.json.chain);
   t.true(verified.ok, verified.output);
 
-  const again = await enroll(hub, { jwt, csr });
+  const again = await enroll(hub, { jwt, csr: await makeCsr('/CN=edge-1.example.com/O=Acme') });
   t.is(again.status, 403, 'a JWT is good for one certificate');
   t.is(again.json.error, 'not_found');
+  const retried = await enroll(hub, { jwt, csr });
+  t.is(retried.status, 200, 'a retry with the same key gets the certificate that was issued');
+  t.is(retried.json.id, r.json.id);
   const got = await hub.call('GET', `${hub.h}/client-certificates/${r.json.id}`);
   t.is(got.json.value, r.json.value);
   const jwtAgain = await hub.call('GET', `${hub.h2}/certificate-request-tokens/${token.id}/enrollment-jwt`);
@@ -165,11 +168,11 @@ test('an expired, revoked, foreign-hub or forged JWT is 403 (and a $.jwt violati
   t.is((await enroll(hub, { jwt: valid.jwt, csr })).status, 201);
 });
 
-test('20 concurrent enrolls with one JWT give exactly one certificate', async (t) => {
+test('20 concurrent enrolls with one JWT (and 20 keys) give exactly one certificate', async (t) => {
   const hub = await stack.hub();
   const { jwt } = await tokenWithJwt(hub, { name: 'race' });
-  const csr = await makeCsr('/CN=race');
-  const results = await Promise.all(Array.from({ length: 20 }, () => enroll(hub, { jwt, csr })));
+  const csrs = await Promise.all(Array.from({ length: 20 }, () => makeCsr('/CN=race')));
+  const results = await Promise.all(csrs.map((csr) => enroll(hub, { jwt, csr })));
   const statuses = results.map((r) => r.status).sort();
   t.deepEqual(statuses, [201, ...Array(19).fill(403)], JSON.stringify(results.filter((r) => r.status >= 500).map((r) => r.text)));
   const list = await hub.call('GET', `${hub.h}/client-certificates`);

@@ -21,6 +21,23 @@ function toApiError(err: unknown): ApiError | undefined {
   return undefined;
 }
 
+/**
+ * What the log keeps of an unexpected error: its class, message, codes and stack. Never the whole object: a Sequelize
+ * error carries the statement and its bound values (`sql`, `parameters`, `original`), which may hold a token or a
+ * sealed secret; a PostgreSQL message or detail may quote a value, so quoted text in it is replaced.
+ */
+export function sanitisedError(err: unknown): Record<string, unknown> {
+  if (!(err instanceof Error)) return { type: typeof err };
+  const e = err as Error & { code?: unknown; original?: { code?: unknown; constraint?: unknown; table?: unknown; routine?: unknown } };
+  const quoted = /(["'])(?:(?!\1).){1,}\1/g;
+  const out: Record<string, unknown> = { type: e.name, message: e.message.replace(quoted, '$1…$1') };
+  const code = e.original?.code ?? e.code;
+  if (typeof code === 'string' || typeof code === 'number') out.code = code;
+  if (e.original) Object.assign(out, { constraint: e.original.constraint, table: e.original.table, routine: e.original.routine });
+  if (e.stack) out.stack = e.stack.split('\n').slice(1).join('\n');
+  return out;
+}
+
 /** Every error leaves as `{error, message}`; an unexpected one is logged with the request id and answered 500 bare. */
 export const errors: Middleware = async (ctx, next) => {
   try {
@@ -36,7 +53,7 @@ export const errors: Middleware = async (ctx, next) => {
       ctx.body = { error: known.code, message: known.message };
       return;
     }
-    ctx.state.log?.error({ err }, 'unexpected error');
+    ctx.state.log?.error({ err: sanitisedError(err) }, 'unexpected error');
     ctx.status = 500;
     ctx.body = { error: 'internal_error', message: `unexpected error; quote request id ${ctx.state.requestId} when reporting it` };
   }

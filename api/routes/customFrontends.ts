@@ -46,7 +46,7 @@ export default function routes({ hub }: Routes) {
     ctx.body = presentCustomFrontend(await updateCustomFrontend(currentHub(ctx).id, ctx.params.id, input, principalName(ctx)));
   });
   hub.delete('/custom-frontends/:id', async (ctx) => {
-    await deleteCustomFrontend(currentHub(ctx).id, ctx.params.id);
+    await deleteCustomFrontend(currentHub(ctx).id, ctx.params.id, principalName(ctx));
     ctx.status = 204;
   });
 }

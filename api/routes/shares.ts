@@ -57,7 +57,7 @@ export default function routes({ hub }: Routes) {
     ctx.body = presentShare(await shareView(await findShare(currentHub(ctx).id, ctx.params.zId)));
   });
   hub.delete('/shares/:zId', async (ctx) => {
-    await deleteShare(currentHub(ctx).id, ctx.params.zId);
+    await deleteShare(currentHub(ctx).id, ctx.params.zId, principalName(ctx));
     ctx.status = 204;
   });
 }

@@ -6,6 +6,7 @@ import { newId } from '../ids.js';
 import { CertificateRequestToken } from '../models/CertificateRequestToken.js';
 import { addIsoDuration } from '../durations.js';
 import { sha256 } from '../secrets.js';
+import { securityConfig } from '../securityConfig.js';
 import { signEnrollmentJwt, type EnrollmentJwtRecord } from '../pki/enrollmentJwt.js';
 
 export const DEFAULT_TOKEN_TTL = 'P7D';
@@ -36,8 +37,22 @@ export async function claimingName<T>(name: string, fn: () => Promise<T>): Promi
 /** 192 random bits, URL-safe. */
 const newTokenString = () => randomBytes(24).toString('base64url');
 
-/** The expiry from `expiresAt` (RFC 3339, future) or `ttl` (ISO 8601 duration); undefined when neither is given. */
+/**
+ * The expiry from `expiresAt` (RFC 3339, future) or `ttl` (ISO 8601 duration); undefined when neither is given. At
+ * most HUB_TOKEN_MAX_TTL ahead: a JWT lives as long as its token, and its signing key stays published until the
+ * last JWT it signed expires, so this bounds how long a retired key stays in the JWKS.
+ */
 export function expiryFrom(input: Pick<TokenInput, 'expiresAt' | 'ttl'>, now = new Date()): Date | undefined {
+  const at = requestedExpiry(input, now);
+  const { tokenMaxTtl, tokenMaxTtlMs } = securityConfig();
+  if (at && at.getTime() - now.getTime() > tokenMaxTtlMs) {
+    const field = input.ttl !== undefined ? 'ttl' : 'expiresAt';
+    throw badRequest(`value for property '$.${field}' is beyond the maximum token lifetime ${tokenMaxTtl} (HUB_TOKEN_MAX_TTL)`);
+  }
+  return at;
+}
+
+function requestedExpiry(input: Pick<TokenInput, 'expiresAt' | 'ttl'>, now: Date): Date | undefined {
   if (input.expiresAt !== undefined && input.ttl !== undefined) throw badRequest("give either 'expiresAt' or 'ttl', not both");
   if (input.expiresAt !== undefined) {
     const at = new Date(input.expiresAt);

@@ -14,6 +14,7 @@ import { dnsLookup, normalizeName, type DnsLookup } from '../providers/dns.js';
 import { frontendHosting } from '../providers/frontendHosting.js';
 import { encryptSecret } from '../secrets.js';
 import { missingAuthProviders } from './authProviders.js';
+import { enqueueHostingCleanup } from './cleanup.js';
 
 export const PROVISION_JOB = 'frontends.provisionCustomFrontend';
 export const ACTIVATE_JOB = 'frontends.activateCustomFrontend';
@@ -115,20 +116,20 @@ export async function updateCustomFrontend(hubId: string, id: string, input: { a
 }
 
 /** Refused (400) while shares are published on it; the foreign key of share_frontends settles any race. */
-export async function deleteCustomFrontend(hubId: string, id: string): Promise<void> {
-  const hostname = await withTransaction(async (transaction) => {
+export async function deleteCustomFrontend(hubId: string, id: string, deletedBy = 'api'): Promise<void> {
+  await withTransaction(async (transaction) => {
     const frontend = await CustomFrontend.findOne({ where: { hubId, id }, transaction, lock: transaction.LOCK.UPDATE });
     if (!frontend) throw notFound('custom frontend', id);
     const shares = await ShareFrontend.count({ where: { frontendId: frontend.frontendId }, transaction });
     if (shares) throw badRequest(`custom frontend '${id}' carries ${shares} share(s); delete them first`);
     await frontend.destroy({ transaction });
-    return frontend.hostname;
+    // the provider clean-up is a job written with the delete (shared/commands/cleanup.ts)
+    await enqueueHostingCleanup(hubId, id, frontend.hostname, deletedBy, transaction);
   }).catch((err) => {
     // a share created on it since the count: the foreign key refused the delete
     if (err instanceof ForeignKeyConstraintError) throw badRequest(`custom frontend '${id}' carries shares; delete them first`);
     throw err;
   });
-  await frontendHosting().remove({ customFrontendId: id, hostname });
 }
 
 export interface DnsRecords {

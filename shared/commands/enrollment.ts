@@ -1,3 +1,4 @@
+import { createPublicKey, X509Certificate, type KeyObject } from 'node:crypto';
 import { QueryTypes, type InferAttributes } from 'sequelize';
 import { db, preparedQuery, withTransaction } from '../db.js';
 import { ApiError, badRequest, forbidden, unauthorized } from '../errors.js';
@@ -24,6 +25,13 @@ interface Checked {
   csr?: ParsedCsr;
 }
 
+interface JwtChecked {
+  violation?: Violation;
+  token?: CertificateRequestToken;
+  /** The token of a JWT that verified but whose token was already spent (a retry may be answered; see enrollWithJwt). */
+  spent?: CertificateRequestToken;
+}
+
 const tokenRefusal = (token: CertificateRequestToken | null, now = Date.now()): Violation | undefined => {
   if (!token) return { path: '$.jwt', label: 'revoked', message: 'the certificate request token of this JWT was deleted' };
   if (token.spentAt) return { path: '$.jwt', label: 'spent', message: 'the certificate request token of this JWT was already used' };
@@ -35,7 +43,7 @@ const tokenRefusal = (token: CertificateRequestToken | null, now = Date.now()): 
 async function tokenByString(hubId: string, tokenString: string): Promise<CertificateRequestToken | null> {
   const [row] = await preparedQuery<CertificateRequestToken>(
     'pki_token_by_string',
-    `SELECT id, hub_id AS "hubId", name, token, common_name AS "commonName", organization, organizational_unit AS "organizationalUnit",
+    `SELECT id, hub_id AS "hubId", name, common_name AS "commonName", organization, organizational_unit AS "organizationalUnit",
        valid_years AS "validYears", expires_at AS "expiresAt", spent_at AS "spentAt", created_by AS "createdBy"
      FROM certificate_request_tokens WHERE token_digest = $1 AND hub_id = $2`,
     [sha256(tokenString), hubId],
@@ -43,49 +51,96 @@ async function tokenByString(hubId: string, tokenString: string): Promise<Certif
   return row ?? null;
 }
 
-/** Every check of an enrollment (JWT, its token, the CSR, the subject constraints), as violations. Changes nothing. */
-export async function checkEnrollment(hubId: string, input: { jwt: string; csr: string }): Promise<Checked> {
-  const violations: Violation[] = [];
-  let token: CertificateRequestToken | undefined;
+/** The JWT and its token: signature, claims, then the token's state. */
+async function checkJwt(hubId: string, jwt: string): Promise<JwtChecked> {
   try {
-    const claims = await verifyEnrollmentJwt(input.jwt, hubId);
+    const claims = await verifyEnrollmentJwt(jwt, hubId);
     const found = await tokenByString(hubId, claims.sub);
-    const refusal = tokenRefusal(found);
-    if (refusal) violations.push(refusal);
-    else token = found ?? undefined;
+    const violation = tokenRefusal(found);
+    if (!violation) return { token: found ?? undefined };
+    return { violation, spent: violation.label === 'spent' ? (found ?? undefined) : undefined };
   } catch (err) {
     if (!(err instanceof JwtRefusal)) throw err;
-    violations.push({ path: '$.jwt', label: err.label, message: err.message });
+    return { violation: { path: '$.jwt', label: err.label, message: err.message } };
   }
-  let csr: ParsedCsr | undefined;
+}
+
+function checkCsr(pem: string): { csr?: ParsedCsr; violation?: Violation } {
   try {
-    csr = parseCsr(input.csr);
+    return { csr: parseCsr(pem) };
   } catch (err) {
     if (!(err instanceof ApiError)) throw err;
-    violations.push({ path: '$.csr', label: 'invalid_csr', message: err.message });
+    return { violation: { path: '$.csr', label: 'invalid_csr', message: err.message } };
   }
-  if (token && csr) {
-    for (const message of subjectMismatches(csr, token)) violations.push({ path: '$.csr', label: 'subject_mismatch', message });
+}
+
+/** Every check of an enrollment (JWT, its token, the CSR, the subject constraints), as violations. Changes nothing. */
+export async function checkEnrollment(hubId: string, input: { jwt: string; csr: string }): Promise<Checked> {
+  const jwt = await checkJwt(hubId, input.jwt);
+  const { csr, violation } = checkCsr(input.csr);
+  const violations = [jwt.violation, violation].filter((v): v is Violation => v !== undefined);
+  if (jwt.token && csr) {
+    for (const message of subjectMismatches(csr, jwt.token)) violations.push({ path: '$.csr', label: 'subject_mismatch', message });
   }
-  return { violations, token, csr };
+  return { violations, token: jwt.token, csr };
+}
+
+/** The public key of a certificate or of a CSR's SubjectPublicKeyInfo, as canonical SPKI DER. */
+const spkiOf = (key: KeyObject) => key.export({ type: 'spki', format: 'der' });
+
+/**
+ * The certificate already issued for a spent token, when it certifies the same public key as this CSR: a retry of an
+ * enrollment whose first request stopped waiting (503) while its job went on to issue.
+ */
+async function issuedForSameKey(hubId: string, tokenId: string, csr: ParsedCsr): Promise<string | undefined> {
+  const [row] = await preparedQuery<{ id: string; certificate_pem: string }>(
+    'pki_certificate_of_token',
+    `SELECT id, certificate_pem FROM client_certificates WHERE certificate_request_token_id = $1 AND hub_id = $2`,
+    [tokenId, hubId],
+  );
+  if (!row) return undefined;
+  const issued = spkiOf(new X509Certificate(row.certificate_pem).publicKey);
+  const requested = spkiOf(createPublicKey({ key: csr.spkiDer, format: 'der', type: 'spki' }));
+  return issued.equals(requested) ? row.id : undefined;
 }
 
 /**
- * Redeems an enrollment JWT: a JWT problem is 403, a CSR problem 400 (naming every subject mismatch). The worker
- * spends the token and stores the certificate in one transaction, so of many concurrent requests one wins.
+ * Redeems an enrollment JWT: a JWT problem is 403 (answered before the CSR is even parsed: a request without a valid
+ * JWT costs no CSR work), a CSR problem 400 (naming every subject mismatch). The worker spends the token and stores
+ * the certificate in one transaction, so of many concurrent requests one wins. A retry with the same JWT and the
+ * same public key after the token was spent gets the certificate that was issued (`replayed`), so a request that
+ * stopped waiting (503) does not burn the token; a different key still gets 403.
  */
-export async function enrollWithJwt(hubId: string, input: { jwt: string; csr: string }): Promise<InferAttributes<ClientCertificate>> {
-  const { violations, token, csr } = await checkEnrollment(hubId, input);
-  const jwtProblem = violations.find((v) => v.path === '$.jwt');
-  if (jwtProblem) throw forbidden(jwtProblem.message);
-  if (violations.length) throw badRequest(violations.map((v) => v.message).join('; '));
-  const t = token as CertificateRequestToken;
-  const { certificateId } = await issueInWorker({
-    hubId,
-    payload: { mode: 'redeem', csr: input.csr, subject: (csr as ParsedCsr).subjectText, tokenId: t.id, validYears: t.validYears },
-    createdBy: `certificate-request-token:${t.name}`,
-  });
-  return findCertificate(hubId, certificateId);
+export async function enrollWithJwt(
+  hubId: string,
+  input: { jwt: string; csr: string },
+): Promise<{ certificate: InferAttributes<ClientCertificate>; replayed: boolean }> {
+  const jwt = await checkJwt(hubId, input.jwt);
+  if (jwt.violation && !jwt.spent) throw forbidden(jwt.violation.message);
+  const { csr, violation } = checkCsr(input.csr);
+  if (jwt.spent) {
+    const issued = csr && (await issuedForSameKey(hubId, jwt.spent.id, csr));
+    if (!issued) throw forbidden((jwt.violation as Violation).message);
+    return { certificate: await findCertificate(hubId, issued), replayed: true };
+  }
+  if (violation) throw badRequest(violation.message);
+  const t = jwt.token as CertificateRequestToken;
+  const mismatches = subjectMismatches(csr as ParsedCsr, t);
+  if (mismatches.length) throw badRequest(mismatches.join('; '));
+  let certificateId: string;
+  try {
+    ({ certificateId } = await issueInWorker({
+      hubId,
+      payload: { mode: 'redeem', csr: input.csr, subject: (csr as ParsedCsr).subjectText, tokenId: t.id, validYears: t.validYears },
+      createdBy: `certificate-request-token:${t.name}`,
+    }));
+  } catch (err) {
+    // spent meanwhile: by an earlier request of the same caller (same key) that is still being answered?
+    const issued = err instanceof ApiError && err.status === 403 ? await issuedForSameKey(hubId, t.id, csr as ParsedCsr) : undefined;
+    if (!issued) throw err;
+    return { certificate: await findCertificate(hubId, issued), replayed: true };
+  }
+  return { certificate: await findCertificate(hubId, certificateId), replayed: false };
 }
 
 /** The token-in-path form: unknown or spent is 403, expired 401; no subject constraint. */

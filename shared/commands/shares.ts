@@ -3,6 +3,7 @@ import { withTransaction } from '../db.js';
 import { badRequest, notFound } from '../errors.js';
 import { randomToken } from '../ids.js';
 import { enqueue } from '../jobs.js';
+import { enqueueShareCleanup } from './cleanup.js';
 import { AuthProvider } from '../models/AuthProvider.js';
 import { Environment } from '../models/Environment.js';
 import { Frontend } from '../models/Frontend.js';
@@ -114,10 +115,13 @@ export async function createShare(hubId: string, input: ShareInput, createdBy: s
   });
 }
 
-export async function deleteShare(hubId: string, zId: string): Promise<void> {
+/** Deleting the row unpublishes (the edge reads routes from it); the provider clean-up is a job of the same transaction. */
+export async function deleteShare(hubId: string, zId: string, deletedBy = 'api'): Promise<void> {
   const share = await findShare(hubId, zId);
-  await share.destroy();
-  await frontendHosting().unpublishShare({ zId });
+  await withTransaction(async (transaction) => {
+    await share.destroy({ transaction });
+    await enqueueShareCleanup(hubId, zId, deletedBy, transaction);
+  });
 }
 
 /**

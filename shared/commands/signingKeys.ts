@@ -1,7 +1,8 @@
 import { dispatch } from '../jobs.js';
 import { Execution } from '../models/Execution.js';
 import { ROTATE_JOB, waitForPkiJob } from '../pki/issuance.js';
-import { ensureActiveKeyRow, forgetActiveKey } from '../pki/signingKeys.js';
+import { invalidState, notFound } from '../errors.js';
+import { ensureActiveKeyRow, forgetActiveKey, forgetPublishedKeys, revokeSigningKey } from '../pki/signingKeys.js';
 
 /**
  * Asks the worker to rotate the active signing key. The execution (and so the BullMQ job) id names the key being
@@ -32,5 +33,14 @@ export async function rotateNow(createdBy: string): Promise<{ kid: string; previ
   const result =
     execution.status === 'SUCCEEDED' ? (execution.result as { kid: string }) : await waitForPkiJob<{ kid: string }>(execution.processId);
   forgetActiveKey();
+  forgetPublishedKeys();
   return { kid: result.kid, previousKid: String(execution.payload.supersedes) };
+}
+
+/** The operator's revocation of a (compromised) key: 404 for an unknown kid, 400 for one already revoked. */
+export async function revokeNow(kid: string): Promise<{ kid: string; status: 'REVOKED'; revokedAt: Date; activeKid: string }> {
+  const result = await revokeSigningKey(kid);
+  if (!result) throw notFound('signing key', kid);
+  if ('refused' in result) throw invalidState('signing key', result.refused, 'revoke');
+  return result;
 }

@@ -1,3 +1,4 @@
+import { decryptSecret, encryptSecret, sha256 } from '../secrets.js';
 import { DataTypes, Model, type CreationOptional, type InferAttributes, type InferCreationAttributes, type Sequelize } from 'sequelize';
 
 /** A one-time, time-limited authorisation to obtain a client certificate (SPEC.md "Certificate request token"). */
@@ -5,8 +6,10 @@ export class CertificateRequestToken extends Model<InferAttributes<CertificateRe
   declare id: string;
   declare hubId: string;
   declare name: string;
+  /** The token string: kept only encrypted (`tokenSealed`); setting it sets the sealed copy and the digest. */
   declare token: string;
-  /** SHA-256 of `token`, set by the database; look tokens up by this, never by the string. */
+  declare tokenSealed: CreationOptional<string>;
+  /** SHA-256 of `token`; look tokens up by this, never by the string. */
   declare tokenDigest: CreationOptional<Buffer>;
   declare commonName: string | null;
   declare organization: string | null;
@@ -25,8 +28,19 @@ export function initModel(sequelize: Sequelize): void {
       id: { type: DataTypes.TEXT, primaryKey: true },
       hubId: { type: DataTypes.TEXT, allowNull: false },
       name: { type: DataTypes.TEXT, allowNull: false },
-      token: { type: DataTypes.TEXT, allowNull: false },
-      tokenDigest: { type: DataTypes.BLOB, allowNull: true },
+      token: {
+        type: DataTypes.VIRTUAL,
+        get(this: CertificateRequestToken) {
+          const sealed = this.getDataValue('tokenSealed');
+          return sealed ? decryptSecret(sealed) : undefined;
+        },
+        set(this: CertificateRequestToken, value: string) {
+          this.setDataValue('tokenSealed', encryptSecret(value));
+          this.setDataValue('tokenDigest', sha256(value));
+        },
+      },
+      tokenSealed: { type: DataTypes.TEXT, allowNull: false },
+      tokenDigest: { type: DataTypes.BLOB, allowNull: false },
       commonName: { type: DataTypes.TEXT, allowNull: true },
       organization: { type: DataTypes.TEXT, allowNull: true },
       organizationalUnit: { type: DataTypes.TEXT, allowNull: true },

@@ -37,7 +37,15 @@ const EC_CURVES: Record<string, { name: string; jwkCrv: string; coordinateBytes:
   '1.2.840.10045.3.1.7': { name: 'P-256', jwkCrv: 'P-256', coordinateBytes: 32 },
   '1.3.132.0.34': { name: 'P-384', jwkCrv: 'P-384', coordinateBytes: 48 },
 };
-const ACCEPTED = 'accepted: EC P-256, EC P-384, RSA >= 2048';
+const ACCEPTED = 'accepted: EC P-256, EC P-384, RSA 2048-4096 with exponent 65537';
+/** The largest RSA key accepted, and the only public exponent: bounds the cost of checking a CSR's signature. */
+const RSA_MAX_BITS = 4096;
+const RSA_EXPONENT = 65537n;
+/** A 4096-bit RSA SubjectPublicKeyInfo is about 550 bytes: anything much larger is refused before it is parsed. */
+const SPKI_MAX_BYTES = 1024;
+
+/** How many CSR signatures this process checked (the costly step of a CSR; tests read it to see what was skipped). */
+export const csrStats = { signatureChecks: 0 };
 
 /** The DER pieces of a CSR: the signed info, its subject and key, and the signature. Structure only, no checks. */
 export interface CsrParts {
@@ -106,6 +114,7 @@ function parseSchema(der: Buffer): CertificationRequest {
  * is several times cheaper in node:crypto than decoding the SPKI DER.
  */
 function publicKeyOf(spki: SubjectPublicKeyInfo, spkiDer: Buffer): { key: KeyObject; description: string; type: 'ec' | 'rsa' } {
+  if (spkiDer.length > SPKI_MAX_BYTES) throw badRequest(`CSR public key is too large (${spkiDer.length} bytes); ${ACCEPTED}`);
   const algorithm = spki.algorithm.algorithm;
   const bits = Buffer.from(spki.subjectPublicKey);
   if (algorithm === EC_PUBLIC_KEY) {
@@ -139,6 +148,9 @@ function publicKeyOf(spki: SubjectPublicKeyInfo, spkiDer: Buffer): { key: KeyObj
     }
     const size = key.asymmetricKeyDetails?.modulusLength ?? 0;
     if (size < 2048) throw badRequest(`CSR public key is RSA ${size} bits; at least 2048 bits are required`);
+    if (size > RSA_MAX_BITS) throw badRequest(`CSR public key is RSA ${size} bits; at most ${RSA_MAX_BITS} bits are accepted`);
+    const exponent = key.asymmetricKeyDetails?.publicExponent;
+    if (exponent !== RSA_EXPONENT) throw badRequest(`CSR public key has RSA public exponent ${String(exponent)}; only 65537 is accepted`);
     return { key, description: `RSA ${size}`, type: 'rsa' };
   }
   throw badRequest(`CSR public key type ${KEY_TYPE_NAMES[algorithm] ?? algorithm} is not accepted; ${ACCEPTED}`);
@@ -159,6 +171,7 @@ export function parseCsr(pem: string): ParsedCsr {
   const algorithm = SIGNATURE_ALGORITHMS[parts.signatureAlgorithm];
   if (!algorithm) throw badRequest(`CSR signature algorithm ${parts.signatureAlgorithm} is not accepted; use SHA-256/384/512 with RSA or ECDSA`);
   if (algorithm.keyType !== type) throw badRequest('CSR signature algorithm does not match its public key type');
+  csrStats.signatureChecks++;
   if (!verify(algorithm.hash, parts.info, key, parts.signature)) throw badRequest('CSR signature does not verify: it was not signed by the key it carries');
   let subject: Rdns;
   try {

@@ -5,6 +5,7 @@ import { QueryTypes } from 'sequelize';
 import { db, withTransaction } from '../db.js';
 import { SigningKey } from '../models/SigningKey.js';
 import { decryptSecret, encryptSecret } from '../secrets.js';
+import { securityConfig } from '../securityConfig.js';
 import { pkiCache } from './cache.js';
 
 /**
@@ -68,7 +69,7 @@ export function forgetActiveKey(): void {
  */
 export async function recordJwtExpiry(kid: string, expiresAt: Date): Promise<boolean> {
   const rows = await db().query<{ kid: string }>(
-    `UPDATE signing_keys SET latest_jwt_expiry = GREATEST(COALESCE(latest_jwt_expiry, :exp), :exp) WHERE kid = :kid RETURNING kid`,
+    `UPDATE signing_keys SET latest_jwt_expiry = GREATEST(COALESCE(latest_jwt_expiry, :exp), :exp) WHERE kid = :kid AND status <> 'REVOKED' RETURNING kid`,
     { replacements: { kid, exp: expiresAt }, type: QueryTypes.SELECT },
   );
   return rows.length === 1;
@@ -99,6 +100,41 @@ export async function rotateSigningKey(supersedes: string): Promise<{ kid: strin
   });
   await dropExpiredKeys();
   forgetActiveKey();
+  forgetPublishedKeys();
+  return result;
+}
+
+/**
+ * Revokes a key at once: it leaves the JWKS and verifies nothing (its JWTs stop working; their tokens stay valid and
+ * get a new JWT from the active key). Revoking the active key activates a new one in the same transaction.
+ */
+export async function revokeSigningKey(kid: string): Promise<{ kid: string; status: 'REVOKED'; revokedAt: Date; activeKid: string } | { refused: string } | undefined> {
+  const fresh = await newKeyRow();
+  const result = await withTransaction(async (transaction) => {
+    const [row] = await db().query<{ status: string }>(`SELECT status FROM signing_keys WHERE kid = :kid FOR UPDATE`, {
+      replacements: { kid },
+      type: QueryTypes.SELECT,
+      transaction,
+    });
+    if (!row) return undefined;
+    if (row.status === 'REVOKED') return { refused: row.status };
+    const [revoked] = await db().query<{ revoked_at: Date }>(
+      `UPDATE signing_keys SET status = 'REVOKED', revoked_at = now(), retired_at = COALESCE(retired_at, now()) WHERE kid = :kid RETURNING revoked_at`,
+      { replacements: { kid }, type: QueryTypes.SELECT, transaction },
+    );
+    if (row.status === 'ACTIVE') {
+      await db().query(`INSERT INTO signing_keys (kid, status, public_jwk, private_key_sealed) VALUES (:kid, 'ACTIVE', :jwk, :sealed)`, {
+        replacements: { kid: fresh.kid, jwk: JSON.stringify(fresh.publicJwk), sealed: fresh.privateKeySealed },
+        type: QueryTypes.INSERT,
+        transaction,
+      });
+    }
+    const active = await SigningKey.findOne({ where: { status: 'ACTIVE' }, transaction });
+    return { kid, status: 'REVOKED' as const, revokedAt: revoked.revoked_at, activeKid: active?.kid ?? '' };
+  });
+  forgetActiveKey();
+  forgetPublishedKeys();
+  verificationKeys?.delete(kid);
   return result;
 }
 
@@ -111,30 +147,60 @@ export async function dropExpiredKeys(): Promise<number> {
   return rows.length;
 }
 
-/** The public key set: the active key and every retired key some unexpired JWT may still name. */
-export async function publishedKeys(): Promise<Record<string, string>[]> {
-  await ensureActiveKeyRow();
-  const rows = await db().query<{ public_jwk: Record<string, string> }>(
-    `SELECT public_jwk FROM signing_keys WHERE status = 'ACTIVE' OR latest_jwt_expiry > now() ORDER BY created_at DESC`,
-    { type: QueryTypes.SELECT },
-  );
-  return rows.map((r) => r.public_jwk);
+/**
+ * How long this process trusts what it read about the keys (HUB_SIGNING_KEY_CACHE_MS, default 5 s): a rotation,
+ * revocation or expiry that another process wrote reaches every web process within that time.
+ */
+let cacheMs: number | undefined;
+const keyCacheMs = () => (cacheMs ??= securityConfig().signingKeyCacheMs);
+
+/** The published keys: the active key and every retired (not revoked) key some unexpired JWT may still name. */
+const PUBLISHED = `(status = 'ACTIVE' OR (status = 'RETIRED' AND latest_jwt_expiry > now()))`;
+
+let published: { keys: Promise<Record<string, string>[]>; readAt: number } | undefined;
+
+/** The public key set, cached in process for keyCacheMs() and dropped on a rotation or revocation here. */
+export function publishedKeys(): Promise<Record<string, string>[]> {
+  if (published && Date.now() - published.readAt < keyCacheMs()) return published.keys;
+  const keys = (async () => {
+    await ensureActiveKeyRow();
+    const rows = await db().query<{ public_jwk: Record<string, string> }>(`SELECT public_jwk FROM signing_keys WHERE ${PUBLISHED} ORDER BY created_at DESC`, {
+      type: QueryTypes.SELECT,
+    });
+    return rows.map((r) => r.public_jwk);
+  })();
+  const entry = { keys, readAt: Date.now() };
+  published = entry;
+  keys.catch(() => {
+    if (published === entry) published = undefined;
+  });
+  return keys;
 }
 
-/** Public keys by kid, bounded and expiring, so a key dropped by a rotation stops verifying here too. */
-let verificationKeys: LRUCache<string, KeyObject> | undefined;
+export function forgetPublishedKeys(): void {
+  published = undefined;
+}
 
-/** The public key of a published `kid`, or undefined (read from the database on a miss). */
+/**
+ * kid -> its public key, or null for a kid that is not published (a negative entry), with when it was read. Bounded
+ * (HUB_PKI_CACHE_MAX, least recently used out): unknown kids are attacker-chosen.
+ */
+let verificationKeys: LRUCache<string, { key: KeyObject | null; readAt: number }> | undefined;
+
+/**
+ * The public key of a published `kid`, or undefined. Both answers are kept for keyCacheMs(): a key that left the
+ * database (rotation, expiry, revocation by any process) stops verifying within that time, and a flood of JWTs
+ * naming an unknown kid costs one query per kid and period, not one per request.
+ */
 export async function verificationKey(kid: string): Promise<KeyObject | undefined> {
-  verificationKeys ??= pkiCache<KeyObject>();
+  verificationKeys ??= pkiCache<{ key: KeyObject | null; readAt: number }>();
   const known = verificationKeys.get(kid);
-  if (known) return known;
-  const [row] = await db().query<{ public_jwk: JsonWebKey }>(
-    `SELECT public_jwk FROM signing_keys WHERE kid = :kid AND (status = 'ACTIVE' OR latest_jwt_expiry > now())`,
-    { replacements: { kid }, type: QueryTypes.SELECT },
-  );
-  if (!row) return undefined;
-  const key = createPublicKey({ key: row.public_jwk, format: 'jwk' });
-  verificationKeys.set(kid, key);
-  return key;
+  if (known && Date.now() - known.readAt < keyCacheMs()) return known.key ?? undefined;
+  const [row] = await db().query<{ public_jwk: JsonWebKey }>(`SELECT public_jwk FROM signing_keys WHERE kid = :kid AND ${PUBLISHED}`, {
+    replacements: { kid },
+    type: QueryTypes.SELECT,
+  });
+  const key = row ? (known?.key ?? createPublicKey({ key: row.public_jwk, format: 'jwk' })) : null;
+  verificationKeys.set(kid, { key, readAt: Date.now() });
+  return key ?? undefined;
 }

@@ -17,6 +17,7 @@ import { closeQueues } from '../../shared/queues.js';
 import { closeRedis } from '../../shared/redis.js';
 import { loadProcessors, runWorkerStartHooks, startWorkers, stopWorkers, type ProcessorDefinition } from '../../workers/runner.js';
 import { freePort } from '../../scripts/services.js';
+import { registerExchangeSecrets, registerSecret } from './logScan.js';
 
 export interface CallOptions {
   auth?: string;
@@ -102,6 +103,8 @@ export function makeCall(baseUrl: string, defaultAuth?: string): Call {
     } catch {
       json = undefined;
     }
+    // every secret a test sends or receives is looked for in the run's logs afterwards (test/helpers/logScan.ts)
+    registerExchangeSecrets(urlPath, options.body, { json, text });
     return { status: res.status, json, text, headers: res.headers };
   };
 }
@@ -111,6 +114,7 @@ export async function startStack(options: { workers?: boolean; processors?: Proc
   const databaseUrl = await createDatabase(`t_${id}`);
   const port = await freePort();
   const adminToken = randomBytes(24).toString('base64url');
+  registerSecret('admin token', adminToken);
   const dataDir = mkdtempSync(path.join(process.env.TEST_WORK_DIR ?? os.tmpdir(), 'data-'));
   Object.assign(process.env, {
     NODE_ENV: 'test',
