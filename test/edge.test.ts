@@ -219,7 +219,7 @@ test('WebSocket upgrades are proxied (echo both ways, several messages)', async 
     socket.on('message', (data) => socket.send(`echo:${data.toString()}`));
   });
   try {
-    const { host } = await routedShare(edge, hub, { target: wsBackend.url });
+    const { host, zId } = await routedShare(edge, hub, { target: wsBackend.url });
     const client = new WebSocket(`ws://127.0.0.1:${edge.httpPort}/chat`, { headers: { host } });
     const received: string[] = [];
     await new Promise<void>((resolve, reject) => {
@@ -234,7 +234,20 @@ test('WebSocket upgrades are proxied (echo both ways, several messages)', async 
       });
     });
     t.deepEqual(received, ['hello http', 'echo:one', 'echo:two']);
-    client.close();
+    const socket = (client as unknown as { _socket: net.Socket })._socket;
+    await new Promise<void>((resolve) => {
+      client.once('close', () => resolve());
+      client.close();
+    });
+    await new Promise<void>((resolve) => (socket.destroyed ? resolve() : socket.once('close', () => resolve())));
+    // the upgrade head, the 101 answer and every frame both ways are metered: exactly what crossed the client's socket
+    await waitFor(async () => {
+      await edge.meter.flush();
+      const metrics = await hub.call('GET', `${hub.h}/shares/${zId}/metrics?range=PT1H`);
+      const sum = (k: 'rx' | 'tx') => metrics.json.samples.reduce((n: number, p: Record<string, number>) => n + p[k], 0);
+      return sum('rx') === socket.bytesWritten && sum('tx') === socket.bytesRead;
+    }, { what: 'WebSocket bytes metered exactly' });
+    t.true(socket.bytesWritten > 0 && socket.bytesRead > 0);
     // a plain request to the same target still works beside it
     t.is((await edgeRequest(edge.httpPort!, host)).text, 'plain');
   } finally {
