@@ -19,7 +19,8 @@ const RAW_FILTER: Record<SeriesScope, string> = {
 
 /**
  * Runs `read` in one REPEATABLE READ snapshot together with the roll-up watermark, so tiers and the samples not yet
- * rolled up (xid >= watermark, see rollup.ts) are read as of one instant and nothing is counted twice or missed.
+ * rolled up (xid >= watermark and not folded at ingestion, see rollup.ts) are read as of one instant and nothing is
+ * counted twice or missed.
  * The watermark travels as a plain parameter so that the planner sees how few raw rows it selects.
  */
 function inSnapshot<T>(read: (transaction: Transaction, watermark: string) => Promise<T>): Promise<T> {
@@ -75,7 +76,7 @@ export async function querySeries(hubId: string, scope: SeriesScope, ids: string
        WHERE hub_id = $1 AND scope = $2 AND scope_id = ANY($3::text[]) AND bucket_start >= $4::timestamptz AND bucket_start < $5::timestamptz
        UNION ALL
        SELECT ts, rx, tx FROM usage_samples
-       WHERE xid >= $7::xid8 AND hub_id = $1 ${RAW_FILTER[scope]} AND ts >= $4::timestamptz AND ts < $5::timestamptz
+       WHERE xid >= $7::xid8 AND NOT folded AND hub_id = $1 ${RAW_FILTER[scope]} AND ts >= $4::timestamptz AND ts < $5::timestamptz
      ) u
      GROUP BY 1`,
     {
@@ -99,7 +100,7 @@ export async function queryShareSeries(hubId: string, shareIds: string[], window
        WHERE hub_id = $1 AND scope = 'share' AND bucket_start >= $2::timestamptz AND bucket_start < $3::timestamptz
        UNION ALL
        SELECT share_id, ts, rx, tx FROM usage_samples
-       WHERE xid >= $5::xid8 AND hub_id = $1 AND share_id IS NOT NULL AND ts >= $2::timestamptz AND ts < $3::timestamptz
+       WHERE xid >= $5::xid8 AND NOT folded AND hub_id = $1 AND share_id IS NOT NULL AND ts >= $2::timestamptz AND ts < $3::timestamptz
      ) u
      GROUP BY u.id`,
     {
