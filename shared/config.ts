@@ -46,6 +46,7 @@ const envSchema = z.object({
   HUB_VPC_CIDR: z.string().default('10.100.0.0/16'),
   HUB_METRICS_RAW_RETENTION: retention('P2D'),
   HUB_SCHEDULED_EXECUTION_RETENTION: retention('P7D'),
+  HUB_SPARKLINES_MAX_SHARES: z.coerce.number().int().min(1).max(100_000).default(1000),
   LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
 });
 
@@ -76,6 +77,8 @@ export interface Config {
   vpcCidr: string;
   metricsRawRetention: string;
   scheduledExecutionRetention: string;
+  /** Most shares one sparklines response carries (a page); more are paged. */
+  sparklinesMaxShares: number;
   logLevel: string;
 }
 
@@ -139,6 +142,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     vpcCidr: e.HUB_VPC_CIDR,
     metricsRawRetention: e.HUB_METRICS_RAW_RETENTION,
     scheduledExecutionRetention: e.HUB_SCHEDULED_EXECUTION_RETENTION,
+    sparklinesMaxShares: e.HUB_SPARKLINES_MAX_SHARES,
     logLevel: e.LOG_LEVEL,
   };
 }

@@ -88,8 +88,11 @@ export async function querySeries(hubId: string, scope: SeriesScope, ids: string
   return fill(window, rows);
 }
 
-/** The series of every share of a hub over the window, keyed by share id, in one grouped query. */
-export async function queryShareSeries(hubId: string, shareIds: string[], window: MetricsWindow): Promise<Map<string, UsagePoint[]>> {
+/**
+ * The series of the shares of a hub over the window, keyed by share id, in one grouped query. With `onlyThese`, only
+ * `shareIds` are read (a page of a hub with more shares); otherwise every share of the hub is.
+ */
+export async function queryShareSeries(hubId: string, shareIds: string[], window: MetricsWindow, onlyThese = false): Promise<Map<string, UsagePoint[]>> {
   // One row per share: its tier rows and pending samples packed as 20-byte records (int4 bucket index, int8 rx,
   // int8 tx): 1,000 rows instead of 24,000, and no number is formatted as text on the way (the cheapest form to
   // build and to read). Records of the same bucket are summed here, so a single aggregate suffices.
@@ -97,14 +100,14 @@ export async function queryShareSeries(hubId: string, shareIds: string[], window
     `SELECT u.id, string_agg(int4send(${bucketIndex('u.t', '$2', '$4')}) || int8send(u.rx) || int8send(u.tx), ''::bytea) AS buckets
      FROM (
        SELECT scope_id AS id, bucket_start AS t, rx, tx FROM ${window.tier}
-       WHERE hub_id = $1 AND scope = 'share' AND bucket_start >= $2::timestamptz AND bucket_start < $3::timestamptz
+       WHERE hub_id = $1 AND scope = 'share' AND bucket_start >= $2::timestamptz AND bucket_start < $3::timestamptz ${onlyThese ? 'AND scope_id = ANY($6::text[])' : ''}
        UNION ALL
        SELECT share_id, ts, rx, tx FROM usage_samples
-       WHERE xid >= $5::xid8 AND NOT folded AND hub_id = $1 AND share_id IS NOT NULL AND ts >= $2::timestamptz AND ts < $3::timestamptz
+       WHERE xid >= $5::xid8 AND NOT folded AND hub_id = $1 AND share_id IS NOT NULL AND ts >= $2::timestamptz AND ts < $3::timestamptz ${onlyThese ? 'AND share_id = ANY($6::text[])' : ''}
      ) u
      GROUP BY u.id`,
     {
-      bind: [hubId, new Date(window.startMs).toISOString(), new Date(window.endMs).toISOString(), window.stepMs / 1000, watermark],
+      bind: [hubId, new Date(window.startMs).toISOString(), new Date(window.endMs).toISOString(), window.stepMs / 1000, watermark, ...(onlyThese ? [shareIds] : [])],
       type: QueryTypes.SELECT,
       transaction,
     },
