@@ -1,15 +1,14 @@
 /**
- * Samples are folded into the minute and hour buckets in the transaction that stores them (shared/metrics/store.ts):
- * sparklines and metrics are exact right after ingestion with no roll-up, concurrent writers of the same buckets add
- * up exactly, and a batch that fails stores neither its raw rows nor any bucket change.
+ * Samples are folded into the hour buckets in the transaction that stores them (shared/metrics/store.ts): sparklines
+ * and hourly metrics are exact right after ingestion with no roll-up, the roll-up then adds them to the minute buckets
+ * only, concurrent writers of the same buckets add up exactly, and a failed batch stores nothing at all.
  */
 import test from 'ava';
 import { QueryTypes } from 'sequelize';
 import { db } from '../shared/db.js';
-import { rollUp } from '../shared/metrics/rollup.js';
 import { insertSamples, type UsageRow } from '../shared/metrics/store.js';
 import { startStack, type Stack } from './helpers/stack.js';
-import { assertSeries, environment, get, HOUR, MINUTE, pendingSamples, sampleMaker, type Sample } from './helpers/usage.js';
+import { assertSeries, environment, get, HOUR, MINUTE, pendingSamples, rollUpAll, sampleMaker, type Sample } from './helpers/usage.js';
 
 let stack: Stack;
 test.before(async () => {
@@ -45,7 +44,7 @@ async function shareOf(hub: Awaited<ReturnType<Stack['hub']>>, envZId: string, n
   return r.json.zId;
 }
 
-test.serial('ingested samples are in the buckets at once: sparklines and metrics exact with no roll-up', async (t) => {
+test.serial('ingested samples are in the hour buckets at once: sparklines and metrics exact with no roll-up', async (t) => {
   const hub = await stack.hub();
   const env = await environment(hub);
   const [a, b] = [await shareOf(hub, env, 'a'), await shareOf(hub, env, 'b')];
@@ -54,9 +53,7 @@ test.serial('ingested samples are in the buckets at once: sparklines and metrics
   const envOnly = samplesOf({ hubId: hub.hubId, envZId: env }, 50, 23 * 60);
   // one backfill of most of a day, in a few requests
   for (const batch of [inA.slice(0, 120), [...inA.slice(120), ...inB], envOnly]) await ingest(batch);
-  t.is(await pendingSamples(), 0, 'nothing is left for the roll-up');
-  t.deepEqual(await tierEqualsRaw(hub.hubId, 'usage_minutes', '1 minute'), []);
-  t.deepEqual(await tierEqualsRaw(hub.hubId, 'usage_hours', '1 hour'), []);
+  t.deepEqual(await tierEqualsRaw(hub.hubId, 'usage_hours', '1 hour'), [], 'the hour buckets hold every sample already');
   const sparklines = await get(hub, `${hub.h}/sparklines?duration=P1D`);
   const byId = new Map(sparklines.sparklines.map((s: { id: string; samples: unknown[] }) => [s.id, s.samples]));
   assertSeries(t, byId.get(a) as never, inA, HOUR, 'share a, P1D hourly');
@@ -65,11 +62,13 @@ test.serial('ingested samples are in the buckets at once: sparklines and metrics
   const recent = (await get(hub, `${hub.h}/environments/${env}/metrics?duration=PT3H&step=PT1M`)).samples;
   const since = Date.parse(recent[0].timestamp);
   assertSeries(t, recent, [...inA, ...inB, ...envOnly].filter((s) => Date.parse(s.timestamp) >= since), MINUTE, 'environment PT3H by minute');
-  // a roll-up afterwards finds nothing to add and changes nothing
+  // the roll-up adds them to the minute buckets and leaves the hour buckets as they are
   const before = await db().query('SELECT * FROM usage_hours WHERE hub_id = $1 ORDER BY scope, scope_id, bucket_start', { bind: [hub.hubId], type: QueryTypes.SELECT });
-  const rolled = await rollUp();
-  t.is(rolled.samples, 0);
+  await rollUpAll();
+  t.is(await pendingSamples(), 0);
   t.deepEqual(await db().query('SELECT * FROM usage_hours WHERE hub_id = $1 ORDER BY scope, scope_id, bucket_start', { bind: [hub.hubId], type: QueryTypes.SELECT }), before);
+  t.deepEqual(await tierEqualsRaw(hub.hubId, 'usage_minutes', '1 minute'), []);
+  assertSeries(t, (await get(hub, `${hub.h}/sparklines?duration=P1D`)).sparklines[0].samples, inA, HOUR, 'share a after the roll-up');
 });
 
 test.serial('concurrent batches into the same buckets add up exactly (no lost update, no deadlock error)', async (t) => {
@@ -82,35 +81,34 @@ test.serial('concurrent batches into the same buckets add up exactly (no lost up
     return i % 2 ? batch.reverse() : batch;
   });
   await Promise.all(batches.map((batch) => ingest(batch)));
-  t.deepEqual(await tierEqualsRaw(hub.hubId, 'usage_minutes', '1 minute'), []);
   t.deepEqual(await tierEqualsRaw(hub.hubId, 'usage_hours', '1 hour'), []);
   assertSeries(t, (await get(hub, `${hub.h}/shares/${share}/metrics?duration=PT15M&step=PT1M`)).samples, batches.flat().filter((s) => s.shareId), MINUTE, 'share PT15M');
 });
 
 test.serial('insertSamples is all or nothing: a batch whose bucket update fails leaves no raw row and no bucket change', async (t) => {
   const hub = await stack.hub();
-  const minute = new Date(Math.floor(Date.now() / MINUTE) * MINUTE - 5 * MINUTE);
+  const hour = new Date(Math.floor(Date.now() / HOUR) * HOUR - 5 * HOUR);
   // a bucket one sample away from overflowing bigint: the upsert of the next batch fails after its COPY succeeded
-  await db().query(`INSERT INTO usage_minutes (hub_id, scope, scope_id, bucket_start, rx, tx) VALUES ($1, 'hub', $1, $2, 9223372036854775000, 0)`, { bind: [hub.hubId, minute.toISOString()] });
+  await db().query(`INSERT INTO usage_hours (hub_id, scope, scope_id, bucket_start, rx, tx) VALUES ($1, 'hub', $1, $2, 9223372036854775000, 0)`, { bind: [hub.hubId, hour.toISOString()] });
   const snapshot = () =>
     db().query(
       `SELECT (SELECT count(*)::int FROM usage_samples WHERE hub_id = $1) AS raw, (SELECT count(*)::int FROM usage_hours WHERE hub_id = $1) AS hours,
-              (SELECT sum(rx)::text FROM usage_minutes WHERE hub_id = $1) AS minutes_rx`,
+              (SELECT sum(rx)::text FROM usage_hours WHERE hub_id = $1) AS hours_rx`,
       { bind: [hub.hubId], type: QueryTypes.SELECT },
     );
   const before = await snapshot();
   const rows: UsageRow[] = [
-    { hubId: hub.hubId, shareId: null, envZId: null, rx: 10, tx: 1, timestamp: new Date(minute.getTime() - 10 * MINUTE).toISOString() },
-    { hubId: hub.hubId, shareId: null, envZId: null, rx: 1_000_000, tx: 1, timestamp: new Date(minute.getTime() + 1234).toISOString() },
+    { hubId: hub.hubId, shareId: null, envZId: null, rx: 10, tx: 1, timestamp: new Date(hour.getTime() - 2 * HOUR).toISOString() },
+    { hubId: hub.hubId, shareId: null, envZId: null, rx: 1_000_000, tx: 1, timestamp: new Date(hour.getTime() + 1234).toISOString() },
   ];
   await t.throwsAsync(insertSamples(rows), { message: /out of range/ });
   t.deepEqual(await snapshot(), before);
   // the same path stores a good batch whole, timestamps beyond microseconds cut to the microsecond
   await insertSamples([{ hubId: hub.hubId, shareId: null, envZId: null, rx: 7, tx: 3, timestamp: '2026-01-31T12:59:59.99999999+00:00' }]);
-  const [stored] = await db().query<{ ts: string; minute: string }>(
-    `SELECT to_char(ts AT TIME ZONE 'UTC', 'HH24:MI:SS.US') AS ts, (SELECT to_char(bucket_start AT TIME ZONE 'UTC', 'HH24:MI') FROM usage_minutes WHERE hub_id = $1 AND rx = 7) AS minute
+  const [stored] = await db().query<{ ts: string; hour: string }>(
+    `SELECT to_char(ts AT TIME ZONE 'UTC', 'HH24:MI:SS.US') AS ts, (SELECT to_char(bucket_start AT TIME ZONE 'UTC', 'HH24:MI') FROM usage_hours WHERE hub_id = $1 AND rx = 7) AS hour
      FROM usage_samples WHERE hub_id = $1`,
     { bind: [hub.hubId], type: QueryTypes.SELECT },
   );
-  t.deepEqual(stored, { ts: '12:59:59.999999', minute: '12:59' });
+  t.deepEqual(stored, { ts: '12:59:59.999999', hour: '12:00' });
 });

@@ -19,8 +19,7 @@ const RAW_FILTER: Record<SeriesScope, string> = {
 
 /**
  * Runs `read` in one REPEATABLE READ snapshot together with the roll-up watermark, so tiers and the samples not yet
- * rolled up (xid >= watermark and not folded at ingestion, see rollup.ts) are read as of one instant and nothing is
- * counted twice or missed.
+ * rolled up (xid >= watermark, see rollup.ts) are read as of one instant and nothing is counted twice or missed.
  * The watermark travels as a plain parameter so that the planner sees how few raw rows it selects.
  */
 function inSnapshot<T>(read: (transaction: Transaction, watermark: string) => Promise<T>): Promise<T> {
@@ -32,6 +31,12 @@ function inSnapshot<T>(read: (transaction: Transaction, watermark: string) => Pr
     return read(transaction, state.watermark);
   });
 }
+
+/**
+ * Which raw rows above the watermark are not yet in the window's tier: for the hour tier, those not folded into it at
+ * ingestion (a partial index holds just them, so a backfill that is not rolled up yet costs an hourly query nothing).
+ */
+const pendingFilter = (window: MetricsWindow) => (window.tier === 'usage_hours' ? 'AND NOT hours_folded' : '');
 
 /**
  * The index of the bucket holding `column` (0 for the window's first). date_bin works in exact integer microseconds;
@@ -76,7 +81,7 @@ export async function querySeries(hubId: string, scope: SeriesScope, ids: string
        WHERE hub_id = $1 AND scope = $2 AND scope_id = ANY($3::text[]) AND bucket_start >= $4::timestamptz AND bucket_start < $5::timestamptz
        UNION ALL
        SELECT ts, rx, tx FROM usage_samples
-       WHERE xid >= $7::xid8 AND NOT folded AND hub_id = $1 ${RAW_FILTER[scope]} AND ts >= $4::timestamptz AND ts < $5::timestamptz
+       WHERE xid >= $7::xid8 ${pendingFilter(window)} AND hub_id = $1 ${RAW_FILTER[scope]} AND ts >= $4::timestamptz AND ts < $5::timestamptz
      ) u
      GROUP BY 1`,
     {
@@ -103,7 +108,7 @@ export async function queryShareSeries(hubId: string, shareIds: string[], window
        WHERE hub_id = $1 AND scope = 'share' AND bucket_start >= $2::timestamptz AND bucket_start < $3::timestamptz ${onlyThese ? 'AND scope_id = ANY($6::text[])' : ''}
        UNION ALL
        SELECT share_id, ts, rx, tx FROM usage_samples
-       WHERE xid >= $5::xid8 AND NOT folded AND hub_id = $1 AND share_id IS NOT NULL AND ts >= $2::timestamptz AND ts < $3::timestamptz ${onlyThese ? 'AND share_id = ANY($6::text[])' : ''}
+       WHERE xid >= $5::xid8 ${pendingFilter(window)} AND hub_id = $1 AND share_id IS NOT NULL AND ts >= $2::timestamptz AND ts < $3::timestamptz ${onlyThese ? 'AND share_id = ANY($6::text[])' : ''}
      ) u
      GROUP BY u.id`,
     {

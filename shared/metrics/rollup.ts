@@ -18,9 +18,10 @@ import { MINUTE_TIER_RETENTION_MS } from './window.js';
  * Late samples (old timestamps) land in the next batch like any other. Raw samples are pruned only below the
  * watermark, so nothing is pruned before it is rolled up.
  *
- * Samples stored through insertSamples (shared/metrics/store.ts) are folded into the buckets in the transaction that
- * stores them (usage_samples.folded): the roll-up and the queries' pending part skip them, and they may be pruned
- * at any time. What is left for the roll-up is what was written another way (before migration 0601, or by SQL).
+ * The hour tier is also written at ingestion: insertSamples (shared/metrics/store.ts) adds a batch's hourly sums in
+ * the transaction that stores it and marks its rows `hours_folded`. The roll-up adds those rows to the minute tier
+ * only, and queries of the hour tier read only the raw rows that are not folded: a sparkline (hourly) never
+ * aggregates raw samples, not even right after a backfill, while minute windows keep tiers + pending raw rows.
  */
 
 export interface RollupResult {
@@ -33,26 +34,27 @@ export interface RollupResult {
 
 const ROLL_UP_SQL = `
   WITH batch AS MATERIALIZED (
-    SELECT s.hub_id, s.share_id, s.env_z_id, date_bin('1 minute', s.ts, TIMESTAMPTZ 'epoch') AS minute,
+    SELECT s.hub_id, s.share_id, s.env_z_id, date_bin('1 minute', s.ts, TIMESTAMPTZ 'epoch') AS minute, s.hours_folded,
            sum(s.rx) AS rx, sum(s.tx) AS tx, count(*) AS n
     FROM usage_samples s
     JOIN hubs ON hubs.id = s.hub_id -- samples of a deleted hub are dropped, not rolled up
-    WHERE s.xid >= $1::xid8 AND s.xid < $2::xid8 AND NOT s.folded
-    GROUP BY 1, 2, 3, 4
+    WHERE s.xid >= $1::xid8 AND s.xid < $2::xid8
+    GROUP BY 1, 2, 3, 4, 5
   ), deltas AS MATERIALIZED (
-    SELECT hub_id, 'hub' AS scope, hub_id AS scope_id, minute, sum(rx) AS rx, sum(tx) AS tx FROM batch GROUP BY 1, 3, 4
+    SELECT hub_id, 'hub' AS scope, hub_id AS scope_id, minute, hours_folded, sum(rx) AS rx, sum(tx) AS tx FROM batch GROUP BY 1, 3, 4, 5
     UNION ALL
-    SELECT hub_id, 'share', share_id, minute, sum(rx), sum(tx) FROM batch WHERE share_id IS NOT NULL GROUP BY 1, 3, 4
+    SELECT hub_id, 'share', share_id, minute, hours_folded, sum(rx), sum(tx) FROM batch WHERE share_id IS NOT NULL GROUP BY 1, 3, 4, 5
     UNION ALL
-    SELECT hub_id, 'environment', env_z_id, minute, sum(rx), sum(tx) FROM batch WHERE env_z_id IS NOT NULL GROUP BY 1, 3, 4
+    SELECT hub_id, 'environment', env_z_id, minute, hours_folded, sum(rx), sum(tx) FROM batch WHERE env_z_id IS NOT NULL GROUP BY 1, 3, 4, 5
   ), minutes AS (
     INSERT INTO usage_minutes AS m (hub_id, scope, scope_id, bucket_start, rx, tx)
-    SELECT hub_id, scope, scope_id, minute, rx, tx FROM deltas
+    SELECT hub_id, scope, scope_id, minute, sum(rx), sum(tx) FROM deltas GROUP BY 1, 2, 3, 4
     ON CONFLICT (hub_id, scope, scope_id, bucket_start) DO UPDATE SET rx = m.rx + EXCLUDED.rx, tx = m.tx + EXCLUDED.tx
     RETURNING 1
   ), hours AS (
+    -- samples stored through insertSamples are in the hour buckets already (shared/metrics/store.ts)
     INSERT INTO usage_hours AS h (hub_id, scope, scope_id, bucket_start, rx, tx)
-    SELECT hub_id, scope, scope_id, date_bin('1 hour', minute, TIMESTAMPTZ 'epoch'), sum(rx), sum(tx) FROM deltas GROUP BY 1, 2, 3, 4
+    SELECT hub_id, scope, scope_id, date_bin('1 hour', minute, TIMESTAMPTZ 'epoch'), sum(rx), sum(tx) FROM deltas WHERE NOT hours_folded GROUP BY 1, 2, 3, 4
     ON CONFLICT (hub_id, scope, scope_id, bucket_start) DO UPDATE SET rx = h.rx + EXCLUDED.rx, tx = h.tx + EXCLUDED.tx
     RETURNING 1
   )
@@ -71,15 +73,15 @@ async function one<T extends object>(sql: string, bind: unknown[], transaction: 
  */
 async function batchEnd(from: string, horizon: string, maxSamples: number, t: Transaction): Promise<string> {
   const cut = await one<{ xid: string; first: string }>(
-    `SELECT xid::text AS xid, (SELECT min(xid) FROM usage_samples WHERE xid >= $1::xid8 AND xid < $2::xid8 AND NOT folded)::text AS first
-     FROM usage_samples WHERE xid >= $1::xid8 AND xid < $2::xid8 AND NOT folded ORDER BY xid OFFSET $3 LIMIT 1`,
+    `SELECT xid::text AS xid, (SELECT min(xid) FROM usage_samples WHERE xid >= $1::xid8 AND xid < $2::xid8)::text AS first
+     FROM usage_samples WHERE xid >= $1::xid8 AND xid < $2::xid8 ORDER BY xid OFFSET $3 LIMIT 1`,
     [from, horizon, maxSamples],
     t,
   );
   if (!cut) return horizon;
   if (cut.xid !== cut.first) return cut.xid;
   // the first transaction alone holds more than maxSamples: take it whole
-  const next = await one<{ xid: string | null }>('SELECT min(xid)::text AS xid FROM usage_samples WHERE xid > $1::xid8 AND xid < $2::xid8 AND NOT folded', [cut.xid, horizon], t);
+  const next = await one<{ xid: string | null }>('SELECT min(xid)::text AS xid FROM usage_samples WHERE xid > $1::xid8 AND xid < $2::xid8', [cut.xid, horizon], t);
   return next?.xid ?? horizon;
 }
 
@@ -140,7 +142,7 @@ export async function pruneUsage(now = Date.now()): Promise<{ samples: number; m
   const rawCutoff = new Date(now - rawRetentionMs()).toISOString();
   const minuteCutoff = new Date(now - MINUTE_TIER_RETENTION_MS).toISOString();
   const [, samples] = await db().query(
-    'DELETE FROM usage_samples WHERE ts < $1::timestamptz AND (folded OR xid < (SELECT rolled_up_to FROM usage_rollup_state WHERE id = 1))',
+    'DELETE FROM usage_samples WHERE ts < $1::timestamptz AND xid < (SELECT rolled_up_to FROM usage_rollup_state WHERE id = 1)',
     { bind: [rawCutoff] },
   );
   const [, minuteBuckets] = await db().query('DELETE FROM usage_minutes WHERE bucket_start < $1::timestamptz', { bind: [minuteCutoff] });

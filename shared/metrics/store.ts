@@ -14,7 +14,7 @@ export interface UsageRow {
   timestamp: string;
 }
 
-const COPY_SAMPLES = 'COPY usage_samples (hub_id, share_id, env_z_id, ts, rx, tx, folded) FROM STDIN';
+const COPY_SAMPLES = 'COPY usage_samples (hub_id, share_id, env_z_id, ts, rx, tx, hours_folded) FROM STDIN';
 
 /** A value in COPY's text format: backslash escapes for the characters that delimit it, \N for null. */
 function field(value: string | null): string {
@@ -24,9 +24,9 @@ function field(value: string | null): string {
 
 /**
  * The timestamp as stored: fractions of a second beyond microseconds (PostgreSQL's precision, where it would round,
- * possibly into the next minute) are cut, so that the minute computed here is the minute PostgreSQL sees.
+ * possibly into the next hour) are cut, so that the hour computed here is the hour PostgreSQL sees.
  */
-const storedTimestamp = (text: string) => (/\.\d{7}/.test(text) ? text.replace(/(\.\d{6})\d+/, '$1') : text);
+const storedTimestamp = (text: string): string => (/\.\d{7}/.test(text) ? text.replace(/(\.\d{6})\d+/, '$1') : text);
 
 function* copyChunks(rows: UsageRow[], timestamps: string[], rowsPerChunk = 1000): Generator<string> {
   for (let start = 0; start < rows.length; start += rowsPerChunk) {
@@ -40,10 +40,9 @@ function* copyChunks(rows: UsageRow[], timestamps: string[], rowsPerChunk = 1000
   }
 }
 
-const MINUTE_MS = 60_000;
 const HOUR_MS = 3_600_000;
 
-/** Bucket deltas of one tier as the columns of an unnest(): sorted by key, so that every writer locks in one order. */
+/** Hour-bucket deltas as the columns of an unnest(), sorted by key so that every writer locks buckets in one order. */
 interface Deltas {
   hubIds: string[];
   scopes: string[];
@@ -61,81 +60,83 @@ const addExact = (a: Sum, b: number): Sum => {
   return Number.isSafeInteger(sum) ? sum : BigInt(a) + BigInt(b);
 };
 
+interface Bucket {
+  hubId: string;
+  scope: string;
+  scopeId: string;
+  hour: number;
+  rx: Sum;
+  tx: Sum;
+}
+
 /**
- * The batch's sums per (hub, scope, scope id, bucket) for minute and hour buckets, exactly as the roll-up computes
- * them (shared/metrics/rollup.ts): every sample counts for its hub, its share (if any) and its environment (if any).
+ * The batch's sums per (hub, scope, scope id, hour), exactly as the roll-up computes them (shared/metrics/rollup.ts):
+ * every sample counts for its hub, its share (if any) and its environment (if any).
  */
-function fold(rows: UsageRow[], timestamps: string[]): { minutes: Deltas; hours: Deltas } {
-  const minutes = new Map<string, [string, string, string, number, Sum, Sum]>();
-  const hours = new Map<string, [string, string, string, number, Sum, Sum]>();
-  const add = (into: typeof minutes, hubId: string, scope: string, scopeId: string, start: number, rx: number, tx: number) => {
-    // a fixed-width start keeps the string order of keys equal to their field order
-    const key = `${hubId}\u0000${scope}\u0000${scopeId}\u0000${String(start).padStart(16, '0')}`;
-    const bucket = into.get(key);
-    if (bucket) {
-      bucket[4] = addExact(bucket[4], rx);
-      bucket[5] = addExact(bucket[5], tx);
-    } else into.set(key, [hubId, scope, scopeId, start, rx, tx]);
+function foldHours(rows: UsageRow[], timestamps: string[]): Deltas {
+  const buckets = new Map<string, Bucket>();
+  const add = (hubId: string, scope: string, scopeId: string, hour: number, rx: number, tx: number) => {
+    const key = `${hubId}\u0000${scope}\u0000${scopeId}\u0000${hour}`;
+    const bucket = buckets.get(key);
+    if (bucket === undefined) buckets.set(key, { hubId, scope, scopeId, hour, rx, tx });
+    else {
+      bucket.rx = addExact(bucket.rx, rx);
+      bucket.tx = addExact(bucket.tx, tx);
+    }
   };
   for (let i = 0; i < rows.length; i++) {
     const row = rows[i];
     const at = Date.parse(timestamps[i]);
     if (Number.isNaN(at)) throw new Error(`usage sample ${i}: timestamp '${timestamps[i]}' is not RFC 3339`);
-    const minute = Math.floor(at / MINUTE_MS) * MINUTE_MS;
     const hour = Math.floor(at / HOUR_MS) * HOUR_MS;
-    for (const [into, start] of [[minutes, minute], [hours, hour]] as const) {
-      add(into, row.hubId, 'hub', row.hubId, start, row.rx, row.tx);
-      if (row.shareId !== null) add(into, row.hubId, 'share', row.shareId, start, row.rx, row.tx);
-      if (row.envZId !== null) add(into, row.hubId, 'environment', row.envZId, start, row.rx, row.tx);
-    }
+    add(row.hubId, 'hub', row.hubId, hour, row.rx, row.tx);
+    if (row.shareId !== null) add(row.hubId, 'share', row.shareId, hour, row.rx, row.tx);
+    if (row.envZId !== null) add(row.hubId, 'environment', row.envZId, hour, row.rx, row.tx);
   }
-  const columns = (map: typeof minutes): Deltas => {
-    const keys = [...map.keys()].sort();
-    const d: Deltas = { hubIds: [], scopes: [], scopeIds: [], starts: [], rx: [], tx: [] };
-    for (const key of keys) {
-      const [hubId, scope, scopeId, start, rx, tx] = map.get(key)!;
-      d.hubIds.push(hubId);
-      d.scopes.push(scope);
-      d.scopeIds.push(scopeId);
-      d.starts.push(new Date(start).toISOString());
-      d.rx.push(typeof rx === 'bigint' ? rx.toString() : rx);
-      d.tx.push(typeof tx === 'bigint' ? tx.toString() : tx);
-    }
-    return d;
-  };
-  return { minutes: columns(minutes), hours: columns(hours) };
+  const sorted = [...buckets.values()].sort(
+    (a, b) => (a.hubId < b.hubId ? -1 : a.hubId > b.hubId ? 1 : a.scope < b.scope ? -1 : a.scope > b.scope ? 1 : a.scopeId < b.scopeId ? -1 : a.scopeId > b.scopeId ? 1 : a.hour - b.hour),
+  );
+  const d: Deltas = { hubIds: [], scopes: [], scopeIds: [], starts: [], rx: [], tx: [] };
+  for (const b of sorted) {
+    d.hubIds.push(b.hubId);
+    d.scopes.push(b.scope);
+    d.scopeIds.push(b.scopeId);
+    d.starts.push(new Date(b.hour).toISOString());
+    d.rx.push(typeof b.rx === 'bigint' ? b.rx.toString() : b.rx);
+    d.tx.push(typeof b.tx === 'bigint' ? b.tx.toString() : b.tx);
+  }
+  return d;
 }
 
-const upsert = (table: 'usage_minutes' | 'usage_hours') => `
-  INSERT INTO ${table} AS b (hub_id, scope, scope_id, bucket_start, rx, tx)
-  SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::timestamptz[], $5::int8[], $6::int8[])
-  ON CONFLICT (hub_id, scope, scope_id, bucket_start) DO UPDATE SET rx = b.rx + EXCLUDED.rx, tx = b.tx + EXCLUDED.tx`;
-const UPSERT_MINUTES = { name: 'usage-fold-minutes', text: upsert('usage_minutes') };
-const UPSERT_HOURS = { name: 'usage-fold-hours', text: upsert('usage_hours') };
-const deltaValues = (d: Deltas) => [d.hubIds, d.scopes, d.scopeIds, d.starts, d.rx, d.tx];
+const UPSERT_HOURS = {
+  name: 'usage-fold-hours',
+  text: `INSERT INTO usage_hours AS b (hub_id, scope, scope_id, bucket_start, rx, tx)
+    SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::timestamptz[], $5::int8[], $6::int8[])
+    ON CONFLICT (hub_id, scope, scope_id, bucket_start) DO UPDATE SET rx = b.rx + EXCLUDED.rx, tx = b.tx + EXCLUDED.tx`,
+};
 
 /** Lock conflicts between concurrent writers of the same buckets are retried (the whole transaction); others are not. */
 const RETRIED = new Set(['40P01', '40001']);
 const ATTEMPTS = 3;
 
 /**
- * Stores a batch: one COPY of the raw samples and, in the same transaction, their sums added to the minute and hour
- * buckets (upserts in one fixed key order, so concurrent writers queue instead of deadlocking). All or nothing.
- * Sparklines and metrics read the buckets only, so they cost the same right after a backfill as after the roll-up.
- * The single entry point for every writer of usage (the usage API, the edge).
+ * Stores a batch: one COPY of the raw samples (marked `hours_folded`) and, in the same transaction, their hourly sums
+ * added to the hour buckets (upserts in one fixed key order, so concurrent writers queue instead of deadlocking). All
+ * or nothing. Sparklines and other hourly windows read the hour buckets only, so they cost the same right after a
+ * backfill as after the roll-up; the roll-up still builds the minute buckets. The single entry point for every writer
+ * of usage (the usage API, the edge).
  */
 export async function insertSamples(rows: UsageRow[]): Promise<void> {
   if (rows.length === 0) return;
   const timestamps = rows.map((r) => storedTimestamp(r.timestamp));
-  const { minutes, hours } = fold(rows, timestamps);
+  const hours = foldHours(rows, timestamps);
   const manager = db().connectionManager;
   for (let attempt = 1; ; attempt++) {
     const client = (await manager.getConnection({ type: 'write' })) as pg.PoolClient;
     try {
       await client.query('BEGIN');
       await pipeline(Readable.from(copyChunks(rows, timestamps)), client.query(copyFrom(COPY_SAMPLES)));
-      await client.query({ ...UPSERT_MINUTES, values: deltaValues(minutes) });
-      await client.query({ ...UPSERT_HOURS, values: deltaValues(hours) });
+      await client.query({ ...UPSERT_HOURS, values: [hours.hubIds, hours.scopes, hours.scopeIds, hours.starts, hours.rx, hours.tx] });
       await client.query('COMMIT');
       return;
     } catch (err) {

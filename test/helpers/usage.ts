@@ -59,13 +59,13 @@ export function assertSeries(t: ExecutionContext, points: Point[], samples: Samp
   t.true(samples.length === 0 || points.some((p) => p.rx > 0), `${what}: not vacuous`);
 }
 
-/** Samples in no bucket yet: not folded at ingestion and above the roll-up watermark. */
+/** Samples the roll-up has yet to take (above its watermark). */
 export const pendingSamples = async () =>
-  (await db().query<{ n: number }>('SELECT count(*)::int AS n FROM usage_samples WHERE NOT folded AND xid >= (SELECT rolled_up_to FROM usage_rollup_state)', { type: QueryTypes.SELECT }))[0].n;
+  (await db().query<{ n: number }>('SELECT count(*)::int AS n FROM usage_samples WHERE xid >= (SELECT rolled_up_to FROM usage_rollup_state)', { type: QueryTypes.SELECT }))[0].n;
 
 /**
  * Stores samples the way a writer other than insertSamples would (SQL straight into the table, or rows from before
- * migration 0601): raw rows only, not folded into the buckets, for the roll-up to take. One transaction per call.
+ * migration 0601): raw rows only, not folded into the hour buckets, for the roll-up to take. One transaction per call.
  */
 export async function insertUnfolded(samples: Sample[]): Promise<void> {
   await db().query(
