@@ -83,6 +83,9 @@ try {
     limitCreateOneStatement: { url: `${baseUrl}/tokens/one`, connections: CREATE_CONNECTIONS, method: 'POST', headers: json, process: baseline },
   } as const;
   type Name = keyof typeof scenarios;
+  // BENCH_SCENARIOS=serviceRead,limitRead runs only those (e.g. for a profile of one path)
+  const only = process.env.BENCH_SCENARIOS?.split(',').filter(Boolean);
+  const selected = (Object.keys(scenarios) as Name[]).filter((n) => !only || only.includes(n));
 
   // Statistics as autovacuum would have them: the creates grow the table by thousands of rows a second, faster than
   // autovacuum's one-minute nap here, and a prepared statement's generic plan made on a small table (a sequential
@@ -117,11 +120,11 @@ try {
   }
 
   console.log(`bench:api: ${ROUNDS} round(s) of ${DURATION} s per measurement; read at ${READ_CONNECTIONS} connections, create at ${CREATE_CONNECTIONS}`);
-  for (const name of Object.keys(scenarios) as Name[]) await measure(name, 2); // warm-up: JIT, pools, prepared statements
+  for (const name of selected) await measure(name, 2); // warm-up: JIT, pools, prepared statements
 
   const results: Record<Name, Measured[]> = { serviceRead: [], limitRead: [], serviceCreate: [], limitCreate: [], limitCreateOneStatement: [] };
   for (let round = 1; round <= ROUNDS; round++) {
-    for (const name of Object.keys(scenarios) as Name[]) {
+    for (const name of selected) {
       const m = await measure(name, DURATION);
       results[name].push(m);
       console.log(
@@ -131,8 +134,8 @@ try {
     }
   }
 
-  const rps = (name: Name) => median(results[name].map((m) => m.rps));
-  const p99 = (name: Name) => Math.max(...results[name].map((m) => m.p99));
+  const rps = (name: Name) => (results[name].length ? median(results[name].map((m) => m.rps)) : NaN);
+  const p99 = (name: Name) => (results[name].length ? Math.max(...results[name].map((m) => m.p99)) : NaN);
   const bad = (Object.keys(results) as Name[]).reduce((n, k) => n + results[k].reduce((a, m) => a + m.non2xx + m.errors, 0), 0);
   const readRatio = rps('serviceRead') / rps('limitRead');
   const createRatio = rps('serviceCreate') / rps('limitCreate');
