@@ -167,7 +167,7 @@ try {
   const rollStarted = performance.now();
   const rolled = await rollUp();
   await db().query('VACUUM ANALYZE usage_samples, usage_minutes, usage_hours');
-  console.log(`\nroll-up: ${rolled.samples.toLocaleString('en')} samples left to roll up (folded at ingestion), ${((performance.now() - rollStarted) / 1000).toFixed(1)} s with VACUUM ANALYZE`);
+  console.log(`\nroll-up (into the minute buckets; the hour buckets were written at ingestion): ${rolled.samples.toLocaleString('en')} samples, ${rolled.minuteBuckets.toLocaleString('en')} minute and ${rolled.hourBuckets.toLocaleString('en')} hour bucket upserts, ${((performance.now() - rollStarted) / 1000).toFixed(1)} s with VACUUM ANALYZE`);
   await measurePhase('after the roll-up', RAW_ITERATIONS);
 
   // CPU time per answer does not depend on what else runs on the machine: with the cores to itself, one answer

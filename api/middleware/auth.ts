@@ -1,3 +1,4 @@
+import { timingSafeEqual } from 'node:crypto';
 import type { Context, Middleware, Next } from 'koa';
 import { config } from '../../shared/config.js';
 import { preparedQuery } from '../../shared/db.js';
@@ -51,13 +52,21 @@ export function findHubInfo(id: string): Promise<CachedHub | undefined> {
   });
 }
 
+let adminDigest: { token: string; digest: Buffer } | undefined;
+const adminTokenDigest = (): Buffer => {
+  const token = config().adminToken;
+  if (adminDigest?.token !== token) adminDigest = { token, digest: sha256(token) };
+  return adminDigest.digest;
+};
+
 /** Resolves credentials to a principal, or throws 401. The admin token is compared in constant time. */
 export async function authenticate(header: string): Promise<Principal> {
   const creds = parseAuthorization(header);
-  if (safeEqual(creds.token, config().adminToken) && (creds.scheme === 'bearer' || creds.username === 'admin')) {
+  // one digest serves both checks: constant-time against the admin token's digest, then the key lookup
+  const hash = sha256(creds.token);
+  if (timingSafeEqual(hash, adminTokenDigest()) && (creds.scheme === 'bearer' || creds.username === 'admin')) {
     return { kind: 'admin', name: 'admin' };
   }
-  const hash = sha256(creds.token);
   const key = await cachedKey(hash.toString('hex'), async () => {
     const [row] = await preparedQuery<KeyRow>('auth-key', KEY_SQL, [hash]);
     if (!row) return undefined;
