@@ -4,7 +4,7 @@ import { badRequest } from '../../shared/errors.js';
 import { querySeries, queryShareSeries } from '../../shared/metrics/query.js';
 import { environmentInHub, shareInHub, sharesOfHub } from '../../shared/metrics/subjects.js';
 import { windowFromQuery } from '../../shared/metrics/window.js';
-import { presentSeries, sparklinesJson } from '../presenters/metrics.js';
+import { presentSeries, presentSparklines } from '../presenters/metrics.js';
 import type { Routes } from '../router.js';
 import { currentHub } from '../scope.js';
 
@@ -62,8 +62,7 @@ async function sparklines(ctx: Context) {
   const shares = all.slice(page * size, (page + 1) * size);
   const series = shares.length === 0 ? new Map() : await queryShareSeries(hubId, shares.map((s) => s.id), window, shares.length < all.length);
   const lines = shares.map((s) => ({ scope: s.scope, id: s.id, samples: series.get(s.id)! }));
-  ctx.type = 'application/json';
-  ctx.body = sparklinesJson(hubId, window, lines, { page, size, total: all.length, cap });
+  ctx.body = presentSparklines(hubId, window, lines, { page, size, total: all.length, cap });
 }
 
 /**
