@@ -1,10 +1,10 @@
 import type { Context } from 'koa';
 import type { FindOptions, Model, ModelStatic, WhereOptions } from 'sequelize';
 import { notFound } from '../shared/errors.js';
-import type { Hub } from '../shared/models/Hub.js';
+import type { CachedHub } from './middleware/authCache.js';
 
-/** The hub the request was admitted to (set by requireHub / requireAccount). */
-export const currentHub = (ctx: Context): Hub => ctx.state.hub as Hub;
+/** The hub the request was admitted to (set by requireHub / requireAccount): id, name and features, not a model. */
+export const currentHub = (ctx: Context): CachedHub => ctx.state.hub as CachedHub;
 
 /** `where` narrowed to the current hub: every hub-owned query goes through this or findInHub. */
 export function inHub(ctx: Context, where: Record<string, unknown> = {}): WhereOptions {

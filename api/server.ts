@@ -6,10 +6,13 @@ import { closeQueues } from '../shared/queues.js';
 import { closeRedis } from '../shared/redis.js';
 import { isMain, onShutdown } from '../shared/shutdown.js';
 import { createApp } from './app.js';
+import { startAuthCache, stopAuthCache } from './middleware/authCache.js';
 
 /** Starts the API on `port` (0 = any free port) and returns the listening server. */
 export async function startServer(port = config().port): Promise<Server> {
   await initDb();
+  // without its LISTEN connection the auth cache stays off (every request reads the database) until it connects
+  await startAuthCache().catch((err) => logger.warn({ err: (err as Error).message }, 'auth cache not live yet'));
   const app = await createApp();
   const server = app.listen(port);
   server.keepAliveTimeout = 65_000;
@@ -25,6 +28,7 @@ export async function stopServer(server: Server): Promise<void> {
     server.close(() => resolve());
     server.closeIdleConnections();
   });
+  await stopAuthCache();
 }
 
 if (isMain(import.meta.url)) {

@@ -66,6 +66,7 @@ const envSchema = z.object({
   HUB_MAX_LIST_OFFSET: z.coerce.number().int().min(0).max(100_000_000).default(10_000),
   HUB_PKI_CACHE_MAX: z.coerce.number().int().min(1).max(1_000_000).default(1000),
   HUB_PKI_CACHE_TTL: retention('PT10M'),
+  HUB_SPARKLINES_MAX_SHARES: z.coerce.number().int().min(1).max(100_000).default(1000),
   LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
   // edge login: where GOOGLE and GITHUB auth providers live (overridable so tests and air-gapped set-ups can point elsewhere)
   HUB_GOOGLE_ISSUER_URL: z.url({ protocol: /^https?$/, message: 'must be an http(s) URL' }).default('https://accounts.google.com'),
@@ -102,6 +103,8 @@ export interface Config {
   vpcCidr: string;
   metricsRawRetention: string;
   scheduledExecutionRetention: string;
+  /** Most shares one sparklines response carries (a page); more are paged. */
+  sparklinesMaxShares: number;
   logLevel: string;
   /** Entries and lifetime (ms) of the PKI caches (decrypted hub CA keys, issuer chains, verification keys). */
   pkiCacheMax: number;
@@ -225,6 +228,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     vpcCidr: e.HUB_VPC_CIDR,
     metricsRawRetention: e.HUB_METRICS_RAW_RETENTION,
     scheduledExecutionRetention: e.HUB_SCHEDULED_EXECUTION_RETENTION,
+    sparklinesMaxShares: e.HUB_SPARKLINES_MAX_SHARES,
     logLevel: e.LOG_LEVEL,
     edge: {
       httpPort: e.HUB_EDGE_HTTP_PORT,

@@ -17,15 +17,17 @@ export const REDACTED_PATHS = [
 ];
 
 /**
- * Where log lines go: stdout at LOG_LEVEL and, with HUB_LOG_DIR, also a file per process in that folder
- * (`<proc>-<pid>.log`, at HUB_LOG_FILE_LEVEL, default debug; written synchronously so nothing is lost at exit). The
- * test command sets it, so that every line a test run writes can be scanned for the secrets the tests created
- * (test/helpers/logScan.ts).
+ * Where log lines go: stdout at LOG_LEVEL, written asynchronously (sonic-boom) so that a slow reader of stdout (a
+ * pipe, a terminal, a log shipper) never blocks the event loop; past 16 MiB waiting to be written further lines are
+ * dropped rather than held (memory stays bounded), and pino flushes what is buffered at exit. With HUB_LOG_DIR, also
+ * a file per process in that folder (`<proc>-<pid>.log`, at HUB_LOG_FILE_LEVEL, default debug; written synchronously
+ * so nothing is lost at exit). The test command sets it, so that every line a test run writes can be scanned for the
+ * secrets the tests created (test/helpers/logScan.ts).
  */
 const dir = process.env.HUB_LOG_DIR;
 const fileLevel = (process.env.HUB_LOG_FILE_LEVEL ?? 'debug') as pino.Level;
 const streams: pino.StreamEntry[] = [];
-if (level !== 'silent') streams.push({ level: level as pino.Level, stream: process.stdout });
+if (level !== 'silent') streams.push({ level: level as pino.Level, stream: pino.destination({ dest: 1, sync: false, maxLength: 16 * 1024 * 1024 }) });
 if (dir) {
   const file = path.join(dir, `${process.env.HUB_PROCESS ?? 'app'}-${process.pid}.log`);
   streams.push({ level: fileLevel, stream: pino.destination({ dest: file, sync: true, mkdir: true }) });
@@ -39,7 +41,7 @@ export const logger = pino(
     base: { pid: process.pid, proc: process.env.HUB_PROCESS ?? 'app' },
     redact: { paths: REDACTED_PATHS, censor: '[redacted]' },
   },
-  dir ? pino.multistream(streams) : undefined,
+  streams.length === 1 ? streams[0].stream : pino.multistream(streams),
 );
 
 export type Logger = typeof logger;

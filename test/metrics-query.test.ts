@@ -5,7 +5,7 @@ import { enqueue } from '../shared/jobs.js';
 import { pruneUsage, rollUp } from '../shared/metrics/rollup.js';
 import { Execution } from '../shared/models/Execution.js';
 import { startStack, waitFor, type HubFixture, type Stack } from './helpers/stack.js';
-import { assertSeries, environment, get, HOUR, MINUTE, pendingSamples, rollUpAll, sampleMaker, type Point, type Sample } from './helpers/usage.js';
+import { assertSeries, environment, get, HOUR, insertUnfolded, MINUTE, pendingSamples, rollUpAll, sampleMaker, type Point, type Sample } from './helpers/usage.js';
 
 // Roll-up and pruning act on the whole database, so the tests of this file run one at a time.
 let stack: Stack;
@@ -28,8 +28,10 @@ test.serial('hub metrics are exact per bucket from raw samples, from the tiers, 
   const env = await environment(hub);
   const other = await stack.hub();
   await ingest(samplesOf({ hubId: other.hubId }, 50, 50)); // another hub's usage must not show
+  await insertUnfolded(samplesOf({ hubId: other.hubId }, 50, 50));
+  // written straight into the table (not folded at ingestion): only the raw rows hold them until the roll-up
   const first = [...samplesOf({ hubId: hub.hubId }, 120, 50), ...samplesOf({ hubId: hub.hubId, envZId: env }, 80, 50)];
-  await ingest(first);
+  await insertUnfolded(first);
 
   const check = async (samples: Sample[], stage: string) => {
     const series = await get(hub, `${hub.h}/metrics?duration=PT1H`);
@@ -51,10 +53,13 @@ test.serial('hub metrics are exact per bucket from raw samples, from the tiers, 
   t.true(rolled.samples >= first.length);
   await check(first, 'rolled up');
   const second = samplesOf({ hubId: hub.hubId, envZId: env }, 150, 50);
-  await ingest(second);
-  await check([...first, ...second], 'tiers plus raw in the same buckets');
+  await ingest(second); // folded into the same buckets at ingestion
+  await check([...first, ...second], 'tiers plus samples folded at ingestion in the same buckets');
+  const third = samplesOf({ hubId: hub.hubId, envZId: env }, 60, 50);
+  await insertUnfolded(third);
+  await check([...first, ...second, ...third], 'tiers plus raw in the same buckets');
   await rollUpAll();
-  await check([...first, ...second], 'rolled up twice');
+  await check([...first, ...second, ...third], 'rolled up twice');
 });
 
 test.serial('environment metrics hold only that environment, under every path form', async (t) => {
@@ -64,7 +69,7 @@ test.serial('environment metrics hold only that environment, under every path fo
   await ingest([...inA, ...samplesOf({ hubId: hub.hubId, envZId: envB }, 60, 40), ...samplesOf({ hubId: hub.hubId }, 20, 40)]);
   await rollUpAll();
   const late = samplesOf({ hubId: hub.hubId, envZId: envA }, 30, 40);
-  await ingest(late);
+  await insertUnfolded(late);
   for (const path of [`/hub/environments/${envA}/metrics?range=PT1H`, `/hub/environments/${envA}/metrics?duration=1h`, `${hub.h}/environments/${envA}/metrics?duration=PT1H`, `${hub.h2}/environments/${envA}/metrics`]) {
     const series = await get(hub, path);
     t.is(series.scope, 'environment', path);
@@ -102,7 +107,7 @@ const tierSnapshot = (hubId: string) =>
 test.serial('roll-up is idempotent: re-running, running at once, and retrying give the same sums', async (t) => {
   const hub = await stack.hub();
   const env = await environment(hub);
-  await ingest([...samplesOf({ hubId: hub.hubId, envZId: env }, 300, 180), ...samplesOf({ hubId: hub.hubId }, 100, 180)]);
+  await insertUnfolded([...samplesOf({ hubId: hub.hubId, envZId: env }, 300, 180), ...samplesOf({ hubId: hub.hubId }, 100, 180)]);
   await Promise.all([rollUp(), rollUp(), rollUp()]);
   await rollUpAll();
   await tierMatchesRaw(t, hub.hubId);
@@ -121,7 +126,7 @@ test.serial('roll-up catches up in bounded batches, including late samples with 
   for (let i = 0; i < 6; i++) {
     // separate requests while no roll-up runs: "downtime"; some samples are hours late
     const batch = [...samplesOf({ hubId: hub.hubId, envZId: env }, 40, 50), ...samplesOf({ hubId: hub.hubId }, 5, 20 * 60)];
-    await ingest(batch);
+    await insertUnfolded(batch);
     batches.push(...batch);
   }
   // a batch ends between transactions; a transaction larger than the batch size is taken whole
@@ -136,7 +141,7 @@ test.serial('roll-up catches up in bounded batches, including late samples with 
 test.serial('the clock job rolls up as an execution', async (t) => {
   const hub = await stack.hub();
   const samples = samplesOf({ hubId: hub.hubId }, 30, 30);
-  await ingest(samples);
+  await insertUnfolded(samples);
   const runJob = async () => {
     const execution = await enqueue({ type: 'metrics.rollUp', hubId: null, resourceType: 'metrics', createdBy: 'test' });
     return waitFor(async () => {
@@ -161,21 +166,24 @@ test.serial('pruning removes only rolled-up raw samples older than the retention
   const ancient = samplesOf({ hubId: hub.hubId }, 10, 60, now - 40 * 24 * HOUR);
   const old = samplesOf({ hubId: hub.hubId }, 30, 60, now - 3 * 24 * HOUR);
   const recent = samplesOf({ hubId: hub.hubId }, 40, 60, now - 2 * HOUR);
-  await ingest([...ancient, ...old, ...recent]);
+  await insertUnfolded([...ancient, ...old, ...recent]);
+  // stored through the API: in the hour buckets from the start, but pruned only once rolled up like any other
+  const folded = { ancient: samplesOf({ hubId: hub.hubId }, 5, 60, now - 40 * 24 * HOUR), old: samplesOf({ hubId: hub.hubId }, 7, 60, now - 3 * 24 * HOUR), recent: samplesOf({ hubId: hub.hubId }, 9, 60, now - 2 * HOUR) };
+  await ingest([...folded.ancient, ...folded.old, ...folded.recent]);
   const rawCount = async () =>
     (await db().query<{ n: number }>('SELECT count(*)::int AS n FROM usage_samples WHERE hub_id = $1', { bind: [hub.hubId], type: QueryTypes.SELECT }))[0].n;
   await pruneUsage();
-  t.is(await rawCount(), 80, 'samples not yet rolled up are never pruned');
+  t.is(await rawCount(), 80 + 21, 'samples not yet rolled up are never pruned');
   await rollUpAll();
   await pruneUsage();
-  t.is(await rawCount(), 40, 'the rolled-up samples older than P2D are gone');
+  t.is(await rawCount(), 40 + 9, 'the rolled-up samples older than P2D are gone');
   const [{ minutes }] = await db().query<{ minutes: number }>(
     `SELECT count(*)::int AS minutes FROM usage_minutes WHERE hub_id = $1 AND bucket_start < now() - interval '35 days'`,
     { bind: [hub.hubId], type: QueryTypes.SELECT },
   );
   t.is(minutes, 0, 'minute buckets older than 35 days are gone');
-  assertSeries(t, (await get(hub, `${hub.h}/metrics?duration=P7D&step=PT1H`)).samples, [...old, ...recent], HOUR, 'P7D hourly after pruning');
-  assertSeries(t, (await get(hub, `${hub.h}/metrics?duration=P60D&step=P1D`)).samples, [...ancient, ...old, ...recent], 24 * HOUR, 'P60D daily from hour buckets');
+  assertSeries(t, (await get(hub, `${hub.h}/metrics?duration=P7D&step=PT1H`)).samples, [...old, ...recent, ...folded.old, ...folded.recent], HOUR, 'P7D hourly after pruning');
+  assertSeries(t, (await get(hub, `${hub.h}/metrics?duration=P60D&step=P1D`)).samples, [...ancient, ...old, ...recent, ...Object.values(folded).flat()], 24 * HOUR, 'P60D daily from hour buckets');
 });
 
 test.serial('window parameters: bad values are 400 naming the parameter', async (t) => {

@@ -1,10 +1,10 @@
+import { timingSafeEqual } from 'node:crypto';
 import type { Context, Middleware, Next } from 'koa';
-import { QueryTypes } from 'sequelize';
 import { config } from '../../shared/config.js';
-import { db } from '../../shared/db.js';
+import { preparedQuery } from '../../shared/db.js';
 import { ApiError, forbidden, unauthorized } from '../../shared/errors.js';
-import { Hub } from '../../shared/models/Hub.js';
 import { safeEqual, sha256 } from '../../shared/secrets.js';
+import { cachedHub, cachedKey, type CachedHub } from './authCache.js';
 
 export type Principal =
   | { kind: 'admin'; name: 'admin' }
@@ -30,24 +30,53 @@ interface KeyRow {
   id: string;
   hub_id: string;
   username: string;
-  token_hash: Buffer;
+  hub_name: string;
+  hub_features: CachedHub['features'];
 }
+
+/**
+ * The key's row together with its hub's, in one round trip: a cold cache costs one query, a warm one none. The
+ * lookup is by the token's digest: the comparison the database makes is on a hash, which leaks nothing of the token.
+ */
+const KEY_SQL = `SELECT k.id, k.hub_id, k.username, h.name AS hub_name, h.features AS hub_features
+  FROM api_keys k JOIN hubs h ON h.id = k.hub_id WHERE k.token_hash = $1 AND k.revoked_at IS NULL`;
+const HUB_SQL = 'SELECT id, name, features FROM hubs WHERE id = $1';
+
+const hubInfo = (id: string, name: string, features: CachedHub['features'] | null): CachedHub => ({ id, name, features: { ipsec: Boolean(features?.ipsec) } });
+
+/** The hub with this id (cached; see authCache.ts), or undefined. */
+export function findHubInfo(id: string): Promise<CachedHub | undefined> {
+  return cachedHub(id, async () => {
+    const [row] = await preparedQuery<{ id: string; name: string; features: CachedHub['features'] }>('auth-hub', HUB_SQL, [id]);
+    return row && hubInfo(row.id, row.name, row.features);
+  });
+}
+
+let adminDigest: { token: string; digest: Buffer } | undefined;
+const adminTokenDigest = (): Buffer => {
+  const token = config().adminToken;
+  if (adminDigest?.token !== token) adminDigest = { token, digest: sha256(token) };
+  return adminDigest.digest;
+};
 
 /** Resolves credentials to a principal, or throws 401. The admin token is compared in constant time. */
 export async function authenticate(header: string): Promise<Principal> {
   const creds = parseAuthorization(header);
-  if (safeEqual(creds.token, config().adminToken) && (creds.scheme === 'bearer' || creds.username === 'admin')) {
+  // one digest serves both checks: constant-time against the admin token's digest, then the key lookup
+  const hash = sha256(creds.token);
+  if (timingSafeEqual(hash, adminTokenDigest()) && (creds.scheme === 'bearer' || creds.username === 'admin')) {
     return { kind: 'admin', name: 'admin' };
   }
-  const hash = sha256(creds.token);
-  // lookup by the token's digest: the comparison the database makes is on a hash, which leaks nothing of the token
-  const [row] = await db().query<KeyRow>(
-    'SELECT id, hub_id, username, token_hash FROM api_keys WHERE token_hash = :hash AND revoked_at IS NULL',
-    { replacements: { hash }, type: QueryTypes.SELECT },
-  );
-  if (!row) throw unauthorized('bearer token missing or invalid');
-  if (creds.scheme === 'basic' && !safeEqual(creds.username, row.username)) throw unauthorized('bearer token missing or invalid');
-  return { kind: 'apikey', keyId: row.id, hubId: row.hub_id, name: row.username };
+  const key = await cachedKey(hash.toString('hex'), async () => {
+    const [row] = await preparedQuery<KeyRow>('auth-key', KEY_SQL, [hash]);
+    if (!row) return undefined;
+    // the hub came with it: remember it too, so that requireHub needs no query of its own
+    await cachedHub(row.hub_id, async () => hubInfo(row.hub_id, row.hub_name, row.hub_features));
+    return { id: row.id, hubId: row.hub_id, username: row.username };
+  });
+  if (!key) throw unauthorized('bearer token missing or invalid');
+  if (creds.scheme === 'basic' && !safeEqual(creds.username, key.username)) throw unauthorized('bearer token missing or invalid');
+  return { kind: 'apikey', keyId: key.id, hubId: key.hubId, name: key.username };
 }
 
 /** Operator routes: the admin token only. Browsers get a Basic challenge (user `admin`) for the queue UI. */
@@ -74,7 +103,7 @@ export const requireHub: Middleware = async (ctx, next) => {
   const principal = await authenticate(ctx.get('authorization'));
   const hubId = ctx.params.hubId as string;
   if (principal.kind === 'apikey' && principal.hubId !== hubId) throw forbidden();
-  const hub = await Hub.findByPk(hubId);
+  const hub = await findHubInfo(hubId);
   if (!hub) throw forbidden();
   ctx.state.principal = principal;
   ctx.state.hub = hub;
@@ -85,7 +114,7 @@ export const requireHub: Middleware = async (ctx, next) => {
 export const requireAccount: Middleware = async (ctx, next) => {
   const principal = await authenticate(ctx.get('authorization'));
   if (principal.kind !== 'apikey') throw forbidden('account routes need a hub API key; operators use /hub/{hubId}/...');
-  const hub = await Hub.findByPk(principal.hubId);
+  const hub = await findHubInfo(principal.hubId);
   if (!hub) throw forbidden();
   ctx.state.principal = principal;
   ctx.state.hub = hub;

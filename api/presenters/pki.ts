@@ -1,10 +1,10 @@
 import type { InferAttributes } from 'sequelize';
-import type { CertificateRequestToken } from '../../shared/models/CertificateRequestToken.js';
+import type { TokenRecord } from '../../shared/commands/certificateRequestTokens.js';
 import type { ClientCertificate } from '../../shared/models/ClientCertificate.js';
 import type { EnrollmentJwtRecord } from '../../shared/pki/enrollmentJwt.js';
 import { iso } from './platform.js';
 
-export const presentToken = (t: CertificateRequestToken) => ({
+export const presentToken = (t: TokenRecord) => ({
   id: t.id,
   name: t.name,
   hubId: t.hubId,

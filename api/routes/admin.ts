@@ -2,6 +2,7 @@ import { z } from 'zod';
 import { createApiKey, createHub, createStandardFrontend, getHub, revokeApiKey, updateHub } from '../../shared/commands/platform.js';
 import { presentApiKey, presentFrontend, presentHub } from '../presenters/platform.js';
 import { enqueueEdgeCertificates } from '../../shared/commands/edgeCertificates.js';
+import { forgetHub, forgetKey } from '../middleware/authCache.js';
 import type { Routes } from '../router.js';
 import { body, fields } from '../validate.js';
 
@@ -32,7 +33,9 @@ export default function routes({ admin }: Routes) {
     ctx.body = presentHub(await getHub(ctx.params.hubId));
   });
   admin.patch('/admin/v1/hubs/:hubId', async (ctx) => {
-    ctx.body = presentHub(await updateHub(ctx.params.hubId, body(ctx, updateHubSchema)));
+    const hub = await updateHub(ctx.params.hubId, body(ctx, updateHubSchema));
+    forgetHub(hub.id); // this process at once; the others on the change notification (authCache.ts)
+    ctx.body = presentHub(hub);
   });
   admin.post('/admin/v1/hubs/:hubId/api-keys', async (ctx) => {
     const { key, token } = await createApiKey(ctx.params.hubId, body(ctx, createKeySchema).name);
@@ -40,7 +43,9 @@ export default function routes({ admin }: Routes) {
     ctx.body = presentApiKey(key, token);
   });
   admin.delete('/admin/v1/hubs/:hubId/api-keys/:id', async (ctx) => {
-    ctx.body = presentApiKey(await revokeApiKey(ctx.params.hubId, ctx.params.id));
+    const key = await revokeApiKey(ctx.params.hubId, ctx.params.id);
+    forgetKey(key.tokenHash.toString('hex')); // this process at once; the others on the change notification (authCache.ts)
+    ctx.body = presentApiKey(key);
   });
   admin.post('/admin/v1/frontends', async (ctx) => {
     ctx.status = 201;

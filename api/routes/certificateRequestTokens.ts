@@ -3,8 +3,8 @@ import {
   createToken,
   deleteToken,
   enrollmentJwt,
-  findToken,
   findTokenByString,
+  readToken,
   updateToken,
 } from '../../shared/commands/certificateRequestTokens.js';
 import { CertificateRequestToken } from '../../shared/models/CertificateRequestToken.js';
@@ -44,7 +44,7 @@ export default function routes({ hub }: Routes) {
     ctx.body = presentToken(await findTokenByString(currentHub(ctx).id, ctx.params.token));
   });
   hub.get('/certificate-request-tokens/:id', async (ctx) => {
-    ctx.body = presentToken(await findToken(currentHub(ctx).id, ctx.params.id));
+    ctx.body = presentToken(await readToken(currentHub(ctx).id, ctx.params.id));
   });
   hub.patch('/certificate-request-tokens/:id', async (ctx) => {
     ctx.body = presentToken(await updateToken(currentHub(ctx).id, ctx.params.id, body(ctx, patchSchema), false));

@@ -1,4 +1,6 @@
 import type { Context } from 'koa';
+import { config } from '../../shared/config.js';
+import { badRequest } from '../../shared/errors.js';
 import { querySeries, queryShareSeries } from '../../shared/metrics/query.js';
 import { environmentInHub, shareInHub, sharesOfHub } from '../../shared/metrics/subjects.js';
 import { windowFromQuery } from '../../shared/metrics/window.js';
@@ -35,12 +37,32 @@ async function environmentMetrics(ctx: Context) {
   ctx.body = presentSeries(hubId, 'environment', envZId, window, await querySeries(hubId, 'environment', [envZId], window), { envZId });
 }
 
+function intParam(ctx: Context, name: string, fallback: number, max: number): number {
+  const raw = ctx.query[name];
+  const value = Array.isArray(raw) ? raw[0] : raw;
+  if (value === undefined || value === '') return fallback;
+  if (!/^\d+$/.test(value)) throw badRequest(`value for query parameter '${name}' must be a non-negative integer`);
+  const n = Number(value);
+  if (n > max) throw badRequest(`value for query parameter '${name}' must be at most ${max}${name === 'size' ? ' (the most shares one sparklines response carries; page through the rest with page=1, 2, ...)' : ''}`);
+  return n;
+}
+
+/**
+ * Sparklines of the hub's shares, at most HUB_SPARKLINES_MAX_SHARES (default 1,000) per response: `size` (default
+ * and maximum that cap) and `page` (zero-based) page through a hub with more; the response states the cap
+ * (`maxPageSize`) beside the list envelope's `pageable`, `totalElements` and `totalPages`.
+ */
 async function sparklines(ctx: Context) {
   const hubId = currentHub(ctx).id;
   const window = windowFromQuery(ctx.query, { defaultDuration: SPARKLINE_DURATION, targetPoints: SPARKLINE_POINTS });
-  const shares = await sharesOfHub(hubId);
-  const series = await queryShareSeries(hubId, shares.map((s) => s.id), window);
-  ctx.body = presentSparklines(hubId, window, shares.map((s) => ({ scope: s.scope, id: s.id, samples: series.get(s.id)! })));
+  const cap = config().sparklinesMaxShares;
+  const size = Math.max(1, intParam(ctx, 'size', cap, cap));
+  const page = intParam(ctx, 'page', 0, 1_000_000);
+  const all = await sharesOfHub(hubId);
+  const shares = all.slice(page * size, (page + 1) * size);
+  const series = shares.length === 0 ? new Map() : await queryShareSeries(hubId, shares.map((s) => s.id), window, shares.length < all.length);
+  const lines = shares.map((s) => ({ scope: s.scope, id: s.id, samples: series.get(s.id)! }));
+  ctx.body = presentSparklines(hubId, window, lines, { page, size, total: all.length, cap });
 }
 
 /**

@@ -1,6 +1,6 @@
 import { randomBytes } from 'node:crypto';
-import { QueryTypes, UniqueConstraintError } from 'sequelize';
-import { db, withTransaction } from '../db.js';
+import { UniqueConstraintError } from 'sequelize';
+import { preparedQuery } from '../db.js';
 import { badRequest, conflict, invalidState, notFound } from '../errors.js';
 import { newId } from '../ids.js';
 import { CertificateRequestToken } from '../models/CertificateRequestToken.js';
@@ -70,34 +70,65 @@ function requestedExpiry(input: Pick<TokenInput, 'expiresAt' | 'ttl'>, now: Date
 
 const blankToNull = (v: string | null | undefined) => (v === undefined ? undefined : v === null || v.trim() === '' ? null : v.trim());
 
-export async function createToken(hubId: string, input: TokenInput & { name: string }, createdBy: string): Promise<CertificateRequestToken> {
+/** The columns of a token as the API shows them (camelCase), read without building a model instance. */
+const TOKEN_COLUMNS = `id, hub_id AS "hubId", name, token, common_name AS "commonName", organization,
+  organizational_unit AS "organizationalUnit", valid_years AS "validYears", expires_at AS "expiresAt",
+  spent_at AS "spentAt", created_by AS "createdBy", created_at AS "createdAt"`;
+
+export type TokenRecord = Pick<
+  CertificateRequestToken,
+  'id' | 'hubId' | 'name' | 'token' | 'commonName' | 'organization' | 'organizationalUnit' | 'validYears' | 'expiresAt' | 'spentAt' | 'createdBy' | 'createdAt'
+>;
+
+/**
+ * The token and its entry in the hub's name registry in one autocommitted statement (one round trip): the registry's
+ * primary key (hub_id, name) refuses a second owner, even from a concurrent statement, and the statement is stored
+ * whole or not at all.
+ */
+const CREATE_TOKEN_SQL = `WITH t AS (
+    INSERT INTO certificate_request_tokens
+      (id, hub_id, name, token, common_name, organization, organizational_unit, valid_years, expires_at, created_by, created_at, updated_at)
+    VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, now(), now())
+    RETURNING ${TOKEN_COLUMNS}
+  ), n AS (
+    INSERT INTO pki_names (hub_id, name, token_id) SELECT "hubId", name, id FROM t
+  )
+  SELECT * FROM t`;
+
+export async function createToken(hubId: string, input: TokenInput & { name: string }, createdBy: string): Promise<TokenRecord> {
   const expiresAt = expiryFrom(input) ?? (addIsoDuration(new Date(), DEFAULT_TOKEN_TTL) as Date);
-  return claimingName(input.name, () =>
-    withTransaction(async (transaction) => {
-      const token = await CertificateRequestToken.create(
-        {
-          id: newId(),
-          hubId,
-          name: input.name,
-          token: newTokenString(),
-          commonName: blankToNull(input.commonName) ?? null,
-          organization: blankToNull(input.organization) ?? null,
-          organizationalUnit: blankToNull(input.organizationalUnit) ?? null,
-          validYears: input.validYears ?? 1,
-          expiresAt,
-          createdBy,
-        },
-        { transaction },
-      );
-      // the name registry's primary key (hub_id, name) refuses a second owner, even from a concurrent transaction
-      await db().query(`INSERT INTO pki_names (hub_id, name, token_id) VALUES (:hubId, :name, :id)`, {
-        replacements: { hubId, name: input.name, id: token.id },
-        type: QueryTypes.INSERT,
-        transaction,
-      });
-      return token;
-    }),
+  const values = [
+    newId(),
+    hubId,
+    input.name,
+    newTokenString(),
+    blankToNull(input.commonName) ?? null,
+    blankToNull(input.organization) ?? null,
+    blankToNull(input.organizationalUnit) ?? null,
+    input.validYears ?? 1,
+    expiresAt,
+    createdBy,
+  ];
+  try {
+    const [token] = await preparedQuery<TokenRecord>('create-certificate-request-token', CREATE_TOKEN_SQL, values);
+    return token;
+  } catch (err) {
+    const code = (err as { code?: string }).code;
+    if (code === '23505' && (err as { constraint?: string }).constraint === 'pki_names_pkey') throw nameTaken(input.name);
+    if (code === '23503') throw badRequest('a referenced resource does not exist');
+    throw err;
+  }
+}
+
+/** A token of the hub as a plain record (one prepared statement, no model instance), or 404. */
+export async function readToken(hubId: string, id: string): Promise<TokenRecord> {
+  const [token] = await preparedQuery<TokenRecord>(
+    'read-certificate-request-token',
+    `SELECT ${TOKEN_COLUMNS} FROM certificate_request_tokens WHERE id = $1 AND hub_id = $2`,
+    [id, hubId],
   );
+  if (!token) throw notFound('certificate request token', id);
+  return token;
 }
 
 export async function findToken(hubId: string, id: string): Promise<CertificateRequestToken> {

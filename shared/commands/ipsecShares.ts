@@ -41,7 +41,7 @@ export interface ShareInput {
  * SHARE so a concurrent tunnel delete waits) is this hub's and DEPLOYED, the environment is this hub's, the port
  * and the name are free. The unique indexes re-check port and name atomically.
  */
-async function assertPublishable(hub: Hub, input: ShareInput, transaction: Transaction, selfId?: string): Promise<void> {
+async function assertPublishable(hub: Pick<Hub, 'id'>, input: ShareInput, transaction: Transaction, selfId?: string): Promise<void> {
   const tunnel = await IpsecTunnel.findOne({ where: { id: input.ipsecTunnelId, hubId: hub.id }, lock: Transaction.LOCK.SHARE, transaction });
   if (!tunnel) throw badRequest(`value for property '$.ipsecTunnelId' is invalid: no IPsec tunnel '${input.ipsecTunnelId}' in this hub`);
   if (tunnel.status !== 'DEPLOYED') {
@@ -73,7 +73,7 @@ function translateUniqueViolation(err: unknown, input: ShareInput): never {
   throw err;
 }
 
-export async function createShare(hub: Hub, input: ShareInput, createdBy: string): Promise<Accepted<IpsecShare>> {
+export async function createShare(hub: Pick<Hub, 'id'>, input: ShareInput, createdBy: string): Promise<Accepted<IpsecShare>> {
   try {
     return await withTransaction(async (transaction) => {
       await assertPublishable(hub, input, transaction);
@@ -95,7 +95,7 @@ export async function createShare(hub: Hub, input: ShareInput, createdBy: string
 }
 
 /** PUT (all fields) and PATCH (changed fields, merged here): DEPLOYED|ERROR -> NEW, then re-provisioned. */
-export async function updateShare(hub: Hub, id: string, changes: Partial<ShareInput>, createdBy: string): Promise<Accepted<IpsecShare>> {
+export async function updateShare(hub: Pick<Hub, 'id'>, id: string, changes: Partial<ShareInput>, createdBy: string): Promise<Accepted<IpsecShare>> {
   let merged: ShareInput | undefined;
   try {
     return await withTransaction(async (transaction) => {
@@ -131,7 +131,7 @@ export async function updateShare(hub: Hub, id: string, changes: Partial<ShareIn
 }
 
 /** Any live state -> DELETING, then the teardown execution makes it DELETED. */
-export async function deleteShare(hub: Hub, id: string, createdBy: string): Promise<Accepted<IpsecShare>> {
+export async function deleteShare(hub: Pick<Hub, 'id'>, id: string, createdBy: string): Promise<Accepted<IpsecShare>> {
   return withTransaction(async (transaction) => {
     const share = await IpsecShare.findOne({ where: { id, hubId: hub.id }, lock: Transaction.LOCK.UPDATE, transaction });
     if (!share) throw notFound('IPsec share', id);

@@ -44,7 +44,7 @@ export interface Accepted<T> {
 const where = (location: string | null) => (location === null ? 'without a location' : `at location '${location}'`);
 
 /** NEW tunnel + its provisioning execution, in one transaction (202). */
-export async function createTunnel(hub: Hub, input: CreateTunnelInput, createdBy: string): Promise<Accepted<IpsecTunnel>> {
+export async function createTunnel(hub: Pick<Hub, 'id'>, input: CreateTunnelInput, createdBy: string): Promise<Accepted<IpsecTunnel>> {
   const locationId = input.locationId ?? null;
   const nlbPrivateIp = input.nlbPrivateIp ?? null;
   if (nlbPrivateIp !== null) await assertPinnableAddress(nlbPrivateIp);
@@ -93,7 +93,7 @@ async function assertPinnableAddress(ip: string): Promise<void> {
 }
 
 /** DEPLOYED|ERROR -> DELETING and a teardown execution; 400 while a live IPsec share targets the tunnel. */
-export async function deleteTunnel(hub: Hub, id: string, createdBy: string): Promise<Accepted<IpsecTunnel>> {
+export async function deleteTunnel(hub: Pick<Hub, 'id'>, id: string, createdBy: string): Promise<Accepted<IpsecTunnel>> {
   return withTransaction(async (transaction) => {
     // FOR UPDATE conflicts with the FOR SHARE a share create takes: a share cannot slip in while this decides
     const tunnel = await IpsecTunnel.findOne({ where: { id, hubId: hub.id }, lock: Transaction.LOCK.UPDATE, transaction });

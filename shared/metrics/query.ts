@@ -1,4 +1,4 @@
-import { QueryTypes, Transaction } from 'sequelize';
+import type pg from 'pg';
 import { db } from '../db.js';
 import type { MetricsWindow } from './window.js';
 
@@ -22,15 +22,37 @@ const RAW_FILTER: Record<SeriesScope, string> = {
  * rolled up (xid >= watermark, see rollup.ts) are read as of one instant and nothing is counted twice or missed.
  * The watermark travels as a plain parameter so that the planner sees how few raw rows it selects.
  */
-function inSnapshot<T>(read: (transaction: Transaction, watermark: string) => Promise<T>): Promise<T> {
-  return db().transaction({ isolationLevel: Transaction.ISOLATION_LEVELS.REPEATABLE_READ }, async (transaction) => {
-    const [state] = await db().query<{ watermark: string }>('SELECT rolled_up_to::text AS watermark FROM usage_rollup_state WHERE id = 1', {
-      type: QueryTypes.SELECT,
-      transaction,
-    });
-    return read(transaction, state.watermark);
-  });
+async function inSnapshot<T>(read: (select: Select, watermark: string) => Promise<T>): Promise<T> {
+  // a connection of the pool driven directly: the snapshot and the watermark in one round trip, no ORM in between
+  const manager = db().connectionManager as unknown as SnapshotConnections;
+  const client = await manager.getConnection({ type: 'read' });
+  try {
+    const opened = (await client.query(
+      'BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY; SELECT rolled_up_to::text AS watermark FROM usage_rollup_state WHERE id = 1',
+    )) as unknown as { rows: { watermark: string }[] }[];
+    const value = await read(async (text, values) => (await client.query(text, values)).rows as never, opened[1].rows[0].watermark);
+    await client.query('COMMIT');
+    return value;
+  } catch (err) {
+    await client.query('ROLLBACK').catch(() => undefined);
+    throw err;
+  } finally {
+    await manager.releaseConnection(client);
+  }
 }
+
+type Select = <R>(text: string, values: unknown[]) => Promise<R[]>;
+
+interface SnapshotConnections {
+  getConnection(options: { type: 'read' | 'write' }): Promise<pg.PoolClient>;
+  releaseConnection(connection: pg.PoolClient): Promise<void>;
+}
+
+/**
+ * Which raw rows above the watermark are not yet in the window's tier: for the hour tier, those not folded into it at
+ * ingestion (a partial index holds just them, so a backfill that is not rolled up yet costs an hourly query nothing).
+ */
+const pendingFilter = (window: MetricsWindow) => (window.tier === 'usage_hours' ? 'AND NOT hours_folded' : '');
 
 /**
  * The index of the bucket holding `column` (0 for the window's first). date_bin works in exact integer microseconds;
@@ -68,45 +90,40 @@ export function fill(
  */
 export async function querySeries(hubId: string, scope: SeriesScope, ids: string[], window: MetricsWindow): Promise<UsagePoint[]> {
   if (ids.length === 0) return fill(window, []);
-  const rows = await inSnapshot((transaction, watermark) => db().query<{ i: number; rx: string; tx: string }>(
+  const rows = await inSnapshot((select, watermark) => select<{ i: number; rx: string; tx: string }>(
     `SELECT ${bucketIndex('u.t', '$4', '$6')} AS i, sum(u.rx)::bigint AS rx, sum(u.tx)::bigint AS tx
      FROM (
        SELECT bucket_start AS t, rx, tx FROM ${window.tier}
        WHERE hub_id = $1 AND scope = $2 AND scope_id = ANY($3::text[]) AND bucket_start >= $4::timestamptz AND bucket_start < $5::timestamptz
        UNION ALL
        SELECT ts, rx, tx FROM usage_samples
-       WHERE xid >= $7::xid8 AND hub_id = $1 ${RAW_FILTER[scope]} AND ts >= $4::timestamptz AND ts < $5::timestamptz
+       WHERE xid >= $7::xid8 ${pendingFilter(window)} AND hub_id = $1 ${RAW_FILTER[scope]} AND ts >= $4::timestamptz AND ts < $5::timestamptz
      ) u
      GROUP BY 1`,
-    {
-      bind: [hubId, scope, ids, new Date(window.startMs).toISOString(), new Date(window.endMs).toISOString(), window.stepMs / 1000, watermark],
-      type: QueryTypes.SELECT,
-      transaction,
-    },
+    [hubId, scope, ids, new Date(window.startMs).toISOString(), new Date(window.endMs).toISOString(), window.stepMs / 1000, watermark],
   ));
   return fill(window, rows);
 }
 
-/** The series of every share of a hub over the window, keyed by share id, in one grouped query. */
-export async function queryShareSeries(hubId: string, shareIds: string[], window: MetricsWindow): Promise<Map<string, UsagePoint[]>> {
+/**
+ * The series of the shares of a hub over the window, keyed by share id, in one grouped query. With `onlyThese`, only
+ * `shareIds` are read (a page of a hub with more shares); otherwise every share of the hub is.
+ */
+export async function queryShareSeries(hubId: string, shareIds: string[], window: MetricsWindow, onlyThese = false): Promise<Map<string, UsagePoint[]>> {
   // One row per share: its tier rows and pending samples packed as 20-byte records (int4 bucket index, int8 rx,
   // int8 tx): 1,000 rows instead of 24,000, and no number is formatted as text on the way (the cheapest form to
   // build and to read). Records of the same bucket are summed here, so a single aggregate suffices.
-  const rows = await inSnapshot((transaction, watermark) => db().query<{ id: string; buckets: Buffer }>(
+  const rows = await inSnapshot((select, watermark) => select<{ id: string; buckets: Buffer }>(
     `SELECT u.id, string_agg(int4send(${bucketIndex('u.t', '$2', '$4')}) || int8send(u.rx) || int8send(u.tx), ''::bytea) AS buckets
      FROM (
        SELECT scope_id AS id, bucket_start AS t, rx, tx FROM ${window.tier}
-       WHERE hub_id = $1 AND scope = 'share' AND bucket_start >= $2::timestamptz AND bucket_start < $3::timestamptz
+       WHERE hub_id = $1 AND scope = 'share' AND bucket_start >= $2::timestamptz AND bucket_start < $3::timestamptz ${onlyThese ? 'AND scope_id = ANY($6::text[])' : ''}
        UNION ALL
        SELECT share_id, ts, rx, tx FROM usage_samples
-       WHERE xid >= $5::xid8 AND hub_id = $1 AND share_id IS NOT NULL AND ts >= $2::timestamptz AND ts < $3::timestamptz
+       WHERE xid >= $5::xid8 ${pendingFilter(window)} AND hub_id = $1 AND share_id IS NOT NULL AND ts >= $2::timestamptz AND ts < $3::timestamptz ${onlyThese ? 'AND share_id = ANY($6::text[])' : ''}
      ) u
      GROUP BY u.id`,
-    {
-      bind: [hubId, new Date(window.startMs).toISOString(), new Date(window.endMs).toISOString(), window.stepMs / 1000, watermark],
-      type: QueryTypes.SELECT,
-      transaction,
-    },
+    [hubId, new Date(window.startMs).toISOString(), new Date(window.endMs).toISOString(), window.stepMs / 1000, watermark, ...(onlyThese ? [shareIds] : [])],
   ));
   const byShare = new Map(rows.map((row) => [row.id, row.buckets]));
   const timestamps = bucketTimestamps(window);

@@ -17,6 +17,11 @@ import { MINUTE_TIER_RETENTION_MS } from './window.js';
  * concurrently or is retried after a crash adds nothing twice (the watermark row is locked and moves atomically).
  * Late samples (old timestamps) land in the next batch like any other. Raw samples are pruned only below the
  * watermark, so nothing is pruned before it is rolled up.
+ *
+ * The hour tier is also written at ingestion: insertSamples (shared/metrics/store.ts) adds a batch's hourly sums in
+ * the transaction that stores it and marks its rows `hours_folded`. The roll-up adds those rows to the minute tier
+ * only, and queries of the hour tier read only the raw rows that are not folded: a sparkline (hourly) never
+ * aggregates raw samples, not even right after a backfill, while minute windows keep tiers + pending raw rows.
  */
 
 export interface RollupResult {
@@ -29,26 +34,27 @@ export interface RollupResult {
 
 const ROLL_UP_SQL = `
   WITH batch AS MATERIALIZED (
-    SELECT s.hub_id, s.share_id, s.env_z_id, date_bin('1 minute', s.ts, TIMESTAMPTZ 'epoch') AS minute,
+    SELECT s.hub_id, s.share_id, s.env_z_id, date_bin('1 minute', s.ts, TIMESTAMPTZ 'epoch') AS minute, s.hours_folded,
            sum(s.rx) AS rx, sum(s.tx) AS tx, count(*) AS n
     FROM usage_samples s
     JOIN hubs ON hubs.id = s.hub_id -- samples of a deleted hub are dropped, not rolled up
     WHERE s.xid >= $1::xid8 AND s.xid < $2::xid8
-    GROUP BY 1, 2, 3, 4
+    GROUP BY 1, 2, 3, 4, 5
   ), deltas AS MATERIALIZED (
-    SELECT hub_id, 'hub' AS scope, hub_id AS scope_id, minute, sum(rx) AS rx, sum(tx) AS tx FROM batch GROUP BY 1, 3, 4
+    SELECT hub_id, 'hub' AS scope, hub_id AS scope_id, minute, hours_folded, sum(rx) AS rx, sum(tx) AS tx FROM batch GROUP BY 1, 3, 4, 5
     UNION ALL
-    SELECT hub_id, 'share', share_id, minute, sum(rx), sum(tx) FROM batch WHERE share_id IS NOT NULL GROUP BY 1, 3, 4
+    SELECT hub_id, 'share', share_id, minute, hours_folded, sum(rx), sum(tx) FROM batch WHERE share_id IS NOT NULL GROUP BY 1, 3, 4, 5
     UNION ALL
-    SELECT hub_id, 'environment', env_z_id, minute, sum(rx), sum(tx) FROM batch WHERE env_z_id IS NOT NULL GROUP BY 1, 3, 4
+    SELECT hub_id, 'environment', env_z_id, minute, hours_folded, sum(rx), sum(tx) FROM batch WHERE env_z_id IS NOT NULL GROUP BY 1, 3, 4, 5
   ), minutes AS (
     INSERT INTO usage_minutes AS m (hub_id, scope, scope_id, bucket_start, rx, tx)
-    SELECT hub_id, scope, scope_id, minute, rx, tx FROM deltas
+    SELECT hub_id, scope, scope_id, minute, sum(rx), sum(tx) FROM deltas GROUP BY 1, 2, 3, 4
     ON CONFLICT (hub_id, scope, scope_id, bucket_start) DO UPDATE SET rx = m.rx + EXCLUDED.rx, tx = m.tx + EXCLUDED.tx
     RETURNING 1
   ), hours AS (
+    -- samples stored through insertSamples are in the hour buckets already (shared/metrics/store.ts)
     INSERT INTO usage_hours AS h (hub_id, scope, scope_id, bucket_start, rx, tx)
-    SELECT hub_id, scope, scope_id, date_bin('1 hour', minute, TIMESTAMPTZ 'epoch'), sum(rx), sum(tx) FROM deltas GROUP BY 1, 2, 3, 4
+    SELECT hub_id, scope, scope_id, date_bin('1 hour', minute, TIMESTAMPTZ 'epoch'), sum(rx), sum(tx) FROM deltas WHERE NOT hours_folded GROUP BY 1, 2, 3, 4
     ON CONFLICT (hub_id, scope, scope_id, bucket_start) DO UPDATE SET rx = h.rx + EXCLUDED.rx, tx = h.tx + EXCLUDED.tx
     RETURNING 1
   )

@@ -59,8 +59,30 @@ export function assertSeries(t: ExecutionContext, points: Point[], samples: Samp
   t.true(samples.length === 0 || points.some((p) => p.rx > 0), `${what}: not vacuous`);
 }
 
+/** Samples the roll-up has yet to take (above its watermark). */
 export const pendingSamples = async () =>
   (await db().query<{ n: number }>('SELECT count(*)::int AS n FROM usage_samples WHERE xid >= (SELECT rolled_up_to FROM usage_rollup_state)', { type: QueryTypes.SELECT }))[0].n;
+
+/**
+ * Stores samples the way a writer other than insertSamples would (SQL straight into the table, or rows from before
+ * migration 0601): raw rows only, not folded into the hour buckets, for the roll-up to take. One transaction per call.
+ */
+export async function insertUnfolded(samples: Sample[]): Promise<void> {
+  await db().query(
+    `INSERT INTO usage_samples (hub_id, share_id, env_z_id, ts, rx, tx)
+     SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::timestamptz[], $5::int8[], $6::int8[])`,
+    {
+      bind: [
+        samples.map((s) => s.hubId),
+        samples.map((s) => s.shareId ?? null),
+        samples.map((s) => s.envZId ?? null),
+        samples.map((s) => s.timestamp),
+        samples.map((s) => s.rx),
+        samples.map((s) => s.tx),
+      ],
+    },
+  );
+}
 
 /**
  * Rolls up until no sample is left above the watermark. One call can stop short of a sample: a transaction of

@@ -1,0 +1,86 @@
+import pg from 'pg';
+import { databaseUrl } from './db.js';
+import { logger } from './logger.js';
+
+export interface Listener {
+  /** True while the LISTEN connection is up: only then can a cache trust that it hears of every change. */
+  readonly live: boolean;
+  /** Resolves once the first LISTEN succeeded (or rejects after `timeoutMs`). */
+  ready(timeoutMs?: number): Promise<void>;
+  close(): Promise<void>;
+}
+
+/**
+ * A dedicated PostgreSQL connection that LISTENs on `channel` and hands every payload to `onMessage`. When the
+ * connection drops it reconnects (backoff up to 2 s); `onReset` runs whenever notifications may have been missed
+ * (connection lost, and again once listening anew), so a cache built on it empties itself and stays empty while
+ * `live` is false.
+ */
+export function listen(channel: string, onMessage: (payload: string) => void, onReset: () => void): Listener {
+  if (!/^[a-z_][a-z0-9_]*$/.test(channel)) throw new Error(`bad channel name ${channel}`);
+  let client: pg.Client | undefined;
+  let live = false;
+  let closed = false;
+  let attempt = 0;
+  let timer: NodeJS.Timeout | undefined;
+  let resolveReady!: () => void;
+  const firstReady = new Promise<void>((resolve) => (resolveReady = resolve));
+
+  const lost = (c: pg.Client) => {
+    if (client !== c) return;
+    client = undefined;
+    live = false;
+    onReset();
+    c.end().catch(() => undefined);
+    if (!closed) timer = setTimeout(connect, Math.min(2000, 100 * 2 ** attempt++));
+  };
+
+  async function connect() {
+    timer = undefined;
+    if (closed) return;
+    const c = new pg.Client({ connectionString: databaseUrl(), application_name: `edgehub-${process.env.HUB_PROCESS ?? 'app'}-listen` });
+    client = c;
+    c.on('error', (err) => {
+      logger.warn({ err: err.message, channel }, 'change notifications lost; reconnecting');
+      lost(c);
+    });
+    c.on('end', () => lost(c));
+    c.on('notification', (n) => {
+      if (n.channel === channel && n.payload !== undefined) onMessage(n.payload);
+    });
+    try {
+      await c.connect();
+      await c.query(`LISTEN ${channel}`);
+      if (client !== c || closed) return;
+      attempt = 0;
+      onReset(); // anything cached before this instant may have missed a notification
+      live = true;
+      resolveReady();
+    } catch (err) {
+      logger.warn({ err: (err as Error).message, channel }, 'could not listen for change notifications; retrying');
+      lost(c);
+    }
+  }
+
+  void connect();
+  return {
+    get live() {
+      return live;
+    },
+    ready(timeoutMs = 10_000) {
+      let t: NodeJS.Timeout | undefined;
+      const timeout = new Promise<never>((_, reject) => {
+        t = setTimeout(() => reject(new Error(`not listening on ${channel} within ${timeoutMs} ms`)), timeoutMs);
+      });
+      return Promise.race([firstReady, timeout]).finally(() => clearTimeout(t));
+    },
+    async close() {
+      closed = true;
+      live = false;
+      if (timer) clearTimeout(timer);
+      const c = client;
+      client = undefined;
+      await c?.end().catch(() => undefined);
+    },
+  };
+}
