@@ -5,7 +5,7 @@ import { badRequest, conflict, invalidState, notFound } from '../errors.js';
 import { newId } from '../ids.js';
 import { CertificateRequestToken } from '../models/CertificateRequestToken.js';
 import { addIsoDuration } from '../durations.js';
-import { sha256 } from '../secrets.js';
+import { decryptSecret, encryptSecret, sha256 } from '../secrets.js';
 import { securityConfig } from '../securityConfig.js';
 import { signEnrollmentJwt, type EnrollmentJwtRecord } from '../pki/enrollmentJwt.js';
 
@@ -71,7 +71,7 @@ function requestedExpiry(input: Pick<TokenInput, 'expiresAt' | 'ttl'>, now: Date
 const blankToNull = (v: string | null | undefined) => (v === undefined ? undefined : v === null || v.trim() === '' ? null : v.trim());
 
 /** The columns of a token as the API shows them (camelCase), read without building a model instance. */
-const TOKEN_COLUMNS = `id, hub_id AS "hubId", name, token, common_name AS "commonName", organization,
+const TOKEN_COLUMNS = `id, hub_id AS "hubId", name, token_sealed AS "tokenSealed", common_name AS "commonName", organization,
   organizational_unit AS "organizationalUnit", valid_years AS "validYears", expires_at AS "expiresAt",
   spent_at AS "spentAt", created_by AS "createdBy", created_at AS "createdAt"`;
 
@@ -80,6 +80,12 @@ export type TokenRecord = Pick<
   'id' | 'hubId' | 'name' | 'token' | 'commonName' | 'organization' | 'organizationalUnit' | 'validYears' | 'expiresAt' | 'spentAt' | 'createdBy' | 'createdAt'
 >;
 
+/** A row read with TOKEN_COLUMNS as the API's record: the token string decrypted (it is kept only sealed). */
+function tokenRecord(row: TokenRecord & { tokenSealed?: string }, tokenString?: string): TokenRecord {
+  const { tokenSealed, ...rest } = row;
+  return { ...rest, token: tokenString ?? decryptSecret(tokenSealed!) };
+}
+
 /**
  * The token and its entry in the hub's name registry in one autocommitted statement (one round trip): the registry's
  * primary key (hub_id, name) refuses a second owner, even from a concurrent statement, and the statement is stored
@@ -87,8 +93,8 @@ export type TokenRecord = Pick<
  */
 const CREATE_TOKEN_SQL = `WITH t AS (
     INSERT INTO certificate_request_tokens
-      (id, hub_id, name, token, common_name, organization, organizational_unit, valid_years, expires_at, created_by, created_at, updated_at)
-    VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, now(), now())
+      (id, hub_id, name, token_sealed, token_digest, common_name, organization, organizational_unit, valid_years, expires_at, created_by, created_at, updated_at)
+    VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, now(), now())
     RETURNING ${TOKEN_COLUMNS}
   ), n AS (
     INSERT INTO pki_names (hub_id, name, token_id) SELECT "hubId", name, id FROM t
@@ -97,11 +103,13 @@ const CREATE_TOKEN_SQL = `WITH t AS (
 
 export async function createToken(hubId: string, input: TokenInput & { name: string }, createdBy: string): Promise<TokenRecord> {
   const expiresAt = expiryFrom(input) ?? (addIsoDuration(new Date(), DEFAULT_TOKEN_TTL) as Date);
+  const tokenString = newTokenString();
   const values = [
     newId(),
     hubId,
     input.name,
-    newTokenString(),
+    encryptSecret(tokenString),
+    sha256(tokenString),
     blankToNull(input.commonName) ?? null,
     blankToNull(input.organization) ?? null,
     blankToNull(input.organizationalUnit) ?? null,
@@ -111,7 +119,7 @@ export async function createToken(hubId: string, input: TokenInput & { name: str
   ];
   try {
     const [token] = await preparedQuery<TokenRecord>('create-certificate-request-token', CREATE_TOKEN_SQL, values);
-    return token;
+    return tokenRecord(token, tokenString);
   } catch (err) {
     const code = (err as { code?: string }).code;
     if (code === '23505' && (err as { constraint?: string }).constraint === 'pki_names_pkey') throw nameTaken(input.name);
@@ -128,7 +136,7 @@ export async function readToken(hubId: string, id: string): Promise<TokenRecord>
     [id, hubId],
   );
   if (!token) throw notFound('certificate request token', id);
-  return token;
+  return tokenRecord(token);
 }
 
 export async function findToken(hubId: string, id: string): Promise<CertificateRequestToken> {
