@@ -9,6 +9,7 @@ import { allQueues } from '../shared/queues.js';
 import { requireAdmin } from './middleware/auth.js';
 import { jsonBody } from './middleware/body.js';
 import { errors } from './middleware/errors.js';
+import { httpMetrics } from './middleware/metrics.js';
 import { requestContext } from './middleware/requestContext.js';
 import { createRoutes, type Routes } from './router.js';
 
@@ -41,6 +42,7 @@ export async function createApp(): Promise<Koa> {
   const { routes, routers } = createRoutes();
   for (const register of await loadRouteModules()) register(routes);
 
+  app.use(httpMetrics);
   app.use(requestContext);
   app.use(errors);
   app.use(queueBoard());
