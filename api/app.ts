@@ -16,7 +16,7 @@ import { createRoutes, type Routes } from './router.js';
 const routesDir = path.join(path.dirname(fileURLToPath(import.meta.url)), 'routes');
 
 /** Each file in api/routes default-exports `(routes: Routes) => void`; loading them all keeps resources independent. */
-async function loadRouteModules(): Promise<((r: Routes) => void)[]> {
+export async function loadRouteModules(): Promise<((r: Routes) => void)[]> {
   const files = readdirSync(routesDir).filter((f) => /\.(ts|js)$/.test(f) && !f.endsWith('.d.ts')).sort();
   const modules = await Promise.all(files.map((f) => import(pathToFileURL(path.join(routesDir, f)).href)));
   return modules.map((m, i) => {

@@ -17,6 +17,7 @@ import { closeQueues } from '../../shared/queues.js';
 import { closeRedis } from '../../shared/redis.js';
 import { loadProcessors, runWorkerStartHooks, startWorkers, stopWorkers, type ProcessorDefinition } from '../../workers/runner.js';
 import { freePort } from '../../scripts/services.js';
+import { checkContract } from './contract.js';
 
 export interface CallOptions {
   auth?: string;
@@ -24,6 +25,8 @@ export interface CallOptions {
   /** Sent as is (no JSON encoding); set the content type yourself. */
   raw?: string | Buffer;
   headers?: Record<string, string>;
+  /** false: skip the OpenAPI contract check (test/helpers/contract.ts) for this call, e.g. a server that is not the API. */
+  contract?: boolean;
 }
 
 export interface Response<T = any> {
@@ -102,6 +105,7 @@ export function makeCall(baseUrl: string, defaultAuth?: string): Call {
     } catch {
       json = undefined;
     }
+    if (options.contract !== false) checkContract({ method, path: urlPath, status: res.status, contentType: res.headers.get('content-type'), json });
     return { status: res.status, json, text, headers: res.headers };
   };
 }
