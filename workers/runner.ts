@@ -167,11 +167,11 @@ export interface WorkerOptions {
  * How fast a dead worker's jobs are taken over. A worker holds a lock on each active job for `lockDuration` and
  * renews it every `lockDuration / 2`; every live worker checks every `stalledInterval` for active jobs whose lock is
  * gone and moves them back to waiting. So a SIGKILLed worker's jobs run again within lockDuration + stalledInterval
- * (defaults 10 s + 5 s), while a long job stays safe as long as its process's event loop is never blocked for more
- * than lockDuration / 2 (5 s) at a stretch. HUB_JOB_LOCK_MS / HUB_STALLED_INTERVAL_MS override them.
+ * (defaults 8 s + 4 s = 12 s at most), while a long job stays safe as long as its process's event loop is never blocked
+ * for more than lockDuration / 2 (4 s) at a stretch. HUB_JOB_LOCK_MS / HUB_STALLED_INTERVAL_MS override them.
  */
 export function takeoverSettings(env: NodeJS.ProcessEnv = process.env): { lockDuration: number; stalledInterval: number } {
-  return { lockDuration: Number(env.HUB_JOB_LOCK_MS || 10_000), stalledInterval: Number(env.HUB_STALLED_INTERVAL_MS || 5_000) };
+  return { lockDuration: Number(env.HUB_JOB_LOCK_MS || 8_000), stalledInterval: Number(env.HUB_STALLED_INTERVAL_MS || 4_000) };
 }
 
 /** One BullMQ worker per queue that has processors; jobs are routed to their processor by job name (= type). */

@@ -189,13 +189,13 @@ export const MetricSeries = obj({
   id,
   shareToken: z.string().optional(),
   envZId: z.string().optional(),
-  period: z.number(),
+  period: z.string().meta({ description: 'the window, ISO 8601', example: 'PT1H' }),
   samples: z.array(UsagePoint),
 }).meta({ id: 'MetricSeries' });
 
 export const Sparklines = obj({
   hubId: id,
-  sparklines: z.array(obj({ scope: z.string(), id, period: z.number(), samples: z.array(UsagePoint) })),
+  sparklines: z.array(obj({ scope: z.string(), id, period: z.string(), samples: z.array(UsagePoint) })),
 }).meta({ id: 'Sparklines' });
 
 export const IpsecTunnel = obj({

@@ -149,6 +149,7 @@ export const operations: Operation[] = [
     description: 'With header `X-Validate: true` nothing is issued: the answer (200) lists the violations.',
     body: enrollment.enrollSchema,
     responses: { 201: c.ClientCertificate, 200: c.EnrollmentViolations },
+    errors: [401, 403, 503],
   },
   {
     method: 'post',
@@ -158,6 +159,7 @@ export const operations: Operation[] = [
     summary: 'Redeem a certificate request token (the token in the path is the credential)',
     body: enrollment.tokenSchema,
     responses: { 201: c.ClientCertificate },
+    errors: [401, 403, 503],
   },
 
   // ---- health checks ----
