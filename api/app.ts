@@ -9,6 +9,7 @@ import { allQueues } from '../shared/queues.js';
 import { requireAdmin } from './middleware/auth.js';
 import { jsonBody } from './middleware/body.js';
 import { errors } from './middleware/errors.js';
+import { httpMetrics } from './middleware/metrics.js';
 import { requestContext } from './middleware/requestContext.js';
 import { securityHeaders } from './middleware/securityHeaders.js';
 import { authFailureThrottle, unauthenticatedLimit } from './middleware/throttle.js';
@@ -18,7 +19,7 @@ import { createRoutes, type Routes } from './router.js';
 const routesDir = path.join(path.dirname(fileURLToPath(import.meta.url)), 'routes');
 
 /** Each file in api/routes default-exports `(routes: Routes) => void`; loading them all keeps resources independent. */
-async function loadRouteModules(): Promise<((r: Routes) => void)[]> {
+export async function loadRouteModules(): Promise<((r: Routes) => void)[]> {
   const files = readdirSync(routesDir).filter((f) => /\.(ts|js)$/.test(f) && !f.endsWith('.d.ts')).sort();
   const modules = await Promise.all(files.map((f) => import(pathToFileURL(path.join(routesDir, f)).href)));
   return modules.map((m, i) => {
@@ -45,6 +46,7 @@ export async function createApp(): Promise<Koa> {
   for (const register of await loadRouteModules()) register(routes);
 
   const security = securityConfig();
+  app.use(httpMetrics);
   app.use(requestContext);
   app.use(securityHeaders);
   app.use(errors);

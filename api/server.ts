@@ -5,6 +5,7 @@ import { logger } from '../shared/logger.js';
 import { closeQueues } from '../shared/queues.js';
 import { closeRedis } from '../shared/redis.js';
 import { isMain, onShutdown } from '../shared/shutdown.js';
+import { startMetricsServer } from '../shared/telemetry.js';
 import { createApp } from './app.js';
 import { startAuthCache, stopAuthCache } from './middleware/authCache.js';
 
@@ -34,6 +35,7 @@ export async function stopServer(server: Server): Promise<void> {
 if (isMain(import.meta.url)) {
   process.env.HUB_PROCESS ??= 'web';
   const server = await startServer();
+  await startMetricsServer();
   logger.info({ port: config().port }, 'api listening');
   onShutdown(async () => {
     await stopServer(server);

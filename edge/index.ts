@@ -9,11 +9,15 @@ import { config } from '../shared/config.js';
 import { closeDb, initDb } from '../shared/db.js';
 import { logger } from '../shared/logger.js';
 import { isMain, onShutdown } from '../shared/shutdown.js';
+import { startMetricsServer } from '../shared/telemetry.js';
 import { startEdge } from './server.js';
 
 async function runWorker(): Promise<void> {
   await initDb(); // the usage store writes through the shared pool
   const edge = await startEdge();
+  // HUB_METRICS_PORT: each edge worker of a cluster serves its own series on the port after the previous worker's
+  const base = process.env.HUB_METRICS_PORT?.trim();
+  await startMetricsServer(base && cluster.isWorker ? { ...process.env, HUB_METRICS_PORT: String(Number(base) + cluster.worker!.id - 1) } : process.env);
   logger.info({ httpPort: edge.httpPort, httpsPort: edge.httpsPort, routes: edge.routes.size, template: config().edge.publicFrontendTemplate }, 'edge listening');
   onShutdown(async () => {
     // stop accepting, let requests in flight finish, then write the last counters

@@ -1,6 +1,7 @@
 import type { Socket } from 'node:net';
 import { logger } from '../shared/logger.js';
 import type { UsageRow } from '../shared/metrics/store.js';
+import { observeBytes } from './telemetry.js';
 import type { ShareRoute } from './types.js';
 
 interface Counter {
@@ -37,7 +38,8 @@ export class Meter {
   private pending: UsageRow[] = [];
   private tunnels = new Set<MarkedSocket>();
   private timer: NodeJS.Timeout | undefined;
-  private flushing: Promise<void> | undefined;
+  private flushing: Promise<void> = Promise.resolve();
+  private queued: Promise<void> | undefined;
   /** Totals since start (for telemetry and tests). */
   readonly totals = { rx: 0, tx: 0, flushedRows: 0, droppedRows: 0 };
 
@@ -61,6 +63,7 @@ export class Meter {
     }
     counter.rx += rx;
     counter.tx += tx;
+    observeBytes(route.frontendId, rx, tx);
     this.totals.rx += rx;
     this.totals.tx += tx;
   }
@@ -95,12 +98,20 @@ export class Meter {
     socket.once('close', () => this.tunnels.delete(s));
   }
 
-  /** Writes everything counted so far as usage samples (one row per share). Never throws. */
+  /**
+   * Writes everything counted so far as usage samples (one row per share). Never throws. Flushes run one at a time;
+   * a call made while one runs waits for the next, which starts after it and takes everything counted by then
+   * (calls made meanwhile share that next one).
+   */
   flush(): Promise<void> {
-    this.flushing ??= this.doFlush().finally(() => {
-      this.flushing = undefined;
+    if (this.queued) return this.queued;
+    const next = this.flushing.then(() => {
+      this.queued = undefined;
+      return this.doFlush();
     });
-    return this.flushing;
+    this.queued = next;
+    this.flushing = next;
+    return next;
   }
 
   private async doFlush(): Promise<void> {

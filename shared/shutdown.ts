@@ -25,6 +25,10 @@ export function onShutdown(stop: () => Promise<void>, graceMs = 25_000): void {
   };
   process.on('SIGTERM', handler);
   process.on('SIGINT', handler);
+  // `npm start`'s supervisor asks by message (scripts/supervisor.ts): the same as SIGTERM, but never a second signal
+  process.on('message', (message) => {
+    if (message === 'edgehub:shutdown' && !stopping) handler('SIGTERM');
+  });
 }
 
 /** True when the module with this `import.meta.url` is the script node was started with. */

@@ -275,7 +275,7 @@ test('metering: exact request and response bytes of a raw exchange show in the s
       socket.on('error', reject);
     });
     t.true(received > 1000);
-    await waitFor(async () => (await edge.meter.flush(), edge.meter.totals.flushedRows > 0), { what: 'a flush' });
+    await edge.meter.flush();
     const metrics = await meteredHub.call('GET', `${meteredHub.h}/shares/${zId}/metrics?range=PT1H`);
     t.is(metrics.status, 200);
     const totals = metrics.json.samples.reduce((s: { rx: number; tx: number }, p: { rx: number; tx: number }) => ({ rx: s.rx + p.rx, tx: s.tx + p.tx }), { rx: 0, tx: 0 });
@@ -309,4 +309,22 @@ test.serial('the change feed reconnects after its connection is killed and reloa
   } finally {
     await admin.end();
   }
+});
+
+test('Prometheus series of the edge: requests by frontend and status, bytes by direction, upstream errors', async (t) => {
+  const { host, json } = await routedShare(edge, hub, { target: backend.url });
+  t.is((await edgeRequest(edge.httpPort!, host)).status, 200);
+  await edgeRequest(edge.httpPort!, 'nobody.share.localhost');
+  const closed = await startBackend(() => undefined);
+  await closed.close();
+  const refused = await routedShare(edge, hub, { target: closed.url });
+  t.is((await edgeRequest(edge.httpPort!, refused.host)).status, 502);
+  const scrape = await stack.call('GET', '/metrics', { auth: stack.admin });
+  t.is(scrape.status, 200);
+  const frontend = json.frontendId;
+  t.regex(scrape.text, new RegExp(`edgehub_edge_requests_total\\{[^}]*frontend="${frontend}"[^}]*status="200"[^}]*\\} \\d+`));
+  t.regex(scrape.text, /edgehub_edge_requests_total\{[^}]*frontend="none"[^}]*status="404"/);
+  t.regex(scrape.text, new RegExp(`edgehub_edge_bytes_total\\{[^}]*frontend="${frontend}"[^}]*direction="rx"[^}]*\\} [1-9]`));
+  t.regex(scrape.text, new RegExp(`edgehub_edge_request_duration_seconds_bucket\\{[^}]*frontend="${frontend}"`));
+  t.regex(scrape.text, new RegExp(`edgehub_edge_upstream_errors_total\\{[^}]*frontend="${frontend}"[^}]*kind="bad_gateway"`));
 });

@@ -9,6 +9,7 @@ import { logger } from '../shared/logger.js';
 import { closeQueues } from '../shared/queues.js';
 import { closeRedis, readyRedis } from '../shared/redis.js';
 import { isMain, onShutdown } from '../shared/shutdown.js';
+import { startMetricsServer } from '../shared/telemetry.js';
 import type { Schedule } from './schedule.js';
 
 export { defineSchedule, type Schedule } from './schedule.js';
@@ -57,6 +58,7 @@ async function main(): Promise<void> {
   await initDb();
   const schedules = await loadSchedules();
   const tasks = startClock(schedules);
+  await startMetricsServer();
   logger.info({ schedules: schedules.map((s) => `${s.name} (${s.cron})`) }, 'clock started');
   onShutdown(async () => {
     await Promise.all(tasks.map((t) => t.stop()));

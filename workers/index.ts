@@ -3,6 +3,7 @@ import { logger } from '../shared/logger.js';
 import { closeQueues } from '../shared/queues.js';
 import { closeRedis } from '../shared/redis.js';
 import { isMain, onShutdown } from '../shared/shutdown.js';
+import { startMetricsServer } from '../shared/telemetry.js';
 import { loadProcessors, runWorkerStartHooks, startWorkers, stopWorkers } from './runner.js';
 
 if (isMain(import.meta.url)) {
@@ -11,6 +12,7 @@ if (isMain(import.meta.url)) {
   await runWorkerStartHooks();
   const processors = await loadProcessors();
   const workers = startWorkers({ processors });
+  await startMetricsServer();
   logger.info({ types: processors.map((p) => p.type) }, 'workers started');
   // close() lets active jobs finish before the pools go
   onShutdown(async () => {

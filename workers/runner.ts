@@ -10,6 +10,7 @@ import { logger, type Logger } from '../shared/logger.js';
 import { Execution } from '../shared/models/Execution.js';
 import { closeWithConnection, queueOfType, type QueueName } from '../shared/queues.js';
 import { createRedis } from '../shared/redis.js';
+import { jobsTotal, observeJob } from '../shared/telemetry.js';
 
 export interface JobContext {
   execution: Execution;
@@ -172,6 +173,17 @@ export interface WorkerOptions {
   queues?: QueueName[];
 }
 
+/**
+ * How fast a dead worker's jobs are taken over. A worker holds a lock on each active job for `lockDuration` and
+ * renews it every `lockDuration / 2`; every live worker checks every `stalledInterval` for active jobs whose lock is
+ * gone and moves them back to waiting. So a SIGKILLed worker's jobs run again within lockDuration + stalledInterval
+ * (defaults 8 s + 4 s = 12 s at most), while a long job stays safe as long as its process's event loop is never blocked
+ * for more than lockDuration / 2 (4 s) at a stretch. HUB_JOB_LOCK_MS / HUB_STALLED_INTERVAL_MS override them.
+ */
+export function takeoverSettings(env: NodeJS.ProcessEnv = process.env): { lockDuration: number; stalledInterval: number } {
+  return { lockDuration: Number(env.HUB_JOB_LOCK_MS || 8_000), stalledInterval: Number(env.HUB_STALLED_INTERVAL_MS || 4_000) };
+}
+
 /** One BullMQ worker per queue that has processors; jobs are routed to their processor by job name (= type). */
 export function startWorkers({ processors, queues }: WorkerOptions): Worker[] {
   const byType = new Map(processors.map((p) => [p.type, p]));
@@ -181,15 +193,14 @@ export function startWorkers({ processors, queues }: WorkerOptions): Worker[] {
     if (queues && !queues.includes(q)) continue;
     byQueue.set(q, [...(byQueue.get(q) ?? []), p]);
   }
-  const stalledInterval = Number(process.env.HUB_STALLED_INTERVAL_MS ?? 30_000);
-  const lockDuration = Number(process.env.HUB_JOB_LOCK_MS ?? 30_000);
+  const { lockDuration, stalledInterval } = takeoverSettings();
   return [...byQueue].map(([name, defs]) => {
     const worker = new Worker<JobData>(
       name,
       async (job) => {
         const def = byType.get(job.name);
         if (!def) throw new UnrecoverableError(`no processor for job type '${job.name}'`);
-        return runExecution(def, job);
+        return observeJob(job.name, () => runExecution(def, job));
       },
       {
         connection: createRedis('worker'),
@@ -204,6 +215,7 @@ export function startWorkers({ processors, queues }: WorkerOptions): Worker[] {
     // A job that stalled too often fails without running the processor: settle its execution here.
     worker.on('failed', (job, err) => {
       if (!job || !/stalled/i.test(err.message)) return;
+      jobsTotal.inc({ type: job.name, outcome: 'stalled' });
       const def = byType.get(job.name);
       void Execution.findByPk(job.data.executionId ?? job.id).then((execution) => {
         if (!execution || !def || !['QUEUED', 'RUNNING'].includes(execution.status)) return;

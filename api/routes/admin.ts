@@ -7,9 +7,9 @@ import type { Routes } from '../router.js';
 import { body, fields } from '../validate.js';
 
 const features = z.strictObject({ ipsec: z.boolean().optional() });
-const createHubSchema = z.object({ name: fields.name, features: features.optional() });
-const updateHubSchema = z.object({ name: fields.name.optional(), features: features.optional() });
-const createKeySchema = z.object({ name: fields.name });
+export const createHubSchema = z.object({ name: fields.name, features: features.optional() });
+export const updateHubSchema = z.object({ name: fields.name.optional(), features: features.optional() });
+export const createKeySchema = z.object({ name: fields.name });
 const urlTemplate = z
   .string()
   .refine((s) => s.includes('{token}'), 'must contain the placeholder {token}')
@@ -21,7 +21,7 @@ const urlTemplate = z
       return false;
     }
   }, 'must be an http(s) URL template');
-const createFrontendSchema = z.object({ publicName: fields.name, urlTemplate });
+export const createFrontendSchema = z.object({ publicName: fields.name, urlTemplate });
 
 /** The operator API of CONTRACT.md (hubs, API keys, standard frontends). */
 export default function routes({ admin }: Routes) {

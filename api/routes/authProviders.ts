@@ -39,13 +39,13 @@ const configSchema = z.strictObject({
   issuerUrl: issuerUrl.optional(),
   scopes: z.array(scope).max(50, 'must have at most 50 scopes').optional(),
 });
-const createSchema = z.object({
+export const createSchema = z.object({
   name: fields.name,
   type: z.enum(AUTH_PROVIDER_TYPES),
   config: configSchema,
   emailPatterns: emailPatterns.optional(),
 });
-const patchSchema = z.strictObject({
+export const patchSchema = z.strictObject({
   name: fields.name.optional(),
   type: z.enum(AUTH_PROVIDER_TYPES).optional(),
   config: z.strictObject({

@@ -26,8 +26,8 @@ const tokenFields = {
   validYears: z.number().int().min(1).max(10).optional(),
   token: z.never({ message: 'the token string cannot be set or changed' }).optional(),
 };
-const createSchema = z.object(tokenFields);
-const patchSchema = z.object({ ...tokenFields, name: fields.name.optional() });
+export const createSchema = z.object(tokenFields);
+export const patchSchema = z.object({ ...tokenFields, name: fields.name.optional() });
 
 const SORTABLE = ['createdAt', 'name', 'expiresAt', 'commonName', 'organization', 'organizationalUnit'];
 

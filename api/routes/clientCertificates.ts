@@ -10,8 +10,8 @@ import { body, fields } from '../validate.js';
 
 const pem = z.string().min(1, 'must not be empty');
 const validYears = z.number().int().min(1).max(10).optional();
-const createSchema = z.object({ name: fields.name, value: pem, validYears });
-const patchSchema = z.object({ name: fields.name.optional(), value: pem.optional(), validYears });
+export const createSchema = z.object({ name: fields.name, value: pem, validYears });
+export const patchSchema = z.object({ name: fields.name.optional(), value: pem.optional(), validYears });
 
 export default function routes({ hub }: Routes) {
   hub.get('/client-certificates', async (ctx) => {

@@ -16,12 +16,12 @@ import { currentHub, inHub } from '../scope.js';
 import { body } from '../validate.js';
 
 const authProviderIds = z.array(z.string().min(1, 'must not be empty')).max(20, 'must name at most 20 auth providers');
-const createSchema = z.object({
+export const createSchema = z.object({
   hostname: z.string().trim().min(1, 'must not be empty').max(253, 'must be at most 253 characters'),
   authProviderIds: authProviderIds.default([]),
 });
 /** SPEC.md: authProviderIds is the only updatable field; anything else is refused by name. */
-const patchSchema = z.strictObject({ authProviderIds });
+export const patchSchema = z.strictObject({ authProviderIds });
 
 export default function routes({ hub }: Routes) {
   hub.post('/custom-frontends', async (ctx) => {

@@ -4,8 +4,8 @@ import { presentCertificate } from '../presenters/pki.js';
 import type { Routes } from '../router.js';
 import { body, fields } from '../validate.js';
 
-const enrollSchema = z.object({ jwt: z.string().min(1, 'must not be empty'), csr: z.string().min(1, 'must not be empty') });
-const tokenSchema = z.object({
+export const enrollSchema = z.object({ jwt: z.string().min(1, 'must not be empty'), csr: z.string().min(1, 'must not be empty') });
+export const tokenSchema = z.object({
   type: z.enum(['CSR', 'CERTIFICATE']),
   value: z.string().min(1, 'must not be empty'),
   name: fields.name.optional(),

@@ -8,7 +8,7 @@ import type { Routes } from '../router.js';
 import { currentHub, findInHub, inHub } from '../scope.js';
 import { body } from '../validate.js';
 
-const createSchema = z.object({ description: z.string().max(1000, 'must be at most 1000 characters').default('') });
+export const createSchema = z.object({ description: z.string().max(1000, 'must be at most 1000 characters').default('') });
 
 export default function routes({ hub }: Routes) {
   hub.post('/environments', async (ctx) => {

@@ -7,7 +7,7 @@ import type { Routes } from '../router.js';
 import { findInHub, inHub } from '../scope.js';
 import { query, single } from '../validate.js';
 
-const findSchema = z.object({ processId: z.preprocess(single, z.string().min(1, 'must not be empty')) });
+export const findSchema = z.object({ processId: z.preprocess(single, z.string().min(1, 'must not be empty')) });
 const SORTABLE = ['createdAt', 'startedAt', 'finishedAt', 'status', 'type'] as const;
 const FILTERABLE = ['status', 'type', 'resourceType', 'resourceId'] as const;
 

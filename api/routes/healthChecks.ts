@@ -36,7 +36,7 @@ const target = z
 const timeoutMs = z.number().int().min(1).max(60_000);
 const intervalSeconds = z.number().int().min(0).max(86_400);
 
-const createSchema = z.object({
+export const createSchema = z.object({
   name: fields.name,
   method,
   path,
@@ -46,7 +46,7 @@ const createSchema = z.object({
   intervalSeconds: intervalSeconds.default(0),
   enabled: z.boolean().default(true),
 });
-const patchSchema = z.strictObject({
+export const patchSchema = z.strictObject({
   name: fields.name.optional(),
   method: method.optional(),
   path: path.optional(),
@@ -57,7 +57,7 @@ const patchSchema = z.strictObject({
   enabled: z.boolean().optional(),
 });
 /** PUT: the SPEC.md fields are required; target, timeoutMs and intervalSeconds keep their values when omitted. */
-const putSchema = patchSchema.required({ name: true, method: true, path: true, expectedStatus: true, enabled: true });
+export const putSchema = patchSchema.required({ name: true, method: true, path: true, expectedStatus: true, enabled: true });
 
 const SORTABLE = ['createdAt', 'name', 'enabled', 'lastExecutedAt'] as const;
 

@@ -33,7 +33,7 @@ const checked = (problem: (v: string) => string | undefined) =>
 const optionalText = z.string().trim().min(1, 'must not be empty').max(200, 'must be at most 200 characters').nullish();
 const blankAsAbsent = (v: unknown) => (v === '' ? undefined : v);
 
-const createTunnelSchema = z.object({
+export const createTunnelSchema = z.object({
   name: fields.name,
   peerPublicIp: checked(publicUnicastProblem),
   peerCidr: checked((v) => {
@@ -68,8 +68,8 @@ function environmentOf(input: { envZId?: string; envId?: string }): string | und
   return input.envZId ?? input.envId;
 }
 
-const fullShareSchema = z.object({ ...shareFields, envZId: shareFields.envZId.optional(), envId: shareFields.envId.optional() });
-const partialShareSchema = z.object(shareFields).partial();
+export const fullShareSchema = z.object({ ...shareFields, envZId: shareFields.envZId.optional(), envId: shareFields.envId.optional() });
+export const partialShareSchema = z.object(shareFields).partial();
 
 function fullShareInput(ctx: Context): ShareInput {
   const input = body(ctx, fullShareSchema);

@@ -18,7 +18,7 @@ const httpUrl = z.string().refine((s) => {
   }
 }, 'must be an absolute http or https URL');
 
-const createSchema = z.object({
+export const createSchema = z.object({
   name: fields.name,
   frontendIds: z.array(z.string().min(1, 'must not be empty')).min(1, 'must name at least one frontend').max(20, 'must name at most 20 frontends'),
   target: httpUrl,

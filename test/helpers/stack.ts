@@ -18,6 +18,7 @@ import { closeRedis } from '../../shared/redis.js';
 import { loadProcessors, runWorkerStartHooks, startWorkers, stopWorkers, type ProcessorDefinition } from '../../workers/runner.js';
 import { freePort } from '../../scripts/services.js';
 import { registerExchangeSecrets, registerSecret } from './logScan.js';
+import { checkContract } from './contract.js';
 
 export interface CallOptions {
   auth?: string;
@@ -25,6 +26,8 @@ export interface CallOptions {
   /** Sent as is (no JSON encoding); set the content type yourself. */
   raw?: string | Buffer;
   headers?: Record<string, string>;
+  /** false: skip the OpenAPI contract check (test/helpers/contract.ts) for this call, e.g. a server that is not the API. */
+  contract?: boolean;
 }
 
 export interface Response<T = any> {
@@ -105,6 +108,7 @@ export function makeCall(baseUrl: string, defaultAuth?: string): Call {
     }
     // every secret a test sends or receives is looked for in the run's logs afterwards (test/helpers/logScan.ts)
     registerExchangeSecrets(urlPath, options.body, { json, text });
+    if (options.contract !== false) checkContract({ method, path: urlPath, status: res.status, contentType: res.headers.get('content-type'), json });
     return { status: res.status, json, text, headers: res.headers };
   };
 }

@@ -1,0 +1,13 @@
+import { allQueues } from '../../shared/queues.js';
+import { collectQueueDepths, metricsText } from '../../shared/telemetry.js';
+import type { Routes } from '../router.js';
+
+/** Prometheus scrape of this web process (admin token only; HUB_METRICS_PORT serves the same without the API). */
+export default function routes({ admin }: Routes) {
+  collectQueueDepths(allQueues);
+  admin.get('/metrics', async (ctx) => {
+    const { contentType, body } = await metricsText();
+    ctx.type = contentType;
+    ctx.body = body;
+  });
+}
