@@ -13,7 +13,7 @@ import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import autocannon from 'autocannon';
 import pg from 'pg';
-import { benchWorkspace, freePort, median, startProcess, startServices, stopChild } from './harness.js';
+import { benchWorkspace, freePort, median, startProcess, startServices, startPlainBackend, stopChild } from './harness.js';
 
 const CONNECTIONS = Number(process.env.BENCH_CONNECTIONS ?? 50);
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 8);
@@ -30,13 +30,7 @@ try {
   const clientPem = readFileSync(file('client.crt'), 'utf8');
   const client = new X509Certificate(clientPem);
 
-  const backendPort = await freePort();
-  const backend = spawn(
-    process.execPath,
-    ['-e', `const b=Buffer.alloc(128,120);require('http').createServer((q,s)=>{q.resume();q.on('end',()=>{s.writeHead(200,{'content-type':'text/plain','content-length':b.length});s.end(b)})}).listen(${backendPort},'127.0.0.1')`],
-    { stdio: 'inherit' },
-  );
-  ws.onCleanup(() => stopChild(backend));
+  const { port: backendPort, child: backend } = await startPlainBackend(ws);
 
   // the hub, its shares and its uploaded client certificate, written directly (the bench measures the data plane)
   const db = new pg.Client({ connectionString: services.databaseUrl });

@@ -14,7 +14,7 @@ import path from 'node:path';
 import autocannon from 'autocannon';
 import pg from 'pg';
 import { ensureCommands } from '../scripts/services.js';
-import { benchWorkspace, cpuMs, freePort, median, startProcess, startServices, stopChild } from './harness.js';
+import { benchWorkspace, cpuMs, freePort, median, startProcess, startServices, startPlainBackend, stopChild } from './harness.js';
 
 const CONNECTIONS = Number(process.env.BENCH_CONNECTIONS ?? 50);
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 10);
@@ -26,13 +26,7 @@ try {
   const services = await startServices(ws);
 
   // the backend: a plain node:http server in a process of its own, 128-byte answers
-  const backendPort = await freePort();
-  const backend = spawn(
-    process.execPath,
-    ['-e', `const b=Buffer.alloc(128,120);require('http').createServer((q,s)=>{q.resume();q.on('end',()=>{s.writeHead(200,{'content-type':'text/plain','content-length':b.length});s.end(b)})}).listen(${backendPort},'127.0.0.1')`],
-    { stdio: 'inherit' },
-  );
-  ws.onCleanup(() => stopChild(backend));
+  const { port: backendPort, child: backend } = await startPlainBackend(ws);
 
   // a hub with one ACTIVE share on the public frontend, written directly (the bench measures the data plane)
   const db = new pg.Client({ connectionString: services.databaseUrl });

@@ -83,6 +83,18 @@ export function startProcess(ws: BenchWorkspace, script: string, env: NodeJS.Pro
   return child;
 }
 
+/** The proxied backend of the edge benches: node:http in a process of its own, 128 bytes to every request. */
+export async function startPlainBackend(ws: BenchWorkspace): Promise<{ port: number; child: ChildProcess }> {
+  const port = await freePort();
+  const child = spawn(
+    process.execPath,
+    ['-e', `const b=Buffer.alloc(128,120);require('http').createServer((q,s)=>{q.resume();q.on('end',()=>{s.writeHead(200,{'content-type':'text/plain','content-length':b.length});s.end(b)})}).listen(${port},'127.0.0.1')`],
+    { stdio: 'inherit' },
+  );
+  ws.onCleanup(() => stopChild(child));
+  return { port, child };
+}
+
 /** Polls `${baseUrl}/healthz` until it answers 2xx; fails after 30 s or once `child` (the API process) has exited. */
 export async function waitUntilHealthy(baseUrl: string, child: ChildProcess): Promise<void> {
   const deadline = Date.now() + 30_000;
