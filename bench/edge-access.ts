@@ -7,7 +7,7 @@
  *
  * BENCH_CONNECTIONS (default 50), BENCH_SECONDS per round (default 8), BENCH_ROUNDS (default 3).
  */
-import { execFileSync, spawn } from 'node:child_process';
+import { execFileSync } from 'node:child_process';
 import { randomBytes, X509Certificate } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
