@@ -13,7 +13,7 @@ import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import autocannon from 'autocannon';
 import pg from 'pg';
-import { benchWorkspace, freePort, median, startProcess, startServices, startPlainBackend, stopChild } from './harness.js';
+import { benchWorkspace, freePort, median, startEdgeProcess, startServices, startPlainBackend, stopChild } from './harness.js';
 
 const CONNECTIONS = Number(process.env.BENCH_CONNECTIONS ?? 50);
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 8);
@@ -60,12 +60,7 @@ try {
   await db.end();
 
   const edgePort = await freePort();
-  const edge = startProcess(ws, 'edge/index.ts', {
-    ...process.env,
-    DATABASE_URL: services.databaseUrl,
-    REDIS_URL: services.redisUrl,
-    HUB_DATA_DIR: path.join(ws.work, 'data'),
-    HUB_PROCESS: 'edge',
+  const edge = startEdgeProcess(ws, services, {
     HUB_EDGE_HTTP_PORT: '0',
     HUB_EDGE_HTTPS_PORT: String(edgePort),
     HUB_EDGE_TLS_CERT_FILE: file('edge.crt'),

@@ -14,7 +14,7 @@ import path from 'node:path';
 import autocannon from 'autocannon';
 import pg from 'pg';
 import { ensureCommands } from '../scripts/services.js';
-import { benchWorkspace, cpuMs, freePort, median, startProcess, startServices, startPlainBackend, stopChild } from './harness.js';
+import { benchWorkspace, cpuMs, freePort, median, startEdgeProcess, startServices, startPlainBackend, stopChild } from './harness.js';
 
 const CONNECTIONS = Number(process.env.BENCH_CONNECTIONS ?? 50);
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 10);
@@ -47,12 +47,7 @@ try {
 
   // the edge, as the Procfile runs it
   const edgePort = await freePort();
-  const edge = startProcess(ws, 'edge/index.ts', {
-    ...process.env,
-    DATABASE_URL: services.databaseUrl,
-    REDIS_URL: services.redisUrl,
-    HUB_DATA_DIR: path.join(ws.work, 'data'),
-    HUB_PROCESS: 'edge',
+  const edge = startEdgeProcess(ws, services, {
     HUB_EDGE_HTTP_PORT: String(edgePort),
     HUB_EDGE_HTTPS_PORT: '0',
     LOG_LEVEL: 'warn',

@@ -95,6 +95,18 @@ export async function startPlainBackend(ws: BenchWorkspace): Promise<{ port: num
   return { port, child };
 }
 
+/** `edge/index.ts` as the Procfile runs it, against the bench's services, with `env` on top (ports, TLS files). */
+export function startEdgeProcess(ws: BenchWorkspace, services: BenchServices, env: NodeJS.ProcessEnv): ChildProcess {
+  return startProcess(ws, 'edge/index.ts', {
+    ...process.env,
+    DATABASE_URL: services.databaseUrl,
+    REDIS_URL: services.redisUrl,
+    HUB_DATA_DIR: path.join(ws.work, 'data'),
+    HUB_PROCESS: 'edge',
+    ...env,
+  });
+}
+
 /** Polls `${baseUrl}/healthz` until it answers 2xx; fails after 30 s or once `child` (the API process) has exited. */
 export async function waitUntilHealthy(baseUrl: string, child: ChildProcess): Promise<void> {
   const deadline = Date.now() + 30_000;
