@@ -177,8 +177,8 @@ export async function testHealthCheck(hubId: string, id: string, overrides: Part
 /** Job (one per tick of the check's scheduler): probes and stores the last result; a stale scheduler removes itself. */
 export async function runScheduledCheck(healthCheckId: string): Promise<Record<string, unknown>> {
   const check = await HealthCheck.findByPk(healthCheckId);
-  if (!check || !check.enabled || check.intervalSeconds === 0 || !check.target) {
-    await removeSchedule(healthCheckId);
+  if (!check || !isScheduled(check)) {
+    await removeStaleSchedule(healthCheckId);
     return { skipped: check ? 'not scheduled' : 'deleted' };
   }
   const result = await probe(check.id, fieldsOf(check));
@@ -189,13 +189,24 @@ export async function runScheduledCheck(healthCheckId: string): Promise<Record<s
 const schedulerId = (healthCheckId: string) => `health-check:${healthCheckId}`;
 
 /**
+ * Removes a scheduler that a read of the database found stale, then reads again: an API change that committed and
+ * upserted between that read and this removal would otherwise lose its fresh scheduler. Every API change syncs after
+ * its commit, so the second read sees it whenever the removal could have undone it.
+ */
+async function removeStaleSchedule(healthCheckId: string): Promise<void> {
+  await removeSchedule(healthCheckId);
+  const now = await HealthCheck.findByPk(healthCheckId);
+  if (now && isScheduled(now)) await syncSchedule(now);
+}
+
+/**
  * A BullMQ job scheduler per enabled check with intervalSeconds above 0 (upserted on every change, so a new
  * interval applies at once), removed otherwise. Each produced job is one execution (workers/runner.ts).
  * PostgreSQL stays the truth: a failed Redis call is logged and the clock's reconciliation repairs it.
  */
 export async function syncSchedule(check: HealthCheck): Promise<void> {
   try {
-    if (!check.enabled || check.intervalSeconds === 0 || !check.target) {
+    if (!isScheduled(check)) {
       await removeSchedule(check.id);
       return;
     }
@@ -236,7 +247,7 @@ export async function reconcileSchedules(): Promise<{ upserted: number; removed:
   for (const s of existing) {
     const key = s.key ?? s.id;
     if (key?.startsWith('health-check:') && !wantedIds.has(key)) {
-      await queue('health-checks').removeJobScheduler(key);
+      await removeStaleSchedule(key.slice('health-check:'.length));
       removed++;
     }
   }
