@@ -14,7 +14,7 @@ import path from 'node:path';
 import autocannon from 'autocannon';
 import pg from 'pg';
 import { ensureCommands } from '../scripts/services.js';
-import { benchWorkspace, cpuMs, freePort, median, startEdgeProcess, startServices, startPlainBackend, stopChild } from './harness.js';
+import { benchWorkspace, cpuMs, cpuSplitMs, freePort, median, startEdgeProcess, startServices, startPlainBackend, stopChild } from './harness.js';
 
 const CONNECTIONS = Number(process.env.BENCH_CONNECTIONS ?? 50);
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 10);
@@ -109,12 +109,16 @@ http {
   await load(nginxPort, 2);
   const results: Record<'edge' | 'nginx', autocannon.Result[]> = { edge: [], nginx: [] };
   // CPU of a process and its children (the edge's workers, nginx's worker), from /proc
-  const treeCpuMs = (pid: number | undefined): number => {
-    let total = cpuMs(pid);
+  const treeCpuMs = (pid: number | undefined): { user: number; sys: number } => {
+    const total = cpuSplitMs(pid);
     for (const entry of readdirSync('/proc')) {
       if (!/^\d+$/.test(entry)) continue;
       try {
-        if (readFileSync(`/proc/${entry}/stat`, 'utf8').split(') ')[1].split(' ')[1] === String(pid)) total += cpuMs(entry);
+        if (readFileSync(`/proc/${entry}/stat`, 'utf8').split(') ')[1].split(' ')[1] === String(pid)) {
+          const child = cpuSplitMs(entry);
+          total.user += child.user;
+          total.sys += child.sys;
+        }
       } catch {
         /* gone */
       }
@@ -122,6 +126,7 @@ http {
     return total;
   };
   const cpuPerRequest: Record<'edge' | 'nginx' | 'backend', number[]> = { edge: [], nginx: [], backend: [] };
+  const sysPerRequest: Record<'edge' | 'nginx', number[]> = { edge: [], nginx: [] };
   for (let round = 0; round < ROUNDS; round++) {
     for (const [name, port] of (round % 2 ? [['edge', edgePort], ['nginx', nginxPort]] : [['nginx', nginxPort], ['edge', edgePort]]) as ['edge' | 'nginx', number][]) {
       const proxyPid = name === 'edge' ? edge.pid : nginx.pid;
@@ -131,7 +136,9 @@ http {
       if (r.non2xx || r.errors > r.requests.total / 1000) throw new Error(`${name}: ${r.non2xx} non-2xx answers, ${r.errors} errors`);
       if (r.errors) console.error(`${name}: ${r.errors} client errors (time-outs) of ${r.requests.total} requests`);
       results[name].push(r);
-      cpuPerRequest[name].push(((treeCpuMs(proxyPid) - before.proxy) * 1000) / r.requests.total);
+      const after = treeCpuMs(proxyPid);
+      cpuPerRequest[name].push(((after.user + after.sys - before.proxy.user - before.proxy.sys) * 1000) / r.requests.total);
+      sysPerRequest[name].push(((after.sys - before.proxy.sys) * 1000) / r.requests.total);
       if (name === 'edge') cpuPerRequest.backend.push(((cpuMs(backend.pid) - before.backend) * 1000) / r.requests.total);
     }
   }
@@ -151,7 +158,8 @@ http {
   console.log(`ratio  ${(rps('edge') / rps('nginx')).toFixed(2)} of nginx's requests/s (target >= 0.6)   p99 ${(p99('edge') / p99('nginx')).toFixed(2)}x nginx's (target < 2)`);
   console.log(`metered by the edge: rx ${metered.rx} B, tx ${metered.tx} B (the client counted ${edgeBytes} B received in the timed rounds, warm-up not included)`);
   console.log(
-    `CPU per request (µs, medians): edge ${median(cpuPerRequest.edge).toFixed(0)}, nginx ${median(cpuPerRequest.nginx).toFixed(0)}, the backend itself ${median(cpuPerRequest.backend).toFixed(0)}`,
+    `CPU per request (µs, medians): edge ${median(cpuPerRequest.edge).toFixed(0)} (kernel ${median(sysPerRequest.edge).toFixed(0)}), ` +
+      `nginx ${median(cpuPerRequest.nginx).toFixed(0)} (kernel ${median(sysPerRequest.nginx).toFixed(0)}), the backend itself ${median(cpuPerRequest.backend).toFixed(0)}`,
   );
   console.log(`rounds: edge ${results.edge.map((r) => r.requests.average.toFixed(0)).join(', ')}; nginx ${results.nginx.map((r) => r.requests.average.toFixed(0)).join(', ')}`);
 } catch (err) {

@@ -152,6 +152,13 @@ export function cpuMs(pid: number | string | undefined, reaped = false): number 
   return (Number(f[11]) + Number(f[12]) + (reaped ? Number(f[13]) + Number(f[14]) : 0)) * 10;
 }
 
+/** CPU milliseconds a process has used so far, split into user and system (kernel) time. */
+export function cpuSplitMs(pid: number | string | undefined): { user: number; sys: number } {
+  const f = procStat(pid);
+  if (!f) return { user: NaN, sys: NaN };
+  return { user: Number(f[11]) * 10, sys: Number(f[12]) * 10 };
+}
+
 /** CPU milliseconds of a PostgreSQL instance: the postmaster, its live backends and parallel workers, and the reaped. */
 export function postgresCpuMs(dataDir: string): number {
   const postmaster = readFileSync(path.join(dataDir, 'postmaster.pid'), 'utf8').split('\n')[0].trim();

@@ -2,14 +2,17 @@ import http, { type IncomingHttpHeaders, type IncomingMessage, type OutgoingHttp
 import https from 'node:https';
 import net from 'node:net';
 import type { Duplex } from 'node:stream';
-import { Pool, type Dispatcher } from 'undici';
 import type { EgressPolicy } from '../shared/egress.js';
 import { answer, answerSocket } from './answers.js';
 import type { Meter } from './meter.js';
 import type { ShareRoute } from './types.js';
+import { UpstreamClient, type Exchange, type UpstreamHandler } from './upstream.js';
 
 /** RFC 9110 7.6.1 connection-specific headers, plus the de-facto ones; never forwarded in either direction. */
 const HOP_BY_HOP = new Set(['connection', 'keep-alive', 'proxy-connection', 'proxy-authenticate', 'proxy-authorization', 'te', 'trailer', 'transfer-encoding', 'upgrade', 'http2-settings']);
+
+/** The lengths of every name the edge drops or replaces: other names skip the lower-casing and set lookups. */
+const lengthsOf = (...sets: Set<string>[]) => new Set(sets.flatMap((set) => [...set].map((n) => n.length)));
 
 /** Headers only the edge may set towards a target: a client's own are dropped, never passed on. */
 export const EDGE_SET_HEADERS = new Set(['x-forwarded-for', 'x-forwarded-proto', 'x-forwarded-host', 'x-client-certificate-name', 'x-client-certificate-fingerprint', 'x-forwarded-email']);
@@ -86,57 +89,97 @@ function failure(err: NodeJS.ErrnoException, timedOut: boolean, target: URL): [n
 /** Whether a request carries a body (RFC 9112 6.3): only then is it streamed upstream. */
 const hasBody = (req: IncomingMessage) => req.headers['transfer-encoding'] !== undefined || (req.headers['content-length'] !== undefined && req.headers['content-length'] !== '0');
 
-/** One proxied request as an undici dispatch handler: the target's answer streamed to the client with back-pressure. */
-class Exchange implements Dispatcher.DispatchHandler {
-  private controller: Dispatcher.DispatchController | undefined;
-  private done = false;
+/** Header values the edge adds itself (verified identities) must be valid field values (RFC 9110 5.5). */
+const INVALID_FIELD_VALUE = /[^\t\x20-\x7e\x80-\xff]/;
+
+/**
+ * The request head towards the target, from the client's raw header lines: hop-by-hop headers, those the
+ * Connection header lists, Expect (the edge answered 100 Continue itself) and the client's copies of the headers
+ * only the edge sets are dropped; X-Forwarded-* and verified identities are added. Duplicates keep their order.
+ */
+function requestHead(req: IncomingMessage, path: string, ctx: ForwardContext, chunked: boolean): string {
+  const raw = req.rawHeaders;
+  const listed = connectionListed(req.headers);
+  let head = `${req.method} ${path} HTTP/1.1\r\n`;
+  for (let i = 0; i < raw.length; i += 2) {
+    if (!listed && !REQUEST_DROP_LENGTHS.has(raw[i].length)) {
+      head += `${raw[i]}: ${raw[i + 1]}\r\n`;
+      continue;
+    }
+    const name = raw[i].toLowerCase();
+    if (HOP_BY_HOP.has(name) || EDGE_SET_HEADERS.has(name) || NOT_FORWARDED.has(name) || listed?.has(name)) continue;
+    if (name === 'cookie' && ctx.cookie) continue;
+    head += `${raw[i]}: ${raw[i + 1]}\r\n`;
+  }
+  if (ctx.cookie?.value) head += `cookie: ${ctx.cookie.value}\r\n`;
+  head += `x-forwarded-for: ${clientAddress(req)}\r\nx-forwarded-proto: ${ctx.secure ? 'https' : 'http'}\r\n`;
+  if (req.headers.host) head += `x-forwarded-host: ${req.headers.host}\r\n`;
+  if (ctx.identity) {
+    for (const name in ctx.identity) {
+      const value = ctx.identity[name];
+      if (INVALID_FIELD_VALUE.test(value)) throw Object.assign(new Error(`the ${name} value cannot be sent in an HTTP header`), { code: 'EDGE_INVALID_HEADER' });
+      head += `${name}: ${value}\r\n`;
+    }
+  }
+  if (chunked && req.headers['content-length'] !== undefined) throw Object.assign(new Error('a request cannot have both a length and a chunked body'), { code: 'EDGE_INVALID_HEADER' });
+  return head;
+}
+
+const REQUEST_DROP_LENGTHS = lengthsOf(HOP_BY_HOP, EDGE_SET_HEADERS, NOT_FORWARDED, new Set(['cookie']));
+const RESPONSE_DROP_LENGTHS = lengthsOf(HOP_BY_HOP);
+
+/** One proxied request: the target's answer streamed to the client with back-pressure both ways. */
+class Forwarding implements UpstreamHandler {
+  exchange: Exchange | undefined;
 
   constructor(
     private readonly res: ServerResponse,
     private readonly route: ShareRoute,
     private readonly onUpstreamError?: (route: ShareRoute, kind: string) => void,
-  ) {
-    res.once('close', this.onClientClose);
-  }
+  ) {}
 
-  private readonly onClientClose = () => {
-    if (!this.done) this.controller?.abort(new Error('the client went away'));
-  };
-
-  private readonly onDrain = () => this.controller?.resume();
-
-  onRequestStart(controller: Dispatcher.DispatchController): void {
-    this.controller = controller;
-    if (this.res.destroyed) controller.abort(new Error('the client went away'));
-  }
-
-  onResponseStart(_c: Dispatcher.DispatchController, statusCode: number, headers: Record<string, string | string[] | undefined>, statusMessage?: string): void {
-    if (statusCode < 200) return; // 1xx informational: the final answer follows
-    const listed = connectionListed(headers as IncomingHttpHeaders);
-    const out: OutgoingHttpHeaders = {};
-    for (const name in headers) {
-      if (!HOP_BY_HOP.has(name) && !listed?.has(name)) out[name] = headers[name];
+  onHead(status: number, statusMessage: string, rawHeaders: string[]): boolean {
+    const res = this.res;
+    if (res.destroyed) return false;
+    let listed: Set<string> | undefined;
+    let dropSome = false;
+    for (let i = 0; i < rawHeaders.length; i += 2) {
+      if (!RESPONSE_DROP_LENGTHS.has(rawHeaders[i].length)) continue;
+      const name = rawHeaders[i].toLowerCase();
+      if (name === 'connection') listed = new Set(rawHeaders[i + 1].toLowerCase().split(',').map((t) => t.trim()));
+      if (HOP_BY_HOP.has(name)) dropSome = true;
     }
-    this.res.writeHead(statusCode, statusMessage || undefined, out);
-  }
-
-  onResponseData(controller: Dispatcher.DispatchController, chunk: Buffer): void {
-    if (!this.res.write(chunk)) {
-      controller.pause();
-      this.res.once('drain', this.onDrain);
+    let out = rawHeaders;
+    if (dropSome || listed) {
+      out = [];
+      for (let i = 0; i < rawHeaders.length; i += 2) {
+        const name = rawHeaders[i].toLowerCase();
+        if (!HOP_BY_HOP.has(name) && !listed?.has(name)) out.push(rawHeaders[i], rawHeaders[i + 1]);
+      }
     }
+    try {
+      res.writeHead(status, statusMessage || undefined, out);
+    } catch (err) {
+      this.onError(Object.assign(err as Error, { code: 'HPE_INVALID_HEADER' }), false);
+      return false;
+    }
+    return true;
   }
 
-  onResponseEnd(): void {
-    this.done = true;
+  onBody(chunk: Buffer, resume: () => void): boolean {
+    if (this.res.write(chunk)) return true;
+    this.res.once('drain', resume);
+    return false;
+  }
+
+  onEnd(): void {
     this.res.end();
   }
 
-  onResponseError(_c: Dispatcher.DispatchController | undefined, err: Error): void {
-    this.done = true;
+  onError(err: NodeJS.ErrnoException, timedOut: boolean): void {
     const res = this.res;
     if (res.destroyed || res.writableEnded) return;
-    const [status, code, message] = failure(err as NodeJS.ErrnoException, false, this.route.target);
+    const [status, code, message] = failure(err, timedOut, this.route.target);
     this.onUpstreamError?.(this.route, code);
     if (res.headersSent) return void res.destroy();
     answer(res, status, code, message);
@@ -144,20 +187,23 @@ class Exchange implements Dispatcher.DispatchHandler {
 }
 
 /**
- * Proxies requests to share targets. Requests go through undici (one keep-alive connection pool per target origin;
- * it costs about a third less CPU per request than node:http's client, see bench/README.md); WebSocket and other
+ * Proxies requests to share targets. Requests go through the edge's own HTTP/1.1 client (edge/upstream.ts: keep-alive
+ * connections per target origin, Node's llhttp parser; see bench/README.md for why not undici); WebSocket and other
  * upgrades through node:http. Bodies stream both ways with back-pressure, names are resolved and checked against the
  * egress policy by the connection's own lookup, and a client that goes away takes its target request with it.
  */
 export class Proxy {
-  private readonly pools = new Map<string, Pool>();
+  private readonly upstream: UpstreamClient;
 
   constructor(
     private readonly meter: Meter,
     private readonly policy: EgressPolicy,
     private readonly timeoutMs: number,
     private readonly onUpstreamError?: (route: ShareRoute, kind: string) => void,
-  ) {}
+    idleMs?: number,
+  ) {
+    this.upstream = new UpstreamClient({ policy, timeoutMs, idleMs });
+  }
 
   private options(route: ShareRoute, method: string, path: string, headers: OutgoingHttpHeaders, agent: http.Agent | false): https.RequestOptions {
     const target = route.target;
@@ -175,41 +221,27 @@ export class Proxy {
     };
   }
 
-  private pool(target: URL): Pool {
-    let pool = this.pools.get(target.origin);
-    if (!pool) {
-      const hostname = target.hostname.startsWith('[') ? target.hostname.slice(1, -1) : target.hostname;
-      pool = new Pool(target.origin, {
-        connections: 512,
-        pipelining: 1,
-        headersTimeout: this.timeoutMs,
-        bodyTimeout: 0, // streams of any length; the client's own connection bounds them
-        connectTimeout: this.timeoutMs,
-        connect: {
-          lookup: this.policy.lookup as never,
-          servername: target.protocol === 'https:' && !net.isIP(hostname) ? hostname : undefined,
-        } as never,
-      });
-      pool.on('connectionError', () => undefined);
-      this.pools.set(target.origin, pool);
-    }
-    return pool;
-  }
-
-  forward(req: IncomingMessage, res: ServerResponse, route: ShareRoute, ctx: ForwardContext): void {
+  /**
+   * Sends the request to the share's target and streams the answer back. Returns the exchange, which the caller
+   * aborts when the client goes away before the answer ended (server.ts does, from the one 'close' listener it has).
+   */
+  forward(req: IncomingMessage, res: ServerResponse, route: ShareRoute, ctx: ForwardContext): Exchange | undefined {
     const target = route.target;
     const denied = this.literalDenial(target);
-    if (denied) return answer(res, 403, 'forbidden', denied);
-    const headers = requestHeaders(req, ctx) as Record<string, string | string[]>;
-    for (const name of NOT_FORWARDED) delete headers[name];
+    if (denied) return void answer(res, 403, 'forbidden', denied);
     const body = hasBody(req) ? req : null;
-    const exchange = new Exchange(res, route, this.onUpstreamError);
+    const chunked = body !== null && req.headers['transfer-encoding'] !== undefined;
+    const forwarding = new Forwarding(res, route, this.onUpstreamError);
+    let head: string;
     try {
-      this.pool(target).dispatch({ origin: target.origin, path: upstreamPath(target, req.url), method: req.method ?? 'GET', headers, body }, exchange);
+      head = requestHead(req, upstreamPath(target, req.url), ctx, chunked);
     } catch (err) {
-      exchange.onResponseError(undefined, err as Error);
+      if (!body) req.resume();
+      return void forwarding.onError(err as NodeJS.ErrnoException, false);
     }
+    const exchange = this.upstream.request(target, { method: req.method ?? 'GET', head, body, chunked }, forwarding);
     if (!body) req.resume();
+    return exchange;
   }
 
   /** The egress refusal of a target given as an IP literal (names are checked at connect), computed once per target. */
@@ -283,7 +315,6 @@ export class Proxy {
   }
 
   async close(): Promise<void> {
-    await Promise.all([...this.pools.values()].map((p) => p.destroy().catch(() => undefined)));
-    this.pools.clear();
+    this.upstream.close();
   }
 }

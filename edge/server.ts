@@ -18,6 +18,7 @@ import { RouteTable, routingHost } from './routes.js';
 import { observeRequest, observeUpstreamError } from './telemetry.js';
 import { CertificateStore } from './tls.js';
 import type { EdgeChange, ShareRoute } from './types.js';
+import type { Exchange } from './upstream.js';
 
 /** Access-control hooks (edge/access/*): mutual TLS by the hub's client certificates, and login. */
 export type MutualTlsDecision = { ok: true; identity: { name: string; fingerprint: string; certificateId?: string } } | { ok: false; message: string };
@@ -125,7 +126,10 @@ export async function startEdge(options: EdgeOptions = {}): Promise<Edge> {
     const route = routes.lookup(host);
     const socket = req.socket; // res detaches it before 'close'
     const started = performance.now();
+    let exchange: Exchange | undefined;
     res.once('close', () => {
+      // a client gone before the answer ended takes the target request with it
+      if (exchange && !res.writableFinished) exchange.abort(Object.assign(new Error('the client went away'), { code: 'ECONNABORTED' }));
       meter.settle(socket, route);
       observeRequest(route?.frontendId ?? 'none', res.statusCode, (performance.now() - started) / 1000);
     });
@@ -133,7 +137,10 @@ export async function startEdge(options: EdgeOptions = {}): Promise<Edge> {
     const identity = identityOf(route, req, secure);
     if (!identity.ok) return answer(res, 403, 'forbidden', identity.message);
     const ctx: ForwardContext = { secure, identity: identity.headers };
-    if (!route.auth) return proxy.forward(req, res, route, ctx);
+    if (!route.auth) {
+      exchange = proxy.forward(req, res, route, ctx);
+      return;
+    }
     if (!access.login) return answer(res, 401, 'unauthorized', 'this share requires login, which is not available on this edge');
     const login = access.login;
     const origin = `${secure ? 'https' : 'http'}://${req.headers.host}`;
@@ -143,7 +150,8 @@ export async function startEdge(options: EdgeOptions = {}): Promise<Edge> {
         if (outcome.kind === 'handled') return;
         ctx.identity = { ...ctx.identity, 'x-forwarded-email': outcome.email };
         ctx.cookie = { value: login.stripCookies(req.headers.cookie) };
-        proxy.forward(req, res, route, ctx);
+        if (res.destroyed) return; // the client left during the login check
+        exchange = proxy.forward(req, res, route, ctx);
       })
       .catch((err) => {
         logger.error({ err: (err as Error).message, zId: route.zId }, 'edge: login failed');

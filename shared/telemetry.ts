@@ -93,6 +93,11 @@ export const queueJobs = new client.Gauge({
 const QUEUE_STATES = ['waiting', 'active', 'delayed', 'failed'] as const;
 type CountingQueue = { name: string; getJobCounts(...states: string[]): Promise<Record<string, number>> };
 
+/** Runs `hook` before every scrape of this process (replacing an earlier hook of the same name). */
+export function onScrape(name: string, hook: () => Promise<void> | void): void {
+  scrapeHooks.set(name, async () => hook());
+}
+
 /** Makes each scrape read the depth of these queues (a function, so queues are created lazily). */
 export function collectQueueDepths(queues: () => CountingQueue[]): void {
   scrapeHooks.set('queues', async () => {
@@ -163,13 +168,62 @@ export const edgeUpstreamErrorsTotal = new client.Counter({
   registers: [registry],
 });
 
-export const edgeRequestDuration = new client.Histogram({
-  name: 'edgehub_edge_request_duration_seconds',
-  help: 'Edge request duration until the response ended, by frontend and status',
-  labelNames: ['frontend', 'status'] as const,
-  buckets: LATENCY_BUCKETS,
-  registers: [registry],
-});
+/**
+ * A histogram fed in bulk, with per-bucket counts tallied by the caller (the edge tallies in plain numbers on its
+ * hot path and reports at scrape time, see edge/telemetry.ts): prom-client's own observe() hashes the labels of
+ * every single observation.
+ */
+export class BulkHistogram {
+  readonly type = 'histogram';
+  readonly aggregator = 'sum';
+  private readonly series = new Map<string, { labels: Record<string, string>; buckets: number[]; sum: number; count: number }>();
+
+  constructor(
+    readonly name: string,
+    readonly help: string,
+    /** Upper bounds, ascending; a last bucket (+Inf) is implied. */
+    readonly bounds: readonly number[],
+  ) {}
+
+  /** Adds `buckets` (one count per bound plus one for +Inf, not cumulative), their sum and count. */
+  add(labels: Record<string, string>, buckets: ArrayLike<number>, sum: number, count: number): void {
+    const key = JSON.stringify(labels);
+    let s = this.series.get(key);
+    if (!s) {
+      s = { labels, buckets: new Array(this.bounds.length + 1).fill(0), sum: 0, count: 0 };
+      this.series.set(key, s);
+    }
+    for (let i = 0; i < s.buckets.length; i++) s.buckets[i] += buckets[i];
+    s.sum += sum;
+    s.count += count;
+  }
+
+  reset(): void {
+    this.series.clear();
+  }
+
+  /** prom-client's MetricObject: cumulative `_bucket` series with `le`, then `_sum` and `_count`. */
+  async get() {
+    const values: { labels: Record<string, string | number>; value: number; metricName: string }[] = [];
+    for (const s of this.series.values()) {
+      let cumulative = 0;
+      for (let i = 0; i < s.buckets.length; i++) {
+        cumulative += s.buckets[i];
+        values.push({ labels: { ...s.labels, le: i < this.bounds.length ? this.bounds[i] : '+Inf' }, value: cumulative, metricName: `${this.name}_bucket` });
+      }
+      values.push({ labels: s.labels, value: s.sum, metricName: `${this.name}_sum` });
+      values.push({ labels: s.labels, value: s.count, metricName: `${this.name}_count` });
+    }
+    return { name: this.name, help: this.help, type: this.type, values, aggregator: this.aggregator };
+  }
+}
+
+export const edgeRequestDuration = new BulkHistogram(
+  'edgehub_edge_request_duration_seconds',
+  'Edge request duration until the response ended, by frontend and status',
+  LATENCY_BUCKETS,
+);
+registry.registerMetric(edgeRequestDuration as unknown as client.Metric);
 
 // ---- exposition ----
 
