@@ -17,7 +17,7 @@ const lengthsOf = (...sets: Set<string>[]) => new Set(sets.flatMap((set) => [...
 /** Headers only the edge may set towards a target: a client's own are dropped, never passed on. */
 export const EDGE_SET_HEADERS = new Set(['x-forwarded-for', 'x-forwarded-proto', 'x-forwarded-host', 'x-client-certificate-name', 'x-client-certificate-fingerprint', 'x-forwarded-email']);
 
-/** undici sends no `Expect` (the edge already answered 100 Continue to the client itself). */
+/** Not forwarded: `Expect` (the edge already answered 100 Continue to the client itself). */
 const NOT_FORWARDED = new Set(['expect']);
 
 export interface ForwardContext {

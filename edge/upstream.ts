@@ -13,7 +13,7 @@ import type { EgressPolicy } from '../shared/egress.js';
  *
  * What it guarantees: a connection is reused only after a complete answer to a completely sent request on a
  * keep-alive connection; bytes arriving on an idle connection retire it; idle connections are closed after
- * HUB_EDGE_UPSTREAM_IDLE_MS or the target's own `Keep-Alive: timeout`, whichever is shorter; an idempotent request
+ * 4 s or the target's own `Keep-Alive: timeout`, whichever is shorter; an idempotent request
  * without a body that meets a reused connection closed under it (the race every keep-alive client has) is sent once
  * more on a new connection; no answer head within the timeout is a timeout.
  */
