@@ -2,6 +2,7 @@ import type { Server } from 'node:http';
 import { config } from '../shared/config.js';
 import { closeDb, initDb } from '../shared/db.js';
 import { logger } from '../shared/logger.js';
+import { closeIssuanceEvents } from '../shared/pki/issuance.js';
 import { closeQueues } from '../shared/queues.js';
 import { closeRedis } from '../shared/redis.js';
 import { isMain, onShutdown } from '../shared/shutdown.js';
@@ -24,12 +25,18 @@ export async function startServer(port = config().port): Promise<Server> {
   return server;
 }
 
+/**
+ * Stops accepting, lets the requests in flight finish, then closes what serving requests opened: the auth cache's
+ * LISTEN connection and the pki QueueEvents reader that the first certificate issuance or key rotation opened
+ * (shared/pki/issuance.ts; its blocking Redis connection would otherwise keep the process alive).
+ */
 export async function stopServer(server: Server): Promise<void> {
   await new Promise<void>((resolve) => {
     server.close(() => resolve());
     server.closeIdleConnections();
   });
   await stopAuthCache();
+  await closeIssuanceEvents();
 }
 
 if (isMain(import.meta.url)) {

@@ -51,6 +51,8 @@ export function decodeRefusal(message: string): ApiError | undefined {
 }
 
 let events: Promise<QueueEvents> | undefined;
+/** The reader behind `events`, also while it is not ready yet, so that closing never waits for Redis. */
+let reader: QueueEvents | undefined;
 
 function queueEvents(): Promise<QueueEvents> {
   events ??= (async () => {
@@ -62,6 +64,7 @@ function queueEvents(): Promise<QueueEvents> {
       prefix: config().queuePrefix,
       lastEventId: `${Date.now() - 5000}-0`,
     });
+    reader = e;
     // every waiting request listens on both for its job
     e.setMaxListeners(0);
     queue('pki').setMaxListeners(0);
@@ -72,6 +75,9 @@ function queueEvents(): Promise<QueueEvents> {
     return e;
   })().catch((err) => {
     events = undefined;
+    const failed = reader;
+    reader = undefined;
+    if (failed) void closeWithConnection(failed);
     throw err;
   });
   return events;
@@ -112,8 +118,13 @@ export async function issueInWorker(spec: { hubId: string; payload: IssuePayload
   return waitForPkiJob<IssueResult>(execution.processId);
 }
 
+/**
+ * Closes the process's pki QueueEvents reader and its Redis connection (the web process's stopServer does; a reader
+ * left open keeps the process alive with its blocking XREAD). The next wait opens a new one.
+ */
 export async function closeIssuanceEvents(): Promise<void> {
-  const e = events;
+  const e = reader;
   events = undefined;
-  if (e) await closeWithConnection(await e);
+  reader = undefined;
+  if (e) await closeWithConnection(e);
 }

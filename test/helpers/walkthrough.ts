@@ -49,8 +49,9 @@ export interface WalkthroughRun {
 
 /**
  * Runs the blocks with exactly `env` (plus PATH and HOME): the script must not depend on anything else the test
- * process has. The script runs in its own process group, which is killed at the end, so a background process a
- * failed run left behind (the walk-through's backend) does not outlive it.
+ * process has. The script runs in its own process group, which is killed when bash exits, so a background process
+ * a failed run left behind (the walk-through's backend) neither outlives it nor holds the run open through the
+ * output pipes it inherited.
  */
 export async function runWalkthrough(
   blocks: WalkthroughBlock[],
@@ -73,19 +74,30 @@ export async function runWalkthrough(
   child.stderr.on('data', (d) => (output += d));
   const timer = setTimeout(() => {
     output += `\n(walk-through killed after ${options.timeoutMs} ms)\n`;
-    killGroup(child.pid);
+    killGroup(child.pid, 'SIGKILL');
   }, options.timeoutMs ?? 300_000);
-  const code = await new Promise<number | null>((resolve) => child.once('close', (c) => resolve(c)));
+  // The script's end is bash's exit, not the end of its output: a background process it started (the backend of
+  // a run that failed before its `kill`) inherited stdout/stderr and would keep them open until it dies.
+  const closed = new Promise<void>((resolve) => child.once('close', () => resolve()));
+  const code = await new Promise<number | null>((resolve) => child.once('exit', (c, signal) => resolve(signal ? null : c)));
   clearTimeout(timer);
-  killGroup(child.pid);
+  killGroup(child.pid, 'SIGTERM');
+  // what the group still writes while it goes; then stop reading, whatever still holds the pipes
+  const grace = setTimeout(() => {
+    killGroup(child.pid, 'SIGKILL');
+    child.stdout.destroy();
+    child.stderr.destroy();
+  }, 2000);
+  await closed;
+  clearTimeout(grace);
   const markers = [...output.matchAll(/^### \S+ line (\d+)$/gm)];
   return { code, output, skipped, failedAt: code === 0 ? undefined : Number(markers.at(-1)?.[1]) || undefined };
 }
 
-function killGroup(pid: number | undefined) {
+function killGroup(pid: number | undefined, signal: NodeJS.Signals) {
   if (!pid) return;
   try {
-    process.kill(-pid, 'SIGTERM');
+    process.kill(-pid, signal);
   } catch {
     // already gone
   }

@@ -1,5 +1,3 @@
-// HELD BACK (not matched by ava's test/**/*.test.ts): it passes, then its ava worker does not exit; see README walk-through.
-// Move it back to test/readme-walkthrough.test.ts once that is fixed.
 /**
  * The README's walk-through (issue 13) runs top to bottom against a real stack, with only what the README says a
  * user has: BASE, HUB_DATA_DIR (holding the admin token `npm start` stores there) and PORT, the service started
@@ -10,15 +8,15 @@ import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import test from 'ava';
-import { ensureCommands } from '../../scripts/services.js';
-import { startDevDns, type DevDns } from '../../scripts/dev-dns.js';
+import { ensureCommands } from '../scripts/services.js';
+import { startDevDns, type DevDns } from '../scripts/dev-dns.js';
 import pg from 'pg';
-import type { Edge } from '../../edge/server.js';
-import { startTestEdge } from '../helpers/edge.js';
-import { startStack, type Stack } from '../helpers/stack.js';
-import { runWalkthrough, walkthroughBlocks } from '../helpers/walkthrough.js';
+import type { Edge } from '../edge/server.js';
+import { startTestEdge } from './helpers/edge.js';
+import { startStack, type Stack } from './helpers/stack.js';
+import { runWalkthrough, walkthroughBlocks } from './helpers/walkthrough.js';
 
-const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..');
+const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 const readme = readFileSync(path.join(root, 'README.md'), 'utf8');
 
 /**
@@ -127,4 +125,28 @@ test('the runner stops at the first failing block and names its line', async (t)
   t.not(unset.code, 0, 'an unset variable fails (set -u)');
   const piped = await runWalkthrough(walkthroughBlocks('<!-- walkthrough:start -->\n```sh\nfalse | cat\n```\n<!-- walkthrough:end -->'), { env: {} });
   t.not(piped.code, 0, 'a failure inside a pipeline fails (pipefail)');
+
+  // a run that fails while a background process it started still holds its output (the walk-through's backend
+  // before its `kill`) ends when bash does, and takes the background process with it
+  const dir = mkdtempSync(path.join(process.env.TEST_WORK_DIR ?? os.tmpdir(), 'walkthrough-runner-'));
+  const started = Date.now();
+  const orphan = await runWalkthrough(
+    walkthroughBlocks('<!-- walkthrough:start -->\n```sh\nsleep 600 &\necho $! > background.pid\nfalse\n```\n<!-- walkthrough:end -->'),
+    { env: {}, cwd: dir, timeoutMs: 60_000 },
+  );
+  t.not(orphan.code, 0);
+  t.true(Date.now() - started < 10_000, `the failed run took ${Date.now() - started} ms to return`);
+  const pid = Number(readFileSync(path.join(dir, 'background.pid'), 'utf8'));
+  t.true(pid > 0);
+  const alive = () => {
+    try {
+      // a zombie waiting to be reaped counts as gone
+      return !/^State:\s+Z/m.test(readFileSync(`/proc/${pid}/status`, 'utf8'));
+    } catch {
+      return false;
+    }
+  };
+  const deadline = Date.now() + 5000;
+  while (alive() && Date.now() < deadline) await new Promise((r) => setTimeout(r, 50));
+  t.false(alive(), `the background process ${pid} outlived the run`);
 });
