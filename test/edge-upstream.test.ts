@@ -4,11 +4,16 @@
  * a target that answers early, one that closes a kept-alive connection under a request, and one that speaks nonsense.
  * Targets are node:http servers, or raw TCP servers where the exact bytes matter.
  */
+import { execFile } from 'node:child_process';
+import { readFileSync } from 'node:fs';
 import http from 'node:http';
+import https from 'node:https';
 import net, { type AddressInfo } from 'node:net';
+import { promisify } from 'node:util';
 import test from 'ava';
 import type { Edge } from '../edge/server.js';
 import { edgeRequest, readBody, routedShare, startBackend, startTestEdge } from './helpers/edge.js';
+import { makeKey } from './helpers/pki.js';
 import { startStack, type HubFixture, type Stack } from './helpers/stack.js';
 
 let stack: Stack;
@@ -220,4 +225,22 @@ test('a target that sends bytes on an idle connection loses that connection, not
   const next = await edgeRequest(edge.httpPort!, host);
   t.is(next.text, 'ok', 'the unsolicited answer never reaches a client');
   t.is(target.connections(), 2);
+});
+
+test('an https target is reached over TLS and its certificate is verified: a self-signed one is a 502 naming the reason', async (t) => {
+  const keyFile = await makeKey('ec256');
+  const { stdout: cert } = await promisify(execFile)('openssl', ['req', '-new', '-x509', '-key', keyFile, '-subj', '/CN=127.0.0.1', '-addext', 'subjectAltName=IP:127.0.0.1', '-days', '1']);
+  let reached = 0;
+  const server = https.createServer({ key: readFileSync(keyFile), cert }, (_req, res) => {
+    reached++;
+    res.end('secret');
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  closers.push(() => new Promise<void>((resolve) => server.close(() => resolve())));
+  const { host } = await routedShare(edge, hub, { target: `https://127.0.0.1:${(server.address() as AddressInfo).port}` });
+  const answer = await edgeRequest(edge.httpPort!, host);
+  t.is(answer.status, 502);
+  t.like(answer.json, { error: 'bad_gateway' });
+  t.regex(answer.json.message, /SELF_SIGNED/);
+  t.is(reached, 0, 'no request was sent to a target whose certificate failed');
 });
