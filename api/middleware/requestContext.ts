@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import type { Middleware } from 'koa';
-import { logger, type Logger } from '../../shared/logger.js';
+import { accessLogger, logger, type Logger } from '../../shared/logger.js';
 
 const SAFE_ID = /^[A-Za-z0-9._:-]{1,128}$/;
 
@@ -32,10 +32,10 @@ export const requestContext: Middleware = async (ctx, next) => {
   try {
     await next();
   } finally {
-    if (logger.isLevelEnabled('info')) {
+    if (accessLogger.isLevelEnabled('info')) {
       const ms = Number(process.hrtime.bigint() - started) / 1e6;
       // the route template, never the raw path or query: both may carry tokens
-      logger.info({ reqId: requestId, method: ctx.method, path: loggedPath(ctx as never), status: ctx.status, ms: Math.round(ms * 10) / 10 }, 'request');
+      accessLogger.info({ reqId: requestId, method: ctx.method, path: loggedPath(ctx as never), status: ctx.status, ms: Math.round(ms * 10) / 10 }, 'request');
     }
   }
 };
