@@ -8,21 +8,54 @@ type Path = string | string[];
 /** Both prefixes every hub-scoped route answers under (CONTRACT.md). */
 export const HUB_PREFIXES = ['/hub/:hubId', '/hub/v2/:hubId'];
 
+/** A path's first segment when it is literal text (`\:` unescaped, lower-cased: routes match case-insensitively), else undefined. */
+function literalHead(path: string): string | undefined {
+  const head = path.slice(1).split('/')[0];
+  if (/(?:^|[^\\])[:{}()*?+]/.test(head)) return undefined;
+  return head.replace(/\\(.)/g, '$1').toLowerCase();
+}
+
+/** A prefix as its segments: literal text (lower-cased) or `null` for a parameter. */
+const prefixShape = (prefix: string): (string | null)[] =>
+  prefix === '' ? [] : prefix.slice(1).split('/').map((s) => (s.startsWith(':') ? null : s.toLowerCase()));
+
 /**
  * Registers routes behind one guard under each of its prefixes. A path given as an array registers each form
  * (SPEC.md's listing and example forms), e.g. `['/health-checks/:id\\:execute', '/health-checks/:id/execute']`.
+ *
+ * Routes are kept in one @koa/router Router per resource, i.e. per first path segment after the prefix
+ * (`certificate-request-tokens`, `shares`, ...), and a request is handed only to the router of its own segment: a
+ * router tries every route it holds, in order, so one router for all ~130 hub routes cost a regular expression test
+ * per route on every request. A route can only match a path whose segment equals its literal first segment, so the
+ * routes tried are the same ones that could match before, in the same order (the two prefix forms of one route stay
+ * in one router). Should a route ever start with a parameter, all routes of its guard go back into one router.
  */
 export class GuardedRoutes {
+  /** Every route of this guard in registration order, by the literal first segment after the prefix. */
+  private readonly byHead = new Map<string, Router>();
+  /** All routes in one router: used instead when a route's first segment is not literal, or a path fits two resources. */
+  private readonly all = new Router();
+  private unkeyed = false;
+  private readonly shapes: (string | null)[][];
+
   constructor(
-    private readonly router: Router,
     private readonly guard: Middleware | undefined,
     private readonly prefixes: string[] = [''],
-  ) {}
+  ) {
+    this.shapes = prefixes.map(prefixShape);
+  }
 
   private add(method: Method, paths: Path, handlers: Middleware[]): this {
     const chain = (this.guard ? [this.guard, ...handlers] : handlers) as RouterMiddleware[];
     for (const path of Array.isArray(paths) ? paths : [paths]) {
-      for (const prefix of this.prefixes) this.router[method](prefix + path, ...chain);
+      const head = literalHead(path);
+      if (head === undefined) this.unkeyed = true;
+      let router = head === undefined ? undefined : this.byHead.get(head);
+      if (head !== undefined && !router) this.byHead.set(head, (router = new Router()));
+      for (const prefix of this.prefixes) {
+        router?.[method](prefix + path, ...chain);
+        this.all[method](prefix + path, ...chain);
+      }
     }
     return this;
   }
@@ -32,6 +65,43 @@ export class GuardedRoutes {
   put = (path: Path, ...h: Middleware[]) => this.add('put', path, h);
   patch = (path: Path, ...h: Middleware[]) => this.add('patch', path, h);
   delete = (path: Path, ...h: Middleware[]) => this.add('delete', path, h);
+
+  /** The routers, for walking the registered routes (each route is in exactly one). */
+  routers(): Router[] {
+    return this.unkeyed ? [this.all] : [...this.byHead.values()];
+  }
+
+  /** The one middleware that dispatches a request to the router of its resource segment (or passes it on). */
+  middleware(): Middleware {
+    if (this.unkeyed) return this.all.routes() as Middleware;
+    const dispatch = new Map<string, Middleware>([...this.byHead].map(([head, router]) => [head, router.routes() as Middleware]));
+    const shapes = this.shapes;
+    const everything = this.all.routes() as Middleware;
+    return (ctx, next) => {
+      const segments = ctx.path.split('/');
+      let first: Middleware | undefined;
+      let second: Middleware | undefined;
+      for (const shape of shapes) {
+        if (segments.length < shape.length + 2) continue;
+        let fits = true;
+        for (let i = 0; i < shape.length && fits; i++) {
+          const literal = shape[i];
+          const segment = segments[i + 1];
+          fits = literal === null ? segment !== '' : segment.length === literal.length && segment.toLowerCase() === literal;
+        }
+        if (!fits) continue;
+        const candidate = dispatch.get(segments[shape.length + 1].toLowerCase());
+        if (candidate && candidate !== first) {
+          if (first) second = candidate;
+          else first = candidate;
+        }
+      }
+      if (!first) return next();
+      // a path that fits both prefixes with a resource under each (`/hub/v2/<a resource's name>/...`): every route,
+      // so that the first registered one wins as it always did
+      return (second ? everything : first)(ctx, next);
+    };
+  }
 }
 
 /** What a route module (api/routes/*.ts, default export) receives. */
@@ -46,16 +116,21 @@ export interface Routes {
   hub: GuardedRoutes;
 }
 
-export function createRoutes(): { routes: Routes; routers: Router[] } {
-  const routers = [new Router(), new Router(), new Router(), new Router()];
-  const [open, admin, account, hub] = routers;
+/**
+ * The four guards, matched in this order: `middleware()` gives the app one middleware per guard (after the routes
+ * were registered); `routers()` lists the @koa/router routers that hold them.
+ */
+export function createRoutes(): { routes: Routes; routers: () => Router[]; middleware: () => Middleware[] } {
+  const routes: Routes = {
+    open: new GuardedRoutes(undefined),
+    admin: new GuardedRoutes(requireAdmin),
+    account: new GuardedRoutes(requireAccount),
+    hub: new GuardedRoutes(requireHub, HUB_PREFIXES),
+  };
+  const guards = [routes.open, routes.admin, routes.account, routes.hub];
   return {
-    routes: {
-      open: new GuardedRoutes(open, undefined),
-      admin: new GuardedRoutes(admin, requireAdmin),
-      account: new GuardedRoutes(account, requireAccount),
-      hub: new GuardedRoutes(hub, requireHub, HUB_PREFIXES),
-    },
-    routers,
+    routes,
+    routers: () => guards.flatMap((g) => g.routers()),
+    middleware: () => guards.map((g) => g.middleware()),
   };
 }
