@@ -16,26 +16,33 @@ export function loggedPath(ctx: { path: string; _matchedRoute?: string | RegExp 
   return ctx.path.replace(TOKEN_SEGMENT, '/$1/[redacted]');
 }
 
+/** `ctx.state` of every request: its id, and a logger bound to that id, made on first use (most requests log nothing but the access line, which needs none). */
+export class RequestState {
+  [key: string]: unknown;
+  private child?: Logger;
+  constructor(readonly requestId: string) {}
+  get log(): Logger {
+    return (this.child ??= logger.child({ reqId: this.requestId }));
+  }
+}
+
 /**
  * Gives every request an id (honouring a sane incoming x-request-id), a child logger, and one access-log line. The
- * child logger is made on first use (most requests never log anything but the access line, which needs none), and
- * the logger writes asynchronously (shared/logger.ts): logging costs the request little and never blocks it.
+ * logger writes asynchronously (shared/logger.ts): logging costs the request little and never blocks it.
  */
 export const requestContext: Middleware = async (ctx, next) => {
   const incoming = ctx.get('x-request-id');
   const requestId = SAFE_ID.test(incoming) ? incoming : randomUUID();
-  ctx.state.requestId = requestId;
-  let child: Logger | undefined;
-  Object.defineProperty(ctx.state, 'log', { get: () => (child ??= logger.child({ reqId: requestId })), configurable: true, enumerable: false });
+  ctx.state = new RequestState(requestId);
   ctx.set('x-request-id', requestId);
-  const started = process.hrtime.bigint();
+  const started = performance.now();
   try {
     await next();
   } finally {
     if (accessLogger.isLevelEnabled('info')) {
-      const ms = Number(process.hrtime.bigint() - started) / 1e6;
+      const ms = Math.round((performance.now() - started) * 10) / 10;
       // the route template, never the raw path or query: both may carry tokens
-      accessLogger.info({ reqId: requestId, method: ctx.method, path: loggedPath(ctx as never), status: ctx.status, ms: Math.round(ms * 10) / 10 }, 'request');
+      accessLogger.info({ reqId: requestId, method: ctx.method, path: loggedPath(ctx as never), status: ctx.status, ms }, 'request');
     }
   }
 };
