@@ -33,7 +33,7 @@ function queueBoard(): Koa.Middleware {
   serverAdapter.setBasePath('/admin/queues');
   createBullBoard({ queues: allQueues().map((q) => new BullMQAdapter(q)), serverAdapter });
   const board = serverAdapter.registerPlugin() as unknown as Koa.Middleware;
-  return async (ctx, next) => {
+  return (ctx, next) => {
     if (ctx.path !== '/admin/queues' && !ctx.path.startsWith('/admin/queues/')) return next();
     return requireAdmin(ctx, () => board(ctx, next));
   };
@@ -54,6 +54,6 @@ export async function createApp(): Promise<Koa> {
   app.use(unauthenticatedLimit(security));
   app.use(queueBoard());
   app.use(jsonBody);
-  for (const dispatch of routeMiddleware()) app.use(dispatch);
+  app.use(routeMiddleware());
   return app;
 }

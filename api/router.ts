@@ -71,16 +71,20 @@ export class GuardedRoutes {
     return this.unkeyed ? [this.all] : [...this.byHead.values()];
   }
 
-  /** The one middleware that dispatches a request to the router of its resource segment (or passes it on). */
-  middleware(): Middleware {
-    if (this.unkeyed) return this.all.routes() as Middleware;
+  /**
+   * The router that may hold a route for a path (given as its `/`-separated segments), or undefined when none of this
+   * guard's routes can match it.
+   */
+  dispatcher(): (segments: string[]) => Middleware | undefined {
+    if (this.unkeyed) {
+      const all = this.all.routes() as Middleware;
+      return () => all;
+    }
     const dispatch = new Map<string, Middleware>([...this.byHead].map(([head, router]) => [head, router.routes() as Middleware]));
     const shapes = this.shapes;
     const everything = this.all.routes() as Middleware;
-    return (ctx, next) => {
-      const segments = ctx.path.split('/');
-      let first: Middleware | undefined;
-      let second: Middleware | undefined;
+    return (segments) => {
+      let found: Middleware | undefined;
       for (const shape of shapes) {
         if (segments.length < shape.length + 2) continue;
         let fits = true;
@@ -91,15 +95,12 @@ export class GuardedRoutes {
         }
         if (!fits) continue;
         const candidate = dispatch.get(segments[shape.length + 1].toLowerCase());
-        if (candidate && candidate !== first) {
-          if (first) second = candidate;
-          else first = candidate;
-        }
+        // a path that fits both prefixes with a resource under each (`/hub/v2/<a resource's name>/...`): every route,
+        // so that the first registered one wins as it always did
+        if (candidate && found && candidate !== found) return everything;
+        found ??= candidate;
       }
-      if (!first) return next();
-      // a path that fits both prefixes with a resource under each (`/hub/v2/<a resource's name>/...`): every route,
-      // so that the first registered one wins as it always did
-      return (second ? everything : first)(ctx, next);
+      return found;
     };
   }
 }
@@ -117,10 +118,11 @@ export interface Routes {
 }
 
 /**
- * The four guards, matched in this order: `middleware()` gives the app one middleware per guard (after the routes
- * were registered); `routers()` lists the @koa/router routers that hold them.
+ * The four guards, matched in this order: `middleware()` gives the app the one middleware that hands a request to the
+ * router of each guard that may hold its route, in turn (after the routes were registered); `routers()` lists the
+ * @koa/router routers that hold them.
  */
-export function createRoutes(): { routes: Routes; routers: () => Router[]; middleware: () => Middleware[] } {
+export function createRoutes(): { routes: Routes; routers: () => Router[]; middleware: () => Middleware } {
   const routes: Routes = {
     open: new GuardedRoutes(undefined),
     admin: new GuardedRoutes(requireAdmin),
@@ -131,6 +133,21 @@ export function createRoutes(): { routes: Routes; routers: () => Router[]; middl
   return {
     routes,
     routers: () => guards.flatMap((g) => g.routers()),
-    middleware: () => guards.map((g) => g.middleware()),
+    middleware: () => {
+      const dispatchers = guards.map((g) => g.dispatcher());
+      return (ctx, next) => {
+        const segments = ctx.path.split('/');
+        let i = 0;
+        // each router passes a request it has no route for on to the next guard's, the last to `next`
+        const tryNext = (): Promise<void> => {
+          while (i < dispatchers.length) {
+            const router = dispatchers[i++](segments);
+            if (router) return router(ctx, tryNext);
+          }
+          return next();
+        };
+        return tryNext();
+      };
+    },
   };
 }
