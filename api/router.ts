@@ -23,16 +23,17 @@ const prefixShape = (prefix: string): (string | null)[] =>
  * Registers routes behind one guard under each of its prefixes. A path given as an array registers each form
  * (SPEC.md's listing and example forms), e.g. `['/health-checks/:id\\:execute', '/health-checks/:id/execute']`.
  *
- * Routes are kept in one @koa/router Router per resource, i.e. per first path segment after the prefix
+ * Routes are kept in one @koa/router Router per prefix and resource, i.e. per first path segment after the prefix
  * (`certificate-request-tokens`, `shares`, ...), and a request is handed only to the router of its own segment: a
  * router tries every route it holds, in order, so one router for all ~130 hub routes cost a regular expression test
- * per route on every request. A route can only match a path whose segment equals its literal first segment, so the
- * routes tried are the same ones that could match before, in the same order (the two prefix forms of one route stay
- * in one router). Should a route ever start with a parameter, all routes of its guard go back into one router.
+ * per route on every request. A route can only match a path whose segment after its prefix equals its literal first
+ * segment, so the routes tried are the same ones that could match before, in the same order. A path that fits two
+ * (`/hub/v2/<a resource's name>/...`) goes to one router holding every route of the guard in registration order, as
+ * do all paths should a route ever start with a parameter.
  */
 export class GuardedRoutes {
-  /** Every route of this guard in registration order, by the literal first segment after the prefix. */
-  private readonly byHead = new Map<string, Router>();
+  /** For each prefix, every route of this guard in registration order, by the literal first segment after it. */
+  private readonly byHead: Map<string, Router>[];
   /** All routes in one router: used instead when a route's first segment is not literal, or a path fits two resources. */
   private readonly all = new Router();
   private unkeyed = false;
@@ -43,6 +44,7 @@ export class GuardedRoutes {
     private readonly prefixes: string[] = [''],
   ) {
     this.shapes = prefixes.map(prefixShape);
+    this.byHead = prefixes.map(() => new Map());
   }
 
   private add(method: Method, paths: Path, handlers: Middleware[]): this {
@@ -50,12 +52,14 @@ export class GuardedRoutes {
     for (const path of Array.isArray(paths) ? paths : [paths]) {
       const head = literalHead(path);
       if (head === undefined) this.unkeyed = true;
-      let router = head === undefined ? undefined : this.byHead.get(head);
-      if (head !== undefined && !router) this.byHead.set(head, (router = new Router()));
-      for (const prefix of this.prefixes) {
-        router?.[method](prefix + path, ...chain);
+      this.prefixes.forEach((prefix, i) => {
+        if (head !== undefined) {
+          let router = this.byHead[i].get(head);
+          if (!router) this.byHead[i].set(head, (router = new Router()));
+          router[method](prefix + path, ...chain);
+        }
         this.all[method](prefix + path, ...chain);
-      }
+      });
     }
     return this;
   }
@@ -68,7 +72,7 @@ export class GuardedRoutes {
 
   /** The routers, for walking the registered routes (each route is in exactly one). */
   routers(): Router[] {
-    return this.unkeyed ? [this.all] : [...this.byHead.values()];
+    return this.unkeyed ? [this.all] : this.byHead.flatMap((m) => [...m.values()]);
   }
 
   /**
@@ -80,12 +84,13 @@ export class GuardedRoutes {
       const all = this.all.routes() as Middleware;
       return () => all;
     }
-    const dispatch = new Map<string, Middleware>([...this.byHead].map(([head, router]) => [head, router.routes() as Middleware]));
+    const dispatch = this.byHead.map((m) => new Map<string, Middleware>([...m].map(([head, router]) => [head, router.routes() as Middleware])));
     const shapes = this.shapes;
     const everything = this.all.routes() as Middleware;
     return (segments) => {
       let found: Middleware | undefined;
-      for (const shape of shapes) {
+      for (let s = 0; s < shapes.length; s++) {
+        const shape = shapes[s];
         if (segments.length < shape.length + 2) continue;
         let fits = true;
         for (let i = 0; i < shape.length && fits; i++) {
@@ -94,10 +99,10 @@ export class GuardedRoutes {
           fits = literal === null ? segment !== '' : segment.length === literal.length && segment.toLowerCase() === literal;
         }
         if (!fits) continue;
-        const candidate = dispatch.get(segments[shape.length + 1].toLowerCase());
+        const candidate = dispatch[s].get(segments[shape.length + 1].toLowerCase());
         // a path that fits both prefixes with a resource under each (`/hub/v2/<a resource's name>/...`): every route,
         // so that the first registered one wins as it always did
-        if (candidate && found && candidate !== found) return everything;
+        if (candidate && found) return everything;
         found ??= candidate;
       }
       return found;
