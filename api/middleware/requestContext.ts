@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import type { Middleware } from 'koa';
+import type { Context, Middleware } from 'koa';
 import { accessLogger, logger, type Logger } from '../../shared/logger.js';
 
 const SAFE_ID = /^[A-Za-z0-9._:-]{1,128}$/;
@@ -16,24 +16,21 @@ export function loggedPath(ctx: { path: string; _matchedRoute?: string | RegExp 
   return ctx.path.replace(TOKEN_SEGMENT, '/$1/[redacted]');
 }
 
-/** `ctx.state` of every request: its id, and a logger bound to that id, made on first use (most requests log nothing but the access line, which needs none). */
-export class RequestState {
-  [key: string]: unknown;
-  private child?: Logger;
-  constructor(readonly requestId: string) {}
-  get log(): Logger {
-    return (this.child ??= logger.child({ reqId: this.requestId }));
-  }
+/** The request's logger, bound to its id: made on first use (most requests log nothing but the access line). */
+export function requestLog(ctx: Context): Logger {
+  const state = ctx.state as { requestId?: string; log?: Logger };
+  return (state.log ??= state.requestId === undefined ? logger : logger.child({ reqId: state.requestId }));
 }
 
 /**
- * Gives every request an id (honouring a sane incoming x-request-id), a child logger, and one access-log line. The
- * logger writes asynchronously (shared/logger.ts): logging costs the request little and never blocks it.
+ * Gives every request an id (honouring a sane incoming x-request-id; `ctx.state.requestId`), a logger bound to it
+ * (requestLog), and one access-log line. The logger writes asynchronously (shared/logger.ts): logging costs the
+ * request little and never blocks it.
  */
 export const requestContext: Middleware = async (ctx, next) => {
   const incoming = ctx.get('x-request-id');
   const requestId = SAFE_ID.test(incoming) ? incoming : randomUUID();
-  ctx.state = new RequestState(requestId);
+  ctx.state.requestId = requestId;
   ctx.set('x-request-id', requestId);
   const started = performance.now();
   try {
