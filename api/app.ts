@@ -33,7 +33,7 @@ function queueBoard(): Koa.Middleware {
   serverAdapter.setBasePath('/admin/queues');
   createBullBoard({ queues: allQueues().map((q) => new BullMQAdapter(q)), serverAdapter });
   const board = serverAdapter.registerPlugin() as unknown as Koa.Middleware;
-  return async (ctx, next) => {
+  return (ctx, next) => {
     if (ctx.path !== '/admin/queues' && !ctx.path.startsWith('/admin/queues/')) return next();
     return requireAdmin(ctx, () => board(ctx, next));
   };
@@ -42,7 +42,7 @@ function queueBoard(): Koa.Middleware {
 export async function createApp(): Promise<Koa> {
   const app = new Koa({ proxy: process.env.HUB_TRUST_PROXY === 'true' });
   app.silent = true; // errors middleware logs; Koa's default stderr dump would print stacks
-  const { routes, routers } = createRoutes();
+  const { routes, middleware: routeMiddleware } = createRoutes();
   for (const register of await loadRouteModules()) register(routes);
 
   const security = securityConfig();
@@ -54,6 +54,6 @@ export async function createApp(): Promise<Koa> {
   app.use(unauthenticatedLimit(security));
   app.use(queueBoard());
   app.use(jsonBody);
-  for (const router of routers) app.use(router.routes());
+  app.use(routeMiddleware());
   return app;
 }

@@ -8,25 +8,41 @@
  *
  * Env: DATABASE_URL, PORT, BASELINE_HUB_ID. Not authenticated, no validation, no logging: the floor of the work.
  */
-import { randomBytes, randomUUID } from 'node:crypto';
+import { createCipheriv, createDecipheriv, createHash, randomBytes, randomUUID } from 'node:crypto';
 import http from 'node:http';
 import pg from 'pg';
 
 const pool = new pg.Pool({ connectionString: process.env.DATABASE_URL, max: Number(process.env.HUB_DB_POOL_MAX ?? 10) });
 const hubId = process.env.BASELINE_HUB_ID!;
 
-const COLUMNS = 'id, hub_id, name, token, common_name, organization, organizational_unit, valid_years, expires_at, created_at, created_by';
+// token strings are kept sealed (AES-256-GCM) and found by their SHA-256, as the service keeps them (migration 0801):
+// the baseline seals on insert and opens on read like the service does (~4 µs a read), with a key of its own
+const key = randomBytes(32);
+function seal(plain: string): string {
+  const iv = randomBytes(12);
+  const cipher = createCipheriv('aes-256-gcm', key, iv);
+  const data = Buffer.concat([cipher.update(plain), cipher.final()]);
+  return ['v1', iv.toString('base64url'), cipher.getAuthTag().toString('base64url'), data.toString('base64url')].join('.');
+}
+function open(sealed: string): string {
+  const [, iv, tag, data] = sealed.split('.');
+  const decipher = createDecipheriv('aes-256-gcm', key, Buffer.from(iv, 'base64url'));
+  decipher.setAuthTag(Buffer.from(tag, 'base64url'));
+  return Buffer.concat([decipher.update(Buffer.from(data, 'base64url')), decipher.final()]).toString('utf8');
+}
+
+const COLUMNS = 'id, hub_id, name, token_sealed, common_name, organization, organizational_unit, valid_years, expires_at, created_at, created_by';
 const SELECT = { name: 'baseline-select', text: `SELECT ${COLUMNS} FROM certificate_request_tokens WHERE id = $1 AND hub_id = $2` };
-const INSERT_TOKEN = `INSERT INTO certificate_request_tokens (id, hub_id, name, token, valid_years, expires_at, created_by, created_at, updated_at)
-  VALUES ($1, $2, $3, $4, 1, now() + interval '7 days', 'baseline', now(), now()) RETURNING ${COLUMNS}`;
+const INSERT_TOKEN = `INSERT INTO certificate_request_tokens (id, hub_id, name, token_sealed, token_digest, valid_years, expires_at, created_by, created_at, updated_at)
+  VALUES ($1, $2, $3, $4, $5, 1, now() + interval '7 days', 'baseline', now(), now()) RETURNING ${COLUMNS}`;
 const INSERT_NAME = 'INSERT INTO pki_names (hub_id, name, token_id) VALUES ($1, $2, $3)';
 const INSERT_BOTH = `WITH t AS (${INSERT_TOKEN}), n AS (INSERT INTO pki_names (hub_id, name, token_id) SELECT hub_id, name, id FROM t) SELECT * FROM t`;
 
-const present = (r: Record<string, any>) => ({
+const present = (r: Record<string, any>, tokenString?: string) => ({
   id: r.id,
   name: r.name,
   hubId: r.hub_id,
-  token: r.token,
+  token: tokenString ?? open(r.token_sealed),
   commonName: r.common_name,
   organization: r.organization,
   organizationalUnit: r.organizational_unit,
@@ -58,10 +74,11 @@ const server = http.createServer(async (req, res) => {
     }
     if (req.method === 'POST' && (url === '/tokens' || url === '/tokens/one')) {
       const { name } = await readJson(req);
-      const values = [randomUUID(), hubId, name, randomBytes(24).toString('base64url')];
+      const tokenString = randomBytes(24).toString('base64url');
+      const values = [randomUUID(), hubId, name, seal(tokenString), createHash('sha256').update(tokenString).digest()];
       if (url === '/tokens/one') {
         const { rows } = await pool.query({ name: 'baseline-insert-both', text: INSERT_BOTH, values });
-        return send(res, 201, present(rows[0]));
+        return send(res, 201, present(rows[0], tokenString));
       }
       const client = await pool.connect();
       try {
@@ -69,7 +86,7 @@ const server = http.createServer(async (req, res) => {
         const { rows } = await client.query({ name: 'baseline-insert-token', text: INSERT_TOKEN, values });
         await client.query({ name: 'baseline-insert-name', text: INSERT_NAME, values: [hubId, name, values[0]] });
         await client.query('COMMIT');
-        return send(res, 201, present(rows[0]));
+        return send(res, 201, present(rows[0], tokenString));
       } catch (err) {
         await client.query('ROLLBACK').catch(() => undefined);
         throw err;

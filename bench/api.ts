@@ -70,7 +70,9 @@ try {
   const baseUrl = `http://127.0.0.1:${basePort}`;
   const baseline = startProcess(ws, 'bench/api-baseline.ts', { ...process.env, DATABASE_URL: databaseUrl, PORT: String(basePort), BASELINE_HUB_ID: hub.id, BENCH_PROFILE: '' });
   await waitUntilHealthy(baseUrl, baseline);
-  const baseToken = await fetch(`${baseUrl}/tokens`, { method: 'POST', body: JSON.stringify({ name: 'baseline-read-me' }) }).then((r) => r.json());
+  const baseCreated = await fetch(`${baseUrl}/tokens`, { method: 'POST', body: JSON.stringify({ name: 'baseline-read-me' }) });
+  const baseToken = await baseCreated.json();
+  if (baseCreated.status !== 201) throw new Error(`the baseline could not create its token: ${baseCreated.status} ${JSON.stringify(baseToken)}`);
 
   const json = { 'content-type': 'application/json', accept: 'application/json' };
   const newName = () => JSON.stringify({ name: `n-${process.pid}-${names++}` });

@@ -1,3 +1,4 @@
+import * as crypto from 'node:crypto';
 import { createCipheriv, createDecipheriv, createHash, randomBytes, timingSafeEqual } from 'node:crypto';
 import { config } from './config.js';
 
@@ -21,7 +22,9 @@ export function decryptSecretBuffer(sealed: string, key: Buffer = config().secre
 
 export const decryptSecret = (sealed: string, key?: Buffer): string => decryptSecretBuffer(sealed, key).toString('utf8');
 
-export const sha256 = (value: string | Buffer): Buffer => createHash('sha256').update(value).digest();
+/** SHA-256 as a Buffer: node:crypto's one-shot `hash()` where there is one (Node >= 20.12), which makes no Hash object. */
+export const sha256: (value: string | Buffer) => Buffer =
+  typeof crypto.hash === 'function' ? (value) => crypto.hash('sha256', value, 'buffer') : (value) => createHash('sha256').update(value).digest();
 
 /** Constant-time comparison of two strings of any length (compares their digests). */
 export function safeEqual(a: string, b: string): boolean {

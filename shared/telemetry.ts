@@ -24,26 +24,96 @@ const JOB_BUCKETS = [0.01, 0.05, 0.1, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300];
 
 // ---- HTTP API (web) ----
 
-export const httpRequestsTotal = new client.Counter({
-  name: 'edgehub_http_requests_total',
-  help: 'API requests by route template, method and status',
-  labelNames: ['route', 'method', 'status'] as const,
-  registers: [registry],
-});
+interface HttpSeries {
+  labels: { route: string; method: string; status: string };
+  /** Observations per bucket of LATENCY_BUCKETS (not cumulative); above the last bound only `count` has them. */
+  buckets: Float64Array;
+  sum: number;
+  count: number;
+}
 
-export const httpRequestDuration = new client.Histogram({
-  name: 'edgehub_http_request_duration_seconds',
-  help: 'API request latency by route template, method and status',
-  labelNames: ['route', 'method', 'status'] as const,
-  buckets: LATENCY_BUCKETS,
-  registers: [registry],
-});
+/**
+ * The API's request counter and latency histogram, kept per label set in plain numbers and handed to the registry in
+ * prom-client's own shapes when it is scraped, so that the exposition is that of a prom-client Counter and Histogram
+ * with these names, labels and buckets. prom-client's labelled inc() and observe() check and hash the label object on
+ * every call, which measured ~7 µs of CPU per request on the API's read path (A/B in one bench run); here a request
+ * costs three map look-ups and a few additions.
+ */
+class HttpRequestSeries {
+  private readonly byRoute = new Map<string, Map<string, Map<number, HttpSeries>>>();
+  /** In the order label sets first appeared, as prom-client lists them. */
+  private readonly all: HttpSeries[] = [];
+
+  constructor(private readonly bounds: readonly number[]) {}
+
+  observe(route: string, method: string, status: number, seconds: number): void {
+    let byMethod = this.byRoute.get(route);
+    if (!byMethod) this.byRoute.set(route, (byMethod = new Map()));
+    let byStatus = byMethod.get(method);
+    if (!byStatus) byMethod.set(method, (byStatus = new Map()));
+    let series = byStatus.get(status);
+    if (!series) {
+      series = { labels: { route, method, status: String(status) }, buckets: new Float64Array(this.bounds.length), sum: 0, count: 0 };
+      byStatus.set(status, series);
+      this.all.push(series);
+    }
+    const bounds = this.bounds;
+    let i = 0;
+    while (i < bounds.length && seconds > bounds[i]) i++;
+    if (i < bounds.length) series.buckets[i]++;
+    series.sum += seconds;
+    series.count++;
+  }
+
+  reset(): void {
+    this.byRoute.clear();
+    this.all.length = 0;
+  }
+
+  counter(name: string, help: string) {
+    const values = () => this.all.map((s) => ({ value: s.count, labels: s.labels }));
+    const get = async () => ({ help, name, type: 'counter', values: values(), aggregator: 'sum' });
+    return { name, help, type: 'counter', aggregator: 'sum', get, reset: () => this.reset() };
+  }
+
+  histogram(name: string, help: string) {
+    // prom-client's histogram shape: `le` as the value's labels and the series' labels as shared labels
+    const forPromString = () =>
+      this.all.flatMap((s) => {
+        let cumulative = 0;
+        const buckets = this.bounds.map((le, i) => {
+          cumulative += s.buckets[i];
+          return { labels: { le } as Record<string, string | number>, sharedLabels: s.labels, value: cumulative, metricName: `${name}_bucket`, exemplar: null as null | undefined };
+        });
+        return [
+          ...buckets,
+          { labels: { le: '+Inf' }, sharedLabels: s.labels, value: s.count, metricName: `${name}_bucket`, exemplar: null },
+          { labels: {}, sharedLabels: s.labels, value: s.sum, metricName: `${name}_sum`, exemplar: undefined },
+          { labels: {}, sharedLabels: s.labels, value: s.count, metricName: `${name}_count`, exemplar: undefined },
+        ];
+      });
+    const getForPromString = async () => ({ name, help, type: 'histogram', values: forPromString(), aggregator: 'sum' });
+    // get() (JSON) as prom-client gives it: shared labels folded into each value's labels
+    const get = async () => ({
+      name,
+      help,
+      type: 'histogram',
+      values: forPromString().map(({ labels, sharedLabels, value, metricName, exemplar }) => ({ value, metricName, exemplar, labels: { ...labels, ...sharedLabels } })),
+      aggregator: 'sum',
+    });
+    return { name, help, type: 'histogram', aggregator: 'sum', get, getForPromString, reset: () => this.reset() };
+  }
+}
+
+const httpSeries = new HttpRequestSeries(LATENCY_BUCKETS);
+registry.registerMetric(httpSeries.counter('edgehub_http_requests_total', 'API requests by route template, method and status') as unknown as client.Metric);
+registry.registerMetric(
+  httpSeries.histogram('edgehub_http_request_duration_seconds', 'API request latency by route template, method and status') as unknown as client.Metric,
+);
 
 /** Records one API request. `route` is the router's path template (`/hub/:hubId/shares/:zId`), never the raw path. */
 export function observeHttp(route: string, method: string, status: number, seconds: number): void {
-  const labels = { route, method, status: String(status) };
-  httpRequestsTotal.inc(labels);
-  httpRequestDuration.observe(labels, seconds);
+  httpSeries.observe(route, method, status, seconds);
 }
 
 // ---- jobs (worker) ----

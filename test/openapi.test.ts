@@ -44,7 +44,7 @@ test('every route the routers register is in the document, and every documented 
   const { routes, routers } = createRoutes();
   for (const register of await loadRouteModules()) register(routes);
   const registered = new Set<string>();
-  for (const router of routers) {
+  for (const router of routers()) {
     for (const layer of router.stack) {
       for (const method of layer.methods) if (method !== 'HEAD') registered.add(`${method} ${openApiPath(String(layer.path))}`);
     }

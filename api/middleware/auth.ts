@@ -4,7 +4,7 @@ import { config } from '../../shared/config.js';
 import { preparedQuery } from '../../shared/db.js';
 import { ApiError, forbidden, unauthorized } from '../../shared/errors.js';
 import { safeEqual, sha256 } from '../../shared/secrets.js';
-import { cachedHub, cachedKey, type CachedHub } from './authCache.js';
+import { cachedHub, cachedKey, peekHub, peekKey, type CachedHub } from './authCache.js';
 
 export type Principal =
   | { kind: 'admin'; name: 'admin' }
@@ -46,6 +46,8 @@ const hubInfo = (id: string, name: string, features: CachedHub['features'] | nul
 
 /** The hub with this id (cached; see authCache.ts), or undefined. */
 export function findHubInfo(id: string): Promise<CachedHub | undefined> {
+  const hit = peekHub(id);
+  if (hit) return Promise.resolve(hit);
   return cachedHub(id, async () => {
     const [row] = await preparedQuery<{ id: string; name: string; features: CachedHub['features'] }>('auth-hub', HUB_SQL, [id]);
     return row && hubInfo(row.id, row.name, row.features);
@@ -67,13 +69,14 @@ export async function authenticate(header: string): Promise<Principal> {
   if (timingSafeEqual(hash, adminTokenDigest()) && (creds.scheme === 'bearer' || creds.username === 'admin')) {
     return { kind: 'admin', name: 'admin' };
   }
-  const key = await cachedKey(hash.toString('hex'), async () => {
+  const digest = hash.toString('hex');
+  const key = peekKey(digest) ?? (await cachedKey(digest, async () => {
     const [row] = await preparedQuery<KeyRow>('auth-key', KEY_SQL, [hash]);
     if (!row) return undefined;
     // the hub came with it: remember it too, so that requireHub needs no query of its own
     await cachedHub(row.hub_id, async () => hubInfo(row.hub_id, row.hub_name, row.hub_features));
     return { id: row.id, hubId: row.hub_id, username: row.username };
-  });
+  }));
   if (!key) throw unauthorized('bearer token missing or invalid');
   if (creds.scheme === 'basic' && !safeEqual(creds.username, key.username)) throw unauthorized('bearer token missing or invalid');
   return { kind: 'apikey', keyId: key.id, hubId: key.hubId, name: key.username };

@@ -85,6 +85,15 @@ async function through<T extends object>(cache: LRUCache<string, T>, id: string,
   return value;
 }
 
+/** The cached entry, or undefined when there is none or the cache is not live (then `through` loads it). */
+const peek = <T extends object>(cache: LRUCache<string, T>, id: string): T | undefined => (listener?.live ? cache.get(id) : undefined);
+
+/** The key for this digest when it is cached (no promise: an authenticated request's usual case). */
+export const peekKey = (digestHex: string): CachedKey | undefined => peek(keys, digestHex);
+
+/** The hub when it is cached. */
+export const peekHub = (id: string): CachedHub | undefined => peek(hubs, id);
+
 /** The unrevoked key whose token has this SHA-256 (hex), from the cache or from `load`. */
 export const cachedKey = (digestHex: string, load: () => Promise<CachedKey | undefined>) => through(keys, digestHex, load);
 

@@ -3,6 +3,7 @@ import { ForeignKeyConstraintError, UniqueConstraintError, ValidationError as Se
 import { ZodError } from 'zod';
 import { ApiError } from '../../shared/errors.js';
 import { formatZodError } from '../validate.js';
+import { requestLog } from './requestContext.js';
 
 function toApiError(err: unknown): ApiError | undefined {
   if (err instanceof ApiError) return err;
@@ -53,7 +54,7 @@ export const errors: Middleware = async (ctx, next) => {
       ctx.body = { error: known.code, message: known.message };
       return;
     }
-    ctx.state.log?.error({ err: sanitisedError(err) }, 'unexpected error');
+    requestLog(ctx).error({ err: sanitisedError(err) }, 'unexpected error');
     ctx.status = 500;
     ctx.body = { error: 'internal_error', message: `unexpected error; quote request id ${ctx.state.requestId} when reporting it` };
   }

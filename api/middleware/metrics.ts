@@ -10,12 +10,12 @@ function routeOf(ctx: { _matchedRoute?: string | RegExp; path: string }): string
 
 /** Counts every API request and its latency by route template, method and status (shared/telemetry.ts). */
 export const httpMetrics: Middleware = async (ctx, next) => {
-  const started = process.hrtime.bigint();
+  const started = performance.now();
   let status = 500;
   try {
     await next();
     status = ctx.status;
   } finally {
-    observeHttp(routeOf(ctx as never), ctx.method, status, Number(process.hrtime.bigint() - started) / 1e9);
+    observeHttp(routeOf(ctx as never), ctx.method, status, (performance.now() - started) / 1000);
   }
 };

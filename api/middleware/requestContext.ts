@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
-import type { Middleware } from 'koa';
-import { logger, type Logger } from '../../shared/logger.js';
+import type { Context, Middleware } from 'koa';
+import { accessLogger, logger, type Logger } from '../../shared/logger.js';
 
 const SAFE_ID = /^[A-Za-z0-9._:-]{1,128}$/;
 
@@ -16,26 +16,30 @@ export function loggedPath(ctx: { path: string; _matchedRoute?: string | RegExp 
   return ctx.path.replace(TOKEN_SEGMENT, '/$1/[redacted]');
 }
 
+/** The request's logger, bound to its id: made on first use (most requests log nothing but the access line). */
+export function requestLog(ctx: Context): Logger {
+  const state = ctx.state as { requestId?: string; log?: Logger };
+  return (state.log ??= state.requestId === undefined ? logger : logger.child({ reqId: state.requestId }));
+}
+
 /**
- * Gives every request an id (honouring a sane incoming x-request-id), a child logger, and one access-log line. The
- * child logger is made on first use (most requests never log anything but the access line, which needs none), and
- * the logger writes asynchronously (shared/logger.ts): logging costs the request little and never blocks it.
+ * Gives every request an id (honouring a sane incoming x-request-id; `ctx.state.requestId`), a logger bound to it
+ * (requestLog), and one access-log line. The logger writes asynchronously (shared/logger.ts): logging costs the
+ * request little and never blocks it.
  */
 export const requestContext: Middleware = async (ctx, next) => {
   const incoming = ctx.get('x-request-id');
   const requestId = SAFE_ID.test(incoming) ? incoming : randomUUID();
   ctx.state.requestId = requestId;
-  let child: Logger | undefined;
-  Object.defineProperty(ctx.state, 'log', { get: () => (child ??= logger.child({ reqId: requestId })), configurable: true, enumerable: false });
   ctx.set('x-request-id', requestId);
-  const started = process.hrtime.bigint();
+  const started = performance.now();
   try {
     await next();
   } finally {
-    if (logger.isLevelEnabled('info')) {
-      const ms = Number(process.hrtime.bigint() - started) / 1e6;
+    if (accessLogger.isLevelEnabled('info')) {
+      const ms = Math.round((performance.now() - started) * 10) / 10;
       // the route template, never the raw path or query: both may carry tokens
-      logger.info({ reqId: requestId, method: ctx.method, path: loggedPath(ctx as never), status: ctx.status, ms: Math.round(ms * 10) / 10 }, 'request');
+      accessLogger.info({ reqId: requestId, method: ctx.method, path: loggedPath(ctx as never), status: ctx.status, ms }, 'request');
     }
   }
 };

@@ -1,27 +1,63 @@
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import helmet, { type HelmetOptions } from 'helmet';
 import type { Middleware } from 'koa';
-import helmet from 'koa-helmet';
 
 /** Pages that render HTML with their own scripts and styles (the queue UI, an API docs page): no strict CSP there. */
 const HTML_PAGES = /^\/(?:admin\/queues|docs)(?:\/|$)/i;
 
+interface HeaderSet {
+  set: [name: string, value: string][];
+  remove: string[];
+}
+
+/**
+ * What helmet does to a response with these options, recorded once. With fixed options (no directive given as a
+ * function of the request, which helmet would call per request) its answer is the same for every request, so the
+ * recorded list is applied instead of running helmet's dozen middlewares through a promise on every request.
+ */
+export function helmetHeaders(options: Readonly<HelmetOptions>): HeaderSet {
+  const recorded: HeaderSet = { set: [], remove: [] };
+  const res = {
+    setHeader(name: string, value: unknown) {
+      recorded.set.push([name, String(value)]);
+    },
+    removeHeader(name: string) {
+      recorded.remove.push(name);
+    },
+  };
+  const request = new Proxy({} as IncomingMessage, {
+    get() {
+      throw new Error('helmet read the request: these options make headers that differ per request');
+    },
+  });
+  let finished = false;
+  helmet(options)(request, res as unknown as ServerResponse, (err?: unknown) => {
+    if (err) throw err;
+    finished = true;
+  });
+  if (!finished) throw new Error('helmet did not finish synchronously');
+  return recorded;
+}
+
 /** JSON answers: nothing may be loaded, framed or sniffed from them. */
-const forApi = helmet({
+const forApi = helmetHeaders({
   contentSecurityPolicy: { useDefaults: false, directives: { defaultSrc: ["'none'"], frameAncestors: ["'none'"] } },
   frameguard: { action: 'deny' },
   referrerPolicy: { policy: 'no-referrer' },
 });
-const forPages = helmet({ contentSecurityPolicy: false, frameguard: { action: 'deny' }, referrerPolicy: { policy: 'no-referrer' } });
+const forPages = helmetHeaders({ contentSecurityPolicy: false, frameguard: { action: 'deny' }, referrerPolicy: { policy: 'no-referrer' } });
 
 /**
  * Security headers on every response (helmet's set: nosniff, frame denial, no referrer, HSTS, cross-origin
- * isolation, ...), and `Cache-Control: no-store` on answers that did not choose a cache policy: API answers carry
- * tokens, JWTs and keys that no shared cache or browser history should keep.
+ * isolation, ...), and `Cache-Control: no-store` unless the answer chooses its own cache policy (a route that sets
+ * Cache-Control replaces it): API answers carry tokens, JWTs and keys that no shared cache or browser history should
+ * keep. Set before the request is handled, so that an error answer carries them too.
  */
-export const securityHeaders: Middleware = async (ctx, next) => {
-  await (HTML_PAGES.test(ctx.path) ? forPages : forApi)(ctx, async () => undefined);
-  try {
-    await next();
-  } finally {
-    if (!ctx.response.get('Cache-Control')) ctx.set('Cache-Control', 'no-store');
-  }
+export const securityHeaders: Middleware = (ctx, next) => {
+  const res = ctx.res;
+  const headers = HTML_PAGES.test(ctx.path) ? forPages : forApi;
+  for (const name of headers.remove) res.removeHeader(name);
+  for (const [name, value] of headers.set) res.setHeader(name, value);
+  res.setHeader('Cache-Control', 'no-store');
+  return next();
 };

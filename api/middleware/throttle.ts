@@ -30,6 +30,10 @@ const tooMany = (what: string, msBeforeNext: number) => {
 class BlockList {
   private readonly until = new Map<string, number>();
 
+  get empty(): boolean {
+    return this.until.size === 0;
+  }
+
   msLeft(address: string, now = Date.now()): number {
     const at = this.until.get(address);
     if (at === undefined) return 0;
@@ -74,7 +78,7 @@ export function authFailureThrottle(settings: Pick<SecurityConfig, 'authFailureL
   }
 
   return async (ctx: Context, next) => {
-    const left = blocked.msLeft(ctx.ip);
+    const left = blocked.empty ? 0 : blocked.msLeft(ctx.ip);
     if (left > 0 && ctx.path !== '/healthz') throw tooMany(what, left);
     try {
       await next();
@@ -93,8 +97,7 @@ export const UNAUTHENTICATED_ROUTE = /^\/hub\/(?:v2\/)?[^/]+\/client-certificate
 export function unauthenticatedLimit(settings: Pick<SecurityConfig, 'unauthRateLimit' | 'unauthRateWindowSeconds'>): Middleware {
   if (settings.unauthRateLimit === 0) return (_ctx, next) => next();
   const limiter = new RateLimiterMemory({ points: settings.unauthRateLimit, duration: settings.unauthRateWindowSeconds });
-  return async (ctx, next) => {
-    if (!UNAUTHENTICATED_ROUTE.test(ctx.path)) return next();
+  const limited: Middleware = async (ctx, next) => {
     try {
       await limiter.consume(ctx.ip);
     } catch (res) {
@@ -103,4 +106,5 @@ export function unauthenticatedLimit(settings: Pick<SecurityConfig, 'unauthRateL
     }
     return next();
   };
+  return (ctx, next) => (UNAUTHENTICATED_ROUTE.test(ctx.path) ? limited(ctx, next) : next());
 }

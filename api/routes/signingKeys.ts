@@ -1,5 +1,6 @@
 import { revokeNow, rotateNow } from '../../shared/commands/signingKeys.js';
 import { principalName } from '../middleware/auth.js';
+import { requestLog } from '../middleware/requestContext.js';
 import type { Routes } from '../router.js';
 
 export default function routes({ admin }: Routes) {
@@ -9,6 +10,6 @@ export default function routes({ admin }: Routes) {
   // a compromised key: out of the JWKS and refused by every verifier at once (other web processes within seconds)
   admin.post('/admin/v1/signing-keys/:kid\\:revoke', async (ctx) => {
     ctx.body = await revokeNow(ctx.params.kid);
-    ctx.state.log.warn({ kid: ctx.params.kid, by: principalName(ctx) }, 'signing key revoked');
+    requestLog(ctx).warn({ kid: ctx.params.kid, by: principalName(ctx) }, 'signing key revoked');
   });
 }

@@ -80,10 +80,26 @@ export type TokenRecord = Pick<
   'id' | 'hubId' | 'name' | 'token' | 'commonName' | 'organization' | 'organizationalUnit' | 'validYears' | 'expiresAt' | 'spentAt' | 'createdBy' | 'createdAt'
 >;
 
+/** A row as TOKEN_COLUMNS reads it: the token string only sealed. */
+type TokenRow = Omit<TokenRecord, 'token'> & { tokenSealed: string };
+
 /** A row read with TOKEN_COLUMNS as the API's record: the token string decrypted (it is kept only sealed). */
-function tokenRecord(row: TokenRecord & { tokenSealed?: string }, tokenString?: string): TokenRecord {
-  const { tokenSealed, ...rest } = row;
-  return { ...rest, token: tokenString ?? decryptSecret(tokenSealed!) };
+function tokenRecord(row: TokenRow, tokenString?: string): TokenRecord {
+  // named fields rather than a rest/spread copy of the row: this runs on every read of a token
+  return {
+    id: row.id,
+    hubId: row.hubId,
+    name: row.name,
+    token: tokenString ?? decryptSecret(row.tokenSealed),
+    commonName: row.commonName,
+    organization: row.organization,
+    organizationalUnit: row.organizationalUnit,
+    validYears: row.validYears,
+    expiresAt: row.expiresAt,
+    spentAt: row.spentAt,
+    createdBy: row.createdBy,
+    createdAt: row.createdAt,
+  };
 }
 
 /**
@@ -118,7 +134,7 @@ export async function createToken(hubId: string, input: TokenInput & { name: str
     createdBy,
   ];
   try {
-    const [token] = await preparedQuery<TokenRecord>('create-certificate-request-token', CREATE_TOKEN_SQL, values);
+    const [token] = await preparedQuery<TokenRow>('create-certificate-request-token', CREATE_TOKEN_SQL, values);
     return tokenRecord(token, tokenString);
   } catch (err) {
     const code = (err as { code?: string }).code;
@@ -130,7 +146,7 @@ export async function createToken(hubId: string, input: TokenInput & { name: str
 
 /** A token of the hub as a plain record (one prepared statement, no model instance), or 404. */
 export async function readToken(hubId: string, id: string): Promise<TokenRecord> {
-  const [token] = await preparedQuery<TokenRecord>(
+  const [token] = await preparedQuery<TokenRow>(
     'read-certificate-request-token',
     `SELECT ${TOKEN_COLUMNS} FROM certificate_request_tokens WHERE id = $1 AND hub_id = $2`,
     [id, hubId],
