@@ -15,7 +15,7 @@ import type { EgressPolicy } from '../shared/egress.js';
  * keep-alive connection; bytes arriving on an idle connection retire it; idle connections are closed after
  * 4 s or the target's own `Keep-Alive: timeout`, whichever is shorter; an idempotent request
  * without a body that meets a reused connection closed under it (the race every keep-alive client has) is sent once
- * more on a new connection; no answer head within the timeout is a timeout.
+ * more on a new connection; no answer head within the timeout of the last request byte is a timeout.
  */
 
 interface NativeParser {
@@ -329,6 +329,8 @@ export class Exchange {
     socket.once('close', onClose);
     body.on('data', (chunk: Buffer) => {
       if (socket.destroyed) return;
+      // the deadline is for the answer head after the request was sent: an upload in progress moves it
+      this.deadline = Date.now() + this.client.timeoutMs;
       let flowing: boolean;
       if (chunked) {
         if (!chunk.length) return;
@@ -348,6 +350,7 @@ export class Exchange {
       if (socket.destroyed) return;
       if (chunked) socket.write('0\r\n\r\n', 'latin1');
       this.requestSent = true;
+      this.deadline = Date.now() + this.client.timeoutMs;
     });
   }
 

@@ -244,3 +244,27 @@ test('an https target is reached over TLS and its certificate is verified: a sel
   t.regex(answer.json.message, /SELF_SIGNED/);
   t.is(reached, 0, 'no request was sent to a target whose certificate failed');
 });
+
+test('an upload slower than the answer timeout is not cut off: the deadline runs from the last byte sent', async (t) => {
+  const target = await countingTarget(async (req, res) => res.end(String((await readBody(req)).length)));
+  const { host } = await routedShare(edge, hub, { target: target.url });
+  const answer = await new Promise<{ status: number; text: string }>((resolve, reject) => {
+    const req = http.request({ host: '127.0.0.1', port: edge.httpPort, method: 'POST', path: '/slow-upload', headers: { host, 'content-length': 8 * 1000 }, agent: false }, (res) => {
+      let text = '';
+      res.on('data', (c) => (text += c));
+      res.on('end', () => resolve({ status: res.statusCode!, text }));
+    });
+    req.on('error', reject);
+    let sent = 0;
+    // 8 pieces 400 ms apart: 2.8 s in all, beyond the 2 s answer timeout of this edge
+    const timer = setInterval(() => {
+      req.write(Buffer.alloc(1000, 1));
+      if (++sent === 8) {
+        clearInterval(timer);
+        req.end();
+      }
+    }, 400);
+  });
+  t.is(answer.status, 200);
+  t.is(answer.text, '8000');
+});
