@@ -1,5 +1,5 @@
 import test from 'ava';
-import { derToPem, pemToDer } from '../shared/pki/der.js';
+import { children, derToPem, encodeSequence, pemToDer, readElement } from '../shared/pki/der.js';
 import { closeIssuanceEvents } from '../shared/pki/issuance.js';
 import { makeCsr } from './helpers/pki.js';
 import { startStack, type HubFixture, type Stack } from './helpers/stack.js';
@@ -66,4 +66,29 @@ test('an unaltered CSR is accepted; one that is DER but not PKCS#10 is a 400 fro
   const r = await hub.call('POST', `${hub.h}/client-certificates`, { body: { name: 'strict-not', value: notCsr } });
   t.is(r.status, 400);
   t.regex(r.json.message, /not a valid PKCS#10 certification request/);
+});
+
+/** The CSR rebuilt with another signatureAlgorithm element (outside the signed part, so the signature still verifies). */
+function withSignatureAlgorithm(der: Buffer, algorithm: (oid: Buffer) => Buffer): Buffer {
+  const outerEl = readElement(der);
+  const [info, sigAlg, signature] = children(outerEl);
+  const [oid] = children(sigAlg);
+  return encodeSequence(info.raw, algorithm(oid.raw), signature.raw);
+}
+
+test('a CSR is read against PKCS#10 element by element: extra fields and malformed universal types outside the signed part are a 400', async (t) => {
+  const der = pemToDer(await makeCsr('/CN=strict-structure'), ['CERTIFICATE REQUEST'])!;
+  const cases: [string, Buffer, RegExp][] = [
+    ['strict-extra-field', withSignatureAlgorithm(der, (oid) => encodeSequence(oid, Buffer.from([0x05, 0x00]), Buffer.from([0x05, 0x00]))), /^CSR is not a valid PKCS#10 certification request \(signatureAlgorithm has more than an algorithm and its parameters\)/],
+    ['strict-primitive-sequence', withSignatureAlgorithm(der, (oid) => encodeSequence(oid, Buffer.from([0x10, 0x01, 0x00]))), /^CSR is not a DER-encoded PKCS#10 certification request \(a SEQUENCE or SET in primitive form\)/],
+    ['strict-integer', withSignatureAlgorithm(der, (oid) => encodeSequence(oid, Buffer.from([0x02, 0x02, 0x00, 0x01]))), /INTEGER that is not minimally encoded/],
+    ['strict-oid', withSignatureAlgorithm(der, (oid) => encodeSequence(oid, Buffer.from([0x06, 0x02, 0x2a, 0x86]))), /malformed OBJECT IDENTIFIER/],
+  ];
+  for (const [name, altered, reason] of cases) {
+    const r = await hub.call('POST', `${hub.h}/client-certificates`, { body: { name, value: derToPem(altered, 'CERTIFICATE REQUEST') } });
+    t.is(r.status, 400, `${name}: ${r.text}`);
+    t.regex(r.json.message, reason, name);
+  }
+  const list = await hub.call('GET', `${hub.h}/client-certificates`);
+  t.false(list.json.content.some((c: { name: string }) => c.name.startsWith('strict-') && cases.some(([n]) => n === c.name)), 'nothing written');
 });

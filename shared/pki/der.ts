@@ -26,10 +26,55 @@ export function readElement(buf: Buffer, offset = 0): DerElement {
   return { tag, raw: buf.subarray(offset, end), content: buf.subarray(offset + header, end) };
 }
 
+/** True when an OBJECT IDENTIFIER's content is well formed: subidentifiers minimal (no leading 0x80), the last one ended. */
+export function isOidContent(c: Buffer): boolean {
+  if (c.length === 0 || c[c.length - 1] & 0x80) return false;
+  for (let i = 0; i < c.length; i++) if (c[i] === 0x80 && (i === 0 || !(c[i - 1] & 0x80))) return false;
+  return true;
+}
+
+/**
+ * The encoding rules of the universal types, as DER has them: SEQUENCE and SET constructed, every other universal
+ * type primitive; BOOLEAN one octet 00 or FF; INTEGER and ENUMERATED at least one octet and minimal; BIT STRING an
+ * unused-bits octet 0-7 (0 when empty); NULL empty; OBJECT IDENTIFIER well formed. Elements of other classes
+ * (context-specific, ...) are the schema's business.
+ */
+function assertUniversal(tag: number, content: Buffer): void {
+  if (tag & 0xc0) return;
+  const number = tag & 0x1f;
+  const constructed = (tag & 0x20) !== 0;
+  if (number === 0) throw new Error('end-of-contents octets (BER, not DER)');
+  if (number === 0x10 || number === 0x11) {
+    if (!constructed) throw new Error('a SEQUENCE or SET in primitive form');
+    return;
+  }
+  if (constructed) throw new Error('constructed encoding of a primitive type (BER, not DER)');
+  const c = content;
+  switch (number) {
+    case 0x01:
+      if (c.length !== 1 || (c[0] !== 0x00 && c[0] !== 0xff)) throw new Error('a BOOLEAN that is not one octet 00 or FF');
+      return;
+    case 0x02:
+    case 0x0a:
+      if (c.length === 0) throw new Error('an empty INTEGER');
+      if (c.length > 1 && ((c[0] === 0x00 && !(c[1] & 0x80)) || (c[0] === 0xff && c[1] & 0x80))) throw new Error('an INTEGER that is not minimally encoded');
+      return;
+    case 0x03:
+      if (c.length === 0 || c[0] > 7 || (c.length === 1 && c[0] !== 0)) throw new Error('a BIT STRING with an invalid unused-bits octet');
+      return;
+    case 0x05:
+      if (c.length !== 0) throw new Error('a NULL with content');
+      return;
+    case 0x06:
+      if (!isOidContent(c)) throw new Error('a malformed OBJECT IDENTIFIER');
+      return;
+  }
+}
+
 /**
  * Checks that `der` is exactly one DER element, at every level of its constructed elements: definite, minimal
  * lengths (readElement refuses the others), constructed contents filled exactly by their children, low tag numbers
- * only, and no byte after the end. Throws with the reason.
+ * only, universal types encoded as DER has them (assertUniversal), and no byte after the end. Throws with the reason.
  */
 export function assertDer(der: Buffer): void {
   const walk = (buf: Buffer, depth: number): void => {
@@ -37,6 +82,7 @@ export function assertDer(der: Buffer): void {
     for (let offset = 0; offset < buf.length; ) {
       const element = readElement(buf, offset);
       if ((element.tag & 0x1f) === 0x1f) throw new Error('high tag number form not expected here');
+      assertUniversal(element.tag, element.content);
       if (element.tag & 0x20) walk(element.content, depth + 1);
       offset += element.raw.length;
     }
