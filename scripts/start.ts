@@ -66,10 +66,12 @@ try {
   if (!cfg.databaseUrl) {
     pg = await startPostgres(path.join(cfg.dataDir, 'postgres'), { persistent: true, database: 'edgehub' });
     env.DATABASE_URL = pg.url('edgehub');
+    console.error(`edgehub: PostgreSQL started (pid ${pg.pid}, port ${pg.port})`);
   }
   if (!cfg.redisUrl) {
     rd = await startRedis(path.join(cfg.dataDir, 'redis'));
     env.REDIS_URL = rd.url;
+    console.error(`edgehub: redis-server started (pid ${rd.process.pid}, port ${rd.port})`);
   }
   Object.assign(process.env, env);
   resetConfig();
