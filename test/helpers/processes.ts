@@ -13,8 +13,13 @@ export interface Spawned {
   kill(): Promise<void>;
 }
 
-export function spawnScript(script: string, env: Record<string, string | undefined>): Spawned {
-  const child = spawn(process.execPath, ['--import', 'tsx', script], { env: { ...process.env, LOG_LEVEL: 'info', ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+/** `detached`: in a process group of its own (as a terminal runs a command), so that it can be signalled as a group. */
+export function spawnScript(script: string, env: Record<string, string | undefined>, options: { detached?: boolean } = {}): Spawned {
+  const child = spawn(process.execPath, ['--import', 'tsx', script], {
+    env: { ...process.env, LOG_LEVEL: 'info', ...env },
+    stdio: ['ignore', 'pipe', 'pipe'],
+    detached: options.detached ?? false,
+  });
   let out = '';
   const keep = (chunk: Buffer) => (out = (out + chunk.toString()).slice(-200_000));
   child.stdout!.on('data', keep);
