@@ -1,6 +1,8 @@
 import { createPublicKey, verify, type KeyObject } from 'node:crypto';
 import { badRequest } from '../errors.js';
-import { assertDer, children, decodeOid, isOidContent, pemToDer, readElement, type DerElement } from './der.js';
+import { CertificationRequest } from '@peculiar/asn1-csr';
+import { AsnParser } from '@peculiar/asn1-schema';
+import { assertDer, children, decodeOid, pemToDer, readElement, type DerElement } from './der.js';
 import { nameToString, readName, subjectFields, type Rdns, type SubjectFields } from './names.js';
 
 /** Signature algorithms a CSR may be signed with, by OID. */
@@ -66,38 +68,7 @@ function csrDer(pem: string): Buffer {
   return der;
 }
 
-const TAG = { INTEGER: 0x02, BIT_STRING: 0x03, OID: 0x06, SEQUENCE: 0x30, SET: 0x31, ATTRIBUTES: 0xa0 } as const;
-
-/** An OBJECT IDENTIFIER (its encoding was checked with the rest of the DER). */
-function assertOid(element: DerElement | undefined, what: string): DerElement {
-  if (element?.tag !== TAG.OID || !isOidContent(element.content)) throw new Error(`${what} is not an OBJECT IDENTIFIER`);
-  return element;
-}
-
-/** `SEQUENCE { algorithm OBJECT IDENTIFIER, parameters ANY OPTIONAL }`. */
-function algorithmIdentifier(element: DerElement | undefined, what: string): { oid: string; parameters?: DerElement } {
-  if (element?.tag !== TAG.SEQUENCE) throw new Error(`${what} is not an AlgorithmIdentifier`);
-  const [oid, parameters, extra] = children(element);
-  if (extra) throw new Error(`${what} has more than an algorithm and its parameters`);
-  return { oid: decodeOid(assertOid(oid, `${what} algorithm`).content), parameters };
-}
-
-/** `SEQUENCE { type OBJECT IDENTIFIER, value }` (a Name's AttributeTypeAndValue) or `{ type, values SET OF ANY }`. */
-function typeAndValue(element: DerElement, what: string, valueTag?: number): void {
-  const [type, value, extra] = element.tag === TAG.SEQUENCE ? children(element) : [];
-  if (element.tag !== TAG.SEQUENCE || !value || extra) throw new Error(`${what} is not a SEQUENCE of a type and a value`);
-  assertOid(type, `${what} type`);
-  if (valueTag !== undefined && value.tag !== valueTag) throw new Error(`${what} values are not a SET`);
-}
-
-/** A CSR whose version is not v1: its own 400 message, as before. */
-class CsrVersionError extends Error {
-  constructor(content: Buffer) {
-    super(`CSR version must be 1 (encoded 0), got ${content.length <= 6 ? content.readIntBE(0, content.length) : 'a larger number'}`);
-  }
-}
-
-/** What the rest of the checks need from a CSR read against PKCS#10. */
+/** What the rest of the checks need from a CSR. */
 interface ReadCsr extends CsrParts {
   keyAlgorithm: string;
   keyParameters?: DerElement;
@@ -105,71 +76,56 @@ interface ReadCsr extends CsrParts {
   keyBits: Buffer;
 }
 
+/** The one element of an ASN.1 ANY (the library hands it over as its DER). */
+function anyElement(value: ArrayBuffer | undefined): DerElement | undefined {
+  return value ? readElement(Buffer.from(value)) : undefined;
+}
+
 /**
- * The CSR read against PKCS#10 (RFC 2986) element by element, on DER that csrDer already checked (definite, minimal
- * lengths, nothing left over at any level):
+ * The CSR parsed against the PKCS#10 schema (RFC 2986) by @peculiar/asn1-csr on @peculiar/asn1-schema: every field
+ * of the right type, version 1, nothing missing. The DER under it was checked by csrDer (definite minimal lengths,
+ * universal types as DER has them, nothing left over at any level), which the schema parse does not do.
  *
- *     CertificationRequest ::= SEQUENCE { certificationRequestInfo, signatureAlgorithm AlgorithmIdentifier, signature BIT STRING }
- *     CertificationRequestInfo ::= SEQUENCE { version INTEGER (v1 = 0), subject Name, subjectPKInfo SubjectPublicKeyInfo,
- *                                             attributes [0] IMPLICIT SET OF Attribute (optional, as @peculiar/asn1-csr has it) }
- *     Name ::= SEQUENCE OF SET OF SEQUENCE { type OBJECT IDENTIFIER, value ANY }
- *     SubjectPublicKeyInfo ::= SEQUENCE { algorithm AlgorithmIdentifier, subjectPublicKey BIT STRING }
- *     AlgorithmIdentifier ::= SEQUENCE { algorithm OBJECT IDENTIFIER, parameters ANY OPTIONAL }
- *     Attribute ::= SEQUENCE { type OBJECT IDENTIFIER, values SET OF ANY }
- *
- * Every element has its tag, every SEQUENCE exactly its fields (universal types were checked with the DER), and the
- * signed pieces are sliced as they are (re-encoding could change them). It replaces a generic ASN.1 schema parse
- * (@peculiar/asn1-schema against @peculiar/asn1-csr) that cost the web process ~0.3 ms of its ~1.9 ms per
- * enrollment and was no stricter: it let a third field in an AlgorithmIdentifier (e.g. the unsigned
- * signatureAlgorithm) and non-minimal INTEGERs through, which are refused here (a differential fuzz of both over
- * ~100,000 altered CSRs found nothing the old parse refused that this one accepts).
+ * Two things the schema parse lets through are refused here: an AlgorithmIdentifier with more than an algorithm and
+ * its parameters (the unsigned signatureAlgorithm could carry anything), and BIT STRINGs with unused bits. The signed
+ * pieces (info, subject, key) are the exact bytes of the input, sliced from it: re-encoding could change them.
  */
 function readCsr(der: Buffer): ReadCsr {
+  let request: CertificationRequest;
   try {
-    const outer = readElement(der);
-    const [infoEl, algorithmEl, signatureEl, extra] = outer.tag === TAG.SEQUENCE ? children(outer) : [];
-    if (outer.tag !== TAG.SEQUENCE || infoEl?.tag !== TAG.SEQUENCE || !algorithmEl || signatureEl?.tag !== TAG.BIT_STRING || extra) {
-      throw new Error('not a CertificationRequest');
-    }
-    const signatureAlgorithm = algorithmIdentifier(algorithmEl, 'signatureAlgorithm').oid;
-    if (signatureEl.content.length < 1 || signatureEl.content[0] !== 0) throw new Error('signature BIT STRING with unused bits');
-
-    const [versionEl, subjectEl, spkiEl, attributesEl, extraInfo] = children(infoEl);
-    if (versionEl?.tag !== TAG.INTEGER || subjectEl?.tag !== TAG.SEQUENCE || spkiEl?.tag !== TAG.SEQUENCE || extraInfo) throw new Error('not a CertificationRequestInfo');
-    if (attributesEl && attributesEl.tag !== TAG.ATTRIBUTES) throw new Error('CertificationRequestInfo attributes are not [0] IMPLICIT SET OF Attribute');
-    if (versionEl.content.length !== 1 || versionEl.content[0] !== 0) throw new CsrVersionError(versionEl.content);
-
-    for (const rdn of children(subjectEl)) {
-      if (rdn.tag !== TAG.SET) throw new Error('subject: a relative distinguished name must be a SET');
-      for (const atv of children(rdn)) typeAndValue(atv, 'subject AttributeTypeAndValue');
-    }
-
-    const [keyAlgorithmEl, keyEl, extraKey] = children(spkiEl);
-    if (keyEl?.tag !== TAG.BIT_STRING || extraKey) throw new Error('not a SubjectPublicKeyInfo');
-    const { oid: keyAlgorithm, parameters: keyParameters } = algorithmIdentifier(keyAlgorithmEl, 'subjectPublicKeyInfo');
-    if (keyEl.content.length < 1 || keyEl.content[0] !== 0) throw new Error('subjectPublicKey BIT STRING with unused bits');
-
-    if (attributesEl) for (const attribute of children(attributesEl)) typeAndValue(attribute, 'attribute', TAG.SET);
-
+    request = AsnParser.parse(der, CertificationRequest);
+  } catch (err) {
+    throw badRequest(`CSR is not a valid PKCS#10 certification request (${(err as Error).message})`);
+  }
+  const info = request.certificationRequestInfo;
+  if (info.version !== 0) throw badRequest(`CSR version must be 1 (encoded 0), got ${info.version}`);
+  try {
+    const [infoEl, algorithmEl, signatureEl] = children(readElement(der));
+    const [, subjectEl, spkiEl] = children(infoEl);
+    const [keyAlgorithmEl, keyEl] = children(spkiEl);
+    if (children(algorithmEl).length > 2) throw new Error('signatureAlgorithm has more than an algorithm and its parameters');
+    if (children(keyAlgorithmEl).length > 2) throw new Error('subjectPublicKeyInfo algorithm has more than an algorithm and its parameters');
+    if (signatureEl.content[0] !== 0) throw new Error('signature BIT STRING with unused bits');
+    if (keyEl.content[0] !== 0) throw new Error('subjectPublicKey BIT STRING with unused bits');
+    const spki = info.subjectPKInfo;
     return {
       info: infoEl.raw,
       subjectDer: subjectEl.raw,
       spkiDer: spkiEl.raw,
-      signatureAlgorithm,
-      signature: signatureEl.content.subarray(1),
-      keyAlgorithm,
-      keyParameters,
-      keyBits: keyEl.content.subarray(1),
+      signatureAlgorithm: request.signatureAlgorithm.algorithm,
+      signature: Buffer.from(request.signature),
+      keyAlgorithm: spki.algorithm.algorithm,
+      keyParameters: anyElement(spki.algorithm.parameters ?? undefined),
+      keyBits: Buffer.from(spki.subjectPublicKey),
     };
   } catch (err) {
-    if (err instanceof CsrVersionError) throw badRequest(err.message);
     throw badRequest(`CSR is not a valid PKCS#10 certification request (${(err as Error).message})`);
   }
 }
 
 /**
  * The pieces of a CSR that was verified before (the worker's copy of what the web process checked): strict DER,
- * then read against PKCS#10 as parseCsr does.
+ * then parsed against PKCS#10 as parseCsr does.
  */
 export function csrParts(pem: string): CsrParts {
   const { info, subjectDer, spkiDer, signatureAlgorithm, signature } = readCsr(csrDer(pem));
