@@ -82,13 +82,36 @@ function anyElement(value: ArrayBuffer | undefined): DerElement | undefined {
 }
 
 /**
+ * The signed pieces of a CSR whose DER csrDer checked, sliced from it as they are (re-encoding could change them),
+ * with two checks the schema parse does not make: an AlgorithmIdentifier with more than an algorithm and its
+ * parameters (the unsigned signatureAlgorithm could carry anything) and BIT STRINGs with unused bits.
+ */
+function slices(der: Buffer): CsrParts & { keyBits: Buffer } {
+  try {
+    const [infoEl, algorithmEl, signatureEl] = children(readElement(der));
+    const [, subjectEl, spkiEl] = children(infoEl);
+    const [keyAlgorithmEl, keyEl] = children(spkiEl);
+    const [oidEl, , extra] = children(algorithmEl);
+    if (extra || children(keyAlgorithmEl).length > 2) throw new Error('an AlgorithmIdentifier has more than an algorithm and its parameters');
+    if (signatureEl.content[0] !== 0) throw new Error('signature BIT STRING with unused bits');
+    if (keyEl.content[0] !== 0) throw new Error('subjectPublicKey BIT STRING with unused bits');
+    return {
+      info: infoEl.raw,
+      subjectDer: subjectEl.raw,
+      spkiDer: spkiEl.raw,
+      signatureAlgorithm: decodeOid(oidEl.content),
+      signature: signatureEl.content.subarray(1),
+      keyBits: keyEl.content.subarray(1),
+    };
+  } catch (err) {
+    throw badRequest(`CSR is not a valid PKCS#10 certification request (${(err as Error).message})`);
+  }
+}
+
+/**
  * The CSR parsed against the PKCS#10 schema (RFC 2986) by @peculiar/asn1-csr on @peculiar/asn1-schema: every field
  * of the right type, version 1, nothing missing. The DER under it was checked by csrDer (definite minimal lengths,
  * universal types as DER has them, nothing left over at any level), which the schema parse does not do.
- *
- * Two things the schema parse lets through are refused here: an AlgorithmIdentifier with more than an algorithm and
- * its parameters (the unsigned signatureAlgorithm could carry anything), and BIT STRINGs with unused bits. The signed
- * pieces (info, subject, key) are the exact bytes of the input, sliced from it: re-encoding could change them.
  */
 function readCsr(der: Buffer): ReadCsr {
   let request: CertificationRequest;
@@ -99,36 +122,22 @@ function readCsr(der: Buffer): ReadCsr {
   }
   const info = request.certificationRequestInfo;
   if (info.version !== 0) throw badRequest(`CSR version must be 1 (encoded 0), got ${info.version}`);
+  const parts = slices(der);
+  let keyParameters: DerElement | undefined;
   try {
-    const [infoEl, algorithmEl, signatureEl] = children(readElement(der));
-    const [, subjectEl, spkiEl] = children(infoEl);
-    const [keyAlgorithmEl, keyEl] = children(spkiEl);
-    if (children(algorithmEl).length > 2) throw new Error('signatureAlgorithm has more than an algorithm and its parameters');
-    if (children(keyAlgorithmEl).length > 2) throw new Error('subjectPublicKeyInfo algorithm has more than an algorithm and its parameters');
-    if (signatureEl.content[0] !== 0) throw new Error('signature BIT STRING with unused bits');
-    if (keyEl.content[0] !== 0) throw new Error('subjectPublicKey BIT STRING with unused bits');
-    const spki = info.subjectPKInfo;
-    return {
-      info: infoEl.raw,
-      subjectDer: subjectEl.raw,
-      spkiDer: spkiEl.raw,
-      signatureAlgorithm: request.signatureAlgorithm.algorithm,
-      signature: Buffer.from(request.signature),
-      keyAlgorithm: spki.algorithm.algorithm,
-      keyParameters: anyElement(spki.algorithm.parameters ?? undefined),
-      keyBits: Buffer.from(spki.subjectPublicKey),
-    };
-  } catch (err) {
-    throw badRequest(`CSR is not a valid PKCS#10 certification request (${(err as Error).message})`);
+    keyParameters = anyElement(info.subjectPKInfo.algorithm.parameters ?? undefined);
+  } catch {
+    throw badRequest('CSR public key could not be read');
   }
+  return { ...parts, keyAlgorithm: info.subjectPKInfo.algorithm.algorithm, keyParameters };
 }
 
 /**
- * The pieces of a CSR that was verified before (the worker's copy of what the web process checked): strict DER,
- * then parsed against PKCS#10 as parseCsr does.
+ * The pieces of a CSR that the web process parsed and verified before (the worker's copy of it, through the job):
+ * strict DER and the signed pieces, without parsing the schema a second time.
  */
 export function csrParts(pem: string): CsrParts {
-  const { info, subjectDer, spkiDer, signatureAlgorithm, signature } = readCsr(csrDer(pem));
+  const { info, subjectDer, spkiDer, signatureAlgorithm, signature } = slices(csrDer(pem));
   return { info, subjectDer, spkiDer, signatureAlgorithm, signature };
 }
 
