@@ -58,7 +58,11 @@ test('enroll issues a certificate with the SPEC profile that openssl verifies; t
   t.is(retried.status, 200, 'a retry with the same key gets the certificate that was issued');
   t.is(retried.json.id, r.json.id);
   const got = await hub.call('GET', `${hub.h}/client-certificates/${r.json.id}`);
-  t.is(got.json.value, r.json.value);
+  t.deepEqual(got.json, r.json, 'the answer (the row the worker handed back) is what is stored');
+  const executions = await hub.call('GET', `${hub.h}/executions?size=100`);
+  const issuance = executions.json.content.filter((e: { result?: { certificateId?: string } }) => e.result?.certificateId === r.json.id);
+  t.is(issuance.length, 1, 'one issuance execution, recorded in the same statement as the certificate');
+  t.like(issuance[0], { status: 'SUCCEEDED', result: { certificateId: r.json.id } });
   const jwtAgain = await hub.call('GET', `${hub.h2}/certificate-request-tokens/${token.id}/enrollment-jwt`);
   t.is(jwtAgain.status, 400, 'no JWT for a spent token');
   t.regex(jwtAgain.json.message, /spent/);

@@ -20,6 +20,26 @@ export interface JobContext {
   /** 1 for the first run. */
   attempt: number;
   log: Logger;
+  /**
+   * Extra fields for the job's return value only (what a waiting web process receives), beside the result stored on
+   * the execution: e.g. the row a job wrote, so that its waiter need not read it back.
+   */
+  reply?: Record<string, unknown>;
+  /**
+   * Set by a handler whose last statement also marked this execution SUCCEEDED with the result it returns (see
+   * `succeededSql`): one statement (and one commit) instead of two; the runner then writes nothing more.
+   */
+  succeeded?: boolean;
+}
+
+/**
+ * A data-modifying CTE that marks a run's execution SUCCEEDED with `result` (its parameters: the execution id and the
+ * result as JSON text), for a handler whose final write is one statement; `when` is a condition of that statement
+ * (e.g. that its insert happened).
+ */
+export function succeededSql(idParam: string, resultParam: string, when = 'true'): string {
+  return `UPDATE executions SET status = 'SUCCEEDED', result = ${resultParam}::jsonb, error = NULL, finished_at = now()
+       WHERE id = ${idParam} AND status = 'RUNNING' AND ${when}`;
 }
 
 export interface ProcessorDefinition {
@@ -111,12 +131,12 @@ export async function runExecution(def: ProcessorDefinition, job: Job<JobData>):
   };
   try {
     const result = (await def.handle(ctx)) ?? {};
-    await preparedQuery(
+    if (!ctx.succeeded) await preparedQuery(
       'executions_succeed',
       `UPDATE executions SET status = 'SUCCEEDED', result = $2, error = NULL, finished_at = now() WHERE id = $1 AND status = 'RUNNING'`,
       [executionId, JSON.stringify(result)],
     );
-    return result;
+    return ctx.reply ? { ...result, ...ctx.reply } : result;
   } catch (err) {
     const final = err instanceof UnrecoverableError || attempt >= (job.opts.attempts ?? 1);
     // an expected wait (DNS records not there yet) is said once, then kept at debug level

@@ -49,7 +49,8 @@ async function nameIsFree(hubId: string, name: string, exceptCertificateId?: str
 /** A stored certificate with the PEM chain of its issuers (issuing CA, then root) when this service issued it. */
 export type CertificateWithChain = InferAttributes<ClientCertificate> & { chainPem: string | null };
 
-const CERTIFICATE_COLUMNS = `id, hub_id AS "hubId", name, source, certificate_pem AS "certificatePem", issuer_id AS "issuerId",
+/** A client_certificates row as the attributes of the model (also read from a RETURNING *). */
+export const CERTIFICATE_COLUMNS = `id, hub_id AS "hubId", name, source, certificate_pem AS "certificatePem", issuer_id AS "issuerId",
   fingerprint_sha256 AS "fingerprintSha256", subject, serial_number AS "serialNumber", not_before AS "notBefore",
   not_after AS "notAfter", certificate_request_token_id AS "certificateRequestTokenId", created_by AS "createdBy",
   created_at AS "createdAt", updated_at AS "updatedAt"`;
@@ -70,6 +71,22 @@ function chainOf(issuerId: string): Promise<string> {
       return row.chain;
     }),
   );
+}
+
+/**
+ * A certificate row a pki job wrote and handed back through its return value (JSON: its dates as strings), with its
+ * chain: the answer without reading the row back.
+ */
+export async function certificateFromReply(row: Record<string, unknown>): Promise<CertificateWithChain> {
+  const date = (v: unknown) => (v === null || v === undefined ? v : new Date(v as string));
+  const cert = {
+    ...row,
+    notBefore: date(row.notBefore),
+    notAfter: date(row.notAfter),
+    createdAt: date(row.createdAt),
+    updatedAt: date(row.updatedAt),
+  } as unknown as InferAttributes<ClientCertificate>;
+  return { ...cert, chainPem: cert.issuerId ? await chainOf(cert.issuerId) : null };
 }
 
 /** How many issuer chains this process holds now (expired ones not counted). */

@@ -8,10 +8,10 @@ import { ClientCertificate } from '../models/ClientCertificate.js';
 import { parseUploadedCertificate } from '../pki/certificates.js';
 import { parseCsr, subjectMismatches, type ParsedCsr } from '../pki/csr.js';
 import { JwtRefusal, verifyEnrollmentJwt } from '../pki/enrollmentJwt.js';
-import { issueInWorker } from '../pki/issuance.js';
+import { issueInWorker, type IssueResult } from '../pki/issuance.js';
 import { sha256 } from '../secrets.js';
 import { claimingName } from './certificateRequestTokens.js';
-import { findCertificate, uploadedFields } from './clientCertificates.js';
+import { certificateFromReply, findCertificate, uploadedFields, type CertificateWithChain } from './clientCertificates.js';
 
 export interface Violation {
   path: '$.jwt' | '$.csr';
@@ -127,20 +127,25 @@ export async function enrollWithJwt(
   const t = jwt.token as CertificateRequestToken;
   const mismatches = subjectMismatches(csr as ParsedCsr, t);
   if (mismatches.length) throw badRequest(mismatches.join('; '));
-  let certificateId: string;
+  let issued: IssueResult;
   try {
-    ({ certificateId } = await issueInWorker({
+    issued = await issueInWorker({
       hubId,
       payload: { mode: 'redeem', csr: input.csr, subject: (csr as ParsedCsr).subjectText, tokenId: t.id, validYears: t.validYears },
       createdBy: `certificate-request-token:${t.name}`,
-    }));
+    });
   } catch (err) {
     // spent meanwhile: by an earlier request of the same caller (same key) that is still being answered?
-    const issued = err instanceof ApiError && err.status === 403 ? await issuedForSameKey(hubId, t.id, csr as ParsedCsr) : undefined;
-    if (!issued) throw err;
-    return { certificate: await findCertificate(hubId, issued), replayed: true };
+    const earlier = err instanceof ApiError && err.status === 403 ? await issuedForSameKey(hubId, t.id, csr as ParsedCsr) : undefined;
+    if (!earlier) throw err;
+    return { certificate: await findCertificate(hubId, earlier), replayed: true };
   }
-  return { certificate: await findCertificate(hubId, certificateId), replayed: false };
+  return { certificate: await issuedCertificate(hubId, issued), replayed: false };
+}
+
+/** The certificate a redemption job issued: as the job handed it back, or read (a job retried after its commit). */
+function issuedCertificate(hubId: string, issued: IssueResult): Promise<CertificateWithChain> {
+  return issued.certificate ? certificateFromReply(issued.certificate) : findCertificate(hubId, issued.certificateId);
 }
 
 /** The token-in-path form: unknown or spent is 403, expired 401; no subject constraint. */
@@ -161,8 +166,7 @@ export async function redeemTokenInPath(
   if (input.type === 'CSR') {
     const csr = parseCsr(input.value);
     const payload = { mode: 'redeem' as const, csr: input.value, subject: csr.subjectText, tokenId: token.id, validYears: token.validYears };
-    const { certificateId } = await issueInWorker({ hubId, payload, createdBy });
-    return findCertificate(hubId, certificateId);
+    return issuedCertificate(hubId, await issueInWorker({ hubId, payload, createdBy }));
   }
   const info = parseUploadedCertificate(input.value);
   const name = input.name ?? token.name;

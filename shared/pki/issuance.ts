@@ -24,6 +24,8 @@ export type IssuePayload = { csr: string; subject: string; validYears: number } 
 
 export interface IssueResult {
   certificateId: string;
+  /** The certificate row as the worker wrote it (a redemption's job returns it; JSON, dates as strings). */
+  certificate?: Record<string, unknown>;
 }
 
 /**

@@ -5,10 +5,11 @@ import { ClientCertificate } from '../../shared/models/ClientCertificate.js';
 import { BACKDATE_MS, ensureRootCa, hubCa } from '../../shared/pki/ca.js';
 import { certificatePem, issueCertificate, type CertificateInfo } from '../../shared/pki/certificates.js';
 import { csrParts } from '../../shared/pki/csr.js';
+import { CERTIFICATE_COLUMNS } from '../../shared/commands/clientCertificates.js';
 import { CREATE_HUB_CA_JOB, encodeRefusal, ISSUE_JOB, ROTATE_JOB, type IssuePayload } from '../../shared/pki/issuance.js';
 import { preparedQuery } from '../../shared/db.js';
 import { rotateSigningKey } from '../../shared/pki/signingKeys.js';
-import { defineProcessor, permanentFailure, type JobContext } from '../runner.js';
+import { defineProcessor, permanentFailure, succeededSql, type JobContext } from '../runner.js';
 
 const nameTaken = (name: string) => conflict(`name '${name}' is already used by a certificate request token or client certificate in this hub`);
 
@@ -59,7 +60,7 @@ function certificateFields(info: CertificateInfo, issuerId: string) {
  */
 async function redeem(ctx: JobContext, hubId: string, p: Extract<IssuePayload, { mode: 'redeem' }>, id: string, signed: Awaited<ReturnType<typeof sign>>) {
   const { info, issuerId } = signed;
-  const [row] = await preparedQuery<{ inserted: number }>(
+  const [row] = await preparedQuery<Record<string, unknown>>(
     'pki_redeem',
     `WITH spent AS (
        UPDATE certificate_request_tokens SET spent_at = now(), updated_at = now()
@@ -70,16 +71,24 @@ async function redeem(ctx: JobContext, hubId: string, p: Extract<IssuePayload, {
          serial_number, not_before, not_after, certificate_request_token_id, created_by)
        SELECT $3, $2, spent.name, 'ENROLLMENT', $4, $5, $6, $7, $8, $9, $10, spent.id, $11
        FROM spent
-       RETURNING id
+       RETURNING *
      ), renamed AS (
        UPDATE pki_names SET token_id = NULL, certificate_id = (SELECT id FROM certificate)
        WHERE token_id = $1 AND hub_id = $2 AND EXISTS (SELECT 1 FROM certificate)
+     ), finished AS (
+       ${succeededSql('$12', '$13', 'EXISTS (SELECT 1 FROM certificate)')}
      )
-     SELECT count(*)::int AS inserted FROM certificate`,
-    [p.tokenId, hubId, id, info.pem, issuerId, info.fingerprintSha256, info.subject, info.serialNumber, info.notBefore, info.notAfter, ctx.execution.createdBy],
+     SELECT ${CERTIFICATE_COLUMNS} FROM certificate`,
+    [p.tokenId, hubId, id, info.pem, issuerId, info.fingerprintSha256, info.subject, info.serialNumber, info.notBefore, info.notAfter, ctx.execution.createdBy, ctx.execution.id, JSON.stringify(issued(id))],
   );
-  if (row.inserted !== 1) throw forbidden('the certificate request token is spent, expired or deleted');
+  if (!row) throw forbidden('the certificate request token is spent, expired or deleted');
+  ctx.succeeded = true;
+  // the waiting web process answers with this row instead of reading it back
+  ctx.reply = { certificate: row };
 }
+
+/** What an issuance job records on its execution. */
+const issued = (certificateId: string) => ({ certificateId });
 
 async function create(ctx: JobContext, hubId: string, p: Extract<IssuePayload, { mode: 'create' }>, id: string, signed: Awaited<ReturnType<typeof sign>>) {
   await withTransaction(async (transaction: Transaction) => {
@@ -108,7 +117,7 @@ const issue = defineProcessor({
     const p = ctx.payload as unknown as IssuePayload;
     // the certificate id is the execution id: a retry after a commit finds its own certificate instead of failing
     const id = p.mode === 'replace' ? p.certificateId : ctx.execution.id;
-    if (p.mode !== 'replace' && ctx.attempt > 1 && (await ClientCertificate.findByPk(id, { attributes: ['id'] }))) return { certificateId: id };
+    if (p.mode !== 'replace' && ctx.attempt > 1 && (await ClientCertificate.findByPk(id, { attributes: ['id'] }))) return issued(id);
     try {
       const signed = await sign(hubId, p);
       if (p.mode === 'redeem') await redeem(ctx, hubId, p, id, signed);
@@ -119,7 +128,7 @@ const issue = defineProcessor({
       if (err instanceof UniqueConstraintError) throw permanentFailure(encodeRefusal(nameTaken((p as { name?: string }).name ?? '')));
       throw err;
     }
-    return { certificateId: id };
+    return issued(id);
   },
 });
 
