@@ -12,12 +12,17 @@ import { isMain, onShutdown } from '../shared/shutdown.js';
 import { startMetricsServer } from '../shared/telemetry.js';
 import { startEdge } from './server.js';
 
+/** Set by the edge's own primary on the workers it forks (not by npm start's supervisor). */
+const WORKER_INDEX = 'HUB_EDGE_WORKER_INDEX';
+
 async function runWorker(): Promise<void> {
   await initDb(); // the usage store writes through the shared pool
   const edge = await startEdge();
-  // HUB_METRICS_PORT: each edge worker of a cluster serves its own series on the port after the previous worker's
+  // HUB_METRICS_PORT: each worker this edge forked serves its own series on the port after the previous worker's (a
+  // supervisor's child, npm start's, was given a port of its own)
   const base = process.env.HUB_METRICS_PORT?.trim();
-  await startMetricsServer(base && cluster.isWorker ? { ...process.env, HUB_METRICS_PORT: String(Number(base) + cluster.worker!.id - 1) } : process.env);
+  const index = process.env[WORKER_INDEX];
+  await startMetricsServer(base && index ? { ...process.env, HUB_METRICS_PORT: String(Number(base) + Number(index)) } : process.env);
   logger.info({ httpPort: edge.httpPort, httpsPort: edge.httpsPort, routes: edge.routes.size, template: config().edge.publicFrontendTemplate }, 'edge listening');
   onShutdown(async () => {
     // stop accepting, let requests in flight finish, then write the last counters
@@ -31,18 +36,22 @@ function runPrimary(workers: number): void {
   cluster.schedulingPolicy = cluster.SCHED_NONE;
   let stopping = false;
   const failures: number[] = [];
-  const fork = () => cluster.fork({ HUB_PROCESS: 'edge' });
+  // a worker's index (0, 1, ...) stays with its replacement: it places the worker's metrics port
+  const indexOf = new Map<number, number>();
+  const fork = (index: number) => indexOf.set(cluster.fork({ HUB_PROCESS: 'edge', [WORKER_INDEX]: String(index) }).id, index);
   cluster.on('exit', (worker, code, signal) => {
     if (stopping) return;
+    const index = indexOf.get(worker.id) ?? 0;
+    indexOf.delete(worker.id);
     failures.push(Date.now());
     while (failures.length && failures[0] < Date.now() - 60_000) failures.shift();
     const delay = Math.min(100 * 2 ** (failures.length - 1), 10_000);
     logger.error({ pid: worker.process.pid, code, signal, restartInMs: delay, failuresLastMinute: failures.length }, 'edge worker exited; restarting it');
     setTimeout(() => {
-      if (!stopping) fork();
+      if (!stopping) fork(index);
     }, delay);
   });
-  for (let i = 0; i < workers; i++) fork();
+  for (let i = 0; i < workers; i++) fork(i);
   const stop = () => {
     if (stopping) return;
     stopping = true;
@@ -62,7 +71,7 @@ function runPrimary(workers: number): void {
 
 if (isMain(import.meta.url) || cluster.isWorker) {
   process.env.HUB_PROCESS ??= 'edge';
-  const workers = Number(process.env.HUB_EDGE_WORKERS ?? 1);
+  const workers = config().edge.workers;
   if (cluster.isPrimary && workers > 1) runPrimary(workers);
   else await runWorker();
 }

@@ -37,7 +37,8 @@ const CHILDREN: ChildSpec[] = [
   { name: 'web', script: 'api/server.ts', instances: webProcesses },
   { name: 'worker', script: 'workers/index.ts' },
   { name: 'clock', script: 'workers/clock.ts' },
-  { name: 'edge', script: 'edge/index.ts' },
+  // each edge child a complete edge on the shared ports (under a supervisor the edge does not fork workers itself)
+  { name: 'edge', script: 'edge/index.ts', instances: cfg.edge.workers },
 ];
 
 let supervisor: Supervisor | undefined;

@@ -134,6 +134,8 @@ export interface EdgeConfig {
   resyncMs: number;
   /** Usage rows kept while PostgreSQL is away; beyond this the oldest are dropped (and logged). */
   pendingMaxRows: number;
+  /** HUB_EDGE_WORKERS: edge processes sharing the ports. */
+  workers: number;
 }
 
 export class ConfigError extends Error {}
@@ -241,6 +243,8 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       upstreamTimeoutMs: e.HUB_EDGE_UPSTREAM_TIMEOUT_MS,
       resyncMs: e.HUB_EDGE_RESYNC_MS,
       pendingMaxRows: e.HUB_EDGE_PENDING_MAX_ROWS,
+      /** Edge processes sharing the edge's ports: forked by the edge itself (Procfile), or children of npm start. */
+      workers: e.HUB_EDGE_WORKERS ?? 1,
     },
     login: { googleIssuerUrl: e.HUB_GOOGLE_ISSUER_URL, githubOAuthUrl: e.HUB_GITHUB_OAUTH_URL, githubApiUrl: e.HUB_GITHUB_API_URL },
     pkiCacheMax: e.HUB_PKI_CACHE_MAX,

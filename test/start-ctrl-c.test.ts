@@ -44,7 +44,7 @@ interface Run {
 }
 
 /** `npm start` in a process group of its own (as a terminal runs it), with its own PostgreSQL and redis-server. */
-async function startHub(): Promise<Run> {
+async function startHub(options: { edgeWorkers?: number; metricsBase?: number } = {}): Promise<Run> {
   const dataDir = mkdtempSync(path.join(process.env.TEST_WORK_DIR ?? os.tmpdir(), 'ctrl-c-'));
   chmodSync(dataDir, 0o755); // the postgres user must reach the data dir
   const port = await freePort();
@@ -63,7 +63,8 @@ async function startHub(): Promise<Run> {
       PUBLIC_BASE_URL: `http://127.0.0.1:${port}`,
       HUB_EDGE_HTTP_PORT: String(edgePort),
       HUB_EDGE_HTTPS_PORT: '0',
-      HUB_METRICS_PORT: undefined,
+      HUB_METRICS_PORT: options.metricsBase === undefined ? undefined : String(options.metricsBase),
+      HUB_EDGE_WORKERS: options.edgeWorkers === undefined ? undefined : String(options.edgeWorkers),
       // no periodic flush: only the one at shutdown can store the counters
       HUB_EDGE_FLUSH_MS: '3600000',
       // PostgreSQL's own log lines in the output
@@ -74,7 +75,10 @@ async function startHub(): Promise<Run> {
   runs.push(start);
   pids.push(Number((await start.waitForLine(/PostgreSQL started \(pid (\d+)/, 'PostgreSQL', 120_000))[1]));
   pids.push(Number((await start.waitForLine(/redis-server started \(pid (\d+)/, 'redis-server'))[1]));
-  await start.waitForLine(/edge started \(pid \d+/, 'the edge', 120_000);
+  for (let i = 1; i <= (options.edgeWorkers ?? 1); i++) {
+    const label = (options.edgeWorkers ?? 1) > 1 ? `edge\\.${i}` : 'edge';
+    await start.waitForLine(new RegExp(`${label} started \\(pid \\d+`), `the edge (${label})`, 120_000);
+  }
   const started = [...start.output().matchAll(/started \(pid (\d+)/g)].map((m) => Number(m[1]));
   pids.push(...started);
   return { start, dataDir, port, edgePort, adminToken, started };
@@ -87,9 +91,9 @@ const allGone = (run: Run) =>
   waitFor(async () => run.started.every((pid) => !pidAlive(pid)), { what: `no process left behind of ${run.started.join(', ')}`, timeoutMs: 10_000 });
 
 /** `stop`: the terminal's Ctrl-C (SIGINT to the whole process group), or SIGTERM to npm start alone. */
-const stopsInOrder = test.macro(async (t, { stop }: { stop: 'ctrl-c' | 'sigterm' }) => {
+const stopsInOrder = test.macro(async (t, { stop, edgeWorkers }: { stop: 'ctrl-c' | 'sigterm'; edgeWorkers?: number }) => {
   t.timeout(4 * 60_000);
-  const run = await startHub();
+  const run = await startHub(edgeWorkers ? { edgeWorkers, metricsBase: await freePort() } : {});
   const { start, dataDir, port, edgePort, adminToken } = run;
   const call = makeCall(`http://127.0.0.1:${port}`);
   const admin = `Bearer ${adminToken}`;
@@ -104,6 +108,20 @@ const stopsInOrder = test.macro(async (t, { stop }: { stop: 'ctrl-c' | 'sigterm'
   t.is(share.status, 201, share.text);
   const host = new URL(share.json.frontendEndpoint).hostname;
   await waitFor(async () => (await edgeRequest(edgePort, host).catch(() => ({ status: 0 }))).status === 200, { what: 'the edge routing the share', timeoutMs: 30_000 });
+
+  if (edgeWorkers) {
+    // HUB_EDGE_WORKERS edge children on the same ports, each with its metrics on the port the start log names
+    const ports = [...start.output().matchAll(/edge\.\d+ started \(pid \d+, metrics on port (\d+)\)/g)].map((m) => Number(m[1]));
+    t.is(ports.length, edgeWorkers, start.output().slice(-3000));
+    for (const metricsPort of ports) {
+      const scrape = await waitFor(async () => {
+        const r = await fetch(`http://127.0.0.1:${metricsPort}/metrics`).catch(() => undefined);
+        return r?.status === 200 ? r.text() : undefined;
+      }, { what: `the edge's metrics on port ${metricsPort}`, timeoutMs: 30_000 });
+      t.regex(scrape, /# TYPE edgehub_edge_requests_total counter/, `port ${metricsPort}`);
+      t.regex(scrape, /\{[^}]*process="edge"/, `port ${metricsPort}`);
+    }
+  }
 
   // the last request before Ctrl-C: its bytes are counted only in the edge's memory until it stops
   const body = 'x'.repeat(64 * 1024);
@@ -141,7 +159,7 @@ const stopsInOrder = test.macro(async (t, { stop }: { stop: 'ctrl-c' | 'sigterm'
 });
 
 test.serial('npm start: Ctrl-C stops the children, then Redis, then PostgreSQL; the edge counters of the last request are stored', stopsInOrder, { stop: 'ctrl-c' });
-test.serial('npm start: SIGTERM to it alone does the same', stopsInOrder, { stop: 'sigterm' });
+test.serial('npm start: SIGTERM to it alone does the same, with HUB_EDGE_WORKERS=2 edge children', stopsInOrder, { stop: 'sigterm', edgeWorkers: 2 });
 
 // the kernel stops them (their parent-death signal, Linux only) when npm start dies without stopping them
 (process.platform === 'linux' ? test.serial : test.serial.skip)('npm start SIGKILLed: its children, PostgreSQL and redis-server stop too', async (t) => {
