@@ -2,7 +2,8 @@ import { pathToFileURL } from 'node:url';
 import { logger } from './logger.js';
 
 /**
- * Runs `stop` once on SIGTERM or SIGINT (stop accepting, finish work, close pools), then exits. A second signal, or
+ * Runs `stop` once on SIGTERM, SIGINT or SIGHUP (stop accepting, finish work, close pools), then exits: SIGHUP is
+ * the terminal that ran `npm start` closing, which must not cut the edge's last counters or a job short. A second signal, or
  * a stop that takes longer than `graceMs`, exits at once.
  *
  * Under a supervisor (an IPC channel to the parent: `npm start`'s, or the edge's primary) a signal that comes while
@@ -33,6 +34,7 @@ export function onShutdown(stop: () => Promise<void>, graceMs = 25_000): void {
   };
   process.on('SIGTERM', handler);
   process.on('SIGINT', handler);
+  process.on('SIGHUP', handler);
   // `npm start`'s supervisor asks by message (scripts/supervisor.ts): the same as SIGTERM, but never a second signal
   process.on('message', (message) => {
     if (message === 'edgehub:shutdown' && !stopping) handler('SIGTERM');

@@ -90,8 +90,11 @@ const exitCode = (run: Run) => run.start.child.exitCode ?? new Promise((resolve)
 const allGone = (run: Run) =>
   waitFor(async () => run.started.every((pid) => !pidAlive(pid)), { what: `no process left behind of ${run.started.join(', ')}`, timeoutMs: 10_000 });
 
-/** `stop`: the terminal's Ctrl-C (SIGINT to the whole process group), or SIGTERM to npm start alone. */
-const stopsInOrder = test.macro(async (t, { stop, edgeWorkers }: { stop: 'ctrl-c' | 'sigterm'; edgeWorkers?: number }) => {
+/**
+ * `stop`: the terminal's Ctrl-C (SIGINT to the whole process group), the terminal closing (SIGHUP to the whole
+ * group), or SIGTERM to npm start alone.
+ */
+const stopsInOrder = test.macro(async (t, { stop, edgeWorkers }: { stop: 'ctrl-c' | 'sighup' | 'sigterm'; edgeWorkers?: number }) => {
   t.timeout(4 * 60_000);
   const run = await startHub(edgeWorkers ? { edgeWorkers, metricsBase: await freePort() } : {});
   const { start, dataDir, port, edgePort, adminToken } = run;
@@ -129,6 +132,7 @@ const stopsInOrder = test.macro(async (t, { stop, edgeWorkers }: { stop: 'ctrl-c
   t.is(last.status, 200);
 
   if (stop === 'ctrl-c') process.kill(-start.child.pid!, 'SIGINT'); // what a terminal does on Ctrl-C
+  else if (stop === 'sighup') process.kill(-start.child.pid!, 'SIGHUP'); // what a closing terminal does
   else start.child.kill('SIGTERM');
   const code = await exitCode(run);
   const output = start.output();
@@ -159,6 +163,7 @@ const stopsInOrder = test.macro(async (t, { stop, edgeWorkers }: { stop: 'ctrl-c
 });
 
 test.serial('npm start: Ctrl-C stops the children, then Redis, then PostgreSQL; the edge counters of the last request are stored', stopsInOrder, { stop: 'ctrl-c' });
+test.serial('npm start: the terminal closing (SIGHUP to the group) does the same', stopsInOrder, { stop: 'sighup' });
 test.serial('npm start: SIGTERM to it alone does the same, with HUB_EDGE_WORKERS=2 edge children', stopsInOrder, { stop: 'sigterm', edgeWorkers: 2 });
 
 // the kernel stops them (their parent-death signal, Linux only) when npm start dies without stopping them
