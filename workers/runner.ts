@@ -121,13 +121,17 @@ export async function runExecution(def: ProcessorDefinition, job: Job<JobData>):
     return { skipped: existing?.status ?? 'missing' };
   }
   const execution = Execution.build(row as never, { isNewRecord: false, raw: true });
+  let log: Logger | undefined;
   const ctx: JobContext = {
     execution,
     job,
     hubId: job.data.hubId,
     payload: job.data.payload ?? {},
     attempt,
-    log: logger.child({ executionId, type: def.type, attempt }),
+    // made on first use: most runs log nothing, and a child logger costs a redaction pass over its bindings
+    get log() {
+      return (log ??= logger.child({ executionId, type: def.type, attempt }));
+    },
   };
   try {
     const result = (await def.handle(ctx)) ?? {};
