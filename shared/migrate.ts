@@ -30,8 +30,11 @@ async function applyPublicFrontendTemplate(sequelize: Sequelize, transaction: Tr
   );
 }
 
-/** Applies pending migrations in file-name order. An advisory lock lets several processes call it at once safely. */
-export async function migrate(sequelize: Sequelize): Promise<string[]> {
+/**
+ * Applies pending migrations in file-name order (`to`: up to and including that one; tests use it to build an older
+ * schema). An advisory lock lets several processes call it at once safely.
+ */
+export async function migrate(sequelize: Sequelize, options: { to?: string } = {}): Promise<string[]> {
   const umzug = new Umzug({
     migrations: { glob: migrationsGlob },
     context: sequelize.getQueryInterface(),
@@ -41,7 +44,7 @@ export async function migrate(sequelize: Sequelize): Promise<string[]> {
   return sequelize.transaction(async (t) => {
     // held by this transaction's connection while umzug works on other pool connections; released at commit
     await sequelize.query('SELECT pg_advisory_xact_lock(7226001)', { transaction: t });
-    const applied = await umzug.up();
+    const applied = await umzug.up(options.to ? { to: options.to } : {});
     const names = applied.map((m) => m.name);
     if (names.length) logger.info({ migrations: names }, 'migrations applied');
     await applyPublicFrontendTemplate(sequelize, t);

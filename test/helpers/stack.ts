@@ -113,9 +113,12 @@ export function makeCall(baseUrl: string, defaultAuth?: string): Call {
   };
 }
 
-export async function startStack(options: { workers?: boolean; processors?: ProcessorDefinition[]; env?: Record<string, string> } = {}): Promise<Stack> {
+export async function startStack(
+  options: { workers?: boolean; processors?: ProcessorDefinition[]; env?: Record<string, string>; databaseUrl?: string } = {},
+): Promise<Stack> {
   const id = randomBytes(5).toString('hex');
-  const databaseUrl = await createDatabase(`t_${id}`);
+  // a database of the test's own making (migrated by it), or a clone of the migrated template
+  const databaseUrl = options.databaseUrl ?? (await createDatabase(`t_${id}`));
   const port = await freePort();
   const adminToken = randomBytes(24).toString('base64url');
   registerSecret('admin token', adminToken);
