@@ -8,10 +8,7 @@ import Koa from 'koa';
 import { allQueues } from '../shared/queues.js';
 import { requireAdmin } from './middleware/auth.js';
 import { jsonBody } from './middleware/body.js';
-import { errors } from './middleware/errors.js';
-import { httpMetrics } from './middleware/metrics.js';
-import { requestContext } from './middleware/requestContext.js';
-import { securityHeaders } from './middleware/securityHeaders.js';
+import { requestEdge } from './middleware/requestEdge.js';
 import { authFailureThrottle, unauthenticatedLimit } from './middleware/throttle.js';
 import { securityConfig } from '../shared/securityConfig.js';
 import { createRoutes, type Routes } from './router.js';
@@ -46,10 +43,8 @@ export async function createApp(): Promise<Koa> {
   for (const register of await loadRouteModules()) register(routes);
 
   const security = securityConfig();
-  app.use(httpMetrics);
-  app.use(requestContext);
-  app.use(securityHeaders);
-  app.use(errors);
+  // request id, security headers, error mapping, access line and HTTP metrics in one pass (requestEdge.ts)
+  app.use(requestEdge);
   app.use(authFailureThrottle(security));
   app.use(unauthenticatedLimit(security));
   app.use(queueBoard());

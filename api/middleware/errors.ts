@@ -1,4 +1,4 @@
-import type { Middleware } from 'koa';
+import type { Context, Middleware } from 'koa';
 import { ForeignKeyConstraintError, UniqueConstraintError, ValidationError as SequelizeValidationError } from 'sequelize';
 import { ZodError } from 'zod';
 import { ApiError } from '../../shared/errors.js';
@@ -47,15 +47,20 @@ export const errors: Middleware = async (ctx, next) => {
       throw new ApiError(404, 'not_found', `no route for ${ctx.method} ${ctx.path}`);
     }
   } catch (err) {
-    const known = toApiError(err);
-    if (known) {
-      ctx.status = known.status;
-      ctx.set(known.headers);
-      ctx.body = { error: known.code, message: known.message };
-      return;
-    }
-    requestLog(ctx).error({ err: sanitisedError(err) }, 'unexpected error');
-    ctx.status = 500;
-    ctx.body = { error: 'internal_error', message: `unexpected error; quote request id ${ctx.state.requestId} when reporting it` };
+    mapError(ctx, err);
   }
 };
+
+/** The answer for an error thrown by the request's handling (see errors). */
+export function mapError(ctx: Context, err: unknown): void {
+  const known = toApiError(err);
+  if (known) {
+    ctx.status = known.status;
+    ctx.set(known.headers);
+    ctx.body = { error: known.code, message: known.message };
+    return;
+  }
+  requestLog(ctx).error({ err: sanitisedError(err) }, 'unexpected error');
+  ctx.status = 500;
+  ctx.body = { error: 'internal_error', message: `unexpected error; quote request id ${ctx.state.requestId} when reporting it` };
+}

@@ -2,7 +2,7 @@ import type { Middleware } from 'koa';
 import { observeHttp } from '../../shared/telemetry.js';
 
 /** The route label: the router's path template, so ids never become label values (unbounded series). */
-function routeOf(ctx: { _matchedRoute?: string | RegExp; path: string }): string {
+export function routeOf(ctx: { _matchedRoute?: string | RegExp; path: string }): string {
   if (ctx._matchedRoute !== undefined) return String(ctx._matchedRoute);
   if (ctx.path === '/admin/queues' || ctx.path.startsWith('/admin/queues/')) return '/admin/queues';
   return 'unmatched';

@@ -47,6 +47,11 @@ const forApi = helmetHeaders({
 });
 const forPages = helmetHeaders({ contentSecurityPolicy: false, frameguard: { action: 'deny' }, referrerPolicy: { policy: 'no-referrer' } });
 
+/** The recorded helmet headers for a path (pages with their own scripts and styles get no strict CSP). */
+export function securityHeaderSet(path: string): Readonly<HeaderSet> {
+  return HTML_PAGES.test(path) ? forPages : forApi;
+}
+
 /**
  * Security headers on every response (helmet's set: nosniff, frame denial, no referrer, HSTS, cross-origin
  * isolation, ...), and `Cache-Control: no-store` unless the answer chooses its own cache policy (a route that sets
@@ -55,7 +60,7 @@ const forPages = helmetHeaders({ contentSecurityPolicy: false, frameguard: { act
  */
 export const securityHeaders: Middleware = (ctx, next) => {
   const res = ctx.res;
-  const headers = HTML_PAGES.test(ctx.path) ? forPages : forApi;
+  const headers = securityHeaderSet(ctx.path);
   for (const name of headers.remove) res.removeHeader(name);
   for (const [name, value] of headers.set) res.setHeader(name, value);
   res.setHeader('Cache-Control', 'no-store');

@@ -1,0 +1,54 @@
+import { randomUUID } from 'node:crypto';
+import type { Middleware } from 'koa';
+import { ApiError } from '../../shared/errors.js';
+import { accessLogger } from '../../shared/logger.js';
+import { observeHttp } from '../../shared/telemetry.js';
+import { mapError } from './errors.js';
+import { routeOf } from './metrics.js';
+import { loggedPath } from './requestContext.js';
+import { securityHeaderSet } from './securityHeaders.js';
+
+const SAFE_ID = /^[A-Za-z0-9._:-]{1,128}$/;
+
+/**
+ * The four outermost per-request concerns in one pass, with the behaviour of the separate middlewares it replaces
+ * (httpMetrics, requestContext, securityHeaders, errors, in that order, which stay exported for tests and tools):
+ * the request id (a sane incoming x-request-id or a new UUID) in `ctx.state.requestId` and the x-request-id header;
+ * the security headers and `Cache-Control: no-store` set before the request is handled; every error mapped to
+ * `{error, message}` (errors.ts); then one access-log line and the HTTP metrics from the final status.
+ *
+ * One async frame and one promise instead of four, and the headers set straight on the response.
+ */
+export const requestEdge: Middleware = async (ctx, next) => {
+  const started = performance.now();
+  const req = ctx.req;
+  const res = ctx.res;
+  const incoming = req.headers['x-request-id'];
+  const requestId = typeof incoming === 'string' && SAFE_ID.test(incoming) ? incoming : randomUUID();
+  ctx.state.requestId = requestId;
+  res.setHeader('x-request-id', requestId);
+  const headers = securityHeaderSet(ctx.path);
+  for (let i = 0; i < headers.remove.length; i++) res.removeHeader(headers.remove[i]!);
+  const set = headers.set;
+  for (let i = 0; i < set.length; i++) res.setHeader(set[i]![0], set[i]![1]);
+  res.setHeader('Cache-Control', 'no-store');
+  let status = 500;
+  try {
+    try {
+      await next();
+      if (ctx.status === 404 && ctx.body === undefined) {
+        throw new ApiError(404, 'not_found', `no route for ${ctx.method} ${ctx.path}`);
+      }
+    } catch (err) {
+      mapError(ctx, err);
+    }
+    status = ctx.status;
+  } finally {
+    if (accessLogger.isLevelEnabled('info')) {
+      const ms = Math.round((performance.now() - started) * 10) / 10;
+      // the route template, never the raw path or query: both may carry tokens
+      accessLogger.info({ reqId: requestId, method: ctx.method, path: loggedPath(ctx as never), status: ctx.status, ms }, 'request');
+    }
+    observeHttp(routeOf(ctx as never), ctx.method, status, (performance.now() - started) / 1000);
+  }
+};
