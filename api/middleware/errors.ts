@@ -39,8 +39,11 @@ export function sanitisedError(err: unknown): Record<string, unknown> {
   return out;
 }
 
-/** Every error leaves as `{error, message}`; an unexpected one is logged with the request id and answered 500 bare. */
-export const errors: Middleware = async (ctx, next) => {
+/**
+ * Runs the rest of the request; every error leaves as `{error, message}` (an unexpected one is logged with the
+ * request id and answered 500 bare), and a request no route answered as a 404 naming it.
+ */
+export async function answeringErrors(ctx: Context, next: () => Promise<unknown>): Promise<void> {
   try {
     await next();
     if (ctx.status === 404 && ctx.body === undefined) {
@@ -49,7 +52,10 @@ export const errors: Middleware = async (ctx, next) => {
   } catch (err) {
     mapError(ctx, err);
   }
-};
+}
+
+/** answeringErrors as a middleware of its own (the app runs it inside requestEdge). */
+export const errors: Middleware = answeringErrors;
 
 /** The answer for an error thrown by the request's handling (see errors). */
 export function mapError(ctx: Context, err: unknown): void {

@@ -1,9 +1,8 @@
 import { randomUUID } from 'node:crypto';
 import type { Middleware } from 'koa';
-import { ApiError } from '../../shared/errors.js';
 import { accessLogger } from '../../shared/logger.js';
 import { observeHttp } from '../../shared/telemetry.js';
-import { mapError } from './errors.js';
+import { answeringErrors } from './errors.js';
 import { routeOf } from './metrics.js';
 import { loggedPath } from './requestContext.js';
 import { securityHeaderSet } from './securityHeaders.js';
@@ -34,14 +33,7 @@ export const requestEdge: Middleware = async (ctx, next) => {
   res.setHeader('Cache-Control', 'no-store');
   let status = 500;
   try {
-    try {
-      await next();
-      if (ctx.status === 404 && ctx.body === undefined) {
-        throw new ApiError(404, 'not_found', `no route for ${ctx.method} ${ctx.path}`);
-      }
-    } catch (err) {
-      mapError(ctx, err);
-    }
+    await answeringErrors(ctx, next);
     status = ctx.status;
   } finally {
     if (accessLogger.isLevelEnabled('info')) {
