@@ -74,11 +74,13 @@ export function stopChild(child: ChildProcess): Promise<void> {
 
 /**
  * `node --import tsx <script>` with `env` (stdout ignored, stderr inherited), stopped by the workspace's cleanUp().
- * BENCH_PROFILE=<dir> writes a V8 CPU profile of each process there.
+ * BENCH_PROFILE=<dir> writes a V8 CPU profile of each process there; BENCH_NODE_FLAGS adds node flags to each (e.g.
+ * `--perf-basic-prof` for `perf record`, `--trace-deopt`).
  */
 export function startProcess(ws: BenchWorkspace, script: string, env: NodeJS.ProcessEnv): ChildProcess {
   const profile = process.env.BENCH_PROFILE ? ['--cpu-prof', `--cpu-prof-dir=${process.env.BENCH_PROFILE}`] : [];
-  const child = spawn(process.execPath, [...profile, '--import', 'tsx', script], { env, stdio: ['ignore', 'ignore', 'inherit'] });
+  const flags = (process.env.BENCH_NODE_FLAGS ?? '').split(' ').filter(Boolean);
+  const child = spawn(process.execPath, [...profile, ...flags, '--import', 'tsx', script], { env, stdio: ['ignore', 'ignore', 'inherit'] });
   ws.onCleanup(() => stopChild(child));
   return child;
 }
