@@ -123,47 +123,67 @@ type RoutedContext = Context & {
   request: Context['request'] & { params?: Record<string, string> };
 };
 
+/** A route of a router as the dispatch needs it: its methods, its regular expression, its chain composed once. */
+interface CompiledLayer {
+  layer: Layer;
+  methods: ReadonlySet<string>;
+  regexp: RegExp;
+  chain: compose.ComposedMiddleware<Context>;
+}
+
 /**
- * One @koa/router Router, dispatched as its own middleware does (same match, same order, the same context fields),
- * without the work that middleware repeats on every request: for the route that matched, the chain of its handlers
- * is composed once (the library builds a parameter closure and composes guard + handlers anew per request). A
- * request that matches more than one layer (never the case today: no two routes share a path and method) is handed
- * to the library's own middleware.
+ * One @koa/router Router, dispatched as its own middleware does: the routes whose method and path (the library's
+ * regular expressions) match, in registration order; the same params (the library's Layer decodes them), and the
+ * route's template in `_matchedRoute` (also `routerPath`, `captures`, `params`). Without the work that middleware
+ * repeats on every request: for each route the chain of guard and handlers is composed once (the library builds a
+ * params closure and composes the chain anew per request), the method is compared before the path is tested, and the
+ * path is matched once. A request that more than one route matches (never the case today: no two routes of a router
+ * share a path and method) is handed to the library's own middleware. `matched`, `router` and `routeMatched`, which
+ * nothing here reads, are not set.
  */
 export class CompiledRouter {
-  private readonly chains = new Map<Layer, compose.ComposedMiddleware<Context>>();
+  private layers: CompiledLayer[] = [];
   private readonly library: Middleware;
 
   constructor(readonly router: Router) {
     this.library = router.routes() as Middleware;
   }
 
-  private chain(layer: Layer): compose.ComposedMiddleware<Context> {
-    let chain = this.chains.get(layer);
-    if (!chain) this.chains.set(layer, (chain = compose(layer.stack as unknown as Middleware[])));
-    return chain;
+  private compiled(): CompiledLayer[] {
+    const stack = this.router.stack;
+    if (this.layers.length !== stack.length) {
+      this.layers = stack.map((layer) => ({
+        layer,
+        methods: new Set(layer.methods),
+        regexp: layer.regexp,
+        chain: compose(layer.stack as unknown as Middleware[]),
+      }));
+    }
+    return this.layers;
   }
 
   /** Runs the route of this router that matches, or returns undefined when none does (the library would call next). */
-  dispatch(context: Context, next: Next): Promise<unknown> | undefined {
+  dispatch(context: Context, path: string, next: Next): Promise<unknown> | undefined {
+    const layers = this.compiled();
+    const method = context.method.toUpperCase();
+    let found: CompiledLayer | undefined;
+    for (let i = 0; i < layers.length; i++) {
+      const candidate = layers[i]!;
+      if (!candidate.methods.has(method) || !candidate.regexp.test(path)) continue;
+      if (found) return this.library(context, next);
+      found = candidate;
+    }
+    if (!found) return undefined;
     const ctx = context as RoutedContext;
-    const path = ctx.path;
-    const match = this.router.match(path, ctx.method);
-    const layers = match.pathAndMethod;
-    if (match.route && (layers.length !== 1 || layers[0]!.methods.length === 0)) return this.library(ctx, next);
-    if (ctx.matched) ctx.matched.push(...match.path);
-    else ctx.matched = match.path;
-    ctx.router = this.router;
-    ctx.routeMatched = match.route;
-    if (!match.route) return undefined;
-    const layer = layers[0]!;
+    const layer = found.layer;
+    const match = found.regexp.exec(path);
     ctx._matchedRoute = layer.path;
     if (layer.name) ctx._matchedRouteName = layer.name;
-    ctx.captures = layer.captures(path);
+    ctx.captures = layer.opts.ignoreCaptures || !match ? [] : match.slice(1);
     ctx.params = ctx.request.params = layer.params(path, ctx.captures, ctx.params);
     ctx.routerPath = layer.path as string;
     ctx.routerName = layer.name || undefined;
-    return this.chain(layer)(ctx, next);
+    return found.chain(ctx, next);
   }
 }
 
@@ -200,13 +220,14 @@ export function createRoutes(
     middleware: () => {
       const dispatchers = guards.map((g) => g.dispatcher());
       return (ctx, next) => {
-        const segments = ctx.path.split('/');
+        const path = ctx.path;
+        const segments = path.split('/');
         let i = 0;
         // a router without a route for the request passes it on to the next guard's, the last to `next`
         const tryNext = (): Promise<unknown> => {
           while (i < dispatchers.length) {
             const router = dispatchers[i++](segments);
-            const running = router?.dispatch(ctx, tryNext);
+            const running = router?.dispatch(ctx, path, tryNext);
             if (running) return running;
           }
           return next();
