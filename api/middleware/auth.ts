@@ -4,7 +4,7 @@ import { config } from '../../shared/config.js';
 import { preparedQuery } from '../../shared/db.js';
 import { ApiError, forbidden, unauthorized } from '../../shared/errors.js';
 import { safeEqual, sha256 } from '../../shared/secrets.js';
-import { cachedHub, cachedKey, peekHub, peekKey, type CachedHub } from './authCache.js';
+import { cachedHub, cachedKey, peekHub, peekKey, type CachedHub, type CachedKey } from './authCache.js';
 
 export type Principal =
   | { kind: 'admin'; name: 'admin' }
@@ -61,22 +61,32 @@ const adminTokenDigest = (): Buffer => {
   return adminDigest.digest;
 };
 
-/** Resolves credentials to a principal, or throws 401. The admin token is compared in constant time. */
-export async function authenticate(header: string): Promise<Principal> {
+/**
+ * Resolves credentials to a principal, or throws 401. The admin token is compared in constant time. Answers at once
+ * (no promise) when no query is needed: the admin token, or a key the cache holds (the hot path of every request).
+ */
+export function authenticate(header: string): Principal | Promise<Principal> {
   const creds = parseAuthorization(header);
   // one digest serves both checks: constant-time against the admin token's digest, then the key lookup
   const hash = sha256(creds.token);
   if (timingSafeEqual(hash, adminTokenDigest()) && (creds.scheme === 'bearer' || creds.username === 'admin')) {
-    return { kind: 'admin', name: 'admin' };
+    return ADMIN;
   }
   const digest = hash.toString('hex');
-  const key = peekKey(digest) ?? (await cachedKey(digest, async () => {
+  const cached = peekKey(digest);
+  if (cached) return keyPrincipal(creds, cached);
+  return cachedKey(digest, async () => {
     const [row] = await preparedQuery<KeyRow>('auth-key', KEY_SQL, [hash]);
     if (!row) return undefined;
     // the hub came with it: remember it too, so that requireHub needs no query of its own
     await cachedHub(row.hub_id, async () => hubInfo(row.hub_id, row.hub_name, row.hub_features));
     return { id: row.id, hubId: row.hub_id, username: row.username };
-  }));
+  }).then((key) => keyPrincipal(creds, key));
+}
+
+const ADMIN: Principal = Object.freeze({ kind: 'admin', name: 'admin' });
+
+function keyPrincipal(creds: Credentials, key: CachedKey | undefined): Principal {
   if (!key) throw unauthorized('bearer token missing or invalid');
   if (creds.scheme === 'basic' && !safeEqual(creds.username, key.username)) throw unauthorized('bearer token missing or invalid');
   return { kind: 'apikey', keyId: key.id, hubId: key.hubId, name: key.username };
@@ -102,16 +112,32 @@ export const requireAdmin: Middleware = async (ctx, next) => {
  * Hub routes: authenticates, then admits the caller to `:hubId` only when the key belongs to that hub (or it is the
  * operator) and the hub exists. The hub is then `ctx.state.hub`; every query scopes by it through api/scope.ts.
  */
-export const requireHub: Middleware = async (ctx, next) => {
-  const principal = await authenticate(ctx.get('authorization'));
+export const requireHub: Middleware = (ctx, next) => {
+  const principal = authenticate(ctx.get('authorization'));
   const hubId = ctx.params.hubId as string;
+  // key and hub cached (the common case): no promise of its own; a synchronous throw reaches the errors middleware
+  // as a rejection (koa-compose)
+  if (!(principal instanceof Promise)) {
+    if (principal.kind === 'apikey' && principal.hubId !== hubId) throw forbidden();
+    const hub = peekHub(hubId);
+    if (hub) return admitted(ctx, principal, hub, next);
+  }
+  return requireHubLoading(ctx, next, principal, hubId);
+};
+
+async function requireHubLoading(ctx: Context, next: Next, pending: Principal | Promise<Principal>, hubId: string): Promise<void> {
+  const principal = await pending;
   if (principal.kind === 'apikey' && principal.hubId !== hubId) throw forbidden();
   const hub = await findHubInfo(hubId);
   if (!hub) throw forbidden();
+  await admitted(ctx, principal, hub, next);
+}
+
+function admitted(ctx: Context, principal: Principal, hub: CachedHub, next: Next): Promise<unknown> {
   ctx.state.principal = principal;
   ctx.state.hub = hub;
-  await next();
-};
+  return next();
+}
 
 /** Account routes without a hub in the path (e.g. `/account/frontends`): the API key's own hub. */
 export const requireAccount: Middleware = async (ctx, next) => {
