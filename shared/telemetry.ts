@@ -12,7 +12,7 @@
  */
 import { createServer, type Server } from 'node:http';
 import client from 'prom-client';
-import { db } from './db.js';
+import { db, statementPoolStats } from './db.js';
 import { logger } from './logger.js';
 
 export const registry = new client.Registry();
@@ -218,6 +218,22 @@ new client.Gauge({
     this.set({ state: 'in_use' }, pool.using);
     this.set({ state: 'idle' }, pool.available);
     this.set({ state: 'max' }, pool.maxSize);
+    this.set({ state: 'waiting' }, pool.waiting);
+  },
+});
+
+new client.Gauge({
+  name: 'edgehub_db_statement_pool_connections',
+  help: 'Connections of the pool the hot paths\' prepared statements run on, by state: in use, idle, the maximum, and callers waiting for one',
+  labelNames: ['state'] as const,
+  registers: [registry],
+  collect() {
+    this.reset();
+    const pool = statementPoolStats();
+    if (!pool) return;
+    this.set({ state: 'in_use' }, pool.total - pool.idle);
+    this.set({ state: 'idle' }, pool.idle);
+    this.set({ state: 'max' }, pool.max);
     this.set({ state: 'waiting' }, pool.waiting);
   },
 });
