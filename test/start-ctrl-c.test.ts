@@ -10,7 +10,7 @@ import os from 'node:os';
 import path from 'node:path';
 import test from 'ava';
 import pg from 'pg';
-import { freePort, startPostgres } from '../scripts/services.js';
+import { freePort, freePortRange, startPostgres } from '../scripts/services.js';
 import { edgeRequest, startBackend, type Backend } from './helpers/edge.js';
 import { registerSecret } from './helpers/logScan.js';
 import { pidAlive, spawnScript, type Spawned } from './helpers/processes.js';
@@ -96,7 +96,8 @@ const allGone = (run: Run) =>
  */
 const stopsInOrder = test.macro(async (t, { stop, edgeWorkers }: { stop: 'ctrl-c' | 'sighup' | 'sigterm'; edgeWorkers?: number }) => {
   t.timeout(4 * 60_000);
-  const run = await startHub(edgeWorkers ? { edgeWorkers, metricsBase: await freePort() } : {});
+  // web, worker, clock, then the edges take consecutive metrics ports from the base
+  const run = await startHub(edgeWorkers ? { edgeWorkers, metricsBase: await freePortRange(3 + edgeWorkers) } : {});
   const { start, dataDir, port, edgePort, adminToken } = run;
   const call = makeCall(`http://127.0.0.1:${port}`);
   const admin = `Bearer ${adminToken}`;
