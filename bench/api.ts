@@ -138,15 +138,25 @@ try {
 
   const rps = (name: Name) => (results[name].length ? median(results[name].map((m) => m.rps)) : NaN);
   const p99 = (name: Name) => (results[name].length ? Math.max(...results[name].map((m) => m.p99)) : NaN);
+  // a ratio per round (its two sides measured one after the other), then their median: each side's own median may
+  // come from different rounds, i.e. from different moments of a shared machine
+  const roundRatios = (service: Name, limit: Name) => results[service].map((m, i) => m.rps / (results[limit][i]?.rps ?? NaN));
   const bad = (Object.keys(results) as Name[]).reduce((n, k) => n + results[k].reduce((a, m) => a + m.non2xx + m.errors, 0), 0);
-  const readRatio = rps('serviceRead') / rps('limitRead');
-  const createRatio = rps('serviceCreate') / rps('limitCreate');
   const verdict = (ok: boolean) => (ok ? 'met' : 'NOT met');
-  console.log(`\nmedian of ${ROUNDS} round(s); p99 is the worst round's`);
-  console.log(`read:   service ${Math.round(rps('serviceRead')).toLocaleString('en')} req/s p99 ${p99('serviceRead')} ms; limit (node:http + pg SELECT) ${Math.round(rps('limitRead')).toLocaleString('en')} req/s p99 ${p99('limitRead')} ms`);
-  console.log(`        ratio service/limit = ${readRatio.toFixed(2)}  (target >= 0.6: ${verdict(readRatio >= 0.6)}; p99 < 20 ms: ${verdict(p99('serviceRead') < 20)})`);
-  console.log(`create: service ${Math.round(rps('serviceCreate')).toLocaleString('en')} req/s p99 ${p99('serviceCreate')} ms; limit (BEGIN/INSERT/INSERT/COMMIT) ${Math.round(rps('limitCreate')).toLocaleString('en')} req/s p99 ${p99('limitCreate')} ms; one autocommitted statement ${Math.round(rps('limitCreateOneStatement')).toLocaleString('en')} req/s`);
-  console.log(`        ratio service/limit = ${createRatio.toFixed(2)}  (target >= 0.5: ${verdict(createRatio >= 0.5)}); service/one-statement = ${(rps('serviceCreate') / rps('limitCreateOneStatement')).toFixed(2)}`);
+  const listed = (xs: number[]) => xs.map((x) => x.toFixed(3)).join(', ');
+  console.log(`\nreq/s: median of ${ROUNDS} round(s); p99: the worst round's; ratio: the median of the rounds' ratios`);
+  if (results.serviceRead.length && results.limitRead.length) {
+    const ratios = roundRatios('serviceRead', 'limitRead');
+    const readRatio = median(ratios);
+    console.log(`read:   service ${Math.round(rps('serviceRead')).toLocaleString('en')} req/s p99 ${p99('serviceRead')} ms; limit (node:http + pg SELECT) ${Math.round(rps('limitRead')).toLocaleString('en')} req/s p99 ${p99('limitRead')} ms`);
+    console.log(`        ratio service/limit = ${readRatio.toFixed(3)} (rounds: ${listed(ratios)})  (target >= 0.6: ${verdict(readRatio >= 0.6)}; p99 < 20 ms: ${verdict(p99('serviceRead') < 20)})`);
+  }
+  if (results.serviceCreate.length && results.limitCreate.length) {
+    const ratios = roundRatios('serviceCreate', 'limitCreate');
+    const createRatio = median(ratios);
+    console.log(`create: service ${Math.round(rps('serviceCreate')).toLocaleString('en')} req/s p99 ${p99('serviceCreate')} ms; limit (BEGIN/INSERT/INSERT/COMMIT) ${Math.round(rps('limitCreate')).toLocaleString('en')} req/s p99 ${p99('limitCreate')} ms; one autocommitted statement ${Math.round(rps('limitCreateOneStatement')).toLocaleString('en')} req/s`);
+    console.log(`        ratio service/limit = ${createRatio.toFixed(3)} (rounds: ${listed(ratios)})  (target >= 0.5: ${verdict(createRatio >= 0.5)}); service/one-statement = ${(rps('serviceCreate') / rps('limitCreateOneStatement')).toFixed(2)}`);
+  }
   console.log(`non-2xx and errors in all measurements: ${bad} (target 0: ${verdict(bad === 0)})`);
 } finally {
   await ws.cleanUp();
