@@ -190,53 +190,50 @@ export function collectQueueDepths(queues: () => CountingQueue[]): void {
 
 // ---- database pool ----
 
-interface PoolStats {
-  size: number;
-  available: number;
-  using: number;
+interface PoolGaugeStats {
+  inUse: number;
+  idle: number;
+  max: number;
   waiting: number;
-  maxSize: number;
 }
 
-function poolStats(): PoolStats | undefined {
+/** A gauge of a connection pool's connections by state, read at scrape time (nothing while the pool does not exist). */
+function poolGauge(name: string, help: string, stats: () => PoolGaugeStats | undefined): void {
+  new client.Gauge({
+    name,
+    help,
+    labelNames: ['state'] as const,
+    registers: [registry],
+    collect() {
+      this.reset();
+      const pool = stats();
+      if (!pool) return;
+      this.set({ state: 'in_use' }, pool.inUse);
+      this.set({ state: 'idle' }, pool.idle);
+      this.set({ state: 'max' }, pool.max);
+      this.set({ state: 'waiting' }, pool.waiting);
+    },
+  });
+}
+
+poolGauge('edgehub_db_pool_connections', 'Sequelize pool connections by state: in use, idle, the maximum, and callers waiting for one', () => {
+  let pool: { available: number; using: number; waiting: number; maxSize: number } | undefined;
   try {
-    return (db().connectionManager as unknown as { pool?: PoolStats }).pool;
+    pool = (db().connectionManager as unknown as { pool?: typeof pool }).pool;
   } catch {
     return undefined; // not connected in this process (yet)
   }
-}
-
-new client.Gauge({
-  name: 'edgehub_db_pool_connections',
-  help: 'Sequelize pool connections by state: in use, idle, the maximum, and callers waiting for one',
-  labelNames: ['state'] as const,
-  registers: [registry],
-  collect() {
-    this.reset();
-    const pool = poolStats();
-    if (!pool) return;
-    this.set({ state: 'in_use' }, pool.using);
-    this.set({ state: 'idle' }, pool.available);
-    this.set({ state: 'max' }, pool.maxSize);
-    this.set({ state: 'waiting' }, pool.waiting);
-  },
+  return pool && { inUse: pool.using, idle: pool.available, max: pool.maxSize, waiting: pool.waiting };
 });
 
-new client.Gauge({
-  name: 'edgehub_db_statement_pool_connections',
-  help: 'Connections of the pool the hot paths\' prepared statements run on, by state: in use, idle, the maximum, and callers waiting for one',
-  labelNames: ['state'] as const,
-  registers: [registry],
-  collect() {
-    this.reset();
+poolGauge(
+  'edgehub_db_statement_pool_connections',
+  "Connections of the pool the hot paths' prepared statements run on, by state: in use, idle, the maximum, and callers waiting for one",
+  () => {
     const pool = statementPoolStats();
-    if (!pool) return;
-    this.set({ state: 'in_use' }, pool.total - pool.idle);
-    this.set({ state: 'idle' }, pool.idle);
-    this.set({ state: 'max' }, pool.max);
-    this.set({ state: 'waiting' }, pool.waiting);
+    return pool && { inUse: pool.total - pool.idle, idle: pool.idle, max: pool.max, waiting: pool.waiting };
   },
-});
+);
 
 // ---- edge (data plane) ----
 
