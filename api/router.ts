@@ -112,9 +112,6 @@ export class GuardedRoutes {
 }
 
 type RoutedContext = Context & {
-  matched?: Layer[];
-  router?: Router;
-  routeMatched?: boolean;
   captures?: string[];
   routerPath?: string;
   routerName?: string;

@@ -118,7 +118,7 @@ export const requireHub: Middleware = (ctx, next) => {
   // key and hub cached (the common case): no promise of its own; a synchronous throw reaches the errors middleware
   // as a rejection (koa-compose)
   if (!(principal instanceof Promise)) {
-    if (principal.kind === 'apikey' && principal.hubId !== hubId) throw forbidden();
+    if (!mayEnter(principal, hubId)) throw forbidden();
     const hub = peekHub(hubId);
     if (hub) return admitted(ctx, principal, hub, next);
   }
@@ -127,11 +127,14 @@ export const requireHub: Middleware = (ctx, next) => {
 
 async function requireHubLoading(ctx: Context, next: Next, pending: Principal | Promise<Principal>, hubId: string): Promise<void> {
   const principal = await pending;
-  if (principal.kind === 'apikey' && principal.hubId !== hubId) throw forbidden();
+  if (!mayEnter(principal, hubId)) throw forbidden();
   const hub = await findHubInfo(hubId);
   if (!hub) throw forbidden();
   await admitted(ctx, principal, hub, next);
 }
+
+/** The operator enters every hub; a hub's API key only its own. */
+const mayEnter = (principal: Principal, hubId: string) => principal.kind !== 'apikey' || principal.hubId === hubId;
 
 function admitted(ctx: Context, principal: Principal, hub: CachedHub, next: Next): Promise<unknown> {
   ctx.state.principal = principal;
