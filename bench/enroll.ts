@@ -23,8 +23,9 @@ const ENROLLMENTS = Number(process.env.BENCH_ENROLLMENTS ?? 3000);
 const CONCURRENCY = Number(process.env.BENCH_CONCURRENCY ?? 32);
 /**
  * Warm-up: enrollments in slices of WARMUP_SLICE, at least BENCH_WARMUP of them, until the service's CPU per
- * enrollment of three slices in a row stays within 5 % (V8 has compiled the enrollment path: a fresh process spends
- * ~25 % more CPU per enrollment for its first ~1,000), at most BENCH_WARMUP_MAX.
+ * enrollment of three slices in a row stays within 5 % (V8 has compiled the enrollment path: a fresh web and worker
+ * spent 5.7-6.3 ms of service CPU per enrollment in their first slice and ~3.2-3.4 ms after 2,000-3,000), at most
+ * BENCH_WARMUP_MAX.
  */
 const WARMUP = Number(process.env.BENCH_WARMUP ?? 500);
 const WARMUP_MAX = Math.max(WARMUP, Number(process.env.BENCH_WARMUP_MAX ?? 4000));

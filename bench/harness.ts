@@ -189,10 +189,9 @@ export function percentile(xs: number[], p: number): number {
   return sorted[Math.min(sorted.length - 1, Math.ceil((p / 100) * sorted.length) - 1)];
 }
 
-/** The middle value (for an even count the mean of the two middle ones). */
+/** The middle value; for an even count the mean of the two middle ones (the upper one alone is the better of two rounds). */
 export function median(xs: number[]): number {
   const sorted = [...xs].sort((a, b) => a - b);
   const mid = Math.floor(sorted.length / 2);
-  // an even count: the mean of the two middle values (the upper one alone would be the better of two rounds)
   return sorted.length % 2 ? sorted[mid]! : (sorted[mid - 1]! + sorted[mid]!) / 2;
 }

@@ -8,8 +8,7 @@ import { existsSync, readFileSync } from 'node:fs';
 import test from 'ava';
 import Koa from 'koa';
 import { QueryTypes } from 'sequelize';
-import { errors } from '../api/middleware/errors.js';
-import { requestContext } from '../api/middleware/requestContext.js';
+import { requestEdge } from '../api/middleware/requestEdge.js';
 import { db } from '../shared/db.js';
 import { logger } from '../shared/logger.js';
 import { closeIssuanceEvents } from '../shared/pki/issuance.js';
@@ -103,8 +102,7 @@ test.serial('every route that takes or returns a secret leaves none of them in t
   registerSecret('token string', secret);
   const app = new Koa();
   app.silent = true;
-  app.use(requestContext);
-  app.use(errors);
+  app.use(requestEdge);
   app.use(async () => {
     await db().query('INSERT INTO certificate_request_tokens (id, token) VALUES (:id, :token)', { replacements: { id: 'x', token: secret } });
   });

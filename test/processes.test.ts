@@ -2,8 +2,7 @@ import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { once } from 'node:events';
 import test from 'ava';
 import Koa from 'koa';
-import { errors } from '../api/middleware/errors.js';
-import { requestContext } from '../api/middleware/requestContext.js';
+import { requestEdge } from '../api/middleware/requestEdge.js';
 import { freePort } from '../scripts/services.js';
 import { ConfigError, loadConfig } from '../shared/config.js';
 import { makeCall, startStack, waitFor, type Stack } from './helpers/stack.js';
@@ -66,8 +65,7 @@ test('the worker and clock processes stop cleanly on SIGTERM', async (t) => {
 test('an unexpected error is a 500 without detail, with the request id', async (t) => {
   const app = new Koa();
   app.silent = true;
-  app.use(requestContext);
-  app.use(errors);
+  app.use(requestEdge);
   app.use(() => {
     throw new Error('secret internal detail at /srv/app.ts:12:3');
   });

@@ -1,4 +1,4 @@
-import type { Context, Middleware } from 'koa';
+import type { Context } from 'koa';
 import { ForeignKeyConstraintError, UniqueConstraintError, ValidationError as SequelizeValidationError } from 'sequelize';
 import { ZodError } from 'zod';
 import { ApiError } from '../../shared/errors.js';
@@ -54,10 +54,7 @@ export async function answeringErrors(ctx: Context, next: () => Promise<unknown>
   }
 }
 
-/** answeringErrors as a middleware of its own (the app runs it inside requestEdge). */
-export const errors: Middleware = answeringErrors;
-
-/** The answer for an error thrown by the request's handling (see errors). */
+/** The answer for an error thrown by the request's handling (see answeringErrors). */
 export function mapError(ctx: Context, err: unknown): void {
   const known = toApiError(err);
   if (known) {

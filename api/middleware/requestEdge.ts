@@ -10,13 +10,14 @@ import { securityHeaderSet } from './securityHeaders.js';
 const SAFE_ID = /^[A-Za-z0-9._:-]{1,128}$/;
 
 /**
- * The four outermost per-request concerns in one pass, with the behaviour of the separate middlewares it replaces
- * (httpMetrics, requestContext, securityHeaders, errors, in that order, which stay exported for tests and tools):
- * the request id (a sane incoming x-request-id or a new UUID) in `ctx.state.requestId` and the x-request-id header;
- * the security headers and `Cache-Control: no-store` set before the request is handled; every error mapped to
- * `{error, message}` (errors.ts); then one access-log line and the HTTP metrics from the final status.
- *
- * One async frame and one promise instead of four, and the headers set straight on the response.
+ * The four outermost per-request concerns in one pass (one async frame and one promise instead of four middlewares):
+ * - the request id (a sane incoming x-request-id or a new UUID) in `ctx.state.requestId` and the x-request-id header
+ *   (requestLog binds the request's logger to it);
+ * - the security headers (helmet's set, securityHeaders.ts) and `Cache-Control: no-store`, set before the request is
+ *   handled so that an error answer carries them too; a route that chooses its own cache policy replaces the latter
+ *   (API answers carry tokens, JWTs and keys that no shared cache or browser history should keep);
+ * - every error mapped to `{error, message}` (errors.ts answeringErrors);
+ * - then one access-log line (asynchronous, shared/logger.ts) and the HTTP metrics from the final status.
  */
 export const requestEdge: Middleware = async (ctx, next) => {
   const started = performance.now();

@@ -1,6 +1,5 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import helmet, { type HelmetOptions } from 'helmet';
-import type { Middleware } from 'koa';
 
 /** Pages that render HTML with their own scripts and styles (the queue UI, an API docs page): no strict CSP there. */
 const HTML_PAGES = /^\/(?:admin\/queues|docs)(?:\/|$)/i;
@@ -51,18 +50,3 @@ const forPages = helmetHeaders({ contentSecurityPolicy: false, frameguard: { act
 export function securityHeaderSet(path: string): Readonly<HeaderSet> {
   return HTML_PAGES.test(path) ? forPages : forApi;
 }
-
-/**
- * Security headers on every response (helmet's set: nosniff, frame denial, no referrer, HSTS, cross-origin
- * isolation, ...), and `Cache-Control: no-store` unless the answer chooses its own cache policy (a route that sets
- * Cache-Control replaces it): API answers carry tokens, JWTs and keys that no shared cache or browser history should
- * keep. Set before the request is handled, so that an error answer carries them too.
- */
-export const securityHeaders: Middleware = (ctx, next) => {
-  const res = ctx.res;
-  const headers = securityHeaderSet(ctx.path);
-  for (const name of headers.remove) res.removeHeader(name);
-  for (const [name, value] of headers.set) res.setHeader(name, value);
-  res.setHeader('Cache-Control', 'no-store');
-  return next();
-};
