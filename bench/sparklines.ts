@@ -128,6 +128,15 @@ try {
     await res.arrayBuffer(); // the whole response, without the client's JSON parsing
   };
 
+  /** How often autovacuum has vacuumed and analysed the metrics tables (a run during a measurement competes for the cores). */
+  const maintenance = async (): Promise<Record<string, number>> => {
+    const rows = await db().query<{ relname: string; vacuums: number; analyzes: number }>(
+      `SELECT relname, autovacuum_count::int AS vacuums, autoanalyze_count::int AS analyzes FROM pg_stat_user_tables WHERE relname IN ('usage_samples', 'usage_hours', 'usage_minutes')`,
+      { type: QueryTypes.SELECT },
+    );
+    return Object.fromEntries(rows.flatMap((r) => [[`vacuum ${r.relname}`, r.vacuums], [`analyze ${r.relname}`, r.analyzes]]));
+  };
+
   /** Both answers (in process and over HTTP) against the raw aggregation, then timed, interleaved with the raw baseline. */
   async function measurePhase(phase: string, rawRuns: number) {
     const tiered = await queryShareSeries(hub.id, shareIds, window);
@@ -140,6 +149,7 @@ try {
     const total = [...raw.values()].flat().reduce((sum, p) => sum + p.rx, 0);
     console.log(`\n${phase}: answers agree: ${SHARES} sparklines x ${window.points} points (step ${window.stepMs / 60_000} min), rx total ${total.toLocaleString('en')}`);
     for (let i = 0; i < 3; i++) await sparklinesOverHttp();
+    const maintenanceBefore = await maintenance();
     const viaHttp = timings();
     const viaTiers = timings();
     const viaRaw = timings();
@@ -152,6 +162,9 @@ try {
       if (rawRuns > 0) await timeOnce(viaRaw, () => rawSparklines(hub.id, shareIds, window));
     }
     const [httpT, tiersT] = [summary(viaHttp), summary(viaTiers)];
+    const maintenanceAfter = await maintenance();
+    const ranMeanwhile = Object.keys(maintenanceAfter).filter((k) => maintenanceAfter[k] !== maintenanceBefore[k]);
+    console.log(`  PostgreSQL's autovacuum during the measurement: ${ranMeanwhile.length ? ranMeanwhile.join(', ') : 'none'}`);
     console.log(`  GET H/sparklines?duration=P1D over HTTP (${viaHttp.times.length} runs): p50 ${ms(httpT.p50)}, p95 ${ms(httpT.p95)}  (target p95 < 50 ms: ${httpT.p95 < 50 ? 'met' : 'NOT met'})`);
     console.log(`  tiered query in process (${viaTiers.times.length} runs):           p50 ${ms(tiersT.p50)}, p95 ${ms(tiersT.p95)}`);
     if (rawRuns > 0) {
