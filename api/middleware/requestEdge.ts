@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import type { Context, Middleware } from 'koa';
-import { accessLogger } from '../../shared/logger.js';
+import { accessLogEnabled, logAccess } from '../../shared/logger.js';
 import { observeHttp } from '../../shared/telemetry.js';
 import { answeringErrors } from './errors.js';
 import { routeOf } from './metrics.js';
@@ -39,10 +39,9 @@ export const requestEdge: Middleware = async (ctx, next) => {
     status = ctx.status;
     sendLargeJsonAsBuffer(ctx);
   } finally {
-    if (accessLogger.isLevelEnabled('info')) {
-      const ms = Math.round((performance.now() - started) * 10) / 10;
+    if (accessLogEnabled) {
       // the route template, never the raw path or query: both may carry tokens
-      accessLogger.info({ reqId: requestId, method: ctx.method, path: loggedPath(ctx as never), status: ctx.status, ms }, 'request');
+      logAccess(requestId, ctx.method, loggedPath(ctx as never), ctx.status, Math.round((performance.now() - started) * 10) / 10);
     }
     observeHttp(routeOf(ctx as never), ctx.method, status, (performance.now() - started) / 1000);
   }
