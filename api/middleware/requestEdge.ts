@@ -17,7 +17,7 @@ const SAFE_ID = /^[A-Za-z0-9._:-]{1,128}$/;
  *   handled so that an error answer carries them too; a route that chooses its own cache policy replaces the latter
  *   (API answers carry tokens, JWTs and keys that no shared cache or browser history should keep);
  * - every error mapped to `{error, message}` (errors.ts answeringErrors);
- * - a large JSON answer serialised here into a Buffer (sendsLargeJsonAsBuffer below);
+ * - a large JSON answer serialised here into a Buffer (sendLargeJsonAsBuffer below);
  * - then one access-log line (asynchronous, shared/logger.ts) and the HTTP metrics from the final status.
  */
 export const requestEdge: Middleware = async (ctx, next) => {
