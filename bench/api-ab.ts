@@ -10,10 +10,9 @@
  * BENCH_ROUNDS (default 4) rounds of BENCH_DURATION seconds (default 6) each, at 50 connections. Prints req/s, p99
  * and CPU µs per request per round, and the medians.
  */
-import path from 'node:path';
-import { spawn, type ChildProcess } from 'node:child_process';
+import type { ChildProcess } from 'node:child_process';
 import autocannon from 'autocannon';
-import { benchWorkspace, cpuMs, freePort, jsonClient, median, startServices, stopChild, waitUntilHealthy } from './harness.js';
+import { benchWorkspace, cpuMs, jsonClient, median, startAbSides, startServices } from './harness.js';
 
 const ws = benchWorkspace({ budgetMs: 15 * 60_000 });
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 4);
@@ -22,34 +21,7 @@ const DURATION = Number(process.env.BENCH_DURATION ?? 6);
 try {
   const services = await startServices(ws);
   const adminToken = 'bench-admin-token-0123456789';
-  const start = async (dir: string, extra: Record<string, string>) => {
-    const port = await freePort();
-    const child = spawn(process.execPath, ['--import', 'tsx', 'api/server.ts'], {
-      cwd: dir,
-      env: {
-        ...process.env,
-        DATABASE_URL: services.databaseUrl,
-        REDIS_URL: services.redisUrl,
-        HUB_ADMIN_TOKEN: adminToken,
-        // both processes read the tokens the other wrote: one secret key
-        HUB_SECRET_KEY: '11'.repeat(32),
-        HUB_DATA_DIR: path.join(ws.work, 'data'),
-        PORT: String(port),
-        LOG_LEVEL: process.env.LOG_LEVEL ?? 'info',
-        HUB_PROCESS: 'web',
-        ...extra,
-      },
-      stdio: ['ignore', 'ignore', 'inherit'],
-    });
-    ws.onCleanup(() => stopChild(child));
-    const url = `http://127.0.0.1:${port}`;
-    await waitUntilHealthy(url, child);
-    return { url, child };
-  };
-  const sides = {
-    A: await start(process.env.BENCH_A_DIR ?? '.', JSON.parse(process.env.BENCH_A_ENV ?? '{}')),
-    B: await start(process.env.BENCH_B_DIR ?? '.', JSON.parse(process.env.BENCH_B_ENV ?? '{}')),
-  };
+  const sides = await startAbSides(ws, services, adminToken);
   const admin = jsonClient(sides.A.url, `Bearer ${adminToken}`);
   const hub = (await admin('POST', '/admin/v1/hubs', { name: 'ab' })).json;
   const key = (await admin('POST', `/admin/v1/hubs/${hub.id}/api-keys`, { name: 'ab' })).json;

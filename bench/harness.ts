@@ -138,6 +138,60 @@ export function jsonClient(baseUrl: string, authorization: string) {
   };
 }
 
+/**
+ * An API process run from the code in `dir` (a checkout, for the A/B benches), against the bench's services, with
+ * `extra` environment on top; resolves once it answers /healthz. Every process of one run shares one secret key, so
+ * each reads what the other wrote.
+ */
+export async function startApiIn(ws: BenchWorkspace, services: BenchServices, dir: string, adminToken: string, extra: Record<string, string> = {}): Promise<{ url: string; child: ChildProcess }> {
+  const port = await freePort();
+  const child = spawn(process.execPath, ['--import', 'tsx', 'api/server.ts'], {
+    cwd: dir,
+    env: {
+      ...process.env,
+      DATABASE_URL: services.databaseUrl,
+      REDIS_URL: services.redisUrl,
+      HUB_ADMIN_TOKEN: adminToken,
+      HUB_SECRET_KEY: '11'.repeat(32),
+      HUB_DATA_DIR: path.join(ws.work, 'data'),
+      PORT: String(port),
+      LOG_LEVEL: process.env.LOG_LEVEL ?? 'info',
+      HUB_PROCESS: 'web',
+      ...extra,
+    },
+    stdio: ['ignore', 'ignore', 'inherit'],
+  });
+  ws.onCleanup(() => stopChild(child));
+  const url = `http://127.0.0.1:${port}`;
+  await waitUntilHealthy(url, child);
+  return { url, child };
+}
+
+/** The two sides of an A/B bench: API processes from BENCH_A_DIR and BENCH_B_DIR (default .), with BENCH_A_ENV / BENCH_B_ENV (JSON) on top. */
+export async function startAbSides(ws: BenchWorkspace, services: BenchServices, adminToken: string) {
+  return {
+    A: await startApiIn(ws, services, process.env.BENCH_A_DIR ?? '.', adminToken, JSON.parse(process.env.BENCH_A_ENV ?? '{}')),
+    B: await startApiIn(ws, services, process.env.BENCH_B_DIR ?? '.', adminToken, JSON.parse(process.env.BENCH_B_ENV ?? '{}')),
+  };
+}
+
+/** `count` shares of the hub at `h` (its first frontend, one new environment), created through the API 8 at a time: the environment and the zIds in order. */
+export async function createShares(call: ReturnType<typeof jsonClient>, h: string, count: number): Promise<{ envZId: string; zIds: string[] }> {
+  const envZId = (await call('POST', `${h}/environments`, { description: 'agent' })).json.envZId as string;
+  const frontendId = (await call('GET', `${h}/frontends`)).json[0].id as string;
+  const zIds: string[] = new Array(count);
+  let next = 0;
+  await Promise.all(Array.from({ length: 8 }, async () => {
+    while (next < count) {
+      const i = next++;
+      const r = await call('POST', `${h}/shares`, { name: `share-${i}`, frontendIds: [frontendId], target: 'http://10.0.0.5:8080', envZId });
+      if (r.status !== 201) throw new Error(`creating a share failed: ${r.status} ${r.text}`);
+      zIds[i] = r.json.zId;
+    }
+  }));
+  return { envZId, zIds };
+}
+
 /** /proc/<pid>/stat fields after the command name (Linux): [0] state, [1] ppid, [11..14] utime stime cutime cstime. */
 function procStat(pid: number | string | undefined): string[] | undefined {
   try {

@@ -11,10 +11,9 @@
  * the tiered query's own cost is bench:sparklines' business. Prints per round and side: CPU ms per answer of the API
  * process (and of PostgreSQL, both sides alike), p50 and p95; then the medians.
  */
-import path from 'node:path';
-import { spawn, type ChildProcess } from 'node:child_process';
+import type { ChildProcess } from 'node:child_process';
 import pg from 'pg';
-import { benchWorkspace, cpuMs, freePort, jsonClient, median, percentile, postgresCpuMs, startServices, stopChild, waitUntilHealthy } from './harness.js';
+import { benchWorkspace, createShares, cpuMs, jsonClient, median, percentile, postgresCpuMs, startAbSides, startServices } from './harness.js';
 
 const ws = benchWorkspace({ budgetMs: 15 * 60_000 });
 const SHARES = Number(process.env.BENCH_SHARES ?? 1_000);
@@ -24,46 +23,11 @@ const ANSWERS = Number(process.env.BENCH_ANSWERS ?? 40);
 try {
   const services = await startServices(ws);
   const adminToken = 'bench-admin-token-0123456789';
-  const start = async (dir: string, extra: Record<string, string>) => {
-    const port = await freePort();
-    const child = spawn(process.execPath, ['--import', 'tsx', 'api/server.ts'], {
-      cwd: dir,
-      env: {
-        ...process.env,
-        DATABASE_URL: services.databaseUrl,
-        REDIS_URL: services.redisUrl,
-        HUB_ADMIN_TOKEN: adminToken,
-        HUB_SECRET_KEY: '11'.repeat(32),
-        HUB_DATA_DIR: path.join(ws.work, 'data'),
-        PORT: String(port),
-        LOG_LEVEL: process.env.LOG_LEVEL ?? 'info',
-        HUB_PROCESS: 'web',
-        ...extra,
-      },
-      stdio: ['ignore', 'ignore', 'inherit'],
-    });
-    ws.onCleanup(() => stopChild(child));
-    const url = `http://127.0.0.1:${port}`;
-    await waitUntilHealthy(url, child);
-    return { url, child };
-  };
-  const sides = {
-    A: await start(process.env.BENCH_A_DIR ?? '.', JSON.parse(process.env.BENCH_A_ENV ?? '{}')),
-    B: await start(process.env.BENCH_B_DIR ?? '.', JSON.parse(process.env.BENCH_B_ENV ?? '{}')),
-  };
+  const sides = await startAbSides(ws, services, adminToken);
   const admin = jsonClient(sides.A.url, `Bearer ${adminToken}`);
   const hub = (await admin('POST', '/admin/v1/hubs', { name: 'ab' })).json;
   const h = `/hub/${hub.id}`;
-  const envZId = (await admin('POST', `${h}/environments`, { description: 'agent' })).json.envZId;
-  const frontendId = (await admin('GET', `${h}/frontends`)).json[0].id;
-  let next = 0;
-  await Promise.all(Array.from({ length: 8 }, async () => {
-    while (next < SHARES) {
-      const i = next++;
-      const r = await admin('POST', `${h}/shares`, { name: `share-${i}`, frontendIds: [frontendId], target: 'http://10.0.0.5:8080', envZId });
-      if (r.status !== 201) throw new Error(`creating a share failed: ${r.status} ${r.text}`);
-    }
-  }));
+  await createShares(admin, h, SHARES);
   const client = new pg.Client({ connectionString: services.databaseUrl });
   await client.connect();
   const { rowCount } = await client.query(

@@ -19,7 +19,7 @@ import { bucketIndex, bucketTimestamps, fill, queryShareSeries, type UsagePoint 
 import { rollUp } from '../shared/metrics/rollup.js';
 import { insertSamples, type UsageRow } from '../shared/metrics/store.js';
 import { planWindow, type MetricsWindow } from '../shared/metrics/window.js';
-import { benchWorkspace, cpuMs, freePort, jsonClient, percentile, postgresCpuMs, startProcess, startServices, waitUntilHealthy } from './harness.js';
+import { benchWorkspace, cpuMs, createShares, freePort, jsonClient, percentile, postgresCpuMs, startProcess, startServices, waitUntilHealthy } from './harness.js';
 
 const SHARES = Number(process.env.BENCH_SHARES ?? 1_000);
 const MINUTES = 24 * 60;
@@ -83,18 +83,7 @@ try {
   const started = performance.now();
   const hub = (await call('POST', '/admin/v1/hubs', { name: 'bench' })).json;
   const h = `/hub/${hub.id}`;
-  const envZId = (await call('POST', `${h}/environments`, { description: 'agent' })).json.envZId;
-  const frontendId = (await call('GET', `${h}/frontends`)).json[0].id;
-  const shareIds: string[] = new Array(SHARES);
-  let nextShare = 0;
-  await Promise.all(Array.from({ length: 8 }, async () => {
-    while (nextShare < SHARES) {
-      const i = nextShare++;
-      const r = await call('POST', `${h}/shares`, { name: `share-${i}`, frontendIds: [frontendId], target: 'http://10.0.0.5:8080', envZId });
-      if (r.status !== 201) throw new Error(`creating a share failed: ${r.status} ${r.text}`);
-      shareIds[i] = r.json.zId;
-    }
-  }));
+  const { envZId, zIds: shareIds } = await createShares(call, h, SHARES);
   // One backfill of the whole day through the store every writer uses (insertSamples: COPY + bucket upserts in one
   // transaction): one sample per share and minute, at a varying second within the minute, sent oldest first in
   // batches of 10,000 (the most one usage request may carry), BACKFILL_CONCURRENCY at once.
