@@ -143,7 +143,7 @@ export function jsonClient(baseUrl: string, authorization: string) {
  * `extra` environment on top; resolves once it answers /healthz. Every process of one run shares one secret key, so
  * each reads what the other wrote.
  */
-export async function startApiIn(ws: BenchWorkspace, services: BenchServices, dir: string, adminToken: string, extra: Record<string, string> = {}): Promise<{ url: string; child: ChildProcess }> {
+async function startApiIn(ws: BenchWorkspace, services: BenchServices, dir: string, adminToken: string, extra: Record<string, string> = {}): Promise<{ url: string; child: ChildProcess }> {
   const port = await freePort();
   const child = spawn(process.execPath, ['--import', 'tsx', 'api/server.ts'], {
     cwd: dir,
