@@ -1,9 +1,18 @@
 import type { ServerResponse } from 'node:http';
 import type { Duplex } from 'node:stream';
 
-export type EdgeError = 'not_found' | 'bad_gateway' | 'gateway_timeout' | 'forbidden' | 'unauthorized' | 'bad_request';
+export type EdgeError = 'not_found' | 'bad_gateway' | 'gateway_timeout' | 'forbidden' | 'unauthorized' | 'bad_request' | 'loop_detected' | 'overloaded';
 
-const REASONS: Record<number, string> = { 400: 'Bad Request', 401: 'Unauthorized', 403: 'Forbidden', 404: 'Not Found', 502: 'Bad Gateway', 504: 'Gateway Timeout' };
+const REASONS: Record<number, string> = {
+  400: 'Bad Request',
+  401: 'Unauthorized',
+  403: 'Forbidden',
+  404: 'Not Found',
+  502: 'Bad Gateway',
+  503: 'Service Unavailable',
+  504: 'Gateway Timeout',
+  508: 'Loop Detected',
+};
 
 /** An answer of the edge itself (CONTRACT.md): JSON {error, message}. */
 export function answer(res: ServerResponse, status: number, error: EdgeError, message: string, headers: Record<string, string> = {}): void {

@@ -1,3 +1,4 @@
+import { createHmac } from 'node:crypto';
 import http, { type IncomingMessage, type ServerResponse } from 'node:http';
 import https from 'node:https';
 import type { AddressInfo, Socket } from 'node:net';
@@ -13,12 +14,15 @@ import { accessControl } from './access/index.js';
 import { answer, answerSocket } from './answers.js';
 import { ChangeFeed } from './changes.js';
 import { Meter } from './meter.js';
+import { countOf } from './headers.js';
+import { HubLimiter } from './limits.js';
 import { Proxy, type ForwardContext } from './proxy.js';
+import { OpenConnections, type Guard } from './revocation.js';
 import { RouteTable, routingHost } from './routes.js';
 import { observeRequest, observeUpstreamError } from './telemetry.js';
 import { CertificateStore } from './tls.js';
 import type { EdgeChange, ShareRoute } from './types.js';
-import type { Exchange } from './upstream.js';
+import { UpstreamPools } from './upstream.js';
 
 /** Access-control hooks (edge/access/*): mutual TLS by the hub's client certificates, and login. */
 export type MutualTlsDecision = { ok: true; identity: { name: string; fingerprint: string; certificateId?: string } } | { ok: false; message: string };
@@ -31,6 +35,8 @@ export type LoginOutcome = { kind: 'pass'; email: string } | { kind: 'handled' }
 export interface LoginHandler {
   handle(req: IncomingMessage, res: ServerResponse, route: ShareRoute, ctx: { host: string; secure: boolean; origin: string }): Promise<LoginOutcome>;
   stripCookies(cookieHeader: string | undefined): string | undefined;
+  /** Whether a session of `email` may still reach the share (its provider's patterns and the share's domains). */
+  allows(email: string, route: ShareRoute): boolean;
 }
 export interface AccessControl {
   mutualTls?: MutualTlsChecker;
@@ -63,6 +69,17 @@ export interface Edge {
 }
 
 const TLS_TABLES = new Set(['custom_frontends', 'edge_certificates']);
+/** Changes after which open connections are asked again whether they may stay (edge/revocation.ts). */
+const REVOCATION_TABLES = new Set(['shares', 'share_frontends', 'frontends', 'custom_frontends', 'auth_providers', 'client_certificates', 'certificate_authorities', 'hubs']);
+
+/**
+ * This deployment's hop mark in `Via`: the same for every edge process sharing the secret key, so a request that
+ * comes back to any of them (a share whose target is an edge address, directly or through other proxies) is
+ * refused with 508 instead of looping until the file descriptors run out.
+ */
+export function hopMark(secretKey: Buffer): string {
+  return `edgehub-${createHmac('sha256', secretKey).update('edge hop mark').digest('hex').slice(0, 12)}`;
+}
 const FULL_RELOAD_TABLES = new Set(['frontends', 'custom_frontends', 'auth_providers']);
 const ACCESS_TABLES = new Set(['client_certificates', 'certificate_authorities']);
 
@@ -87,7 +104,21 @@ export async function startEdge(options: EdgeOptions = {}): Promise<Edge> {
   const routes = new RouteTable(pool);
   const certificates = new CertificateStore(pool, options.tlsFiles ?? { certFile: cfg.tlsCertFile, keyFile: cfg.tlsKeyFile });
   const meter = new Meter(options.store ?? insertSamples, { flushMs: cfg.flushMs, pendingMaxRows: cfg.pendingMaxRows });
-  const proxy = new Proxy(meter, egressPolicy(), cfg.upstreamTimeoutMs, (route, kind) => observeUpstreamError(route.frontendId, kind));
+  const ownPorts = new Set<number>();
+  const pools = new UpstreamPools({
+    policy: egressPolicy(),
+    timeoutMs: cfg.upstreamTimeoutMs,
+    readTimeoutMs: cfg.upstreamReadTimeoutMs,
+    ownPorts: () => ownPorts,
+  });
+  const mark = hopMark(config().secretKey);
+  const proxy = new Proxy(meter, pools, {
+    via: `1.1 ${mark}`,
+    upgradeIdleMs: cfg.upgradeIdleTimeoutMs,
+    onUpstreamError: (route, kind) => observeUpstreamError(route.frontendId, kind),
+  });
+  const limiter = new HubLimiter(cfg.hubMaxConnections);
+  const connections = new OpenConnections();
   const feed = new ChangeFeed(url);
   let applied: Promise<unknown> = Promise.resolve();
 
@@ -104,6 +135,7 @@ export async function startEdge(options: EdgeOptions = {}): Promise<Edge> {
     if (TLS_TABLES.has(change.table)) work.push(certificates.reload());
     if (ACCESS_TABLES.has(change.table) && access.mutualTls) work.push(access.mutualTls.onChange(change));
     applied = Promise.all([applied, ...work]).catch((err) => logger.error({ err: (err as Error).message, change }, 'edge: change not applied'));
+    if (REVOCATION_TABLES.has(change.table)) void applied.then(() => connections.sweep());
   });
   // listening first, loading second: a change committed in between is seen by the load or notified after it
   await feed.start();
@@ -121,24 +153,63 @@ export async function startEdge(options: EdgeOptions = {}): Promise<Edge> {
     return { ok: true, headers: { 'x-client-certificate-name': decision.identity.name, 'x-client-certificate-fingerprint': decision.identity.fingerprint } };
   };
 
+  /** What makes a request unfit to route, answered 400 (nginx answers these 400 too), or 508 for a loop. */
+  const refusal = (req: IncomingMessage, host: string): [number, 'bad_request' | 'loop_detected', string] | undefined => {
+    if (countOf(req.rawHeaders, 'host') > 1) return [400, 'bad_request', 'the request has more than one Host header'];
+    const url = req.url ?? '/';
+    if (!url.startsWith('/')) {
+      let authority: string | undefined;
+      try {
+        authority = /^https?:\/\//i.test(url) ? routingHost(new URL(url).host) : undefined;
+      } catch {
+        authority = undefined;
+      }
+      if (authority === undefined || authority !== host) return [400, 'bad_request', 'the request target must be a path, or an absolute URL of the Host it names'];
+    }
+    const via = req.headers.via;
+    if (via && via.includes(mark)) return [508, 'loop_detected', 'the request already passed through this edge: the share\'s target leads back to the edge'];
+    return undefined;
+  };
+
+  /** The rule that keeps an open connection of `route` (reached at `host`) admitted; see edge/revocation.ts. */
+  const guardOf = (host: string, route: ShareRoute, req: IncomingMessage, secure: boolean, email: string | undefined): Guard => () => {
+    const current = routes.lookup(host);
+    if (!current || current.zId !== route.zId) return 'the share is no longer published at this address';
+    const identity = identityOf(current, req, secure);
+    if (!identity.ok) return identity.message;
+    if (email !== undefined && current.auth) {
+      if (current.auth.id !== route.auth?.id) return "the share's auth provider changed";
+      if (!access.login?.allows(email, current)) return `${email} may no longer reach the share`;
+    }
+    return undefined;
+  };
+
   const handle = (secure: boolean) => (req: IncomingMessage, res: ServerResponse) => {
     const host = routingHost(req.headers.host);
     const route = routes.lookup(host);
     const socket = req.socket; // res detaches it before 'close'
     const started = performance.now();
-    let exchange: Exchange | undefined;
+    let cancel: (() => void) | undefined;
+    let admitted = false;
     res.once('close', () => {
       // a client gone before the answer ended takes the target request with it
-      if (exchange && !res.writableFinished) exchange.abort(Object.assign(new Error('the client went away'), { code: 'ECONNABORTED' }));
+      if (cancel && !res.writableFinished) cancel();
+      if (admitted && route) limiter.leave(route.hubId);
       meter.settle(socket, route);
       observeRequest(route?.frontendId ?? 'none', res.statusCode, (performance.now() - started) / 1000);
     });
+    const refused = refusal(req, host);
+    if (refused) return answer(res, ...refused);
     if (!route) return answer(res, 404, 'not_found', host ? `no share is published at ${host}` : 'the request names no host');
     const identity = identityOf(route, req, secure);
     if (!identity.ok) return answer(res, 403, 'forbidden', identity.message);
+    if (!limiter.enter(route.hubId)) return answer(res, 503, 'overloaded', 'the hub has too many requests in progress on this edge; try again shortly', { 'retry-after': '1' });
+    admitted = true;
     const ctx: ForwardContext = { secure, identity: identity.headers };
     if (!route.auth) {
-      exchange = proxy.forward(req, res, route, ctx);
+      if (route.mutualTls) connections.watch(socket, guardOf(host, route, req, secure, undefined));
+      else connections.unwatch(socket);
+      cancel = proxy.forward(req, res, route, ctx);
       return;
     }
     if (!access.login) return answer(res, 401, 'unauthorized', 'this share requires login, which is not available on this edge');
@@ -151,7 +222,8 @@ export async function startEdge(options: EdgeOptions = {}): Promise<Edge> {
         ctx.identity = { ...ctx.identity, 'x-forwarded-email': outcome.email };
         ctx.cookie = { value: login.stripCookies(req.headers.cookie) };
         if (res.destroyed) return; // the client left during the login check
-        exchange = proxy.forward(req, res, route, ctx);
+        connections.watch(socket, guardOf(host, route, req, secure, outcome.email));
+        cancel = proxy.forward(req, res, route, ctx);
       })
       .catch((err) => {
         logger.error({ err: (err as Error).message, zId: route.zId }, 'edge: login failed');
@@ -162,14 +234,19 @@ export async function startEdge(options: EdgeOptions = {}): Promise<Edge> {
   const upgrade = (secure: boolean) => (req: IncomingMessage, socket: Duplex, head: Buffer) => {
     const host = routingHost(req.headers.host);
     const route = routes.lookup(host);
+    const refused = refusal(req, host);
+    if (refused) return answerSocket(socket, ...refused);
     if (!route) {
       meter.settle(socket as Socket, undefined);
       return answerSocket(socket, 404, 'not_found', `no share is published at ${host}`);
     }
     const identity = identityOf(route, req, secure);
     if (!identity.ok) return answerSocket(socket, 403, 'forbidden', identity.message);
+    if (!limiter.enter(route.hubId)) return answerSocket(socket, 503, 'overloaded', 'the hub has too many connections in progress on this edge; try again shortly');
+    socket.once('close', () => limiter.leave(route.hubId));
     const ctx: ForwardContext = { secure, identity: identity.headers };
-    if (!route.auth) return proxy.upgrade(req, socket, head, route, ctx);
+    const spliced = (email: string | undefined) => (s: Duplex) => connections.watch(s, guardOf(host, route, req, secure, email));
+    if (!route.auth) return proxy.upgrade(req, socket, head, route, ctx, spliced(undefined));
     if (!access.login) return answerSocket(socket, 401, 'unauthorized', 'this share requires login, which is not available on this edge');
     // the login hook answers on a ServerResponse: give it one bound to this connection, and take the socket back
     // when it lets the request through
@@ -186,7 +263,7 @@ export async function startEdge(options: EdgeOptions = {}): Promise<Edge> {
         res.detachSocket(socket as Socket);
         ctx.identity = { ...ctx.identity, 'x-forwarded-email': outcome.email };
         ctx.cookie = { value: login.stripCookies(req.headers.cookie) };
-        proxy.upgrade(req, socket, head, route, ctx);
+        proxy.upgrade(req, socket, head, route, ctx, spliced(outcome.email));
       })
       .catch(() => answerSocket(socket, 502, 'bad_gateway', 'the identity provider could not be reached'));
   };
@@ -208,6 +285,7 @@ export async function startEdge(options: EdgeOptions = {}): Promise<Edge> {
       const server = tune(http.createServer(handle(false)));
       server.on('upgrade', upgrade(false));
       httpPort = await listen(server, wantHttp, options.host);
+      ownPorts.add(httpPort);
       servers.push(server);
     }
     if (wantHttps !== 0 || options.httpsPort === 0) {
@@ -225,6 +303,7 @@ export async function startEdge(options: EdgeOptions = {}): Promise<Edge> {
       );
       server.on('upgrade', upgrade(true));
       httpsPort = await listen(server, wantHttps, options.host);
+      ownPorts.add(httpsPort);
       servers.push(server);
     }
   } catch (err) {
@@ -247,6 +326,7 @@ export async function startEdge(options: EdgeOptions = {}): Promise<Edge> {
     },
     async stop(graceMs = 10_000) {
       if (resync) clearInterval(resync);
+      connections.close();
       await new Promise<void>((resolve) => {
         let open = servers.length;
         if (!open) return resolve();

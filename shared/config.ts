@@ -59,6 +59,9 @@ const envSchema = z.object({
   HUB_EDGE_TLS_KEY_FILE: optionalString,
   HUB_EDGE_UPSTREAM_TIMEOUT_MS: z.coerce.number().int().min(10).max(3_600_000).default(60_000),
   HUB_EDGE_RESYNC_MS: z.coerce.number().int().min(0).max(86_400_000).default(60_000),
+  HUB_EDGE_UPSTREAM_READ_TIMEOUT_MS: z.coerce.number().int().min(10).max(3_600_000).default(60_000),
+  HUB_EDGE_UPGRADE_IDLE_TIMEOUT_MS: z.coerce.number().int().min(10).max(86_400_000).default(600_000),
+  HUB_EDGE_HUB_MAX_CONNECTIONS: z.coerce.number().int().min(1).max(1_000_000).default(2_000),
   HUB_EDGE_WORKERS: z.coerce.number().int().min(1).max(64).optional(),
   HUB_EDGE_PENDING_MAX_ROWS: z.coerce.number().int().min(100).max(10_000_000).default(100_000),
   HUB_HEALTH_CHECK_MIN_INTERVAL_SECONDS: z.coerce.number().int().min(1).max(86_400).default(30),
@@ -130,6 +133,12 @@ export interface EdgeConfig {
   tlsKeyFile?: string;
   /** How long a target may take to connect and answer with its response head before the edge answers 504. */
   upstreamTimeoutMs: number;
+  /** Longest silence between two pieces of a target's answer body before the edge gives up on it (nginx: proxy_read_timeout). */
+  upstreamReadTimeoutMs: number;
+  /** An upgraded (WebSocket) connection silent both ways for this long is closed. */
+  upgradeIdleTimeoutMs: number;
+  /** Requests and upgraded connections in progress per hub on one edge process; more are answered 503. */
+  hubMaxConnections: number;
   /** A full reload of the routes this often, besides change notifications (0 = only on reconnect). */
   resyncMs: number;
   /** Usage rows kept while PostgreSQL is away; beyond this the oldest are dropped (and logged). */
@@ -241,6 +250,9 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       tlsCertFile: e.HUB_EDGE_TLS_CERT_FILE,
       tlsKeyFile: e.HUB_EDGE_TLS_KEY_FILE,
       upstreamTimeoutMs: e.HUB_EDGE_UPSTREAM_TIMEOUT_MS,
+      upstreamReadTimeoutMs: e.HUB_EDGE_UPSTREAM_READ_TIMEOUT_MS,
+      upgradeIdleTimeoutMs: e.HUB_EDGE_UPGRADE_IDLE_TIMEOUT_MS,
+      hubMaxConnections: e.HUB_EDGE_HUB_MAX_CONNECTIONS,
       resyncMs: e.HUB_EDGE_RESYNC_MS,
       pendingMaxRows: e.HUB_EDGE_PENDING_MAX_ROWS,
       /** Edge processes sharing the edge's ports: forked by the edge itself (Procfile), or children of npm start. */

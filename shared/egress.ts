@@ -1,5 +1,6 @@
 import dns, { type LookupAddress } from 'node:dns';
 import net from 'node:net';
+import os from 'node:os';
 import ipaddr from 'ipaddr.js';
 import { config } from './config.js';
 
@@ -32,7 +33,10 @@ export class EgressPolicy {
     this.ranges = cidrs.map((text) => ({ range: ipaddr.parseCIDR(text) as Range, text }));
   }
 
-  /** The rule that denies `address` (an IP), or undefined when it may be reached. */
+  /**
+   * The rule that denies `address` (an IP), or undefined when it may be reached. An address of 0.0.0.0/8 or `::`
+   * connects to this host's own listeners (as loopback does), so it is judged as loopback as well as itself.
+   */
   denies(address: string): string | undefined {
     let parsed: ipaddr.IPv4 | ipaddr.IPv6;
     try {
@@ -40,6 +44,14 @@ export class EgressPolicy {
     } catch {
       return 'unparseable address';
     }
+    const rule = this.match(parsed);
+    if (rule) return rule;
+    if (parsed.kind() === 'ipv4' && parsed.range() === 'unspecified') return this.match(ipaddr.parse('127.0.0.1'));
+    if (parsed.kind() === 'ipv6' && parsed.range() === 'unspecified') return this.match(ipaddr.parse('::1')) ?? this.match(ipaddr.parse('127.0.0.1'));
+    return undefined;
+  }
+
+  private match(parsed: ipaddr.IPv4 | ipaddr.IPv6): string | undefined {
     for (const { range, text } of this.ranges) {
       if (parsed.kind() === range[0].kind() && parsed.match(range)) return text;
     }
@@ -70,6 +82,32 @@ export class EgressPolicy {
       else cb(null, allowed[0].address, allowed[0].family);
     });
   };
+}
+
+/**
+ * Whether `address` is one of this host's own: loopback, unspecified (0.0.0.0/8, `::`, which connect to the host
+ * itself) or an address of one of its interfaces. Used to keep the edge from proxying to its own listeners.
+ */
+export function isOwnAddress(address: string): boolean {
+  let parsed: ipaddr.IPv4 | ipaddr.IPv6;
+  try {
+    parsed = ipaddr.process(address);
+  } catch {
+    return false;
+  }
+  const range = parsed.range();
+  if (range === 'loopback' || range === 'unspecified') return true;
+  const text = parsed.toString();
+  for (const list of Object.values(os.networkInterfaces())) {
+    for (const info of list ?? []) {
+      try {
+        if (ipaddr.process(info.address).toString() === text) return true;
+      } catch {
+        // an interface address ipaddr cannot read (scoped IPv6): not ours to compare
+      }
+    }
+  }
+  return false;
 }
 
 let current: { key: string; policy: EgressPolicy } | undefined;

@@ -102,11 +102,20 @@ test('mTLS: token with commonName -> JWT -> enrollment client -> the written key
   // a kept-alive connection and a fresh one: both refused within 2 s of the DELETE
   const agent = new https.Agent({ keepAlive: true, maxSockets: 1 });
   t.is((await overTls(host, device, { agent })).status, 200);
+  const kept = Object.values(agent.freeSockets).flat()[0];
+  t.truthy(kept, 'the connection is kept alive');
+  const keptClosed = new Promise<void>((resolve) => kept!.once('close', () => resolve()));
   const deleted = await hub.call('DELETE', `${hub.h}/client-certificates/${id}`);
   t.is(deleted.status, 200);
+  // the edge closes the kept-alive connection of the deleted certificate (edge/revocation.ts)
+  await waitFor(async () => Promise.race([keptClosed.then(() => true), new Promise<false>((r) => setTimeout(() => r(false), 50))]), {
+    timeoutMs: 2000,
+    intervalMs: 10,
+    what: 'the kept-alive connection of the deleted certificate closed',
+  });
   const refused = await waitFor(async () => {
-    const r = await overTls(host, device, { agent });
-    return r.status === 403 && r;
+    const r = await overTls(host, device, { agent }).catch(() => undefined);
+    return r?.status === 403 && r;
   }, { timeoutMs: 2000, intervalMs: 50, what: 'the deleted certificate refused' });
   t.regex(refused.json.message, /deleted/);
   t.is((await overTls(host, device)).status, 403);

@@ -491,6 +491,10 @@ export function createLogin(options: LoginOptions) {
       }
     },
 
+    allows(email: string, route: ShareRoute): boolean {
+      return !route.auth || emailRefusal(email, route) === undefined;
+    },
+
     /** The Cookie header without the edge's own cookies (undefined when nothing is left). */
     stripCookies(cookieHeader: string | undefined): string | undefined {
       if (!cookieHeader) return cookieHeader;

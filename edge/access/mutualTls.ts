@@ -105,6 +105,8 @@ function peerOf(socket: TLSSocket): Peer | null {
 const iso = (ms: number) => new Date(ms).toISOString();
 
 export class ClientCertificateRegistry {
+  /** `${hubId} ${fingerprint}` -> listed certificate: each hub's own list; another hub listing the same
+   * certificate (an upload of someone else's public certificate) never affects this one. */
   private byFingerprint = new Map<string, Listed>();
   private byId = new Map<string, Listed>();
   /** hubId -> serial -> issued certificate */
@@ -155,11 +157,8 @@ export class ClientCertificateRegistry {
     const peer = peerOf(socket);
     if (!peer) return { ok: false, message: 'this share requires a client certificate and none was presented' };
     const now = Date.now();
-    const listed = this.byFingerprint.get(peer.fingerprint);
-    if (listed) {
-      if (listed.hubId !== hubId) return { ok: false, message: 'the client certificate belongs to another hub' };
-      return this.admit(listed, now);
-    }
+    const listed = this.byFingerprint.get(`${hubId} ${peer.fingerprint}`);
+    if (listed) return this.admit(listed, now);
     const issuer = this.issuingCaOf(peer);
     if (issuer) {
       if (issuer.hubId !== hubId) return { ok: false, message: 'the client certificate was issued for another hub' };
@@ -201,7 +200,7 @@ export class ClientCertificateRegistry {
   private add(listed: Listed): void {
     this.remove(listed.id);
     this.byId.set(listed.id, listed);
-    this.byFingerprint.set(listed.fingerprint, listed);
+    this.byFingerprint.set(`${listed.hubId} ${listed.fingerprint}`, listed);
     if (listed.issuerId) {
       let serials = this.issuedSerials.get(listed.hubId);
       if (!serials) this.issuedSerials.set(listed.hubId, (serials = new Map()));
@@ -213,7 +212,8 @@ export class ClientCertificateRegistry {
     const old = this.byId.get(id);
     if (!old) return;
     this.byId.delete(id);
-    if (this.byFingerprint.get(old.fingerprint)?.id === id) this.byFingerprint.delete(old.fingerprint);
+    const key = `${old.hubId} ${old.fingerprint}`;
+    if (this.byFingerprint.get(key)?.id === id) this.byFingerprint.delete(key);
     const serials = this.issuedSerials.get(old.hubId);
     if (serials?.get(old.serial)?.id === id) serials.delete(old.serial);
   }

@@ -1,0 +1,143 @@
+/**
+ * Which header lines cross the edge, in each direction. The request head towards a target is rebuilt from the
+ * client's raw header lines; its framing (Content-Length or chunked) is never copied from what is left of the client's
+ * headers but set by the HTTP client (undici) from the body actually sent.
+ *
+ * Dropped towards the target: hop-by-hop headers (RFC 9110 7.6.1) and those the client's Connection header lists,
+ * except Host, Content-Length and Transfer-Encoding, which no Connection header can remove; every name containing
+ * `_` (CGI-style servers read `X_Client_Certificate_Name` as `X-Client-Certificate-Name`; nginx drops them too);
+ * the client's own copies of the headers only the edge sets (X-Forwarded-*, verified identities); `Expect` (the edge
+ * answered 100 Continue itself). Added: X-Forwarded-For/Proto/Host, the identities the edge verified, and a `Via`
+ * hop mark that lets an edge recognise a request it already forwarded (a loop).
+ */
+import type { IncomingMessage } from 'node:http';
+
+/** RFC 9110 7.6.1 connection-specific headers, plus the de-facto ones; never forwarded in either direction. */
+export const HOP_BY_HOP = new Set(['connection', 'keep-alive', 'proxy-connection', 'proxy-authenticate', 'proxy-authorization', 'te', 'trailer', 'transfer-encoding', 'upgrade', 'http2-settings']);
+
+/** Headers only the edge may set towards a target: a client's own are dropped, never passed on. */
+export const EDGE_SET_HEADERS = new Set(['x-forwarded-for', 'x-forwarded-proto', 'x-forwarded-host', 'x-client-certificate-name', 'x-client-certificate-fingerprint', 'x-forwarded-email']);
+
+/** Framing and routing headers a Connection header may never remove. */
+const NOT_REMOVABLE = new Set(['host', 'content-length', 'transfer-encoding']);
+
+/** Header values the edge adds itself (verified identities) must be valid field values (RFC 9110 5.5). */
+const INVALID_FIELD_VALUE = /[^\t\x20-\x7e\x80-\xff]/;
+
+export interface ForwardContext {
+  secure: boolean;
+  /** Headers the edge adds (verified identity); set after the client's copies were dropped. */
+  identity?: Record<string, string>;
+  /** Replaces the Cookie header (the edge's own session cookie removed); undefined drops it. */
+  cookie?: { value: string | undefined };
+}
+
+/** An error in what the client sent, answered 400 by the edge. */
+export class BadRequest extends Error {
+  readonly code = 'EDGE_BAD_REQUEST';
+}
+
+/** The token a Connection header lists, lower-cased. */
+export function connectionTokens(values: (string | undefined)[]): Set<string> | undefined {
+  let tokens: Set<string> | undefined;
+  for (const value of values) {
+    if (!value) continue;
+    for (const t of value.toLowerCase().split(',')) {
+      const token = t.trim();
+      if (token) (tokens ??= new Set()).add(token);
+    }
+  }
+  return tokens;
+}
+
+const valuesOf = (raw: string[], name: string) => {
+  const out: string[] = [];
+  for (let i = 0; i < raw.length; i += 2) if (raw[i].length === name.length && raw[i].toLowerCase() === name) out.push(raw[i + 1]);
+  return out;
+};
+
+/** How many times a header name occurs among raw header lines. */
+export function countOf(raw: string[], name: string): number {
+  let n = 0;
+  for (let i = 0; i < raw.length; i += 2) if (raw[i].length === name.length && raw[i].toLowerCase() === name) n++;
+  return n;
+}
+
+export const clientAddress = (req: IncomingMessage) => {
+  const address = req.socket.remoteAddress ?? '';
+  return address.startsWith('::ffff:') ? address.slice(7) : address;
+};
+
+/**
+ * The header lines (flat name, value list) the target receives, without framing: the HTTP client adds
+ * Content-Length or chunked framing for the body it actually sends. `via` is this edge's hop mark.
+ */
+export function requestHeaderLines(req: IncomingMessage, ctx: ForwardContext, via: string): string[] {
+  const raw = req.rawHeaders;
+  const listed = connectionTokens(valuesOf(raw, 'connection'));
+  const out: string[] = [];
+  let viaSeen: string | undefined;
+  for (let i = 0; i < raw.length; i += 2) {
+    const original = raw[i];
+    const name = original.toLowerCase();
+    if (name.includes('_')) continue;
+    if (HOP_BY_HOP.has(name) || EDGE_SET_HEADERS.has(name) || name === 'expect' || name === 'content-length') continue;
+    if (listed?.has(name) && !NOT_REMOVABLE.has(name)) continue;
+    if (name === 'cookie' && ctx.cookie) continue;
+    if (name === 'via') {
+      viaSeen = viaSeen === undefined ? raw[i + 1] : `${viaSeen}, ${raw[i + 1]}`;
+      continue;
+    }
+    out.push(original, raw[i + 1]);
+  }
+  if (ctx.cookie?.value) out.push('cookie', ctx.cookie.value);
+  out.push('x-forwarded-for', clientAddress(req), 'x-forwarded-proto', ctx.secure ? 'https' : 'http');
+  if (req.headers.host) out.push('x-forwarded-host', req.headers.host);
+  out.push('via', viaSeen ? `${viaSeen}, ${via}` : via);
+  if (ctx.identity) {
+    for (const name in ctx.identity) {
+      const value = ctx.identity[name];
+      if (INVALID_FIELD_VALUE.test(value)) throw Object.assign(new Error(`the ${name} value cannot be sent in an HTTP header`), { code: 'EDGE_INVALID_HEADER' });
+      out.push(name, value);
+    }
+  }
+  return out;
+}
+
+/** The length of the client's body as its Content-Length says (node's parser validated it), or null (none/chunked). */
+export function declaredLength(req: IncomingMessage): number | null {
+  if (req.headers['transfer-encoding'] !== undefined) return null;
+  const value = req.headers['content-length'];
+  return value === undefined ? null : Number(value);
+}
+
+/** Whether a request carries a body (RFC 9112 6.3): a chunked one, or a Content-Length above zero. */
+export const hasBody = (req: IncomingMessage) => req.headers['transfer-encoding'] !== undefined || (req.headers['content-length'] !== undefined && req.headers['content-length'] !== '0');
+
+/**
+ * The target's answer header lines towards the client: hop-by-hop headers and those its Connection header lists are
+ * dropped (never Content-Length, which frames what the client receives). Header names arrive from undici as bytes.
+ */
+export function responseHeaderLines(raw: (Buffer | string)[], keepUpgrade = false): string[] {
+  const out: string[] = [];
+  const names: string[] = [];
+  let connection: string[] | undefined;
+  for (let i = 0; i < raw.length; i += 2) {
+    const name = raw[i].toString('latin1');
+    names.push(name);
+    if (name.length === 10 && name.toLowerCase() === 'connection') (connection ??= []).push(raw[i + 1].toString('latin1'));
+  }
+  const listed = connectionTokens(connection ?? []);
+  for (let i = 0; i < raw.length; i += 2) {
+    const original = names[i >> 1];
+    const name = original.toLowerCase();
+    if (keepUpgrade && (name === 'upgrade' || name === 'connection')) {
+      out.push(original, raw[i + 1].toString('latin1'));
+      continue;
+    }
+    if (HOP_BY_HOP.has(name)) continue;
+    if (listed?.has(name) && !NOT_REMOVABLE.has(name)) continue;
+    out.push(original, raw[i + 1].toString('latin1'));
+  }
+  return out;
+}

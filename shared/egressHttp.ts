@@ -1,0 +1,61 @@
+/**
+ * The one way out for HTTP the service makes on behalf of tenants: share targets (the edge), identity providers
+ * (login discovery, token, userinfo, JWKS), health checks and ACME. Every connection is made by an undici connector
+ * that checks the address it actually connects to against the egress policy (shared/egress.ts): IP literals before
+ * connecting, names through the policy's lookup (so DNS rebinding cannot slip by), and, where a caller names its own
+ * listening ports (the edge), a connection that landed on one of this host's addresses at one of those ports is
+ * dropped before a byte is sent.
+ */
+import type { Socket } from 'node:net';
+import { Agent, buildConnector, fetch as undiciFetch, type Dispatcher } from 'undici';
+import { EgressDeniedError, egressPolicy, isOwnAddress, type EgressPolicy } from './egress.js';
+
+export interface ConnectorOptions {
+  /** Connect (and TLS handshake) timeout. */
+  timeoutMs: number;
+  /** Ports this process listens on: a connection to one of them on this host's own addresses is refused. */
+  ownPorts?: () => ReadonlySet<number>;
+}
+
+const bare = (host: string) => (host.startsWith('[') && host.endsWith(']') ? host.slice(1, -1) : host);
+
+/** An undici connector (Client/Pool/Agent `connect` option) that enforces the egress policy. */
+export function egressConnector(policy: EgressPolicy, options: ConnectorOptions): buildConnector.connector {
+  const connect = buildConnector({ timeout: options.timeoutMs, lookup: policy.lookup as never, keepAlive: true, keepAliveInitialDelay: 60_000, noDelay: true } as buildConnector.BuildOptions);
+  return (opts, callback) => {
+    const host = bare(opts.hostname);
+    const port = Number(opts.port) || (opts.protocol === 'https:' ? 443 : 80);
+    const ownPorts = options.ownPorts?.();
+    try {
+      policy.checkHost(host);
+      if (ownPorts?.has(port) && isOwnAddress(host)) throw new EgressDeniedError(host, host, "the edge's own listener");
+    } catch (err) {
+      return callback(err as Error, null);
+    }
+    return connect(opts, (err, socket) => {
+      if (err || !socket) return callback(err ?? new Error('no connection'), null);
+      const remote = (socket as Socket).remoteAddress;
+      if (ownPorts?.has(port) && remote && isOwnAddress(remote)) {
+        socket.destroy();
+        return callback(new EgressDeniedError(opts.hostname, remote, "the edge's own listener"), null);
+      }
+      callback(null, socket);
+    });
+  };
+}
+
+let shared: { policy: EgressPolicy; agent: Agent } | undefined;
+
+/** A dispatcher for fetch-style calls (identity providers, health checks, ACME) under the current egress policy. */
+export function egressDispatcher(): Dispatcher {
+  const policy = egressPolicy();
+  if (shared?.policy !== policy) {
+    void shared?.agent.close();
+    shared = { policy, agent: new Agent({ connect: egressConnector(policy, { timeoutMs: 10_000 }), keepAliveTimeout: 4_000 }) };
+  }
+  return shared.agent;
+}
+
+/** `fetch` whose connections go through the egress policy. */
+export const egressFetch = ((input: Parameters<typeof undiciFetch>[0], init?: Parameters<typeof undiciFetch>[1]) =>
+  undiciFetch(input, { ...init, dispatcher: egressDispatcher() })) as unknown as typeof globalThis.fetch;
