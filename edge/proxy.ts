@@ -139,11 +139,24 @@ class Upgrading implements Dispatcher.DispatchHandler {
     private readonly options: ProxyOptions,
     private readonly onSpliced: (socket: Duplex) => void,
   ) {
-    // a client that leaves before the target answered cancels the upgrade
-    socket.once('close', () => {
+    // a client that leaves before the target answered cancels the upgrade; reading (and keeping) what it sends
+    // meanwhile is what lets its leaving be seen
+    const cancel = () => {
       if (!this.done) this.controller?.abort(Object.assign(new Error('the client went away'), { code: 'ECONNABORTED' }));
-    });
+    };
+    socket.on('data', this.early);
+    socket.resume();
+    socket.once('end', cancel);
+    socket.once('close', cancel);
   }
+
+  private readonly pending: Buffer[] = [];
+  private pendingBytes = 0;
+  private readonly early = (chunk: Buffer) => {
+    this.pendingBytes += chunk.length;
+    if (this.pendingBytes > 64 * 1024) return void this.socket.destroy(); // no protocol sends this much before its 101
+    this.pending.push(chunk);
+  };
 
   onRequestStart(controller: Dispatcher.DispatchController): void {
     this.controller = controller;
@@ -158,7 +171,9 @@ class Upgrading implements Dispatcher.DispatchHandler {
     const lines = responseHeaderLines((controller as { rawHeaders?: Buffer[] }).rawHeaders ?? [], true);
     for (let i = 0; i < lines.length; i += 2) text += `${lines[i]}: ${lines[i + 1]}\r\n`;
     socket.write(`${text}\r\n`, 'latin1');
+    socket.off('data', this.early);
     if (this.head.length) upstream.write(this.head);
+    for (const chunk of this.pending) upstream.write(chunk);
     upstream.on('error', () => socket.destroy());
     socket.on('error', () => upstream.destroy());
     upstream.on('close', () => socket.destroy());

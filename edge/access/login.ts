@@ -13,9 +13,10 @@
  */
 import { createCipheriv, createDecipheriv, createHash, hkdfSync, randomBytes, timingSafeEqual } from 'node:crypto';
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import { createRemoteJWKSet, jwtVerify, type JWTPayload } from 'jose';
+import { createRemoteJWKSet, customFetch as joseFetch, jwtVerify, type JWTPayload } from 'jose';
 import * as oidc from 'openid-client';
 import { config } from '../../shared/config.js';
+import { egressFetch } from '../../shared/egressHttp.js';
 import type { LoginProvider, ShareRoute } from '../types.js';
 
 export type LoginOutcome = { kind: 'pass'; email: string } | { kind: 'handled' };
@@ -245,6 +246,8 @@ export function createLogin(options: LoginOptions) {
         const discovered = await oidc.discovery(new URL(issuer), provider.clientId, undefined, undefined, {
           execute: new URL(issuer).protocol === 'http:' ? [oidc.allowInsecureRequests] : [],
           timeout: providerTimeoutMs / 1000,
+          // every request to an identity provider goes through the egress policy (shared/egressHttp.ts)
+          [oidc.customFetch]: egressFetch as oidc.CustomFetch,
         });
         return { metadata: discovered.serverMetadata() as oidc.ServerMetadata, at: Date.now() };
       })();
@@ -261,6 +264,7 @@ export function createLogin(options: LoginOptions) {
     const auth = methods.includes('client_secret_basic') ? oidc.ClientSecretBasic(provider.clientSecret) : oidc.ClientSecretPost(provider.clientSecret);
     const c = new oidc.Configuration(metadata.metadata, provider.clientId, provider.clientSecret, auth);
     c.timeout = providerTimeoutMs / 1000;
+    c[oidc.customFetch] = egressFetch as oidc.CustomFetch;
     if (new URL(issuer).protocol === 'http:') oidc.allowInsecureRequests(c);
     return c;
   }
@@ -268,7 +272,7 @@ export function createLogin(options: LoginOptions) {
   function jwksOf(jwksUri: string) {
     let jwks = jwksCache.get(jwksUri);
     if (!jwks) {
-      jwks = createRemoteJWKSet(providerUrl(jwksUri, 'the jwks_uri'), { timeoutDuration: providerTimeoutMs });
+      jwks = createRemoteJWKSet(providerUrl(jwksUri, 'the jwks_uri'), { timeoutDuration: providerTimeoutMs, [joseFetch]: egressFetch as never });
       jwksCache.set(jwksUri, jwks);
     }
     return jwks;
@@ -418,7 +422,7 @@ export function createLogin(options: LoginOptions) {
   async function fetchJson(url: URL, init: RequestInit): Promise<any> {
     let res: Response;
     try {
-      res = await fetch(url, { ...init, redirect: 'error', signal: AbortSignal.timeout(providerTimeoutMs) });
+      res = await egressFetch(url, { ...init, redirect: 'error', signal: AbortSignal.timeout(providerTimeoutMs) });
     } catch (err) {
       throw new LoginRefusal(502, 'bad_gateway', `the identity provider could not be reached: ${message(err)}`);
     }

@@ -6,6 +6,7 @@ import https from 'node:https';
 import * as x509 from '@peculiar/x509';
 import { calculateJwkThumbprint, exportJWK, FlattenedSign, type JWK } from 'jose';
 import { config } from '../config.js';
+import { egressPolicy } from '../egress.js';
 import { AcmeAccount } from '../models/AcmeAccount.js';
 import { decryptSecret, encryptSecret } from '../secrets.js';
 import type { CertificateIssuer, IssuedCertificate } from './certificateIssuer.js';
@@ -63,8 +64,15 @@ class AcmeClient {
   private send(url: string, method: string, body?: string, headers: Record<string, string> = {}): Promise<AcmeResponse> {
     const target = new URL(url);
     const client = target.protocol === 'https:' ? https : http;
+    // the CA's URLs (directory, nonce, orders, certificate) go through the egress policy like every other fetch
+    const policy = egressPolicy();
     return new Promise((resolve, reject) => {
-      const req = client.request(target, { method, headers: { 'user-agent': 'edgehub-acme/1', ...headers }, ca: this.ca, timeout: 30_000 }, (res) => {
+      try {
+        policy.checkHost(target.hostname);
+      } catch (err) {
+        return reject(err);
+      }
+      const req = client.request(target, { method, headers: { 'user-agent': 'edgehub-acme/1', ...headers }, ca: this.ca, timeout: 30_000, lookup: policy.lookup as never }, (res) => {
         const chunks: Buffer[] = [];
         res.on('data', (c: Buffer) => chunks.push(c));
         res.on('end', () => resolve({ status: res.statusCode ?? 0, headers: res.headers, body: Buffer.concat(chunks) }));
