@@ -59,3 +59,25 @@ test('HUB_EGRESS_DENY must be a list of CIDRs', async (t) => {
   const { loadConfig } = await import('../shared/config.js');
   t.throws(() => loadConfig({ ...process.env, HUB_EGRESS_DENY: '169.254.0.0/16,not-a-cidr' }), { message: /HUB_EGRESS_DENY: 'not-a-cidr'/ });
 });
+
+test('0.0.0.0/8 and [::] connect to this host, so they are denied wherever loopback is', async (t) => {
+  for (const target of [`http://0.0.0.0:${backend.port}`, `http://0.1.2.3:${backend.port}`, `http://[::]:${backend.port}`]) {
+    const { host } = await routedShare(edge, hub, { target });
+    const r = await edgeRequest(edge.httpPort!, host);
+    t.is(r.status, 403, `${target}: ${r.text}`);
+    t.regex(r.json.message, /denied by the egress policy/, target);
+  }
+  t.is(requests, 0);
+});
+
+test("login: the identity provider's discovery goes through the egress policy", async (t) => {
+  const provider = await hub.call('POST', `${hub.h}/auth-providers`, {
+    body: { name: 'denied-idp', type: 'OIDC', config: { clientId: 'c', clientSecret: 's', issuerUrl: `http://127.0.0.1:${backend.port}` }, emailPatterns: ['*@example.com'] },
+  });
+  t.is(provider.status, 201, provider.text);
+  const { host } = await routedShare(edge, hub, { target: 'http://203.0.113.10', authProviderId: provider.json.id });
+  const r = await edgeRequest(edge.httpPort!, host, { headers: { accept: 'text/html' } });
+  t.is(r.status, 502, r.text);
+  t.regex(r.json.message, /EGRESS_DENIED/);
+  t.is(requests, 0, 'the denied identity provider was never contacted');
+});
