@@ -17,8 +17,13 @@ const TEMPLATE = 'edgehub_template';
 const work = mkdtempSync(path.join(os.tmpdir(), 'edgehub-test-'));
 chmodSync(work, 0o755); // the postgres user must reach the data dir
 
-// what the tests need beyond npm packages: redis-server, and Pebble (an ACME test CA) for the ACME frontend test
-ensureCommands([REDIS_SERVER, { command: 'pebble', pkg: 'pebble', hint: 'Install it: `sudo apt-get install pebble`.' }]);
+// what the tests need beyond npm packages: redis-server, Pebble (an ACME test CA) for the ACME frontend test, and
+// nginx (the reference proxy of the edge's differential fuzz)
+ensureCommands([
+  REDIS_SERVER,
+  { command: 'pebble', pkg: 'pebble', hint: 'Install it: `sudo apt-get install pebble`.' },
+  { command: 'nginx', pkg: 'nginx', hint: 'Install it: `sudo apt-get install nginx`.' },
+]);
 
 const started = Date.now();
 const pg = await startPostgres(path.join(work, 'postgres'), { persistent: false, database: TEMPLATE });

@@ -1,0 +1,66 @@
+/**
+ * Debian's nginx as the reference proxy in tests (npm test installs it, scripts/test.ts): one worker, keep-alive to
+ * the target, HTTP/1.1 upstream, its defaults otherwise (underscore headers dropped, 1xx and trailers not passed on).
+ */
+import { spawn } from 'node:child_process';
+import { mkdirSync, mkdtempSync, writeFileSync } from 'node:fs';
+import net from 'node:net';
+import os from 'node:os';
+import path from 'node:path';
+import { freePort } from '../../scripts/services.js';
+
+export interface Nginx {
+  port: number;
+  stop(): Promise<void>;
+}
+
+export async function startNginx(targetPort: number): Promise<Nginx> {
+  const dir = mkdtempSync(path.join(process.env.TEST_WORK_DIR ?? os.tmpdir(), 'nginx-'));
+  mkdirSync(path.join(dir, 'logs'), { recursive: true });
+  const port = await freePort();
+  writeFileSync(
+    path.join(dir, 'nginx.conf'),
+    `worker_processes 1;
+pid ${dir}/nginx.pid;
+error_log ${dir}/error.log crit;
+events { worker_connections 1024; }
+http {
+  access_log off;
+  client_body_temp_path ${dir}/body; proxy_temp_path ${dir}/proxy; fastcgi_temp_path ${dir}/fcgi;
+  uwsgi_temp_path ${dir}/uwsgi; scgi_temp_path ${dir}/scgi;
+  upstream target { server 127.0.0.1:${targetPort}; keepalive 16; }
+  server {
+    listen 127.0.0.1:${port};
+    location / {
+      proxy_pass http://target;
+      proxy_http_version 1.1;
+      proxy_set_header Connection "";
+      proxy_set_header Host $http_host;
+      proxy_read_timeout 3s;
+      proxy_connect_timeout 3s;
+      proxy_next_upstream off;
+    }
+  }
+}
+`,
+  );
+  const child = spawn('nginx', ['-p', dir, '-c', path.join(dir, 'nginx.conf'), '-g', 'daemon off;'], { stdio: 'ignore' });
+  for (let i = 0; ; i++) {
+    const up = await new Promise<boolean>((resolve) => {
+      const s = net.connect(port, '127.0.0.1', () => (s.destroy(), resolve(true)));
+      s.on('error', () => resolve(false));
+    });
+    if (up) break;
+    if (i > 100 || child.exitCode !== null) throw new Error('nginx did not start');
+    await new Promise((r) => setTimeout(r, 50));
+  }
+  return {
+    port,
+    stop: () =>
+      new Promise<void>((resolve) => {
+        if (child.exitCode !== null) return resolve();
+        child.once('exit', () => resolve());
+        child.kill('SIGTERM');
+      }),
+  };
+}
