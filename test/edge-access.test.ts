@@ -14,6 +14,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { promisify } from 'node:util';
 import test from 'ava';
+import WebSocket, { WebSocketServer } from 'ws';
 import type { Edge } from '../edge/server.js';
 import { closeIssuanceEvents } from '../shared/pki/issuance.js';
 import { Browser } from './helpers/browser.js';
@@ -257,4 +258,40 @@ test('login through the edge: a browser signs in at the OpenID provider; the tar
   t.is(spage.status, 200);
   t.is(spage.json.email, 'alice@example.com');
   t.is(spage.json.cookie, null);
+});
+
+test("login: an open WebSocket of a session whose email the provider's patterns no longer allow is closed within 2 s", async (t) => {
+  const wsBackend = await startBackend((_req, res) => res.end('plain'));
+  const wss = new WebSocketServer({ server: wsBackend.server });
+  wss.on('connection', (socket, req) => socket.send(`hello ${req.headers['x-forwarded-email']}`));
+  t.teardown(async () => {
+    wss.close();
+    await wsBackend.close();
+  });
+  const provider = await hub.call('POST', `${hub.h}/auth-providers`, {
+    body: { name: 'ws-corp', type: 'OIDC', config: { clientId: 'placeholder', clientSecret: 'placeholder', issuerUrl: 'http://127.0.0.1:9' }, emailPatterns: ['*@example.com'] },
+  });
+  t.is(provider.status, 201, provider.text);
+  const share = await routedShare(edge, hub, { target: wsBackend.url, authProviderId: provider.json.id });
+  const idp = await oidcFor(hub, [share.host], provider.json.id, ['*@example.com']);
+  const browser = new Browser();
+  const first = await browser.request(`http://${share.host}:${edge.httpPort}/`);
+  const callback = await signInAtIdp(browser, new URL(first.headers.location as string), 'bob@example.com');
+  t.is((await browser.request(callback)).status, 302);
+  const session = browser.cookies(share.host).get('edgehub_session')?.value as string;
+  t.truthy(session);
+  const ws = new WebSocket(`ws://127.0.0.1:${edge.httpPort}/live`, { headers: { host: share.host, cookie: `edgehub_session=${session}` } });
+  const greeting = await new Promise<string>((resolve, reject) => {
+    ws.once('message', (d) => resolve(d.toString()));
+    ws.once('error', reject);
+  });
+  t.is(greeting, 'hello bob@example.com');
+  const closed = new Promise<void>((resolve) => ws.once('close', () => resolve()));
+  // bob is no longer allowed: only alice is
+  const patched = await hub.call('PATCH', `${hub.h}/auth-providers/${provider.json.id}`, {
+    body: { config: { clientId: idp.clientId, clientSecret: idp.clientSecret, issuerUrl: idp.issuer }, emailPatterns: ['alice@example.com'] },
+  });
+  t.is(patched.status, 200, patched.text);
+  await waitFor(async () => Promise.race([closed.then(() => true), new Promise<false>((r) => setTimeout(() => r(false), 50))]), { timeoutMs: 2000, intervalMs: 10, what: 'the WebSocket of the no longer allowed session closed' });
+  t.pass();
 });
