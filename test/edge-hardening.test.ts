@@ -175,7 +175,7 @@ test('deleting a client certificate closes its open WebSocket within 2 s; deleti
   const { host } = await routedShare(edge, hub, { target: backend.url, mutualTls: true });
   await edge.settled();
   const ws = await waitFor(
-    () => openWs(`wss://127.0.0.1:${edge.httpsPort}/chat`, { headers: { host }, servername: host, cert: certPem, key: keyPem, rejectUnauthorized: false }).catch(() => undefined),
+    () => openWs(`wss://127.0.0.1:${edge.httpsPort}/chat`, { headers: { host }, servername: host, cert: certPem, key: keyPem, rejectUnauthorized: false } as WebSocket.ClientOptions).catch(() => undefined),
     { timeoutMs: 2000, what: 'the WebSocket open' },
   );
   const echoed = new Promise<string>((resolve) => ws.once('message', (d) => resolve(d.toString())));
