@@ -8,12 +8,13 @@ import { execFile } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import http from 'node:http';
 import https from 'node:https';
-import net, { type AddressInfo } from 'node:net';
+import type { AddressInfo } from 'node:net';
 import { promisify } from 'node:util';
 import test from 'ava';
 import type { Edge } from '../edge/server.js';
 import { edgeRequest, readBody, routedShare, startBackend, startTestEdge } from './helpers/edge.js';
 import { makeKey } from './helpers/pki.js';
+import { rawTarget as rawTargetOf } from './helpers/raw.js';
 import { startStack, type HubFixture, type Stack } from './helpers/stack.js';
 
 let stack: Stack;
@@ -41,37 +42,11 @@ async function countingTarget(handler: http.RequestListener) {
   return { ...backend, connections: () => connections };
 }
 
-/**
- * A raw TCP target: `answer(request head, index of the request on its connection, socket)` writes whatever it likes.
- * Request bodies are not expected (the head ends the request).
- */
-async function rawTarget(answer: (head: string, index: number, socket: net.Socket) => void) {
-  let connections = 0;
-  const server = net.createServer((socket) => {
-    connections++;
-    let buffered = '';
-    let index = 0;
-    socket.on('data', (d) => {
-      buffered += d.toString('latin1');
-      for (let end = buffered.indexOf('\r\n\r\n'); end >= 0; end = buffered.indexOf('\r\n\r\n')) {
-        const head = buffered.slice(0, end);
-        buffered = buffered.slice(end + 4);
-        answer(head, index++, socket);
-      }
-    });
-    socket.on('error', () => undefined);
-  });
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const sockets = new Set<net.Socket>();
-  server.on('connection', (s) => (sockets.add(s), s.on('close', () => sockets.delete(s))));
-  closers.push(
-    () =>
-      new Promise<void>((resolve) => {
-        for (const s of sockets) s.destroy();
-        server.close(() => resolve());
-      }),
-  );
-  return { url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`, connections: () => connections };
+/** A raw TCP target (test/helpers/raw.ts), closed after the file's tests. */
+async function rawTarget(answer: Parameters<typeof rawTargetOf>[0]) {
+  const target = await rawTargetOf(answer);
+  closers.push(target.close);
+  return target;
 }
 
 const keepAliveAgent = () => new http.Agent({ keepAlive: true, maxSockets: 1 });
