@@ -1,7 +1,8 @@
 import { DataTypes, Model, type CreationOptional, type InferAttributes, type InferCreationAttributes, type Sequelize } from 'sequelize';
 
-export const PROBE_RESULTS = ['SUCCESS', 'FAILURE', 'TIMEOUT', 'ERROR'] as const;
-export type ProbeResult = (typeof PROBE_RESULTS)[number];
+import { PROBE_RESULTS, type ProbeResult } from '../providers/httpProbe.js';
+
+export { PROBE_RESULTS, type ProbeResult };
 
 /** An HTTP probe of `target` + `path`; runs on demand, and every `intervalSeconds` when that is above 0. */
 export class HealthCheck extends Model<InferAttributes<HealthCheck>, InferCreationAttributes<HealthCheck>> {

@@ -1,7 +1,10 @@
 import http from 'node:http';
 import https from 'node:https';
 import { EgressDeniedError, egressPolicy } from '../egress.js';
-import type { ProbeResult } from '../models/HealthCheck.js';
+
+/** What a probe observed (stored as a health check's lastResult). */
+export const PROBE_RESULTS = ['SUCCESS', 'FAILURE', 'TIMEOUT', 'ERROR'] as const;
+export type ProbeResult = (typeof PROBE_RESULTS)[number];
 
 export interface ProbeRequest {
   method: string;
