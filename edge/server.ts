@@ -31,7 +31,8 @@ export interface MutualTlsChecker {
   onChange(change: EdgeChange): Promise<void>;
   check(hubId: string, socket: TLSSocket): MutualTlsDecision;
 }
-export type LoginOutcome = { kind: 'pass'; email: string } | { kind: 'handled' };
+/** `pass`: the session's email, and when the session must be checked again (ms; open connections close then). */
+export type LoginOutcome = { kind: 'pass'; email: string; until?: number } | { kind: 'handled' };
 export interface LoginHandler {
   handle(req: IncomingMessage, res: ServerResponse, route: ShareRoute, ctx: { host: string; secure: boolean; origin: string }): Promise<LoginOutcome>;
   stripCookies(cookieHeader: string | undefined): string | undefined;
@@ -172,7 +173,8 @@ export async function startEdge(options: EdgeOptions = {}): Promise<Edge> {
   };
 
   /** The rule that keeps an open connection of `route` (reached at `host`) admitted; see edge/revocation.ts. */
-  const guardOf = (host: string, route: ShareRoute, req: IncomingMessage, secure: boolean, email: string | undefined): Guard => () => {
+  const guardOf = (host: string, route: ShareRoute, req: IncomingMessage, secure: boolean, email: string | undefined, until?: number): Guard => () => {
+    if (until !== undefined && Date.now() >= until) return 'the login session is due to be checked again';
     const current = routes.lookup(host);
     if (!current || current.zId !== route.zId) return 'the share is no longer published at this address';
     const identity = identityOf(current, req, secure);
@@ -222,7 +224,7 @@ export async function startEdge(options: EdgeOptions = {}): Promise<Edge> {
         ctx.identity = { ...ctx.identity, 'x-forwarded-email': outcome.email };
         ctx.cookie = { value: login.stripCookies(req.headers.cookie) };
         if (res.destroyed) return; // the client left during the login check
-        connections.watch(socket, guardOf(host, route, req, secure, outcome.email));
+        connections.watch(socket, guardOf(host, route, req, secure, outcome.email, outcome.until));
         cancel = proxy.forward(req, res, route, ctx);
       })
       .catch((err) => {
@@ -245,7 +247,7 @@ export async function startEdge(options: EdgeOptions = {}): Promise<Edge> {
     if (!limiter.enter(route.hubId)) return answerSocket(socket, 503, 'overloaded', 'the hub has too many connections in progress on this edge; try again shortly');
     socket.once('close', () => limiter.leave(route.hubId));
     const ctx: ForwardContext = { secure, identity: identity.headers };
-    const spliced = (email: string | undefined) => (s: Duplex) => connections.watch(s, guardOf(host, route, req, secure, email));
+    const spliced = (email: string | undefined, until?: number) => (s: Duplex) => connections.watch(s, guardOf(host, route, req, secure, email, until));
     if (!route.auth) return proxy.upgrade(req, socket, head, route, ctx, spliced(undefined));
     if (!access.login) return answerSocket(socket, 401, 'unauthorized', 'this share requires login, which is not available on this edge');
     // the login hook answers on a ServerResponse: give it one bound to this connection, and take the socket back
@@ -263,7 +265,7 @@ export async function startEdge(options: EdgeOptions = {}): Promise<Edge> {
         res.detachSocket(socket as Socket);
         ctx.identity = { ...ctx.identity, 'x-forwarded-email': outcome.email };
         ctx.cookie = { value: login.stripCookies(req.headers.cookie) };
-        proxy.upgrade(req, socket, head, route, ctx, spliced(outcome.email));
+        proxy.upgrade(req, socket, head, route, ctx, spliced(outcome.email, outcome.until));
       })
       .catch(() => answerSocket(socket, 502, 'bad_gateway', 'the identity provider could not be reached'));
   };

@@ -19,7 +19,8 @@ export { parseCookies } from './login/cookies.js';
 export { domainMatches, emailMatches } from './login/emailRules.js';
 export type { LoginEndpoints } from './login/providers.js';
 
-export type LoginOutcome = { kind: 'pass'; email: string } | { kind: 'handled' };
+/** `pass`: the session's email, and when the session must be checked again (ms; open connections close then). */
+export type LoginOutcome = { kind: 'pass'; email: string; until?: number } | { kind: 'handled' };
 
 export interface LoginOptions {
   /** HUB_SECRET_KEY; the cookie key is derived from it with HKDF. */
@@ -153,7 +154,7 @@ export function createLogin(options: LoginOptions) {
         if (session) {
           const refusal = emailRefusal(session.e, route);
           if (refusal) throw refuse(refusal);
-          return { kind: 'pass', email: session.e };
+          return { kind: 'pass', email: session.e, until: Math.min(session.c, session.a + route.checkIntervalMs) };
         }
         if (!isBrowser(req)) throw new LoginRefusal(401, 'unauthorized', 'this share requires login: open it in a browser, or send the session cookie of a login');
         await begin(req, res, route, ctx);
