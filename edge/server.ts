@@ -1,9 +1,10 @@
 import { createHmac } from 'node:crypto';
 import http, { type IncomingMessage, type ServerResponse } from 'node:http';
-import https from 'node:https';
+import type https from 'node:https';
+import type net from 'node:net';
+import tls, { type TLSSocket } from 'node:tls';
 import type { AddressInfo, Socket } from 'node:net';
 import type { Duplex } from 'node:stream';
-import type { TLSSocket } from 'node:tls';
 import pg from 'pg';
 import { config } from '../shared/config.js';
 import { databaseUrl } from '../shared/db.js';
@@ -21,7 +22,7 @@ import { OpenConnections, type Guard } from './revocation.js';
 import { RouteTable, routingHost } from './routes.js';
 import { observeRequest, observeUpstreamError } from './telemetry.js';
 import { CertificateStore } from './tls.js';
-import type { EdgeChange, ShareRoute } from './types.js';
+import type { AgentGateway, EdgeChange, ShareRoute } from './types.js';
 import { UpstreamPools } from './upstream.js';
 
 /** Access-control hooks (edge/access/*): mutual TLS by the hub's client certificates, and login. */
@@ -57,6 +58,8 @@ export interface EdgeOptions {
   tlsFiles?: { certFile?: string; keyFile?: string };
   /** Where usage samples go (default: the usage store, shared/metrics/store.ts). */
   store?: (rows: UsageRow[]) => Promise<void>;
+  /** The agents' side of the TLS listener (edge/types.ts AgentGateway); without it, every target is connected directly. */
+  agents?: AgentGateway;
 }
 
 export interface Edge {
@@ -84,7 +87,7 @@ export function hopMark(secretKey: Buffer): string {
 const FULL_RELOAD_TABLES = new Set(['frontends', 'custom_frontends', 'auth_providers']);
 const ACCESS_TABLES = new Set(['client_certificates', 'certificate_authorities']);
 
-function listen(server: http.Server, port: number, host: string | undefined): Promise<number> {
+function listen(server: net.Server, port: number, host: string | undefined): Promise<number> {
   return new Promise((resolve, reject) => {
     server.once('error', reject);
     server.listen(port, host, () => {
@@ -111,6 +114,7 @@ export async function startEdge(options: EdgeOptions = {}): Promise<Edge> {
     timeoutMs: cfg.upstreamTimeoutMs,
     readTimeoutMs: cfg.upstreamReadTimeoutMs,
     ownPorts: () => ownPorts,
+    connectorFor: options.agents ? (route) => options.agents!.connectorFor(route) : undefined,
   });
   const mark = hopMark(config().secretKey);
   const proxy = new Proxy(meter, pools, {
@@ -277,7 +281,14 @@ export async function startEdge(options: EdgeOptions = {}): Promise<Edge> {
     server.headersTimeout = 60_000;
     return server;
   };
-  const servers: http.Server[] = [];
+  /** A listener as stop() sees it: the plain HTTP server, or the TLS server with the HTTP server behind it. */
+  interface Listener {
+    close(done: () => void): void;
+    closeIdle(): void;
+    closeAll(): void;
+  }
+  const listeners: Listener[] = [];
+  const agents = options.agents;
   let httpPort: number | undefined;
   let httpsPort: number | undefined;
   const wantHttp = options.httpPort ?? cfg.httpPort;
@@ -288,28 +299,37 @@ export async function startEdge(options: EdgeOptions = {}): Promise<Edge> {
       server.on('upgrade', upgrade(false));
       httpPort = await listen(server, wantHttp, options.host);
       ownPorts.add(httpPort);
-      servers.push(server);
+      listeners.push({ close: (done) => server.close(() => done()), closeIdle: () => server.closeIdleConnections(), closeAll: () => server.closeAllConnections() });
     }
     if (wantHttps !== 0 || options.httpsPort === 0) {
-      const server = tune(
-        https.createServer(
-          {
-            SNICallback: certificates.sniCallback,
-            // every TLS client may present a certificate; whether a share needs one is decided per request
-            requestCert: true,
-            rejectUnauthorized: false,
-            ...access.tlsOptions,
-          },
-          handle(true),
-        ),
-      );
-      server.on('upgrade', upgrade(true));
+      // the TLS listener: HTTP/1.1 for clients, and the agents' connections (their own ALPN protocol) for the
+      // agent gateway; each TLS connection is handed to the HTTP server behind it (a documented way to feed
+      // node:http connections of one's own) or to the gateway
+      const app = tune(http.createServer(handle(true)));
+      app.on('upgrade', upgrade(true));
+      const server = tls.createServer({
+        SNICallback: certificates.sniCallback,
+        // every TLS client may present a certificate; whether a share needs one is decided per request
+        requestCert: true,
+        rejectUnauthorized: false,
+        ALPNProtocols: agents ? ['http/1.1', agents.alpn] : ['http/1.1'],
+        ...access.tlsOptions,
+      });
+      server.on('secureConnection', (socket: TLSSocket) => {
+        if (agents && socket.alpnProtocol === agents.alpn) return agents.accept(socket);
+        app.emit('connection', socket);
+      });
+      server.on('tlsClientError', () => undefined);
       httpsPort = await listen(server, wantHttps, options.host);
       ownPorts.add(httpsPort);
-      servers.push(server);
+      listeners.push({
+        close: (done) => server.close(() => done()),
+        closeIdle: () => app.closeIdleConnections(),
+        closeAll: () => app.closeAllConnections(),
+      });
     }
   } catch (err) {
-    for (const s of servers) s.close();
+    for (const l of listeners) l.close(() => undefined);
     await feed.stop();
     await pool.end();
     throw err;
@@ -330,20 +350,21 @@ export async function startEdge(options: EdgeOptions = {}): Promise<Edge> {
       if (resync) clearInterval(resync);
       connections.close();
       await new Promise<void>((resolve) => {
-        let open = servers.length;
+        let open = listeners.length;
         if (!open) return resolve();
-        const force = setTimeout(() => servers.forEach((s) => s.closeAllConnections()), graceMs);
+        const force = setTimeout(() => listeners.forEach((l) => l.closeAll()), graceMs);
         force.unref();
-        for (const s of servers) {
-          s.close(() => {
+        for (const l of listeners) {
+          l.close(() => {
             if (--open === 0) {
               clearTimeout(force);
               resolve();
             }
           });
-          s.closeIdleConnections();
+          l.closeIdle();
         }
       });
+      await agents?.close();
       await meter.stop();
       await proxy.close();
       certificates.close();

@@ -36,3 +36,20 @@ export interface EdgeChange {
 }
 
 export const EDGE_CHANNEL = 'edgehub_edge';
+
+/**
+ * The agents' side of the edge (CONTRACT.md "The agent"): agents dial the TLS listener with their own ALPN protocol
+ * and a client certificate; the gateway judges them and carries the traffic of their environments' shares.
+ */
+export interface AgentGateway {
+  /** The ALPN protocol an agent offers on the TLS listener. */
+  readonly alpn: string;
+  /** A TLS connection that negotiated `alpn` (its certificate not yet judged): the gateway's from now on. */
+  accept(socket: import('node:tls').TLSSocket): void;
+  /**
+   * How connections to `route`'s target are made when its environment is served by agents, with the key the
+   * edge's pools are kept by; undefined when the environment has no agents (the edge connects itself).
+   */
+  connectorFor(route: ShareRoute): { key: string; connect: import('undici').buildConnector.connector } | undefined;
+  close(): Promise<void>;
+}
