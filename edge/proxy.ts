@@ -30,7 +30,8 @@ function failure(err: NodeJS.ErrnoException, route: ShareRoute): Failure {
   const cause = (err.cause as NodeJS.ErrnoException | undefined) ?? err;
   const target = route.target;
   if (err.code === 'EGRESS_DENIED' || cause.code === 'EGRESS_DENIED') return [403, 'forbidden', cause.message];
-  if (err.code === 'EDGE_NO_AGENT' || cause.code === 'EDGE_NO_AGENT') return [502, 'bad_gateway', cause.message];
+  // no agent connected, the agent refused the target or could not reach it: the reason, naming the environment
+  if (/^EDGE_(NO_AGENT|AGENT_)/.test(err.code ?? '') || /^EDGE_(NO_AGENT|AGENT_)/.test(cause.code ?? '')) return [502, 'bad_gateway', cause.message];
   if (err instanceof BadRequest) return [400, 'bad_request', err.message];
   if (TIMEOUT_CODES.has(err.code ?? '') || TIMEOUT_CODES.has(cause.code ?? '')) return [504, 'gateway_timeout', `the share's target ${target.host} did not answer in time`];
   return [502, 'bad_gateway', `the share's target ${target.host} could not be reached (${cause.code ?? err.code ?? err.message})`];

@@ -1,4 +1,5 @@
 import type pg from 'pg';
+import { targetAuthority } from '../shared/agentProtocol.js';
 import { durationMs } from '../shared/durations.js';
 import { logger } from '../shared/logger.js';
 import { decryptSecret } from '../shared/secrets.js';
@@ -79,6 +80,13 @@ export class RouteTable {
 
   lookup(host: string): ShareRoute | undefined {
     return this.byHost.get(host);
+  }
+
+  /** `host:port` of the targets of an environment's routed shares (what its agents may connect to). */
+  targetsOf(hubId: string, envZId: string): string[] {
+    const targets = new Set<string>();
+    for (const route of this.byHost.values()) if (route.hubId === hubId && route.envZId === envZId) targets.add(targetAuthority(route.target));
+    return [...targets];
   }
 
   get size(): number {

@@ -1,4 +1,5 @@
-import { createHmac } from 'node:crypto';
+import { createHmac, randomUUID } from 'node:crypto';
+import { hostname } from 'node:os';
 import http, { type IncomingMessage, type ServerResponse } from 'node:http';
 import type https from 'node:https';
 import type net from 'node:net';
@@ -12,6 +13,9 @@ import { egressPolicy } from '../shared/egress.js';
 import { logger } from '../shared/logger.js';
 import { insertSamples, type UsageRow } from '../shared/metrics/store.js';
 import { accessControl } from './access/index.js';
+import { AgentDirectory } from './agents/directory.js';
+import { AgentGatewayServer } from './agents/gateway.js';
+import { Presence } from './agents/presence.js';
 import { answer, answerSocket } from './answers.js';
 import { ChangeFeed } from './changes.js';
 import { Meter } from './meter.js';
@@ -58,7 +62,7 @@ export interface EdgeOptions {
   tlsFiles?: { certFile?: string; keyFile?: string };
   /** Where usage samples go (default: the usage store, shared/metrics/store.ts). */
   store?: (rows: UsageRow[]) => Promise<void>;
-  /** The agents' side of the TLS listener (edge/types.ts AgentGateway); without it, every target is connected directly. */
+  /** The agents' side of the TLS listener (edge/types.ts AgentGateway); default: edge/agents/gateway.ts. */
   agents?: AgentGateway;
 }
 
@@ -67,6 +71,8 @@ export interface Edge {
   httpsPort: number | undefined;
   routes: RouteTable;
   meter: Meter;
+  /** The agents' gateway (connected agents, streams through them). */
+  agents: AgentGateway;
   /** Resolves once every change queued so far has been applied (for tests). */
   settled(): Promise<void>;
   stop(graceMs?: number): Promise<void>;
@@ -84,6 +90,9 @@ const REVOCATION_TABLES = new Set(['shares', 'share_frontends', 'frontends', 'cu
 export function hopMark(secretKey: Buffer): string {
   return `edgehub-${createHmac('sha256', secretKey).update('edge hop mark').digest('hex').slice(0, 12)}`;
 }
+/** This edge process's name in agent_connections. */
+const edgeId = () => `${hostname()}/${process.pid}/${randomUUID().slice(0, 8)}`;
+
 const FULL_RELOAD_TABLES = new Set(['frontends', 'custom_frontends', 'auth_providers']);
 const ACCESS_TABLES = new Set(['client_certificates', 'certificate_authorities']);
 
@@ -109,6 +118,12 @@ export async function startEdge(options: EdgeOptions = {}): Promise<Edge> {
   const certificates = new CertificateStore(pool, options.tlsFiles ?? { certFile: cfg.tlsCertFile, keyFile: cfg.tlsKeyFile });
   const meter = new Meter(options.store ?? insertSamples, { flushMs: cfg.flushMs, pendingMaxRows: cfg.pendingMaxRows });
   const ownPorts = new Set<number>();
+  // agents (CONTRACT.md "The agent"): who they are, where they are connected, and the gateway that carries traffic
+  const directory = new AgentDirectory(pool);
+  const gateway = options.agents
+    ? undefined
+    : new AgentGatewayServer({ directory, presence: new Presence(pool, edgeId()), targetsOf: (hubId, envZId) => routes.targetsOf(hubId, envZId), connectTimeoutMs: cfg.upstreamTimeoutMs });
+  options = { ...options, agents: options.agents ?? gateway };
   const pools = new UpstreamPools({
     policy: egressPolicy(),
     timeoutMs: cfg.upstreamTimeoutMs,
@@ -128,7 +143,7 @@ export async function startEdge(options: EdgeOptions = {}): Promise<Edge> {
   let applied: Promise<unknown> = Promise.resolve();
 
   const reloadEverything = () =>
-    (applied = Promise.all([routes.reloadAll(), certificates.reload(), access.mutualTls?.load()]).catch((err) =>
+    (applied = Promise.all([routes.reloadAll(), certificates.reload(), access.mutualTls?.load(), directory.reload()]).then(() => gateway?.directoryChanged()).catch((err) =>
       logger.error({ err: (err as Error).message }, 'edge: reload failed'),
     ));
   feed.on('resync', () => void reloadEverything());
@@ -139,12 +154,14 @@ export async function startEdge(options: EdgeOptions = {}): Promise<Edge> {
     } else if (FULL_RELOAD_TABLES.has(change.table)) work.push(routes.reloadAll());
     if (TLS_TABLES.has(change.table)) work.push(certificates.reload());
     if (ACCESS_TABLES.has(change.table) && access.mutualTls) work.push(access.mutualTls.onChange(change));
+    if (change.table === 'agents') work.push(directory.reload().then(() => gateway?.directoryChanged()));
     applied = Promise.all([applied, ...work]).catch((err) => logger.error({ err: (err as Error).message, change }, 'edge: change not applied'));
     if (REVOCATION_TABLES.has(change.table)) void applied.then(() => connections.sweep());
+    if (change.table === 'shares' || change.table === 'share_frontends' || FULL_RELOAD_TABLES.has(change.table)) void applied.then(() => gateway?.targetsChanged());
   });
   // listening first, loading second: a change committed in between is seen by the load or notified after it
   await feed.start();
-  await Promise.all([routes.reloadAll(), certificates.reload(), access.mutualTls?.load()]);
+  await Promise.all([routes.reloadAll(), certificates.reload(), access.mutualTls?.load(), directory.reload()]);
   const resync = cfg.resyncMs > 0 ? setInterval(() => void reloadEverything(), cfg.resyncMs) : undefined;
   resync?.unref();
   meter.start();
@@ -338,6 +355,7 @@ export async function startEdge(options: EdgeOptions = {}): Promise<Edge> {
   return {
     httpPort,
     httpsPort,
+    agents: agents!,
     routes,
     meter,
     settled: async () => {
@@ -349,6 +367,9 @@ export async function startEdge(options: EdgeOptions = {}): Promise<Edge> {
     async stop(graceMs = 10_000) {
       if (resync) clearInterval(resync);
       connections.close();
+      // agents' connections are the TLS listener's too: they close alongside the clients' (the listener's close
+      // waits for them), finishing the streams in flight
+      const agentsClosed = agents?.close(graceMs);
       await new Promise<void>((resolve) => {
         let open = listeners.length;
         if (!open) return resolve();
@@ -364,7 +385,7 @@ export async function startEdge(options: EdgeOptions = {}): Promise<Edge> {
           l.closeIdle();
         }
       });
-      await agents?.close();
+      await agentsClosed;
       await meter.stop();
       await proxy.close();
       certificates.close();

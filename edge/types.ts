@@ -51,5 +51,10 @@ export interface AgentGateway {
    * edge's pools are kept by; undefined when the environment has no agents (the edge connects itself).
    */
   connectorFor(route: ShareRoute): { key: string; connect: import('undici').buildConnector.connector } | undefined;
-  close(): Promise<void>;
+  /** A stream to `authority` (host:port) in the environment's network, through one of its connected agents. */
+  openStream(hubId: string, envZId: string, authority: string): Promise<import('node:stream').Duplex>;
+  /** Ids of the environment's agents connected to this edge. */
+  connected(hubId: string, envZId: string): string[];
+  /** Takes no new agents; open streams may finish within `graceMs`. */
+  close(graceMs?: number): Promise<void>;
 }

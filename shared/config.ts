@@ -56,6 +56,11 @@ const envSchema = z.object({
   HUB_EDGE_FLUSH_MS: z.coerce.number().int().min(10).max(3_600_000).default(5000),
   HUB_EGRESS_DENY: z.string().default('169.254.0.0/16,fe80::/10'),
   HUB_EDGE_TLS_CERT_FILE: optionalString,
+  HUB_EDGE_AGENT_ADDRESSES: z
+    .string()
+    .optional()
+    .transform((v) => (v ?? '').split(',').map((s) => s.trim()).filter(Boolean))
+    .refine((list) => list.every((a) => /^(\[[0-9a-fA-F:.]+\]|[^:\s[\]]+):\d{1,5}$/.test(a)), 'must be comma-separated host:port addresses'),
   HUB_EDGE_TLS_KEY_FILE: optionalString,
   HUB_EDGE_UPSTREAM_TIMEOUT_MS: z.coerce.number().int().min(10).max(3_600_000).default(60_000),
   HUB_EDGE_RESYNC_MS: z.coerce.number().int().min(0).max(86_400_000).default(60_000),
@@ -131,6 +136,8 @@ export interface EdgeConfig {
   egressDeny: string[];
   tlsCertFile?: string;
   tlsKeyFile?: string;
+  /** HUB_EDGE_AGENT_ADDRESSES: what agents are told to dial (default 127.0.0.1:httpsPort). */
+  agentAddresses: string[];
   /** How long a target may take to connect and answer with its response head before the edge answers 504. */
   upstreamTimeoutMs: number;
   /** Longest silence between two pieces of a target's answer body before the edge gives up on it (nginx: proxy_read_timeout). */
@@ -248,6 +255,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       flushMs: e.HUB_EDGE_FLUSH_MS,
       egressDeny: parseCidrList(e.HUB_EGRESS_DENY),
       tlsCertFile: e.HUB_EDGE_TLS_CERT_FILE,
+      agentAddresses: e.HUB_EDGE_AGENT_ADDRESSES.length ? e.HUB_EDGE_AGENT_ADDRESSES : [`127.0.0.1:${e.HUB_EDGE_HTTPS_PORT}`],
       tlsKeyFile: e.HUB_EDGE_TLS_KEY_FILE,
       upstreamTimeoutMs: e.HUB_EDGE_UPSTREAM_TIMEOUT_MS,
       upstreamReadTimeoutMs: e.HUB_EDGE_UPSTREAM_READ_TIMEOUT_MS,

@@ -40,6 +40,28 @@ export const ApiKey = obj({
 
 export const Frontend = obj({ id, urlTemplate: z.string(), publicName: z.string() }).meta({ id: 'Frontend', example: { id: 'fe_public', urlTemplate: 'https://{token}.share.example.com', publicName: 'public' } });
 
+export const Agent = obj({
+  id,
+  createdAt: nullableTimestamp,
+  connected: z.boolean().meta({ description: 'connected to at least one edge now' }),
+  connectedAt: nullableTimestamp,
+  lastSeenAt: nullableTimestamp,
+  edges: z.array(z.string()).meta({ description: 'the edges it is connected to' }),
+}).meta({ id: 'Agent' });
+
+export const AgentEnrollment = obj({ envZId: id, hubId: id, jwt: z.string(), url: z.string(), expiresAt: nullableTimestamp }).meta({ id: 'AgentEnrollment' });
+
+export const AgentIdentity = obj({
+  id,
+  hubId: id,
+  envZId: id,
+  certificate: z.string().meta({ description: "the agent's certificate (PEM) with the hub's issuing CA and root" }),
+  edgeCa: z.string().meta({ description: "the CA that signs the edge's certificates (PEM)" }),
+  edgeServerName: z.string().meta({ description: 'the TLS server name to send when dialling an edge' }),
+  edges: z.array(z.string()).meta({ description: 'edge addresses (host:port) to dial' }),
+  createdAt: nullableTimestamp,
+}).meta({ id: 'AgentIdentity' });
+
 export const Environment = obj({
   envZId: id,
   hubId: id,
@@ -47,6 +69,7 @@ export const Environment = obj({
   default: z.boolean().meta({ description: "the hub's default environment: shares created without an envZId belong to it" }),
   createdAt: nullableTimestamp,
   createdBy: z.string(),
+  agents: z.array(Agent).optional().meta({ description: "the environment's agents (on GET of one environment)" }),
 }).meta({ id: 'Environment' });
 
 export const Execution = obj({

@@ -9,6 +9,7 @@
  */
 import { z, type ZodType } from 'zod';
 import * as admin from '../routes/admin.js';
+import * as agents from '../routes/agents.js';
 import * as authProviders from '../routes/authProviders.js';
 import * as tokens from '../routes/certificateRequestTokens.js';
 import * as clientCertificates from '../routes/clientCertificates.js';
@@ -108,7 +109,12 @@ export const operations: Operation[] = [
   { method: 'delete', path: '/shares/:zId', scope: 'hub', tag: 'Shares', summary: 'Delete a share', responses: { 204: null } },
   { method: 'post', path: '/environments', scope: 'hub', tag: 'Environments', summary: 'Create an environment', body: environments.createSchema, responses: { 201: c.Environment } },
   { method: 'get', path: '/environments', scope: 'hub', tag: 'Environments', summary: 'List environments', paged: true, responses: { 200: c.page(c.Environment, 'Environment') } },
-  { method: 'get', path: '/environments/:envZId', scope: 'hub', tag: 'Environments', summary: 'Get an environment', responses: { 200: c.Environment } },
+  { method: 'get', path: '/environments/:envZId', scope: 'hub', tag: 'Environments', summary: 'Get an environment with its agents', responses: { 200: c.Environment } },
+  { method: 'get', path: '/account', scope: 'account', tag: 'Agents', summary: "The API key's hub (the command line's `edgehub share` starts here)", responses: { 200: z.object({ hubId: z.string(), name: z.string() }) } },
+  { method: 'post', path: '/environments/:envZId/agent-enrollment', scope: 'hub', tag: 'Agents', summary: 'A one-time JWT that enrolls one agent of the environment', body: agents.agentEnrollmentSchema, responses: { 201: c.AgentEnrollment } },
+  { method: 'get', path: '/environments/:envZId/agents', scope: 'hub', tag: 'Agents', summary: "The environment's agents and where they are connected", responses: { 200: z.array(c.Agent) } },
+  { method: 'delete', path: '/environments/:envZId/agents/:id', scope: 'hub', tag: 'Agents', summary: 'Revoke an agent (its connections close within 2 s)', responses: { 204: null } },
+  { method: 'post', path: ['/hub/v2/:hubId/agents/enroll', '/hub/:hubId/agents/enroll'], scope: 'open', tag: 'Agents', summary: "Enroll an agent: its CSR and the environment's one-time JWT", body: agents.agentEnrollSchema, responses: { 201: c.AgentIdentity }, errors: [403] },
   { method: 'get', path: '/frontends', scope: 'hub', tag: 'Frontends', summary: "Standard frontends and the hub's active custom frontends", responses: { 200: z.array(c.Frontend) } },
   { method: 'get', path: '/account/frontends', scope: 'account', tag: 'Frontends', summary: "Frontends of the API key's hub", responses: { 200: z.array(c.Frontend) } },
 

@@ -1,8 +1,10 @@
 import { z } from 'zod';
+import { agentsOf } from '../../shared/commands/agents.js';
 import { createEnvironment } from '../../shared/commands/platform.js';
 import { Environment } from '../../shared/models/Environment.js';
 import { principalName } from '../middleware/auth.js';
 import { findPage, pageRequest } from '../paging.js';
+import { presentAgent } from '../presenters/agents.js';
 import { presentEnvironment } from '../presenters/platform.js';
 import type { Routes } from '../router.js';
 import { currentHub, findInHub, inHub } from '../scope.js';
@@ -19,7 +21,9 @@ export default function routes({ hub }: Routes) {
   hub.get('/environments', async (ctx) => {
     ctx.body = await findPage(Environment, inHub(ctx), pageRequest(ctx, ['createdAt', 'description', 'envZId']), presentEnvironment);
   });
+  // one environment carries its agents and where they are connected (CONTRACT.md "The agent", State)
   hub.get('/environments/:envZId', async (ctx) => {
-    ctx.body = presentEnvironment(await findInHub(ctx, Environment, ctx.params.envZId, 'environment'));
+    const env = await findInHub(ctx, Environment, ctx.params.envZId, 'environment');
+    ctx.body = { ...presentEnvironment(env), agents: (await agentsOf(env.hubId, env.envZId)).map(presentAgent) };
   });
 }

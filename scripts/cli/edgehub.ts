@@ -1,20 +1,49 @@
-/** `edgehub <command>`: the recipient's command line (scripts/edgehub.js loads this through tsx). */
+/** `edgehub <command>`: the command line (scripts/edgehub.js loads this through tsx). */
+import path from 'node:path';
 import { parseArgs } from 'node:util';
+import { parseAllowPattern } from '../../shared/agentProtocol.js';
+import { agentEnroll } from './agent/enroll.js';
+import { defaultAgentDir, readIdentity } from './agent/identity.js';
+import { AgentRunner } from './agent/run.js';
 import { enroll, EnrollError } from './enroll.js';
+import { share } from './share.js';
 
-const USAGE = `usage: edgehub enroll <jwt> [--out <folder>] [--expect-host <host[:port]>] [--validate]
+const USAGE = `usage:
+  edgehub enroll <jwt> [--out <folder>] [--expect-host <host[:port]>] [--validate]
+      Verifies a client-certificate enrollment JWT (signature against the service's published keys, iss, aud, exp,
+      and the host of its enrollment url), makes a P-256 key and a CSR with the subject the JWT requires, enrolls,
+      and writes <name>.crt (certificate and issuing chain) and <name>.key (mode 0600) to --out (default: here).
+      --validate only asks whether the enrollment would be accepted and prints the violations.
+  edgehub agent enroll <jwt> [--dir <folder>] [--expect-host <host[:port]>]
+      Enrolls this machine as an agent of the environment the JWT names; writes its identity to --dir
+      (default ~/.edgehub/agent; the key mode 0600).
+  edgehub agent run [--dir <folder>] [--edge <host:port>]... [--allow <pattern>]...
+      Dials every edge (the identity's, or each --edge) and carries its environment's shares to their targets.
+      --allow limits the targets further: host:port, *.domain:port or CIDR:port (port may be *).
+  edgehub share <target> [--dir <folder>] [--name <name>] [--frontend <id>]
+      With EDGEHUB_URL and EDGEHUB_API_KEY: publishes <target> (http://localhost:3000, localhost:3000 or 3000)
+      through this machine as an agent, prints the public address, and deletes the share on Ctrl-C.`;
 
-  Verifies the enrollment JWT (signature against the service's published keys, iss, aud, exp, and the host of its
-  enrollment url), makes a P-256 key and a CSR with the subject the JWT requires, enrolls, and writes <name>.crt
-  (certificate and issuing chain) and <name>.key (mode 0600) to --out (default: the current folder).
-  --validate only asks whether the enrollment would be accepted and prints the violations.`;
+const fail = (message: string, code = 1) => {
+  process.stderr.write(`edgehub: ${message.replace(/\s*\n\s*/g, ' ')}\n`);
+  return code;
+};
+const out = (line: string) => process.stdout.write(line + '\n');
+
+/** Resolves on the first SIGINT or SIGTERM. */
+const interrupted = () =>
+  new Promise<void>((resolve) => {
+    const done = () => {
+      process.off('SIGINT', done);
+      process.off('SIGTERM', done);
+      resolve();
+    };
+    process.once('SIGINT', done);
+    process.once('SIGTERM', done);
+  });
 
 /** Runs the command line; returns the exit code. Errors are one line on stderr. */
 export async function main(argv: string[]): Promise<number> {
-  const fail = (message: string, code = 1) => {
-    process.stderr.write(`edgehub: ${message.replace(/\s*\n\s*/g, ' ')}\n`);
-    return code;
-  };
   let parsed: ReturnType<typeof parse>;
   try {
     parsed = parse(argv);
@@ -23,35 +52,72 @@ export async function main(argv: string[]): Promise<number> {
   }
   const { values, positionals } = parsed;
   if (values.help) {
-    process.stdout.write(USAGE + '\n');
+    out(USAGE);
     return 0;
   }
-  const [command, jwt, ...rest] = positionals;
-  if (command !== 'enroll') return fail(command ? `unknown command '${command}' (the command is: enroll)` : 'no command given (edgehub enroll <jwt>)', 2);
-  if (!jwt) return fail('no JWT given (edgehub enroll <jwt>)', 2);
-  if (rest.length) return fail(`unexpected argument '${rest[0]}'`, 2);
+  const [command, ...args] = positionals;
   try {
-    const result = await enroll({
-      jwt,
-      out: values.out,
-      expectHost: values['expect-host'],
-      validate: values.validate,
-      log: (line) => process.stdout.write(line + '\n'),
-    });
-    if (result.kind === 'validated') {
-      if (!result.violations.length) {
-        process.stdout.write('valid: the enrollment would be accepted (nothing was issued, the JWT is not spent)\n');
-        return 0;
-      }
-      for (const v of result.violations) process.stdout.write(`violation ${v.path} ${v.label}: ${v.message}\n`);
-      return 1;
+    if (command === 'enroll') return await certificateEnroll(args, values);
+    if (command === 'agent') return await agent(args, values);
+    if (command === 'share') {
+      if (args.length !== 1) return fail(args.length ? `unexpected argument '${args[1]}'` : 'no target given (edgehub share http://localhost:3000)', 2);
+      await share({ target: args[0], dir: dirOf(values), name: values.name, frontendId: values.frontend, env: process.env, log: out, until: interrupted() });
+      return 0;
     }
-    process.stdout.write(`wrote ${result.certificateFile} and ${result.keyFile}${result.fingerprint ? ` (sha256 fingerprint ${result.fingerprint})` : ''}\n`);
-    return 0;
+    return fail(command ? `unknown command '${command}' (the commands are: enroll, agent, share)` : 'no command given (edgehub --help shows the usage)', 2);
   } catch (err) {
     if (err instanceof EnrollError) return fail(err.message);
     return fail(`unexpected error: ${(err as Error)?.message ?? String(err)}`);
   }
+}
+
+type Values = ReturnType<typeof parse>['values'];
+const dirOf = (values: Values) => path.resolve(values.dir ?? defaultAgentDir());
+
+async function certificateEnroll(args: string[], values: Values): Promise<number> {
+  const [jwt, ...rest] = args;
+  if (!jwt) return fail('no JWT given (edgehub enroll <jwt>)', 2);
+  if (rest.length) return fail(`unexpected argument '${rest[0]}'`, 2);
+  const result = await enroll({ jwt, out: values.out, expectHost: values['expect-host'], validate: values.validate, log: out });
+  if (result.kind === 'validated') {
+    if (!result.violations.length) {
+      out('valid: the enrollment would be accepted (nothing was issued, the JWT is not spent)');
+      return 0;
+    }
+    for (const v of result.violations) out(`violation ${v.path} ${v.label}: ${v.message}`);
+    return 1;
+  }
+  out(`wrote ${result.certificateFile} and ${result.keyFile}${result.fingerprint ? ` (sha256 fingerprint ${result.fingerprint})` : ''}`);
+  return 0;
+}
+
+async function agent(args: string[], values: Values): Promise<number> {
+  const [sub, ...rest] = args;
+  if (sub === 'enroll') {
+    const [jwt, ...extra] = rest;
+    if (!jwt) return fail('no JWT given (edgehub agent enroll <jwt>)', 2);
+    if (extra.length) return fail(`unexpected argument '${extra[0]}'`, 2);
+    const identity = await agentEnroll({ jwt, dir: dirOf(values), expectHost: values['expect-host'], log: out });
+    out(`enrolled agent ${identity.id} of environment ${identity.envZId}; identity written to ${identity.dir} (edges: ${identity.edges.join(', ') || 'none'})`);
+    return 0;
+  }
+  if (sub === 'run') {
+    if (rest.length) return fail(`unexpected argument '${rest[0]}'`, 2);
+    let allow;
+    try {
+      allow = (values.allow ?? []).map(parseAllowPattern);
+    } catch (err) {
+      return fail((err as Error).message, 2);
+    }
+    const identity = readIdentity(dirOf(values));
+    const runner = new AgentRunner({ identity, edges: values.edge, allow, log: out }).start();
+    out(`agent ${identity.id} of environment ${identity.envZId} running (Ctrl-C stops it)`);
+    await interrupted();
+    await runner.stop();
+    out('agent stopped');
+    return 0;
+  }
+  return fail(sub ? `unknown agent command '${sub}' (enroll or run)` : 'edgehub agent enroll <jwt> | edgehub agent run', 2);
 }
 
 function parse(argv: string[]) {
@@ -63,6 +129,11 @@ function parse(argv: string[]) {
       out: { type: 'string', short: 'o' },
       'expect-host': { type: 'string' },
       validate: { type: 'boolean', default: false },
+      dir: { type: 'string' },
+      edge: { type: 'string', multiple: true },
+      allow: { type: 'string', multiple: true },
+      name: { type: 'string' },
+      frontend: { type: 'string' },
       help: { type: 'boolean', short: 'h', default: false },
     },
   });

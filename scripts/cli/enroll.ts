@@ -51,7 +51,7 @@ export interface Violation {
 export type EnrollResult = { kind: 'enrolled'; certificateFile: string; keyFile: string; id: string; fingerprint?: string } | { kind: 'validated'; violations: Violation[] };
 
 /** The claims as written, before any verification: only to learn where to verify them. */
-function unverifiedClaims(jwt: string): { kid: string; claims: JWTPayload } {
+export function unverifiedClaims(jwt: string): { kid: string; claims: JWTPayload } {
   let header: ReturnType<typeof decodeProtectedHeader>;
   let claims: JWTPayload;
   try {
@@ -66,8 +66,10 @@ function unverifiedClaims(jwt: string): { kid: string; claims: JWTPayload } {
   return { kid: header.kid, claims };
 }
 
+const CERTIFICATE_ENDPOINT = { pattern: /^\/hub(?:\/v2)?\/([^/]+)\/client-certificates\/enroll\/?$/, shape: '/hub/v2/{hubId}/client-certificates/enroll' };
+
 /** The enrollment endpoint from the url claim, and the hub id its path names. */
-function enrollmentEndpoint(claims: JWTPayload): { url: URL; hubId: string } {
+export function enrollmentEndpoint(claims: JWTPayload, endpoint: { pattern: RegExp; shape: string } = CERTIFICATE_ENDPOINT): { url: URL; hubId: string } {
   if (typeof claims.url !== 'string') throw new EnrollError("refused: the JWT has no 'url' claim");
   let url: URL;
   try {
@@ -76,26 +78,26 @@ function enrollmentEndpoint(claims: JWTPayload): { url: URL; hubId: string } {
     throw new EnrollError(`refused: the JWT's 'url' claim is not a URL: ${claims.url}`);
   }
   if (url.protocol !== 'https:' && url.protocol !== 'http:') throw new EnrollError(`refused: the JWT's 'url' claim must be an http(s) URL: ${claims.url}`);
-  const match = /^\/hub(?:\/v2)?\/([^/]+)\/client-certificates\/enroll\/?$/.exec(url.pathname);
-  if (!match) throw new EnrollError(`refused: the JWT's 'url' claim is not an enrollment endpoint (/hub/v2/{hubId}/client-certificates/enroll): ${claims.url}`);
+  const match = endpoint.pattern.exec(url.pathname);
+  if (!match) throw new EnrollError(`refused: the JWT's 'url' claim is not an enrollment endpoint (${endpoint.shape}): ${claims.url}`);
   return { url, hubId: decodeURIComponent(match[1]) };
 }
 
-function checkHost(url: URL, expectHost: string): void {
+export function checkHost(url: URL, expectHost: string): void {
   const expected = expectHost.trim().toLowerCase().replace(/\/+$/, '');
   // host:port compares with the port; a bare host compares the hostname only
   const actual = /:\d+$/.test(expected) ? url.host.toLowerCase() : url.hostname.toLowerCase();
   if (actual !== expected) throw new EnrollError(`refused: the JWT's enrollment url is on host '${url.host}', expected '${expectHost}'`);
 }
 
-/** Signature by kid against the JWKS at the url's origin, then iss, aud and exp. */
-async function verifiedClaims(jwt: string, url: URL, hubId: string): Promise<EnrollmentClaims> {
+/** Signature by kid against the JWKS at the url's origin, then iss, aud and exp; `check` adds the claims a use needs. */
+export async function verifiedClaims<T extends JWTPayload = EnrollmentClaims>(jwt: string, url: URL, hubId: string, check: (payload: JWTPayload) => void = requireName): Promise<T> {
   const jwksUrl = new URL(JWKS_PATH, url.origin);
   const jwks = createRemoteJWKSet(jwksUrl, { timeoutDuration: HTTP_TIMEOUT_MS, cooldownDuration: 0 });
   try {
     const { payload } = await jwtVerify(jwt, jwks, { algorithms: ['ES256'], issuer: JWT_ISSUER, audience: hubId, requiredClaims: ['exp', 'sub'] });
-    if (typeof payload.name !== 'string' || !payload.name) throw new EnrollError("refused: the JWT has no 'name' claim");
-    return payload as EnrollmentClaims;
+    check(payload);
+    return payload as T;
   } catch (err) {
     if (err instanceof EnrollError) throw err;
     if (err instanceof errors.JWTExpired) throw new EnrollError(`refused: the JWT expired at ${new Date(Number(err.payload.exp) * 1000).toISOString()}`);
@@ -113,7 +115,11 @@ async function verifiedClaims(jwt: string, url: URL, hubId: string): Promise<Enr
   }
 }
 
-const oneLine = (err: unknown) => {
+function requireName(payload: JWTPayload): void {
+  if (typeof payload.name !== 'string' || !payload.name) throw new EnrollError("refused: the JWT has no 'name' claim");
+}
+
+export const oneLine = (err: unknown) => {
   const e = err as Error & { cause?: Error & { code?: string } };
   const detail = e.cause ? `${e.message} (${e.cause.code ?? e.cause.message})` : (e?.message ?? String(err));
   return detail.replace(/\s+/g, ' ').trim();
@@ -126,7 +132,7 @@ export function safeFileName(name: string): string {
   return cleaned;
 }
 
-const pemOf = (label: string, der: ArrayBuffer) =>
+export const pemOf = (label: string, der: ArrayBuffer) =>
   `-----BEGIN ${label}-----\n${Buffer.from(der).toString('base64').replace(/(.{64})/g, '$1\n').replace(/\n$/, '')}\n-----END ${label}-----\n`;
 
 /** A fresh P-256 key and a CSR whose subject carries the claims' cn, o and ou (cn defaults to the name claim). */
@@ -140,7 +146,7 @@ export async function keyAndCsr(claims: EnrollmentClaims): Promise<{ keyPem: str
   return { keyPem: pemOf('PRIVATE KEY', await webcrypto.subtle.exportKey('pkcs8', keys.privateKey)), csrPem: csr.toString('pem') + '\n' };
 }
 
-async function post(url: URL, body: unknown, headers: Record<string, string> = {}): Promise<{ status: number; json: any }> {
+export async function post(url: URL, body: unknown, headers: Record<string, string> = {}): Promise<{ status: number; json: any }> {
   let res: Response;
   try {
     res = await fetch(url, {

@@ -1,0 +1,315 @@
+/**
+ * The agents' side of the edge (CONTRACT.md "The agent"; shared/agentProtocol.ts): an agent dials the TLS listener
+ * with ALPN `edgehub-agent/1` and its certificate; once its certificate names an enrolled agent (edge/agents/
+ * directory.ts), the edge speaks HTTP/2 to it as the client, over the connection the agent opened. Each connection
+ * to a share's target is one CONNECT stream with its own flow control, so one slow download never stalls the rest
+ * (node:http2 does the multiplexing; nothing here frames bytes).
+ *
+ * - Routing: an environment with enrolled agents is served only through its own connected agents (the pools of
+ *   edge/upstream.ts take `connectorFor`'s connector, keyed by hub and environment); a new stream goes to the agent
+ *   with the fewest open streams; with none connected, the connector fails at once with EDGE_NO_AGENT (502).
+ * - Targets: each agent is told the targets of its environment's shares (PUT /edgehub/v1/targets) before it carries
+ *   anything, and again before a stream to a target it was not told of yet; the agent refuses any other target.
+ * - Liveness and revocation: a PING every `pingMs`, the connection dropped when one goes unanswered; an agent removed
+ *   from the directory (revoked, its hub or environment deleted) has its connections closed at once.
+ */
+import { createHash } from 'node:crypto';
+import http2, { type ClientHttp2Session } from 'node:http2';
+import type { Duplex } from 'node:stream';
+import tls, { type TLSSocket } from 'node:tls';
+import type { buildConnector } from 'undici';
+import { AGENT_ALPN, authorityOf, ERROR_HEADER, TARGETS_PATH } from '../../shared/agentProtocol.js';
+import { logger } from '../../shared/logger.js';
+import type { AgentGateway, ShareRoute } from '../types.js';
+import { envKey, type AgentDirectory, type AgentRecord } from './directory.js';
+import type { Presence } from './presence.js';
+
+/** Per-stream receive window: bounds what one stream buffers when its reader is slow (back-pressure). */
+const STREAM_WINDOW = 1 << 20;
+/** The connection's receive window, shared by its streams. */
+const SESSION_WINDOW = 32 << 20;
+
+export interface GatewayOptions {
+  directory: AgentDirectory;
+  presence: Presence;
+  /** `host:port` of every target of the environment's shares. */
+  targetsOf(hubId: string, envZId: string): string[];
+  /** How long a stream to a target may take to open (agent connects to the target). */
+  connectTimeoutMs: number;
+  pingMs?: number;
+}
+
+interface Link {
+  agent: AgentRecord;
+  session: ClientHttp2Session;
+  /** The edge address the agent dialed (host:port as this edge sees it). */
+  address: string;
+  streams: number;
+  /** Targets the agent has acknowledged. */
+  acked: Set<string>;
+  /** The list being sent, while a PUT is in flight. */
+  pushing: Promise<void> | undefined;
+  ready: boolean;
+  pingOutstanding: boolean;
+}
+
+/** A stream to a target could not be opened: no agent, the agent refused, or the target is unreachable from it. */
+export class AgentStreamError extends Error {
+  constructor(
+    readonly code: 'EDGE_NO_AGENT' | 'EDGE_AGENT_REFUSED' | 'EDGE_AGENT_UNREACHABLE' | 'ETIMEDOUT',
+    message: string,
+  ) {
+    super(message);
+  }
+}
+
+export class AgentGatewayServer implements AgentGateway {
+  readonly alpn = AGENT_ALPN;
+  private readonly byEnv = new Map<string, Link[]>();
+  private readonly connectors = new Map<string, buildConnector.connector>();
+  private readonly pinger: NodeJS.Timeout;
+  private closed = false;
+
+  constructor(private readonly o: GatewayOptions) {
+    this.pinger = setInterval(() => this.ping(), o.pingMs ?? 5_000);
+    this.pinger.unref();
+  }
+
+  accept(socket: TLSSocket): void {
+    if (this.closed) return void socket.destroy();
+    socket.on('error', () => undefined);
+    const certificate = socket.getPeerCertificate();
+    const fingerprint = certificate?.raw ? createHash('sha256').update(certificate.raw).digest('hex') : '';
+    const agent = fingerprint ? this.o.directory.byCertificate(fingerprint) : undefined;
+    if (!agent) {
+      logger.warn({ remote: socket.remoteAddress, fingerprint: fingerprint || undefined }, 'edge: agent connection refused (no enrolled agent has this certificate)');
+      return void socket.destroy();
+    }
+    socket.setKeepAlive(true, 15_000);
+    socket.setNoDelay(true);
+    const session = http2.connect('http://edgehub-agent', {
+      createConnection: () => socket,
+      settings: { initialWindowSize: STREAM_WINDOW, enablePush: false },
+    });
+    const link: Link = {
+      agent,
+      session,
+      address: `${socket.localAddress?.replace(/^::ffff:/, '')}:${socket.localPort}`,
+      streams: 0,
+      acked: new Set(),
+      pushing: undefined,
+      ready: false,
+      pingOutstanding: false,
+    };
+    session.on('error', (err) => logger.info({ agentId: agent.id, err: err.message }, 'edge: agent connection failed'));
+    session.once('connect', () => session.setLocalWindowSize(SESSION_WINDOW));
+    session.once('close', () => this.drop(link));
+    const key = envKey(agent.hubId, agent.envZId);
+    this.byEnv.set(key, [...(this.byEnv.get(key) ?? []), link]);
+    void this.o.presence.connected(agent.id, link.address);
+    this.push(link).then(
+      () => {
+        link.ready = true;
+        logger.info({ agentId: agent.id, hubId: agent.hubId, envZId: agent.envZId, remote: socket.remoteAddress }, 'edge: agent connected');
+      },
+      (err) => {
+        logger.warn({ agentId: agent.id, err: (err as Error).message }, 'edge: agent did not take its targets; connection closed');
+        session.destroy();
+      },
+    );
+  }
+
+  private drop(link: Link): void {
+    const key = envKey(link.agent.hubId, link.agent.envZId);
+    const rest = (this.byEnv.get(key) ?? []).filter((l) => l !== link);
+    if (rest.length) this.byEnv.set(key, rest);
+    else this.byEnv.delete(key);
+    void this.o.presence.disconnected(link.agent.id);
+    logger.info({ agentId: link.agent.id }, 'edge: agent disconnected');
+  }
+
+  /** Sends the environment's targets; resolves once the agent acknowledged them. */
+  private push(link: Link): Promise<void> {
+    const targets = [...new Set(this.o.targetsOf(link.agent.hubId, link.agent.envZId))].sort();
+    const sending = new Promise<void>((resolve, reject) => {
+      if (link.session.destroyed || link.session.closed) return reject(new Error('the connection is closed'));
+      const stream = link.session.request({ ':method': 'PUT', ':path': TARGETS_PATH, 'content-type': 'application/json' });
+      const timer = setTimeout(() => stream.close(http2.constants.NGHTTP2_CANCEL), this.o.connectTimeoutMs);
+      stream.once('response', (headers) => {
+        clearTimeout(timer);
+        const status = Number(headers[':status']);
+        stream.resume();
+        if (status !== 204 && status !== 200) return reject(new Error(`the agent answered ${status} to its targets`));
+        link.acked = new Set(targets);
+        resolve();
+      });
+      stream.once('error', (err) => {
+        clearTimeout(timer);
+        reject(err);
+      });
+      stream.once('close', () => {
+        clearTimeout(timer);
+        reject(new Error('the targets were not acknowledged'));
+      });
+      stream.end(JSON.stringify({ targets }));
+    });
+    // waiters see the outcome in link.acked; the rejection is the caller's
+    link.pushing = sending
+      .catch(() => undefined)
+      .finally(() => {
+        if (link.pushing === tracked) link.pushing = undefined;
+      });
+    const tracked = link.pushing;
+    return sending;
+  }
+
+  /** The environments' targets changed (a share created, changed or deleted): each agent is told its new list. */
+  targetsChanged(): void {
+    for (const links of this.byEnv.values()) {
+      for (const link of links) {
+        if (!link.ready) continue;
+        const now = new Set(this.o.targetsOf(link.agent.hubId, link.agent.envZId));
+        if (now.size === link.acked.size && [...now].every((t) => link.acked.has(t))) continue;
+        void this.push(link).catch((err) => logger.warn({ agentId: link.agent.id, err: (err as Error).message }, 'edge: agent targets not updated'));
+      }
+    }
+  }
+
+  /** The directory changed: connections of agents no longer enrolled close now. */
+  directoryChanged(): void {
+    for (const links of this.byEnv.values()) {
+      for (const link of links) {
+        if (this.o.directory.has(link.agent.id)) continue;
+        logger.info({ agentId: link.agent.id }, 'edge: agent revoked; its connection is closed');
+        link.session.destroy();
+      }
+    }
+  }
+
+  private ping(): void {
+    for (const links of this.byEnv.values()) {
+      for (const link of links) {
+        if (link.pingOutstanding) {
+          logger.warn({ agentId: link.agent.id }, 'edge: agent did not answer a ping; connection closed');
+          link.session.destroy();
+          continue;
+        }
+        link.pingOutstanding = true;
+        try {
+          link.session.ping((err) => {
+            if (!err) link.pingOutstanding = false;
+          });
+        } catch {
+          link.session.destroy();
+        }
+      }
+    }
+  }
+
+  /** Connected agents of an environment (tests, telemetry). */
+  connected(hubId: string, envZId: string): string[] {
+    return (this.byEnv.get(envKey(hubId, envZId)) ?? []).filter((l) => l.ready).map((l) => l.agent.id);
+  }
+
+  connectorFor(route: ShareRoute): { key: string; connect: buildConnector.connector } | undefined {
+    if (!this.o.directory.serves(route.hubId, route.envZId)) return undefined;
+    const key = envKey(route.hubId, route.envZId);
+    let connect = this.connectors.get(key);
+    if (!connect) {
+      const { hubId, envZId } = route;
+      connect = (opts, callback) => {
+        const https = opts.protocol === 'https:';
+        const authority = authorityOf(opts.hostname, Number(opts.port) || (https ? 443 : 80));
+        this.openStream(hubId, envZId, authority).then(
+          (stream) => {
+            if (!https) return callback(null, stream as never);
+            // an https target: TLS end to end from the edge, through the agent's stream
+            const servername = opts.servername ?? (/^[\d.]+$|:/.test(opts.hostname) ? undefined : opts.hostname);
+            const secure = tls.connect({ socket: stream, servername, ALPNProtocols: ['http/1.1'] });
+            const timer = setTimeout(() => secure.destroy(new AgentStreamError('ETIMEDOUT', `TLS with ${authority} through the agent timed out`)), this.o.connectTimeoutMs);
+            secure.once('secureConnect', () => {
+              clearTimeout(timer);
+              callback(null, secure as never);
+            });
+            secure.once('error', (err) => {
+              clearTimeout(timer);
+              callback(err, null);
+            });
+          },
+          (err) => callback(err as Error, null),
+        );
+      };
+      this.connectors.set(key, connect);
+    }
+    return { key: `agents ${key}`, connect };
+  }
+
+  /** The connected agent to carry a new stream: the one with the fewest open streams. */
+  private pick(hubId: string, envZId: string): Link | undefined {
+    let best: Link | undefined;
+    for (const link of this.byEnv.get(envKey(hubId, envZId)) ?? []) {
+      if (!link.ready || link.session.destroyed || link.session.closed) continue;
+      if (!best || link.streams < best.streams) best = link;
+    }
+    return best;
+  }
+
+  /**
+   * A stream to `authority` (host:port) in the environment's network, through one of its connected agents: the
+   * HTTP exchanges of its shares and the TCP connections of its IPsec shares.
+   */
+  async openStream(hubId: string, envZId: string, authority: string): Promise<Duplex> {
+    const link = this.pick(hubId, envZId);
+    if (!link) throw new AgentStreamError('EDGE_NO_AGENT', `no agent connected for environment ${envZId}: the share's target is reached only through its agents`);
+    if (!link.acked.has(authority)) {
+      // a share created a moment ago: the agent hears of its target before it is asked to connect to it
+      await (link.pushing ?? this.push(link).catch(() => undefined));
+      if (!link.acked.has(authority)) await this.push(link).catch(() => undefined);
+    }
+    return new Promise((resolve, reject) => {
+      let stream: http2.ClientHttp2Stream;
+      try {
+        stream = link.session.request({ ':method': 'CONNECT', ':authority': authority }, { endStream: false });
+      } catch (err) {
+        return reject(new AgentStreamError('EDGE_NO_AGENT', `the agent of environment ${envZId} went away (${(err as Error).message})`));
+      }
+      link.streams++;
+      stream.once('close', () => link.streams--);
+      const timer = setTimeout(() => {
+        stream.close(http2.constants.NGHTTP2_CANCEL);
+        reject(new AgentStreamError('ETIMEDOUT', `the agent did not connect to ${authority} in time`));
+      }, this.o.connectTimeoutMs);
+      stream.once('response', (headers) => {
+        clearTimeout(timer);
+        const status = Number(headers[':status']);
+        if (status === 200) return resolve(stream);
+        const reason = String(headers[ERROR_HEADER] ?? `the agent answered ${status}`);
+        stream.close(http2.constants.NGHTTP2_CANCEL);
+        reject(new AgentStreamError(status === 403 ? 'EDGE_AGENT_REFUSED' : 'EDGE_AGENT_UNREACHABLE', reason));
+      });
+      stream.once('error', (err) => {
+        clearTimeout(timer);
+        reject(new AgentStreamError('EDGE_AGENT_UNREACHABLE', `the agent's stream to ${authority} failed (${err.message})`));
+      });
+    });
+  }
+
+  /** No new agents; each connection finishes its open streams (at most `graceMs`) and closes. */
+  async close(graceMs = 10_000): Promise<void> {
+    this.closed = true;
+    clearInterval(this.pinger);
+    const sessions = [...this.byEnv.values()].flat().map((l) => l.session);
+    await Promise.all(
+      sessions.map(
+        (s) =>
+          new Promise<void>((resolve) => {
+            if (s.destroyed) return resolve();
+            s.once('close', () => resolve());
+            s.close();
+            setTimeout(() => s.destroy(), graceMs).unref();
+          }),
+      ),
+    );
+    await this.o.presence.close();
+  }
+}

@@ -1,0 +1,72 @@
+/**
+ * What the edge and the agent agree on (CONTRACT.md "The agent"; docs/agents.md).
+ *
+ * The agent dials the edge's TLS listener offering ALPN `edgehub-agent/1` and its certificate, then serves HTTP/2 on
+ * that connection: the edge is the HTTP/2 client (a reversed connection, as cloudflared does). The edge sends:
+ * - `PUT /edgehub/v1/targets` with `{"targets": ["host:port", ...]}`: the targets of the environment's shares, the
+ *   only ones the agent will connect to for this edge (sent on connect and whenever they change);
+ * - `CONNECT host:port`: a stream carried to that target (HTTP/1.1 exchanges, WebSockets and raw TCP alike);
+ *   answered 200 once the agent is connected to the target, 403 when it refuses the target, 502 when the target
+ *   cannot be reached, with the reason in `edgehub-error`.
+ */
+import net from 'node:net';
+
+export const AGENT_ALPN = 'edgehub-agent/1';
+export const TARGETS_PATH = '/edgehub/v1/targets';
+export const ERROR_HEADER = 'edgehub-error';
+
+/** `host:port` of a target, the form CONNECT names it in (IPv6 in brackets, host in lower case). */
+export function authorityOf(host: string, port: number | string): string {
+  const bare = host.replace(/^\[|\]$/g, '').toLowerCase();
+  return `${net.isIPv6(bare) ? `[${bare}]` : bare}:${port}`;
+}
+
+/** Splits `host:port` (IPv6 in brackets); undefined when it is not one. */
+export function parseAuthority(authority: string): { host: string; port: number } | undefined {
+  const match = /^(?:\[([0-9a-f:.]+)\]|([^:[\]\s/]+)):(\d{1,5})$/i.exec(authority.trim());
+  if (!match) return undefined;
+  const port = Number(match[3]);
+  if (port < 1 || port > 65535) return undefined;
+  const host = (match[1] ?? match[2]).toLowerCase();
+  if (match[1] && !net.isIPv6(host)) return undefined;
+  return { host, port };
+}
+
+/** The target of a share's URL as an authority (default ports for http and https). */
+export function targetAuthority(target: URL): string {
+  const port = target.port || (target.protocol === 'https:' ? '443' : '80');
+  return authorityOf(target.hostname, port);
+}
+
+/** An `--allow` pattern: `host:port`, `*.domain:port` or `CIDR:port` (port `*` for any). */
+export interface AllowPattern {
+  text: string;
+  matches(host: string, port: number): boolean;
+}
+
+export function parseAllowPattern(text: string): AllowPattern {
+  const fail = () => new Error(`--allow '${text}': expected host:port, *.domain:port or CIDR:port (port may be *)`);
+  const match = /^(.+):(\d{1,5}|\*)$/.exec(text.trim());
+  if (!match) throw fail();
+  const portText = match[2];
+  const port = portText === '*' ? undefined : Number(portText);
+  if (port !== undefined && (port < 1 || port > 65535)) throw fail();
+  const portOk = (p: number) => port === undefined || p === port;
+  const hostText = match[1].replace(/^\[|\]$/g, '').toLowerCase();
+  const cidr = /^([0-9a-f:.]+)\/(\d{1,3})$/i.exec(hostText);
+  if (cidr) {
+    const family = net.isIPv4(cidr[1]) ? 'ipv4' : net.isIPv6(cidr[1]) ? 'ipv6' : undefined;
+    const prefix = Number(cidr[2]);
+    if (!family || prefix > (family === 'ipv4' ? 32 : 128)) throw fail();
+    const list = new net.BlockList();
+    list.addSubnet(cidr[1], prefix, family);
+    return { text, matches: (host, p) => portOk(p) && net.isIP(host) !== 0 && list.check(host, net.isIPv4(host) ? 'ipv4' : 'ipv6') };
+  }
+  if (hostText.startsWith('*.')) {
+    const suffix = hostText.slice(1);
+    if (suffix.length < 2 || suffix.includes('*')) throw fail();
+    return { text, matches: (host, p) => portOk(p) && host.toLowerCase().endsWith(suffix) && host.length > suffix.length };
+  }
+  if (hostText.includes('*') || !hostText) throw fail();
+  return { text, matches: (host, p) => portOk(p) && host.toLowerCase() === hostText };
+}

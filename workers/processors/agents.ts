@@ -1,0 +1,19 @@
+import { ApiError } from '../../shared/errors.js';
+import { ENROLL_AGENT_JOB, issueAgentCertificate, type EnrollAgentPayload } from '../../shared/commands/agents.js';
+import { encodeRefusal } from '../../shared/pki/issuance.js';
+import { defineProcessor, permanentFailure } from '../runner.js';
+
+/** An agent's enrollment: the hub's CA signs its CSR and the enrollment is spent with the agent stored (one statement). */
+export default defineProcessor({
+  type: ENROLL_AGENT_JOB,
+  concurrency: 16,
+  async handle(ctx) {
+    try {
+      return await issueAgentCertificate(ctx.hubId as string, ctx.payload as unknown as EnrollAgentPayload, ctx.execution.createdBy);
+    } catch (err) {
+      // a refusal (spent, expired) is final; the waiting request answers it
+      if (err instanceof ApiError) throw permanentFailure(encodeRefusal(err));
+      throw err;
+    }
+  },
+});
