@@ -28,6 +28,8 @@ import type { Presence } from './presence.js';
 const STREAM_WINDOW = 1 << 20;
 /** The connection's receive window, shared by its streams. */
 const SESSION_WINDOW = 32 << 20;
+/** Largest DATA frame this side takes: fewer frames per MiB (HTTP/2's default is 16 KiB). */
+const MAX_FRAME = 256 << 10;
 
 export interface GatewayOptions {
   directory: AgentDirectory;
@@ -89,7 +91,7 @@ export class AgentGatewayServer implements AgentGateway {
     socket.setNoDelay(true);
     const session = http2.connect('http://edgehub-agent', {
       createConnection: () => socket,
-      settings: { initialWindowSize: STREAM_WINDOW, enablePush: false },
+      settings: { initialWindowSize: STREAM_WINDOW, maxFrameSize: MAX_FRAME, enablePush: false },
     });
     const link: Link = {
       agent,

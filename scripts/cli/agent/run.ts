@@ -18,6 +18,8 @@ import type { AgentIdentity } from './identity.js';
 /** What this side accepts per stream and per connection before the edge must wait (back-pressure). */
 const STREAM_WINDOW = 1 << 20;
 const SESSION_WINDOW = 32 << 20;
+/** Largest DATA frame this side takes: fewer frames per MiB (HTTP/2's default is 16 KiB). */
+const MAX_FRAME = 256 << 10;
 const MIN_BACKOFF_MS = 250;
 const MAX_BACKOFF_MS = 5_000;
 /** A connection that lasted this long resets the backoff. */
@@ -88,7 +90,7 @@ class EdgeLink {
         reason = 'the edge does not take agents on this port (ALPN not agreed)';
         return void socket.destroy();
       }
-      const server = http2.createServer({ settings: { initialWindowSize: STREAM_WINDOW, enablePush: false } });
+      const server = http2.createServer({ settings: { initialWindowSize: STREAM_WINDOW, maxFrameSize: MAX_FRAME, enablePush: false } });
       server.on('session', (session: Http2Session) => {
         this.session = session;
         session.on('error', () => undefined);
