@@ -16,6 +16,7 @@ import { accessControl } from './access/index.js';
 import { AgentDirectory } from './agents/directory.js';
 import { AgentGatewayServer } from './agents/gateway.js';
 import { Presence } from './agents/presence.js';
+import { IpsecHost } from './ipsec/host.js';
 import { answer, answerSocket } from './answers.js';
 import { ChangeFeed } from './changes.js';
 import { Meter } from './meter.js';
@@ -62,6 +63,8 @@ export interface EdgeOptions {
   tlsFiles?: { certFile?: string; keyFile?: string };
   /** Where usage samples go (default: the usage store, shared/metrics/store.ts). */
   store?: (rows: UsageRow[]) => Promise<void>;
+  /** false: this edge never runs the IPsec data plane (default: it competes for the IPsec host role under strongSwan). */
+  ipsec?: false;
   /** The agents' side of the TLS listener (edge/types.ts AgentGateway); default: edge/agents/gateway.ts. */
   agents?: AgentGateway;
 }
@@ -73,6 +76,8 @@ export interface Edge {
   meter: Meter;
   /** The agents' gateway (connected agents, streams through them). */
   agents: AgentGateway;
+  /** The IPsec data plane when this edge may run it (strongSwan provider). */
+  ipsec: IpsecHost | undefined;
   /** Resolves once every change queued so far has been applied (for tests). */
   settled(): Promise<void>;
   stop(graceMs?: number): Promise<void>;
@@ -120,9 +125,15 @@ export async function startEdge(options: EdgeOptions = {}): Promise<Edge> {
   const ownPorts = new Set<number>();
   // agents (CONTRACT.md "The agent"): who they are, where they are connected, and the gateway that carries traffic
   const directory = new AgentDirectory(pool);
-  const gateway = options.agents
+  const gateway: AgentGatewayServer | undefined = options.agents
     ? undefined
-    : new AgentGatewayServer({ directory, presence: new Presence(pool, edgeId()), targetsOf: (hubId, envZId) => routes.targetsOf(hubId, envZId), connectTimeoutMs: cfg.upstreamTimeoutMs });
+    : new AgentGatewayServer({
+        directory,
+        presence: new Presence(pool, edgeId()),
+        // what an agent may connect to: its environment's share targets and IPsec share targets
+        targetsOf: (hubId: string, envZId: string): string[] => [...routes.targetsOf(hubId, envZId), ...(ipsec?.targetsOf(hubId, envZId) ?? [])],
+        connectTimeoutMs: cfg.upstreamTimeoutMs,
+      });
   options = { ...options, agents: options.agents ?? gateway };
   const pools = new UpstreamPools({
     policy: egressPolicy(),
@@ -137,6 +148,22 @@ export async function startEdge(options: EdgeOptions = {}): Promise<Edge> {
     upgradeIdleMs: cfg.upgradeIdleTimeoutMs,
     onUpstreamError: (route, kind) => observeUpstreamError(route.frontendId, kind),
   });
+  // IPsec on strongSwan: the data plane runs in the edge that holds the IPsec host lock (edge/ipsec/host.ts)
+  const ipsecConfig = config().ipsec;
+  logger.info({ provider: ipsecConfig.provider, chosen: ipsecConfig.chosen }, `edge: IPsec provider ${ipsecConfig.provider}`);
+  const ipsec: IpsecHost | undefined =
+    ipsecConfig.provider === 'strongswan' && options.ipsec !== false
+      ? new IpsecHost({
+          databaseUrl: url,
+          pool,
+          gateway: options.agents ?? gateway!,
+          meter,
+          dataDir: config().dataDir,
+          vpcCidr: config().vpcCidr,
+          wanNetns: ipsecConfig.wanNetns,
+          onTargetsChanged: () => gateway?.targetsChanged(),
+        })
+      : undefined;
   const limiter = new HubLimiter(cfg.hubMaxConnections);
   const connections = new OpenConnections();
   const feed = new ChangeFeed(url);
@@ -154,6 +181,7 @@ export async function startEdge(options: EdgeOptions = {}): Promise<Edge> {
     } else if (FULL_RELOAD_TABLES.has(change.table)) work.push(routes.reloadAll());
     if (TLS_TABLES.has(change.table)) work.push(certificates.reload());
     if (ACCESS_TABLES.has(change.table) && access.mutualTls) work.push(access.mutualTls.onChange(change));
+    if (change.table === 'ipsec_local_tunnels' || change.table === 'ipsec_local_listeners') ipsec?.changed();
     if (change.table === 'agents') work.push(directory.reload().then(() => gateway?.directoryChanged()));
     applied = Promise.all([applied, ...work]).catch((err) => logger.error({ err: (err as Error).message, change }, 'edge: change not applied'));
     if (REVOCATION_TABLES.has(change.table)) void applied.then(() => connections.sweep());
@@ -165,6 +193,7 @@ export async function startEdge(options: EdgeOptions = {}): Promise<Edge> {
   const resync = cfg.resyncMs > 0 ? setInterval(() => void reloadEverything(), cfg.resyncMs) : undefined;
   resync?.unref();
   meter.start();
+  await ipsec?.start();
 
   const identityOf = (route: ShareRoute, req: IncomingMessage, secure: boolean): { ok: true; headers?: Record<string, string> } | { ok: false; message: string } => {
     if (!route.mutualTls) return { ok: true };
@@ -356,6 +385,7 @@ export async function startEdge(options: EdgeOptions = {}): Promise<Edge> {
     httpPort,
     httpsPort,
     agents: agents!,
+    ipsec,
     routes,
     meter,
     settled: async () => {
@@ -386,6 +416,7 @@ export async function startEdge(options: EdgeOptions = {}): Promise<Edge> {
         }
       });
       await agentsClosed;
+      await ipsec?.stop();
       await meter.stop();
       await proxy.close();
       certificates.close();

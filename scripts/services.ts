@@ -240,7 +240,7 @@ export const REDIS_SERVER: DebianCommand = {
 export function ensureCommands(needed: DebianCommand[]): void {
   let missing = needed.filter((n) => !which(n.command));
   if (missing.length && process.getuid?.() === 0 && which('apt-get')) {
-    const pkgs = missing.map((m) => m.pkg);
+    const pkgs = missing.flatMap((m) => m.pkg.split(' '));
     console.error(`${missing.map((m) => m.command).join(', ')} not found: installing Debian package(s) ${pkgs.join(' ')} (apt-get) ...`);
     const env = { ...process.env, DEBIAN_FRONTEND: 'noninteractive' };
     spawnSync('apt-get', ['update', '-qq'], { stdio: 'inherit', env });

@@ -17,9 +17,12 @@ const TEMPLATE = 'edgehub_template';
 const work = mkdtempSync(path.join(os.tmpdir(), 'edgehub-test-'));
 chmodSync(work, 0o755); // the postgres user must reach the data dir
 
-// what the tests need beyond npm packages: redis-server, Pebble (an ACME test CA) for the ACME frontend test, and
-// nginx (the reference proxy of the edge's differential fuzz)
+// what the tests need beyond npm packages: redis-server, Pebble (an ACME test CA) for the ACME frontend test, nginx
+// (the reference proxy of the edge's differential fuzz), iproute2 (network namespaces of the agent and IPsec tests)
+// and strongSwan (charon with ESP in user space, swanctl) for the IPsec tests
 ensureCommands([
+  { command: 'ip', pkg: 'iproute2', hint: 'Install it: `sudo apt-get install iproute2`.' },
+  { command: 'swanctl', pkg: 'strongswan-swanctl strongswan-charon libcharon-extra-plugins', hint: 'Install it: `sudo apt-get install strongswan-swanctl strongswan-charon libcharon-extra-plugins`.' },
   REDIS_SERVER,
   { command: 'pebble', pkg: 'pebble', hint: 'Install it: `sudo apt-get install pebble`.' },
   { command: 'nginx', pkg: 'nginx', hint: 'Install it: `sudo apt-get install nginx`.' },
@@ -82,6 +85,8 @@ try {
 } finally {
   await redis.stop();
   await pg.stop().catch(() => undefined);
-  rmSync(work, { recursive: true, force: true });
+  // TEST_KEEP_WORK=1 keeps the logs and data of a run to read after it
+  if (process.env.TEST_KEEP_WORK) console.log(`work directory kept: ${work}`);
+  else rmSync(work, { recursive: true, force: true });
 }
 process.exit(code);

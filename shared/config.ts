@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto';
-import { linkSync, mkdirSync, readFileSync, unlinkSync, writeFileSync } from 'node:fs';
+import { existsSync, linkSync, mkdirSync, readFileSync, unlinkSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import ipaddr from 'ipaddr.js';
 import { z } from 'zod';
@@ -46,6 +46,8 @@ const envSchema = z.object({
   HUB_SWEEP_CRON: z.string().default('*/15 * * * * *'),
   HUB_KEY_ROTATION_CRON: z.string().default('0 0 1 * *'),
   HUB_VPC_CIDR: z.string().default('10.100.0.0/16'),
+  HUB_IPSEC_PROVIDER: z.enum(['strongswan', 'simulated']).optional(),
+  HUB_IPSEC_WAN_NETNS: optionalString,
   HUB_METRICS_RAW_RETENTION: retention('P2D'),
   HUB_SCHEDULED_EXECUTION_RETENTION: retention('P7D'),
   HUB_EDGE_HTTP_PORT: z.coerce.number().int().min(0).max(65535).default(8000),
@@ -109,6 +111,8 @@ export interface Config {
   sweepCron: string;
   keyRotationCron: string;
   vpcCidr: string;
+  /** IPsec (CONTRACT.md "IPsec on strongSwan"): real tunnels on strongSwan, or addresses and keys only. */
+  ipsec: { provider: 'strongswan' | 'simulated'; chosen: 'HUB_IPSEC_PROVIDER' | 'detected'; wanNetns?: string };
   metricsRawRetention: string;
   scheduledExecutionRetention: string;
   /** Most shares one sparklines response carries (a page); more are paged. */
@@ -155,6 +159,13 @@ export interface EdgeConfig {
 }
 
 export class ConfigError extends Error {}
+
+/** Where charon can run: as root, with strongSwan's charon and swanctl installed (Debian's paths). */
+export const CHARON_PATH = '/usr/lib/ipsec/charon';
+export const SWANCTL_PATH = '/usr/sbin/swanctl';
+function strongswanRuns(): boolean {
+  return process.getuid?.() === 0 && existsSync(CHARON_PATH) && existsSync(SWANCTL_PATH);
+}
 
 function decodeSecretKey(raw: string): Buffer {
   const candidates = [/^[0-9a-fA-F]{64}$/.test(raw) ? Buffer.from(raw, 'hex') : undefined, Buffer.from(raw, 'base64')];
@@ -244,6 +255,11 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     sweepCron: e.HUB_SWEEP_CRON,
     keyRotationCron: e.HUB_KEY_ROTATION_CRON,
     vpcCidr: e.HUB_VPC_CIDR,
+    ipsec: {
+      provider: e.HUB_IPSEC_PROVIDER ?? (strongswanRuns() ? 'strongswan' : 'simulated'),
+      chosen: e.HUB_IPSEC_PROVIDER ? 'HUB_IPSEC_PROVIDER' : 'detected',
+      wanNetns: e.HUB_IPSEC_WAN_NETNS,
+    },
     metricsRawRetention: e.HUB_METRICS_RAW_RETENTION,
     scheduledExecutionRetention: e.HUB_SCHEDULED_EXECUTION_RETENTION,
     sparklinesMaxShares: e.HUB_SPARKLINES_MAX_SHARES,

@@ -30,7 +30,6 @@ export const RULES: Rule[] = [
     why: 'routes call commands; providers are reached through commands and processors',
     from: /^api\//,
     to: /^shared\/providers\//,
-    allow: [{ from: /^api\/(routes|presenters)\/ipsec\.ts$/, to: /^shared\/providers\/ipsec(Addresses)?\.ts$/, because: 'address arithmetic and types shared with the IPsec provider; they move out of providers/ with the strongSwan provider (issue 23)' }],
   },
   {
     name: 'processors-call-commands',
@@ -39,7 +38,6 @@ export const RULES: Rule[] = [
     to: /^shared\/(models\/|db\.ts)|^(pg|sequelize)$/,
     allow: [
       { from: /^workers\/processors\/pki\.ts$/, to: /./, because: "the issuance statement moves to shared/commands/enrollment.ts (issue 26 item 3), after the PKI parsing moves to pkijs" },
-      { from: /^workers\/processors\/ipsec\.ts$/, to: /^shared\/models\/Ipsec/, because: 'rewritten with the strongSwan provider (issue 23)' },
     ],
   },
   {
@@ -49,7 +47,7 @@ export const RULES: Rule[] = [
     to: /^shared\/(models\/|commands\/|db\.ts)/,
     allow: [
       { from: /^shared\/providers\/(certificateIssuer|certificateIssuerAcme|dnsValidationZone)\.ts$/, to: /^shared\/models\//, because: 'the ACME account, issuer and validation-record persistence moves into commands with acme-client (issue 26 item 2)' },
-      { from: /^shared\/providers\/ipsec(Local|Types)\.ts$/, to: /^shared\/(models\/IpsecTunnel|db)\.ts$/, because: 'rewritten with the strongSwan provider (issue 23)' },
+      { from: /^shared\/providers\/ipsec(Local|Strongswan)\.ts$/, to: /^shared\/db\.ts$/, because: "the provider's own records (ipsec_local_*: what a cloud would keep in its own database), which the IPsec data plane reports into" },
     ],
   },
   {

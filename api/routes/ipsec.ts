@@ -7,7 +7,7 @@ import { config } from '../../shared/config.js';
 import { ApiError, badRequest, forbidden } from '../../shared/errors.js';
 import { IpsecShare } from '../../shared/models/IpsecShare.js';
 import { IPSEC_STATUSES, IpsecTunnel } from '../../shared/models/IpsecTunnel.js';
-import { hostPortProblem, parseCidr, parseIpv4, publicUnicastProblem } from '../../shared/providers/ipsecAddresses.js';
+import { hostPortProblem, parseCidr, parseIpv4, publicUnicastProblem } from '../../shared/ipsec/addresses.js';
 import { principalName } from '../middleware/auth.js';
 import { findPage, pageRequest } from '../paging.js';
 import { presentShare, presentTunnel, presentTunnelConfig, SAMPLE_CONFIG_VENDORS } from '../presenters/ipsec.js';

@@ -73,6 +73,9 @@ function translateUniqueViolation(err: unknown, input: ShareInput): never {
   throw err;
 }
 
+/** The IPsec share a job is about (undefined once it is gone). */
+export const shareForJob = async (id: string): Promise<IpsecShare | undefined> => (await IpsecShare.findByPk(id)) ?? undefined;
+
 export async function createShare(hub: Pick<Hub, 'id'>, input: ShareInput, createdBy: string): Promise<Accepted<IpsecShare>> {
   try {
     return await withTransaction(async (transaction) => {

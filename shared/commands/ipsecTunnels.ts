@@ -8,7 +8,7 @@ import type { Execution } from '../models/Execution.js';
 import type { Hub } from '../models/Hub.js';
 import { IpsecShare } from '../models/IpsecShare.js';
 import { IpsecTunnel } from '../models/IpsecTunnel.js';
-import { parseIpv4, subnetAddressProblem, vpcCidr } from '../providers/ipsecAddresses.js';
+import { parseIpv4, subnetAddressProblem, vpcCidr } from '../ipsec/addresses.js';
 import { ipsecProvider, type ProvisionedTunnel, type TunnelStatus } from '../providers/ipsec.js';
 import { decryptSecret, encryptSecret } from '../secrets.js';
 import { brokenConstraint, StateMachine } from './ipsecStates.js';
@@ -141,7 +141,12 @@ export function preSharedKeyFor(tunnel: IpsecTunnel): string {
   return decryptSecret(tunnel.preSharedKeySealed);
 }
 
+export type { TunnelStatus };
+
 // ---- called by the worker (workers/processors/ipsec.ts) ----
+
+/** The tunnel a job is about (undefined once it is gone). */
+export const tunnelForJob = async (id: string): Promise<IpsecTunnel | undefined> => (await IpsecTunnel.findByPk(id)) ?? undefined;
 
 /** NEW -> DEPLOYED with what the provider made. Undefined when the tunnel had left NEW (nothing changes). */
 export function completeTunnelProvisioning(id: string, made: ProvisionedTunnel): Promise<IpsecTunnel | undefined> {

@@ -3,22 +3,9 @@ import { DataTypes, Model, type CreationOptional, type InferAttributes, type Inf
 export const IPSEC_STATUSES = ['NEW', 'DEPLOYED', 'ERROR', 'DELETING', 'DELETED'] as const;
 export type IpsecStatus = (typeof IPSEC_STATUSES)[number];
 
-/** Tunnel options as AWS Site-to-Site VPN names them (the tunnel-config fields). */
-export interface TunnelOptions {
-  ikeVersions: string[];
-  phase1EncryptionAlgorithms: string[];
-  phase1IntegrityAlgorithms: string[];
-  phase1DHGroupNumbers: number[];
-  phase1LifetimeSeconds: number;
-  phase2EncryptionAlgorithms: string[];
-  phase2IntegrityAlgorithms: string[];
-  phase2DHGroupNumbers: number[];
-  phase2LifetimeSeconds: number;
-  rekeyMarginTimeSeconds: number;
-  rekeyFuzzPercentage: number;
-  dpdTimeoutSeconds: number;
-  dpdTimeoutAction: string;
-}
+export type { TunnelOptions } from '../ipsec/options.js';
+import type { TunnelOptions } from '../ipsec/options.js';
+
 
 /** A VPN ingress point of a hub. The provisioned fields are filled when it reaches DEPLOYED. */
 export class IpsecTunnel extends Model<InferAttributes<IpsecTunnel>, InferCreationAttributes<IpsecTunnel>> {

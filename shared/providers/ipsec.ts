@@ -1,13 +1,15 @@
+import { config } from '../config.js';
 import { LocalIpsecProvider } from './ipsecLocal.js';
+import { StrongswanIpsecProvider } from './ipsecStrongswan.js';
 import type { IpsecProvider } from './ipsecTypes.js';
 
 export * from './ipsecTypes.js';
 
 let current: IpsecProvider | undefined;
 
-/** The IPsec provider of this process: the local one unless another was installed. */
+/** The IPsec provider of this process: strongSwan or simulated (HUB_IPSEC_PROVIDER), unless another was installed. */
 export function ipsecProvider(): IpsecProvider {
-  current ??= new LocalIpsecProvider();
+  current ??= config().ipsec.provider === 'strongswan' ? new StrongswanIpsecProvider() : new LocalIpsecProvider();
   return current;
 }
 

@@ -3,9 +3,9 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { QueryTypes, UniqueConstraintError } from 'sequelize';
 import { config } from '../config.js';
 import { db } from '../db.js';
-import type { TunnelOptions } from '../models/IpsecTunnel.js';
+import type { TunnelOptions } from '../ipsec/options.js';
 import { decryptSecret, encryptSecret } from '../secrets.js';
-import { formatCidr, formatIpv4, parseCidr, parseIpv4, subnetAddressProblem, vpcCidr, type Cidr } from './ipsecAddresses.js';
+import { formatCidr, formatIpv4, parseCidr, parseIpv4, subnetAddressProblem, vpcCidr, type Cidr } from '../ipsec/addresses.js';
 import {
   DEFAULT_TUNNEL_OPTIONS,
   IpsecProviderError,
@@ -33,6 +33,8 @@ export const RESERVED_INSIDE_CIDRS = [
   '169.254.5.0/30',
   '169.254.169.252/30',
 ];
+
+export type DataPlaneEvent = 'tunnel loaded' | 'tunnel unloaded' | 'listening' | 'closed';
 
 const PSK_ALPHABET = 'ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789._';
 const PSK_LENGTH = 32;
@@ -80,6 +82,7 @@ const reservedInside = new Set(RESERVED_INSIDE_CIDRS);
  * The provider that does locally what a cloud would: allocates load balancer addresses from the VPC CIDR, outside
  * addresses, inside /30 blocks, pre-shared keys and resource ids, and keeps them in its own tables
  * (ipsec_local_*), where unique indexes keep every live allocation distinct. Each step takes HUB_PROVISION_DELAY_MS.
+ * `HUB_IPSEC_PROVIDER=simulated` is this alone; the strongSwan provider (ipsecStrongswan.ts) adds the real data plane.
  */
 export class LocalIpsecProvider implements IpsecProvider {
   private step(): Promise<void> {
@@ -95,6 +98,7 @@ export class LocalIpsecProvider implements IpsecProvider {
     await db().query(`UPDATE ipsec_local_tunnels SET state = 'available' WHERE tunnel_id = :id AND released_at IS NULL`, {
       replacements: { id: spec.tunnelId },
     });
+    await this.dataPlane('tunnel loaded', spec.tunnelId);
     const row = await this.liveTunnel(spec.tunnelId);
     if (!row?.vpn_connection_id) throw new IpsecProviderError(`the VPN connection of tunnel ${spec.tunnelId} was deleted while it was being created`, true);
     return {
@@ -113,6 +117,7 @@ export class LocalIpsecProvider implements IpsecProvider {
     await db().query(`UPDATE ipsec_local_tunnels SET state = 'deleting' WHERE tunnel_id = :id AND released_at IS NULL`, {
       replacements: { id: tunnelId },
     });
+    await this.dataPlane('tunnel unloaded', tunnelId);
     await this.step(); // delete the load balancer and its listeners
     await db().transaction(async (transaction) => {
       await db().query(`UPDATE ipsec_local_listeners SET released_at = now() WHERE tunnel_id = :id AND released_at IS NULL`, {
@@ -139,7 +144,7 @@ export class LocalIpsecProvider implements IpsecProvider {
          ON CONFLICT (share_id) DO UPDATE SET
            tunnel_id = EXCLUDED.tunnel_id, ingress_port = EXCLUDED.ingress_port, target = EXCLUDED.target, updated_at = now(),
            listener_id = CASE WHEN ipsec_local_listeners.released_at IS NULL THEN ipsec_local_listeners.listener_id ELSE EXCLUDED.listener_id END,
-           released_at = NULL`,
+           released_at = NULL, listening_at = NULL`,
         { replacements: { shareId: spec.shareId, tunnelId: spec.tunnelId, listenerId: `listener-${hex(8)}`, port: spec.ingressPort, target: spec.target } },
       );
     } catch (err) {
@@ -149,6 +154,7 @@ export class LocalIpsecProvider implements IpsecProvider {
       throw err;
     }
     await this.step(); // wait for the listener to become active
+    await this.dataPlane('listening', spec.shareId);
     const [row] = await db().query<{ listener_id: string }>(
       'SELECT listener_id FROM ipsec_local_listeners WHERE share_id = :id AND released_at IS NULL',
       { replacements: { id: spec.shareId }, type: QueryTypes.SELECT },
@@ -162,7 +168,14 @@ export class LocalIpsecProvider implements IpsecProvider {
     await db().query('UPDATE ipsec_local_listeners SET released_at = now() WHERE share_id = :id AND released_at IS NULL', {
       replacements: { id: shareId },
     });
+    await this.dataPlane('closed', shareId);
   }
+
+  /**
+   * Waits for the data plane to act on a change (strongSwan: the edge holding the IPsec host role loads or unloads
+   * the tunnel, opens or closes the listener). Nothing runs behind the simulated provider's records.
+   */
+  protected async dataPlane(_event: DataPlaneEvent, _id: string): Promise<void> {}
 
   async tunnelStatus(tunnelId: string): Promise<TunnelStatus | undefined> {
     const row = await this.liveTunnel(tunnelId);

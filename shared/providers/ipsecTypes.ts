@@ -1,4 +1,4 @@
-import type { TunnelOptions } from '../models/IpsecTunnel.js';
+import type { TunnelOptions } from '../ipsec/options.js';
 
 /** What the provider needs to build a tunnel; `name` tags the cloud resources. */
 export interface TunnelSpec {

@@ -133,6 +133,8 @@ export async function startStack(
     HUB_DATA_DIR: dataDir,
     PUBLIC_BASE_URL: `http://127.0.0.1:${port}`,
     HUB_PROVISION_DELAY_MS: '20',
+    // IPsec tests that want strongSwan say so (test/ipsec-strongswan.test.ts); the others test the records
+    HUB_IPSEC_PROVIDER: 'simulated',
     ...options.env,
   });
   resetConfig();

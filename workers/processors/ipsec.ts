@@ -4,6 +4,7 @@ import {
   failShareProvisioning,
   failShareTeardown,
   SHARE_JOBS,
+  shareForJob,
 } from '../../shared/commands/ipsecShares.js';
 import {
   completeTunnelProvisioning,
@@ -11,9 +12,8 @@ import {
   failTunnelProvisioning,
   failTunnelTeardown,
   TUNNEL_JOBS,
+  tunnelForJob,
 } from '../../shared/commands/ipsecTunnels.js';
-import { IpsecShare } from '../../shared/models/IpsecShare.js';
-import { IpsecTunnel } from '../../shared/models/IpsecTunnel.js';
 import { ipsecProvider, IpsecProviderError } from '../../shared/providers/ipsec.js';
 import { defineProcessor, permanentFailure, type JobContext } from '../runner.js';
 
@@ -45,7 +45,7 @@ export default [
   defineProcessor({
     type: TUNNEL_JOBS.provision,
     async handle(ctx) {
-      const tunnel = await IpsecTunnel.findByPk(idOf(ctx, 'tunnelId'));
+      const tunnel = await tunnelForJob(idOf(ctx, 'tunnelId'));
       if (!tunnel) return { skipped: 'IPsec tunnel is gone' };
       if (tunnel.status !== 'NEW') return skipped('IPsec tunnel', tunnel.status);
       const made = await provider(() =>
@@ -60,7 +60,7 @@ export default [
         }),
       );
       const deployed = await completeTunnelProvisioning(tunnel.id, made);
-      if (!deployed) return skipped('IPsec tunnel', (await IpsecTunnel.findByPk(tunnel.id))?.status ?? 'gone');
+      if (!deployed) return skipped('IPsec tunnel', (await tunnelForJob(tunnel.id))?.status ?? 'gone');
       ctx.log.info({ tunnelId: tunnel.id, vpnConnectionId: made.vpnConnectionId }, 'IPsec tunnel deployed');
       return { transition: { from: 'NEW', to: 'DEPLOYED' }, vpnConnectionId: made.vpnConnectionId, nlbPrivateIp: made.nlbPrivateIp };
     },
@@ -72,12 +72,12 @@ export default [
   defineProcessor({
     type: TUNNEL_JOBS.teardown,
     async handle(ctx) {
-      const tunnel = await IpsecTunnel.findByPk(idOf(ctx, 'tunnelId'));
+      const tunnel = await tunnelForJob(idOf(ctx, 'tunnelId'));
       if (!tunnel) return { skipped: 'IPsec tunnel is gone' };
       if (tunnel.status !== 'DELETING') return skipped('IPsec tunnel', tunnel.status);
       await provider(() => ipsecProvider().teardownTunnel(tunnel.id));
       const deleted = await completeTunnelTeardown(tunnel.id);
-      if (!deleted) return skipped('IPsec tunnel', (await IpsecTunnel.findByPk(tunnel.id))?.status ?? 'gone');
+      if (!deleted) return skipped('IPsec tunnel', (await tunnelForJob(tunnel.id))?.status ?? 'gone');
       return { transition: { from: 'DELETING', to: 'DELETED' } };
     },
     async onFinalFailure(ctx, err) {
@@ -88,7 +88,7 @@ export default [
   defineProcessor({
     type: SHARE_JOBS.provision,
     async handle(ctx) {
-      const share = await IpsecShare.findByPk(idOf(ctx, 'shareId'));
+      const share = await shareForJob(idOf(ctx, 'shareId'));
       if (!share) return { skipped: 'IPsec share is gone' };
       if (share.status !== 'NEW') return skipped('IPsec share', share.status);
       const cloud = ipsecProvider();
@@ -109,7 +109,7 @@ export default [
       if (!deployed) {
         // deleted while this job worked: the teardown may have run before our listener existed, so undo it here
         await provider(() => cloud.teardownShare(share.id));
-        return skipped('IPsec share', (await IpsecShare.findByPk(share.id))?.status ?? 'gone');
+        return skipped('IPsec share', (await shareForJob(share.id))?.status ?? 'gone');
       }
       return { transition: { from: 'NEW', to: 'DEPLOYED' }, listenerId: made.listenerId };
     },
@@ -121,12 +121,12 @@ export default [
   defineProcessor({
     type: SHARE_JOBS.teardown,
     async handle(ctx) {
-      const share = await IpsecShare.findByPk(idOf(ctx, 'shareId'));
+      const share = await shareForJob(idOf(ctx, 'shareId'));
       if (!share) return { skipped: 'IPsec share is gone' };
       if (share.status !== 'DELETING') return skipped('IPsec share', share.status);
       await provider(() => ipsecProvider().teardownShare(share.id));
       const deleted = await completeShareTeardown(share.id);
-      if (!deleted) return skipped('IPsec share', (await IpsecShare.findByPk(share.id))?.status ?? 'gone');
+      if (!deleted) return skipped('IPsec share', (await shareForJob(share.id))?.status ?? 'gone');
       return { transition: { from: 'DELETING', to: 'DELETED' } };
     },
     async onFinalFailure(ctx, err) {
