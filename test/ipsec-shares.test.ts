@@ -30,6 +30,7 @@ class TestProvider implements IpsecProvider {
   }
   teardownShare = (id: string) => local.teardownShare(id);
   tunnelStatus = (id: string) => local.tunnelStatus(id);
+  releaseTunnels = (ids: string[]) => local.releaseTunnels(ids);
 }
 
 let stack: Stack;

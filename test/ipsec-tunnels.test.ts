@@ -40,6 +40,7 @@ class TestProvider implements IpsecProvider {
   provisionShare = (spec: ShareSpec) => local.provisionShare(spec);
   teardownShare = (id: string) => local.teardownShare(id);
   tunnelStatus = (id: string) => local.tunnelStatus(id);
+  releaseTunnels = (ids: string[]) => local.releaseTunnels(ids);
 }
 
 let stack: Stack;

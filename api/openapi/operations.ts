@@ -85,7 +85,10 @@ export const operations: Operation[] = [
 
   // ---- operator API ----
   { method: 'post', path: '/admin/v1/hubs', scope: 'admin', tag: 'Operator', summary: 'Create a hub', body: admin.createHubSchema, responses: { 201: c.Hub } },
+  { method: 'get', path: '/admin/v1/hubs', scope: 'admin', tag: 'Operator', summary: 'List hubs', paged: true, responses: { 200: c.page(c.Hub, 'Hub') } },
   { method: 'get', path: '/admin/v1/hubs/:hubId', scope: 'admin', tag: 'Operator', summary: 'Get a hub', responses: { 200: c.Hub } },
+  { method: 'delete', path: '/admin/v1/hubs/:hubId', scope: 'admin', tag: 'Operator', summary: 'Delete a hub and everything in it (its keys stop working, its shares stop answering)', responses: { 204: null } },
+  { method: 'get', path: '/admin/v1/hubs/:hubId/api-keys', scope: 'admin', tag: 'Operator', summary: "The hub's API keys (never their tokens)", responses: { 200: z.array(c.ApiKey) } },
   { method: 'patch', path: '/admin/v1/hubs/:hubId', scope: 'admin', tag: 'Operator', summary: 'Update a hub', body: admin.updateHubSchema, responses: { 200: c.Hub } },
   { method: 'post', path: '/admin/v1/hubs/:hubId/api-keys', scope: 'admin', tag: 'Operator', summary: 'Create an API key (the token is shown once)', body: admin.createKeySchema, responses: { 201: c.ApiKey } },
   { method: 'delete', path: '/admin/v1/hubs/:hubId/api-keys/:id', scope: 'admin', tag: 'Operator', summary: 'Revoke an API key', responses: { 200: c.ApiKey } },

@@ -1,5 +1,7 @@
 import { z } from 'zod';
-import { createApiKey, createHub, createStandardFrontend, getHub, revokeApiKey, updateHub } from '../../shared/commands/platform.js';
+import { apiKeysOf, createApiKey, createHub, createStandardFrontend, deleteHub, getHub, revokeApiKey, updateHub } from '../../shared/commands/platform.js';
+import { Hub } from '../../shared/models/Hub.js';
+import { findPage, pageRequest } from '../paging.js';
 import { presentApiKey, presentFrontend, presentHub } from '../presenters/platform.js';
 import { enqueueEdgeCertificates } from '../../shared/commands/edgeCertificates.js';
 import { forgetHub, forgetKey } from '../middleware/authCache.js';
@@ -28,6 +30,17 @@ export default function routes({ admin }: Routes) {
   admin.post('/admin/v1/hubs', async (ctx) => {
     ctx.status = 201;
     ctx.body = presentHub(await createHub(body(ctx, createHubSchema)));
+  });
+  admin.get('/admin/v1/hubs', async (ctx) => {
+    ctx.body = await findPage(Hub, {}, pageRequest(ctx, ['createdAt', 'name', 'id']), presentHub);
+  });
+  admin.delete('/admin/v1/hubs/:hubId', async (ctx) => {
+    await deleteHub(ctx.params.hubId);
+    forgetHub(ctx.params.hubId); // this process at once; the others on the change notification (authCache.ts)
+    ctx.status = 204;
+  });
+  admin.get('/admin/v1/hubs/:hubId/api-keys', async (ctx) => {
+    ctx.body = (await apiKeysOf(ctx.params.hubId)).map((k) => presentApiKey(k));
   });
   admin.get('/admin/v1/hubs/:hubId', async (ctx) => {
     ctx.body = presentHub(await getHub(ctx.params.hubId));

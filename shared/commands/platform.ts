@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto';
-import type { Transaction } from 'sequelize';
+import { QueryTypes, type Transaction } from 'sequelize';
 import { db, withTransaction } from '../db.js';
 import { notFound } from '../errors.js';
 import { enqueue } from '../jobs.js';
@@ -9,6 +9,7 @@ import { ApiKey } from '../models/ApiKey.js';
 import { Environment } from '../models/Environment.js';
 import { Frontend } from '../models/Frontend.js';
 import { Hub, type HubFeatures } from '../models/Hub.js';
+import { ipsecProvider } from '../providers/ipsec.js';
 import { sha256 } from '../secrets.js';
 
 /** A new hub; its issuing CA is made by a worker job (the web process never holds CA keys). */
@@ -32,6 +33,29 @@ export async function updateHub(id: string, input: { name?: string; features?: P
   if (input.features) hub.features = { ...hub.features, ...input.features };
   await hub.save();
   return hub;
+}
+
+/**
+ * Deletes a hub and everything in it, in one statement (every table of a hub's resources cascades from hubs): its
+ * API keys stop working at once (the auth caches hear of it, migration 0600), its shares stop answering at the edge
+ * (routes, certificates and agents are notified), its executions go with it (their queued jobs find nothing to do).
+ * The IPsec provider is told afterwards to release the hub's tunnels' records (the data plane already stops them:
+ * it only runs tunnels whose rows remain).
+ */
+export async function deleteHub(id: string): Promise<void> {
+  const tunnelIds = await withTransaction(async (transaction) => {
+    const tunnels = await db().query<{ id: string }>(`SELECT id FROM ipsec_tunnels WHERE hub_id = :id`, { replacements: { id }, type: QueryTypes.SELECT, transaction });
+    const deleted = await db().query(`DELETE FROM hubs WHERE id = :id RETURNING id`, { replacements: { id }, type: QueryTypes.SELECT, transaction });
+    if (!deleted.length) throw notFound('hub', id);
+    return tunnels.map((t) => t.id);
+  });
+  if (tunnelIds.length) await ipsecProvider().releaseTunnels(tunnelIds);
+}
+
+/** The hub's API keys, revoked ones included (never their tokens). */
+export async function apiKeysOf(hubId: string): Promise<ApiKey[]> {
+  await getHub(hubId);
+  return ApiKey.findAll({ where: { hubId }, order: [['createdAt', 'ASC'], ['id', 'ASC']] });
 }
 
 /** A new key; the token is returned once and only its SHA-256 is stored. */

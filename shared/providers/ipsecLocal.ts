@@ -177,6 +177,13 @@ export class LocalIpsecProvider implements IpsecProvider {
    */
   protected async dataPlane(_event: DataPlaneEvent, _id: string): Promise<void> {}
 
+  async releaseTunnels(tunnelIds: string[]): Promise<void> {
+    await db().transaction(async (transaction) => {
+      await db().query(`UPDATE ipsec_local_listeners SET released_at = now() WHERE tunnel_id IN (:ids) AND released_at IS NULL`, { replacements: { ids: tunnelIds }, transaction });
+      await db().query(`UPDATE ipsec_local_tunnels SET state = 'deleted', released_at = now() WHERE tunnel_id IN (:ids) AND released_at IS NULL`, { replacements: { ids: tunnelIds }, transaction });
+    });
+  }
+
   async tunnelStatus(tunnelId: string): Promise<TunnelStatus | undefined> {
     const row = await this.liveTunnel(tunnelId);
     if (!row?.outside_ip_address) return undefined;

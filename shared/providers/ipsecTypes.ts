@@ -53,6 +53,8 @@ export interface IpsecProvider {
   teardownTunnel(tunnelId: string): Promise<void>;
   provisionShare(spec: ShareSpec): Promise<ProvisionedShare>;
   teardownShare(shareId: string): Promise<void>;
+  /** Releases what the provider holds for tunnels whose records are gone (their hub was deleted); no waiting. */
+  releaseTunnels(tunnelIds: string[]): Promise<void>;
   /** Undefined when the provider holds no live VPN connection for the tunnel. */
   tunnelStatus(tunnelId: string): Promise<TunnelStatus | undefined>;
 }
