@@ -19,8 +19,9 @@ chmodSync(work, 0o755); // the postgres user must reach the data dir
 
 // what the tests need beyond npm packages: redis-server, Pebble (an ACME test CA) for the ACME frontend test, nginx
 // (the reference proxy of the edge's differential fuzz), iproute2 (network namespaces of the agent and IPsec tests)
-// and strongSwan (charon with ESP in user space, swanctl) for the IPsec tests
+// strongSwan (charon with ESP in user space, swanctl) for the IPsec tests, and chromium for the console tests
 ensureCommands([
+  { command: 'chromium', pkg: 'chromium', hint: 'Install it: `sudo apt-get install chromium` (the web console tests drive it).' },
   { command: 'ip', pkg: 'iproute2', hint: 'Install it: `sudo apt-get install iproute2`.' },
   { command: 'swanctl', pkg: 'strongswan-swanctl strongswan-charon libcharon-extra-plugins', hint: 'Install it: `sudo apt-get install strongswan-swanctl strongswan-charon libcharon-extra-plugins`.' },
   REDIS_SERVER,

@@ -2,7 +2,7 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import helmet, { type HelmetOptions } from 'helmet';
 
 /** Pages that render HTML with their own scripts and styles (the queue UI, an API docs page): no strict CSP there. */
-const HTML_PAGES = /^\/(?:admin\/queues|docs)(?:\/|$)/i;
+const HTML_PAGES = /^\/(?:admin\/queues|docs|console)(?:\/|$)/i;
 
 interface HeaderSet {
   set: [name: string, value: string][];

@@ -71,6 +71,9 @@ export const operations: Operation[] = [
   // ---- operations and discovery ----
   { method: 'get', path: '/healthz', scope: 'open', tag: 'Operations', summary: 'Liveness: PostgreSQL and Redis answer', responses: { 200: c.Health, 503: c.Health } },
   { method: 'get', path: '/openapi.json', scope: 'open', tag: 'Operations', summary: 'This document', responses: { 200: z.record(z.string(), z.unknown()).meta({ description: 'OpenAPI 3.1 document' }) } },
+  { method: 'get', path: '/', scope: 'open', tag: 'Operations', summary: 'Where things are (a browser is sent to /console)', responses: { 200: z.object({ name: z.string(), console: z.string(), docs: z.string(), openapi: z.string(), health: z.string() }) } },
+  { method: 'get', path: '/console', scope: 'open', tag: 'Operations', summary: 'The web console (HTML)', responses: { 200: { mediaType: 'text/html', description: 'the console page' } } },
+  { method: 'get', path: '/console/:file', scope: 'open', tag: 'Operations', summary: 'Files of the web console', responses: { 200: { mediaType: 'application/octet-stream', description: 'a script or stylesheet' } } },
   { method: 'get', path: '/docs', scope: 'open', tag: 'Operations', summary: 'API reference page (HTML)', responses: { 200: { mediaType: 'text/html', description: 'the docs page' } } },
   { method: 'get', path: '/docs/:file', scope: 'open', tag: 'Operations', summary: 'Assets of the docs page', responses: { 200: { mediaType: 'application/octet-stream', description: 'a script, stylesheet or image' } } },
   {

@@ -1,0 +1,66 @@
+// The console's only way to the service: the public and operator APIs, with the credential of this tab.
+const KEY = 'edgehub.credential';
+
+export const credential = {
+  get: () => sessionStorage.getItem(KEY),
+  set: (value) => sessionStorage.setItem(KEY, value),
+  forget: () => sessionStorage.removeItem(KEY),
+};
+
+/** An API error in words: the status, the error code and the service's message. */
+export class ApiError extends Error {
+  constructor(status, code, message) {
+    super(message);
+    this.status = status;
+    this.code = code;
+  }
+  get words() {
+    return `${this.message} (${this.status}${this.code ? ` ${this.code}` : ''})`;
+  }
+}
+
+/** JSON in and out; a 4xx/5xx becomes an ApiError carrying the service's own message. */
+export async function api(path, { method = 'GET', body, token = credential.get() } = {}) {
+  let res;
+  try {
+    res = await fetch(path, {
+      method,
+      headers: { accept: 'application/json', ...(token ? { authorization: `Bearer ${token}` } : {}), ...(body ? { 'content-type': 'application/json' } : {}) },
+      body: body ? JSON.stringify(body) : undefined,
+    });
+  } catch (err) {
+    throw new ApiError(0, 'network', `the service could not be reached: ${err.message}`);
+  }
+  const text = await res.text();
+  let json;
+  try {
+    json = text ? JSON.parse(text) : undefined;
+  } catch {
+    json = undefined;
+  }
+  if (!res.ok) throw new ApiError(res.status, json?.error, json?.message ?? (text || res.statusText));
+  return json;
+}
+
+const asHub = async (token) => {
+  const account = await api('/account', { token });
+  return { role: 'hub', hubId: account.hubId, name: account.name };
+};
+const asOperator = async (token) => {
+  await api('/admin/v1/hubs?size=1', { token });
+  return { role: 'operator' };
+};
+
+/**
+ * Who a credential is: a hub (an API key, `ehk_...`, asked first) or the operator (the admin token), or an ApiError
+ * saying why neither. The likely one is asked first so that a good credential costs no refused request.
+ */
+export async function whoIs(token) {
+  const [first, second] = token.startsWith('ehk_') ? [asHub, asOperator] : [asOperator, asHub];
+  try {
+    return await first(token);
+  } catch (err) {
+    if (err.status !== 401 && err.status !== 403) throw err;
+  }
+  return second(token);
+}

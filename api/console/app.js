@@ -1,0 +1,82 @@
+// The console: sign-in, then the hub's view (an API key) or the operator's (the admin token), one view per tab.
+import { render } from 'preact';
+import { useEffect, useRef, useState } from 'preact/hooks';
+import { credential, whoIs } from './api.js';
+import { Certificates } from './certificates.js';
+import { Environments } from './environments.js';
+import { Executions } from './executions.js';
+import { Frontends } from './frontends.js';
+import { Health } from './health.js';
+import { html } from './html.js';
+import { Hubs } from './hubs.js';
+import { Ipsec } from './ipsec.js';
+import { Problem } from './parts.js';
+import { Shares } from './shares.js';
+import { SignIn } from './signin.js';
+
+const HUB_VIEWS = [
+  ['shares', 'Shares', Shares],
+  ['environments', 'Environments & agents', Environments],
+  ['certificates', 'Certificates', Certificates],
+  ['frontends', 'Custom frontends', Frontends],
+  ['ipsec', 'IPsec', Ipsec],
+  ['health', 'Health checks', Health],
+  ['executions', 'Executions', Executions],
+];
+const OPERATOR_VIEWS = [['hubs', 'Hubs', Hubs]];
+
+const currentView = () => location.hash.replace(/^#\/?/, '');
+
+function Shell({ who, onSignOut }) {
+  const views = who.role === 'operator' ? OPERATOR_VIEWS : HUB_VIEWS;
+  const [view, setView] = useState(() => (views.some(([id]) => id === currentView()) ? currentView() : views[0][0]));
+  const main = useRef(null);
+  useEffect(() => {
+    const follow = () => views.some(([id]) => id === currentView()) && setView(currentView());
+    addEventListener('hashchange', follow);
+    return () => removeEventListener('hashchange', follow);
+  }, []);
+  const go = (id) => {
+    location.hash = `#/${id}`;
+    setView(id);
+    main.current?.focus();
+  };
+  const [, , View] = views.find(([id]) => id === view) ?? views[0];
+  const base = who.role === 'hub' ? `/hub/v2/${encodeURIComponent(who.hubId)}` : undefined;
+  return html`<div class="shell">
+    <header class="top">
+      <strong class="brand">edgehub</strong>
+      <span class="who">${who.role === 'operator' ? 'Operator' : html`Hub <strong>${who.name}</strong> <code>${who.hubId}</code>`}</span>
+      <button type="button" onClick=${onSignOut}>Sign out</button>
+    </header>
+    <nav class="tabs" aria-label="Views">
+      ${views.map(([id, label]) => html`<a href=${`#/${id}`} aria-current=${id === view ? 'page' : undefined} onClick=${(e) => (e.preventDefault(), go(id))}>${label}</a>`)}
+    </nav>
+    <main ref=${main} tabindex="-1" id="main"><${View} base=${base} /></main>
+  </div>`;
+}
+
+function App() {
+  const [who, setWho] = useState(undefined);
+  const [error, setError] = useState(undefined);
+  const [checking, setChecking] = useState(Boolean(credential.get()));
+  useEffect(() => {
+    const token = credential.get();
+    if (!token) return;
+    // a reload keeps the tab signed in: ask again who the stored credential is
+    whoIs(token)
+      .then(setWho, (err) => {
+        if (err.status === 401 || err.status === 403) credential.forget();
+        setError(err);
+      })
+      .finally(() => setChecking(false));
+  }, []);
+  if (checking) return html`<p class="loading">Signing in…</p>`;
+  if (!who)
+    return html`<div><${SignIn} onSignedIn=${(token, found) => (credential.set(token), setError(undefined), setWho(found))} /><${Problem} error=${error} /></div>`;
+  return html`<${Shell} who=${who} onSignOut=${() => (credential.forget(), (location.hash = ''), setWho(undefined))} />`;
+}
+
+const root = document.getElementById('app');
+root.textContent = ''; // the "Loading" line: the app draws the page from here
+render(html`<${App} />`, root);

@@ -1,0 +1,72 @@
+// Client certificates and certificate request tokens; a new token shows its enrollment JWT and the one command a
+// recipient runs.
+import { useState } from 'preact/hooks';
+import { api } from './api.js';
+import { when } from './format.js';
+import { html } from './html.js';
+import { CopyButton, Pager, Problem, Section, usePoll } from './parts.js';
+
+function NewToken({ base, onMade }) {
+  const [name, setName] = useState('');
+  const [commonName, setCommonName] = useState('');
+  const [made, setMade] = useState(undefined);
+  const [error, setError] = useState(undefined);
+  const submit = async (event) => {
+    event.preventDefault();
+    setError(undefined);
+    try {
+      const token = await api(`${base}/certificate-request-tokens`, { method: 'POST', body: { name: name.trim(), ...(commonName.trim() ? { commonName: commonName.trim() } : {}) } });
+      const jwt = await api(`${base}/certificate-request-tokens/${token.id}/enrollment-jwt`);
+      setMade({ token, jwt });
+      setName('');
+      setCommonName('');
+      onMade();
+    } catch (err) {
+      setError(err);
+    }
+  };
+  const command = made && `npx edgehub enroll ${made.jwt.jwt}`;
+  return html`<form class="inline" onSubmit=${submit}>
+    <label for="token-name">Name</label>
+    <input id="token-name" required value=${name} onInput=${(e) => setName(e.currentTarget.value)} />
+    <label for="token-cn">Common name (optional)</label>
+    <input id="token-cn" value=${commonName} onInput=${(e) => setCommonName(e.currentTarget.value)} />
+    <button type="submit">Create token</button>
+    <${Problem} error=${error} />
+    ${made &&
+    html`<div class="reveal" role="status">
+      <p>Token <strong>${made.token.name}</strong> made. The recipient runs (the JWT is valid until ${when(made.jwt.expiresAt)}):</p>
+      <pre><code id="enroll-command">${command}</code></pre>
+      <${CopyButton} text=${command} label="Copy the command" />
+    </div>`}
+  </form>`;
+}
+
+export function Certificates({ base }) {
+  const [certPage, setCertPage] = useState(0);
+  const [tokenPage, setTokenPage] = useState(0);
+  const certs = usePoll(() => api(`${base}/client-certificates?page=${certPage}&size=20`), [base, certPage], 30_000);
+  const tokens = usePoll(() => api(`${base}/certificate-request-tokens?page=${tokenPage}&size=20&sort=createdAt,desc`), [base, tokenPage], 30_000);
+  return html`<div>
+    <${Section} title="Certificate request tokens">
+      <${NewToken} base=${base} onMade=${tokens.reload} />
+      <${Problem} error=${tokens.error} />
+      <div class="table-wrap"><table>
+        <thead><tr><th scope="col">Name</th><th scope="col">Subject</th><th scope="col">Valid (years)</th><th scope="col">Expires</th><th scope="col">Created</th></tr></thead>
+        <tbody>${(tokens.data?.content ?? []).map(
+          (t) => html`<tr key=${t.id}><th scope="row">${t.name}</th><td>${[t.commonName && `CN=${t.commonName}`, t.organization && `O=${t.organization}`, t.organizationalUnit && `OU=${t.organizationalUnit}`].filter(Boolean).join(', ') || '—'}</td><td>${t.validYears ?? '—'}</td><td>${when(t.expiresAt)}</td><td>${when(t.createdAt)}</td></tr>`,
+        )}</tbody>
+      </table></div>
+      <${Pager} page=${tokens.data} onPage=${setTokenPage} label="Tokens" />
+    </${Section}>
+    <${Section} title="Client certificates">
+      <${Problem} error=${certs.error} />
+      ${certs.data && !certs.data.content.length ? html`<p class="empty">No client certificates yet.</p>` : null}
+      <div class="table-wrap"><table>
+        <thead><tr><th scope="col">Name</th><th scope="col">Id</th><th scope="col">Created</th><th scope="col">By</th></tr></thead>
+        <tbody>${(certs.data?.content ?? []).map((c) => html`<tr key=${c.id}><th scope="row">${c.name}</th><td><code>${c.id}</code></td><td>${when(c.createdAt)}</td><td>${c.createdBy}</td></tr>`)}</tbody>
+      </table></div>
+      <${Pager} page=${certs.data} onPage=${setCertPage} label="Certificates" />
+    </${Section}>
+  </div>`;
+}

@@ -1,0 +1,17 @@
+// Small formatting helpers shared by the views.
+export const when = (iso) => (iso ? new Date(iso).toLocaleString() : '—');
+
+export function bytes(n) {
+  if (!n) return '0 B';
+  const units = ['B', 'KiB', 'MiB', 'GiB', 'TiB'];
+  const i = Math.min(units.length - 1, Math.floor(Math.log(n) / Math.log(1024)));
+  return `${(n / 1024 ** i).toFixed(i ? 1 : 0)} ${units[i]}`;
+}
+
+/** A status as a badge class: good, bad, busy or plain. */
+export function tone(status) {
+  if (['ACTIVE', 'DEPLOYED', 'SUCCEEDED', 'UP', 'PASS', 'online', 'VALID'].includes(status)) return 'good';
+  if (['ERROR', 'FAILED', 'DOWN', 'FAIL', 'offline', 'DELETED'].includes(status)) return 'bad';
+  if (['NEW', 'PENDING', 'PROVISIONING', 'QUEUED', 'RUNNING', 'DELETING'].includes(status)) return 'busy';
+  return 'plain';
+}

@@ -1,0 +1,95 @@
+// The operator's view: hubs (create with features, API keys shown once, delete after confirming) and links.
+import { useState } from 'preact/hooks';
+import { api } from './api.js';
+import { when } from './format.js';
+import { html } from './html.js';
+import { CopyButton, Pager, Problem, Section, usePoll } from './parts.js';
+
+function Keys({ hub }) {
+  const keys = usePoll(() => api(`/admin/v1/hubs/${hub.id}/api-keys`), [hub.id], 0);
+  const [made, setMade] = useState(undefined);
+  const [error, setError] = useState(undefined);
+  const create = async () => {
+    setError(undefined);
+    try {
+      setMade(await api(`/admin/v1/hubs/${hub.id}/api-keys`, { method: 'POST', body: { name: 'console' } }));
+      keys.reload();
+    } catch (err) {
+      setError(err);
+    }
+  };
+  return html`<div class="keys">
+    <h4>API keys</h4>
+    <${Problem} error=${keys.error ?? error} />
+    <ul>${(keys.data ?? []).map((k) => html`<li key=${k.id}><code>${k.username}</code> ${k.name} <span class="sub">${k.revokedAt ? `revoked ${when(k.revokedAt)}` : `since ${when(k.createdAt)}`}</span></li>`)}</ul>
+    <button type="button" onClick=${create}>New API key</button>
+    ${made && html`<div class="reveal" role="status"><p>The key's token, shown this once:</p><pre><code class="api-key">${made.token}</code></pre><${CopyButton} text=${made.token} label="Copy the token" /></div>`}
+  </div>`;
+}
+
+function HubCard({ hub, onDeleted }) {
+  const [confirming, setConfirming] = useState(false);
+  const [error, setError] = useState(undefined);
+  const remove = async () => {
+    try {
+      await api(`/admin/v1/hubs/${hub.id}`, { method: 'DELETE' });
+      onDeleted();
+    } catch (err) {
+      setError(err);
+    }
+  };
+  return html`<article class="card" data-hub=${hub.id}>
+    <h3>${hub.name} <code>${hub.id}</code></h3>
+    <p class="sub">created ${when(hub.createdAt)} · IPsec ${hub.features.ipsec ? 'on' : 'off'}</p>
+    <${Keys} hub=${hub} />
+    <${Problem} error=${error} />
+    ${confirming
+      ? html`<p role="alert">Delete ${hub.name} and everything in it? Its keys stop working and its shares stop answering.
+          <button type="button" class="danger" onClick=${remove}>Delete ${hub.name}</button> <button type="button" onClick=${() => setConfirming(false)}>Keep it</button></p>`
+      : html`<button type="button" class="danger" onClick=${() => setConfirming(true)}>Delete hub…</button>`}
+  </article>`;
+}
+
+function NewHub({ onMade }) {
+  const [name, setName] = useState('');
+  const [ipsec, setIpsec] = useState(false);
+  const [error, setError] = useState(undefined);
+  const submit = async (event) => {
+    event.preventDefault();
+    setError(undefined);
+    try {
+      await api('/admin/v1/hubs', { method: 'POST', body: { name: name.trim(), features: { ipsec } } });
+      setName('');
+      onMade();
+    } catch (err) {
+      setError(err);
+    }
+  };
+  return html`<form class="inline" onSubmit=${submit}>
+    <label for="hub-name">Hub name</label>
+    <input id="hub-name" required value=${name} onInput=${(e) => setName(e.currentTarget.value)} />
+    <label class="check"><input type="checkbox" checked=${ipsec} onChange=${(e) => setIpsec(e.currentTarget.checked)} /> IPsec</label>
+    <button type="submit">Create hub</button>
+    <${Problem} error=${error} />
+  </form>`;
+}
+
+export function Hubs() {
+  const [page, setPage] = useState(0);
+  const list = usePoll(() => api(`/admin/v1/hubs?page=${page}&size=10&sort=createdAt,desc`), [page], 30_000);
+  return html`<div>
+    <${Section} title="Hubs">
+      <${NewHub} onMade=${list.reload} />
+      <${Problem} error=${list.error} />
+      ${(list.data?.content ?? []).map((h) => html`<${HubCard} key=${h.id} hub=${h} onDeleted=${list.reload} />`)}
+      <${Pager} page=${list.data} onPage=${setPage} label="Hubs" />
+    </${Section}>
+    <${Section} title="Operations">
+      <ul class="links">
+        <li><a href="/docs">API reference (/docs)</a></li>
+        <li><a href="/admin/queues">Job queues (/admin/queues)</a></li>
+        <li><a href="/metrics">Prometheus metrics (/metrics, admin token)</a></li>
+      </ul>
+    </${Section}>
+  </div>`;
+}
