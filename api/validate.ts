@@ -31,10 +31,29 @@ function parse<S extends ZodType>(schema: S, input: unknown): z.output<S> {
   return result.data;
 }
 
-/** The JSON body, validated. A missing body is validated as `{}` so that required properties are named. */
+const strictOnes = new WeakMap<ZodType, ZodType>();
+
+/**
+ * The schema with unknown top-level properties refused (a typo such as `{"mtls": true}` must not pass unnoticed as
+ * a public share): an object schema made strict, once; other schemas as they are (their objects are strict where
+ * they are written).
+ */
+function strict<S extends ZodType>(schema: S): S {
+  let made = strictOnes.get(schema);
+  if (!made) {
+    made = schema instanceof z.ZodObject ? (schema as unknown as z.ZodObject).strict() : schema;
+    strictOnes.set(schema, made);
+  }
+  return made as S;
+}
+
+/**
+ * The JSON body, validated; unknown properties are a 400 naming each of them. A missing body is validated as `{}`
+ * so that required properties are named.
+ */
 export function body<S extends ZodType>(ctx: Context, schema: S): z.output<S> {
   const raw = (ctx.request as { body?: unknown }).body;
-  return parse(schema, raw === undefined ? {} : raw);
+  return parse(strict(schema), raw === undefined ? {} : raw);
 }
 
 /** The query string, validated. Repeated parameters arrive as arrays. */

@@ -121,6 +121,7 @@ export const operations: Operation[] = [
   { method: 'get', path: '/environments/:envZId/agents', scope: 'hub', tag: 'Agents', summary: "The environment's agents and where they are connected", responses: { 200: z.array(c.Agent) } },
   { method: 'delete', path: '/environments/:envZId/agents/:id', scope: 'hub', tag: 'Agents', summary: 'Revoke an agent (its connections close within 2 s)', responses: { 204: null } },
   { method: 'post', path: ['/hub/v2/:hubId/agents/enroll', '/hub/:hubId/agents/enroll'], scope: 'open', tag: 'Agents', summary: "Enroll an agent: its CSR and the environment's one-time JWT", body: agents.agentEnrollSchema, responses: { 201: c.AgentIdentity }, errors: [403] },
+  { method: 'get', path: ['/hub/v2/public/frontend-ca.pem', '/hub/public/frontend-ca.pem'], scope: 'open', tag: 'Frontends', summary: "The CA of the edge's certificates for standard frontends (PEM)", responses: { 200: { mediaType: 'application/x-pem-file', description: 'PEM certificates' } } },
   { method: 'get', path: '/frontends', scope: 'hub', tag: 'Frontends', summary: "Standard frontends and the hub's active custom frontends", responses: { 200: z.array(c.Frontend) } },
   { method: 'get', path: '/account/frontends', scope: 'account', tag: 'Frontends', summary: "Frontends of the API key's hub", responses: { 200: z.array(c.Frontend) } },
 

@@ -1,5 +1,7 @@
 import type { Context } from 'koa';
 import { Op } from 'sequelize';
+import { frontendCaPem } from '../../shared/commands/edgeCertificates.js';
+import { ApiError } from '../../shared/errors.js';
 import { Frontend } from '../../shared/models/Frontend.js';
 import { presentFrontend } from '../presenters/platform.js';
 import type { Routes } from '../router.js';
@@ -14,7 +16,15 @@ async function listFrontends(ctx: Context) {
   ctx.body = rows.map(presentFrontend);
 }
 
-export default function routes({ hub, account }: Routes) {
+export default function routes({ hub, account, open }: Routes) {
   hub.get('/frontends', listFrontends);
+  // no authentication: a public certificate, what `curl --cacert` needs to reach an https:// share without -k
+  open.get(['/hub/v2/public/frontend-ca.pem', '/hub/public/frontend-ca.pem'], async (ctx) => {
+    const pem = await frontendCaPem();
+    if (!pem) throw new ApiError(404, 'not_found', "the edge serves the operator's own certificate (HUB_EDGE_TLS_CERT_FILE): trust its issuer instead");
+    ctx.type = 'application/x-pem-file';
+    ctx.set('Cache-Control', 'public, max-age=300');
+    ctx.body = pem;
+  });
   account.get('/account/frontends', listFrontends);
 }

@@ -88,6 +88,7 @@ async function certificateEnroll(args: string[], values: Values): Promise<number
     return 1;
   }
   out(`wrote ${result.certificateFile} and ${result.keyFile}${result.fingerprint ? ` (sha256 fingerprint ${result.fingerprint})` : ''}`);
+  if (result.caFile) out(`wrote ${result.caFile} (the CA of the edge's certificates: curl --cacert ${result.caFile} --cert ... --key ... https://...)`);
   return 0;
 }
 

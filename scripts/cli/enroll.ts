@@ -48,7 +48,7 @@ export interface Violation {
   message: string;
 }
 
-export type EnrollResult = { kind: 'enrolled'; certificateFile: string; keyFile: string; id: string; fingerprint?: string } | { kind: 'validated'; violations: Violation[] };
+export type EnrollResult = { kind: 'enrolled'; certificateFile: string; keyFile: string; id: string; fingerprint?: string; caFile?: string } | { kind: 'validated'; violations: Violation[] };
 
 /** The claims as written, before any verification: only to learn where to verify them. */
 export function unverifiedClaims(jwt: string): { kid: string; claims: JWTPayload } {
@@ -168,6 +168,20 @@ export async function post(url: URL, body: unknown, headers: Record<string, stri
   return { status: res.status, json };
 }
 
+/** Writes the service's frontend CA (GET /hub/v2/public/frontend-ca.pem) to `frontend-ca.pem` in `out`, when it serves one. */
+async function writeFrontendCa(url: URL, out: string): Promise<string | undefined> {
+  try {
+    const res = await fetch(new URL('/hub/v2/public/frontend-ca.pem', url.origin), { signal: AbortSignal.timeout(HTTP_TIMEOUT_MS) });
+    const pem = await res.text();
+    if (!res.ok || !pem.includes('BEGIN CERTIFICATE')) return undefined;
+    const file = path.join(out, 'frontend-ca.pem');
+    writeFileSync(file, pem, { mode: 0o644 });
+    return file;
+  } catch {
+    return undefined;
+  }
+}
+
 export async function enroll(options: EnrollOptions): Promise<EnrollResult> {
   const log = options.log ?? (() => undefined);
   const jwt = options.jwt.trim();
@@ -203,5 +217,7 @@ export async function enroll(options: EnrollOptions): Promise<EnrollResult> {
   writeFileSync(keyFile, keyPem, { mode: 0o600, flag: 'wx' });
   const certificate = r.json.value.endsWith('\n') ? r.json.value : r.json.value + '\n';
   writeFileSync(certificateFile, certificate + chain, { mode: 0o644, flag: 'wx' });
-  return { kind: 'enrolled', certificateFile, keyFile, id: r.json.id, fingerprint: r.json.fingerprintSha256 };
+  // the CA of the edge's certificates, so that `curl --cacert` reaches https:// shares without -k
+  const caFile = await writeFrontendCa(url, out);
+  return { kind: 'enrolled', certificateFile, keyFile, id: r.json.id, fingerprint: r.json.fingerprintSha256, caFile };
 }

@@ -48,3 +48,13 @@ export async function ensureEdgeCertificates(): Promise<Record<string, unknown>>
 
 export const enqueueEdgeCertificates = (createdBy: string) =>
   enqueue({ type: ENSURE_EDGE_CERTIFICATES_JOB, hubId: null, resourceType: 'frontend', createdBy });
+
+/**
+ * The CA that signs the edge's certificates for standard frontends (PEM), for clients to verify the edge without
+ * `-k`; undefined when the edge serves the operator's own certificate files (their issuer is the operator's).
+ */
+export async function frontendCaPem(): Promise<string | undefined> {
+  if (config().edge.tlsCertFile) return undefined;
+  const rows = await db().query<{ certificate_pem: string }>(`SELECT certificate_pem FROM frontend_issuers ORDER BY created_at`, { type: QueryTypes.SELECT });
+  return rows.length ? rows.map((r) => r.certificate_pem.trim() + '\n').join('') : undefined;
+}

@@ -1,3 +1,4 @@
+import { config } from '../config.js';
 import { Op } from 'sequelize';
 import { withTransaction } from '../db.js';
 import { badRequest, notFound } from '../errors.js';
@@ -73,6 +74,21 @@ export async function findShare(hubId: string, zId: string): Promise<Share> {
  * A share on the first of `frontendIds` (all must be visible to the hub), PROVISIONING until its job has
  * published it. The zId is the share token that replaces {token} in the frontend's URL template.
  */
+/**
+ * The share's public address. A mutual-TLS share answers only on the TLS listener, so an http:// template of the
+ * edge's plain listener becomes the https:// address of its TLS listener (the port of HUB_EDGE_HTTPS_PORT).
+ */
+export function endpointOf(urlTemplate: string, zId: string, mutualTls: boolean): string {
+  const plain = urlTemplate.replaceAll('{token}', zId);
+  if (!mutualTls || !plain.startsWith('http://')) return plain;
+  const url = new URL(plain);
+  const { httpPort, httpsPort } = config().edge;
+  if ((url.port || '80') !== String(httpPort)) return plain; // not the edge's own listener: left as the operator wrote it
+  url.protocol = 'https:';
+  url.port = httpsPort === 443 ? '' : String(httpsPort);
+  return url.href.replace(/\/$/, plain.endsWith('/') ? '/' : '');
+}
+
 export async function createShare(hubId: string, input: ShareInput, createdBy: string): Promise<ShareView> {
   const frontendIds = [...new Set(input.frontendIds)];
   const frontends = await Frontend.findAll({ where: { ...visibleFrontends(hubId), id: frontendIds } });
@@ -98,7 +114,7 @@ export async function createShare(hubId: string, input: ShareInput, createdBy: s
         envZId: input.envZId ?? (await defaultEnvironmentId(hubId, transaction)),
         name: input.name,
         frontendId: primary.id,
-        frontendEndpoint: primary.urlTemplate.replaceAll('{token}', zId),
+        frontendEndpoint: endpointOf(primary.urlTemplate, zId, input.mutualTls ?? false),
         target: input.target,
         authProviderId: authProvider?.id ?? null,
         mutualTls: input.mutualTls ?? false,
