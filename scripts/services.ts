@@ -35,6 +35,14 @@ const canListen = (port: number): Promise<boolean> =>
     server.listen(port, '127.0.0.1', () => server.close(() => resolve(true)));
   });
 
+/** Whether a program already listens on `port` (on any interface: what a server of ours would bind). */
+export const portTaken = (port: number): Promise<boolean> =>
+  new Promise((resolve) => {
+    const server = net.createServer();
+    server.once('error', (err: NodeJS.ErrnoException) => resolve(err.code === 'EADDRINUSE' || err.code === 'EACCES'));
+    server.listen(port, () => server.close(() => resolve(false)));
+  });
+
 /**
  * The first of `count` consecutive ports that are free now (for a process that takes base + index for each of its
  * workers): a free port's neighbours may be taken, e.g. as the local end of an open connection.

@@ -8,7 +8,7 @@ import path from 'node:path';
 import { config, ConfigError, resetConfig } from '../shared/config.js';
 import { closeDb, initDb } from '../shared/db.js';
 import { migrate } from '../shared/migrate.js';
-import { startPostgres, startRedis, type LocalPostgres, type LocalRedis } from './services.js';
+import { portTaken, startPostgres, startRedis, type LocalPostgres, type LocalRedis } from './services.js';
 import { Supervisor, type ChildSpec } from './supervisor.js';
 
 /** WEB_CONCURRENCY (the Heroku convention): how many web processes; a whole number from 1 to 64. */
@@ -30,6 +30,49 @@ try {
     process.exit(2);
   }
   throw err;
+}
+
+// every port the service will listen on is checked before anything starts: a taken one stops it at once, in one line
+const wanted: [number | undefined, string][] = [
+  [cfg.port, 'PORT'],
+  [cfg.edge.httpPort, 'HUB_EDGE_HTTP_PORT'],
+  [cfg.edge.httpsPort, 'HUB_EDGE_HTTPS_PORT'],
+  [process.env.HUB_METRICS_PORT ? Number(process.env.HUB_METRICS_PORT) : undefined, 'HUB_METRICS_PORT'],
+];
+for (const [port, variable] of wanted) {
+  if (!port) continue;
+  if (await portTaken(port)) {
+    console.error(`edgehub: port ${port} (${variable}) is already in use by another program: stop it, or set ${variable} to a free port`);
+    process.exit(1);
+  }
+}
+
+/** A URL with its password hidden, unless `--show-secrets` or HUB_SHOW_SECRETS=1 asks for it. */
+const showSecrets = process.argv.includes('--show-secrets') || process.env.HUB_SHOW_SECRETS === '1';
+function masked(url: string): string {
+  if (showSecrets) return url;
+  try {
+    const u = new URL(url);
+    if (u.password) u.password = '****';
+    return u.href;
+  } catch {
+    return url.replace(/:[^:@/]+@/, ':****@');
+  }
+}
+
+/** Resolves once `url` answers at all (any HTTP status), or false after `ms`. */
+async function answers(url: string, ms: number): Promise<boolean> {
+  const deadline = Date.now() + ms;
+  while (Date.now() < deadline && !stopping) {
+    try {
+      const res = await fetch(url, { signal: AbortSignal.timeout(2_000) });
+      await res.arrayBuffer();
+      return true;
+    } catch {
+      await new Promise((r) => setTimeout(r, 250));
+    }
+  }
+  return false;
 }
 
 /** The children `npm start` runs and heals; one line per process type (the Procfile's entries). */
@@ -69,12 +112,12 @@ try {
   if (!cfg.databaseUrl) {
     pg = await startPostgres(path.join(cfg.dataDir, 'postgres'), { persistent: true, database: 'edgehub' });
     env.DATABASE_URL = pg.url('edgehub');
-    console.error(`edgehub: PostgreSQL started (pid ${pg.pid}, port ${pg.port})`);
+    console.error(`edgehub: PostgreSQL started (pid ${pg.pid}, port ${pg.port}): DATABASE_URL=${masked(env.DATABASE_URL)}`);
   }
   if (!cfg.redisUrl) {
     rd = await startRedis(path.join(cfg.dataDir, 'redis'));
     env.REDIS_URL = rd.url;
-    console.error(`edgehub: redis-server started (pid ${rd.process.pid}, port ${rd.port})`);
+    console.error(`edgehub: redis-server started (pid ${rd.process.pid}, port ${rd.port}): REDIS_URL=${masked(rd.url)}`);
   }
   Object.assign(process.env, env);
   resetConfig();
@@ -89,7 +132,12 @@ try {
   if (edge.httpPort) console.log(`edge (shares) at http://localhost:${edge.httpPort}  (public frontend ${edge.publicFrontendTemplate})`);
   if (edge.httpsPort) console.log(`edge (shares, TLS by SNI) at https://localhost:${edge.httpsPort}`);
   console.log(`admin token: ${cfg.adminToken}`);
-  console.log(`try: curl -H "Authorization: Bearer ${cfg.adminToken}" -H 'content-type: application/json' -d '{"name":"acme"}' ${base}/admin/v1/hubs\n`);
+  console.log(`try: curl -H "Authorization: Bearer ${cfg.adminToken}" -H 'content-type: application/json' -d '{"name":"acme"}' ${base}/admin/v1/hubs`);
+  if (pg || rd) console.log(`more processes against the same data: DATABASE_URL and REDIS_URL above (npm start -- --show-secrets prints them whole); see docs/operating.md\n`);
+  // one line once everything answers: the API and the edge
+  const ready = (await answers(`${base}/healthz`, 120_000)) && (!edge.httpPort || (await answers(`http://localhost:${edge.httpPort}/`, 60_000)));
+  if (ready) console.log(`edgehub: ready. Console: ${base}/console  API reference: ${base}/docs`);
+  else if (!stopping) console.error('edgehub: not ready after 2 minutes: the logs above say why');
 } catch (err) {
   console.error(`edgehub: start failed: ${err instanceof Error ? err.message : String(err)}`);
   await stopAll(1);

@@ -81,13 +81,34 @@ class LineBatcher {
 
 const dir = process.env.HUB_LOG_DIR;
 const fileLevel = (process.env.HUB_LOG_FILE_LEVEL ?? 'debug') as pino.Level;
+/**
+ * The process's role in the logs: HUB_PROCESS when set (npm start's supervisor sets it), else the role of the
+ * Procfile entry that started it (its script), else `app`. Computed when this module loads, before the entry's own
+ * code runs, which is why the script is the source and not a variable the entry sets later.
+ */
+export function processRole(env: NodeJS.ProcessEnv = process.env, script = process.argv[1] ?? ''): string {
+  if (env.HUB_PROCESS) return env.HUB_PROCESS;
+  const entry = script.replace(/\\/g, '/');
+  for (const [suffix, role] of [
+    ['api/server.ts', 'web'],
+    ['workers/index.ts', 'worker'],
+    ['workers/clock.ts', 'clock'],
+    ['edge/index.ts', 'edge'],
+    ['scripts/migrate.ts', 'release'],
+  ] as const) {
+    if (entry.endsWith(suffix)) return role;
+  }
+  return 'app';
+}
+const role = processRole();
+
 const streams: pino.StreamEntry[] = [];
 if (level !== 'silent') {
   const stdout = new LineBatcher(pino.destination({ dest: 1, sync: false, maxLength: 16 * 1024 * 1024 }));
   streams.push({ level: level as pino.Level, stream: stdout });
 }
 if (dir) {
-  const file = path.join(dir, `${process.env.HUB_PROCESS ?? 'app'}-${process.pid}.log`);
+  const file = path.join(dir, `${role}-${process.pid}.log`);
   streams.push({ level: fileLevel, stream: pino.destination({ dest: file, sync: true, mkdir: true }) });
 }
 const lowest = dir ? (level === 'silent' || pino.levels.values[fileLevel] < pino.levels.values[level] ? fileLevel : level) : level;
@@ -96,7 +117,7 @@ const lowest = dir ? (level === 'silent' || pino.levels.values[fileLevel] < pino
 export const logger = pino(
   {
     level: lowest,
-    base: { pid: process.pid, proc: process.env.HUB_PROCESS ?? 'app' },
+    base: { pid: process.pid, proc: role },
     redact: { paths: REDACTED_PATHS, censor: '[redacted]' },
   },
   streams.length === 1 ? streams[0].stream : pino.multistream(streams),
@@ -106,7 +127,7 @@ export type Logger = typeof logger;
 
 /** The streams that take info lines (the access log's). */
 const infoStreams = streams.filter((s) => pino.levels.values[s.level as pino.Level] <= pino.levels.values.info).map((s) => s.stream);
-const processBindings = `,"pid":${process.pid},"proc":${JSON.stringify(process.env.HUB_PROCESS ?? 'app')}`;
+const processBindings = `,"pid":${process.pid},"proc":${JSON.stringify(role)}`;
 
 /** Whether access lines are written at all (LOG_LEVEL or HUB_LOG_FILE_LEVEL at info or below). */
 export const accessLogEnabled = infoStreams.length > 0;
