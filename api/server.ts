@@ -7,6 +7,7 @@ import { closeQueues } from '../shared/queues.js';
 import { closeRedis } from '../shared/redis.js';
 import { isMain, onShutdown } from '../shared/shutdown.js';
 import { startMetricsServer } from '../shared/telemetry.js';
+import { refuseWrongSecretKey } from '../shared/secretKeyProbe.js';
 import { createApp } from './app.js';
 import { startAuthCache, stopAuthCache } from './middleware/authCache.js';
 
@@ -41,6 +42,8 @@ export async function stopServer(server: Server): Promise<void> {
 
 if (isMain(import.meta.url)) {
   process.env.HUB_PROCESS ??= 'web';
+  await initDb();
+  await refuseWrongSecretKey();
   const server = await startServer();
   await startMetricsServer();
   logger.info({ port: config().port }, 'api listening');

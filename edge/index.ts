@@ -8,6 +8,7 @@ import cluster from 'node:cluster';
 import { config } from '../shared/config.js';
 import { closeDb, initDb } from '../shared/db.js';
 import { logger } from '../shared/logger.js';
+import { refuseWrongSecretKey } from '../shared/secretKeyProbe.js';
 import { isMain, onShutdown } from '../shared/shutdown.js';
 import { startMetricsServer } from '../shared/telemetry.js';
 import { startEdge } from './server.js';
@@ -17,6 +18,7 @@ const WORKER_INDEX = 'HUB_EDGE_WORKER_INDEX';
 
 async function runWorker(): Promise<void> {
   await initDb(); // the usage store writes through the shared pool
+  await refuseWrongSecretKey();
   const edge = await startEdge();
   // HUB_METRICS_PORT: each worker this edge forked serves its own series on the port after the previous worker's (a
   // supervisor's child, npm start's, was given a port of its own)

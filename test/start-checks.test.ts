@@ -69,12 +69,29 @@ test('npm start prints the embedded services with their passwords hidden, then o
   t.is(await exited(run), 0);
 });
 
-test('a process started as the Procfile says logs its role, not "app"', async (t) => {
-  stack = await startStack({ workers: false });
+test.serial('a process started as the Procfile says logs its role, not "app"', async (t) => {
+  stack ??= await startStack({ workers: false });
   // the clock, as `clock: node --import tsx workers/clock.ts` starts it (no HUB_PROCESS in its environment)
   const run = spawnScript('workers/clock.ts', { DATABASE_URL: stack.databaseUrl, HUB_PROCESS: undefined });
   runs.push(run);
   await run.waitForLine(/"proc":"clock"/, 'a log line of the clock');
   t.notRegex(run.output(), /"proc":"app"/);
   await run.kill();
+});
+
+test.serial('a worker with another HUB_SECRET_KEY refuses to run, saying so in one line; with the same key it runs', async (t) => {
+  stack ??= await startStack({ workers: false });
+  const own = stack;
+  const { verifySecretKey } = await import('../shared/secretKeyProbe.js');
+  const { config } = await import('../shared/config.js');
+  await verifySecretKey(); // the deployment's first process seals the probe with its key
+  const other = spawnScript('workers/index.ts', { DATABASE_URL: own.databaseUrl, HUB_SECRET_KEY: randomBytes(32).toString('hex') });
+  runs.push(other);
+  t.is(await exited(other), 2);
+  t.regex(other.output(), /edgehub: HUB_SECRET_KEY is not the key this database's secrets are sealed with/);
+  t.notRegex(other.output(), /\n\s+at /, 'no stack trace');
+  const same = spawnScript('workers/index.ts', { DATABASE_URL: own.databaseUrl, HUB_SECRET_KEY: config().secretKey.toString('hex') });
+  runs.push(same);
+  await same.waitForLine(/workers started/, 'the worker with the right key');
+  await same.kill();
 });

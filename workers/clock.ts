@@ -8,6 +8,7 @@ import { closeDb, initDb } from '../shared/db.js';
 import { logger } from '../shared/logger.js';
 import { closeQueues } from '../shared/queues.js';
 import { closeRedis, readyRedis } from '../shared/redis.js';
+import { refuseWrongSecretKey } from '../shared/secretKeyProbe.js';
 import { isMain, onShutdown } from '../shared/shutdown.js';
 import { startMetricsServer } from '../shared/telemetry.js';
 import type { Schedule } from './schedule.js';
@@ -56,6 +57,7 @@ export function startClock(schedules: Schedule[]): ScheduledTask[] {
 async function main(): Promise<void> {
   process.env.HUB_PROCESS ??= 'clock';
   await initDb();
+  await refuseWrongSecretKey();
   const schedules = await loadSchedules();
   const tasks = startClock(schedules);
   await startMetricsServer();

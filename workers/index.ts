@@ -2,6 +2,7 @@ import { closeDb, initDb } from '../shared/db.js';
 import { logger } from '../shared/logger.js';
 import { closeQueues } from '../shared/queues.js';
 import { closeRedis } from '../shared/redis.js';
+import { refuseWrongSecretKey } from '../shared/secretKeyProbe.js';
 import { isMain, onShutdown } from '../shared/shutdown.js';
 import { startMetricsServer } from '../shared/telemetry.js';
 import { loadProcessors, runWorkerStartHooks, startWorkers, stopWorkers } from './runner.js';
@@ -9,6 +10,7 @@ import { loadProcessors, runWorkerStartHooks, startWorkers, stopWorkers } from '
 if (isMain(import.meta.url)) {
   process.env.HUB_PROCESS ??= 'worker';
   await initDb();
+  await refuseWrongSecretKey();
   await runWorkerStartHooks();
   const processors = await loadProcessors();
   const workers = startWorkers({ processors });
