@@ -42,9 +42,9 @@ test.serial('hub CA keys and chains: at most HUB_PKI_CACHE_MAX kept, each for at
 test.serial('the clock lock key carries HUB_QUEUE_PREFIX', async (t) => {
   const redis = await readyRedis();
   let keys: string[] = [];
-  const ran = await runExclusive('prefix-check', 10_000, async () => {
-    keys = await redis.keys('*clock:prefix-check');
+  const ran = await runExclusive('prefix-check', new Date(1_000_000), 10_000, async () => {
+    keys = await redis.keys('*clock:prefix-check:*');
   });
   t.true(ran);
-  t.deepEqual(keys, [`${config().queuePrefix}:clock:prefix-check`]);
+  t.deepEqual(keys, [`${config().queuePrefix}:clock:prefix-check:1000`]);
 });

@@ -24,29 +24,27 @@ export async function loadSchedules(): Promise<Schedule[]> {
 }
 
 /**
- * Runs `fn` unless another clock holds the lock for `name`; the lock expires by itself after `ttlMs`. The key carries
- * HUB_QUEUE_PREFIX like every other Redis key, so deployments sharing one Redis do not lock each other out.
+ * Runs `fn` for one tick of a schedule unless another clock already took that tick. The key names the schedule and
+ * the tick (the cron's scheduled second, read on each clock's own time, so clocks whose hosts disagree by less than
+ * half a second still name the same tick) and is never released early: it expires after `ttlMs`, long after every
+ * clock has fired for that tick. The key carries HUB_QUEUE_PREFIX like every other Redis key, so deployments sharing
+ * one Redis do not lock each other out.
  */
-export async function runExclusive(name: string, ttlMs: number, fn: () => Promise<void>): Promise<boolean> {
-  const key = `${config().queuePrefix}:clock:${name}`;
-  const owner = randomUUID();
+export async function runExclusive(name: string, tick: Date, ttlMs: number, fn: () => Promise<void>): Promise<boolean> {
+  const key = `${config().queuePrefix}:clock:${name}:${Math.round(tick.getTime() / 1000)}`;
   const client = await readyRedis();
-  const taken = await client.set(key, owner, 'PX', ttlMs, 'NX');
+  const taken = await client.set(key, randomUUID(), 'PX', ttlMs, 'NX');
   if (taken !== 'OK') return false;
-  try {
-    await fn();
-  } finally {
-    await client.eval("if redis.call('get', KEYS[1]) == ARGV[1] then return redis.call('del', KEYS[1]) end return 0", 1, key, owner);
-  }
+  await fn();
   return true;
 }
 
 export function startClock(schedules: Schedule[]): ScheduledTask[] {
   return schedules.map((s) => {
     if (!cron.validate(s.cron)) throw new Error(`schedule '${s.name}' has an invalid cron expression '${s.cron}'`);
-    return cron.schedule(s.cron, async () => {
+    return cron.schedule(s.cron, async (context) => {
       try {
-        await runExclusive(s.name, 60_000, s.run);
+        await runExclusive(s.name, context.date, 10 * 60_000, s.run);
       } catch (err) {
         logger.warn({ schedule: s.name, err: (err as Error).message }, 'scheduled run failed');
       }
