@@ -6,7 +6,8 @@ import { createRedis } from './redis.js';
  * Every queue of the system. A job type is `<queue>.<name>` (e.g. `ipsec.provisionTunnel`); its processor lives in
  * workers/processors/. bull-board and the workers both read this list.
  */
-export const QUEUE_NAMES = ['system', 'pki', 'ipsec', 'frontends', 'shares', 'health-checks', 'metrics'] as const;
+/** One queue per job family (the part of a job type before the dot); every one has processors in the worker. */
+export const QUEUE_NAMES = ['pki', 'ipsec', 'frontends', 'shares', 'health-checks', 'metrics'] as const;
 export type QueueName = (typeof QUEUE_NAMES)[number];
 
 export function queueOfType(type: string): QueueName {

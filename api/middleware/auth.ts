@@ -1,4 +1,4 @@
-import { timingSafeEqual } from 'node:crypto';
+import { createHmac, timingSafeEqual } from 'node:crypto';
 import type { Context, Middleware, Next } from 'koa';
 import { config } from '../../shared/config.js';
 import { preparedQuery } from '../../shared/db.js';
@@ -92,19 +92,37 @@ function keyPrincipal(creds: Credentials, key: CachedKey | undefined): Principal
   return { kind: 'apikey', keyId: key.id, hubId: key.hubId, name: key.username };
 }
 
-/** Operator routes: the admin token only. Browsers get a Basic challenge (user `admin`) for the queue UI. */
+const QUEUES_COOKIE = 'edgehub_queues';
+
+/** The queue UI's cookie value: an HMAC of the admin token, which proves the token was given and reveals nothing of it. */
+const queuesCookieValue = () => createHmac('sha256', config().secretKey).update(`queues ${config().adminToken}`).digest('base64url');
+
+/**
+ * Operator routes: the admin token only. The queue UI (a browser page whose scripts and styles load without an
+ * Authorization header) also takes its own cookie, set once the admin token was given (a Basic challenge asks the
+ * browser for it: user `admin`): HttpOnly, SameSite=Strict, scoped to /admin/queues, an HMAC of the token.
+ */
 export const requireAdmin: Middleware = async (ctx, next) => {
+  const queuesPage = ctx.path === '/admin/queues' || ctx.path.startsWith('/admin/queues/');
+  if (queuesPage && !ctx.get('authorization')) {
+    const cookie = ctx.cookies.get(QUEUES_COOKIE);
+    if (cookie && safeEqual(cookie, queuesCookieValue())) {
+      ctx.state.principal = ADMIN;
+      return next();
+    }
+  }
   let principal: Principal;
   try {
     principal = await authenticate(ctx.get('authorization'));
   } catch (err) {
-    if (err instanceof ApiError && ctx.path.startsWith('/admin/queues')) {
+    if (err instanceof ApiError && queuesPage) {
       throw new ApiError(err.status, err.code, err.message, { 'WWW-Authenticate': 'Basic realm="edgehub operator", charset="UTF-8"' });
     }
     throw err;
   }
   if (principal.kind !== 'admin') throw forbidden('the operator API needs the admin token');
   ctx.state.principal = principal;
+  if (queuesPage) ctx.cookies.set(QUEUES_COOKIE, queuesCookieValue(), { httpOnly: true, sameSite: 'strict', path: '/admin/queues', secure: ctx.secure, overwrite: true });
   await next();
 };
 
