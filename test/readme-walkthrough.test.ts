@@ -17,7 +17,8 @@ import { startStack, type Stack } from './helpers/stack.js';
 import { runWalkthrough, walkthroughBlocks } from './helpers/walkthrough.js';
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
-const readme = readFileSync(path.join(root, 'README.md'), 'utf8');
+// the walk-through lives in docs/getting-started.md; the README links to it
+const readme = readFileSync(path.join(root, 'docs', 'getting-started.md'), 'utf8');
 
 /**
  * Features of the test stack that blocks may require (`<!-- walkthrough:requires edge -->`): the edge runs beside
@@ -69,9 +70,9 @@ test('the README walk-through runs top to bottom under bash -euo pipefail', asyn
     cwd: dataDir,
     timeoutMs: 5 * 60_000,
   });
-  for (const b of run.skipped) t.log(`skipped the block at README.md line ${b.line} (requires ${b.requires.join(', ')})`);
+  for (const b of run.skipped) t.log(`skipped the block at docs/getting-started.md line ${b.line} (requires ${b.requires.join(', ')})`);
   if (run.code !== 0) {
-    t.fail(`the walk-through stopped in the block at README.md line ${run.failedAt} (exit ${run.code}); output:\n${run.output.slice(-6000)}`);
+    t.fail(`the walk-through stopped in the block at docs/getting-started.md line ${run.failedAt} (exit ${run.code}); output:\n${run.output.slice(-6000)}`);
     return;
   }
   t.pass();
