@@ -1,6 +1,5 @@
-import Router, { type Layer, type RouterMiddleware } from '@koa/router';
-import type { Context, Middleware, Next } from 'koa';
-import compose from 'koa-compose';
+import Router, { type RouterMiddleware } from '@koa/router';
+import type { Middleware } from 'koa';
 import { requireAccount, requireAdmin, requireHub } from './middleware/auth.js';
 
 type Method = 'get' | 'post' | 'put' | 'patch' | 'delete';
@@ -77,19 +76,17 @@ export class GuardedRoutes {
   }
 
   /**
-   * The router that may hold a route for a path (given as its `/`-separated segments), or undefined when none of this
-   * guard's routes can match it.
+   * The middleware of the router that may hold a route for a path (given as its `/`-separated segments): the
+   * library's own `routes()` middleware of that resource's router, or undefined when none of this guard's routes can
+   * match it.
    */
-  dispatcher(): (segments: string[]) => CompiledRouter | undefined {
-    if (this.unkeyed) {
-      const all = new CompiledRouter(this.all);
-      return () => all;
-    }
-    const dispatch = this.byHead.map((m) => new Map<string, CompiledRouter>([...m].map(([head, router]) => [head, new CompiledRouter(router)])));
+  dispatcher(): (segments: string[]) => Middleware | undefined {
+    const everything = this.all.routes() as Middleware;
+    if (this.unkeyed) return () => everything;
+    const dispatch = this.byHead.map((m) => new Map<string, Middleware>([...m].map(([head, router]) => [head, router.routes() as Middleware])));
     const shapes = this.shapes;
-    const everything = new CompiledRouter(this.all);
     return (segments) => {
-      let found: CompiledRouter | undefined;
+      let found: Middleware | undefined;
       for (let s = 0; s < shapes.length; s++) {
         const shape = shapes[s];
         if (segments.length < shape.length + 2) continue;
@@ -97,90 +94,17 @@ export class GuardedRoutes {
         for (let i = 0; i < shape.length && fits; i++) {
           const literal = shape[i];
           const segment = segments[i + 1];
-          fits = literal === null ? segment !== '' : segment.length === literal.length && segment.toLowerCase() === literal;
+          fits = literal === null ? segment !== '' : segment.toLowerCase() === literal;
         }
         if (!fits) continue;
         const candidate = dispatch[s].get(segments[shape.length + 1].toLowerCase());
         // a path that fits both prefixes with a resource under each (`/hub/v2/<a resource's name>/...`): every route,
-        // so that the first registered one wins as it always did
+        // so that the first registered one wins
         if (candidate && found) return everything;
         found ??= candidate;
       }
       return found;
     };
-  }
-}
-
-type RoutedContext = Context & {
-  captures?: string[];
-  routerPath?: string;
-  routerName?: string;
-  _matchedRoute?: string | RegExp;
-  _matchedRouteName?: string;
-  request: Context['request'] & { params?: Record<string, string> };
-};
-
-/** A route of a router as the dispatch needs it: its methods, its regular expression, its chain composed once. */
-interface CompiledLayer {
-  layer: Layer;
-  methods: ReadonlySet<string>;
-  regexp: RegExp;
-  chain: compose.ComposedMiddleware<Context>;
-}
-
-/**
- * One @koa/router Router, dispatched as its own middleware does: the routes whose method and path (the library's
- * regular expressions) match, in registration order; the same params (the library's Layer decodes them), and the
- * route's template in `_matchedRoute` (also `routerPath`, `captures`, `params`). Without the work that middleware
- * repeats on every request: for each route the chain of guard and handlers is composed once (the library builds a
- * params closure and composes the chain anew per request), the method is compared before the path is tested, and the
- * path is matched once. A request that more than one route matches (never the case today: no two routes of a router
- * share a path and method) is handed to the library's own middleware. `matched`, `router` and `routeMatched`, which
- * nothing here reads, are not set.
- */
-export class CompiledRouter {
-  private layers: CompiledLayer[] = [];
-  private readonly library: Middleware;
-
-  constructor(readonly router: Router) {
-    this.library = router.routes() as Middleware;
-  }
-
-  private compiled(): CompiledLayer[] {
-    const stack = this.router.stack;
-    if (this.layers.length !== stack.length) {
-      this.layers = stack.map((layer) => ({
-        layer,
-        methods: new Set(layer.methods),
-        regexp: layer.regexp,
-        chain: compose(layer.stack as unknown as Middleware[]),
-      }));
-    }
-    return this.layers;
-  }
-
-  /** Runs the route of this router that matches, or returns undefined when none does (the library would call next). */
-  dispatch(context: Context, path: string, next: Next): Promise<unknown> | undefined {
-    const layers = this.compiled();
-    const method = context.method.toUpperCase();
-    let found: CompiledLayer | undefined;
-    for (let i = 0; i < layers.length; i++) {
-      const candidate = layers[i]!;
-      if (!candidate.methods.has(method) || !candidate.regexp.test(path)) continue;
-      if (found) return this.library(context, next);
-      found = candidate;
-    }
-    if (!found) return undefined;
-    const ctx = context as RoutedContext;
-    const layer = found.layer;
-    const match = found.regexp.exec(path);
-    ctx._matchedRoute = layer.path;
-    if (layer.name) ctx._matchedRouteName = layer.name;
-    ctx.captures = layer.opts.ignoreCaptures || !match ? [] : match.slice(1);
-    ctx.params = ctx.request.params = layer.params(path, ctx.captures, ctx.params);
-    ctx.routerPath = layer.path as string;
-    ctx.routerName = layer.name || undefined;
-    return found.chain(ctx, next);
   }
 }
 
@@ -217,15 +141,13 @@ export function createRoutes(
     middleware: () => {
       const dispatchers = guards.map((g) => g.dispatcher());
       return (ctx, next) => {
-        const path = ctx.path;
-        const segments = path.split('/');
+        const segments = ctx.path.split('/');
         let i = 0;
-        // a router without a route for the request passes it on to the next guard's, the last to `next`
+        // a router without a route for the request calls its `next`: the next guard's router, the last one `next`
         const tryNext = (): Promise<unknown> => {
           while (i < dispatchers.length) {
-            const router = dispatchers[i++](segments);
-            const running = router?.dispatch(ctx, path, tryNext);
-            if (running) return running;
+            const routes = dispatchers[i++](segments);
+            if (routes) return routes(ctx, tryNext) as Promise<unknown>;
           }
           return next();
         };

@@ -118,7 +118,7 @@ function concretePaths(template: string): string[] {
   ];
 }
 
-test('the compiled dispatch runs the same routes, in the same order, with the same params as @koa/router', async (t) => {
+test('the dispatch by resource (one @koa/router per resource) runs the same routes, in the same order, with the same params as one router of them all', async (t) => {
   const routes = await registeredRoutes();
   t.true(routes.length > 50, `${routes.length} routes registered`);
   const ours = compiled(routes);
