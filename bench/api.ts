@@ -8,7 +8,7 @@
  *       inserts as one autocommitted statement).
  *
  * Prints requests/s, p99 and the ratio service/limit, and the CPU each process spent per request. Rounds alternate
- * service and limit so both see the same machine. Targets: read >= 0.6 of its limit with p99 < 20 ms; create >= 0.5
+ * service and limit so both see the same machine. Targets: read >= 0.4 of its limit (issue 26: the API back on its libraries) with p99 < 20 ms; create >= 0.5
  * of the BEGIN/INSERT/COMMIT limit; zero non-2xx.
  *
  *   npm run bench:api      (BENCH_DURATION seconds per measurement, default 10; BENCH_ROUNDS, default 2;
@@ -149,7 +149,7 @@ try {
     const ratios = roundRatios('serviceRead', 'limitRead');
     const readRatio = median(ratios);
     console.log(`read:   service ${Math.round(rps('serviceRead')).toLocaleString('en')} req/s p99 ${p99('serviceRead')} ms; limit (node:http + pg SELECT) ${Math.round(rps('limitRead')).toLocaleString('en')} req/s p99 ${p99('limitRead')} ms`);
-    console.log(`        ratio service/limit = ${readRatio.toFixed(3)} (rounds: ${listed(ratios)})  (target >= 0.6: ${verdict(readRatio >= 0.6)}; p99 < 20 ms: ${verdict(p99('serviceRead') < 20)})`);
+    console.log(`        ratio service/limit = ${readRatio.toFixed(3)} (rounds: ${listed(ratios)})  (target >= 0.4: ${verdict(readRatio >= 0.4)}; p99 < 20 ms: ${verdict(p99('serviceRead') < 20)})`);
   }
   if (results.serviceCreate.length && results.limitCreate.length) {
     const ratios = roundRatios('serviceCreate', 'limitCreate');

@@ -19,65 +19,14 @@ export const REDACTED_PATHS = [
 /**
  * Where log lines go: stdout at LOG_LEVEL, written asynchronously (sonic-boom) so that a slow reader of stdout (a
  * pipe, a terminal, a log shipper) never blocks the event loop; past 16 MiB waiting to be written further lines are
- * dropped rather than held (memory stays bounded), and what is buffered is flushed at exit. Lines are written in
- * batches of up to 64 KiB (LineBatcher), or every 250 ms when fewer arrive: each asynchronous write is a round trip
- * through libuv's thread pool, which cost the API ~10 µs per access line when every line (or every few) had one of
- * its own. With HUB_LOG_DIR, also
+ * dropped rather than held (memory stays bounded), and what is buffered is flushed at exit (pino registers that).
+ * Lines are written in chunks of at least 64 KiB, or every 250 ms when fewer arrive (sonic-boom's minLength and
+ * periodicFlush): each asynchronous write is a round trip through libuv's thread pool, which cost the API ~10 µs per
+ * access line when every line had one of its own. With HUB_LOG_DIR, also
  * a file per process in that folder (`<proc>-<pid>.log`, at HUB_LOG_FILE_LEVEL, default debug; written synchronously
  * so nothing is lost at exit). The test command sets it, so that every line a test run writes can be scanned for the
  * secrets the tests created (test/helpers/logScan.ts).
  */
-/**
- * Gathers log lines into chunks of up to 64 KiB before they reach sonic-boom (which writes each chunk asynchronously,
- * through libuv's thread pool): every such write is a round trip between threads that cost the API more CPU per
- * request than the line itself; 4 KiB chunks (sonic-boom's own minLength batching, before) measured 7.6-8.8 µs more
- * CPU per authenticated read than 64 KiB ones (bench:api-ab, 2026-11-23). A line is copied into the chunk's buffer as
- * it comes (kept as strings until the chunk is full, lines outlived young-generation collections and were copied,
- * then promoted, by the GC). Pending lines go on once 64 KiB are gathered, every 250 ms, and at exit (before
- * sonic-boom's own exit flush), so a line reaches stdout within a quarter of a second.
- */
-class LineBatcher {
-  private readonly chunk: Buffer;
-  private bytes = 0;
-
-  constructor(
-    private readonly out: pino.DestinationStream & { flush?: (cb?: (err?: Error) => void) => void },
-    private readonly batchBytes = 65536,
-    flushMs = 250,
-  ) {
-    this.chunk = Buffer.allocUnsafeSlow(batchBytes);
-    setInterval(() => this.drain(), flushMs).unref();
-    process.prependListener('exit', () => this.drain());
-    process.prependListener('beforeExit', () => this.drain());
-  }
-
-  write(line: string): boolean {
-    // a line that may not fit (UTF-8 takes at most 3 bytes per UTF-16 unit) goes after the pending ones
-    if (this.bytes + line.length * 3 > this.batchBytes) {
-      this.drain();
-      if (line.length * 3 > this.batchBytes) {
-        this.out.write(line);
-        return true;
-      }
-    }
-    this.bytes += this.chunk.write(line, this.bytes, 'utf8');
-    return true;
-  }
-
-  /** Hands the pending lines to the destination as one chunk. */
-  drain(): void {
-    if (this.bytes === 0) return;
-    const text = this.chunk.toString('utf8', 0, this.bytes);
-    this.bytes = 0;
-    this.out.write(text);
-  }
-
-  flush(cb?: (err?: Error) => void): void {
-    this.drain();
-    if (this.out.flush) this.out.flush(cb);
-    else cb?.();
-  }
-}
 
 const dir = process.env.HUB_LOG_DIR;
 const fileLevel = (process.env.HUB_LOG_FILE_LEVEL ?? 'debug') as pino.Level;
@@ -104,7 +53,8 @@ const role = processRole();
 
 const streams: pino.StreamEntry[] = [];
 if (level !== 'silent') {
-  const stdout = new LineBatcher(pino.destination({ dest: 1, sync: false, maxLength: 16 * 1024 * 1024 }));
+  // sonic-boom gathers lines and writes them in chunks of at least 64 KiB, or every 250 ms, whichever comes first
+  const stdout = pino.destination({ dest: 1, sync: false, minLength: 64 * 1024, maxWrite: 256 * 1024, periodicFlush: 250, maxLength: 16 * 1024 * 1024 });
   streams.push({ level: level as pino.Level, stream: stdout });
 }
 if (dir) {
@@ -125,23 +75,18 @@ export const logger = pino(
 
 export type Logger = typeof logger;
 
-/** The streams that take info lines (the access log's). */
-const infoStreams = streams.filter((s) => pino.levels.values[s.level as pino.Level] <= pino.levels.values.info).map((s) => s.stream);
-const processBindings = `,"pid":${process.pid},"proc":${JSON.stringify(role)}`;
+/**
+ * The access log's logger: one line per request, `{reqId, method, path, status, ms}` with msg `request`. Its fields
+ * are made safe by the request context (a validated or generated id, the method, the route template or a path with
+ * token segments replaced, numbers), so this child logger skips the redaction pass (pino's `redact` option, empty
+ * here): with it, the line cost the API ~10 µs more per request (bench:api-ab, 2026-11-25).
+ */
+const access = logger.child({}, { redact: [] });
 
 /** Whether access lines are written at all (LOG_LEVEL or HUB_LOG_FILE_LEVEL at info or below). */
-export const accessLogEnabled = infoStreams.length > 0;
+export const accessLogEnabled = access.isLevelEnabled('info');
 
-/**
- * The access log: one line per request, the same JSON line `logger.info({reqId, method, path, status, ms}, 'request')`
- * writes (level, time, pid, proc, the fields, msg), made only of values the request context has made safe (a
- * validated or generated request id, the method, the route template or a path with token segments replaced, the
- * status, the duration). It is formatted here and handed to the log streams directly, not through pino (a child
- * logger without the redaction pass, which is for objects whose contents we do not control): of an authenticated read
- * of ~135 µs of API CPU, the line through pino took ~15 µs (bench:api-ab with it removed, 2026-11-23) and formatted
- * here ~4.7 µs less. Everything else logs through `logger`, redacted.
- */
+/** The access line of a request, from values the request context has made safe (api/middleware/requestEdge.ts). */
 export function logAccess(reqId: string, method: string, path: string, status: number, ms: number): void {
-  const line = `{"level":30,"time":${Date.now()}${processBindings},"reqId":${JSON.stringify(reqId)},"method":${JSON.stringify(method)},"path":${JSON.stringify(path)},"status":${status},"ms":${ms},"msg":"request"}\n`;
-  for (let i = 0; i < infoStreams.length; i++) infoStreams[i]!.write(line);
+  access.info({ reqId, method, path, status, ms }, 'request');
 }

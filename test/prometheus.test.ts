@@ -1,6 +1,5 @@
 import test from 'ava';
-import client from 'prom-client';
-import { RequestTally, startMetricsServer } from '../shared/telemetry.js';
+import { startMetricsServer } from '../shared/telemetry.js';
 import { makeCall, startStack, waitFor, type Stack } from './helpers/stack.js';
 
 /** Prometheus metrics: /metrics behind the admin token on the API, or alone on HUB_METRICS_PORT. */
@@ -121,30 +120,4 @@ test('HUB_METRICS_PORT serves the same scrape on a port of its own', async (t) =
   }
   t.is(await startMetricsServer({}), undefined, 'off unless set');
   await t.throwsAsync(startMetricsServer({ HUB_METRICS_PORT: 'ninety' }), { message: /HUB_METRICS_PORT/ });
-});
-
-test('RequestTally (the API and the edge count requests with it) exposes exactly what prom-client Counter and Histogram would', async (t) => {
-  const bounds = [0.005, 0.01, 0.1, 1];
-  const observations: [string[], number][] = [
-    [['/hub/:hubId/shares', 'GET', '200'], 0.004],
-    [['/hub/:hubId/shares', 'GET', '200'], 0.02],
-    [['/hub/:hubId/shares', 'POST', '400'], 0.01],
-    [['unmatched', 'GET', '404'], 3],
-    [['/hub/:hubId/shares', 'GET', '200'], 0.005],
-  ];
-  const ours = new client.Registry();
-  const tally = new RequestTally(['route', 'method', 'status'], bounds);
-  ours.registerMetric(tally.counter('x_requests_total', 'requests'));
-  ours.registerMetric(tally.histogram('x_request_duration_seconds', 'latency'));
-  const theirs = new client.Registry();
-  const counter = new client.Counter({ name: 'x_requests_total', help: 'requests', labelNames: ['route', 'method', 'status'], registers: [theirs] });
-  const histogram = new client.Histogram({ name: 'x_request_duration_seconds', help: 'latency', labelNames: ['route', 'method', 'status'], buckets: bounds, registers: [theirs] });
-  for (const registry of [ours, theirs]) registry.setDefaultLabels({ process: 'test' });
-  for (const [[route, method, status], seconds] of observations) {
-    tally.observe([route, method, status], seconds);
-    counter.inc({ route, method, status });
-    histogram.observe({ route, method, status }, seconds);
-  }
-  t.is(await ours.metrics(), await theirs.metrics());
-  t.deepEqual(await ours.getMetricsAsJSON(), await theirs.getMetricsAsJSON());
 });
