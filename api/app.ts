@@ -5,7 +5,7 @@ import { createBullBoard } from '@bull-board/api';
 import { BullMQAdapter } from '@bull-board/api/bullMQAdapter';
 import { KoaAdapter } from '@bull-board/koa';
 import Koa from 'koa';
-import { allQueues } from '../shared/queues.js';
+import { BOARD_QUEUES, queue } from '../shared/queues.js';
 import { requireAdmin } from './middleware/auth.js';
 import { jsonBody } from './middleware/body.js';
 import { requestEdge } from './middleware/requestEdge.js';
@@ -28,7 +28,7 @@ export async function loadRouteModules(): Promise<((r: Routes) => void)[]> {
 function queueBoard(): Koa.Middleware {
   const serverAdapter = new KoaAdapter();
   serverAdapter.setBasePath('/admin/queues');
-  createBullBoard({ queues: allQueues().map((q) => new BullMQAdapter(q)), serverAdapter });
+  createBullBoard({ queues: BOARD_QUEUES.map((n) => new BullMQAdapter(queue(n))), serverAdapter });
   const board = serverAdapter.registerPlugin() as unknown as Koa.Middleware;
   return (ctx, next) => {
     if (ctx.path !== '/admin/queues' && !ctx.path.startsWith('/admin/queues/')) return next();

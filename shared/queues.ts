@@ -6,8 +6,12 @@ import { createRedis } from './redis.js';
  * Every queue of the system. A job type is `<queue>.<name>` (e.g. `ipsec.provisionTunnel`); its processor lives in
  * workers/processors/. bull-board and the workers both read this list.
  */
-/** One queue per job family (the part of a job type before the dot); every one has processors in the worker. */
-export const QUEUE_NAMES = ['pki', 'ipsec', 'frontends', 'shares', 'health-checks', 'metrics'] as const;
+/**
+ * One queue per job family (the part of a job type before the dot). `system` holds no job of the service's own (tests
+ * run sample jobs there); it is left out of the queue UI, where it could only show "No workers".
+ */
+export const QUEUE_NAMES = ['system', 'pki', 'ipsec', 'frontends', 'shares', 'health-checks', 'metrics'] as const;
+export const BOARD_QUEUES = QUEUE_NAMES.filter((n) => n !== 'system');
 export type QueueName = (typeof QUEUE_NAMES)[number];
 
 export function queueOfType(type: string): QueueName {

@@ -8,6 +8,7 @@ import { mkdtempSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import test from 'ava';
+import { config } from '../shared/config.js';
 import pg from 'pg';
 import { freePort } from '../scripts/services.js';
 import { makeCall, startStack, waitFor, type Call, type Stack } from './helpers/stack.js';
@@ -24,6 +25,8 @@ async function startWeb(): Promise<{ child: ChildProcess; call: Call }> {
       PORT: String(port),
       HUB_PROCESS: 'web',
       HUB_DATA_DIR: mkdtempSync(path.join(process.env.TEST_WORK_DIR ?? os.tmpdir(), 'web-')),
+      // the deployment's secret key (every process of a deployment shares it; a process with another refuses to run)
+      HUB_SECRET_KEY: config().secretKey.toString('hex'),
       PUBLIC_BASE_URL: `http://127.0.0.1:${port}`,
     },
     stdio: ['ignore', 'ignore', 'inherit'],
