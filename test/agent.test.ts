@@ -10,11 +10,10 @@ import http from 'node:http';
 import os from 'node:os';
 import path from 'node:path';
 import test from 'ava';
-import pg from 'pg';
 import WebSocket from 'ws';
 import type { Edge } from '../edge/server.js';
 import { freePort } from '../scripts/services.js';
-import { edgeRequest, publicFrontendId, routedShare, startTestEdge } from './helpers/edge.js';
+import { edgeRequest, publicFrontendCertificate, publicFrontendId, routedShare, startTestEdge } from './helpers/edge.js';
 import { privateNetwork, type PrivateNetwork } from './helpers/netns.js';
 import { resetConfig } from '../shared/config.js';
 import { startStack, waitFor, type HubFixture, type Stack } from './helpers/stack.js';
@@ -46,13 +45,7 @@ test.before(async () => {
   cleanups.push(() => nsA.remove(), () => nsB.remove());
   await Promise.all([startTarget(nsA, 'A'), startTarget(nsB, 'B')]);
   // the worker's first start issues the public frontend's certificate (what agents verify the edge by)
-  const db = new pg.Client({ connectionString: stack.databaseUrl });
-  await db.connect();
-  try {
-    await waitFor(async () => (await db.query(`SELECT 1 FROM edge_certificates WHERE domain = 'share.localhost'`)).rowCount! > 0, { what: 'the public frontend certificate' });
-  } finally {
-    await db.end();
-  }
+  await publicFrontendCertificate(stack.databaseUrl);
 });
 test.after.always(async () => {
   for (const c of cleanups.reverse()) await c().catch(() => undefined);

@@ -9,9 +9,8 @@ import os from 'node:os';
 import path from 'node:path';
 import { promisify } from 'node:util';
 import test from 'ava';
-import pg from 'pg';
 import type { Edge } from '../edge/server.js';
-import { routedShare, startBackend, startTestEdge, type Backend } from './helpers/edge.js';
+import { publicFrontendCertificate, routedShare, startBackend, startTestEdge, type Backend } from './helpers/edge.js';
 import { startStack, waitFor, type HubFixture, type Stack } from './helpers/stack.js';
 
 const run = promisify(execFile);
@@ -25,13 +24,7 @@ test.before(async () => {
   edge = await startTestEdge();
   backend = await startBackend((req, res) => res.end(`hello ${req.headers['x-client-certificate-name'] ?? 'nobody'}`));
   hub = await stack.hub();
-  const db = new pg.Client({ connectionString: stack.databaseUrl });
-  await db.connect();
-  try {
-    await waitFor(async () => (await db.query(`SELECT 1 FROM edge_certificates WHERE domain = 'share.localhost'`)).rowCount! > 0, { what: 'the public frontend certificate' });
-  } finally {
-    await db.end();
-  }
+  await publicFrontendCertificate(stack.databaseUrl);
 });
 test.after.always(async () => {
   await edge?.stop(1000);

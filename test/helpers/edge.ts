@@ -5,6 +5,7 @@
 import http, { type IncomingHttpHeaders } from 'node:http';
 import https from 'node:https';
 import type { AddressInfo } from 'node:net';
+import pg from 'pg';
 import { startEdge, type Edge, type EdgeOptions } from '../../edge/server.js';
 import { waitFor, type HubFixture } from './stack.js';
 
@@ -70,6 +71,17 @@ export function edgeRequest(port: number, host: string, request: EdgeRequest = {
     req.on('error', reject);
     req.end(request.body);
   });
+}
+
+/** Waits for the public frontend's certificate (the worker's first start issues it; TLS tests and agents need it). */
+export async function publicFrontendCertificate(databaseUrl: string): Promise<void> {
+  const db = new pg.Client({ connectionString: databaseUrl });
+  await db.connect();
+  try {
+    await waitFor(async () => (await db.query(`SELECT 1 FROM edge_certificates WHERE domain = 'share.localhost'`)).rowCount! > 0, { what: 'the public frontend certificate' });
+  } finally {
+    await db.end();
+  }
 }
 
 export async function publicFrontendId(hub: HubFixture): Promise<string> {
