@@ -1,0 +1,32 @@
+/** The edge's series (fed by edge/telemetry.ts): requests, bytes and upstream errors by frontend. */
+import client from 'prom-client';
+import { LATENCY_BUCKETS, registry } from './registry.js';
+
+/** The edge's requests by frontend and status (fed by edge/telemetry.ts). */
+export const edgeRequestsTotal = new client.Counter({
+  name: 'edgehub_edge_requests_total',
+  help: 'Requests the edge answered, by frontend and status',
+  labelNames: ['frontend', 'status'] as const,
+  registers: [registry],
+});
+export const edgeRequestDuration = new client.Histogram({
+  name: 'edgehub_edge_request_duration_seconds',
+  help: 'Edge request duration until the response ended, by frontend and status',
+  labelNames: ['frontend', 'status'] as const,
+  buckets: LATENCY_BUCKETS,
+  registers: [registry],
+});
+
+export const edgeBytesTotal = new client.Counter({
+  name: 'edgehub_edge_bytes_total',
+  help: 'Bytes the edge carried, by frontend and direction (rx from clients, tx to clients)',
+  labelNames: ['frontend', 'direction'] as const,
+  registers: [registry],
+});
+
+export const edgeUpstreamErrorsTotal = new client.Counter({
+  name: 'edgehub_edge_upstream_errors_total',
+  help: 'Failures reaching share targets, by frontend and kind (refused, reset, timeout, denied, tls, ...)',
+  labelNames: ['frontend', 'kind'] as const,
+  registers: [registry],
+});
