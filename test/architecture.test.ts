@@ -37,7 +37,6 @@ export const RULES: Rule[] = [
     from: /^workers\/processors\//,
     to: /^shared\/(models\/|db\.ts)|^(pg|sequelize)$/,
     allow: [
-      { from: /^workers\/processors\/pki\.ts$/, to: /./, because: "the issuance statement moves to shared/commands/enrollment.ts (issue 26 item 3), after the PKI parsing moves to pkijs" },
     ],
   },
   {

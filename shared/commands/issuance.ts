@@ -1,0 +1,144 @@
+/**
+ * Issuing a client certificate (the worker's part of enrollment, CSR signing and replacement; only the worker holds CA
+ * keys): the CSR signed with the hub's issuing CA, then stored. A redemption spends its token, stores the certificate,
+ * hands the token's name to it and marks the job's execution SUCCEEDED in ONE statement, so of many concurrent
+ * redemptions exactly one gets a certificate.
+ */
+import { Transaction, UniqueConstraintError } from 'sequelize';
+import { db, preparedQuery, withTransaction } from '../db.js';
+import { conflict, forbidden, notFound } from '../errors.js';
+import { succeededSql } from '../jobs.js';
+import { ClientCertificate } from '../models/ClientCertificate.js';
+import { BACKDATE_MS, hubCa } from '../pki/ca.js';
+import { certificatePem, issueCertificate, type CertificateInfo } from '../pki/certificates.js';
+import { csrParts } from '../pki/csr.js';
+import type { IssuePayload } from '../pki/issuance.js';
+import { CERTIFICATE_COLUMNS } from './clientCertificates.js';
+
+/** The job an issuance runs in: its execution (the certificate's id for new ones), who asked, which attempt. */
+export interface IssuingJob {
+  executionId: string;
+  createdBy: string;
+  attempt: number;
+}
+
+export interface Issued {
+  certificateId: string;
+  /** For a redemption: the stored row (the waiting web process answers with it) and the execution already SUCCEEDED. */
+  certificate?: Record<string, unknown>;
+}
+
+export const nameTaken = (name: string) => conflict(`name '${name}' is already used by a certificate request token or client certificate in this hub`);
+
+function addYears(date: Date, years: number): Date {
+  const d = new Date(date);
+  d.setUTCFullYear(d.getUTCFullYear() + years);
+  return d;
+}
+
+/**
+ * Signs the CSR with the hub's issuing CA (only the worker holds CA keys). The web process verified the CSR before
+ * enqueueing; here it is only taken apart.
+ */
+async function sign(hubId: string, p: IssuePayload): Promise<{ info: CertificateInfo; issuerId: string }> {
+  const csr = csrParts(p.csr);
+  const ca = await hubCa(hubId);
+  const now = Date.now();
+  const notBefore = new Date(Math.floor((now - BACKDATE_MS) / 1000) * 1000);
+  const notAfter = addYears(new Date(Math.floor(now / 1000) * 1000), p.validYears);
+  const issued = issueCertificate({
+    subjectDer: csr.subjectDer,
+    spkiDer: csr.spkiDer,
+    issuer: ca.signer,
+    notBefore,
+    notAfter,
+    profile: { kind: 'client' },
+  });
+  const info = { pem: certificatePem(issued.der), fingerprintSha256: issued.fingerprintSha256, subject: p.subject, serialNumber: issued.serialNumber, notBefore, notAfter };
+  return { info, issuerId: ca.id };
+}
+
+function certificateFields(info: CertificateInfo, issuerId: string) {
+  return {
+    certificatePem: info.pem,
+    issuerId,
+    fingerprintSha256: info.fingerprintSha256,
+    subject: info.subject,
+    serialNumber: info.serialNumber,
+    notBefore: info.notBefore,
+    notAfter: info.notAfter,
+  };
+}
+
+/**
+ * Spends the token, stores its certificate and hands the token's name to it, as ONE statement (one transaction): the
+ * conditional update lets exactly one of many concurrent redemptions through; the others find the token spent and
+ * insert nothing. Foreign keys are checked at the end of the statement, when the certificate row exists.
+ */
+async function redeem(job: IssuingJob, hubId: string, p: Extract<IssuePayload, { mode: 'redeem' }>, id: string, signed: Awaited<ReturnType<typeof sign>>): Promise<Record<string, unknown>> {
+  const { info, issuerId } = signed;
+  const [row] = await preparedQuery<Record<string, unknown>>(
+    'pki_redeem',
+    `WITH spent AS (
+       UPDATE certificate_request_tokens SET spent_at = now(), updated_at = now()
+       WHERE id = $1 AND hub_id = $2 AND spent_at IS NULL AND expires_at > now()
+       RETURNING id, name
+     ), certificate AS (
+       INSERT INTO client_certificates (id, hub_id, name, source, certificate_pem, issuer_id, fingerprint_sha256, subject,
+         serial_number, not_before, not_after, certificate_request_token_id, created_by)
+       SELECT $3, $2, spent.name, 'ENROLLMENT', $4, $5, $6, $7, $8, $9, $10, spent.id, $11
+       FROM spent
+       RETURNING *
+     ), renamed AS (
+       UPDATE pki_names SET token_id = NULL, certificate_id = (SELECT id FROM certificate)
+       WHERE token_id = $1 AND hub_id = $2 AND EXISTS (SELECT 1 FROM certificate)
+     ), finished AS (
+       ${succeededSql('$12', '$13', 'EXISTS (SELECT 1 FROM certificate)')}
+     )
+     SELECT ${CERTIFICATE_COLUMNS} FROM certificate`,
+    [p.tokenId, hubId, id, info.pem, issuerId, info.fingerprintSha256, info.subject, info.serialNumber, info.notBefore, info.notAfter, job.createdBy, job.executionId, JSON.stringify(issued(id))],
+  );
+  if (!row) throw forbidden('the certificate request token is spent, expired or deleted');
+  return row;
+}
+
+/** What an issuance job records on its execution. */
+const issued = (certificateId: string) => ({ certificateId });
+
+async function create(job: IssuingJob, hubId: string, p: Extract<IssuePayload, { mode: 'create' }>, id: string, signed: Awaited<ReturnType<typeof sign>>) {
+  await withTransaction(async (transaction: Transaction) => {
+    await ClientCertificate.create(
+      { id, hubId, name: p.name, source: 'CSR', createdBy: job.createdBy, ...certificateFields(signed.info, signed.issuerId) },
+      { transaction },
+    );
+    await db().query(`INSERT INTO pki_names (hub_id, name, certificate_id) VALUES (:hubId, :name, :id)`, { replacements: { hubId, name: p.name, id }, transaction });
+  });
+}
+
+async function replace(hubId: string, p: Extract<IssuePayload, { mode: 'replace' }>, signed: Awaited<ReturnType<typeof sign>>) {
+  const [count] = await ClientCertificate.update(
+    { name: p.name, source: 'CSR', ...certificateFields(signed.info, signed.issuerId) },
+    { where: { id: p.certificateId, hubId } },
+  );
+  if (count === 0) throw notFound('client certificate', p.certificateId);
+}
+
+
+/**
+ * Issues the certificate a job asks for. Refusals are ApiErrors (a name taken is a 409); anything else is retried by
+ * the job. A retry after a commit finds its own certificate (the id is the execution id) instead of failing.
+ */
+export async function issueClientCertificate(hubId: string, p: IssuePayload, job: IssuingJob): Promise<Issued> {
+  const id = p.mode === 'replace' ? p.certificateId : job.executionId;
+  if (p.mode !== 'replace' && job.attempt > 1 && (await ClientCertificate.findByPk(id, { attributes: ['id'] }))) return { certificateId: id };
+  try {
+    const signed = await sign(hubId, p);
+    if (p.mode === 'redeem') return { certificateId: id, certificate: await redeem(job, hubId, p, id, signed) };
+    if (p.mode === 'create') await create(job, hubId, p, id, signed);
+    else await replace(hubId, p, signed);
+  } catch (err) {
+    if (err instanceof UniqueConstraintError) throw nameTaken((p as { name?: string }).name ?? '');
+    throw err;
+  }
+  return { certificateId: id };
+}
