@@ -36,8 +36,6 @@ export const RULES: Rule[] = [
     why: 'processors call commands: no models and no SQL of their own',
     from: /^workers\/processors\//,
     to: /^shared\/(models\/|db\.ts)|^(pg|sequelize)$/,
-    allow: [
-    ],
   },
   {
     name: 'providers-plain-values',

@@ -16,7 +16,6 @@ import { promisify } from 'node:util';
 import test from 'ava';
 import WebSocket, { WebSocketServer } from 'ws';
 import type { Edge } from '../edge/server.js';
-import { closeIssuanceEvents } from '../shared/pki/issuance.js';
 import { Browser } from './helpers/browser.js';
 import { edgeRequest, routedShare, startBackend, startTestEdge, type Backend } from './helpers/edge.js';
 import { signInAtIdp, startOidcProvider, type Idp } from './helpers/identityProviders.js';
@@ -57,7 +56,6 @@ test.after.always(async () => {
   await edge?.stop(1000);
   await backend?.close();
   for (const idp of idps) await idp.stop();
-  await closeIssuanceEvents();
   await stack?.stop();
 });
 

@@ -10,7 +10,6 @@ import type { TLSSocket } from 'node:tls';
 import test from 'ava';
 import pg from 'pg';
 import { ClientCertificateRegistry, mutualTlsServerOptions } from '../edge/access/mutualTls.js';
-import { closeIssuanceEvents } from '../shared/pki/issuance.js';
 import { startStack, type HubFixture, type Stack } from './helpers/stack.js';
 import { curlRequest, httpsRequest, keyAndCsr, selfSigned, serverCertificate, tempFile } from './helpers/tlsClient.js';
 
@@ -47,7 +46,6 @@ test.after.always(async () => {
   server?.closeAllConnections();
   await new Promise((r) => server?.close(r));
   await pool?.end();
-  await closeIssuanceEvents();
   await stack?.stop();
 });
 

@@ -13,7 +13,6 @@ import { promisify } from 'node:util';
 import test from 'ava';
 import { SignJWT } from 'jose';
 import { activeSigningKey } from '../shared/pki/signingKeys.js';
-import { closeIssuanceEvents } from '../shared/pki/issuance.js';
 import { opensslVerify, x509Text } from './helpers/pki.js';
 import { startStack, type HubFixture, type Stack } from './helpers/stack.js';
 
@@ -27,7 +26,6 @@ test.before(async () => {
   hub = await stack.hub({ name: 'enroll-client' });
 });
 test.after.always(async () => {
-  await closeIssuanceEvents();
   await stack?.stop();
 });
 

@@ -12,7 +12,6 @@ import test from 'ava';
 import { QueryTypes } from 'sequelize';
 import { db } from '../shared/db.js';
 import { csrStats } from '../shared/pki/csr.js';
-import { closeIssuanceEvents } from '../shared/pki/issuance.js';
 import { makeCsr } from './helpers/pki.js';
 import { startStack, waitFor, type HubFixture, type Stack } from './helpers/stack.js';
 
@@ -25,7 +24,6 @@ test.before(async () => {
   hub = await stack.hub();
 });
 test.after.always(async () => {
-  await closeIssuanceEvents();
   await stack?.stop();
 });
 

@@ -11,20 +11,12 @@ import { QueryTypes } from 'sequelize';
 import { requestEdge } from '../api/middleware/requestEdge.js';
 import { db } from '../shared/db.js';
 import { logger } from '../shared/logger.js';
-import { closeIssuanceEvents } from '../shared/pki/issuance.js';
 import { decryptSecret } from '../shared/secrets.js';
 import { ownLogFile, registerSecret, registeredSecrets, scanLogs, logDir } from './helpers/logScan.js';
 import { makeCsr } from './helpers/pki.js';
-import { makeCall, startStack, waitFor, type Stack } from './helpers/stack.js';
+import { makeCall, useStack, waitFor } from './helpers/stack.js';
 
-let stack: Stack;
-test.before(async () => {
-  stack = await startStack();
-});
-test.after.always(async () => {
-  await closeIssuanceEvents();
-  await stack?.stop();
-});
+const stack = useStack(test);
 
 /** The secrets this process registered (the run's folder holds every process's; ours is enough here). */
 const ownSecrets = () => registeredSecrets(logDir()!);

@@ -10,7 +10,6 @@ import pg from 'pg';
 import { Sequelize } from 'sequelize';
 import { resetConfig } from '../shared/config.js';
 import { migrate } from '../shared/migrate.js';
-import { closeIssuanceEvents } from '../shared/pki/issuance.js';
 import { registerSecret } from './helpers/logScan.js';
 import { makeCsr } from './helpers/pki.js';
 import { makeCall, startStack, type Stack } from './helpers/stack.js';
@@ -62,7 +61,6 @@ test.before(async () => {
 });
 
 test.after.always(async () => {
-  await closeIssuanceEvents();
   await stack?.stop();
 });
 

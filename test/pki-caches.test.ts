@@ -2,25 +2,17 @@ import test from 'ava';
 import { cachedChainCount } from '../shared/commands/clientCertificates.js';
 import { config } from '../shared/config.js';
 import { cachedHubCaCount } from '../shared/pki/ca.js';
-import { closeIssuanceEvents } from '../shared/pki/issuance.js';
 import { readyRedis } from '../shared/redis.js';
 import { runExclusive } from '../workers/clock.js';
 import { makeCsr } from './helpers/pki.js';
-import { startStack, waitFor, type Stack } from './helpers/stack.js';
+import { useStack, waitFor } from './helpers/stack.js';
 
 /**
  * Issue 15 item 8: decrypted hub CA keys and issuer chains are kept in a size-bounded cache with a TTL, never for the
  * life of the process; the clock's lock key carries HUB_QUEUE_PREFIX.
  */
 
-let stack: Stack;
-test.before(async () => {
-  stack = await startStack({ env: { HUB_PKI_CACHE_MAX: '2', HUB_PKI_CACHE_TTL: 'PT3S' } });
-});
-test.after.always(async () => {
-  await closeIssuanceEvents();
-  await stack?.stop();
-});
+const stack = useStack(test, { env: { HUB_PKI_CACHE_MAX: '2', HUB_PKI_CACHE_TTL: 'PT3S' } });
 
 test.serial('hub CA keys and chains: at most HUB_PKI_CACHE_MAX kept, each for at most HUB_PKI_CACHE_TTL', async (t) => {
   let seen = 0;

@@ -1,17 +1,9 @@
 import test from 'ava';
 import pg from 'pg';
-import { closeIssuanceEvents } from '../shared/pki/issuance.js';
 import { makeCsr, makeSelfSigned, opensslVerify, tamperCsr, x509Text } from './helpers/pki.js';
-import { startStack, type HubFixture, type Stack } from './helpers/stack.js';
+import { useStack, type HubFixture } from './helpers/stack.js';
 
-let stack: Stack;
-test.before(async () => {
-  stack = await startStack();
-});
-test.after.always(async () => {
-  await closeIssuanceEvents();
-  await stack?.stop();
-});
+const stack = useStack(test);
 
 const certs = (hub: HubFixture, prefix: 'h' | 'h2' = 'h') => `${hub[prefix]}/client-certificates`;
 

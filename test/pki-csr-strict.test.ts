@@ -1,6 +1,5 @@
 import test from 'ava';
 import { children, derToPem, encodeSequence, pemToDer, readElement } from '../shared/pki/der.js';
-import { closeIssuanceEvents } from '../shared/pki/issuance.js';
 import { makeCsr } from './helpers/pki.js';
 import { startStack, type HubFixture, type Stack } from './helpers/stack.js';
 
@@ -16,7 +15,6 @@ test.before(async () => {
   hub = await stack.hub();
 });
 test.after.always(async () => {
-  await closeIssuanceEvents();
   await stack?.stop();
 });
 

@@ -1,16 +1,8 @@
 import test from 'ava';
-import { closeIssuanceEvents } from '../shared/pki/issuance.js';
 import { makeCsr, makeSelfSigned, opensslVerify, tamperCsr, x509Text } from './helpers/pki.js';
-import { startStack, type HubFixture, type Stack } from './helpers/stack.js';
+import { useStack, type HubFixture } from './helpers/stack.js';
 
-let stack: Stack;
-test.before(async () => {
-  stack = await startStack();
-});
-test.after.always(async () => {
-  await closeIssuanceEvents();
-  await stack?.stop();
-});
+const stack = useStack(test);
 
 async function tokenWithJwt(hub: HubFixture, body: Record<string, unknown>) {
   const tok = await hub.call('POST', `${hub.h}/certificate-request-tokens`, { body });

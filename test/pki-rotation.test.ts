@@ -1,18 +1,10 @@
 import test from 'ava';
 import { createLocalJWKSet, decodeProtectedHeader, jwtVerify } from 'jose';
 import pg from 'pg';
-import { closeIssuanceEvents } from '../shared/pki/issuance.js';
 import { makeCsr } from './helpers/pki.js';
-import { startStack, waitFor, type HubFixture, type Stack } from './helpers/stack.js';
+import { useStack, waitFor, type HubFixture } from './helpers/stack.js';
 
-let stack: Stack;
-test.before(async () => {
-  stack = await startStack();
-});
-test.after.always(async () => {
-  await closeIssuanceEvents();
-  await stack?.stop();
-});
+const stack = useStack(test);
 
 const jwks = async () => (await stack.call('GET', '/hub/v2/public/.well-known/jwks.json')).json as { keys: { kid: string }[] };
 const kids = async () => (await jwks()).keys.map((k) => k.kid);

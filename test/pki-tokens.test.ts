@@ -2,18 +2,10 @@ import test from 'ava';
 import { createLocalJWKSet, decodeProtectedHeader, jwtVerify } from 'jose';
 import { QueryTypes } from 'sequelize';
 import { db } from '../shared/db.js';
-import { closeIssuanceEvents } from '../shared/pki/issuance.js';
 import { sha256 } from '../shared/secrets.js';
-import { startStack, type HubFixture, type Stack } from './helpers/stack.js';
+import { useStack, type HubFixture } from './helpers/stack.js';
 
-let stack: Stack;
-test.before(async () => {
-  stack = await startStack();
-});
-test.after.always(async () => {
-  await closeIssuanceEvents();
-  await stack?.stop();
-});
+const stack = useStack(test);
 
 const tokens = (hub: HubFixture, prefix: 'h' | 'h2' = 'h') => `${hub[prefix]}/certificate-request-tokens`;
 

@@ -1,6 +1,5 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import test from 'ava';
-import { closeIssuanceEvents } from '../shared/pki/issuance.js';
 import { makeCsr, opensslVerify } from './helpers/pki.js';
 import { startStack, type Stack } from './helpers/stack.js';
 
@@ -17,7 +16,6 @@ test.after.always(async () => {
     worker.kill('SIGTERM');
     await exited;
   }
-  await closeIssuanceEvents();
   await stack?.stop();
 });
 

@@ -1,5 +1,4 @@
 import test from 'ava';
-import { closeIssuanceEvents } from '../shared/pki/issuance.js';
 import { reconcileExecutions } from '../workers/reconcile.js';
 import { loadProcessors } from '../workers/runner.js';
 import { ownRedis, type StoppableRedis } from './helpers/outage.js';
@@ -19,7 +18,6 @@ test.before(async () => {
 });
 test.after.always(async () => {
   await redis?.start();
-  await closeIssuanceEvents();
   await stack?.stop();
   await redis?.stop();
 });

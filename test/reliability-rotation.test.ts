@@ -1,21 +1,14 @@
 import test from 'ava';
 import { ROTATE_JOB, closeIssuanceEvents } from '../shared/pki/issuance.js';
 import { defineProcessor, permanentFailure } from '../workers/runner.js';
-import { startStack, type Stack } from './helpers/stack.js';
+import { useStack } from './helpers/stack.js';
 
 /**
  * Issue 15 item 1: a failed signing-key rotation must not jam every later one. Its execution id names the key it
  * supersedes; once that execution was FAILED, every later request (clock or operator) found it and did nothing.
  */
 
-let stack: Stack;
-test.before(async () => {
-  stack = await startStack({ workers: false });
-});
-test.after.always(async () => {
-  await closeIssuanceEvents();
-  await stack?.stop();
-});
+const stack = useStack(test, { workers: false });
 
 const rotate = () => stack.call('POST', '/admin/v1/signing-keys:rotate', { auth: stack.admin });
 const jwksKids = async () => ((await stack.call('GET', '/hub/v2/public/.well-known/jwks.json')).json.keys as { kid: string }[]).map((k) => k.kid);

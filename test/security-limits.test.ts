@@ -4,7 +4,6 @@
  * leave ordinary use alone. Each test boots its own stack with its own settings.
  */
 import test from 'ava';
-import { closeIssuanceEvents } from '../shared/pki/issuance.js';
 import { startStack, type Stack } from './helpers/stack.js';
 
 const LIMIT_ENV = ['HUB_AUTH_FAILURE_LIMIT', 'HUB_AUTH_FAILURE_WINDOW_SECONDS', 'HUB_UNAUTH_RATE_LIMIT', 'HUB_UNAUTH_RATE_WINDOW_SECONDS'];
@@ -15,7 +14,6 @@ async function withStack(env: Record<string, string>, fn: (stack: Stack) => Prom
   try {
     await fn(stack);
   } finally {
-    await closeIssuanceEvents();
     await stack.stop();
     for (const k of LIMIT_ENV) delete process.env[k];
   }

@@ -8,7 +8,6 @@ import test from 'ava';
 import { decodeProtectedHeader, SignJWT } from 'jose';
 import pg from 'pg';
 import { db } from '../shared/db.js';
-import { closeIssuanceEvents } from '../shared/pki/issuance.js';
 import { makeCsr } from './helpers/pki.js';
 import { startStack, waitFor, type HubFixture, type Stack } from './helpers/stack.js';
 
@@ -23,7 +22,6 @@ test.before(async () => {
 });
 test.after.always(async () => {
   await sql?.end();
-  await closeIssuanceEvents();
   await stack?.stop();
 });
 

@@ -1,3 +1,4 @@
+import type { TestFn } from 'ava';
 /**
  * Boots the real service inside a test file: its own database (cloned from the migrated template that `npm test`
  * prepared), its own BullMQ queue prefix on the shared redis-server, the Koa API on a free port, and (unless told
@@ -187,6 +188,32 @@ export async function startStack(
   };
   if (options.workers !== false) await stack.startWorkers();
   return stack;
+}
+
+/**
+ * The stack of a test file: started before its tests, stopped after them (the API server with its issuance events,
+ * the workers, the queues, Redis and the database pools). `const stack = useStack(test)` is the started Stack from
+ * the first test on (reading it earlier throws). Cleanups given to `onStop` run first, the last registered first.
+ */
+export function useStack(test: TestFn, options: Parameters<typeof startStack>[0] = {}): Stack & { onStop(step: () => Promise<unknown>): void } {
+  let current: Stack | undefined;
+  const steps: (() => Promise<unknown>)[] = [];
+  test.before(async () => {
+    current = await startStack(options);
+  });
+  test.after.always(async () => {
+    for (const step of steps.reverse()) await step().catch(() => undefined);
+    await current?.stop();
+  });
+  const onStop = (step: () => Promise<unknown>) => void steps.push(step);
+  return new Proxy({} as Stack & { onStop: typeof onStop }, {
+    get(_target, property) {
+      if (property === 'onStop') return onStop;
+      if (!current) throw new Error('the stack is read before the test.before hook of useStack started it');
+      const value = current[property as keyof Stack];
+      return typeof value === 'function' ? (value as (...args: unknown[]) => unknown).bind(current) : value;
+    },
+  });
 }
 
 /** Polls `probe` until it returns a truthy value (returned) or `timeoutMs` passes (throws with the last value). */
