@@ -1,7 +1,6 @@
-import { createHmac, randomUUID } from 'node:crypto';
+import { randomUUID } from 'node:crypto';
 import { hostname } from 'node:os';
 import http, { type IncomingMessage, type ServerResponse } from 'node:http';
-import type https from 'node:https';
 import type net from 'node:net';
 import tls, { type TLSSocket } from 'node:tls';
 import type { AddressInfo, Socket } from 'node:net';
@@ -20,37 +19,18 @@ import { IpsecHost } from './ipsec/host.js';
 import { answer, answerSocket } from './answers.js';
 import { ChangeFeed } from './changes.js';
 import { Meter } from './meter.js';
-import { countOf } from './headers.js';
 import { HubLimiter } from './limits.js';
 import { Proxy, type ForwardContext } from './proxy.js';
+import { hopMark, requestRefusal } from './refusals.js';
 import { OpenConnections, type Guard } from './revocation.js';
 import { RouteTable, routingHost } from './routes.js';
 import { observeRequest, observeUpstreamError } from './telemetry.js';
 import { CertificateStore } from './tls.js';
-import type { AgentGateway, EdgeChange, ShareRoute } from './types.js';
+import type { AccessControl } from './access/types.js';
+import type { AgentGateway, ShareRoute } from './types.js';
 import { UpstreamPools } from './upstream.js';
 
-/** Access-control hooks (edge/access/*): mutual TLS by the hub's client certificates, and login. */
-export type MutualTlsDecision = { ok: true; identity: { name: string; fingerprint: string; certificateId?: string } } | { ok: false; message: string };
-export interface MutualTlsChecker {
-  load(): Promise<void>;
-  onChange(change: EdgeChange): Promise<void>;
-  check(hubId: string, socket: TLSSocket): MutualTlsDecision;
-}
-/** `pass`: the session's email, and when the session must be checked again (ms; open connections close then). */
-export type LoginOutcome = { kind: 'pass'; email: string; until?: number } | { kind: 'handled' };
-export interface LoginHandler {
-  handle(req: IncomingMessage, res: ServerResponse, route: ShareRoute, ctx: { host: string; secure: boolean; origin: string }): Promise<LoginOutcome>;
-  stripCookies(cookieHeader: string | undefined): string | undefined;
-  /** Whether a session of `email` may still reach the share (its provider's patterns and the share's domains). */
-  allows(email: string, route: ShareRoute): boolean;
-}
-export interface AccessControl {
-  mutualTls?: MutualTlsChecker;
-  login?: LoginHandler;
-  /** TLS server options the access modules need (e.g. session resumption off so a client identity is always seen). */
-  tlsOptions?: https.ServerOptions;
-}
+export type { AccessControl, LoginHandler, LoginOutcome, MutualTlsChecker, MutualTlsDecision } from './access/types.js';
 
 export interface EdgeOptions {
   httpPort?: number;
@@ -87,14 +67,6 @@ const TLS_TABLES = new Set(['custom_frontends', 'edge_certificates']);
 /** Changes after which open connections are asked again whether they may stay (edge/revocation.ts). */
 const REVOCATION_TABLES = new Set(['shares', 'share_frontends', 'frontends', 'custom_frontends', 'auth_providers', 'client_certificates', 'certificate_authorities', 'hubs']);
 
-/**
- * This deployment's hop mark in `Via`: the same for every edge process sharing the secret key, so a request that
- * comes back to any of them (a share whose target is an edge address, directly or through other proxies) is
- * refused with 508 instead of looping until the file descriptors run out.
- */
-export function hopMark(secretKey: Buffer): string {
-  return `edgehub-${createHmac('sha256', secretKey).update('edge hop mark').digest('hex').slice(0, 12)}`;
-}
 /** This edge process's name in agent_connections. */
 const edgeId = () => `${hostname()}/${process.pid}/${randomUUID().slice(0, 8)}`;
 
@@ -125,7 +97,7 @@ export async function startEdge(options: EdgeOptions = {}): Promise<Edge> {
   const ownPorts = new Set<number>();
   // agents (CONTRACT.md "The agent"): who they are, where they are connected, and the gateway that carries traffic
   const directory = new AgentDirectory(pool);
-  const gateway: AgentGatewayServer | undefined = options.agents
+  const gateway = options.agents
     ? undefined
     : new AgentGatewayServer({
         directory,
@@ -134,13 +106,13 @@ export async function startEdge(options: EdgeOptions = {}): Promise<Edge> {
         targetsOf: (hubId: string, envZId: string): string[] => [...routes.targetsOf(hubId, envZId), ...(ipsec?.targetsOf(hubId, envZId) ?? [])],
         connectTimeoutMs: cfg.upstreamTimeoutMs,
       });
-  options = { ...options, agents: options.agents ?? gateway };
+  const agents: AgentGateway = options.agents ?? gateway!;
   const pools = new UpstreamPools({
     policy: egressPolicy(),
     timeoutMs: cfg.upstreamTimeoutMs,
     readTimeoutMs: cfg.upstreamReadTimeoutMs,
     ownPorts: () => ownPorts,
-    connectorFor: options.agents ? (route) => options.agents!.connectorFor(route) : undefined,
+    connectorFor: (route) => agents.connectorFor(route),
   });
   const mark = hopMark(config().secretKey);
   const proxy = new Proxy(meter, pools, {
@@ -156,7 +128,7 @@ export async function startEdge(options: EdgeOptions = {}): Promise<Edge> {
       ? new IpsecHost({
           databaseUrl: url,
           pool,
-          gateway: options.agents ?? gateway!,
+          gateway: agents,
           meter,
           dataDir: config().dataDir,
           vpcCidr: config().vpcCidr,
@@ -204,23 +176,7 @@ export async function startEdge(options: EdgeOptions = {}): Promise<Edge> {
     return { ok: true, headers: { 'x-client-certificate-name': decision.identity.name, 'x-client-certificate-fingerprint': decision.identity.fingerprint } };
   };
 
-  /** What makes a request unfit to route, answered 400 (nginx answers these 400 too), or 508 for a loop. */
-  const refusal = (req: IncomingMessage, host: string): [number, 'bad_request' | 'loop_detected', string] | undefined => {
-    if (countOf(req.rawHeaders, 'host') > 1) return [400, 'bad_request', 'the request has more than one Host header'];
-    const url = req.url ?? '/';
-    if (!url.startsWith('/')) {
-      let authority: string | undefined;
-      try {
-        authority = /^https?:\/\//i.test(url) ? routingHost(new URL(url).host) : undefined;
-      } catch {
-        authority = undefined;
-      }
-      if (authority === undefined || authority !== host) return [400, 'bad_request', 'the request target must be a path, or an absolute URL of the Host it names'];
-    }
-    const via = req.headers.via;
-    if (via && via.includes(mark)) return [508, 'loop_detected', 'the request already passed through this edge: the share\'s target leads back to the edge'];
-    return undefined;
-  };
+  const refusal = (req: IncomingMessage, host: string) => requestRefusal(req, host, mark);
 
   /** The rule that keeps an open connection of `route` (reached at `host`) admitted; see edge/revocation.ts. */
   const guardOf = (host: string, route: ShareRoute, req: IncomingMessage, secure: boolean, email: string | undefined, until?: number): Guard => () => {
@@ -334,7 +290,6 @@ export async function startEdge(options: EdgeOptions = {}): Promise<Edge> {
     closeAll(): void;
   }
   const listeners: Listener[] = [];
-  const agents = options.agents;
   let httpPort: number | undefined;
   let httpsPort: number | undefined;
   const wantHttp = options.httpPort ?? cfg.httpPort;
@@ -358,11 +313,11 @@ export async function startEdge(options: EdgeOptions = {}): Promise<Edge> {
         // every TLS client may present a certificate; whether a share needs one is decided per request
         requestCert: true,
         rejectUnauthorized: false,
-        ALPNProtocols: agents ? ['http/1.1', agents.alpn] : ['http/1.1'],
+        ALPNProtocols: ['http/1.1', agents.alpn],
         ...access.tlsOptions,
       });
       server.on('secureConnection', (socket: TLSSocket) => {
-        if (agents && socket.alpnProtocol === agents.alpn) return agents.accept(socket);
+        if (socket.alpnProtocol === agents.alpn) return agents.accept(socket);
         app.emit('connection', socket);
       });
       server.on('tlsClientError', () => undefined);
@@ -384,7 +339,7 @@ export async function startEdge(options: EdgeOptions = {}): Promise<Edge> {
   return {
     httpPort,
     httpsPort,
-    agents: agents!,
+    agents,
     ipsec,
     routes,
     meter,
@@ -399,7 +354,7 @@ export async function startEdge(options: EdgeOptions = {}): Promise<Edge> {
       connections.close();
       // agents' connections are the TLS listener's too: they close alongside the clients' (the listener's close
       // waits for them), finishing the streams in flight
-      const agentsClosed = agents?.close(graceMs);
+      const agentsClosed = agents.close(graceMs);
       await new Promise<void>((resolve) => {
         let open = listeners.length;
         if (!open) return resolve();

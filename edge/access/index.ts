@@ -1,6 +1,6 @@
 /** The edge's access control as one bundle: mutual TLS by the hubs' client certificates, and login. */
 import type pg from 'pg';
-import type { AccessControl } from '../server.js';
+import type { AccessControl } from './types.js';
 import { createLogin } from './login.js';
 import { ClientCertificateRegistry, mutualTlsServerOptions } from './mutualTls.js';
 

@@ -1,0 +1,26 @@
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import type https from 'node:https';
+import type { TLSSocket } from 'node:tls';
+import type { EdgeChange, ShareRoute } from '../types.js';
+
+/** Access-control hooks (edge/access/*): mutual TLS by the hub's client certificates, and login. */
+export type MutualTlsDecision = { ok: true; identity: { name: string; fingerprint: string; certificateId?: string } } | { ok: false; message: string };
+export interface MutualTlsChecker {
+  load(): Promise<void>;
+  onChange(change: EdgeChange): Promise<void>;
+  check(hubId: string, socket: TLSSocket): MutualTlsDecision;
+}
+/** `pass`: the session's email, and when the session must be checked again (ms; open connections close then). */
+export type LoginOutcome = { kind: 'pass'; email: string; until?: number } | { kind: 'handled' };
+export interface LoginHandler {
+  handle(req: IncomingMessage, res: ServerResponse, route: ShareRoute, ctx: { host: string; secure: boolean; origin: string }): Promise<LoginOutcome>;
+  stripCookies(cookieHeader: string | undefined): string | undefined;
+  /** Whether a session of `email` may still reach the share (its provider's patterns and the share's domains). */
+  allows(email: string, route: ShareRoute): boolean;
+}
+export interface AccessControl {
+  mutualTls?: MutualTlsChecker;
+  login?: LoginHandler;
+  /** TLS server options the access modules need (e.g. session resumption off so a client identity is always seen). */
+  tlsOptions?: https.ServerOptions;
+}
