@@ -12,13 +12,14 @@
  *
  * BENCH_CONNECTIONS (default 50), BENCH_SECONDS per round (default 10), BENCH_ROUNDS (default 3), BENCH_BIG_MIB (1024).
  */
-import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
-import { randomBytes, X509Certificate } from 'node:crypto';
-import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { spawn, type ChildProcess } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import { mkdirSync, readFileSync } from 'node:fs';
 import http from 'node:http';
 import path from 'node:path';
 import autocannon from 'autocannon';
 import pg from 'pg';
+import { benchAgent, selfSignedCertificate } from './agentFixtures.js';
 import { benchWorkspace, freePort, median, startEdgeProcess, startServices, stopChild } from './harness.js';
 
 const CONNECTIONS = Number(process.env.BENCH_CONNECTIONS ?? 50);
@@ -50,17 +51,6 @@ async function startBackend(): Promise<{ port: number; child: ChildProcess }> {
   const child = spawn(process.execPath, ['-e', code], { stdio: 'inherit' });
   ws.onCleanup(() => stopChild(child));
   return { port, child };
-}
-
-/** A self-signed P-256 certificate and key (openssl). */
-function certificate(dir: string, name: string, subject: string, san?: string): { cert: string; key: string; certFile: string; keyFile: string } {
-  const certFile = path.join(dir, `${name}.crt`);
-  const keyFile = path.join(dir, `${name}.key`);
-  execFileSync('openssl', [
-    'req', '-x509', '-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:P-256', '-nodes', '-days', '2',
-    '-keyout', keyFile, '-out', certFile, '-subj', subject, ...(san ? ['-addext', `subjectAltName=${san}`] : []),
-  ], { stdio: 'ignore' });
-  return { cert: readFileSync(certFile, 'utf8'), key: readFileSync(keyFile, 'utf8'), certFile, keyFile };
 }
 
 const rssMb = (pid: number | undefined): number => {
@@ -141,8 +131,8 @@ try {
   const backend = await startBackend();
   const certs = path.join(ws.work, 'certs');
   mkdirSync(certs, { recursive: true });
-  const edgeCert = certificate(certs, 'edge', '/CN=share.localhost', 'DNS:*.share.localhost,DNS:share.localhost');
-  const agentCert = certificate(certs, 'agent', '/CN=bench agent');
+  const edgeCert = selfSignedCertificate(certs, 'edge', '/CN=share.localhost', 'DNS:*.share.localhost,DNS:share.localhost');
+  const agentCert = selfSignedCertificate(certs, 'agent', '/CN=bench agent');
 
   const db = new pg.Client({ connectionString: services.databaseUrl });
   db.on('error', () => undefined);
@@ -163,13 +153,6 @@ try {
   const directHost = await share(`direct${randomBytes(3).toString('hex')}`);
   const agentEnv = `agent${randomBytes(3).toString('hex')}`;
   const agentHost = await share(agentEnv);
-  const x509 = new X509Certificate(agentCert.cert);
-  const agentId = `bench-agent-${randomBytes(3).toString('hex')}`;
-  await db.query(
-    `INSERT INTO agents (id, hub_id, env_z_id, certificate_pem, fingerprint_sha256, serial_number, not_before, not_after, created_by) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, 'bench')`,
-    [agentId, hubId, agentEnv, agentCert.cert, x509.fingerprint256.replaceAll(':', '').toLowerCase(), x509.serialNumber, new Date(x509.validFrom), new Date(x509.validTo)],
-  );
-
   const [edgePort, edgeTlsPort] = [await freePort(), await freePort()];
   const edge = startEdgeProcess(ws, services, {
     HUB_EDGE_HTTP_PORT: String(edgePort),
@@ -179,13 +162,9 @@ try {
     LOG_LEVEL: 'warn',
   });
 
-  // the agent's identity as `edgehub agent enroll` writes it, and the agent as a user runs it
+  // the agent's row and identity (as `edgehub agent enroll` writes it), and the agent as a user runs it
   const dir = path.join(ws.work, 'agent');
-  mkdirSync(dir, { recursive: true });
-  writeFileSync(path.join(dir, 'agent.key'), agentCert.key, { mode: 0o600 });
-  writeFileSync(path.join(dir, 'agent.crt'), agentCert.cert);
-  writeFileSync(path.join(dir, 'edge-ca.pem'), edgeCert.cert);
-  writeFileSync(path.join(dir, 'agent.json'), JSON.stringify({ id: agentId, hubId, envZId: agentEnv, edges: [`127.0.0.1:${edgeTlsPort}`], edgeServerName: 'agent.share.localhost', serviceUrl: '' }));
+  await benchAgent(db, { hubId, envZId: agentEnv, agent: agentCert, edgeCaPem: edgeCert.cert, edges: [`127.0.0.1:${edgeTlsPort}`], dir });
   const agent = spawn(process.execPath, [...(process.env.BENCH_PROFILE ? ['--cpu-prof', `--cpu-prof-dir=${process.env.BENCH_PROFILE}`] : []), 'scripts/edgehub.js', 'agent', 'run', '--dir', dir], { stdio: ['ignore', 'ignore', 'inherit'] });
   ws.onCleanup(() => stopChild(agent));
 

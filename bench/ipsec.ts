@@ -10,11 +10,12 @@
  * (default 64), BENCH_ROUNDS (default 3, alternating).
  */
 import { execFile, spawn } from 'node:child_process';
-import { randomBytes, X509Certificate } from 'node:crypto';
+import { randomBytes } from 'node:crypto';
 import { mkdirSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { promisify } from 'node:util';
+import pg from 'pg';
 import { strongswanSampleConfig } from '../api/presenters/ipsec.js';
 import { tunnelNetns } from '../edge/ipsec/netns.js';
 import { startEdge } from '../edge/server.js';
@@ -23,6 +24,7 @@ import { closeDb, initDb } from '../shared/db.js';
 import type { IpsecTunnel } from '../shared/models/IpsecTunnel.js';
 import { StrongswanIpsecProvider } from '../shared/providers/ipsecStrongswan.js';
 import { privateNetwork } from '../test/helpers/netns.js';
+import { benchAgent, selfSignedCertificate } from './agentFixtures.js';
 import { benchWorkspace, freePort, median, startServices, stopChild } from './harness.js';
 
 const run = promisify(execFile);
@@ -66,9 +68,8 @@ try {
   const dataDir = path.join(ws.work, 'data');
   const certs = path.join(ws.work, 'certs');
   mkdirSync(certs, { recursive: true });
-  for (const [name, subject, san] of [['edge', '/CN=share.localhost', 'subjectAltName=DNS:*.share.localhost'], ['agent', '/CN=bench agent', '']]) {
-    await run('openssl', ['req', '-x509', '-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:P-256', '-nodes', '-days', '2', '-keyout', path.join(certs, `${name}.key`), '-out', path.join(certs, `${name}.crt`), '-subj', subject, ...(san ? ['-addext', san] : [])]);
-  }
+  const edgeCert = selfSignedCertificate(certs, 'edge', '/CN=share.localhost', 'DNS:*.share.localhost');
+  const agentCert = selfSignedCertificate(certs, 'agent', '/CN=bench agent');
   const httpsPort = await freePort();
   Object.assign(process.env, {
     DATABASE_URL: services.databaseUrl,
@@ -77,8 +78,8 @@ try {
     HUB_IPSEC_PROVIDER: 'strongswan',
     HUB_IPSEC_WAN_NETNS: WAN,
     HUB_PROVISION_DELAY_MS: '0',
-    HUB_EDGE_TLS_CERT_FILE: path.join(certs, 'edge.crt'),
-    HUB_EDGE_TLS_KEY_FILE: path.join(certs, 'edge.key'),
+    HUB_EDGE_TLS_CERT_FILE: edgeCert.certFile,
+    HUB_EDGE_TLS_KEY_FILE: edgeCert.keyFile,
     LOG_LEVEL: 'warn',
   });
   resetConfig();
@@ -98,24 +99,15 @@ try {
   const envZId = `env${randomBytes(3).toString('hex')}`;
   await q(`INSERT INTO hubs (id, name, features) VALUES (:hubId, 'bench', '{"ipsec": true}')`, { hubId });
   await q(`INSERT INTO environments (env_z_id, hub_id, description, created_by, is_default) VALUES (:envZId, :hubId, 'site', 'bench', false)`, { envZId, hubId });
-  const agentPem = (await import('node:fs')).readFileSync(path.join(certs, 'agent.crt'), 'utf8');
-  const x509 = new X509Certificate(agentPem);
-  const agentId = `bench-agent-${randomBytes(3).toString('hex')}`;
-  await q(
-    `INSERT INTO agents (id, hub_id, env_z_id, certificate_pem, fingerprint_sha256, serial_number, not_before, not_after, created_by)
-     VALUES (:agentId, :hubId, :envZId, :pem, :fp, :serial, :nb, :na, 'bench')`,
-    { agentId, hubId, envZId, pem: agentPem, fp: x509.fingerprint256.replaceAll(':', '').toLowerCase(), serial: x509.serialNumber, nb: new Date(x509.validFrom), na: new Date(x509.validTo) },
-  );
   const site = await privateNetwork('ehbs');
   ws.onCleanup(() => site.remove());
   const target = site.spawn(process.execPath, ['-e', `require('net').createServer({allowHalfOpen:true},s=>{let n=0;s.on('data',d=>n+=d.length);s.on('end',()=>s.end(String(n)))}).listen(9000,'127.0.0.1',()=>console.log('ready'))`]);
   await new Promise((resolve) => target.stdout!.once('data', resolve));
+  const rows = new pg.Client({ connectionString: services.databaseUrl });
+  await rows.connect();
+  ws.onCleanup(() => rows.end());
   const dir = path.join(ws.work, 'agent');
-  mkdirSync(dir);
-  writeFileSync(path.join(dir, 'agent.key'), (await import('node:fs')).readFileSync(path.join(certs, 'agent.key')), { mode: 0o600 });
-  writeFileSync(path.join(dir, 'agent.crt'), agentPem);
-  writeFileSync(path.join(dir, 'edge-ca.pem'), (await import('node:fs')).readFileSync(path.join(certs, 'edge.crt')));
-  writeFileSync(path.join(dir, 'agent.json'), JSON.stringify({ id: agentId, hubId, envZId, edges: [`${site.hostIp}:${httpsPort}`], edgeServerName: 'agent.share.localhost' }));
+  await benchAgent(rows, { hubId, envZId, agent: agentCert, edgeCaPem: edgeCert.cert, edges: [`${site.hostIp}:${httpsPort}`], dir });
   const agent = site.spawn(process.execPath, ['scripts/edgehub.js', 'agent', 'run', '--dir', dir]);
   ws.onCleanup(() => stopChild(agent));
   for (let i = 0; !edge.agents.connected(hubId, envZId).length; i++) {

@@ -156,12 +156,14 @@ export class AgentGatewayServer implements AgentGateway {
       stream.end(JSON.stringify({ targets }));
     });
     // waiters see the outcome in link.acked; the rejection is the caller's
-    link.pushing = sending
-      .catch(() => undefined)
-      .finally(() => {
-        if (link.pushing === tracked) link.pushing = undefined;
-      });
-    const tracked = link.pushing;
+    const settled = sending.then(
+      () => undefined,
+      () => undefined,
+    );
+    link.pushing = settled;
+    void settled.then(() => {
+      if (link.pushing === settled) link.pushing = undefined;
+    });
     return sending;
   }
 
@@ -265,7 +267,7 @@ export class AgentGatewayServer implements AgentGateway {
     if (!link) throw new AgentStreamError('EDGE_NO_AGENT', `no agent connected for environment ${envZId}: the share's target is reached only through its agents`);
     if (!link.acked.has(authority)) {
       // a share created a moment ago: the agent hears of its target before it is asked to connect to it
-      await (link.pushing ?? this.push(link).catch(() => undefined));
+      if (link.pushing) await link.pushing;
       if (!link.acked.has(authority)) await this.push(link).catch(() => undefined);
     }
     return new Promise((resolve, reject) => {

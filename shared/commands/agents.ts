@@ -3,7 +3,7 @@
  * the agent with its certificate (signed in the worker, which alone holds CA keys), the list of an environment's
  * agents with where they are connected, and revocation.
  */
-import { createPublicKey, X509Certificate } from 'node:crypto';
+import { createPublicKey } from 'node:crypto';
 import { QueryTypes } from 'sequelize';
 import { SignJWT } from 'jose';
 import { config } from '../config.js';
@@ -241,5 +241,3 @@ export async function revokeAgent(hubId: string, envZId: string, agentId: string
   if (!rows.length) throw notFound('agent', agentId);
 }
 
-/** The agent a certificate identifies, for tests and diagnostics. */
-export const fingerprintOf = (pem: string) => new X509Certificate(pem).fingerprint256.replaceAll(':', '').toLowerCase();

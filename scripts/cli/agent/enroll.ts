@@ -4,15 +4,10 @@
  * makes a P-256 key and a CSR, enrolls, and writes the identity (scripts/cli/agent/identity.ts). The key never leaves
  * this machine; the JWT is spent.
  */
-import 'reflect-metadata';
-import { webcrypto } from 'node:crypto';
 import path from 'node:path';
-import * as x509 from '@peculiar/x509';
 import type { JWTPayload } from 'jose';
-import { checkHost, EnrollError, enrollmentEndpoint, pemOf, post, unverifiedClaims, verifiedClaims } from '../enroll.js';
+import { checkHost, EnrollError, enrollmentEndpoint, keyAndCsr, post, unverifiedClaims, verifiedClaims, type EnrollmentClaims } from '../enroll.js';
 import { defaultAgentDir, identityExists, writeIdentity, type AgentIdentity } from './identity.js';
-
-x509.cryptoProvider.set(webcrypto as unknown as Crypto);
 
 const AGENT_ENDPOINT = { pattern: /^\/hub(?:\/v2)?\/([^/]+)\/agents\/enroll\/?$/, shape: '/hub/v2/{hubId}/agents/enroll' };
 
@@ -39,11 +34,8 @@ export async function agentEnroll(options: AgentEnrollOptions): Promise<AgentIde
   const claims = await verifiedClaims<JWTPayload & { env: string }>(jwt, url, hubId, requireAgentClaims);
   if (identityExists(dir)) throw new EnrollError(`${dir} already holds an agent identity; remove it or choose another --dir`);
 
-  const algorithm = { name: 'ECDSA', namedCurve: 'P-256', hash: 'SHA-256' };
-  const keys = (await webcrypto.subtle.generateKey(algorithm, true, ['sign', 'verify'])) as CryptoKeyPair;
-  const csr = await x509.Pkcs10CertificateRequestGenerator.create({ name: new x509.Name([{ CN: [`agent of ${claims.env}`] }]), keys, signingAlgorithm: algorithm });
-  const keyPem = pemOf('PRIVATE KEY', await webcrypto.subtle.exportKey('pkcs8', keys.privateKey));
-  const r = await post(url, { jwt, csr: csr.toString('pem') + '\n' });
+  const { keyPem, csrPem } = await keyAndCsr({ name: `agent of ${claims.env}` } as EnrollmentClaims);
+  const r = await post(url, { jwt, csr: csrPem });
   if (r.status !== 201) throw new EnrollError(`enrollment refused (${r.status}): ${r.json?.message ?? r.json?.error ?? 'no reason given'}`);
   const body = r.json ?? {};
   if (typeof body.certificate !== 'string' || typeof body.id !== 'string') throw new EnrollError('enrollment answered without a certificate');

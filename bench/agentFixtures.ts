@@ -1,0 +1,58 @@
+/**
+ * What the agent benches (bench:agent, bench:ipsec) set up besides the service: self-signed certificates made with
+ * openssl (the edge's operator certificate, the agent's), the agent's row listing its certificate by fingerprint
+ * (all the edge checks of an agent), and its identity folder as `edgehub agent enroll` writes it.
+ */
+import { execFileSync } from 'node:child_process';
+import { randomBytes, X509Certificate } from 'node:crypto';
+import { readFileSync } from 'node:fs';
+import path from 'node:path';
+import type pg from 'pg';
+import { writeIdentity } from '../scripts/cli/agent/identity.js';
+
+export interface BenchCertificate {
+  cert: string;
+  key: string;
+  certFile: string;
+  keyFile: string;
+}
+
+/** A self-signed P-256 certificate and key in `dir` (`<name>.crt`, `<name>.key`). */
+export function selfSignedCertificate(dir: string, name: string, subject: string, san?: string): BenchCertificate {
+  const certFile = path.join(dir, `${name}.crt`);
+  const keyFile = path.join(dir, `${name}.key`);
+  execFileSync('openssl', [
+    'req', '-x509', '-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:P-256', '-nodes', '-days', '2',
+    '-keyout', keyFile, '-out', certFile, '-subj', subject, ...(san ? ['-addext', `subjectAltName=${san}`] : []),
+  ], { stdio: 'ignore' });
+  return { cert: readFileSync(certFile, 'utf8'), key: readFileSync(keyFile, 'utf8'), certFile, keyFile };
+}
+
+/**
+ * An agent of `envZId` whose certificate is `agent`, enrolled by writing its row straight into the database, and its
+ * identity in `dir` (dialing `edges`, trusting `edgeCaPem`). Returns the agent's id.
+ */
+export async function benchAgent(
+  db: pg.Client,
+  options: { hubId: string; envZId: string; agent: BenchCertificate; edgeCaPem: string; edges: string[]; dir: string },
+): Promise<string> {
+  const id = `bench-agent-${randomBytes(3).toString('hex')}`;
+  const x509 = new X509Certificate(options.agent.cert);
+  await db.query(
+    `INSERT INTO agents (id, hub_id, env_z_id, certificate_pem, fingerprint_sha256, serial_number, not_before, not_after, created_by)
+     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, 'bench')`,
+    [id, options.hubId, options.envZId, options.agent.cert, x509.fingerprint256.replaceAll(':', '').toLowerCase(), x509.serialNumber, new Date(x509.validFrom), new Date(x509.validTo)],
+  );
+  writeIdentity(options.dir, {
+    id,
+    hubId: options.hubId,
+    envZId: options.envZId,
+    edges: options.edges,
+    edgeServerName: 'agent.share.localhost',
+    serviceUrl: '',
+    keyPem: options.agent.key,
+    certificatePem: options.agent.cert,
+    edgeCaPem: options.edgeCaPem,
+  });
+  return id;
+}
