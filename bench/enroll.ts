@@ -11,12 +11,13 @@
  */
 import { execFileSync } from 'node:child_process';
 import { writeFileSync } from 'node:fs';
-import { generateKeyPairSync, randomBytes, sign } from 'node:crypto';
+import { generateKeyPairSync, randomBytes, sign, webcrypto } from 'node:crypto';
 import http from 'node:http';
 import os from 'node:os';
 import path from 'node:path';
-import { derToPem, encodeBitString, encodeSequence } from '../shared/pki/der.js';
-import { buildName, nameDer, OID } from '../shared/pki/names.js';
+import { CertificationRequest } from 'pkijs';
+import { derToPem } from '../shared/pki/der.js';
+import { buildName, OID } from '../shared/pki/names.js';
 import { benchWorkspace, cpuMs, freePort, postgresCpuMs, startProcess, startServices, timed, waitUntilHealthy } from './harness.js';
 
 const ENROLLMENTS = Number(process.env.BENCH_ENROLLMENTS ?? 3000);
@@ -68,14 +69,13 @@ function request(base: URL, method: string, urlPath: string, body?: unknown, aut
   });
 }
 
-const ECDSA_WITH_SHA256 = Buffer.from('300a06082a8648ce3d040302', 'hex');
-
-/** A PKCS#10 CSR for a fresh EC P-256 key, signed with it (as a device would make one). */
-function deviceCsr(commonName: string): string {
-  const { privateKey, publicKey } = generateKeyPairSync('ec', { namedCurve: 'prime256v1' });
-  const subject = nameDer(buildName([[OID.commonName, commonName], [OID.organization, 'Bench']]));
-  const info = encodeSequence(Buffer.from([0x02, 0x01, 0x00]), subject, publicKey.export({ format: 'der', type: 'spki' }), Buffer.from([0xa0, 0x00]));
-  return derToPem(encodeSequence(info, ECDSA_WITH_SHA256, encodeBitString(sign('sha256', info, privateKey))), 'CERTIFICATE REQUEST');
+/** A PKCS#10 CSR for a fresh EC P-256 key, signed with it (as a device would make one), built with pkijs. */
+async function deviceCsr(commonName: string): Promise<string> {
+  const keys = await webcrypto.subtle.generateKey({ name: 'ECDSA', namedCurve: 'P-256' }, false, ['sign', 'verify']);
+  const request = new CertificationRequest({ subject: buildName([[OID.commonName, commonName], [OID.organization, 'Bench']]) });
+  await request.subjectPublicKeyInfo.importKey(keys.publicKey);
+  await request.sign(keys.privateKey, 'SHA-256');
+  return derToPem(request.toSchema(true).toBER(), 'CERTIFICATE REQUEST');
 }
 
 /** Raw ECDSA P-256 / SHA-256 signatures per second over a TBSCertificate-sized input, for `ms` milliseconds. */
@@ -123,7 +123,7 @@ try {
   const hubId: string = hub.json.id;
 
   // every enrollment brings its own key, as devices do
-  const csrs = Array.from({ length: WARMUP_MAX + ENROLLMENTS }, (_, i) => deviceCsr(`device-${i}.bench.example`));
+  const csrs = await Promise.all(Array.from({ length: WARMUP_MAX + ENROLLMENTS }, (_, i) => deviceCsr(`device-${i}.bench.example`)));
   const sample = path.join(work, 'device.csr');
   writeFileSync(sample, csrs[0]);
   execFileSync('openssl', ['req', '-in', sample, '-verify', '-noout'], { stdio: 'ignore' }); // the generator makes real CSRs

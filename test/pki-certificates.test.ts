@@ -26,14 +26,22 @@ test('upload: 201 without value; get returns the PEM with fingerprint, subject a
 
 test('create from a CSR issues through the worker; the chain verifies with openssl', async (t) => {
   const hub = await stack.hub();
-  const r = await hub.call('POST', certs(hub), { body: { name: 'gen', value: await makeCsr('/CN=gen.example.com'), validYears: 3 } });
+  const r = await hub.call('POST', certs(hub), { body: { name: 'gen', value: await makeCsr('/CN=gen.example.com/O=Acme/OU=Ops'), validYears: 3 } });
   t.is(r.status, 201, r.text);
   const got = await hub.call('GET', `${certs(hub)}/${r.json.id}`);
   t.true((await opensslVerify(got.json.value, got.json.chain)).ok);
   const text = await x509Text(got.json.value);
-  t.regex(text, /Digital Signature, Certificate Sign, CRL Sign/);
-  t.regex(text, /TLS Web Server Authentication/);
-  t.regex(text, /Issuer: .*edgehub Issuing CA/);
+  // SPEC.md's profile, and names as separate RDNs: the subject as the CSR had it, the issuer the hub's issuing CA
+  t.regex(text, /X509v3 Key Usage: critical\n\s+Digital Signature, Certificate Sign, CRL Sign\n/);
+  t.regex(text, /X509v3 Extended Key Usage: \n\s+TLS Web Server Authentication\n/);
+  t.regex(text, /X509v3 Subject Key Identifier: /);
+  t.regex(text, /X509v3 Authority Key Identifier: /);
+  t.notRegex(text, /Basic Constraints/);
+  t.regex(text, /Subject: CN = gen\.example\.com, O = Acme, OU = Ops\n/);
+  t.regex(text, new RegExp(`Issuer: O = edgehub, OU = hub ${hub.hubId}, CN = edgehub Issuing CA\n`));
+  const issuing = await x509Text(got.json.chain);
+  t.regex(issuing, /Issuer: O = edgehub, CN = edgehub Root CA\n/);
+  t.regex(issuing, /X509v3 Basic Constraints: critical\n\s+CA:TRUE, pathlen:0\n/);
   const years = (new Date(got.json.notAfter).getTime() - Date.now()) / (365.25 * 86400_000);
   t.true(years > 2.99 && years < 3.01);
   // one issuing CA per hub: a second certificate has the same issuer chain

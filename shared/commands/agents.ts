@@ -14,7 +14,7 @@ import { newId, randomToken } from '../ids.js';
 import { enqueue } from '../jobs.js';
 import { BACKDATE_MS, hubCa } from '../pki/ca.js';
 import { certificatePem, issueCertificate } from '../pki/certificates.js';
-import { csrParts, parseCsr } from '../pki/csr.js';
+import { parseCsr, readCsr } from '../pki/csr.js';
 import { JWT_ISSUER, JwtRefusal, verifyEnrollmentJwt } from '../pki/enrollmentJwt.js';
 import { waitForPkiJob } from '../pki/issuance.js';
 import { activeSigningKey, recordJwtExpiry } from '../pki/signingKeys.js';
@@ -129,13 +129,12 @@ export async function enrollAgent(hubId: string, input: { jwt: string; csr: stri
   if (new Date(row.expires_at).getTime() <= Date.now()) throw forbidden('this agent enrollment JWT has expired');
   let csr;
   try {
-    csr = parseCsr(input.csr);
+    csr = await parseCsr(input.csr);
   } catch (err) {
     if (err instanceof ApiError) throw badRequest(`csr: ${err.message}`);
     throw err;
   }
-  const keyType = createPublicKey({ key: csr.spkiDer, format: 'der', type: 'spki' });
-  if (keyType.asymmetricKeyType !== 'ec' || keyType.asymmetricKeyDetails?.namedCurve !== 'prime256v1') throw badRequest('csr: an agent key must be ECDSA P-256');
+  if (csr.keyDescription !== 'EC P-256') throw badRequest(`csr: an agent key must be ECDSA P-256 (this one is ${csr.keyDescription})`);
   const agentId = newId();
   const execution = await enqueue({
     type: ENROLL_AGENT_JOB,
@@ -157,12 +156,12 @@ export async function enrollAgent(hubId: string, input: { jwt: string; csr: stri
 export async function issueAgentCertificate(hubId: string, p: EnrollAgentPayload, createdBy: string): Promise<{ agentId: string }> {
   const [existing] = await db().query(`SELECT id FROM agents WHERE id = :id`, { replacements: { id: p.agentId }, type: QueryTypes.SELECT });
   if (existing) return { agentId: p.agentId };
-  const parts = csrParts(p.csr);
+  const csr = readCsr(p.csr);
   const ca = await hubCa(hubId);
   const now = Date.now();
   const notBefore = new Date(Math.floor((now - BACKDATE_MS) / 1000) * 1000);
   const notAfter = new Date(Math.floor(now / 1000) * 1000 + 365 * 86_400_000);
-  const issued = issueCertificate({ subjectDer: parts.subjectDer, spkiDer: parts.spkiDer, issuer: ca.signer, notBefore, notAfter, profile: { kind: 'client' } });
+  const issued = await issueCertificate({ subject: csr.subject, publicKey: csr.subjectPublicKeyInfo, issuer: ca.signer, notBefore, notAfter, profile: { kind: 'client' } });
   const inserted = await withTransaction(async (transaction) => {
     const rows = await db().query<{ id: string }>(
       `WITH spent AS (

@@ -20,10 +20,10 @@ export interface CertificateInput {
 type Value = { kind: 'certificate'; info: CertificateInfo } | { kind: 'csr'; pem: string; subject: string };
 
 /** A PEM certificate (upload) or a PEM CSR (to be issued); anything else is a 400 that says which was expected. */
-export function readValue(value: string): Value {
+export async function readValue(value: string): Promise<Value> {
   if (isCertificatePem(value)) return { kind: 'certificate', info: parseUploadedCertificate(value) };
   // a bad CSR is refused here, before any job
-  if (isCsrPem(value)) return { kind: 'csr', pem: value, subject: parseCsr(value).subjectText };
+  if (isCsrPem(value)) return { kind: 'csr', pem: value, subject: (await parseCsr(value)).subjectText };
   throw badRequest("value for property '$.value' must be a PEM certificate (-----BEGIN CERTIFICATE-----) or a PEM CSR (-----BEGIN CERTIFICATE REQUEST-----)");
 }
 
@@ -108,7 +108,7 @@ export async function findCertificate(hubId: string, id: string): Promise<Certif
 }
 
 export async function createCertificate(hubId: string, input: Required<Pick<CertificateInput, 'name' | 'value'>> & CertificateInput, createdBy: string): Promise<InferAttributes<ClientCertificate>> {
-  const value = readValue(input.value);
+  const value = await readValue(input.value);
   if (value.kind === 'certificate') {
     return claimingName(input.name, () =>
       withTransaction(async (transaction) => {
@@ -132,7 +132,7 @@ export async function createCertificate(hubId: string, input: Required<Pick<Cert
 export async function updateCertificate(hubId: string, id: string, input: CertificateInput, createdBy: string): Promise<CertificateWithChain> {
   const cert = await findCertificate(hubId, id);
   const name = input.name ?? cert.name;
-  const value = input.value === undefined ? undefined : readValue(input.value);
+  const value = input.value === undefined ? undefined : await readValue(input.value);
   if (value?.kind === 'csr') {
     if (!(await nameIsFree(hubId, name, id))) throw nameTaken(name);
     await issueInWorker({ hubId, payload: { mode: 'replace', csr: value.pem, subject: value.subject, certificateId: id, name, validYears: input.validYears ?? 1 }, createdBy, resourceId: id });

@@ -65,9 +65,9 @@ async function checkJwt(hubId: string, jwt: string): Promise<JwtChecked> {
   }
 }
 
-function checkCsr(pem: string): { csr?: ParsedCsr; violation?: Violation } {
+async function checkCsr(pem: string): Promise<{ csr?: ParsedCsr; violation?: Violation }> {
   try {
-    return { csr: parseCsr(pem) };
+    return { csr: await parseCsr(pem) };
   } catch (err) {
     if (!(err instanceof ApiError)) throw err;
     return { violation: { path: '$.csr', label: 'invalid_csr', message: err.message } };
@@ -77,7 +77,7 @@ function checkCsr(pem: string): { csr?: ParsedCsr; violation?: Violation } {
 /** Every check of an enrollment (JWT, its token, the CSR, the subject constraints), as violations. Changes nothing. */
 export async function checkEnrollment(hubId: string, input: { jwt: string; csr: string }): Promise<Checked> {
   const jwt = await checkJwt(hubId, input.jwt);
-  const { csr, violation } = checkCsr(input.csr);
+  const { csr, violation } = await checkCsr(input.csr);
   const violations = [jwt.violation, violation].filter((v): v is Violation => v !== undefined);
   if (jwt.token && csr) {
     for (const message of subjectMismatches(csr, jwt.token)) violations.push({ path: '$.csr', label: 'subject_mismatch', message });
@@ -117,7 +117,7 @@ export async function enrollWithJwt(
 ): Promise<{ certificate: InferAttributes<ClientCertificate>; replayed: boolean }> {
   const jwt = await checkJwt(hubId, input.jwt);
   if (jwt.violation && !jwt.spent) throw forbidden(jwt.violation.message);
-  const { csr, violation } = checkCsr(input.csr);
+  const { csr, violation } = await checkCsr(input.csr);
   if (jwt.spent) {
     const issued = csr && (await issuedForSameKey(hubId, jwt.spent.id, csr));
     if (!issued) throw forbidden((jwt.violation as Violation).message);
@@ -164,7 +164,7 @@ export async function redeemTokenInPath(
   const token = await usableToken(hubId, tokenString);
   const createdBy = `certificate-request-token:${token.name}`;
   if (input.type === 'CSR') {
-    const csr = parseCsr(input.value);
+    const csr = await parseCsr(input.value);
     const payload = { mode: 'redeem' as const, csr: input.value, subject: csr.subjectText, tokenId: token.id, validYears: token.validYears };
     return issuedCertificate(hubId, await issueInWorker({ hubId, payload, createdBy }));
   }

@@ -11,7 +11,7 @@ import { succeededSql } from '../jobs.js';
 import { ClientCertificate } from '../models/ClientCertificate.js';
 import { BACKDATE_MS, hubCa } from '../pki/ca.js';
 import { certificatePem, issueCertificate, type CertificateInfo } from '../pki/certificates.js';
-import { csrParts } from '../pki/csr.js';
+import { readCsr } from '../pki/csr.js';
 import type { IssuePayload } from '../pki/issuance.js';
 import { CERTIFICATE_COLUMNS } from './clientCertificates.js';
 
@@ -41,14 +41,14 @@ function addYears(date: Date, years: number): Date {
  * enqueueing; here it is only taken apart.
  */
 async function sign(hubId: string, p: IssuePayload): Promise<{ info: CertificateInfo; issuerId: string }> {
-  const csr = csrParts(p.csr);
+  const csr = readCsr(p.csr);
   const ca = await hubCa(hubId);
   const now = Date.now();
   const notBefore = new Date(Math.floor((now - BACKDATE_MS) / 1000) * 1000);
   const notAfter = addYears(new Date(Math.floor(now / 1000) * 1000), p.validYears);
-  const issued = issueCertificate({
-    subjectDer: csr.subjectDer,
-    spkiDer: csr.spkiDer,
+  const issued = await issueCertificate({
+    subject: csr.subject,
+    publicKey: csr.subjectPublicKeyInfo,
     issuer: ca.signer,
     notBefore,
     notAfter,

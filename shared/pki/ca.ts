@@ -1,13 +1,15 @@
-import { createPrivateKey, generateKeyPairSync, X509Certificate } from 'node:crypto';
+import { generateKeyPairSync, webcrypto } from 'node:crypto';
+import { Certificate } from 'pkijs';
 import type { LRUCache } from 'lru-cache';
 import { QueryTypes } from 'sequelize';
 import { db } from '../db.js';
 import { newId } from '../ids.js';
 import { CertificateAuthority } from '../models/CertificateAuthority.js';
 import { decryptSecret, encryptSecret } from '../secrets.js';
-import { certificatePem, certificateSubjectDer, issueCertificate, keyIdentifier, type Signer } from './certificates.js';
+import { certificatePem, issueCertificate, keyIdentifier, publicKeyInfo, type Signer } from './certificates.js';
+import { pemToDer } from './der.js';
 import { cached, pkiCache } from './cache.js';
-import { buildName, nameDer, OID } from './names.js';
+import { buildName, OID } from './names.js';
 
 /**
  * The service's certificate authorities: one root (EC P-256, self-signed) and one issuing CA per hub signed by it.
@@ -28,20 +30,21 @@ export interface LoadedCa {
   chainPem: string;
 }
 
-function newKey() {
-  const { privateKey, publicKey } = generateKeyPairSync('ec', { namedCurve: 'prime256v1' });
-  return {
-    privateKey,
-    spkiDer: publicKey.export({ format: 'der', type: 'spki' }),
-    sealed: encryptSecret(privateKey.export({ format: 'pem', type: 'pkcs8' }) as string),
-  };
+/** A CA private key (PKCS#8 PEM) for WebCrypto's ECDSA P-256, not extractable. */
+function signingKey(pkcs8Pem: string): Promise<CryptoKey> {
+  return webcrypto.subtle.importKey('pkcs8', new Uint8Array(pemToDer(pkcs8Pem, ['PRIVATE KEY'])!), { name: 'ECDSA', namedCurve: 'P-256' }, false, ['sign']);
 }
 
-function signerOf(ca: CertificateAuthority): Signer {
-  const cert = new X509Certificate(ca.certificatePem);
-  const spkiDer = cert.publicKey.export({ format: 'der', type: 'spki' });
-  // the issuer name of what we sign must match this CA's subject byte for byte: take it from the certificate
-  return { nameDer: certificateSubjectDer(cert.raw), privateKey: createPrivateKey(decryptSecret(ca.privateKeySealed)), keyIdentifier: keyIdentifier(spkiDer) };
+function newKey() {
+  const { privateKey, publicKey } = generateKeyPairSync('ec', { namedCurve: 'prime256v1' });
+  const pem = privateKey.export({ format: 'pem', type: 'pkcs8' }) as string;
+  return { pem, publicKey: publicKeyInfo(publicKey.export({ format: 'der', type: 'spki' })), sealed: encryptSecret(pem) };
+}
+
+async function signerOf(ca: CertificateAuthority): Promise<Signer> {
+  const cert = Certificate.fromBER(new Uint8Array(pemToDer(ca.certificatePem, ['CERTIFICATE'])!));
+  // the issuer name of what we sign must match this CA's subject byte for byte: pkijs keeps the parsed name's bytes
+  return { name: cert.subject, privateKey: await signingKey(decryptSecret(ca.privateKeySealed)), keyIdentifier: keyIdentifier(cert.subjectPublicKeyInfo) };
 }
 
 /** Inserts unless a row for the same slot exists (a concurrent start won), then returns the slot's row. */
@@ -77,10 +80,10 @@ export function ensureRootCa(): Promise<CertificateAuthority> {
     const name = buildName([[OID.organization, 'edgehub'], [OID.commonName, 'edgehub Root CA']]);
     const now = Date.now();
     const notAfter = new Date(now + ROOT_VALIDITY_YEARS * YEAR_MS);
-    const { der } = issueCertificate({
-      subjectDer: nameDer(name),
-      spkiDer: key.spkiDer,
-      issuer: { nameDer: nameDer(name), privateKey: key.privateKey, keyIdentifier: keyIdentifier(key.spkiDer) },
+    const { der } = await issueCertificate({
+      subject: name,
+      publicKey: key.publicKey,
+      issuer: { name, privateKey: await signingKey(key.pem), keyIdentifier: keyIdentifier(key.publicKey) },
       notBefore: new Date(now - BACKDATE_MS),
       notAfter,
       profile: { kind: 'ca' },
@@ -108,10 +111,10 @@ async function loadHubCa(hubId: string): Promise<LoadedCa> {
     const name = buildName([[OID.organization, 'edgehub'], [OID.organizationalUnit, `hub ${hubId}`], [OID.commonName, 'edgehub Issuing CA']]);
     const now = Date.now();
     const notAfter = new Date(Math.min(now + ISSUING_VALIDITY_YEARS * YEAR_MS, rootCa.notAfter.getTime()));
-    const { der } = issueCertificate({
-      subjectDer: nameDer(name),
-      spkiDer: key.spkiDer,
-      issuer: signerOf(rootCa),
+    const { der } = await issueCertificate({
+      subject: name,
+      publicKey: key.publicKey,
+      issuer: await signerOf(rootCa),
       notBefore: new Date(now - BACKDATE_MS),
       notAfter,
       profile: { kind: 'ca', pathLength: 0 },
@@ -121,7 +124,7 @@ async function loadHubCa(hubId: string): Promise<LoadedCa> {
       () => CertificateAuthority.findOne({ where: { kind: 'ISSUING', hubId } }),
     );
   }
-  return { id: issuing.id, signer: signerOf(issuing), certificatePem: issuing.certificatePem, chainPem: issuing.certificatePem + rootCa.certificatePem };
+  return { id: issuing.id, signer: await signerOf(issuing), certificatePem: issuing.certificatePem, chainPem: issuing.certificatePem + rootCa.certificatePem };
 }
 
 /** The hub's issuing CA with its decrypted key, created on first use, kept in a bounded cache with a TTL. */

@@ -1,34 +1,30 @@
-import { createHash, randomBytes, sign, X509Certificate, type KeyObject } from 'node:crypto';
-import { AsnConvert, OctetString } from '@peculiar/asn1-schema';
-import {
-  AlgorithmIdentifier,
-  AuthorityKeyIdentifier,
-  BasicConstraints,
-  ExtendedKeyUsage,
-  Extension,
-  Extensions,
-  id_ce_authorityKeyIdentifier,
-  id_ce_basicConstraints,
-  id_ce_extKeyUsage,
-  id_ce_keyUsage,
-  id_ce_subjectKeyIdentifier,
-  id_kp_serverAuth,
-  KeyIdentifier,
-  KeyUsage,
-  KeyUsageFlags,
-  SubjectKeyIdentifier,
-} from '@peculiar/asn1-x509';
+import { createHash, randomBytes, X509Certificate } from 'node:crypto';
+import * as asn1js from 'asn1js';
+import { AuthorityKeyIdentifier, BasicConstraints, Certificate, Extension, ExtKeyUsage, PublicKeyInfo, Time, TimeType, type RelativeDistinguishedNames } from 'pkijs';
 import { badRequest } from '../errors.js';
-import { children, derToPem, encodeBitString, encodeElement, encodeSequence, encodeTime, pemToDer, readElement } from './der.js';
+import { derToPem, pemToDer } from './der.js';
 
-const ECDSA_WITH_SHA256 = '1.2.840.10045.4.3.2';
-const signatureAlgorithmDer = Buffer.from(AsnConvert.serialize(new AlgorithmIdentifier({ algorithm: ECDSA_WITH_SHA256 })));
+/**
+ * Certificates built from pkijs's X.509 schema and signed with its `sign` (WebCrypto, ECDSA P-256 with SHA-256), in
+ * the exact profile SPEC.md states. The subject and key come from a CSR pkijs parsed: their encodings are the
+ * requester's, byte for byte (pkijs keeps a parsed Name's bytes and re-encodes a strict-DER key to the same bytes).
+ */
+
+const OID = {
+  keyUsage: '2.5.29.15',
+  extKeyUsage: '2.5.29.37',
+  basicConstraints: '2.5.29.19',
+  subjectKeyIdentifier: '2.5.29.14',
+  authorityKeyIdentifier: '2.5.29.35',
+  serverAuth: '1.3.6.1.5.5.7.3.1',
+};
 
 /** The key and name a certificate is signed with (an EC P-256 CA key). */
 export interface Signer {
-  /** DER of the CA's subject Name, exactly as in its certificate (the issuer of what it signs). */
-  nameDer: Buffer;
-  privateKey: KeyObject;
+  /** The CA's subject Name as parsed from its certificate (its bytes, the issuer of what it signs, are kept). */
+  name: RelativeDistinguishedNames;
+  /** The CA's private key for WebCrypto's ECDSA (not extractable). */
+  privateKey: CryptoKey;
   keyIdentifier: Buffer;
 }
 
@@ -38,9 +34,8 @@ export type Profile =
   | { kind: 'ca'; pathLength?: number };
 
 export interface IssueRequest {
-  /** DER of the subject Name (for a CSR: copied byte for byte). */
-  subjectDer: Buffer;
-  spkiDer: Buffer;
+  subject: RelativeDistinguishedNames;
+  publicKey: PublicKeyInfo;
   issuer: Signer;
   notBefore: Date;
   notAfter: Date;
@@ -54,10 +49,12 @@ export interface Issued {
 }
 
 /** RFC 5280 4.2.1.2 method 1: SHA-1 of the subjectPublicKey bits. */
-export function keyIdentifier(spkiDer: Buffer): Buffer {
-  const [, bitString] = children(readElement(spkiDer));
-  return createHash('sha1').update(bitString.content.subarray(1)).digest();
+export function keyIdentifier(publicKey: PublicKeyInfo): Buffer {
+  return createHash('sha1').update(publicKey.subjectPublicKey.valueBlock.valueHexView).digest();
 }
+
+/** A public key from its SubjectPublicKeyInfo DER (what node:crypto exports). */
+export const publicKeyInfo = (spkiDer: Buffer) => PublicKeyInfo.fromBER(new Uint8Array(spkiDer));
 
 /** 16 random bytes, positive and minimally encoded: 126 bits of randomness. */
 function randomSerial(): Buffer {
@@ -66,72 +63,46 @@ function randomSerial(): Buffer {
   return serial;
 }
 
-const extensionDer = (extnID: string, critical: boolean, value: unknown) =>
-  Buffer.from(AsnConvert.serialize(new Extension({ extnID, critical, extnValue: new OctetString(AsnConvert.serialize(value)) })));
-
-const CA_KEY_USAGE = new KeyUsage(KeyUsageFlags.digitalSignature | KeyUsageFlags.keyCertSign | KeyUsageFlags.cRLSign);
-/** SPEC.md: digital signature, key cert sign, CRL sign enabled; every other usage disabled. */
-const CLIENT_KEY_USAGE = new KeyUsage(KeyUsageFlags.digitalSignature | KeyUsageFlags.keyCertSign | KeyUsageFlags.cRLSign);
-
-/** The extensions that depend only on the profile and the issuer, encoded once per signer. */
-const fixedExtensions = new WeakMap<Signer, Map<string, Buffer[]>>();
-
-function profileExtensions(issuer: Signer, profile: Profile): Buffer[] {
-  const key = profile.kind === 'ca' ? `ca:${profile.pathLength ?? ''}` : 'client';
-  let bySigner = fixedExtensions.get(issuer);
-  if (!bySigner) fixedExtensions.set(issuer, (bySigner = new Map()));
-  let fixed = bySigner.get(key);
-  if (!fixed) {
-    const aki = extensionDer(id_ce_authorityKeyIdentifier, false, new AuthorityKeyIdentifier({ keyIdentifier: new KeyIdentifier(issuer.keyIdentifier) }));
-    fixed =
-      profile.kind === 'ca'
-        ? [extensionDer(id_ce_basicConstraints, true, new BasicConstraints({ cA: true, pathLenConstraint: profile.pathLength })), extensionDer(id_ce_keyUsage, true, CA_KEY_USAGE), aki]
-        : [extensionDer(id_ce_keyUsage, true, CLIENT_KEY_USAGE), extensionDer(id_ce_extKeyUsage, false, new ExtendedKeyUsage([id_kp_serverAuth])), aki];
-    bySigner.set(key, fixed);
-  }
-  return fixed;
-}
-
-/** The subject key identifier extension, the only per-certificate one: its schema encoding, split around the key id. */
-const SKI_TEMPLATE = extensionDer(id_ce_subjectKeyIdentifier, false, new SubjectKeyIdentifier(Buffer.alloc(20, 0xee)));
-const SKI_PREFIX = SKI_TEMPLATE.subarray(0, SKI_TEMPLATE.length - 20);
-const subjectKeyIdentifierDer = (keyId: Buffer) => {
-  if (keyId.length !== 20) throw new Error('key identifiers are SHA-1 digests');
-  return Buffer.concat([SKI_PREFIX, keyId]);
-};
-
-const VERSION_3 = Buffer.from([0xa0, 0x03, 0x02, 0x01, 0x02]);
-
 /**
- * Builds the TBSCertificate and signs it with node:crypto (ECDSA P-256, SHA-256). The subject and key are spliced in
- * as the requester encoded them; the extensions are encoded with the @peculiar/asn1-x509 schemas (the fixed ones once
- * per issuer), which keeps issuance to one signature and a few buffer copies.
+ * KeyUsage is a named BIT STRING: digitalSignature (bit 0), keyCertSign (bit 5), cRLSign (bit 6), with DER's
+ * trailing zero bits dropped (one unused bit). SPEC.md: those three enabled, every other usage disabled; CAs the same.
  */
-export function issueCertificate(req: IssueRequest): Issued {
-  const serial = randomSerial();
-  const [ku, ekuOrBc, aki] = profileExtensions(req.issuer, req.profile);
-  const extensions = encodeSequence(ku, ekuOrBc, subjectKeyIdentifierDer(keyIdentifier(req.spkiDer)), aki);
-  const tbs = encodeSequence(
-    VERSION_3,
-    encodeElement(0x02, serial),
-    signatureAlgorithmDer,
-    req.issuer.nameDer,
-    encodeSequence(encodeTime(req.notBefore), encodeTime(req.notAfter)),
-    req.subjectDer,
-    req.spkiDer,
-    encodeElement(0xa3, extensions),
-  );
-  const signature = sign('sha256', tbs, req.issuer.privateKey);
-  const der = encodeSequence(tbs, signatureAlgorithmDer, encodeBitString(signature));
-  return { der, serialNumber: serial.toString('hex'), fingerprintSha256: createHash('sha256').update(der).digest('hex') };
+const KEY_USAGE = new asn1js.BitString({ valueHex: Uint8Array.of(0b1000_0110), unusedBits: 1 });
+
+const extension = (extnID: string, critical: boolean, value: { toBER(): ArrayBuffer }) => new Extension({ extnID, critical, extnValue: value.toBER() });
+
+function extensions(req: IssueRequest): Extension[] {
+  const ski = extension(OID.subjectKeyIdentifier, false, new asn1js.OctetString({ valueHex: new Uint8Array(keyIdentifier(req.publicKey)) }));
+  const aki = extension(OID.authorityKeyIdentifier, false, new AuthorityKeyIdentifier({ keyIdentifier: new asn1js.OctetString({ valueHex: new Uint8Array(req.issuer.keyIdentifier) }) }).toSchema());
+  const ku = extension(OID.keyUsage, true, KEY_USAGE);
+  if (req.profile.kind === 'client') return [ku, extension(OID.extKeyUsage, false, new ExtKeyUsage({ keyPurposes: [OID.serverAuth] }).toSchema()), ski, aki];
+  const pathLength = req.profile.pathLength;
+  const constraints = new BasicConstraints(pathLength === undefined ? { cA: true } : { cA: true, pathLenConstraint: pathLength });
+  return [extension(OID.basicConstraints, true, constraints.toSchema()), ku, ski, aki];
 }
 
-/** DER of the subject Name of a certificate, byte for byte. */
-export function certificateSubjectDer(certificateDer: Buffer): Buffer {
-  const [tbs] = children(readElement(certificateDer));
-  const fields = children(tbs);
-  const offset = fields[0].tag === 0xa0 ? 1 : 0;
-  return fields[offset + 4].raw;
+/** X.509 Time: UTCTime through 2049, GeneralizedTime from 2050 (RFC 5280 4.1.2.5), whole seconds. */
+function time(date: Date): Time {
+  const value = new Date(Math.floor(date.getTime() / 1000) * 1000);
+  return new Time({ type: value.getUTCFullYear() < 2050 ? TimeType.UTCTime : TimeType.GeneralizedTime, value });
+}
+
+/** A version 3 certificate from the schema, signed by the issuer (ECDSA P-256, SHA-256). */
+export async function issueCertificate(req: IssueRequest): Promise<Issued> {
+  const serial = randomSerial();
+  const certificate = new Certificate({
+    version: 2,
+    serialNumber: new asn1js.Integer({ valueHex: new Uint8Array(serial) }),
+    issuer: req.issuer.name,
+    subject: req.subject,
+    notBefore: time(req.notBefore),
+    notAfter: time(req.notAfter),
+    subjectPublicKeyInfo: req.publicKey,
+    extensions: extensions(req),
+  });
+  await certificate.sign(req.issuer.privateKey, 'SHA-256');
+  const der = Buffer.from(certificate.toSchema(true).toBER());
+  return { der, serialNumber: serial.toString('hex'), fingerprintSha256: createHash('sha256').update(der).digest('hex') };
 }
 
 export const certificatePem = (der: Buffer) => derToPem(der, 'CERTIFICATE');

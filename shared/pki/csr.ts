@@ -1,28 +1,31 @@
-import { createPublicKey, verify, type KeyObject } from 'node:crypto';
+import * as asn1js from 'asn1js';
+import { CertificationRequest, RSAPublicKey } from 'pkijs';
 import { badRequest } from '../errors.js';
-import { CertificationRequest } from '@peculiar/asn1-csr';
-import { AsnParser } from '@peculiar/asn1-schema';
-import { assertDer, children, decodeOid, pemToDer, readElement, type DerElement } from './der.js';
-import { nameToString, readName, subjectFields, type Rdns, type SubjectFields } from './names.js';
+import { assertDer, pemToDer } from './der.js';
+import { nameEntries, nameToString, subjectFields, type NameEntries, type SubjectFields } from './names.js';
+
+/**
+ * PKCS#10 certification requests (RFC 2986) on pkijs: the schema parse and the signature check are the library's.
+ * In front of it stays the strict DER check (shared/pki/der.ts), which asn1js does not make, and behind it a
+ * round trip that refuses fields the schema does not have (asn1js ignores them); then the key policy below.
+ */
 
 /** Signature algorithms a CSR may be signed with, by OID. */
-const SIGNATURE_ALGORITHMS: Record<string, { hash: string; keyType: 'rsa' | 'ec' }> = {
-  '1.2.840.113549.1.1.11': { hash: 'sha256', keyType: 'rsa' },
-  '1.2.840.113549.1.1.12': { hash: 'sha384', keyType: 'rsa' },
-  '1.2.840.113549.1.1.13': { hash: 'sha512', keyType: 'rsa' },
-  '1.2.840.10045.4.3.2': { hash: 'sha256', keyType: 'ec' },
-  '1.2.840.10045.4.3.3': { hash: 'sha384', keyType: 'ec' },
-  '1.2.840.10045.4.3.4': { hash: 'sha512', keyType: 'ec' },
+const SIGNATURE_ALGORITHMS: Record<string, { keyType: 'rsa' | 'ec' }> = {
+  '1.2.840.113549.1.1.11': { keyType: 'rsa' }, // sha256WithRSAEncryption
+  '1.2.840.113549.1.1.12': { keyType: 'rsa' }, // sha384WithRSAEncryption
+  '1.2.840.113549.1.1.13': { keyType: 'rsa' }, // sha512WithRSAEncryption
+  '1.2.840.10045.4.3.2': { keyType: 'ec' }, // ecdsa-with-SHA256
+  '1.2.840.10045.4.3.3': { keyType: 'ec' }, // ecdsa-with-SHA384
+  '1.2.840.10045.4.3.4': { keyType: 'ec' }, // ecdsa-with-SHA512
 };
 
-
 export interface ParsedCsr {
-  /** DER of the subject Name, exactly as the requester signed it. */
-  subjectDer: Buffer;
-  subject: Rdns;
+  request: CertificationRequest;
+  subject: NameEntries;
   subjectText: string;
   fields: ReturnType<typeof subjectFields>;
-  /** DER of the SubjectPublicKeyInfo, as signed. */
+  /** DER of the SubjectPublicKeyInfo (a strict-DER key re-encodes to the bytes that were signed). */
   spkiDer: Buffer;
   /** e.g. `EC P-256`, `RSA 2048`. */
   keyDescription: string;
@@ -32,28 +35,19 @@ export const isCsrPem = (pem: string) => /-----BEGIN (NEW )?CERTIFICATE REQUEST-
 
 const EC_PUBLIC_KEY = '1.2.840.10045.2.1';
 const RSA_ENCRYPTION = '1.2.840.113549.1.1.1';
-const EC_CURVES: Record<string, { name: string; jwkCrv: string; coordinateBytes: number }> = {
-  '1.2.840.10045.3.1.7': { name: 'P-256', jwkCrv: 'P-256', coordinateBytes: 32 },
-  '1.3.132.0.34': { name: 'P-384', jwkCrv: 'P-384', coordinateBytes: 48 },
+const EC_CURVES: Record<string, { name: string; coordinateBytes: number }> = {
+  '1.2.840.10045.3.1.7': { name: 'P-256', coordinateBytes: 32 },
+  '1.3.132.0.34': { name: 'P-384', coordinateBytes: 48 },
 };
 const ACCEPTED = 'accepted: EC P-256, EC P-384, RSA 2048-4096 with exponent 65537';
 /** The largest RSA key accepted, and the only public exponent: bounds the cost of checking a CSR's signature. */
 const RSA_MAX_BITS = 4096;
-const RSA_EXPONENT = 65537n;
-/** A 4096-bit RSA SubjectPublicKeyInfo is about 550 bytes: anything much larger is refused before it is parsed. */
-const SPKI_MAX_BYTES = 1024;
+const RSA_EXPONENT = 65537;
+/** A 4096-bit RSA public key is about 530 bytes: anything much larger is refused before its signature is checked. */
+const KEY_MAX_BYTES = 1024;
 
 /** How many CSR signatures this process checked (the costly step of a CSR; tests read it to see what was skipped). */
 export const csrStats = { signatureChecks: 0 };
-
-/** The DER pieces of a CSR: the signed info, its subject and key, and the signature. Structure only, no checks. */
-export interface CsrParts {
-  info: Buffer;
-  subjectDer: Buffer;
-  spkiDer: Buffer;
-  signatureAlgorithm: string;
-  signature: Buffer;
-}
 
 /** The CSR's DER from its PEM block, refused (400) unless it is exactly one DER structure with nothing after it. */
 function csrDer(pem: string): Buffer {
@@ -68,115 +62,71 @@ function csrDer(pem: string): Buffer {
   return der;
 }
 
-/** What the rest of the checks need from a CSR. */
-interface ReadCsr extends CsrParts {
-  keyAlgorithm: string;
-  keyParameters?: DerElement;
-  /** The subjectPublicKey BIT STRING's bits (whole bytes). */
-  keyBits: Buffer;
-}
-
-/** The one element of an ASN.1 ANY (the library hands it over as its DER). */
-function anyElement(value: ArrayBuffer | undefined): DerElement | undefined {
-  return value ? readElement(Buffer.from(value)) : undefined;
-}
+const invalid = (reason: string) => badRequest(`CSR is not a valid PKCS#10 certification request (${reason})`);
 
 /**
- * The signed pieces of a CSR whose DER csrDer checked, sliced from it as they are (re-encoding could change them),
- * with two checks the schema parse does not make: an AlgorithmIdentifier with more than an algorithm and its
- * parameters (the unsigned signatureAlgorithm could carry anything) and BIT STRINGs with unused bits.
+ * The CSR of a PEM block, parsed by pkijs against the PKCS#10 schema (every field of the right type, nothing
+ * missing) after the strict DER check. This is all the worker does with a CSR the web process checked with parseCsr.
  */
-function slices(der: Buffer): CsrParts & { keyBits: Buffer } {
+export const readCsr = (pem: string) => schemaParse(csrDer(pem));
+
+function schemaParse(der: Buffer): CertificationRequest {
   try {
-    const [infoEl, algorithmEl, signatureEl] = children(readElement(der));
-    const [, subjectEl, spkiEl] = children(infoEl);
-    const [keyAlgorithmEl, keyEl] = children(spkiEl);
-    const [oidEl, , extra] = children(algorithmEl);
-    if (extra || children(keyAlgorithmEl).length > 2) throw new Error('an AlgorithmIdentifier has more than an algorithm and its parameters');
-    if (signatureEl.content[0] !== 0) throw new Error('signature BIT STRING with unused bits');
-    if (keyEl.content[0] !== 0) throw new Error('subjectPublicKey BIT STRING with unused bits');
-    return {
-      info: infoEl.raw,
-      subjectDer: subjectEl.raw,
-      spkiDer: spkiEl.raw,
-      signatureAlgorithm: decodeOid(oidEl.content),
-      signature: signatureEl.content.subarray(1),
-      keyBits: keyEl.content.subarray(1),
-    };
+    return CertificationRequest.fromBER(new Uint8Array(der));
   } catch (err) {
-    throw badRequest(`CSR is not a valid PKCS#10 certification request (${(err as Error).message})`);
+    throw invalid((err as Error).message);
   }
 }
 
-/**
- * The CSR parsed against the PKCS#10 schema (RFC 2986) by @peculiar/asn1-csr on @peculiar/asn1-schema: every field
- * of the right type, version 1, nothing missing. The DER under it was checked by csrDer (definite minimal lengths,
- * universal types as DER has them, nothing left over at any level), which the schema parse does not do.
- */
-function readCsr(der: Buffer): ReadCsr {
-  let request: CertificationRequest;
-  try {
-    request = AsnParser.parse(der, CertificationRequest);
-  } catch (err) {
-    throw badRequest(`CSR is not a valid PKCS#10 certification request (${(err as Error).message})`);
-  }
-  const info = request.certificationRequestInfo;
-  if (info.version !== 0) throw badRequest(`CSR version must be 1 (encoded 0), got ${info.version}`);
-  const parts = slices(der);
-  let keyParameters: DerElement | undefined;
-  try {
-    keyParameters = anyElement(info.subjectPKInfo.algorithm.parameters ?? undefined);
-  } catch {
-    throw badRequest('CSR public key could not be read');
-  }
-  return { ...parts, keyAlgorithm: info.subjectPKInfo.algorithm.algorithm, keyParameters };
+/** readCsr, then what the schema does not check: version 1, no element it skipped, BIT STRINGs of whole bytes. */
+function checkedCsr(pem: string): CertificationRequest {
+  const der = csrDer(pem);
+  const request = schemaParse(der);
+  if (request.version !== 0) throw badRequest(`CSR version must be 1 (encoded 0), got ${request.version}`);
+  // what the schema does not say: a DER structure that pkijs re-encodes to other bytes had elements it skipped (an
+  // AlgorithmIdentifier with more than an algorithm and its parameters, fields after the signature, ...)
+  if (!Buffer.from(request.toSchema(false).toBER()).equals(der)) throw invalid('it has elements the PKCS#10 schema does not have');
+  if (request.signatureValue.valueBlock.unusedBits !== 0) throw invalid('signature BIT STRING with unused bits');
+  if (request.subjectPublicKeyInfo.subjectPublicKey.valueBlock.unusedBits !== 0) throw invalid('subjectPublicKey BIT STRING with unused bits');
+  return request;
 }
 
-/**
- * The pieces of a CSR that the web process parsed and verified before (the worker's copy of it, through the job):
- * strict DER and the signed pieces, without parsing the schema a second time.
- */
-export function csrParts(pem: string): CsrParts {
-  const { info, subjectDer, spkiDer, signatureAlgorithm, signature } = slices(csrDer(pem));
-  return { info, subjectDer, spkiDer, signatureAlgorithm, signature };
+/** The bit length of an unsigned big-endian integer's bytes. */
+function bitLength(bytes: Uint8Array): number {
+  let i = 0;
+  while (i < bytes.length && bytes[i] === 0) i++;
+  return i === bytes.length ? 0 : (bytes.length - i - 1) * 8 + (32 - Math.clz32(bytes[i]));
 }
 
-/**
- * The CSR's public key, checked against what we accept. EC keys are imported as JWK from the decoded point, which
- * is several times cheaper in node:crypto than decoding the SPKI DER.
- */
-function publicKeyOf(csr: ReadCsr): { key: KeyObject; description: string; type: 'ec' | 'rsa' } {
-  const { spkiDer, keyAlgorithm: algorithm, keyParameters: parameters, keyBits: bits } = csr;
-  if (spkiDer.length > SPKI_MAX_BYTES) throw badRequest(`CSR public key is too large (${spkiDer.length} bytes); ${ACCEPTED}`);
+/** The CSR's public key checked against what we accept (before its signature is checked): its type, as `ec` or `rsa`. */
+function keyPolicy(request: CertificationRequest): { description: string; type: 'ec' | 'rsa' } {
+  const info = request.subjectPublicKeyInfo;
+  const algorithm = info.algorithm.algorithmId;
+  const bits = info.subjectPublicKey.valueBlock.valueHexView;
+  if (bits.byteLength > KEY_MAX_BYTES) throw badRequest(`CSR public key is too large (${bits.byteLength} bytes); ${ACCEPTED}`);
   if (algorithm === EC_PUBLIC_KEY) {
-    const curveOid = parameters?.tag === 0x06 ? decodeOid(parameters.content) : 'unknown';
+    const parameters: unknown = info.algorithm.algorithmParams;
+    const curveOid = parameters instanceof asn1js.ObjectIdentifier ? parameters.getValue() : 'unknown';
     const curve = EC_CURVES[curveOid];
     if (!curve) throw badRequest(`CSR public key is on EC curve ${CURVE_NAMES[curveOid] ?? curveOid}; ${ACCEPTED}`);
-    const n = curve.coordinateBytes;
-    if (bits.length !== 1 + 2 * n || bits[0] !== 0x04) throw badRequest('CSR public key is not an uncompressed EC point');
-    try {
-      const key = createPublicKey({
-        key: { kty: 'EC', crv: curve.jwkCrv, x: bits.subarray(1, 1 + n).toString('base64url'), y: bits.subarray(1 + n).toString('base64url') },
-        format: 'jwk',
-      });
-      return { key, description: `EC ${curve.name}`, type: 'ec' };
-    } catch {
-      throw badRequest('CSR public key is not a valid point on its curve');
-    }
+    if (bits.byteLength !== 1 + 2 * curve.coordinateBytes || bits[0] !== 0x04) throw badRequest('CSR public key is not an uncompressed EC point');
+    return { description: `EC ${curve.name}`, type: 'ec' };
   }
   if (algorithm === RSA_ENCRYPTION) {
-    let key: KeyObject;
+    let key: RSAPublicKey;
     try {
-      key = createPublicKey({ key: spkiDer, format: 'der', type: 'spki' });
+      key = RSAPublicKey.fromBER(bits.slice());
     } catch {
       throw badRequest('CSR public key could not be read');
     }
-    const size = key.asymmetricKeyDetails?.modulusLength ?? 0;
+    const size = bitLength(key.modulus.valueBlock.valueHexView);
     if (size < 2048) throw badRequest(`CSR public key is RSA ${size} bits; at least 2048 bits are required`);
     if (size > RSA_MAX_BITS) throw badRequest(`CSR public key is RSA ${size} bits; at most ${RSA_MAX_BITS} bits are accepted`);
-    const exponent = key.asymmetricKeyDetails?.publicExponent;
-    if (exponent !== RSA_EXPONENT) throw badRequest(`CSR public key has RSA public exponent ${String(exponent)}; only 65537 is accepted`);
-    return { key, description: `RSA ${size}`, type: 'rsa' };
+    const exponent = key.publicExponent.valueBlock.valueHexView;
+    if (bitLength(exponent) > 32 || key.publicExponent.valueBlock.valueDec !== RSA_EXPONENT) {
+      throw badRequest(`CSR public key has RSA public exponent ${BigInt(`0x${Buffer.from(exponent).toString('hex') || '0'}`)}; only 65537 is accepted`);
+    }
+    return { description: `RSA ${size}`, type: 'rsa' };
   }
   throw badRequest(`CSR public key type ${KEY_TYPE_NAMES[algorithm] ?? algorithm} is not accepted; ${ACCEPTED}`);
 }
@@ -185,24 +135,34 @@ const CURVE_NAMES: Record<string, string> = { '1.3.132.0.35': 'P-521 (secp521r1)
 const KEY_TYPE_NAMES: Record<string, string> = { '1.3.101.112': 'Ed25519', '1.3.101.113': 'Ed448', '1.2.840.113549.1.1.10': 'RSASSA-PSS', '1.2.840.10040.4.1': 'DSA' };
 
 /**
- * Parses a PEM CSR and verifies its self-signature (proof that the requester holds the private key). Every refusal
- * is a 400 that says why.
+ * Parses a PEM CSR and verifies its self-signature (proof that the requester holds the private key) with pkijs.
+ * Every refusal is a 400 that says why.
  */
-export function parseCsr(pem: string): ParsedCsr {
-  const parts = readCsr(csrDer(pem));
-  const { key, description, type } = publicKeyOf(parts);
-  const algorithm = SIGNATURE_ALGORITHMS[parts.signatureAlgorithm];
-  if (!algorithm) throw badRequest(`CSR signature algorithm ${parts.signatureAlgorithm} is not accepted; use SHA-256/384/512 with RSA or ECDSA`);
+export async function parseCsr(pem: string): Promise<ParsedCsr> {
+  const request = checkedCsr(pem);
+  const { description, type } = keyPolicy(request);
+  const signatureAlgorithm = request.signatureAlgorithm.algorithmId;
+  const algorithm = SIGNATURE_ALGORITHMS[signatureAlgorithm];
+  if (!algorithm) throw badRequest(`CSR signature algorithm ${signatureAlgorithm} is not accepted; use SHA-256/384/512 with RSA or ECDSA`);
   if (algorithm.keyType !== type) throw badRequest('CSR signature algorithm does not match its public key type');
-  csrStats.signatureChecks++;
-  if (!verify(algorithm.hash, parts.info, key, parts.signature)) throw badRequest('CSR signature does not verify: it was not signed by the key it carries');
-  let subject: Rdns;
+  let subject: NameEntries;
   try {
-    subject = readName(parts.subjectDer);
+    subject = nameEntries(request.subject);
   } catch (err) {
     throw badRequest(`CSR subject could not be read (${(err as Error).message})`);
   }
-  return { subjectDer: parts.subjectDer, subject, subjectText: nameToString(subject), fields: subjectFields(subject), spkiDer: parts.spkiDer, keyDescription: description };
+  csrStats.signatureChecks++;
+  let verified: boolean;
+  try {
+    verified = await request.verify();
+  } catch (err) {
+    // the key or the signature's own encoding is malformed (an EC point off its curve, an ECDSA signature that is not
+    // a SEQUENCE of two INTEGERs): WebCrypto refused to import or to check it
+    throw badRequest(`CSR signature could not be checked: ${(err as Error).message}`);
+  }
+  if (!verified) throw badRequest('CSR signature does not verify: it was not signed by the key it carries');
+  const spkiDer = Buffer.from(request.subjectPublicKeyInfo.toSchema().toBER());
+  return { request, subject, subjectText: nameToString(subject), fields: subjectFields(subject), spkiDer, keyDescription: description };
 }
 
 /** Each subject field the token sets that the CSR does not match, as a sentence. */
@@ -223,4 +183,3 @@ export function subjectMismatches(csr: ParsedCsr, required: { [K in keyof Subjec
   }
   return out;
 }
-

@@ -1,4 +1,9 @@
-/** Just enough DER to slice out the exact signed bytes of a structure (re-encoding could change them). */
+/**
+ * The strict DER check in front of the ASN.1 libraries (asn1js accepts BER and trailing bytes): one element, minimal
+ * definite lengths, universal types as DER encodes them. Plus PEM framing.
+ */
+
+/** One TLV element. */
 export interface DerElement {
   tag: number;
   /** The whole element: tag, length and content. */
@@ -92,17 +97,6 @@ export function assertDer(der: Buffer): void {
   walk(der, 0);
 }
 
-/** The child elements of a constructed element. */
-export function children(element: DerElement): DerElement[] {
-  const out: DerElement[] = [];
-  for (let offset = 0; offset < element.content.length; ) {
-    const child = readElement(element.content, offset);
-    out.push(child);
-    offset += child.raw.length;
-  }
-  return out;
-}
-
 /** Decodes a PEM block with the given label (e.g. CERTIFICATE REQUEST) to DER, or undefined when there is none. */
 export function pemToDer(pem: string, labels: string[]): Buffer | undefined {
   for (const label of labels) {
@@ -115,43 +109,4 @@ export function pemToDer(pem: string, labels: string[]): Buffer | undefined {
 export function derToPem(der: Buffer | ArrayBuffer, label: string): string {
   const b64 = Buffer.from(der as ArrayBuffer).toString('base64');
   return `-----BEGIN ${label}-----\n${b64.replace(/(.{64})/g, '$1\n').replace(/\n$/, '')}\n-----END ${label}-----\n`;
-}
-
-function encodeLength(length: number): Buffer {
-  if (length < 0x80) return Buffer.from([length]);
-  const bytes: number[] = [];
-  for (let n = length; n > 0; n = Math.floor(n / 256)) bytes.unshift(n & 0xff);
-  return Buffer.from([0x80 | bytes.length, ...bytes]);
-}
-
-/** A DER element with the given tag around already-encoded content. */
-export function encodeElement(tag: number, content: Buffer): Buffer {
-  return Buffer.concat([Buffer.from([tag]), encodeLength(content.length), content]);
-}
-
-export const encodeSequence = (...parts: Buffer[]) => encodeElement(0x30, Buffer.concat(parts));
-export const encodeBitString = (bytes: Buffer) => encodeElement(0x03, Buffer.concat([Buffer.from([0]), bytes]));
-
-/** The dotted form of a DER OBJECT IDENTIFIER's content. */
-export function decodeOid(content: Buffer): string {
-  const parts: number[] = [];
-  let value = 0;
-  for (const byte of content) {
-    value = value * 128 + (byte & 0x7f);
-    if (!(byte & 0x80)) {
-      if (parts.length === 0) parts.push(value < 80 ? Math.floor(value / 40) : 2, value < 80 ? value % 40 : value - 80);
-      else parts.push(value);
-      value = 0;
-    }
-  }
-  return parts.join('.');
-}
-
-const pad = (n: number) => String(n).padStart(2, '0');
-
-/** X.509 Time: UTCTime through 2049, GeneralizedTime from 2050 (RFC 5280 4.1.2.5), whole seconds. */
-export function encodeTime(date: Date): Buffer {
-  const y = date.getUTCFullYear();
-  const rest = `${pad(date.getUTCMonth() + 1)}${pad(date.getUTCDate())}${pad(date.getUTCHours())}${pad(date.getUTCMinutes())}${pad(date.getUTCSeconds())}Z`;
-  return y < 2050 ? encodeElement(0x17, Buffer.from(`${String(y % 100).padStart(2, '0')}${rest}`, 'latin1')) : encodeElement(0x18, Buffer.from(`${y}${rest}`, 'latin1'));
 }

@@ -1,6 +1,5 @@
-import { AsnConvert } from '@peculiar/asn1-schema';
-import { AttributeTypeAndValue, AttributeValue, Name, RelativeDistinguishedName } from '@peculiar/asn1-x509';
-import { children, decodeOid, readElement } from './der.js';
+import * as asn1js from 'asn1js';
+import { AttributeTypeAndValue, RelativeDistinguishedNames } from 'pkijs';
 
 export const OID = {
   commonName: '2.5.4.3',
@@ -25,49 +24,27 @@ export interface SubjectFields {
   organizationalUnit?: string;
 }
 
-/** A distinguished name as read: relative distinguished names, each a set of (attribute type OID, value). */
-export type Rdns = { type: string; value: string }[][];
-
-function decodeString(tag: number, content: Buffer): string {
-  switch (tag) {
-    case 0x0c: // UTF8String
-      return content.toString('utf8');
-    case 0x1e: // BMPString: UTF-16BE
-      return Buffer.from(content).swap16().toString('utf16le');
-    case 0x1c: {
-      // UniversalString: UTF-32BE
-      let out = '';
-      for (let i = 0; i + 3 < content.length; i += 4) out += String.fromCodePoint(content.readUInt32BE(i));
-      return out;
-    }
-    default: // PrintableString, IA5String, TeletexString, NumericString, VisibleString
-      return content.toString('latin1');
-  }
-}
+/** A distinguished name as read: its (attribute type OID, value) pairs in order, multi-valued RDNs flattened. */
+export type NameEntries = { type: string; value: string }[];
 
 /**
- * Reads a DER Name. A plain walk over the TLVs: on the enrollment hot path the generic ASN.1 schema parser costs
- * more than the rest of CSR handling together.
+ * The entries of a Name that pkijs parsed. Every value must be one of the ASN.1 string types (asn1js decodes UTF8,
+ * BMP and Universal strings as well as the 8-bit ones); anything else is refused with the reason.
  */
-export function readName(der: Buffer): Rdns {
-  const name = readElement(der);
-  if (name.tag !== 0x30) throw new Error('a Name must be a SEQUENCE');
-  return children(name).map((rdn) => {
-    if (rdn.tag !== 0x31) throw new Error('a relative distinguished name must be a SET');
-    return children(rdn).map((atv) => {
-      const [type, value] = children(atv);
-      if (atv.tag !== 0x30 || type?.tag !== 0x06 || !value) throw new Error('malformed AttributeTypeAndValue');
-      return { type: decodeOid(type.content), value: decodeString(value.tag, value.content) };
-    });
+export function nameEntries(name: RelativeDistinguishedNames): NameEntries {
+  return name.typesAndValues.map((atv) => {
+    const value = atv.value as unknown;
+    if (!(value instanceof asn1js.BaseStringBlock)) throw new Error(`the value of ${SHORT_NAMES[atv.type] ?? atv.type} is not a string`);
+    return { type: atv.type, value: value.getValue() };
   });
 }
 
-function values(name: Rdns, oid: string): string[] {
-  return name.flatMap((rdn) => rdn.filter((atv) => atv.type === oid).map((atv) => atv.value));
+function values(name: NameEntries, oid: string): string[] {
+  return name.filter((atv) => atv.type === oid).map((atv) => atv.value);
 }
 
 /** CN, O and OU of a name (the first of each when repeated). */
-export function subjectFields(name: Rdns): SubjectFields & { all: Record<keyof SubjectFields, string[]> } {
+export function subjectFields(name: NameEntries): SubjectFields & { all: Record<keyof SubjectFields, string[]> } {
   const all = {
     commonName: values(name, OID.commonName),
     organization: values(name, OID.organization),
@@ -77,15 +54,16 @@ export function subjectFields(name: Rdns): SubjectFields & { all: Record<keyof S
 }
 
 /** `CN=a, O=b` in the order of the name. */
-export function nameToString(name: Rdns): string {
-  return name
-    .flatMap((rdn) => rdn.map((atv) => `${SHORT_NAMES[atv.type] ?? atv.type}=${atv.value}`))
-    .join(', ');
+export function nameToString(name: NameEntries): string {
+  return name.map((atv) => `${SHORT_NAMES[atv.type] ?? atv.type}=${atv.value}`).join(', ');
 }
 
-/** A name from (short name, value) pairs, values as UTF8String. */
-export function buildName(parts: [oid: string, value: string][]): Name {
-  return new Name(parts.map(([type, value]) => new RelativeDistinguishedName([new AttributeTypeAndValue({ type, value: new AttributeValue({ utf8String: value }) })])));
+/**
+ * A name from (attribute type OID, value) pairs, values as UTF8String, one RDN each (`O=edgehub, CN=...`). pkijs
+ * would encode a name built from its fields as one multi-valued RDN (`O=edgehub + CN=...`), so the name is parsed
+ * from the encoding wanted: pkijs keeps a parsed name's bytes.
+ */
+export function buildName(parts: [oid: string, value: string][]): RelativeDistinguishedNames {
+  const rdns = parts.map(([type, value]) => new asn1js.Set({ value: [new AttributeTypeAndValue({ type, value: new asn1js.Utf8String({ value }) }).toSchema()] }));
+  return RelativeDistinguishedNames.fromBER(new asn1js.Sequence({ value: rdns }).toBER());
 }
-
-export const nameDer = (name: Name) => Buffer.from(AsnConvert.serialize(name));
