@@ -2,7 +2,7 @@ import type { Server } from 'node:http';
 import { config } from '../shared/config.js';
 import { closeDb, initDb } from '../shared/db.js';
 import { logger } from '../shared/logger.js';
-import { closeIssuanceEvents } from '../shared/pki/issuance.js';
+import { closeIssuanceEvents } from '../shared/commands/pkiJobs.js';
 import { closeQueues } from '../shared/queues.js';
 import { closeRedis } from '../shared/redis.js';
 import { isMain, onShutdown } from '../shared/shutdown.js';

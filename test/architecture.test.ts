@@ -51,8 +51,7 @@ export const RULES: Rule[] = [
     name: 'pki-pure',
     why: 'shared/pki is pure crypto (DER, CSR, profile, names, JWT); the CA, signing keys and issuance that touch the database or the queues are commands',
     from: /^shared\/pki\//,
-    to: /^shared\/(models\/|commands\/|db\.ts|queues\.ts|jobs\.ts)/,
-    allow: [{ from: /^shared\/pki\/(ca|enrollmentJwt|issuance|signingKeys)\.ts$/, to: /./, because: 'these move under shared/commands (issue 26 item 3) once the parsing is on pkijs and jose (item 2)' }],
+    to: /^shared\/(models\/|commands\/|db\.ts|queues\.ts|jobs\.ts|redis\.ts)/,
   },
 ];
 

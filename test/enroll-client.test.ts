@@ -12,7 +12,7 @@ import path from 'node:path';
 import { promisify } from 'node:util';
 import test from 'ava';
 import { SignJWT } from 'jose';
-import { activeSigningKey } from '../shared/pki/signingKeys.js';
+import { activeSigningKey } from '../shared/commands/signingKeys.js';
 import { opensslVerify, x509Text } from './helpers/pki.js';
 import { startStack, type HubFixture, type Stack } from './helpers/stack.js';
 

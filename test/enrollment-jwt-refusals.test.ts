@@ -6,7 +6,7 @@
 import { SignJWT } from 'jose';
 import test from 'ava';
 import { JwtRefusal, verifyEnrollmentJwt } from '../shared/pki/enrollmentJwt.js';
-import { activeSigningKey } from '../shared/pki/signingKeys.js';
+import { activeSigningKey, verificationKey } from '../shared/commands/signingKeys.js';
 import { startStack, type Stack } from './helpers/stack.js';
 
 let stack: Stack;
@@ -27,13 +27,13 @@ async function signed(claims: Record<string, unknown>, header: Record<string, un
 }
 
 const refusal = (jwt: string, hub = HUB) =>
-  verifyEnrollmentJwt(jwt, hub).then(
+  verifyEnrollmentJwt(jwt, hub, verificationKey).then(
     () => 'accepted',
     (err: unknown) => (err instanceof JwtRefusal ? err.label : `threw ${(err as Error).message}`),
   );
 
 test('a good JWT passes with its claims', async (t) => {
-  const claims = await verifyEnrollmentJwt(await signed({ url: 'u', name: 'n', validYears: 1 }), HUB);
+  const claims = await verifyEnrollmentJwt(await signed({ url: 'u', name: 'n', validYears: 1 }), HUB, verificationKey);
   t.is(claims.sub, 'tok');
   t.is(claims.name, 'n');
 });

@@ -1,5 +1,5 @@
 import test from 'ava';
-import { ROTATE_JOB, closeIssuanceEvents } from '../shared/pki/issuance.js';
+import { ROTATE_JOB, closeIssuanceEvents } from '../shared/commands/pkiJobs.js';
 import { defineProcessor, permanentFailure } from '../workers/runner.js';
 import { useStack } from './helpers/stack.js';
 

@@ -1,4 +1,4 @@
-import { publishedKeys } from '../../shared/pki/signingKeys.js';
+import { publishedKeys } from '../../shared/commands/signingKeys.js';
 import type { Routes } from '../router.js';
 
 /** Verifiers re-read the set periodically and on an unknown kid (SPEC.md), so a short cache lifetime suffices. */

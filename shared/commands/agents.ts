@@ -12,12 +12,12 @@ import { durationMs } from '../durations.js';
 import { ApiError, badRequest, forbidden, notFound } from '../errors.js';
 import { newId, randomToken } from '../ids.js';
 import { enqueue } from '../jobs.js';
-import { BACKDATE_MS, hubCa } from '../pki/ca.js';
+import { BACKDATE_MS, hubCa } from './certificateAuthorities.js';
 import { certificatePem, issueCertificate } from '../pki/certificates.js';
 import { parseCsr, readCsr } from '../pki/csr.js';
 import { JWT_ISSUER, JwtRefusal, verifyEnrollmentJwt } from '../pki/enrollmentJwt.js';
-import { waitForPkiJob } from '../pki/issuance.js';
-import { activeSigningKey, recordJwtExpiry } from '../pki/signingKeys.js';
+import { waitForPkiJob } from './pkiJobs.js';
+import { activeSigningKey, recordJwtExpiry, verificationKey } from './signingKeys.js';
 import { sha256 } from '../secrets.js';
 
 export const ENROLL_AGENT_JOB = 'pki.enrollAgent';
@@ -115,7 +115,7 @@ export interface EnrollAgentPayload {
 export async function enrollAgent(hubId: string, input: { jwt: string; csr: string }): Promise<AgentIdentity> {
   let claims: Awaited<ReturnType<typeof verifyEnrollmentJwt>>;
   try {
-    claims = await verifyEnrollmentJwt(input.jwt, hubId);
+    claims = await verifyEnrollmentJwt(input.jwt, hubId, verificationKey);
   } catch (err) {
     if (err instanceof JwtRefusal) throw forbidden(err.message.replace(/^enrollment JWT/, 'agent enrollment JWT'));
     throw err;

@@ -7,7 +7,7 @@ import { ClientCertificate } from '../models/ClientCertificate.js';
 import { isCertificatePem, parseUploadedCertificate, type CertificateInfo } from '../pki/certificates.js';
 import { cached, pkiCache } from '../pki/cache.js';
 import { isCsrPem, parseCsr } from '../pki/csr.js';
-import { issueInWorker } from '../pki/issuance.js';
+import { issueInWorker } from './pkiJobs.js';
 import { preparedQuery } from '../db.js';
 import { claimingName, nameTaken } from './certificateRequestTokens.js';
 

@@ -8,7 +8,8 @@ import { ClientCertificate } from '../models/ClientCertificate.js';
 import { parseUploadedCertificate } from '../pki/certificates.js';
 import { parseCsr, subjectMismatches, type ParsedCsr } from '../pki/csr.js';
 import { JwtRefusal, verifyEnrollmentJwt } from '../pki/enrollmentJwt.js';
-import { issueInWorker, type IssueResult } from '../pki/issuance.js';
+import { verificationKey } from './signingKeys.js';
+import { issueInWorker, type IssueResult } from './pkiJobs.js';
 import { sha256 } from '../secrets.js';
 import { claimingName } from './certificateRequestTokens.js';
 import { certificateFromReply, findCertificate, uploadedFields, type CertificateWithChain } from './clientCertificates.js';
@@ -54,7 +55,7 @@ async function tokenByString(hubId: string, tokenString: string): Promise<Certif
 /** The JWT and its token: signature, claims, then the token's state. */
 async function checkJwt(hubId: string, jwt: string): Promise<JwtChecked> {
   try {
-    const claims = await verifyEnrollmentJwt(jwt, hubId);
+    const claims = await verifyEnrollmentJwt(jwt, hubId, verificationKey);
     const found = await tokenByString(hubId, claims.sub);
     const violation = tokenRefusal(found);
     if (!violation) return { token: found ?? undefined };

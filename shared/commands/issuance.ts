@@ -9,10 +9,10 @@ import { db, preparedQuery, withTransaction } from '../db.js';
 import { conflict, forbidden, notFound } from '../errors.js';
 import { succeededSql } from '../jobs.js';
 import { ClientCertificate } from '../models/ClientCertificate.js';
-import { BACKDATE_MS, hubCa } from '../pki/ca.js';
+import { BACKDATE_MS, hubCa } from './certificateAuthorities.js';
 import { certificatePem, issueCertificate, type CertificateInfo } from '../pki/certificates.js';
 import { readCsr } from '../pki/csr.js';
-import type { IssuePayload } from '../pki/issuance.js';
+import type { IssuePayload } from './pkiJobs.js';
 import { CERTIFICATE_COLUMNS } from './clientCertificates.js';
 
 /** The job an issuance runs in: its execution (the certificate's id for new ones), who asked, which attempt. */

@@ -3,7 +3,7 @@ import { QueryTypes, type Transaction } from 'sequelize';
 import { db, withTransaction } from '../db.js';
 import { notFound } from '../errors.js';
 import { enqueue } from '../jobs.js';
-import { CREATE_HUB_CA_JOB } from '../pki/issuance.js';
+import { CREATE_HUB_CA_JOB } from './pkiJobs.js';
 import { newId, randomToken } from '../ids.js';
 import { ApiKey } from '../models/ApiKey.js';
 import { Environment } from '../models/Environment.js';

@@ -1,7 +1,11 @@
+import type { KeyObject } from 'node:crypto';
 import { errors, jwtVerify, SignJWT, type JWTPayload } from 'jose';
 import { config } from '../config.js';
-import type { CertificateRequestToken } from '../models/CertificateRequestToken.js';
-import { activeSigningKey, recordJwtExpiry, verificationKey } from './signingKeys.js';
+
+/**
+ * The enrollment JWT on jose, given its keys: which key signs and which keys verify is the signing keys' business
+ * (shared/commands/signingKeys.ts).
+ */
 
 export const JWT_ISSUER = 'hub';
 
@@ -26,30 +30,36 @@ export interface EnrollmentClaims extends JWTPayload {
   ou?: string;
 }
 
-/** Signs the enrollment JWT of a token (ES256, header kid, no jku); its exp is the token's expiry. */
-export async function signEnrollmentJwt(token: CertificateRequestToken): Promise<EnrollmentJwtRecord> {
+/** What an enrollment JWT says of its certificate request token. */
+export interface EnrollmentToken {
+  id: string;
+  hubId: string;
+  /** The token string: the JWT's `sub`. */
+  token: string;
+  name: string;
+  validYears: number;
+  commonName?: string | null;
+  organization?: string | null;
+  organizationalUnit?: string | null;
+  expiresAt: Date;
+}
+
+/** Signs the enrollment JWT of a token with `key` (ES256, header kid, no jku); its exp is the token's expiry. */
+export async function signEnrollmentJwt(token: EnrollmentToken, key: { kid: string; privateKey: KeyObject }): Promise<EnrollmentJwtRecord> {
   const url = enrollmentUrl(token.hubId);
   const claims: Record<string, unknown> = { url, name: token.name, validYears: token.validYears };
   if (token.commonName) claims.cn = token.commonName;
   if (token.organization) claims.o = token.organization;
   if (token.organizationalUnit) claims.ou = token.organizationalUnit;
-  for (let attempt = 0; ; attempt++) {
-    const key = await activeSigningKey({ fresh: attempt > 0 });
-    // recorded before the JWT exists, so the key can never be dropped while this JWT is valid
-    if (!(await recordJwtExpiry(key.kid, token.expiresAt))) {
-      if (attempt < 2) continue;
-      throw new Error('the signing key vanished while signing');
-    }
-    const jwt = await new SignJWT(claims)
-      .setProtectedHeader({ alg: 'ES256', kid: key.kid, typ: 'JWT' })
-      .setIssuer(JWT_ISSUER)
-      .setAudience(token.hubId)
-      .setSubject(token.token)
-      .setIssuedAt()
-      .setExpirationTime(Math.floor(token.expiresAt.getTime() / 1000))
-      .sign(key.privateKey);
-    return { hubId: token.hubId, certificateRequestTokenId: token.id, jwt, url, expiresAt: token.expiresAt };
-  }
+  const jwt = await new SignJWT(claims)
+    .setProtectedHeader({ alg: 'ES256', kid: key.kid, typ: 'JWT' })
+    .setIssuer(JWT_ISSUER)
+    .setAudience(token.hubId)
+    .setSubject(token.token)
+    .setIssuedAt()
+    .setExpirationTime(Math.floor(token.expiresAt.getTime() / 1000))
+    .sign(key.privateKey);
+  return { hubId: token.hubId, certificateRequestTokenId: token.id, jwt, url, expiresAt: token.expiresAt };
 }
 
 /** Why a JWT was refused: a label for violations and a sentence for errors. */
@@ -80,17 +90,17 @@ function refusal(err: unknown): JwtRefusal {
 }
 
 /**
- * Verifies the enrollment JWT with jose's `jwtVerify`: ES256 only, the key by `kid` from our published keys (a
- * cached KeyObject), then iss, aud = the path hub, exp (required), nbf when present, and a non-empty `sub`.
+ * Verifies the enrollment JWT with jose's `jwtVerify`: ES256 only, the key by `kid` from `keyOf` (the published
+ * keys), then iss, aud = the path hub, exp (required), nbf when present, and a non-empty `sub`.
  */
-export async function verifyEnrollmentJwt(jwt: string, hubId: string): Promise<EnrollmentClaims> {
+export async function verifyEnrollmentJwt(jwt: string, hubId: string, keyOf: (kid: string) => Promise<KeyObject | undefined>): Promise<EnrollmentClaims> {
   let payload: JWTPayload;
   try {
     ({ payload } = await jwtVerify(
       jwt,
       async (header) => {
         if (typeof header.kid !== 'string') throw new JwtRefusal('invalid', 'enrollment JWT header has no kid');
-        const key = await verificationKey(header.kid);
+        const key = await keyOf(header.kid);
         if (!key) throw new JwtRefusal('unknown_key', `enrollment JWT is signed by key '${header.kid}', which is not in the public key set`);
         return key;
       },

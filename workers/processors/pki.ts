@@ -1,8 +1,8 @@
 import { issueClientCertificate } from '../../shared/commands/issuance.js';
 import { ApiError } from '../../shared/errors.js';
-import { ensureRootCa, hubCa } from '../../shared/pki/ca.js';
-import { CREATE_HUB_CA_JOB, encodeRefusal, ISSUE_JOB, ROTATE_JOB, type IssuePayload } from '../../shared/pki/issuance.js';
-import { rotateSigningKey } from '../../shared/pki/signingKeys.js';
+import { ensureRootCa, hubCa } from '../../shared/commands/certificateAuthorities.js';
+import { CREATE_HUB_CA_JOB, encodeRefusal, ISSUE_JOB, ROTATE_JOB, type IssuePayload } from '../../shared/commands/pkiJobs.js';
+import { rotateSigningKey } from '../../shared/commands/signingKeys.js';
 import { defineProcessor, permanentFailure } from '../runner.js';
 
 const issue = defineProcessor({

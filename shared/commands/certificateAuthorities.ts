@@ -6,10 +6,10 @@ import { db } from '../db.js';
 import { newId } from '../ids.js';
 import { CertificateAuthority } from '../models/CertificateAuthority.js';
 import { decryptSecret, encryptSecret } from '../secrets.js';
-import { certificatePem, issueCertificate, keyIdentifier, publicKeyInfo, type Signer } from './certificates.js';
-import { pemToDer } from './der.js';
-import { cached, pkiCache } from './cache.js';
-import { buildName, OID } from './names.js';
+import { certificatePem, issueCertificate, keyIdentifier, publicKeyInfo, type Signer } from '../pki/certificates.js';
+import { pemToDer } from '../pki/der.js';
+import { cached, pkiCache } from '../pki/cache.js';
+import { buildName, OID } from '../pki/names.js';
 
 /**
  * The service's certificate authorities: one root (EC P-256, self-signed) and one issuing CA per hub signed by it.
