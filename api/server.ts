@@ -29,7 +29,7 @@ export async function startServer(port = config().port): Promise<Server> {
 /**
  * Stops accepting, lets the requests in flight finish, then closes what serving requests opened: the auth cache's
  * LISTEN connection and the pki QueueEvents reader that the first certificate issuance or key rotation opened
- * (shared/pki/issuance.ts; its blocking Redis connection would otherwise keep the process alive).
+ * (shared/commands/pkiJobs.ts; its blocking Redis connection would otherwise keep the process alive).
  */
 export async function stopServer(server: Server): Promise<void> {
   await new Promise<void>((resolve) => {
