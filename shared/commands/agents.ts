@@ -3,9 +3,7 @@
  * the agent with its certificate (signed in the worker, which alone holds CA keys), the list of an environment's
  * agents with where they are connected, and revocation.
  */
-import { createPublicKey } from 'node:crypto';
 import { QueryTypes } from 'sequelize';
-import { SignJWT } from 'jose';
 import { config } from '../config.js';
 import { db, withTransaction } from '../db.js';
 import { durationMs } from '../durations.js';
@@ -15,9 +13,9 @@ import { enqueue } from '../jobs.js';
 import { BACKDATE_MS, hubCa } from './certificateAuthorities.js';
 import { certificatePem, issueCertificate } from '../pki/certificates.js';
 import { parseCsr, readCsr } from '../pki/csr.js';
-import { JWT_ISSUER, JwtRefusal, verifyEnrollmentJwt } from '../pki/enrollmentJwt.js';
+import { JwtRefusal, signJwt, verifyEnrollmentJwt } from '../pki/enrollmentJwt.js';
 import { waitForPkiJob } from './pkiJobs.js';
-import { activeSigningKey, recordJwtExpiry, verificationKey } from './signingKeys.js';
+import { signingKeyFor, verificationKey } from './signingKeys.js';
 import { sha256 } from '../secrets.js';
 
 export const ENROLL_AGENT_JOB = 'pki.enrollAgent';
@@ -61,22 +59,8 @@ export async function createAgentEnrollment(hubId: string, envZId: string, input
     { replacements: { id, hubId, envZId, digest: sha256(token), expiresAt, createdBy } },
   );
   const url = agentEnrollUrl(hubId);
-  for (let attempt = 0; ; attempt++) {
-    const key = await activeSigningKey({ fresh: attempt > 0 });
-    if (!(await recordJwtExpiry(key.kid, expiresAt))) {
-      if (attempt < 2) continue;
-      throw new Error('the signing key vanished while signing');
-    }
-    const jwt = await new SignJWT({ url, env: envZId, kind: 'agent' })
-      .setProtectedHeader({ alg: 'ES256', kid: key.kid, typ: 'JWT' })
-      .setIssuer(JWT_ISSUER)
-      .setAudience(hubId)
-      .setSubject(token)
-      .setIssuedAt()
-      .setExpirationTime(Math.floor(expiresAt.getTime() / 1000))
-      .sign(key.privateKey);
-    return { envZId, hubId, jwt, url, expiresAt };
-  }
+  const jwt = await signJwt({ url, env: envZId, kind: 'agent' }, { hubId, subject: token, expiresAt }, await signingKeyFor(expiresAt));
+  return { envZId, hubId, jwt, url, expiresAt };
 }
 
 interface EnrollmentRow {

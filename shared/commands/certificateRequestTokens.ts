@@ -8,7 +8,7 @@ import { addIsoDuration } from '../durations.js';
 import { decryptSecret, encryptSecret, sha256 } from '../secrets.js';
 import { securityConfig } from '../securityConfig.js';
 import { signEnrollmentJwt, type EnrollmentJwtRecord } from '../pki/enrollmentJwt.js';
-import { activeSigningKey, recordJwtExpiry } from './signingKeys.js';
+import { signingKeyFor } from './signingKeys.js';
 
 export const DEFAULT_TOKEN_TTL = 'P7D';
 
@@ -209,10 +209,5 @@ export async function enrollmentJwt(hubId: string, id: string): Promise<Enrollme
   const token = await findToken(hubId, id);
   const state = tokenState(token);
   if (state !== 'valid') throw invalidState('certificate request token', state, 'create an enrollment JWT');
-  for (let attempt = 0; ; attempt++) {
-    const key = await activeSigningKey({ fresh: attempt > 0 });
-    // recorded before the JWT exists, so the key can never be dropped while this JWT is valid
-    if (await recordJwtExpiry(key.kid, token.expiresAt)) return signEnrollmentJwt(token, key);
-    if (attempt >= 2) throw new Error('the signing key vanished while signing');
-  }
+  return signEnrollmentJwt(token, await signingKeyFor(token.expiresAt));
 }

@@ -80,6 +80,18 @@ export async function recordJwtExpiry(kid: string, expiresAt: Date): Promise<boo
 }
 
 /**
+ * The active key to sign a JWT valid until `expiresAt`, with that expiry recorded first (so the key can never be
+ * dropped while the JWT is valid); a key dropped by a rotation since it was read is read again (up to three tries).
+ */
+export async function signingKeyFor(expiresAt: Date): Promise<ActiveKey> {
+  for (let attempt = 0; attempt < 3; attempt++) {
+    const key = await activeSigningKey({ fresh: attempt > 0 });
+    if (await recordJwtExpiry(key.kid, expiresAt)) return key;
+  }
+  throw new Error('the signing key vanished while signing');
+}
+
+/**
  * Retires `supersedes` and activates a new key, in one transaction. When `supersedes` is no longer the active key
  * someone rotated already: nothing changes and the current kid is returned. Retired keys whose JWTs have all expired
  * are deleted.

@@ -44,6 +44,21 @@ export interface EnrollmentToken {
   expiresAt: Date;
 }
 
+/**
+ * A one-time JWT of ours (ES256, header kid, no jku): issuer `hub`, audience the hub, subject the token string it
+ * carries, expiring with it. Certificate and agent enrollments both are one.
+ */
+export function signJwt(claims: Record<string, unknown>, to: { hubId: string; subject: string; expiresAt: Date }, key: { kid: string; privateKey: KeyObject }): Promise<string> {
+  return new SignJWT(claims)
+    .setProtectedHeader({ alg: 'ES256', kid: key.kid, typ: 'JWT' })
+    .setIssuer(JWT_ISSUER)
+    .setAudience(to.hubId)
+    .setSubject(to.subject)
+    .setIssuedAt()
+    .setExpirationTime(Math.floor(to.expiresAt.getTime() / 1000))
+    .sign(key.privateKey);
+}
+
 /** Signs the enrollment JWT of a token with `key` (ES256, header kid, no jku); its exp is the token's expiry. */
 export async function signEnrollmentJwt(token: EnrollmentToken, key: { kid: string; privateKey: KeyObject }): Promise<EnrollmentJwtRecord> {
   const url = enrollmentUrl(token.hubId);
@@ -51,14 +66,7 @@ export async function signEnrollmentJwt(token: EnrollmentToken, key: { kid: stri
   if (token.commonName) claims.cn = token.commonName;
   if (token.organization) claims.o = token.organization;
   if (token.organizationalUnit) claims.ou = token.organizationalUnit;
-  const jwt = await new SignJWT(claims)
-    .setProtectedHeader({ alg: 'ES256', kid: key.kid, typ: 'JWT' })
-    .setIssuer(JWT_ISSUER)
-    .setAudience(token.hubId)
-    .setSubject(token.token)
-    .setIssuedAt()
-    .setExpirationTime(Math.floor(token.expiresAt.getTime() / 1000))
-    .sign(key.privateKey);
+  const jwt = await signJwt(claims, { hubId: token.hubId, subject: token.token, expiresAt: token.expiresAt }, key);
   return { hubId: token.hubId, certificateRequestTokenId: token.id, jwt, url, expiresAt: token.expiresAt };
 }
 
