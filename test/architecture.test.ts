@@ -43,7 +43,6 @@ export const RULES: Rule[] = [
     from: /^shared\/providers\//,
     to: /^shared\/(models\/|commands\/|db\.ts)/,
     allow: [
-      { from: /^shared\/providers\/(certificateIssuer|certificateIssuerAcme|dnsValidationZone)\.ts$/, to: /^shared\/models\//, because: 'the ACME account, the local frontend CA and the validation records are still read and written by the providers (issue 26 item 3, not done: the ACME client is acme-client now)' },
       { from: /^shared\/providers\/ipsec(Local|Strongswan)\.ts$/, to: /^shared\/db\.ts$/, because: "the provider's own records (ipsec_local_*: what a cloud would keep in its own database), which the IPsec data plane reports into" },
     ],
   },

@@ -106,6 +106,10 @@ test.serial('with an ACME directory configured, ACTIVE brings a certificate obta
     t.regex(leaf.issuer, /Pebble/i);
     const leftover = await client.query('SELECT count(*)::int AS n FROM acme_validation_records');
     t.is(leftover.rows[0].n, 0, 'the TXT records are withdrawn after issuance');
+    const accounts = (await client.query('SELECT directory_url, account_url, private_key_sealed FROM acme_accounts')).rows;
+    t.is(accounts.length, 1, 'one account for the directory');
+    t.regex(accounts[0].account_url ?? '', /^https:\/\/127\.0\.0\.1:\d+\/my-account\//, 'the registered account URL is kept');
+    t.notRegex(accounts[0].private_key_sealed, /PRIVATE KEY/, 'the account key is sealed');
   } finally {
     await client.end();
   }

@@ -9,12 +9,13 @@ import { CustomFrontendAuthProvider } from '../models/CustomFrontendAuthProvider
 import { Execution } from '../models/Execution.js';
 import { Frontend } from '../models/Frontend.js';
 import { ShareFrontend } from '../models/ShareFrontend.js';
-import { certificateIssuer, type IssuedCertificate } from '../providers/certificateIssuer.js';
+import type { IssuedCertificate } from '../providers/certificateIssuer.js';
 import { dnsLookup, normalizeName, type DnsLookup } from '../providers/dns.js';
 import { frontendHosting } from '../providers/frontendHosting.js';
 import { encryptSecret } from '../secrets.js';
 import { missingAuthProviders } from './authProviders.js';
 import { enqueueHostingCleanup } from './cleanup.js';
+import { issueFrontendCertificate } from './frontendCertificates.js';
 
 export const PROVISION_JOB = 'frontends.provisionCustomFrontend';
 export const ACTIVATE_JOB = 'frontends.activateCustomFrontend';
@@ -261,7 +262,7 @@ const storedCertificate = (issued: IssuedCertificate) => ({
 /** A certificate for the frontend from the configured issuer; a failure is recorded (backoff) and rethrown. */
 async function issueFor(frontend: CustomFrontend, status: 'PENDING' | 'ACTIVE'): Promise<IssuedCertificate> {
   try {
-    return await certificateIssuer().issue({
+    return await issueFrontendCertificate({
       hostname: frontend.hostname,
       validationName: frontend.validationName!,
       validationValue: frontend.validationValue!,

@@ -2,8 +2,8 @@ import { QueryTypes } from 'sequelize';
 import { config } from '../config.js';
 import { db } from '../db.js';
 import { enqueue } from '../jobs.js';
-import { localCertificateIssuer } from '../providers/certificateIssuer.js';
 import { encryptSecret } from '../secrets.js';
+import { issueFromLocalCa } from './frontendCertificates.js';
 
 export const ENSURE_EDGE_CERTIFICATES_JOB = 'frontends.ensureEdgeCertificates';
 
@@ -31,7 +31,7 @@ export async function ensureEdgeCertificates(): Promise<Record<string, unknown>>
   const fresh = new Set(current.filter((c) => new Date(c.not_after) > renewBefore).map((c) => c.domain));
   const issued: string[] = [];
   for (const domain of domains.filter((d) => !fresh.has(d))) {
-    const certificate = await localCertificateIssuer.issue({ hostname: domain, validationName: '', validationValue: '' });
+    const certificate = await issueFromLocalCa(domain);
     await db().query(
       `INSERT INTO edge_certificates (domain, certificate_pem, private_key_sealed, issuer, not_after)
        VALUES (:domain, :pem, :key, :issuer, :notAfter)

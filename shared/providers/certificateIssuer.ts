@@ -1,10 +1,6 @@
 import 'reflect-metadata';
 import { webcrypto } from 'node:crypto';
 import * as x509 from '@peculiar/x509';
-import { config } from '../config.js';
-import { FrontendIssuer } from '../models/FrontendIssuer.js';
-import { acmeCertificateIssuer } from './certificateIssuerAcme.js';
-import { decryptSecret, encryptSecret } from '../secrets.js';
 
 x509.cryptoProvider.set(webcrypto as unknown as Crypto);
 
@@ -14,6 +10,8 @@ export interface IssuedCertificate {
   privateKeyPem: string;
   notAfter: Date;
   issuer: string;
+  /** ACME only: the URL of the account the certificate was ordered with (registered on first use). */
+  accountUrl?: string;
 }
 
 /** Issues the TLS certificate of a custom frontend once its validation record is in place. */
@@ -23,7 +21,6 @@ export interface CertificateIssuer {
 }
 
 const ALGORITHM = { name: 'ECDSA', namedCurve: 'P-256', hash: 'SHA-256' } as const;
-const LOCAL_CA = 'local';
 const DAY = 86_400_000;
 
 const toPem = (der: ArrayBuffer, label: string) =>
@@ -40,78 +37,69 @@ async function importPrivateKey(pem: string): Promise<CryptoKey> {
 
 const randomSerial = () => Buffer.from(webcrypto.getRandomValues(new Uint8Array(16))).toString('hex').replace(/^[89a-f]/, '1');
 
-/** The local CA (created once; concurrent first uses agree on the row that won the insert). */
-async function localAuthority(): Promise<{ certificate: x509.X509Certificate; key: CryptoKey }> {
-  let row = await FrontendIssuer.findByPk(LOCAL_CA);
-  if (!row) {
-    const keys = (await webcrypto.subtle.generateKey(ALGORITHM, true, ['sign', 'verify'])) as unknown as CryptoKeyPair;
-    const now = Date.now();
-    const certificate = await x509.X509CertificateGenerator.createSelfSigned({
-      serialNumber: randomSerial(),
-      name: 'CN=edgehub frontend CA',
-      notBefore: new Date(now - 60_000),
-      notAfter: new Date(now + 10 * 365 * DAY),
-      keys,
-      signingAlgorithm: ALGORITHM,
-      extensions: [
-        new x509.BasicConstraintsExtension(true, 0, true),
-        new x509.KeyUsagesExtension(x509.KeyUsageFlags.keyCertSign | x509.KeyUsageFlags.cRLSign, true),
-        await x509.SubjectKeyIdentifierExtension.create(keys.publicKey),
-      ],
-    });
-    await FrontendIssuer.findOrCreate({
-      where: { name: LOCAL_CA },
-      defaults: { name: LOCAL_CA, certificatePem: certificate.toString('pem'), privateKeySealed: encryptSecret(await exportPrivateKey(keys.privateKey)) },
-    });
-    row = await FrontendIssuer.findByPk(LOCAL_CA);
-    if (!row) throw new Error('the local frontend CA could not be stored');
-  }
-  return { certificate: new x509.X509Certificate(row.certificatePem), key: await importPrivateKey(decryptSecret(row.privateKeySealed)) };
+/** A certificate authority as plain values: its certificate and its private key (PKCS#8), both PEM. */
+export interface CaMaterial {
+  certificatePem: string;
+  privateKeyPem: string;
 }
 
-/** Signs with the service's own frontend CA: a 90-day server certificate for the hostname and its share subdomains. */
-export const localCertificateIssuer: CertificateIssuer = {
-  name: 'local-ca',
-  async issue({ hostname }) {
-    const ca = await localAuthority();
-    const keys = (await webcrypto.subtle.generateKey(ALGORITHM, true, ['sign', 'verify'])) as unknown as CryptoKeyPair;
-    const now = Date.now();
-    const notAfter = new Date(now + 90 * DAY);
-    const certificate = await x509.X509CertificateGenerator.create({
-      serialNumber: randomSerial(),
-      subject: `CN=${hostname}`,
-      issuer: ca.certificate.subject,
-      notBefore: new Date(now - 60_000),
-      notAfter,
-      publicKey: keys.publicKey,
-      signingKey: ca.key,
-      signingAlgorithm: ALGORITHM,
-      extensions: [
-        new x509.BasicConstraintsExtension(false, undefined, true),
-        new x509.KeyUsagesExtension(x509.KeyUsageFlags.digitalSignature, true),
-        new x509.ExtendedKeyUsageExtension([x509.ExtendedKeyUsage.serverAuth]),
-        new x509.SubjectAlternativeNameExtension([
-          { type: 'dns', value: hostname },
-          { type: 'dns', value: `*.${hostname}` },
-        ]),
-        await x509.SubjectKeyIdentifierExtension.create(keys.publicKey),
-        await x509.AuthorityKeyIdentifierExtension.create(ca.certificate),
-      ],
-    });
-    return {
-      certificatePem: certificate.toString('pem') + '\n' + ca.certificate.toString('pem'),
-      privateKeyPem: await exportPrivateKey(keys.privateKey),
-      notAfter,
-      issuer: this.name,
-    };
-  },
-};
-
-let acme: CertificateIssuer | undefined;
-
-/** ACME where HUB_ACME_DIRECTORY_URL is set, the local CA otherwise. */
-export function certificateIssuer(): CertificateIssuer {
-  if (!config().acme) return localCertificateIssuer;
-  acme ??= acmeCertificateIssuer();
-  return acme;
+/** A new self-signed frontend CA (10 years, CA:TRUE pathlen 0); the caller stores it (its key sealed). */
+export async function createLocalCa(): Promise<CaMaterial> {
+  const keys = (await webcrypto.subtle.generateKey(ALGORITHM, true, ['sign', 'verify'])) as unknown as CryptoKeyPair;
+  const now = Date.now();
+  const certificate = await x509.X509CertificateGenerator.createSelfSigned({
+    serialNumber: randomSerial(),
+    name: 'CN=edgehub frontend CA',
+    notBefore: new Date(now - 60_000),
+    notAfter: new Date(now + 10 * 365 * DAY),
+    keys,
+    signingAlgorithm: ALGORITHM,
+    extensions: [
+      new x509.BasicConstraintsExtension(true, 0, true),
+      new x509.KeyUsagesExtension(x509.KeyUsageFlags.keyCertSign | x509.KeyUsageFlags.cRLSign, true),
+      await x509.SubjectKeyIdentifierExtension.create(keys.publicKey),
+    ],
+  });
+  return { certificatePem: certificate.toString('pem'), privateKeyPem: await exportPrivateKey(keys.privateKey) };
 }
+
+/** Signs with the given CA (the service's own): a 90-day server certificate for the hostname and its share subdomains. */
+export function localCertificateIssuer(material: CaMaterial): CertificateIssuer {
+  return {
+    name: 'local-ca',
+    async issue({ hostname }) {
+      const ca = { certificate: new x509.X509Certificate(material.certificatePem), key: await importPrivateKey(material.privateKeyPem) };
+      const keys = (await webcrypto.subtle.generateKey(ALGORITHM, true, ['sign', 'verify'])) as unknown as CryptoKeyPair;
+      const now = Date.now();
+      const notAfter = new Date(now + 90 * DAY);
+      const certificate = await x509.X509CertificateGenerator.create({
+        serialNumber: randomSerial(),
+        subject: `CN=${hostname}`,
+        issuer: ca.certificate.subject,
+        notBefore: new Date(now - 60_000),
+        notAfter,
+        publicKey: keys.publicKey,
+        signingKey: ca.key,
+        signingAlgorithm: ALGORITHM,
+        extensions: [
+          new x509.BasicConstraintsExtension(false, undefined, true),
+          new x509.KeyUsagesExtension(x509.KeyUsageFlags.digitalSignature, true),
+          new x509.ExtendedKeyUsageExtension([x509.ExtendedKeyUsage.serverAuth]),
+          new x509.SubjectAlternativeNameExtension([
+            { type: 'dns', value: hostname },
+            { type: 'dns', value: `*.${hostname}` },
+          ]),
+          await x509.SubjectKeyIdentifierExtension.create(keys.publicKey),
+          await x509.AuthorityKeyIdentifierExtension.create(ca.certificate),
+        ],
+      });
+      return {
+        certificatePem: certificate.toString('pem') + '\n' + ca.certificate.toString('pem'),
+        privateKeyPem: await exportPrivateKey(keys.privateKey),
+        notAfter,
+        issuer: 'local-ca',
+      };
+    },
+  };
+}
+

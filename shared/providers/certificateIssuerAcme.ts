@@ -5,12 +5,9 @@ import https from 'node:https';
 import { AsyncLocalStorage } from 'node:async_hooks';
 import acme from 'acme-client';
 import axios, { type AxiosAdapter } from 'axios';
-import { config } from '../config.js';
 import { egressPolicy } from '../egress.js';
-import { AcmeAccount } from '../models/AcmeAccount.js';
-import { decryptSecret, encryptSecret } from '../secrets.js';
 import type { CertificateIssuer, IssuedCertificate } from './certificateIssuer.js';
-import { databaseValidationZone, ensureValidationResponder, type ValidationZone } from './dnsValidationZone.js';
+import { ensureValidationResponder, type ValidationZone } from './dnsValidationZone.js';
 
 /**
  * Custom frontend certificates from an ACME CA (RFC 8555) with acme-client: its client does the JWS, nonces, retries
@@ -67,32 +64,38 @@ function configureHttp(caFile: string | undefined): void {
   });
 }
 
-/** The account key of this directory, created once and shared through the database (sealed). */
-async function accountOf(directoryUrl: string): Promise<{ keyPem: string; accountUrl?: string }> {
-  const pem = generateKeyPairSync('ec', { namedCurve: 'P-256' }).privateKey.export({ type: 'pkcs8', format: 'pem' }).toString();
-  const [row] = await AcmeAccount.findOrCreate({ where: { directoryUrl }, defaults: { directoryUrl, accountUrl: null, privateKeySealed: encryptSecret(pem) } });
-  return { keyPem: decryptSecret(row.privateKeySealed), accountUrl: row.accountUrl ?? undefined };
+/** Where the CA is and how it is trusted (HUB_ACME_DIRECTORY_URL, HUB_ACME_CA_FILE, HUB_ACME_CONTACT). */
+export interface AcmeSettings {
+  directoryUrl: string;
+  caFile?: string;
+  contact?: string;
 }
 
-let client: Promise<acme.Client> | undefined;
+/** The ACME account: its key (PKCS#8 PEM) and, once registered, its URL. The caller keeps it (the key sealed). */
+export interface AcmeAccountKey {
+  keyPem: string;
+  accountUrl?: string;
+}
 
-/** One registered client per process; newAccount with the stored key finds the existing account. */
-function acmeClient(): Promise<acme.Client> {
-  const settings = config().acme;
-  if (!settings) throw new AcmeError('no ACME directory configured (HUB_ACME_DIRECTORY_URL)');
-  client ??= (async () => {
-    configureHttp(settings.caFile);
-    const account = await accountOf(settings.directoryUrl);
-    const c = new acme.Client({ directoryUrl: settings.directoryUrl, accountKey: account.keyPem, accountUrl: account.accountUrl, ...BACKOFF });
-    if (!account.accountUrl) {
-      await c.createAccount({ termsOfServiceAgreed: true, ...(settings.contact ? { contact: [`mailto:${settings.contact}`] } : {}) });
-      await AcmeAccount.update({ accountUrl: c.getAccountUrl() }, { where: { directoryUrl: settings.directoryUrl } });
-    }
-    return c;
-  })().catch((err) => {
-    client = undefined;
-    throw err;
-  });
+/** A new account key (ECDSA P-256), for the caller to store before its first use. */
+export const newAcmeAccountKey = (): string => generateKeyPairSync('ec', { namedCurve: 'P-256' }).privateKey.export({ type: 'pkcs8', format: 'pem' }).toString();
+
+/** One registered client per directory and account key in this process; newAccount with a known key finds the account. */
+const clients = new Map<string, Promise<acme.Client>>();
+
+function acmeClient(settings: AcmeSettings, account: AcmeAccountKey): Promise<acme.Client> {
+  const key = `${settings.directoryUrl}\n${account.keyPem}`;
+  let client = clients.get(key);
+  if (!client) {
+    client = (async () => {
+      configureHttp(settings.caFile);
+      const c = new acme.Client({ directoryUrl: settings.directoryUrl, accountKey: account.keyPem, accountUrl: account.accountUrl, ...BACKOFF });
+      if (!account.accountUrl) await c.createAccount({ termsOfServiceAgreed: true, ...(settings.contact ? { contact: [`mailto:${settings.contact}`] } : {}) });
+      return c;
+    })();
+    clients.set(key, client);
+    client.catch(() => clients.delete(key));
+  }
   return client;
 }
 
@@ -112,11 +115,16 @@ function acmeFailure(err: unknown, transport: Error | undefined): AcmeError {
   return new AcmeError(`ACME: ${e.message ?? String(err)}${where}`);
 }
 
-async function issueOnce(zone: ValidationZone, { hostname, validationValue }: { hostname: string; validationValue: string }): Promise<IssuedCertificate> {
-  await ensureValidationResponder();
+async function issueOnce(
+  settings: AcmeSettings,
+  account: AcmeAccountKey,
+  zone: ValidationZone,
+  { hostname, validationValue }: { hostname: string; validationValue: string },
+): Promise<IssuedCertificate> {
+  await ensureValidationResponder(zone);
   const published: string[] = [];
   try {
-    const c = await acmeClient();
+    const c = await acmeClient(settings, account);
     const order = await c.createOrder({ identifiers: [hostname, `*.${hostname}`].map((value) => ({ type: 'dns', value })) });
     const pending: acme.Authorization['challenges'] = [];
     for (const authorization of await c.getAuthorizations(order)) {
@@ -133,7 +141,7 @@ async function issueOnce(zone: ValidationZone, { hostname, validationValue }: { 
     const [privateKey, csr] = await acme.crypto.createCsr({ commonName: hostname, altNames: [hostname, `*.${hostname}`] }, await acme.crypto.createPrivateEcdsaKey('P-256'));
     const finalized = await c.finalizeOrder(order, csr);
     const chain = await c.getCertificate(finalized);
-    return { certificatePem: chain, privateKeyPem: privateKey.toString(), notAfter: acme.crypto.readCertificateInfo(chain).notAfter, issuer: 'acme' };
+    return { certificatePem: chain, privateKeyPem: privateKey.toString(), notAfter: acme.crypto.readCertificateInfo(chain).notAfter, issuer: 'acme', accountUrl: c.getAccountUrl() };
   } catch (err) {
     throw acmeFailure(err, lastTransportError.getStore()?.error);
   } finally {
@@ -144,13 +152,14 @@ async function issueOnce(zone: ValidationZone, { hostname, validationValue }: { 
 /**
  * Orders a certificate for the hostname and its share subdomains from the configured ACME directory, proving
  * control with DNS-01: the TXT values are published in the validation zone, at the name the owner's
- * `_acme-challenge.<hostname>` CNAME points to, and withdrawn afterwards.
+ * `_acme-challenge.<hostname>` CNAME points to, and withdrawn afterwards. The account is registered on first use;
+ * the result carries its URL for the caller to keep.
  */
-export function acmeCertificateIssuer(zone: ValidationZone = databaseValidationZone): CertificateIssuer {
+export function acmeCertificateIssuer(settings: AcmeSettings, account: AcmeAccountKey, zone: ValidationZone): CertificateIssuer {
   return {
     name: 'acme',
     issue(input): Promise<IssuedCertificate> {
-      return lastTransportError.run({}, () => issueOnce(zone, input));
+      return lastTransportError.run({}, () => issueOnce(settings, account, zone, input));
     },
   };
 }
