@@ -65,56 +65,37 @@ export function withTransaction<T>(fn: (t: Transaction) => Promise<T>, options: 
 
 export async function closeDb(): Promise<void> {
   const s = sequelize;
-  const p = statements;
   sequelize = undefined;
   ready = undefined;
-  statements = undefined;
-  await Promise.all([s?.close(), p?.end()]);
+  await s?.close();
 }
 
-type TypeParser = (value: string) => unknown;
-
-let statements: pg.Pool | undefined;
-
-/**
- * The pool preparedQuery runs on: a pg.Pool beside Sequelize's, of the same size (HUB_DB_POOL_MAX), to the same
- * database, with the session Sequelize's connections get (its connect() sets these three) and Sequelize's type
- * parsers, so a statement answers the same on either. Sequelize's pool (sequelize-pool) spends more per checkout than
- * the statement itself on an API read: a timer, a deferred, log strings built and dropped, linear scans of its in-use
- * and idle lists (bench:api-ab: -9 µs of a ~0.15 ms read on this one); pg-pool takes an idle client off a list.
- * Connections are opened on demand and closed after 10 s idle, as in Sequelize's pool.
- */
-function statementPool(): pg.Pool {
-  if (statements) return statements;
-  const manager = db().connectionManager as unknown as { getTypeParser(oid: number, format?: string): TypeParser };
-  const timeout = securityConfig().statementTimeoutMs;
-  const pool = new pg.Pool({
-    connectionString: databaseUrl(),
-    max: poolMax(),
-    idleTimeoutMillis: 10_000,
-    connectionTimeoutMillis: 15_000,
-    application_name: applicationName(),
-    ...(timeout > 0 ? { statement_timeout: timeout } : {}),
-    options: '-c standard_conforming_strings=on -c client_min_messages=warning -c TimeZone=UTC',
-    types: { getTypeParser: (oid: number, format?: string) => manager.getTypeParser(oid, format) } as never,
-  });
-  // an idle connection that breaks (the server restarted, a network cut): the pool drops it and opens another
-  pool.on('error', (err) => logger.warn({ err: err.message }, 'an idle database connection failed; it is replaced on next use'));
-  statements = pool;
-  return pool;
-}
-
-/** The statement pool's connections (telemetry), or undefined before its first statement. */
-export function statementPoolStats(): { total: number; idle: number; waiting: number; max: number } | undefined {
-  const p = statements;
-  return p && { total: p.totalCount, idle: p.idleCount, waiting: p.waitingCount, max: p.options.max ?? poolMax() };
+/** A connection of Sequelize's pool driven directly (its pg client, with Sequelize's session settings and type parsers). */
+interface RawConnections {
+  getConnection(options: { type: 'read' | 'write' }): Promise<pg.PoolClient>;
+  releaseConnection(connection: pg.PoolClient): Promise<void>;
 }
 
 /**
- * Runs a named prepared statement (outside any transaction) on a connection of the statement pool (above).
- * PostgreSQL parses and plans it once per connection; hot paths (API reads and creates, enrollment, execution
- * bookkeeping) use this for their few statements.
+ * Runs `fn` with one connection of the process's one pool (Sequelize's), for what the ORM would only slow down or
+ * cannot say: a prepared statement, a COPY, a snapshot opened and read in one round trip. The connection goes back
+ * to the pool when `fn` settles; `fn` ends any transaction it opened.
  */
-export async function preparedQuery<R extends QueryResultRow>(name: string, text: string, values: unknown[]): Promise<R[]> {
-  return (await statementPool().query<R>({ name, text, values })).rows;
+export async function withConnection<T>(fn: (client: pg.PoolClient) => Promise<T>, type: 'read' | 'write' = 'write'): Promise<T> {
+  const manager = db().connectionManager as unknown as RawConnections;
+  const client = await manager.getConnection({ type });
+  try {
+    return await fn(client);
+  } finally {
+    await manager.releaseConnection(client);
+  }
+}
+
+/**
+ * Runs a named prepared statement (outside any transaction) on a connection of the pool. PostgreSQL parses and plans
+ * it once per connection; hot paths (API reads and creates, enrollment, execution bookkeeping) use this for their few
+ * statements.
+ */
+export function preparedQuery<R extends QueryResultRow>(name: string, text: string, values: unknown[]): Promise<R[]> {
+  return withConnection(async (client) => (await client.query<R>({ name, text, values })).rows);
 }

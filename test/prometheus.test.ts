@@ -88,9 +88,9 @@ test('a scrape parses and has HTTP, job, queue, pool and process metrics', async
   // DB pool
   t.true(find(samples, 'edgehub_db_pool_connections', { state: 'max' })[0]?.value > 0);
   t.is(find(samples, 'edgehub_db_pool_connections', { state: 'in_use' }).length, 1);
-  // the prepared statements' pool (the requests above ran on it)
-  t.is(find(samples, 'edgehub_db_statement_pool_connections', { state: 'max' })[0]?.value, 10);
-  t.true(find(samples, 'edgehub_db_statement_pool_connections', { state: 'idle' })[0]?.value >= 1);
+  t.is(find(samples, 'edgehub_db_pool_connections', { state: 'max' })[0]?.value, 10);
+  t.true(find(samples, 'edgehub_db_pool_connections', { state: 'idle' })[0]?.value >= 1, 'the prepared statements of the requests above ran on it');
+  t.deepEqual([...new Set(samples.filter((s) => /^edgehub_db_.*connections$/.test(s.name)).map((s) => s.name))], ['edgehub_db_pool_connections'], 'one pool per process');
   // process metrics
   t.true(find(samples, 'edgehub_process_resident_memory_bytes')[0]?.value > 0);
   t.true(find(samples, 'edgehub_nodejs_eventloop_lag_seconds').length === 1);

@@ -1,5 +1,4 @@
-import type pg from 'pg';
-import { db } from '../db.js';
+import { withConnection } from '../db.js';
 import type { MetricsWindow } from './window.js';
 
 export type SeriesScope = 'hub' | 'share' | 'environment';
@@ -24,29 +23,22 @@ const RAW_FILTER: Record<SeriesScope, string> = {
  */
 async function inSnapshot<T>(read: (select: Select, watermark: string) => Promise<T>): Promise<T> {
   // a connection of the pool driven directly: the snapshot and the watermark in one round trip, no ORM in between
-  const manager = db().connectionManager as unknown as SnapshotConnections;
-  const client = await manager.getConnection({ type: 'read' });
-  try {
-    const opened = (await client.query(
-      'BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY; SELECT rolled_up_to::text AS watermark FROM usage_rollup_state WHERE id = 1',
-    )) as unknown as { rows: { watermark: string }[] }[];
-    const value = await read(async (text, values) => (await client.query(text, values)).rows as never, opened[1].rows[0].watermark);
-    await client.query('COMMIT');
-    return value;
-  } catch (err) {
-    await client.query('ROLLBACK').catch(() => undefined);
-    throw err;
-  } finally {
-    await manager.releaseConnection(client);
-  }
+  return withConnection(async (client) => {
+    try {
+      const opened = (await client.query(
+        'BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY; SELECT rolled_up_to::text AS watermark FROM usage_rollup_state WHERE id = 1',
+      )) as unknown as { rows: { watermark: string }[] }[];
+      const value = await read(async (text, values) => (await client.query(text, values)).rows as never, opened[1].rows[0].watermark);
+      await client.query('COMMIT');
+      return value;
+    } catch (err) {
+      await client.query('ROLLBACK').catch(() => undefined);
+      throw err;
+    }
+  }, 'read');
 }
 
 type Select = <R>(text: string, values: unknown[]) => Promise<R[]>;
-
-interface SnapshotConnections {
-  getConnection(options: { type: 'read' | 'write' }): Promise<pg.PoolClient>;
-  releaseConnection(connection: pg.PoolClient): Promise<void>;
-}
 
 /**
  * Which raw rows above the watermark are not yet in the window's tier: for the hour tier, those not folded into it at

@@ -1,8 +1,7 @@
 import { pipeline } from 'node:stream/promises';
 import { Readable } from 'node:stream';
-import type pg from 'pg';
 import { from as copyFrom } from 'pg-copy-streams';
-import { db } from '../db.js';
+import { withConnection } from '../db.js';
 
 /** One validated usage sample, as stored. `timestamp` is the RFC 3339 text the client sent (PostgreSQL parses it exactly). */
 export interface UsageRow {
@@ -130,20 +129,21 @@ export async function insertSamples(rows: UsageRow[]): Promise<void> {
   if (rows.length === 0) return;
   const timestamps = rows.map((r) => storedTimestamp(r.timestamp));
   const hours = foldHours(rows, timestamps);
-  const manager = db().connectionManager;
   for (let attempt = 1; ; attempt++) {
-    const client = (await manager.getConnection({ type: 'write' })) as pg.PoolClient;
     try {
-      await client.query('BEGIN');
-      await pipeline(Readable.from(copyChunks(rows, timestamps)), client.query(copyFrom(COPY_SAMPLES)));
-      await client.query({ ...UPSERT_HOURS, values: [hours.hubIds, hours.scopes, hours.scopeIds, hours.starts, hours.rx, hours.tx] });
-      await client.query('COMMIT');
-      return;
+      return await withConnection(async (client) => {
+        try {
+          await client.query('BEGIN');
+          await pipeline(Readable.from(copyChunks(rows, timestamps)), client.query(copyFrom(COPY_SAMPLES)));
+          await client.query({ ...UPSERT_HOURS, values: [hours.hubIds, hours.scopes, hours.scopeIds, hours.starts, hours.rx, hours.tx] });
+          await client.query('COMMIT');
+        } catch (err) {
+          await client.query('ROLLBACK').catch(() => undefined);
+          throw err;
+        }
+      });
     } catch (err) {
-      await client.query('ROLLBACK').catch(() => undefined);
       if (attempt >= ATTEMPTS || !RETRIED.has((err as { code?: string }).code ?? '')) throw err;
-    } finally {
-      manager.releaseConnection(client);
     }
   }
 }

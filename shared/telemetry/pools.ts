@@ -1,6 +1,6 @@
-/** The database pools' connections by state, read at scrape time. */
+/** The database pool's connections by state, read at scrape time. */
 import client from 'prom-client';
-import { db, statementPoolStats } from '../db.js';
+import { db } from '../db.js';
 import { registry } from './registry.js';
 
 interface PoolGaugeStats {
@@ -29,7 +29,7 @@ function poolGauge(name: string, help: string, stats: () => PoolGaugeStats | und
   });
 }
 
-poolGauge('edgehub_db_pool_connections', 'Sequelize pool connections by state: in use, idle, the maximum, and callers waiting for one', () => {
+poolGauge('edgehub_db_pool_connections', "The process's database pool (Sequelize's; prepared statements, COPY and snapshots borrow from it too) by state: in use, idle, the maximum, and callers waiting for one", () => {
   let pool: { available: number; using: number; waiting: number; maxSize: number } | undefined;
   try {
     pool = (db().connectionManager as unknown as { pool?: typeof pool }).pool;
@@ -38,12 +38,3 @@ poolGauge('edgehub_db_pool_connections', 'Sequelize pool connections by state: i
   }
   return pool && { inUse: pool.using, idle: pool.available, max: pool.maxSize, waiting: pool.waiting };
 });
-
-poolGauge(
-  'edgehub_db_statement_pool_connections',
-  "Connections of the pool the hot paths' prepared statements run on, by state: in use, idle, the maximum, and callers waiting for one",
-  () => {
-    const pool = statementPoolStats();
-    return pool && { inUse: pool.total - pool.idle, idle: pool.idle, max: pool.max, waiting: pool.waiting };
-  },
-);
