@@ -22,6 +22,16 @@ const ISSUING_VALIDITY_YEARS = 30;
 /** Backdating covers clock skew between us and verifiers. */
 export const BACKDATE_MS = 5 * 60 * 1000;
 
+/**
+ * The validity of a leaf certificate issued now: from BACKDATE_MS ago to `years` calendar years from now, both on
+ * whole seconds (what X.509 time holds, so the stored row and the certificate agree).
+ */
+export function leafValidity(years: number, now = Date.now()): { notBefore: Date; notAfter: Date } {
+  const notAfter = new Date(Math.floor(now / 1000) * 1000);
+  notAfter.setUTCFullYear(notAfter.getUTCFullYear() + years);
+  return { notBefore: new Date(Math.floor((now - BACKDATE_MS) / 1000) * 1000), notAfter };
+}
+
 export interface LoadedCa {
   id: string;
   signer: Signer;

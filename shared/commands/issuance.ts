@@ -9,7 +9,7 @@ import { db, preparedQuery, withTransaction } from '../db.js';
 import { conflict, forbidden, notFound } from '../errors.js';
 import { succeededSql } from '../jobs.js';
 import { ClientCertificate } from '../models/ClientCertificate.js';
-import { BACKDATE_MS, hubCa } from './certificateAuthorities.js';
+import { hubCa, leafValidity } from './certificateAuthorities.js';
 import { certificatePem, issueCertificate, type CertificateInfo } from '../pki/certificates.js';
 import { readCsr } from '../pki/csr.js';
 import type { IssuePayload } from './pkiJobs.js';
@@ -30,12 +30,6 @@ export interface Issued {
 
 export const nameTaken = (name: string) => conflict(`name '${name}' is already used by a certificate request token or client certificate in this hub`);
 
-function addYears(date: Date, years: number): Date {
-  const d = new Date(date);
-  d.setUTCFullYear(d.getUTCFullYear() + years);
-  return d;
-}
-
 /**
  * Signs the CSR with the hub's issuing CA (only the worker holds CA keys). The web process verified the CSR before
  * enqueueing; here it is only taken apart.
@@ -43,9 +37,7 @@ function addYears(date: Date, years: number): Date {
 async function sign(hubId: string, p: IssuePayload): Promise<{ info: CertificateInfo; issuerId: string }> {
   const csr = readCsr(p.csr);
   const ca = await hubCa(hubId);
-  const now = Date.now();
-  const notBefore = new Date(Math.floor((now - BACKDATE_MS) / 1000) * 1000);
-  const notAfter = addYears(new Date(Math.floor(now / 1000) * 1000), p.validYears);
+  const { notBefore, notAfter } = leafValidity(p.validYears);
   const issued = await issueCertificate({
     subject: csr.subject,
     publicKey: csr.subjectPublicKeyInfo,
