@@ -45,7 +45,7 @@ async function stream(ns: string, host: string, port: number, localAddress?: str
 
 try {
   const services = await startServices(ws);
-  // the internet and the customer's site, as in test/ipsec-strongswan.test.ts
+  // the internet and the customer's site, as in test/edge/ipsec-strongswan.test.ts
   for (const ns of [WAN, PEER]) {
     await ip('netns', 'add', ns);
     ws.onCleanup(async () => {

@@ -2,7 +2,7 @@
  * `npm test`: boots one embedded PostgreSQL (with a migrated template database) and one redis-server for the whole
  * run, runs ava against them, and stops them. Each test file clones the template into a database of its own and
  * uses its own queue prefix (test/helpers/stack.ts), so files run in parallel without seeing each other.
- * Arguments are passed to ava (e.g. `npm test -- test/auth.test.ts`).
+ * Arguments are passed to ava (e.g. `npm test -- test/api/auth/auth.test.ts`).
  */
 import { spawn } from 'node:child_process';
 import { chmodSync, mkdtempSync, rmSync } from 'node:fs';

@@ -4,7 +4,7 @@
  *
  * TO ADD A ROUTE: add one entry below (method, path exactly as given to `routes.<scope>.<method>(...)`, the scope
  * whose guard it uses, and its responses), exporting the route's zod body schema from its route file if it has one.
- * test/openapi.test.ts fails while a registered route has no entry here, and the contract check in the test helpers
+ * test/api/http/openapi.test.ts fails while a registered route has no entry here, and the contract check in the test helpers
  * fails while a response does not match its schema.
  */
 import { z, type ZodType } from 'zod';

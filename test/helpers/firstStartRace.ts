@@ -1,5 +1,5 @@
 /**
- * First-start race, for test/first-start.test.ts: `node --import tsx test/helpers/firstStartRace.ts <dir> <rounds>`
+ * First-start race, for test/system/first-start.test.ts: `node --import tsx test/helpers/firstStartRace.ts <dir> <rounds>`
  * runs 4 threads that, in each round, meet at a barrier and then all load the configuration from the same fresh data
  * folder (so all try to create the admin token and the secret key at the same instant). Prints one JSON line:
  * rounds in which the threads disagreed, read an empty value, or failed.

@@ -4,7 +4,7 @@
  * registered in `<HUB_LOG_DIR>/secrets/<pid>.jsonl`: the HTTP helper (stack.ts makeCall) registers what the API
  * answers or receives (API key tokens, certificate request token strings, enrollment JWTs, pre-shared keys, auth
  * provider client secrets, private keys) and startStack registers the admin token. After ava, scripts/test.ts
- * scans every log file of the run for every registered secret (`scanRun`); test/log-secrets.test.ts does the same
+ * scans every log file of the run for every registered secret (`scanRun`); test/system/log-secrets.test.ts does the same
  * over its own process after a pass over every route that takes or returns a secret.
  */
 import { appendFileSync, existsSync, mkdirSync, readdirSync, readFileSync } from 'node:fs';

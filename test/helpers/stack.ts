@@ -134,7 +134,7 @@ export async function startStack(
     HUB_DATA_DIR: dataDir,
     PUBLIC_BASE_URL: `http://127.0.0.1:${port}`,
     HUB_PROVISION_DELAY_MS: '20',
-    // IPsec tests that want strongSwan say so (test/ipsec-strongswan.test.ts); the others test the records
+    // IPsec tests that want strongSwan say so (test/edge/ipsec-strongswan.test.ts); the others test the records
     HUB_IPSEC_PROVIDER: 'simulated',
     ...options.env,
   });
@@ -194,14 +194,20 @@ export async function startStack(
  * The stack of a test file: started before its tests, stopped after them (the API server with its issuance events,
  * the workers, the queues, Redis and the database pools). `const stack = useStack(test)` is the started Stack from
  * the first test on (reading it earlier throws). Cleanups given to `onStop` run first, the last registered first.
+ * Options that depend on earlier set-up (a port a server got in a `test.before` registered before this call) are
+ * given as a function, called when the stack starts. Hooks registered before this call run (and end) before the
+ * stack starts or stops, those registered after it once it is up or stopped.
  */
-export function useStack(test: TestFn, options: Parameters<typeof startStack>[0] = {}): Stack & { onStop(step: () => Promise<unknown>): void } {
+type StackOptions = Parameters<typeof startStack>[0];
+export function useStack(test: TestFn, options: StackOptions | (() => StackOptions) = {}): Stack & { onStop(step: () => Promise<unknown>): void } {
   let current: Stack | undefined;
   const steps: (() => Promise<unknown>)[] = [];
-  test.before(async () => {
-    current = await startStack(options);
+  // serial hooks: ava runs hooks concurrently otherwise. The stack starts once the hooks registered before this call
+  // finished, and the hooks registered after it start once the stack is up; at the end likewise.
+  test.serial.before(async () => {
+    current = await startStack(typeof options === 'function' ? options() : options);
   });
-  test.after.always(async () => {
+  test.serial.after.always(async () => {
     for (const step of steps.reverse()) await step().catch(() => undefined);
     await current?.stop();
   });

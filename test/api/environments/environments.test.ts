@@ -1,0 +1,30 @@
+import test from 'ava';
+import { useStack } from '../../helpers/stack.js';
+
+const stack = useStack(test, { workers: false });
+
+test('create and list environments under both prefixes', async (t) => {
+  const hub = await stack.hub();
+  const created = await hub.call('POST', `${hub.h}/environments`, { body: { description: 'laptop' } });
+  t.is(created.status, 201);
+  t.regex(created.json.envZId, /^[a-z0-9]{12}$/);
+  t.is(created.json.hubId, hub.hubId);
+  t.is(created.json.description, 'laptop');
+  t.truthy(Date.parse(created.json.createdAt));
+  const list = await hub.call('GET', `${hub.h2}/environments`, { auth: hub.basic });
+  t.is(list.status, 200);
+  t.deepEqual(list.json.content.map((e: any) => e.envZId), [created.json.envZId]);
+  const one = await hub.call('GET', `${hub.h}/environments/${created.json.envZId}`);
+  t.is(one.json.description, 'laptop');
+  const empty = await hub.call('POST', `${hub.h}/environments`);
+  t.is(empty.status, 201, 'description is optional');
+});
+
+test("environments of another hub are invisible", async (t) => {
+  const a = await stack.hub();
+  const b = await stack.hub();
+  const env = await b.call('POST', `${b.h}/environments`, { body: { description: 'b' } });
+  t.is((await a.call('GET', `${a.h}/environments/${env.json.envZId}`)).status, 404);
+  t.is((await a.call('GET', `${a.h}/environments`)).json.totalElements, 0);
+  t.is((await a.call('POST', `${b.h}/environments`, { body: { description: 'x' } })).status, 403);
+});

@@ -1,0 +1,113 @@
+/**
+ * The one-way flow of docs/architecture.md, enforced: every import (static, dynamic, type-only) of the project's
+ * own code is read from the sources and checked against the rules below, so a forbidden import fails `npm test`.
+ * (dependency-cruiser needs the TypeScript compiler's JavaScript API, which TypeScript 7's native build does not
+ * ship; these rules are what its configuration would hold.)
+ */
+import { readdirSync, readFileSync, statSync } from 'node:fs';
+import path from 'node:path';
+import test from 'ava';
+
+const root = path.resolve(path.dirname(new URL(import.meta.url).pathname), '../..');
+const SOURCES = ['api', 'workers', 'shared', 'edge', 'scripts'];
+
+interface Rule {
+  name: string;
+  why: string;
+  from: RegExp;
+  to: RegExp;
+  /** Known exceptions, each with the reason it stays (and the issue that removes it). */
+  allow?: { from: RegExp; to: RegExp; because: string }[];
+}
+
+export const RULES: Rule[] = [
+  { name: 'shared-is-shared', why: 'shared/ is used by every process and imports none of them', from: /^shared\//, to: /^(api|workers|edge|scripts)\// },
+  { name: 'api-not-workers-or-edge', why: 'the web process does not reach into the workers or the edge', from: /^api\//, to: /^(workers|edge)\// },
+  { name: 'workers-not-api-or-edge', why: 'workers do not reach into the web process or the edge', from: /^workers\//, to: /^(api|edge)\// },
+  { name: 'edge-reads-only', why: 'the edge reads routes with plain SQL and writes only usage samples: no models, commands, API or workers', from: /^edge\//, to: /^(api|workers)\/|^shared\/(models|commands)\// },
+  {
+    name: 'routes-not-providers',
+    why: 'routes call commands; providers are reached through commands and processors',
+    from: /^api\//,
+    to: /^shared\/providers\//,
+  },
+  {
+    name: 'processors-call-commands',
+    why: 'processors call commands: no models and no SQL of their own',
+    from: /^workers\/processors\//,
+    to: /^shared\/(models\/|db\.ts)|^(pg|sequelize)$/,
+  },
+  {
+    name: 'providers-plain-values',
+    why: 'providers take and return plain values: no models, commands or database',
+    from: /^shared\/providers\//,
+    to: /^shared\/(models\/|commands\/|db\.ts)/,
+    allow: [
+      { from: /^shared\/providers\/ipsec(Local|Strongswan)\.ts$/, to: /^shared\/db\.ts$/, because: "the provider's own records (ipsec_local_*: what a cloud would keep in its own database), which the IPsec data plane reports into" },
+    ],
+  },
+  {
+    name: 'pki-pure',
+    why: 'shared/pki is pure crypto (DER, CSR, profile, names, JWT); the CA, signing keys and issuance that touch the database or the queues are commands',
+    from: /^shared\/pki\//,
+    to: /^shared\/(models\/|commands\/|db\.ts|queues\.ts|jobs\.ts|redis\.ts)/,
+  },
+];
+
+function* files(dir: string): Generator<string> {
+  for (const name of readdirSync(dir)) {
+    const full = path.join(dir, name);
+    if (statSync(full).isDirectory()) yield* files(full);
+    else if (/\.(ts|js|mjs)$/.test(name)) yield full;
+  }
+}
+
+const IMPORT = /(?:^|[\s;])(?:import|export)\s[^'"`;]*?from\s*['"]([^'"]+)['"]|import\(\s*['"]([^'"]+)['"]\s*\)|^import\s+['"]([^'"]+)['"]/gm;
+
+/** Every import of every source file, as [importer, imported] paths relative to the root (packages by name). */
+export function imports(): [string, string][] {
+  const edges: [string, string][] = [];
+  for (const top of SOURCES) {
+    for (const file of files(path.join(root, top))) {
+      const from = path.relative(root, file);
+      const text = readFileSync(file, 'utf8');
+      for (const m of text.matchAll(IMPORT)) {
+        const spec = m[1] ?? m[2] ?? m[3];
+        if (spec.startsWith('.')) edges.push([from, path.relative(root, path.resolve(path.dirname(file), spec)).replace(/\.js$/, '.ts')]);
+        else if (!spec.startsWith('node:')) edges.push([from, spec.startsWith('@') ? spec.split('/').slice(0, 2).join('/') : spec.split('/')[0]]);
+      }
+    }
+  }
+  return edges;
+}
+
+test('the import scan sees the imports (a self-check: the rules would pass vacuously otherwise)', (t) => {
+  const edges = imports();
+  t.true(edges.length > 500, `${edges.length} imports`);
+  t.true(edges.some(([from, to]) => from === 'api/routes/shares.ts' && to === 'shared/commands/shares.ts'));
+  t.true(edges.some(([from, to]) => from.startsWith('edge/') && to === 'undici'));
+});
+
+for (const rule of RULES) {
+  test(`import rule ${rule.name}: ${rule.why}`, (t) => {
+    const broken = imports().filter(([from, to]) => rule.from.test(from) && rule.to.test(to) && !rule.allow?.some((a) => a.from.test(from) && a.to.test(to)));
+    t.deepEqual(broken.map(([from, to]) => `${from} -> ${to}`), []);
+  });
+}
+
+test('a forbidden import is caught (the checker on a made-up edge of each rule)', (t) => {
+  const samples: Record<string, [string, string]> = {
+    'shared-is-shared': ['shared/x.ts', 'edge/server.ts'],
+    'api-not-workers-or-edge': ['api/routes/x.ts', 'workers/runner.ts'],
+    'workers-not-api-or-edge': ['workers/x.ts', 'api/app.ts'],
+    'edge-reads-only': ['edge/x.ts', 'shared/models/Share.ts'],
+    'routes-not-providers': ['api/routes/x.ts', 'shared/providers/ipsec.ts'],
+    'processors-call-commands': ['workers/processors/x.ts', 'sequelize'],
+    'providers-plain-values': ['shared/providers/x.ts', 'shared/models/Hub.ts'],
+    'pki-pure': ['shared/pki/csr.ts', 'shared/db.ts'],
+  };
+  for (const rule of RULES) {
+    const [from, to] = samples[rule.name];
+    t.true(rule.from.test(from) && rule.to.test(to), rule.name);
+  }
+});

@@ -1,0 +1,54 @@
+import test from 'ava';
+import { enqueue, sweepExecutions } from '../../shared/jobs.js';
+import { freePort, startRedis, type LocalRedis } from '../../scripts/services.js';
+import { Execution } from '../../shared/models/Execution.js';
+import { defineProcessor } from '../../workers/runner.js';
+import { useStack, waitFor } from '../helpers/stack.js';
+
+// This file stops Redis, so it runs its own redis-server instead of the shared one.
+let redis: LocalRedis;
+let port: number;
+test.before(async () => {
+  port = await freePort();
+  redis = await startRedis(undefined, port);
+});
+const stack = useStack(test, () => ({
+  env: { REDIS_URL: redis.url },
+  processors: [defineProcessor({ type: 'system.sample', handle: async () => ({ ok: true }) })],
+}));
+test.after.always(async () => {
+  await redis?.stop();
+});
+
+test.serial('healthz is 200 while PostgreSQL and Redis answer, 503 when Redis is down, 200 again after', async (t) => {
+  const up = await stack.call('GET', '/healthz');
+  t.is(up.status, 200);
+  t.deepEqual(up.json, { status: 'ok' });
+
+  await redis.stop();
+  const down = await waitFor(async () => {
+    const r = await stack.call('GET', '/healthz');
+    return r.status === 503 ? r : undefined;
+  }, { what: '503' });
+  t.is(down.json.status, 'unavailable');
+  t.is(down.json.postgres, 'ok');
+  t.regex(down.json.redis, /unavailable/);
+
+  // an enqueue while Redis is away leaves the execution QUEUED (the request does not hang or fail) ...
+  const hubRes = await stack.call('POST', '/admin/v1/hubs', { auth: stack.admin, body: { name: 'while-down' } });
+  t.is(hubRes.status, 201, 'PostgreSQL-only operations keep working');
+  const execution = await enqueue({ type: 'system.sample', hubId: hubRes.json.id, createdBy: 'test', payload: {} });
+  t.is(execution.status, 'QUEUED');
+
+  redis = await startRedis(undefined, port);
+  await waitFor(async () => (await stack.call('GET', '/healthz')).status === 200, { what: 'healthz 200 again' });
+
+  // ... and the sweeper hands it to Redis once it is back
+  // (the hub created while Redis was away left its CA job QUEUED too: the sweeper re-adds both)
+  t.true((await waitFor(() => sweepExecutions(0), { what: 'the sweeper to re-add the jobs' })) >= 1);
+  const done = await waitFor(async () => {
+    const row = await Execution.findByPk(execution.id);
+    return row?.status === 'SUCCEEDED' ? row : undefined;
+  }, { what: 'the swept job to run' });
+  t.is(done.attempts, 1);
+});
