@@ -199,8 +199,11 @@ export async function startStack(
  * stack starts or stops, those registered after it once it is up or stopped.
  */
 type StackOptions = Parameters<typeof startStack>[0];
-export function useStack(test: TestFn, options: StackOptions | (() => StackOptions) = {}): Stack & { onStop(step: () => Promise<unknown>): void } {
+/** The stack of useStack: with `sql`, a small pool on its database for the tests' own SQL (closed before it stops). */
+export type UsedStack = Stack & { onStop(step: () => Promise<unknown>): void; readonly sql: pg.Pool };
+export function useStack(test: TestFn, options: StackOptions | (() => StackOptions) = {}): UsedStack {
   let current: Stack | undefined;
+  let sql: pg.Pool | undefined;
   const steps: (() => Promise<unknown>)[] = [];
   // serial hooks: ava runs hooks concurrently otherwise. The stack starts once the hooks registered before this call
   // finished, and the hooks registered after it start once the stack is up; at the end likewise.
@@ -209,13 +212,15 @@ export function useStack(test: TestFn, options: StackOptions | (() => StackOptio
   });
   test.serial.after.always(async () => {
     for (const step of steps.reverse()) await step().catch(() => undefined);
+    await sql?.end();
     await current?.stop();
   });
   const onStop = (step: () => Promise<unknown>) => void steps.push(step);
-  return new Proxy({} as Stack & { onStop: typeof onStop }, {
+  return new Proxy({} as UsedStack, {
     get(_target, property) {
       if (property === 'onStop') return onStop;
       if (!current) throw new Error('the stack is read before the test.before hook of useStack started it');
+      if (property === 'sql') return (sql ??= new pg.Pool({ connectionString: current.databaseUrl, max: 2 }));
       const value = current[property as keyof Stack];
       return typeof value === 'function' ? (value as (...args: unknown[]) => unknown).bind(current) : value;
     },

@@ -2,7 +2,6 @@ import { mkdtempSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import test from 'ava';
-import pg from 'pg';
 import { freePort } from '../../scripts/services.js';
 import { Supervisor } from '../../scripts/supervisor.js';
 import { pidAlive, spawnScript, type Spawned } from '../helpers/processes.js';
@@ -14,19 +13,12 @@ import { makeCall, useStack, waitFor } from '../helpers/stack.js';
  * and the tunnel reaches DEPLOYED exactly once. The run uses two web processes (WEB_CONCURRENCY=2) on one port.
  */
 
+// its database, redis and queue prefix are the ones npm start gets
 const stack = useStack(test, { workers: false });
 stack.onStop(async () => {
   for (const s of spawned) await s.kill();
-  await sql?.end();
 });
-let sql: pg.Client;
 const spawned: Spawned[] = [];
-
-test.before(async () => {
-// its database, redis and queue prefix are the ones npm start gets
-  sql = new pg.Client({ connectionString: stack.databaseUrl });
-  await sql.connect();
-});
 
 test('npm start: a SIGKILLed worker is restarted, the API keeps answering, the tunnel is DEPLOYED once', async (t) => {
   const port = await freePort();
@@ -53,7 +45,7 @@ test('npm start: a SIGKILLed worker is restarted, the API keeps answering, the t
   await waitFor(
     async () => {
       const execution = (await api('GET', executionPath)).json;
-      const rows = (await sql.query('SELECT vpn_connection_id FROM ipsec_local_tunnels WHERE tunnel_id = $1', [tunnelId])).rows;
+      const rows = (await stack.sql.query('SELECT vpn_connection_id FROM ipsec_local_tunnels WHERE tunnel_id = $1', [tunnelId])).rows;
       return execution.status === 'RUNNING' && rows[0]?.vpn_connection_id;
     },
     { timeoutMs: 60_000, what: 'the worker to be mid-provisioning' },
@@ -93,7 +85,7 @@ test('npm start: a SIGKILLed worker is restarted, the API keeps answering, the t
   });
   t.is(execution.resourceId, tunnelId);
   t.is((await api('GET', `/hub/${hub.json.id}/executions?resourceId=${tunnelId}`)).json.totalElements, 1);
-  t.is((await sql.query('SELECT count(*)::int AS n FROM ipsec_local_tunnels WHERE tunnel_id = $1', [tunnelId])).rows[0].n, 1);
+  t.is((await stack.sql.query('SELECT count(*)::int AS n FROM ipsec_local_tunnels WHERE tunnel_id = $1', [tunnelId])).rows[0].n, 1);
   t.is(deployed.id, tunnelId);
 
   // only SIGTERM stops everything, and then every child is gone

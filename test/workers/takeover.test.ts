@@ -1,5 +1,4 @@
 import test from 'ava';
-import pg from 'pg';
 import { enqueue } from '../../shared/jobs.js';
 import { queue } from '../../shared/queues.js';
 import { defineProcessor, takeoverSettings } from '../../workers/runner.js';
@@ -15,15 +14,8 @@ import { useStack, waitFor } from '../helpers/stack.js';
 const stack = useStack(test, { workers: false });
 stack.onStop(async () => {
   for (const s of spawned) await s.kill();
-  await sql?.end();
 });
-let sql: pg.Client;
 const spawned: Spawned[] = [];
-
-test.before(async () => {
-  sql = new pg.Client({ connectionString: stack.databaseUrl });
-  await sql.connect();
-});
 
 function worker(provisionDelayMs: number): Spawned {
   // the defaults: no HUB_JOB_LOCK_MS / HUB_STALLED_INTERVAL_MS
@@ -49,7 +41,7 @@ test.serial("a SIGKILLed worker's job is taken over by another worker, and finis
   t.is(created.status, 202);
   const tunnelId: string = created.json.id;
   const executionId = created.headers.get('location')!.split('/').pop()!;
-  await waitFor(async () => (await sql.query('SELECT status FROM executions WHERE id = $1', [executionId])).rows[0].status === 'RUNNING', {
+  await waitFor(async () => (await stack.sql.query('SELECT status FROM executions WHERE id = $1', [executionId])).rows[0].status === 'RUNNING', {
     timeoutMs: 60_000,
     what: 'worker A to run the job',
   });
@@ -82,12 +74,12 @@ test.serial("a SIGKILLed worker's job is taken over by another worker, and finis
   }, { timeoutMs: 60_000, what: 'DEPLOYED' });
   t.is(tunnel.id, tunnelId);
   const execution = await waitFor(async () => {
-    const row = (await sql.query('SELECT status, attempts FROM executions WHERE id = $1', [executionId])).rows[0];
+    const row = (await stack.sql.query('SELECT status, attempts FROM executions WHERE id = $1', [executionId])).rows[0];
     return row.status === 'SUCCEEDED' ? row : undefined;
   });
   t.is(execution.status, 'SUCCEEDED');
   t.is(await started(), 2, 'started by A, then once by B');
-  t.is((await sql.query('SELECT count(*)::int AS n FROM ipsec_local_tunnels WHERE tunnel_id = $1', [tunnelId])).rows[0].n, 1);
+  t.is((await stack.sql.query('SELECT count(*)::int AS n FROM ipsec_local_tunnels WHERE tunnel_id = $1', [tunnelId])).rows[0].n, 1);
 });
 
 test.serial('lock renewal keeps a job that runs longer than the lock safe: it runs once', async (t) => {
@@ -104,7 +96,7 @@ test.serial('lock renewal keeps a job that runs longer than the lock safe: it ru
   try {
     const execution = await enqueue({ hubId: null, type: 'system.takeoverTestLongJob', createdBy: 'test' });
     const done = await waitFor(async () => {
-      const row = (await sql.query('SELECT status, attempts FROM executions WHERE id = $1', [execution.id])).rows[0];
+      const row = (await stack.sql.query('SELECT status, attempts FROM executions WHERE id = $1', [execution.id])).rows[0];
       return row.status === 'SUCCEEDED' || row.status === 'FAILED' ? row : undefined;
     }, { timeoutMs: 90_000, intervalMs: 500, what: 'the long job' });
     t.is(done.status, 'SUCCEEDED');

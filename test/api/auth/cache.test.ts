@@ -13,6 +13,7 @@ import pg from 'pg';
 import { freePort } from '../../../scripts/services.js';
 import { type Call, makeCall, useStack, waitFor } from '../../helpers/stack.js';
 
+// the in-process stack makes the database and is the "third process" that changes things
 const stack = useStack(test, { workers: false });
 stack.onStop(async () => {
   await Promise.all(
@@ -46,7 +47,6 @@ async function startWeb(): Promise<{ child: ChildProcess; call: Call }> {
 }
 
 test.before(async () => {
-  // the in-process stack makes the database and is the "third process" that changes things
   web.push(...(await Promise.all([startWeb(), startWeb()])));
   db = new pg.Client({ connectionString: stack.databaseUrl });
   await db.connect();

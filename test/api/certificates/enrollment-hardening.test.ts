@@ -16,10 +16,10 @@ import { makeCsr } from '../../helpers/pki.js';
 import { type HubFixture, useStack, waitFor } from '../../helpers/stack.js';
 
 const run = promisify(execFile);
+// workers start only where a test says so: the slow-issuance test needs them away at first
 const stack = useStack(test, { workers: false, env: { HUB_ISSUANCE_WAIT_MS: '400', HUB_DB_STATEMENT_TIMEOUT_MS: '1500' } });
 let hub: HubFixture;
 test.before(async () => {
-  // workers start only where a test says so: the slow-issuance test needs them away at first
   hub = await stack.hub();
 });
 

@@ -5,10 +5,10 @@
 import test from 'ava';
 import { type HubFixture, useStack } from '../../helpers/stack.js';
 
+// hundreds of refused requests below: the failure throttle (test/api/http/security-limits.test.ts) is not what is tested here
 const stack = useStack(test, { workers: false, env: { HUB_AUTH_FAILURE_LIMIT: '0' } });
 let hub: HubFixture;
 test.before(async () => {
-  // hundreds of refused requests below: the failure throttle (test/api/http/security-limits.test.ts) is not what is tested here
   hub = await stack.hub();
 });
 

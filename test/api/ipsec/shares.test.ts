@@ -1,5 +1,4 @@
 import test from 'ava';
-import pg from 'pg';
 import { useTestIpsecProvider, waitForStatus } from '../../helpers/ipsec.js';
 import { useStack, waitFor, type HubFixture } from '../../helpers/stack.js';
 
@@ -7,13 +6,6 @@ import { useStack, waitFor, type HubFixture } from '../../helpers/stack.js';
 const provider = useTestIpsecProvider(test);
 const stack = useStack(test);
 const hold = (key: string) => provider.hold(key);
-let sql: pg.Client;
-test.before(async () => {
-  sql = new pg.Client({ connectionString: stack.databaseUrl });
-  await sql.connect();
-  stack.onStop(() => sql.end());
-});
-
 interface Setup {
   hub: HubFixture;
   tunnelId: string;
@@ -46,7 +38,7 @@ async function deployedShare(s: Setup, over: Record<string, unknown> = {}) {
 }
 
 const liveListeners = async (shareId: string) =>
-  (await sql.query('SELECT ingress_port, target, listener_id FROM ipsec_local_listeners WHERE share_id = $1 AND released_at IS NULL', [shareId])).rows;
+  (await stack.sql.query('SELECT ingress_port, target, listener_id FROM ipsec_local_listeners WHERE share_id = $1 AND released_at IS NULL', [shareId])).rows;
 
 test('create answers 202 at NEW, then DEPLOYED with a listener on the tunnel load balancer', async (t) => {
   const s = await setup();

@@ -1,5 +1,4 @@
 import test from 'ava';
-import pg from 'pg';
 import { RESERVED_INSIDE_CIDRS } from '../../../shared/providers/ipsecLocal.js';
 import { deployedTunnel, tunnelBody, useTestIpsecProvider, waitForStatus } from '../../helpers/ipsec.js';
 import { useStack } from '../../helpers/stack.js';
@@ -8,13 +7,6 @@ import { useStack } from '../../helpers/stack.js';
 const provider = useTestIpsecProvider(test);
 const stack = useStack(test);
 const hold = (key: string) => provider.hold(key);
-let sql: pg.Client;
-test.before(async () => {
-  sql = new pg.Client({ connectionString: stack.databaseUrl });
-  await sql.connect();
-  stack.onStop(() => sql.end());
-});
-
 test('hubs without the IPsec feature are refused on every IPsec route with 403 not_found', async (t) => {
   const hub = await stack.hub({ ipsec: false });
   const id = '00000000-0000-0000-0000-000000000000';
@@ -109,10 +101,10 @@ test('tunnel-config has the SPEC shape, AWS defaults, a /30 inside CIDR and no p
   t.false((await hub.call('GET', `${hub.h2}/ipsec-tunnels`)).text.includes(psk));
   t.false((await hub.call('GET', `${hub.h}/executions?resourceId=${created.json.id}`)).text.includes(psk));
   // and it is stored encrypted
-  const stored = await sql.query('SELECT pre_shared_key_sealed FROM ipsec_tunnels WHERE id = $1', [created.json.id]);
+  const stored = await stack.sql.query('SELECT pre_shared_key_sealed FROM ipsec_tunnels WHERE id = $1', [created.json.id]);
   t.truthy(stored.rows[0].pre_shared_key_sealed);
   t.false(stored.rows[0].pre_shared_key_sealed.includes(psk));
-  const all = await sql.query('SELECT row_to_json(l)::text AS row FROM ipsec_local_tunnels l');
+  const all = await stack.sql.query('SELECT row_to_json(l)::text AS row FROM ipsec_local_tunnels l');
   t.false(all.rows.some((row) => row.row.includes(psk)));
 });
 

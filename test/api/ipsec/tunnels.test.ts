@@ -1,5 +1,4 @@
 import test from 'ava';
-import pg from 'pg';
 import { deployedTunnel, executionOf, tunnelBody, useTestIpsecProvider, waitForStatus } from '../../helpers/ipsec.js';
 import { useStack, waitFor } from '../../helpers/stack.js';
 
@@ -7,13 +6,6 @@ import { useStack, waitFor } from '../../helpers/stack.js';
 const provider = useTestIpsecProvider(test);
 const stack = useStack(test);
 const hold = (key: string) => provider.hold(key);
-let sql: pg.Client;
-test.before(async () => {
-  sql = new pg.Client({ connectionString: stack.databaseUrl });
-  await sql.connect();
-  stack.onStop(() => sql.end());
-});
-
 test('create answers 202 at NEW with empty provisioned fields, then the execution deploys it', async (t) => {
   const hub = await stack.hub({ ipsec: true });
   const created = await hub.call('POST', `${hub.h2}/ipsec-tunnels`, { body: tunnelBody({ locationId: 'eu-west' }) });
@@ -84,7 +76,7 @@ test('a pinned nlbPrivateIp is honoured and refused to anyone else while the tun
   // free addresses never collide with it
   const free = await deployedTunnel(other, { locationId: 'x' });
   t.not(free.nlbPrivateIp, '10.100.77.7');
-  const live = await sql.query('SELECT count(*)::int AS n, count(DISTINCT nlb_private_ip)::int AS d FROM ipsec_local_tunnels WHERE released_at IS NULL');
+  const live = await stack.sql.query('SELECT count(*)::int AS n, count(DISTINCT nlb_private_ip)::int AS d FROM ipsec_local_tunnels WHERE released_at IS NULL');
   t.is(live.rows[0].n, live.rows[0].d, 'live load balancer addresses are distinct');
 
   t.is((await hub.call('DELETE', `${hub.h2}/ipsec-tunnels/${tunnel.id}`)).status, 202);
@@ -95,7 +87,7 @@ test('a pinned nlbPrivateIp is honoured and refused to anyone else while the tun
 
 test('the provider refuses a pinned address another load balancer already holds: ERROR with the reason', async (t) => {
   // an address taken in the VPC outside any tunnel row (as another system's load balancer would be)
-  await sql.query(`INSERT INTO ipsec_local_tunnels (tunnel_id, nlb_private_ip, nlb_dns_name) VALUES ('foreign-lb', '10.100.99.99', 'foreign.elb')`);
+  await stack.sql.query(`INSERT INTO ipsec_local_tunnels (tunnel_id, nlb_private_ip, nlb_dns_name) VALUES ('foreign-lb', '10.100.99.99', 'foreign.elb')`);
   const hub = await stack.hub({ ipsec: true });
   const created = await hub.call('POST', `${hub.h2}/ipsec-tunnels`, { body: tunnelBody({ nlbPrivateIp: '10.100.99.99' }) });
   t.is(created.status, 202, 'no tunnel holds it, so the API accepts');
@@ -104,7 +96,7 @@ test('the provider refuses a pinned address another load balancer already holds:
   const execution = await executionOf(hub, created.headers.get('location'));
   t.is(execution.status, 'FAILED');
   t.regex(execution.error, /already allocated/);
-  const mine = await sql.query('SELECT count(*)::int AS n FROM ipsec_local_tunnels WHERE tunnel_id = $1', [created.json.id]);
+  const mine = await stack.sql.query('SELECT count(*)::int AS n FROM ipsec_local_tunnels WHERE tunnel_id = $1', [created.json.id]);
   t.is(mine.rows[0].n, 0, 'nothing allocated for the refused tunnel');
 });
 
@@ -138,7 +130,7 @@ test('delete: 400 naming NEW and DELETING, 202 DELETING from DEPLOYED, then DELE
   t.is((await hub.call('GET', `${hub.h2}/ipsec-tunnels`)).json.totalElements, 0, 'DELETED is left out of the default list');
   const listed = await hub.call('GET', `${hub.h2}/ipsec-tunnels?status=DELETED`);
   t.deepEqual(listed.json.content.map((x: { id: string }) => x.id), [created.json.id]);
-  const released = await sql.query('SELECT released_at FROM ipsec_local_tunnels WHERE tunnel_id = $1', [created.json.id]);
+  const released = await stack.sql.query('SELECT released_at FROM ipsec_local_tunnels WHERE tunnel_id = $1', [created.json.id]);
   t.truthy(released.rows[0].released_at, 'the provider released the allocation');
   const audit = await hub.call('GET', `${hub.h}/executions?resourceId=${created.json.id}&sort=createdAt,asc`);
   t.deepEqual(
@@ -177,6 +169,6 @@ test('a transient provider failure is retried and the tunnel still deploys once'
     return e.status === 'SUCCEEDED' && e;
   });
   t.is(execution.attempts, 2);
-  const rows = await sql.query('SELECT count(*)::int AS n FROM ipsec_local_tunnels WHERE tunnel_id = $1', [created.json.id]);
+  const rows = await stack.sql.query('SELECT count(*)::int AS n FROM ipsec_local_tunnels WHERE tunnel_id = $1', [created.json.id]);
   t.is(rows.rows[0].n, 1);
 });
