@@ -1,25 +1,18 @@
 import test from 'ava';
-import type { Edge } from '../../edge/server.js';
-import { edgeRequest, routedShare, startBackend, startTestEdge, type Backend } from '../helpers/edge.js';
+import { edgeRequest, routedShare, useBackend, useTestEdge } from '../helpers/edge.js';
 import { type HubFixture, useStack } from '../helpers/stack.js';
 
 // loopback is denied here, so the targets below can be denied without any traffic leaving the machine
 const stack = useStack(test, { env: { HUB_EGRESS_DENY: '127.0.0.1/32, ::1/128' } });
-stack.onStop(async () => {
-  await edge?.stop(1000);
-  await backend?.close();
+const backend = useBackend(test, stack, (_req, res) => {
+  requests++;
+  res.end('reached');
 });
-let edge: Edge;
-let backend: Backend;
+const edge = useTestEdge(test, stack);
 let hub: HubFixture;
 let requests = 0;
 
 test.before(async () => {
-  edge = await startTestEdge();
-  backend = await startBackend((_req, res) => {
-    requests++;
-    res.end('reached');
-  });
   hub = await stack.hub();
 });
 

@@ -9,23 +9,16 @@ import os from 'node:os';
 import path from 'node:path';
 import { promisify } from 'node:util';
 import test from 'ava';
-import type { Edge } from '../../edge/server.js';
-import { publicFrontendCertificate, routedShare, startBackend, startTestEdge, type Backend } from '../helpers/edge.js';
+import { publicFrontendCertificate, routedShare, useBackend, useTestEdge } from '../helpers/edge.js';
 import { type HubFixture, useStack } from '../helpers/stack.js';
 
 const run = promisify(execFile);
 const stack = useStack(test);
-stack.onStop(async () => {
-  await edge?.stop(1000);
-  await backend?.close();
-});
-let edge: Edge;
-let backend: Backend;
+const backend = useBackend(test, stack, (req, res) => res.end(`hello ${req.headers['x-client-certificate-name'] ?? 'nobody'}`));
+const edge = useTestEdge(test, stack);
 let hub: HubFixture;
 
 test.before(async () => {
-  edge = await startTestEdge();
-  backend = await startBackend((req, res) => res.end(`hello ${req.headers['x-client-certificate-name'] ?? 'nobody'}`));
   hub = await stack.hub();
   await publicFrontendCertificate(stack.databaseUrl);
 });

@@ -3,34 +3,27 @@ import http from 'node:http';
 import net from 'node:net';
 import test from 'ava';
 import WebSocket, { WebSocketServer } from 'ws';
-import type { Edge } from '../../edge/server.js';
-import { edgeRequest, readBody, routedShare, startBackend, startTestEdge, type Backend } from '../helpers/edge.js';
+import { edgeRequest, readBody, routedShare, startBackend, useBackend, useTestEdge } from '../helpers/edge.js';
 import { type HubFixture, useStack, waitFor } from '../helpers/stack.js';
 
 const stack = useStack(test, { env: { HUB_EDGE_UPSTREAM_TIMEOUT_MS: '700', HUB_EDGE_FLUSH_MS: '600000' } });
-stack.onStop(async () => {
-  await edge?.stop(1000);
-  await backend?.close();
+const backend = useBackend(test, stack, async (req, res) => {
+  if (req.url?.startsWith('/slow')) return; // never answers: the edge times out
+  if (req.url?.startsWith('/reset')) return req.socket.destroy();
+  const body = await readBody(req);
+  seen.set(req.url!, { method: req.method!, headers: req.headers, body });
+  res.setHeader('x-backend', 'yes');
+  res.setHeader('connection', 'keep-alive, x-secret-hop');
+  res.setHeader('x-secret-hop', 'must not pass');
+  res.setHeader('set-cookie', ['a=1; Path=/', 'b=2; Path=/']);
+  res.end(JSON.stringify({ method: req.method, url: req.url, length: body.length }));
 });
-let edge: Edge;
-let backend: Backend;
+const edge = useTestEdge(test, stack);
 let hub: HubFixture;
 /** What the echo backend saw, by request URL (tests run concurrently against it). */
 const seen = new Map<string, { method: string; headers: http.IncomingHttpHeaders; body: Buffer }>();
 
 test.before(async () => {
-  edge = await startTestEdge();
-  backend = await startBackend(async (req, res) => {
-    if (req.url?.startsWith('/slow')) return; // never answers: the edge times out
-    if (req.url?.startsWith('/reset')) return req.socket.destroy();
-    const body = await readBody(req);
-    seen.set(req.url!, { method: req.method!, headers: req.headers, body });
-    res.setHeader('x-backend', 'yes');
-    res.setHeader('connection', 'keep-alive, x-secret-hop');
-    res.setHeader('x-secret-hop', 'must not pass');
-    res.setHeader('set-cookie', ['a=1; Path=/', 'b=2; Path=/']);
-    res.end(JSON.stringify({ method: req.method, url: req.url, length: body.length }));
-  });
   hub = await stack.hub();
 });
 

@@ -5,15 +5,12 @@ import path from 'node:path';
 import tls from 'node:tls';
 import test from 'ava';
 import pg from 'pg';
-import type { Edge } from '../../edge/server.js';
 import { customFrontendRenewal } from '../../workers/schedules/customFrontends.js';
 import { publishDnsRecords, startDnsServer, type TestDnsServer } from '../helpers/dnsServer.js';
-import { edgeRequest, routedShare, startBackend, startTestEdge, type Backend } from '../helpers/edge.js';
+import { edgeRequest, routedShare, startTestEdge, useBackend, useTestEdge } from '../helpers/edge.js';
 import { type HubFixture, useStack, waitFor } from '../helpers/stack.js';
 
 let dns: TestDnsServer;
-let edge: Edge;
-let backend: Backend;
 let hub: HubFixture;
 let frontendCa: string;
 
@@ -42,13 +39,9 @@ test.before(async () => {
   dns = await startDnsServer();
 });
 const stack = useStack(test, () => ({ env: { HUB_DNS_SERVERS: dns.server, HUB_DNS_CHECK_INTERVAL_MS: '50', HUB_CERTIFICATE_RENEW_BEFORE_DAYS: '120' } }));
-stack.onStop(async () => {
-  await edge?.stop(1000);
-  await backend?.close();
-});
+const backend = useBackend(test, stack, (req, res) => res.end(`${req.headers['x-forwarded-proto']} ${req.url}`));
+const edge = useTestEdge(test, stack);
 test.before(async () => {
-  edge = await startTestEdge();
-  backend = await startBackend((req, res) => res.end(`${req.headers['x-forwarded-proto']} ${req.url}`));
   hub = await stack.hub();
   // the worker's first start issues the standard frontends' certificates from the frontend CA
   frontendCa = (await waitFor(async () => (await query<{ certificate_pem: string }>(`SELECT certificate_pem FROM frontend_issuers WHERE name = 'local'`))[0]?.certificate_pem, { what: 'the frontend CA' }));

@@ -5,12 +5,23 @@
 import http, { type IncomingHttpHeaders } from 'node:http';
 import https from 'node:https';
 import type { AddressInfo } from 'node:net';
+import type { TestFn } from 'ava';
 import pg from 'pg';
 import { startEdge, type Edge, type EdgeOptions } from '../../edge/server.js';
-import { waitFor, type HubFixture } from './stack.js';
+import { started, waitFor, type HubFixture, type UsedStack } from './stack.js';
 
 export async function startTestEdge(options: EdgeOptions = {}): Promise<Edge> {
   return startEdge({ httpPort: 0, httpsPort: 0, host: '127.0.0.1', ...options });
+}
+
+/** The edge of a test file: started once the stack (useStack, called before this) is up, stopped before it stops. */
+export function useTestEdge(test: TestFn, stack: UsedStack, options: EdgeOptions = {}): Edge {
+  let edge: Edge | undefined;
+  test.serial.before(async () => {
+    edge = await startTestEdge(options);
+  });
+  stack.onStop(async () => edge?.stop(1000));
+  return started(() => edge, 'useTestEdge');
 }
 
 export interface EdgeAnswer {
@@ -107,6 +118,16 @@ export interface Backend {
   port: number;
   server: http.Server;
   close(): Promise<void>;
+}
+
+/** The share target of a test file (startBackend), closed before the stack stops: call it before useTestEdge. */
+export function useBackend(test: TestFn, stack: UsedStack, handler: http.RequestListener): Backend {
+  let backend: Backend | undefined;
+  test.serial.before(async () => {
+    backend = await startBackend(handler);
+  });
+  stack.onStop(async () => backend?.close());
+  return started(() => backend, 'useBackend');
 }
 
 /** A loopback HTTP server for share targets. */

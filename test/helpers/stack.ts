@@ -227,6 +227,18 @@ export function useStack(test: TestFn, options: StackOptions | (() => StackOptio
   });
 }
 
+/** A fixture's value through a proxy, from when its `test.before` hook made it on (reading it earlier throws). */
+export function started<T extends object>(value: () => T | undefined, what: string): T {
+  return new Proxy({} as T, {
+    get(_target, property) {
+      const current = value();
+      if (!current) throw new Error(`${what} is read before its test.before hook made it`);
+      const v = (current as Record<string | symbol, unknown>)[property];
+      return typeof v === 'function' ? (v as (...args: unknown[]) => unknown).bind(current) : v;
+    },
+  });
+}
+
 /** Polls `probe` until it returns a truthy value (returned) or `timeoutMs` passes (throws with the last value). */
 export async function waitFor<T>(probe: () => Promise<T>, { timeoutMs = 20_000, intervalMs = 50, what = 'condition' } = {}): Promise<Exclude<T, undefined | null | false | 0 | ''>> {
   const deadline = Date.now() + timeoutMs;

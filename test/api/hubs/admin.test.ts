@@ -4,22 +4,12 @@
  * at once, its shares stop answering at the edge, its IPsec records are released, and the workers carry on.
  */
 import test from 'ava';
-import type { Edge } from '../../../edge/server.js';
-import { edgeRequest, routedShare, startBackend, startTestEdge, type Backend } from '../../helpers/edge.js';
+import { edgeRequest, routedShare, useBackend, useTestEdge } from '../../helpers/edge.js';
 import { useStack, waitFor } from '../../helpers/stack.js';
 
 const stack = useStack(test);
-stack.onStop(async () => {
-  await edge?.stop(1000);
-  await backend?.close();
-});
-let edge: Edge;
-let backend: Backend;
-
-test.before(async () => {
-  edge = await startTestEdge();
-  backend = await startBackend((_req, res) => res.end('hello'));
-});
+const backend = useBackend(test, stack, (_req, res) => res.end('hello'));
+const edge = useTestEdge(test, stack);
 
 const admin = (method: string, path: string, body?: unknown) => stack.call(method, path, { auth: stack.admin, body });
 
