@@ -62,7 +62,7 @@ export class Supervisor {
 
   constructor(
     specs: ChildSpec[],
-    private readonly options: SupervisorOptions,
+    options: SupervisorOptions,
   ) {
     const env = options.env;
     this.backoffMs = options.backoffMs ?? Number(env.HUB_RESTART_BACKOFF_MS || 1000);

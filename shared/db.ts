@@ -4,7 +4,6 @@ import { fileURLToPath, pathToFileURL } from 'node:url';
 import pg, { type QueryResultRow } from 'pg';
 import { Sequelize, Transaction } from 'sequelize';
 import { config } from './config.js';
-import { logger } from './logger.js';
 import { securityConfig } from './securityConfig.js';
 
 let sequelize: Sequelize | undefined;
@@ -19,7 +18,7 @@ export function databaseUrl(): string {
 }
 
 const poolMax = () => Number(process.env.HUB_DB_POOL_MAX ?? 10);
-const applicationName = () => `edgehub-${process.env.HUB_PROCESS ?? 'app'}`;
+export const applicationName = () => `edgehub-${process.env.HUB_PROCESS ?? 'app'}`;
 
 function createSequelize(): Sequelize {
   return new Sequelize(databaseUrl(), {

@@ -1,5 +1,5 @@
 import pg from 'pg';
-import { databaseUrl } from './db.js';
+import { applicationName, databaseUrl } from './db.js';
 import { logger } from './logger.js';
 
 export interface Listener {
@@ -38,7 +38,7 @@ export function listen(channel: string, onMessage: (payload: string) => void, on
   async function connect() {
     timer = undefined;
     if (closed) return;
-    const c = new pg.Client({ connectionString: databaseUrl(), application_name: `edgehub-${process.env.HUB_PROCESS ?? 'app'}-listen` });
+    const c = new pg.Client({ connectionString: databaseUrl(), application_name: `${applicationName()}-listen` });
     client = c;
     c.on('error', (err) => {
       logger.warn({ err: err.message, channel }, 'change notifications lost; reconnecting');

@@ -40,7 +40,7 @@ export class TunnelRuntime {
 
   constructor(
     readonly spec: TunnelSpec,
-    private readonly dataDir: string,
+    dataDir: string,
     private readonly edgeSocket: string,
     private readonly wanNetns: string | undefined,
   ) {

