@@ -202,13 +202,14 @@ type StackOptions = Parameters<typeof startStack>[0];
 /** The stack of useStack: with `sql`, a small pool on its database for the tests' own SQL (closed before it stops). */
 export type UsedStack = Stack & { onStop(step: () => Promise<unknown>): void; readonly sql: pg.Pool };
 export function useStack(test: TestFn, options: StackOptions | (() => StackOptions) = {}): UsedStack {
-  let current: Stack | undefined;
+  let current: UsedStack | undefined;
   let sql: pg.Pool | undefined;
   const steps: (() => Promise<unknown>)[] = [];
   // serial hooks: ava runs hooks concurrently otherwise. The stack starts once the hooks registered before this call
   // finished, and the hooks registered after it start once the stack is up; at the end likewise.
   test.serial.before(async () => {
-    current = await startStack(typeof options === 'function' ? options() : options);
+    const stack = await startStack(typeof options === 'function' ? options() : options);
+    current = Object.defineProperty(stack as UsedStack, 'sql', { get: () => (sql ??= new pg.Pool({ connectionString: stack.databaseUrl, max: 2 })) });
   });
   test.serial.after.always(async () => {
     for (const step of steps.reverse()) await step().catch(() => undefined);
@@ -216,21 +217,17 @@ export function useStack(test: TestFn, options: StackOptions | (() => StackOptio
     await current?.stop();
   });
   const onStop = (step: () => Promise<unknown>) => void steps.push(step);
-  return new Proxy({} as UsedStack, {
-    get(_target, property) {
-      if (property === 'onStop') return onStop;
-      if (!current) throw new Error('the stack is read before the test.before hook of useStack started it');
-      if (property === 'sql') return (sql ??= new pg.Pool({ connectionString: current.databaseUrl, max: 2 }));
-      const value = current[property as keyof Stack];
-      return typeof value === 'function' ? (value as (...args: unknown[]) => unknown).bind(current) : value;
-    },
-  });
+  return started(() => current, 'the stack of useStack', { onStop });
 }
 
-/** A fixture's value through a proxy, from when its `test.before` hook made it on (reading it earlier throws). */
-export function started<T extends object>(value: () => T | undefined, what: string): T {
+/**
+ * A fixture's value through a proxy, from when its `test.before` hook made it on (reading it earlier throws); the
+ * properties of `own` are there from the start (useStack's onStop).
+ */
+export function started<T extends object>(value: () => T | undefined, what: string, own: Partial<T> = {}): T {
   return new Proxy({} as T, {
     get(_target, property) {
+      if (Object.hasOwn(own, property)) return (own as Record<string | symbol, unknown>)[property];
       const current = value();
       if (!current) throw new Error(`${what} is read before its test.before hook made it`);
       const v = (current as Record<string | symbol, unknown>)[property];
