@@ -6,8 +6,8 @@ import { BullMQAdapter } from '@bull-board/api/bullMQAdapter';
 import { KoaAdapter } from '@bull-board/koa';
 import Koa from 'koa';
 import { BOARD_QUEUES, queue } from '../shared/queues.js';
-import { requireAdmin } from './middleware/auth.js';
 import { jsonBody } from './middleware/body.js';
+import { guardQueueUi, QUEUES_PREFIX } from './middleware/queueUi.js';
 import { requestEdge } from './middleware/requestEdge.js';
 import { authFailureThrottle, unauthenticatedLimit } from './middleware/throttle.js';
 import { securityConfig } from '../shared/securityConfig.js';
@@ -27,13 +27,10 @@ export async function loadRouteModules(): Promise<((r: Routes) => void)[]> {
 
 function queueBoard(): Koa.Middleware {
   const serverAdapter = new KoaAdapter();
-  serverAdapter.setBasePath('/admin/queues');
-  createBullBoard({ queues: BOARD_QUEUES.map((n) => new BullMQAdapter(queue(n))), serverAdapter });
-  const board = serverAdapter.registerPlugin() as unknown as Koa.Middleware;
-  return (ctx, next) => {
-    if (ctx.path !== '/admin/queues' && !ctx.path.startsWith('/admin/queues/')) return next();
-    return requireAdmin(ctx, () => board(ctx, next));
-  };
+  serverAdapter.setBasePath(QUEUES_PREFIX);
+  // read-only: the UI shows queues and jobs but cannot add, retry, promote, clean or remove one (docs/security.md)
+  createBullBoard({ queues: BOARD_QUEUES.map((n) => new BullMQAdapter(queue(n), { readOnlyMode: true })), serverAdapter });
+  return guardQueueUi(serverAdapter.registerPlugin() as unknown as Koa.Middleware);
 }
 
 export async function createApp(): Promise<Koa> {

@@ -13,8 +13,14 @@ export class ApiError extends Error {
 
 export const badRequest = (message: string) => new ApiError(400, 'invalid_request', message);
 export const unauthorized = (message = 'bearer token missing or invalid') => new ApiError(401, 'unauthorized', message);
-/** SPEC.md answers "no access" and "no such hub" alike: 403 with error `not_found`. */
-export const forbidden = (message = 'hub with the given id not found') => new ApiError(403, 'not_found', message);
+/**
+ * The public API answers "no access" and "no such hub" alike, so that a caller learns nothing of other hubs: 403 with
+ * error `not_found` for an invalid token, a token without access to the resource, an unknown hub, and a real
+ * certificate enrollment with an expired, spent or other-hub JWT. Only those.
+ */
+export const notAuthorized = (message = 'hub with the given id not found') => new ApiError(403, 'not_found', message);
+/** Every other refusal of an authenticated caller: 403 `forbidden` (a hub key on the operator API, a spent agent JWT). */
+export const forbidden = (message: string) => new ApiError(403, 'forbidden', message);
 export const notFound = (what: string, id?: string) =>
   new ApiError(404, 'not_found', id === undefined ? `${what} not found` : `${what} with id '${id}' not found`);
 export const conflict = (message: string) => new ApiError(409, 'conflict', message);

@@ -1,8 +1,8 @@
-import { createHmac, timingSafeEqual } from 'node:crypto';
+import { timingSafeEqual } from 'node:crypto';
 import type { Context, Middleware, Next } from 'koa';
 import { config } from '../../shared/config.js';
 import { preparedQuery } from '../../shared/db.js';
-import { ApiError, forbidden, unauthorized } from '../../shared/errors.js';
+import { forbidden, notAuthorized, unauthorized } from '../../shared/errors.js';
 import { safeEqual, sha256 } from '../../shared/secrets.js';
 import { cachedHub, cachedKey, peekHub, peekKey, type CachedHub, type CachedKey } from './authCache.js';
 
@@ -92,37 +92,14 @@ function keyPrincipal(creds: Credentials, key: CachedKey | undefined): Principal
   return { kind: 'apikey', keyId: key.id, hubId: key.hubId, name: key.username };
 }
 
-const QUEUES_COOKIE = 'edgehub_queues';
-
-/** The queue UI's cookie value: an HMAC of the admin token, which proves the token was given and reveals nothing of it. */
-const queuesCookieValue = () => createHmac('sha256', config().secretKey).update(`queues ${config().adminToken}`).digest('base64url');
-
 /**
- * Operator routes: the admin token only. The queue UI (a browser page whose scripts and styles load without an
- * Authorization header) also takes its own cookie, set once the admin token was given (a Basic challenge asks the
- * browser for it: user `admin`): HttpOnly, SameSite=Strict, scoped to /admin/queues, an HMAC of the token.
+ * Operator routes: the admin token only (Bearer, or Basic with user `admin`). A hub's API key is authenticated but
+ * not allowed here: 403 `forbidden`.
  */
 export const requireAdmin: Middleware = async (ctx, next) => {
-  const queuesPage = ctx.path === '/admin/queues' || ctx.path.startsWith('/admin/queues/');
-  if (queuesPage && !ctx.get('authorization')) {
-    const cookie = ctx.cookies.get(QUEUES_COOKIE);
-    if (cookie && safeEqual(cookie, queuesCookieValue())) {
-      ctx.state.principal = ADMIN;
-      return next();
-    }
-  }
-  let principal: Principal;
-  try {
-    principal = await authenticate(ctx.get('authorization'));
-  } catch (err) {
-    if (err instanceof ApiError && queuesPage) {
-      throw new ApiError(err.status, err.code, err.message, { 'WWW-Authenticate': 'Basic realm="edgehub operator", charset="UTF-8"' });
-    }
-    throw err;
-  }
+  const principal = await authenticate(ctx.get('authorization'));
   if (principal.kind !== 'admin') throw forbidden('the operator API needs the admin token');
   ctx.state.principal = principal;
-  if (queuesPage) ctx.cookies.set(QUEUES_COOKIE, queuesCookieValue(), { httpOnly: true, sameSite: 'strict', path: '/admin/queues', secure: ctx.secure, overwrite: true });
   await next();
 };
 
@@ -136,7 +113,7 @@ export const requireHub: Middleware = (ctx, next) => {
   // key and hub cached (the common case): no promise of its own; a synchronous throw reaches the errors middleware
   // as a rejection (koa-compose)
   if (!(principal instanceof Promise)) {
-    if (!mayEnter(principal, hubId)) throw forbidden();
+    if (!mayEnter(principal, hubId)) throw notAuthorized();
     const hub = peekHub(hubId);
     if (hub) return admitted(ctx, principal, hub, next);
   }
@@ -145,9 +122,9 @@ export const requireHub: Middleware = (ctx, next) => {
 
 async function requireHubLoading(ctx: Context, next: Next, pending: Principal | Promise<Principal>, hubId: string): Promise<void> {
   const principal = await pending;
-  if (!mayEnter(principal, hubId)) throw forbidden();
+  if (!mayEnter(principal, hubId)) throw notAuthorized();
   const hub = await findHubInfo(hubId);
-  if (!hub) throw forbidden();
+  if (!hub) throw notAuthorized();
   await admitted(ctx, principal, hub, next);
 }
 
@@ -163,9 +140,9 @@ function admitted(ctx: Context, principal: Principal, hub: CachedHub, next: Next
 /** Account routes without a hub in the path (e.g. `/account/frontends`): the API key's own hub. */
 export const requireAccount: Middleware = async (ctx, next) => {
   const principal = await authenticate(ctx.get('authorization'));
-  if (principal.kind !== 'apikey') throw forbidden('account routes need a hub API key; operators use /hub/{hubId}/...');
+  if (principal.kind !== 'apikey') throw notAuthorized('account routes need a hub API key; operators use /hub/{hubId}/...');
   const hub = await findHubInfo(principal.hubId);
-  if (!hub) throw forbidden();
+  if (!hub) throw notAuthorized();
   ctx.state.principal = principal;
   ctx.state.hub = hub;
   await next();

@@ -4,7 +4,7 @@ import { z } from 'zod';
 import { createShare, deleteShare, updateShare, type ShareInput } from '../../shared/commands/ipsecShares.js';
 import { createTunnel, deleteTunnel, preSharedKeyFor, tunnelConfiguration, type Accepted } from '../../shared/commands/ipsecTunnels.js';
 import { config } from '../../shared/config.js';
-import { ApiError, badRequest, forbidden } from '../../shared/errors.js';
+import { ApiError, badRequest, notAuthorized } from '../../shared/errors.js';
 import { IpsecShare } from '../../shared/models/IpsecShare.js';
 import { IPSEC_STATUSES, IpsecTunnel } from '../../shared/models/IpsecTunnel.js';
 import { hostPortProblem, parseCidr, parseIpv4, publicUnicastProblem } from '../../shared/ipsec/addresses.js';
@@ -17,7 +17,7 @@ import { body, fields, single } from '../validate.js';
 
 /** Every IPsec route passes this gate: hubs without the IPsec feature are refused (SPEC.md: 403 not_found). */
 const requireIpsec: Middleware = async (ctx, next) => {
-  if (!currentHub(ctx).features?.ipsec) throw forbidden('IPsec is not enabled for this hub');
+  if (!currentHub(ctx).features?.ipsec) throw notAuthorized('IPsec is not enabled for this hub');
   await next();
 };
 

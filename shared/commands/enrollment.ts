@@ -1,7 +1,7 @@
 import { createPublicKey, X509Certificate, type KeyObject } from 'node:crypto';
 import { QueryTypes, type InferAttributes } from 'sequelize';
 import { db, preparedQuery, withTransaction } from '../db.js';
-import { ApiError, badRequest, forbidden, unauthorized } from '../errors.js';
+import { ApiError, badRequest, notAuthorized, unauthorized } from '../errors.js';
 import { newId } from '../ids.js';
 import { CertificateRequestToken } from '../models/CertificateRequestToken.js';
 import { ClientCertificate } from '../models/ClientCertificate.js';
@@ -117,11 +117,11 @@ export async function enrollWithJwt(
   input: { jwt: string; csr: string },
 ): Promise<{ certificate: InferAttributes<ClientCertificate>; replayed: boolean }> {
   const jwt = await checkJwt(hubId, input.jwt);
-  if (jwt.violation && !jwt.spent) throw forbidden(jwt.violation.message);
+  if (jwt.violation && !jwt.spent) throw notAuthorized(jwt.violation.message);
   const { csr, violation } = await checkCsr(input.csr);
   if (jwt.spent) {
     const issued = csr && (await issuedForSameKey(hubId, jwt.spent.id, csr));
-    if (!issued) throw forbidden((jwt.violation as Violation).message);
+    if (!issued) throw notAuthorized((jwt.violation as Violation).message);
     return { certificate: await findCertificate(hubId, issued), replayed: true };
   }
   if (violation) throw badRequest(violation.message);
@@ -152,7 +152,7 @@ function issuedCertificate(hubId: string, issued: IssueResult): Promise<Certific
 /** The token-in-path form: unknown or spent is 403, expired 401; no subject constraint. */
 async function usableToken(hubId: string, tokenString: string): Promise<CertificateRequestToken> {
   const token = await CertificateRequestToken.findOne({ where: { tokenDigest: sha256(tokenString), hubId } });
-  if (!token || token.spentAt) throw forbidden('certificate request token not found or already used');
+  if (!token || token.spentAt) throw notAuthorized('certificate request token not found or already used');
   if (token.expiresAt.getTime() <= Date.now()) throw unauthorized('certificate request token has expired');
   return token;
 }
@@ -178,7 +178,7 @@ export async function redeemTokenInPath(
          WHERE id = :id AND hub_id = :hubId AND spent_at IS NULL AND expires_at > now() RETURNING name`,
         { replacements: { id: token.id, hubId }, type: QueryTypes.SELECT, transaction },
       );
-      if (!spent) throw forbidden('certificate request token not found or already used');
+      if (!spent) throw notAuthorized('certificate request token not found or already used');
       const cert = await ClientCertificate.create(
         { id: newId(), hubId, name, createdBy, certificateRequestTokenId: token.id, ...uploadedFields(info) },
         { transaction },

@@ -6,7 +6,7 @@
  */
 import { Transaction, UniqueConstraintError } from 'sequelize';
 import { db, preparedQuery, withTransaction } from '../db.js';
-import { conflict, forbidden, notFound } from '../errors.js';
+import { conflict, notAuthorized, notFound } from '../errors.js';
 import { succeededSql } from '../jobs.js';
 import { ClientCertificate } from '../models/ClientCertificate.js';
 import { hubCa, leafValidity } from './certificateAuthorities.js';
@@ -90,7 +90,7 @@ async function redeem(job: IssuingJob, hubId: string, p: Extract<IssuePayload, {
      SELECT ${CERTIFICATE_COLUMNS} FROM certificate`,
     [p.tokenId, hubId, id, info.pem, issuerId, info.fingerprintSha256, info.subject, info.serialNumber, info.notBefore, info.notAfter, job.createdBy, job.executionId, JSON.stringify(issued(id))],
   );
-  if (!row) throw forbidden('the certificate request token is spent, expired or deleted');
+  if (!row) throw notAuthorized('the certificate request token is spent, expired or deleted');
   return row;
 }
 

@@ -63,7 +63,7 @@ test('the operator API needs the admin token', async (t) => {
   t.is(none.json.error, 'unauthorized');
   const withKey = await stack.call('POST', '/admin/v1/hubs', { auth: hub.bearer, body: { name: 'x' } });
   t.is(withKey.status, 403);
-  t.is(withKey.json.error, 'not_found');
+  t.is(withKey.json.error, 'forbidden');
   const adminBasic = 'Basic ' + Buffer.from(`admin:${stack.adminToken}`).toString('base64');
   const ok = await stack.call('GET', `/admin/v1/hubs/${hub.hubId}`, { auth: adminBasic });
   t.is(ok.status, 200);
@@ -83,18 +83,3 @@ test('the queue UI is behind the admin token and asks browsers for it', async (t
   t.deepEqual(names, ['frontends', 'health-checks', 'ipsec', 'metrics', 'pki', 'shares'], 'every queue shown has workers; no idle system queue');
 });
 
-test('a browser that gave the admin token once loads the queue UI with its cookie (HttpOnly, SameSite=Strict, /admin/queues, no token in it)', async (t) => {
-  const basic = `Basic ${Buffer.from(`admin:${stack.adminToken}`).toString('base64')}`;
-  const page = await stack.call('GET', '/admin/queues', { auth: basic, headers: { accept: 'text/html' } });
-  t.is(page.status, 200);
-  const setCookie = page.headers.get('set-cookie') ?? '';
-  t.regex(setCookie, /^edgehub_queues=[\w-]+; path=\/admin\/queues; samesite=strict; httponly/i);
-  t.false(setCookie.includes(stack.adminToken), 'the cookie does not carry the token');
-  const cookie = setCookie.split(';')[0];
-  // the page's scripts and its API calls carry only the cookie
-  const api = await stack.call('GET', '/admin/queues/api/queues', { headers: { cookie } });
-  t.is(api.status, 200);
-  t.is((await stack.call('GET', '/admin/queues/api/queues', { headers: { cookie: 'edgehub_queues=forged' } })).status, 401);
-  // the cookie opens nothing else
-  t.is((await stack.call('GET', '/admin/v1/hubs', { headers: { cookie } })).status, 401);
-});

@@ -115,7 +115,7 @@ test('ingestion is for the operator only', async (t) => {
   const body = { samples: [{ hubId: hub.hubId, rx: 1, tx: 1, timestamp: minutesAgo(1) }] };
   const asHub = await ingest(body, hub.bearer);
   t.is(asHub.status, 403);
-  t.is(asHub.json.error, 'not_found');
+  t.is(asHub.json.error, 'forbidden');
   const anonymous = await ingest(body, '');
   t.is(anonymous.status, 401);
   t.is(anonymous.json.error, 'unauthorized');
