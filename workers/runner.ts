@@ -2,8 +2,10 @@ import { readdirSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { UnrecoverableError, Worker, type Job } from 'bullmq';
+import { z, type ZodType } from 'zod';
 import { config } from '../shared/config.js';
 import { preparedQuery } from '../shared/db.js';
+import { newId } from '../shared/ids.js';
 import { StillWaiting } from '../shared/errors.js';
 import type { JobData } from '../shared/jobs.js';
 import { logger, type Logger } from '../shared/logger.js';
@@ -38,6 +40,13 @@ export interface ProcessorDefinition {
   /** `<queue>.<name>`; the queue comes from the prefix. */
   type: string;
   /**
+   * The shape of the job's payload (a strict object): a job whose data does not match is refused before anything
+   * runs, so that no way of adding a job (a forged one included) runs this processor with made-up data.
+   */
+  payload: ZodType;
+  /** Jobs of this type come from a BullMQ job scheduler: they carry no execution id (see ScheduledJobData). */
+  scheduled?: boolean;
+  /**
    * Does the work; its result is stored on the execution and shown by the executions API, so it must never hold a
    * secret. Throw to retry; throw `permanentFailure(...)` to stop.
    */
@@ -49,6 +58,50 @@ export interface ProcessorDefinition {
 }
 
 export const defineProcessor = (d: ProcessorDefinition): ProcessorDefinition => d;
+
+/** An empty payload: the job needs nothing but its type. */
+export const NO_PAYLOAD = z.object({}).strict();
+
+const id = z.string().min(1).max(200);
+const scheduledSchema = z.object({ resourceType: id.optional(), resourceId: id.optional(), createdBy: id }).strict();
+
+/** The whole of a job's data for this processor: what `dispatch` (or the job scheduler) writes, and nothing else. */
+function jobDataSchema(def: ProcessorDefinition): ZodType {
+  const ofExecution = z.object({ executionId: id, hubId: id.nullable(), payload: def.payload }).strict();
+  // a scheduled run that the sweeper re-adds carries its execution's id like any other job
+  return def.scheduled ? z.union([z.object({ hubId: id.nullable(), payload: def.payload, scheduled: scheduledSchema }).strict(), ofExecution]) : ofExecution;
+}
+
+/** Why a job's data does not match its processor's schema (paths and messages), or undefined when it does. */
+export function jobDataRefusal(def: ProcessorDefinition, data: unknown): string | undefined {
+  const parsed = (jobDataSchemas.get(def) ?? jobDataSchemas.set(def, jobDataSchema(def)).get(def)!).safeParse(data);
+  if (parsed.success) return undefined;
+  const issues = parsed.error.issues.slice(0, 5).map((i) => `${['$', ...i.path].join('.')}: ${i.message}`);
+  return `job data refused: it does not match the schema of '${def.type}' (${issues.join('; ')})`;
+}
+const jobDataSchemas = new WeakMap<ProcessorDefinition, ZodType>();
+
+/**
+ * A refused job leaves a FAILED execution with the reason, under the job's id, and touches nothing else: no hub, no
+ * payload of its own making is stored, and an execution that already has this id (the real one) is left alone.
+ */
+async function recordRefusal(job: Job, message: string): Promise<void> {
+  await preparedQuery(
+    'executions_refused',
+    `INSERT INTO executions (id, process_id, hub_id, type, status, payload, error, attempts, created_by, started_at, finished_at)
+     VALUES ($1, $2, NULL, $3, 'FAILED', '{}', $4, 1, 'queue', now(), now()) ON CONFLICT DO NOTHING`,
+    [newId(), String(job.id).slice(0, 200), job.name.slice(0, 200), message],
+  );
+}
+
+/** Refuses (and records) a job whose data does not match its processor's schema; true when it was refused. */
+async function refused(def: ProcessorDefinition, job: Job): Promise<string | undefined> {
+  const refusal = jobDataRefusal(def, job.data);
+  if (!refusal) return undefined;
+  logger.warn({ type: job.name, jobId: job.id, refusal }, 'job refused');
+  await recordRefusal(job, refusal).catch((err) => logger.error({ err: errorMessage(err) }, 'could not record a refused job'));
+  return refusal;
+}
 
 /** A failure that retrying cannot fix: the execution becomes FAILED at once with this message. */
 export const permanentFailure = (message: string) => new UnrecoverableError(message);
@@ -104,11 +157,16 @@ export async function runExecution(def: ProcessorDefinition, job: Job<JobData>):
   const [row] = await preparedQuery<Record<string, unknown>>(
     'executions_start',
     `UPDATE executions SET status = 'RUNNING', attempts = $2, started_at = COALESCE(started_at, now())
-     WHERE id = $1 AND status IN ('QUEUED', 'RUNNING') RETURNING ${EXECUTION_COLUMNS}`,
-    [executionId, attempt],
+     WHERE id = $1 AND type = $3 AND status IN ('QUEUED', 'RUNNING') RETURNING ${EXECUTION_COLUMNS}`,
+    [executionId, attempt, def.type],
   );
   if (!row) {
     const existing = await Execution.findByPk(executionId);
+    if (existing && existing.type !== def.type) {
+      const refusal = `job refused: its execution ${executionId} is a '${existing.type}', not a '${def.type}'`;
+      logger.warn({ type: def.type, jobId: job.id, refusal }, 'job refused');
+      throw new UnrecoverableError(refusal);
+    }
     logger.info({ executionId, status: existing?.status ?? 'missing' }, 'job skipped: execution already finished or gone');
     return { skipped: existing?.status ?? 'missing' };
   }
@@ -117,8 +175,9 @@ export async function runExecution(def: ProcessorDefinition, job: Job<JobData>):
   const ctx: JobContext = {
     execution,
     job,
-    hubId: job.data.hubId,
-    payload: job.data.payload ?? {},
+    // the execution row is the truth (the job's copy was checked against the schema, and must agree with it anyway)
+    hubId: execution.hubId,
+    payload: (execution.payload as Record<string, unknown>) ?? {},
     attempt,
     // made on first use: most runs log nothing, and a child logger costs a redaction pass over its bindings
     get log() {
@@ -216,6 +275,8 @@ export function startWorkers({ processors, queues }: WorkerOptions): Worker[] {
       async (job) => {
         const def = byType.get(job.name);
         if (!def) throw new UnrecoverableError(`no processor for job type '${job.name}'`);
+        const refusal = await refused(def, job);
+        if (refusal) throw new UnrecoverableError(refusal);
         return observeJob(job.name, () => runExecution(def, job));
       },
       {

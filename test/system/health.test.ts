@@ -2,7 +2,7 @@ import test from 'ava';
 import { enqueue, sweepExecutions } from '../../shared/jobs.js';
 import { freePort, startRedis, type LocalRedis } from '../../scripts/services.js';
 import { Execution } from '../../shared/models/Execution.js';
-import { defineProcessor } from '../../workers/runner.js';
+import { defineProcessor, NO_PAYLOAD } from '../../workers/runner.js';
 import { useStack, waitFor } from '../helpers/stack.js';
 
 // This file stops Redis, so it runs its own redis-server instead of the shared one.
@@ -14,7 +14,7 @@ test.before(async () => {
 });
 const stack = useStack(test, () => ({
   env: { REDIS_URL: redis.url },
-  processors: [defineProcessor({ type: 'system.sample', handle: async () => ({ ok: true }) })],
+  processors: [defineProcessor({ type: 'system.sample', payload: NO_PAYLOAD, handle: async () => ({ ok: true }) })],
 }));
 test.after.always(async () => {
   await redis?.stop();

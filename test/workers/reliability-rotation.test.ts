@@ -1,4 +1,5 @@
 import test from 'ava';
+import { z } from 'zod';
 import { ROTATE_JOB } from '../../shared/commands/pkiJobs.js';
 import { defineProcessor, permanentFailure } from '../../workers/runner.js';
 import { useStack } from '../helpers/stack.js';
@@ -15,7 +16,7 @@ const jwksKids = async () => ((await stack.call('GET', '/hub/v2/public/.well-kno
 
 test.serial('a failed rotation leaves the next one free to run', async (t) => {
   // the rotation job fails for good (e.g. PostgreSQL refused the new key) ...
-  const failing = defineProcessor({ type: ROTATE_JOB, handle: async () => { throw permanentFailure('key store unavailable'); } });
+  const failing = defineProcessor({ type: ROTATE_JOB, payload: z.object({ supersedes: z.string() }).strict(), handle: async () => { throw permanentFailure('key store unavailable'); } });
   await stack.startWorkers([failing]);
   const [before] = await jwksKids();
   const failed = await rotate();

@@ -1,7 +1,7 @@
 import test from 'ava';
 import { enqueue } from '../../shared/jobs.js';
 import { queue } from '../../shared/queues.js';
-import { defineProcessor, takeoverSettings } from '../../workers/runner.js';
+import { defineProcessor, NO_PAYLOAD, takeoverSettings } from '../../workers/runner.js';
 import { spawnScript, type Spawned } from '../helpers/processes.js';
 import { useStack, waitFor } from '../helpers/stack.js';
 
@@ -86,6 +86,7 @@ test.serial('lock renewal keeps a job that runs longer than the lock safe: it ru
   const runs: number[] = [];
   const long = defineProcessor({
     type: 'system.takeoverTestLongJob',
+    payload: NO_PAYLOAD,
     async handle(ctx) {
       runs.push(ctx.attempt);
       await new Promise((r) => setTimeout(r, 2.2 * takeoverSettings().lockDuration)); // > 2 lock periods, > 4 stalled checks

@@ -1,3 +1,4 @@
+import { z } from 'zod';
 import {
   ACTIVATE_JOB,
   activateWhenDnsReady,
@@ -9,21 +10,25 @@ import {
   renewCertificate,
 } from '../../shared/commands/customFrontends.js';
 import { ENSURE_EDGE_CERTIFICATES_JOB, ensureEdgeCertificates } from '../../shared/commands/edgeCertificates.js';
-import { defineProcessor, permanentFailure } from '../runner.js';
+import { defineProcessor, NO_PAYLOAD, permanentFailure } from '../runner.js';
 
 /** A worker's first start issues the standard frontends' certificates the edge serves (idempotent, race-safe). */
 export async function onWorkerStart(): Promise<void> {
   await ensureEdgeCertificates();
 }
 
+const customFrontendPayload = z.object({ customFrontendId: z.string().min(1).max(200) }).strict();
+
 export default [
   // after its attempts are spent the frontend becomes ERROR with the reason, as tunnels and shares do
   defineProcessor({
     type: ENSURE_EDGE_CERTIFICATES_JOB,
+    payload: NO_PAYLOAD,
     handle: async () => ensureEdgeCertificates(),
   }),
   defineProcessor({
     type: PROVISION_JOB,
+    payload: customFrontendPayload,
     handle: async ({ payload }) => provisionHosting(String(payload.customFrontendId)),
     onFinalFailure: async ({ payload }, err) => {
       await failCustomFrontend(String(payload.customFrontendId), `the hosting infrastructure could not be created: ${err.message}`);
@@ -32,6 +37,7 @@ export default [
   // fails (and is retried after HUB_DNS_CHECK_INTERVAL_MS) until the DNS records resolve as required or the DNS wait ends
   defineProcessor({
     type: ACTIVATE_JOB,
+    payload: customFrontendPayload,
     handle: async ({ payload }) => {
       try {
         return await activateWhenDnsReady(String(payload.customFrontendId));
@@ -47,6 +53,7 @@ export default [
   // a failed renewal is not retried by BullMQ: the clock asks again once its back-off has passed
   defineProcessor({
     type: RENEW_JOB,
+    payload: customFrontendPayload,
     handle: async ({ payload }) => {
       try {
         return await renewCertificate(String(payload.customFrontendId));

@@ -1,7 +1,11 @@
+import { z } from 'zod';
 import { runScheduledCheck, SCHEDULED_RUN_JOB } from '../../shared/commands/healthChecks.js';
 import { defineProcessor } from '../runner.js';
 
 export default defineProcessor({
   type: SCHEDULED_RUN_JOB,
+  // runs come from the check's job scheduler
+  scheduled: true,
+  payload: z.object({ healthCheckId: z.string().min(1).max(200) }).strict(),
   handle: async ({ payload }) => runScheduledCheck(String(payload.healthCheckId)),
 });

@@ -1,3 +1,4 @@
+import { z } from 'zod';
 import {
   completeShareProvisioning,
   completeShareTeardown,
@@ -39,11 +40,17 @@ async function provider<T>(call: () => Promise<T>): Promise<T> {
   }
 }
 
+/** What the tunnel and share commands enqueue: the resource's id and the transition the job completes. */
+const transition = z.object({ from: z.string().max(40).nullable(), to: z.string().max(40) }).strict();
+const tunnelPayload = z.object({ tunnelId: z.string().min(1).max(200), transition }).strict();
+const sharePayload = z.object({ shareId: z.string().min(1).max(200), recreate: z.boolean().optional(), transition }).strict();
+
 const skipped = (what: string, status: string) => ({ skipped: `${what} is ${status}` });
 
 export default [
   defineProcessor({
     type: TUNNEL_JOBS.provision,
+    payload: tunnelPayload,
     async handle(ctx) {
       const tunnel = await tunnelForJob(idOf(ctx, 'tunnelId'));
       if (!tunnel) return { skipped: 'IPsec tunnel is gone' };
@@ -71,6 +78,7 @@ export default [
 
   defineProcessor({
     type: TUNNEL_JOBS.teardown,
+    payload: tunnelPayload,
     async handle(ctx) {
       const tunnel = await tunnelForJob(idOf(ctx, 'tunnelId'));
       if (!tunnel) return { skipped: 'IPsec tunnel is gone' };
@@ -87,6 +95,7 @@ export default [
 
   defineProcessor({
     type: SHARE_JOBS.provision,
+    payload: sharePayload,
     async handle(ctx) {
       const share = await shareForJob(idOf(ctx, 'shareId'));
       if (!share) return { skipped: 'IPsec share is gone' };
@@ -120,6 +129,7 @@ export default [
 
   defineProcessor({
     type: SHARE_JOBS.teardown,
+    payload: sharePayload,
     async handle(ctx) {
       const share = await shareForJob(idOf(ctx, 'shareId'));
       if (!share) return { skipped: 'IPsec share is gone' };

@@ -1,5 +1,5 @@
 import { pruneUsage, rollUp } from '../../shared/metrics/rollup.js';
-import { defineProcessor } from '../runner.js';
+import { defineProcessor, NO_PAYLOAD } from '../runner.js';
 
 export const METRICS_JOBS = { rollUp: 'metrics.rollUp', prune: 'metrics.prune' } as const;
 
@@ -10,6 +10,7 @@ export const METRICS_JOBS = { rollUp: 'metrics.rollUp', prune: 'metrics.prune' }
 export default [
   defineProcessor({
     type: METRICS_JOBS.rollUp,
+    payload: NO_PAYLOAD,
     concurrency: 1,
     handle: async (ctx) => {
       const result = await rollUp();
@@ -19,6 +20,7 @@ export default [
   }),
   defineProcessor({
     type: METRICS_JOBS.prune,
+    payload: NO_PAYLOAD,
     concurrency: 1,
     handle: async (ctx) => {
       const result = await pruneUsage();

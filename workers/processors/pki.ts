@@ -1,12 +1,23 @@
+import { z } from 'zod';
 import { issueClientCertificate } from '../../shared/commands/issuance.js';
 import { ApiError } from '../../shared/errors.js';
 import { ensureRootCa, hubCa } from '../../shared/commands/certificateAuthorities.js';
 import { CREATE_HUB_CA_JOB, encodeRefusal, ISSUE_JOB, ROTATE_JOB, type IssuePayload } from '../../shared/commands/pkiJobs.js';
 import { rotateSigningKey } from '../../shared/commands/signingKeys.js';
-import { defineProcessor, permanentFailure } from '../runner.js';
+import { defineProcessor, NO_PAYLOAD, permanentFailure } from '../runner.js';
+
+/** What issueInWorker enqueues (IssuePayload): the CSR, its subject, the validity, and what the issuance is for. */
+const issueBase = { csr: z.string().min(1).max(65536), subject: z.string().max(4096), validYears: z.number().int().positive() };
+const name = z.string().min(1).max(200);
+const issuePayload = z.discriminatedUnion('mode', [
+  z.object({ ...issueBase, mode: z.literal('create'), name }).strict(),
+  z.object({ ...issueBase, mode: z.literal('redeem'), tokenId: name }).strict(),
+  z.object({ ...issueBase, mode: z.literal('replace'), certificateId: name, name }).strict(),
+]);
 
 const issue = defineProcessor({
   type: ISSUE_JOB,
+  payload: issuePayload,
   // issuance is CPU-light (one ECDSA signature) and waits mostly on PostgreSQL: many at once keep both cores busy
   concurrency: 64,
   async handle(ctx) {
@@ -30,6 +41,7 @@ const issue = defineProcessor({
 
 const rotate = defineProcessor({
   type: ROTATE_JOB,
+  payload: z.object({ supersedes: z.string().min(1).max(200) }).strict(),
   async handle(ctx) {
     const { kid, rotated } = await rotateSigningKey(String(ctx.payload.supersedes));
     ctx.log.info({ kid, rotated }, rotated ? 'signing key rotated' : 'signing key already rotated');
@@ -40,6 +52,7 @@ const rotate = defineProcessor({
 /** A new hub's issuing CA, made ahead of its first certificate (issuance would otherwise make it on first use). */
 const createHubCa = defineProcessor({
   type: CREATE_HUB_CA_JOB,
+  payload: NO_PAYLOAD,
   async handle(ctx) {
     const ca = await hubCa(ctx.hubId!);
     return { certificateAuthorityId: ca.id };

@@ -1,8 +1,10 @@
+import { z } from 'zod';
 import { failShareProvisioning, PROVISION_SHARE_JOB, provisionShare } from '../../shared/commands/shares.js';
 import { defineProcessor } from '../runner.js';
 
 export default defineProcessor({
   type: PROVISION_SHARE_JOB,
+  payload: z.object({ zId: z.string().min(1).max(200) }).strict(),
   handle: async ({ payload }) => provisionShare(String(payload.zId)),
   onFinalFailure: async ({ payload }) => failShareProvisioning(String(payload.zId)),
 });

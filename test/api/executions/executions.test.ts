@@ -1,4 +1,5 @@
 import test from 'ava';
+import { z } from 'zod';
 import { dispatch, enqueue, pruneMachineExecutions, sweepExecutions } from '../../../shared/jobs.js';
 import { Execution } from '../../../shared/models/Execution.js';
 import { defineProcessor, permanentFailure } from '../../../workers/runner.js';
@@ -11,6 +12,7 @@ const finalFailures: string[] = [];
 
 const sample = defineProcessor({
   type: 'system.sample',
+  payload: z.object({ failTimes: z.number().optional(), fatal: z.boolean().optional(), hold: z.boolean().optional(), n: z.number().optional() }).strict(),
   async handle(ctx) {
     const id = ctx.execution.id;
     runs.set(id, (runs.get(id) ?? 0) + 1);
