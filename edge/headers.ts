@@ -118,7 +118,7 @@ export const hasBody = (req: IncomingMessage) => req.headers['transfer-encoding'
  * The target's answer header lines towards the client: hop-by-hop headers and those its Connection header lists are
  * dropped (never Content-Length, which frames what the client receives). Header names arrive from undici as bytes.
  */
-export function responseHeaderLines(raw: (Buffer | string)[], keepUpgrade = false): string[] {
+export function responseHeaderLines(raw: (Buffer | string)[], keepUpgrade = false, host?: string): string[] {
   const out: string[] = [];
   const names: string[] = [];
   let connection: string[] | undefined;
@@ -137,7 +137,38 @@ export function responseHeaderLines(raw: (Buffer | string)[], keepUpgrade = fals
     }
     if (HOP_BY_HOP.has(name)) continue;
     if (listed?.has(name) && !NOT_REMOVABLE.has(name)) continue;
-    out.push(original, raw[i + 1].toString('latin1'));
+    const value = raw[i + 1].toString('latin1');
+    out.push(original, host !== undefined && name === 'set-cookie' ? hostOnlyCookie(value, host) : value);
   }
   return out;
+}
+
+/** The request's host name as a cookie domain: lower case, without port or trailing dot. */
+export function cookieHost(hostHeader: string | undefined): string {
+  const host = (hostHeader ?? '').toLowerCase();
+  const name = host.startsWith('[') ? host.slice(0, host.indexOf(']') + 1) : host.replace(/:\d*$/, '');
+  return name.replace(/\.$/, '');
+}
+
+/**
+ * A target's Set-Cookie as the client may receive it: a cookie whose Domain attribute names anything but the share's
+ * own host (its parent domain, where every other share and maybe the API live, or a sibling) is made host-only by
+ * removing its Domain attributes, so one tenant's share can neither set nor shadow a cookie of another share or of
+ * the service. Attributes are read as browsers read them (RFC 6265 5.2): split on `;`, names compared without case
+ * and around whitespace, one leading dot ignored, the last Domain counting; any Domain other than the host (a
+ * quoted value included) makes the whole line host-only, whichever one a browser would take.
+ */
+export function hostOnlyCookie(line: string, host: string): string {
+  const parts = line.split(';');
+  let foreign = false;
+  for (let i = 1; i < parts.length; i++) {
+    const eq = parts[i].indexOf('=');
+    if ((eq < 0 ? parts[i] : parts[i].slice(0, eq)).trim().toLowerCase() !== 'domain') continue;
+    const domain = eq < 0 ? '' : parts[i].slice(eq + 1).trim().toLowerCase().replace(/^\./, '').replace(/\.$/, '');
+    // an empty Domain is ignored by browsers (the cookie stays host-only): harmless, but removed all the same
+    if (domain !== host) foreign = true;
+  }
+  if (!foreign) return line;
+  const isDomain = (part: string) => (part.includes('=') ? part.slice(0, part.indexOf('=')) : part).trim().toLowerCase() === 'domain';
+  return [parts[0], ...parts.slice(1).filter((part) => !isDomain(part))].join(';');
 }

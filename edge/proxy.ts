@@ -10,7 +10,8 @@ import type { Socket } from 'node:net';
 import type { Duplex } from 'node:stream';
 import type { Dispatcher } from 'undici';
 import { answer, answerSocket } from './answers.js';
-import { BadRequest, declaredLength, hasBody, requestHeaderLines, responseHeaderLines, type ForwardContext } from './headers.js';
+import { inTrailers, isBodyless, withoutLength } from './bodyless.js';
+import { BadRequest, cookieHost, declaredLength, hasBody, requestHeaderLines, responseHeaderLines, type ForwardContext } from './headers.js';
 import type { Meter } from './meter.js';
 import { targetPath } from './paths.js';
 import type { ShareRoute } from './types.js';
@@ -60,6 +61,7 @@ export interface ProxyOptions {
 class Forwarding implements Dispatcher.DispatchHandler {
   private controller: Dispatcher.DispatchController | undefined;
   private started = false;
+  private bodyless = false;
   private cancelled = false;
   retry: (() => void) | undefined;
 
@@ -79,8 +81,13 @@ class Forwarding implements Dispatcher.DispatchHandler {
     this.started = true;
     const res = this.res;
     if (res.destroyed) return controller.abort(Object.assign(new Error('the client went away'), { code: 'ECONNABORTED' }));
+    // 204, 304 and an answer to HEAD end with their head, whatever body the target sends after it (bodyless.ts)
+    this.bodyless = isBodyless(status, res.req?.method);
     try {
-      res.writeHead(status, statusMessage || undefined, responseHeaderLines((controller as { rawHeaders?: Buffer[] }).rawHeaders ?? []));
+      // a target's cookies stay on the share's own host (headers.ts hostOnlyCookie)
+      const lines = responseHeaderLines((controller as { rawHeaders?: Buffer[] }).rawHeaders ?? [], false, cookieHost(res.req?.headers.host));
+      res.writeHead(status, statusMessage || undefined, status === 204 ? withoutLength(lines) : lines);
+      if (this.bodyless) res.end();
     } catch (err) {
       controller.abort(err as Error);
       this.fail(Object.assign(new Error(`the target's answer head cannot be passed on (${(err as NodeJS.ErrnoException).code ?? 'invalid'})`), { code: 'HPE_INVALID_HEADER' }));
@@ -88,7 +95,7 @@ class Forwarding implements Dispatcher.DispatchHandler {
   }
 
   onResponseData(controller: Dispatcher.DispatchController, chunk: Buffer): void {
-    if (this.res.destroyed) return;
+    if (this.res.destroyed || this.bodyless) return;
     if (!this.res.write(chunk)) {
       controller.pause();
       this.res.once('drain', () => controller.resume());
@@ -97,11 +104,14 @@ class Forwarding implements Dispatcher.DispatchHandler {
 
   onResponseEnd(): void {
     // trailers are not passed on (nginx does not either): they never become headers of anything
-    this.res.end();
+    if (!this.res.writableEnded) this.res.end();
   }
 
   onResponseError(_controller: Dispatcher.DispatchController, err: Error): void {
     if (this.cancelled) return;
+    // the client has its whole answer: the target's extra bytes or bad trailers only cost it this connection
+    if (this.bodyless) return;
+    if (this.started && inTrailers(err)) return void this.res.end();
     const code = (err as NodeJS.ErrnoException).code ?? '';
     if (!this.started && this.retry && RETRYABLE.has(code)) {
       const again = this.retry;
@@ -131,6 +141,8 @@ class Forwarding implements Dispatcher.DispatchHandler {
 class Upgrading implements Dispatcher.DispatchHandler {
   private controller: Dispatcher.DispatchController | undefined;
   private done = false;
+  /** The share's host (cookieHost), where the target's cookies stay. */
+  host = '';
 
   constructor(
     private readonly socket: Duplex,
@@ -169,7 +181,7 @@ class Upgrading implements Dispatcher.DispatchHandler {
     const socket = this.socket;
     if (socket.destroyed) return void upstream.destroy();
     let text = `HTTP/1.1 ${status} Switching Protocols\r\n`;
-    const lines = responseHeaderLines((controller as { rawHeaders?: Buffer[] }).rawHeaders ?? [], true);
+    const lines = responseHeaderLines((controller as { rawHeaders?: Buffer[] }).rawHeaders ?? [], true, this.host);
     for (let i = 0; i < lines.length; i += 2) text += `${lines[i]}: ${lines[i + 1]}\r\n`;
     socket.write(`${text}\r\n`, 'latin1');
     socket.off('data', this.early);
@@ -201,7 +213,7 @@ class Upgrading implements Dispatcher.DispatchHandler {
     this.done = true;
     this.answerHead = true;
     let text = `HTTP/1.1 ${status} ${statusMessage ?? ''}\r\n`;
-    const lines = responseHeaderLines((controller as { rawHeaders?: Buffer[] }).rawHeaders ?? []);
+    const lines = responseHeaderLines((controller as { rawHeaders?: Buffer[] }).rawHeaders ?? [], false, this.host);
     for (let i = 0; i < lines.length; i += 2) text += `${lines[i]}: ${lines[i + 1]}\r\n`;
     this.socket.write(`${text}connection: close\r\n\r\n`, 'latin1');
   }
@@ -282,6 +294,7 @@ export class Proxy {
     const prepared = this.prepare(req, route, ctx);
     if (Array.isArray(prepared)) return answerSocket(socket, prepared[0], prepared[1], prepared[2]);
     const handler = new Upgrading(socket, head, route, this.meter, this.options, onSpliced);
+    handler.host = cookieHost(req.headers.host);
     try {
       this.pools.dispatcher(route).dispatch({ method: req.method ?? 'GET', path: prepared.path, headers: prepared.headers, upgrade: String(req.headers.upgrade ?? 'websocket'), body: null }, handler);
     } catch (err) {
