@@ -2,7 +2,7 @@ import type { Context } from 'koa';
 import { z, type ZodError, type ZodType } from 'zod';
 import { badRequest } from '../shared/errors.js';
 
-function jsonPath(path: PropertyKey[]): string {
+export function jsonPath(path: PropertyKey[]): string {
   return '$' + path.map((p) => (typeof p === 'number' ? `[${p}]` : `.${String(p)}`)).join('');
 }
 

@@ -1,0 +1,59 @@
+/**
+ * JSON request bodies are read strictly: a key twice, bytes that are not UTF-8, a lone surrogate (raw or escaped) and
+ * NUL are each a 400 invalid_request naming the property, and nothing is written.
+ */
+import test from 'ava';
+import { parseStrictJson } from '../../../api/middleware/strictJson.js';
+import { useStack } from '../../helpers/stack.js';
+
+const stack = useStack(test, { workers: false });
+
+const hubCount = async () => (await stack.sql.query('SELECT count(*)::int AS n FROM hubs')).rows[0].n;
+const post = (path: string, raw: string | Buffer) => stack.call('POST', path, { auth: stack.admin, raw, headers: { 'content-type': 'application/json' } });
+
+test.serial('refused bodies name the property; nothing is written', async (t) => {
+  const hub = await stack.hub();
+  const before = await hubCount();
+  const sample = (extra: string) => `{"samples":[{"hubId":"${hub.hubId}","rx":1,"tx":1,"timestamp":"${new Date().toISOString()}"},{"hubId":"${hub.hubId}",${extra}"tx":1,"timestamp":"${new Date().toISOString()}"}]}`;
+  const cases: [string, string, string | Buffer, RegExp][] = [
+    ['a key twice', '/admin/v1/hubs', '{"name":"first","name":"second"}', /property '\$\.name' appears more than once/],
+    ['a key twice, one of them escaped', '/admin/v1/hubs', '{"name":"first","n\\u0061me":"second"}', /property '\$\.name' appears more than once/],
+    ['a key twice deep inside', '/admin/v1/usage', sample('"rx":1,"rx":2,'), /property '\$\.samples\[1\]\.rx' appears more than once/],
+    ['bytes that are not UTF-8', '/admin/v1/hubs', Buffer.concat([Buffer.from('{"features":{},"name":"ab'), Buffer.from([0xff, 0xfe]), Buffer.from('"}')]), /not valid UTF-8 \(at \$\.name\)/],
+    ['a surrogate encoded as UTF-8 (CESU)', '/admin/v1/hubs', Buffer.concat([Buffer.from('{"name":"ab'), Buffer.from([0xed, 0xa0, 0x80]), Buffer.from('"}')]), /not valid UTF-8 \(at \$\.name\)/],
+    ['an overlong form', '/admin/v1/hubs', Buffer.concat([Buffer.from('{"name":"'), Buffer.from([0xc0, 0xaf]), Buffer.from('"}')]), /not valid UTF-8 \(at \$\.name\)/],
+    ['an escaped lone surrogate', '/admin/v1/hubs', '{"name":"ab\\ud800"}', /property '\$\.name' is invalid: it contains a lone surrogate/],
+    ['an escaped low surrogate alone', '/admin/v1/usage', sample('"rx":1,"note":["\\udc00x"],'), /property '\$\.samples\[1\]\.note\[0\]' is invalid: it contains a lone surrogate/],
+    ['NUL', '/admin/v1/hubs', '{"name":"a\\u0000b"}', /property '\$\.name' is invalid: it contains NUL/],
+    ['NUL in a key', '/admin/v1/hubs', '{"name":"ok","features":{"ip\\u0000sec":true}}', /property '\$\.features\.ip\u0000sec' is invalid: its name contains NUL/],
+  ];
+  for (const [what, path, body, message] of cases) {
+    const r = await post(path, body);
+    t.is(r.status, 400, `${what}: ${r.text}`);
+    t.is(r.json.error, 'invalid_request', what);
+    t.regex(r.json.message, message, what);
+  }
+  t.is(await hubCount(), before, 'no hub was made');
+  t.is((await stack.sql.query('SELECT count(*)::int AS n FROM usage_samples')).rows[0].n, 0, 'no sample was stored');
+});
+
+test.serial('strict is not stricter than JSON: pairs of surrogates, U+FFFD itself, equal keys in different objects, keys like __proto__ and escapes pass', async (t) => {
+  const r = await post('/admin/v1/hubs', '{"name":"emoji-\\ud83d\\ude00-\uFFFD-\u00e9", "features": {"ipsec": false}}');
+  t.is(r.status, 201, r.text);
+  t.is(r.json.name, 'emoji-\u{1F600}-\uFFFD-\u00e9');
+  // the same key in sibling objects, and a string holding `": "` (which a scan that lost track of strings would count as a key)
+  const hub = await stack.hub();
+  const at = new Date().toISOString();
+  const samples = `{"samples":[{"hubId":"${hub.hubId}","rx":1,"tx":2,"timestamp":"${at}"},{"hubId":"${hub.hubId}","rx":3,"tx":4,"timestamp":"${at}"}]}`;
+  t.is((await post('/admin/v1/usage', samples)).status, 202);
+  const tricky = await post('/admin/v1/hubs', '{"name":"q\\": \\"x", "features":{}}');
+  t.is(tricky.status, 201, tricky.text);
+  t.is(tricky.json.name, 'q": "x');
+});
+
+test('keys named __proto__ are counted like any other (JSON.parse makes them own properties)', (t) => {
+  const value = parseStrictJson(Buffer.from('{"__proto__":{"a":1},"b":{"__proto__":2}}')) as Record<string, unknown>;
+  t.deepEqual(Object.keys(value), ['__proto__', 'b']);
+  t.throws(() => parseStrictJson(Buffer.from('{"__proto__":1,"__proto__":2}')), { message: /property '\$\.__proto__' appears more than once/ });
+  t.throws(() => parseStrictJson(Buffer.from('{"a":[{"x":1},{"x":2,"x":3}]}')), { message: /property '\$\.a\[1\]\.x' appears more than once/ });
+});
