@@ -1,8 +1,10 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import helmet, { type HelmetOptions } from 'helmet';
 
-/** Pages that render HTML with their own scripts and styles (the queue UI, an API docs page): no strict CSP there. */
-const HTML_PAGES = /^\/(?:admin\/queues|docs|console)(?:\/|$)/i;
+/** Pages that render HTML with their own scripts and styles (the queue UI, the console): no strict CSP there. */
+const HTML_PAGES = /^\/(?:admin\/queues|console)(?:\/|$)/i;
+/** The API docs page (Swagger UI, api/routes/openapi.ts): everything it loads comes from this server. */
+const DOCS_PAGE = /^\/docs(?:\/|$)/i;
 
 interface HeaderSet {
   set: [name: string, value: string][];
@@ -45,8 +47,31 @@ const forApi = helmetHeaders({
   referrerPolicy: { policy: 'no-referrer' },
 });
 const forPages = helmetHeaders({ contentSecurityPolicy: false, frameguard: { action: 'deny' }, referrerPolicy: { policy: 'no-referrer' } });
+/**
+ * Swagger UI offline and nothing else: its bundle, preset, styles and the init script from this server, the OpenAPI
+ * document and "try it out" requests to this server, its icons as data: images. No inline script, no eval, no other
+ * origin; no form posts, no <base>, no framing.
+ */
+const forDocs = helmetHeaders({
+  contentSecurityPolicy: {
+    useDefaults: false,
+    directives: {
+      defaultSrc: ["'none'"],
+      scriptSrc: ["'self'"],
+      styleSrc: ["'self'"],
+      imgSrc: ["'self'", 'data:'],
+      fontSrc: ["'self'"],
+      connectSrc: ["'self'"],
+      baseUri: ["'none'"],
+      formAction: ["'none'"],
+      frameAncestors: ["'none'"],
+    },
+  },
+  frameguard: { action: 'deny' },
+  referrerPolicy: { policy: 'no-referrer' },
+});
 
-/** The recorded helmet headers for a path (pages with their own scripts and styles get no strict CSP). */
+/** The recorded helmet headers for a path (the docs page its own CSP; the queue UI and the console none). */
 export function securityHeaderSet(path: string): Readonly<HeaderSet> {
-  return HTML_PAGES.test(path) ? forPages : forApi;
+  return DOCS_PAGE.test(path) ? forDocs : HTML_PAGES.test(path) ? forPages : forApi;
 }

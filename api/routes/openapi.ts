@@ -14,7 +14,6 @@ const ASSETS: Record<string, { file: string; type: string }> = {
   'swagger-ui.css': { file: path.join(swaggerUiDir, 'swagger-ui.css'), type: 'text/css; charset=utf-8' },
   'index.css': { file: path.join(swaggerUiDir, 'index.css'), type: 'text/css; charset=utf-8' },
   'swagger-ui-bundle.js': { file: path.join(swaggerUiDir, 'swagger-ui-bundle.js'), type: 'text/javascript; charset=utf-8' },
-  'swagger-ui-standalone-preset.js': { file: path.join(swaggerUiDir, 'swagger-ui-standalone-preset.js'), type: 'text/javascript; charset=utf-8' },
   'favicon-32x32.png': { file: path.join(swaggerUiDir, 'favicon-32x32.png'), type: 'image/png' },
   'docs-init.js': { file: path.join(here, 'docs-init.js'), type: 'text/javascript; charset=utf-8' },
 };
@@ -32,7 +31,6 @@ const PAGE = `<!doctype html>
 <body>
   <div id="swagger-ui"></div>
   <script src="/docs/swagger-ui-bundle.js"></script>
-  <script src="/docs/swagger-ui-standalone-preset.js"></script>
   <script src="/docs/docs-init.js"></script>
 </body>
 </html>
