@@ -85,7 +85,7 @@ class Forwarding implements Dispatcher.DispatchHandler {
     this.bodyless = isBodyless(status, res.req?.method);
     try {
       // a target's cookies stay on the share's own host (headers.ts hostOnlyCookie)
-      const lines = responseHeaderLines((controller as { rawHeaders?: Buffer[] }).rawHeaders ?? [], false, cookieHost(res.req?.headers.host));
+      const lines = responseHeaderLines((controller as { rawHeaders?: Buffer[] }).rawHeaders ?? [], false, cookieHost(res.req?.headers.host ?? (res.req?.headers[':authority'] as string | undefined)));
       res.writeHead(status, statusMessage || undefined, status === 204 ? withoutLength(lines) : lines);
       if (this.bodyless) res.end();
     } catch (err) {
