@@ -77,7 +77,7 @@ export function jobDataRefusal(def: ProcessorDefinition, data: unknown): string 
   const parsed = (jobDataSchemas.get(def) ?? jobDataSchemas.set(def, jobDataSchema(def)).get(def)!).safeParse(data);
   if (parsed.success) return undefined;
   const issues = parsed.error.issues.slice(0, 5).map((i) => `${['$', ...i.path].join('.')}: ${i.message}`);
-  return `job data refused: it does not match the schema of '${def.type}' (${issues.join('; ')})`;
+  return `job data refused: it does not match the schema of '${def.type}' (${issues.join('; ')})`.slice(0, 2000);
 }
 const jobDataSchemas = new WeakMap<ProcessorDefinition, ZodType>();
 
@@ -94,9 +94,9 @@ async function recordRefusal(job: Job, message: string): Promise<void> {
   );
 }
 
-/** Refuses (and records) a job whose data does not match its processor's schema; true when it was refused. */
-async function refused(def: ProcessorDefinition, job: Job): Promise<string | undefined> {
-  const refusal = jobDataRefusal(def, job.data);
+/** Refuses (and records) a job of no known type or whose data does not match its processor's schema: the reason. */
+async function refused(def: ProcessorDefinition | undefined, job: Job): Promise<string | undefined> {
+  const refusal = def ? jobDataRefusal(def, job.data) : `no processor for job type '${job.name.slice(0, 200)}'`;
   if (!refusal) return undefined;
   logger.warn({ type: job.name, jobId: job.id, refusal }, 'job refused');
   await recordRefusal(job, refusal).catch((err) => logger.error({ err: errorMessage(err) }, 'could not record a refused job'));
@@ -274,9 +274,8 @@ export function startWorkers({ processors, queues }: WorkerOptions): Worker[] {
       name,
       async (job) => {
         const def = byType.get(job.name);
-        if (!def) throw new UnrecoverableError(`no processor for job type '${job.name}'`);
         const refusal = await refused(def, job);
-        if (refusal) throw new UnrecoverableError(refusal);
+        if (refusal || !def) throw new UnrecoverableError(refusal);
         return observeJob(job.name, () => runExecution(def, job));
       },
       {

@@ -55,6 +55,10 @@ test.serial('made-up data is refused before anything runs, and the refusal is re
     t.is(row.error, reason);
   }
   t.deepEqual(runs, [], 'nothing ran');
+  // a job of a type no processor has, in a queue that has workers
+  const unknown = await queue('system').add('system.noSuchJob', { executionId: 'x3', hubId: null, payload: {} });
+  t.is(await failed(unknown), "no processor for job type 'system.noSuchJob'");
+  t.is((await waitFor(() => execution(unknown.id!), { what: 'the refused execution' })).status, 'FAILED');
 
   // the real thing still runs
   const real = await enqueue({ type: 'system.probe', hubId: hub.hubId, payload: { n: 7 }, createdBy: 'test' });
