@@ -1,7 +1,7 @@
 /**
  * The cost of reading JSON bodies strictly (api/middleware/strictJson.ts): a 1 MiB body of usage samples (keys,
  * numbers, ISO dates, non-ASCII text) parsed by the strict reader against the plain read it replaced (UTF-8 decode +
- * JSON.parse), alternating body by body in one process. Prints the median ms per body of each and the ratio (strict / plain).
+ * JSON.parse), alternating body by body in one process. Prints the median CPU ms per body of each and the ratio (strict / plain).
  */
 import { parseStrictJson } from '../api/middleware/strictJson.js';
 
@@ -16,11 +16,12 @@ for (let i = 0; ; i++) {
 }
 const body = Buffer.from(text);
 
-/** One body through `run`, in ms. */
+/** One body through `run`: the CPU time it took, in ms (not wall time, which other processes' load inflates). */
 function once(run: () => unknown): number {
-  const start = process.hrtime.bigint();
+  const start = process.cpuUsage();
   run();
-  return Number(process.hrtime.bigint() - start) / 1e6;
+  const used = process.cpuUsage(start);
+  return (used.user + used.system) / 1000;
 }
 /** REPS bodies through each, one after the other (so load from elsewhere falls on both alike); the median of each. */
 function pair(): [number, number] {

@@ -25,12 +25,10 @@ export function parseStrictJson(body: Buffer): unknown {
   } catch {
     throw badRequest('request body is not valid JSON');
   }
-  let keys: number;
-  try {
-    keys = checkStrings(value);
-  } catch (err) {
-    if (!(err instanceof BadString)) throw err;
-    throw badRequest(`value for property '${jsonPath(err.path)}' is invalid: ${err.problem}`);
+  const keys = countKeys(value);
+  if (keys < 0) {
+    const bad = badString(value, []);
+    if (bad) throw badRequest(`value for property '${jsonPath(bad.path)}' is invalid: ${bad.problem}`);
   }
   if (keys !== keysSpelled(text)) {
     const duplicate = firstDuplicate(text);
@@ -39,17 +37,33 @@ export function parseStrictJson(body: Buffer): unknown {
   return value;
 }
 
-class BadString extends Error {
-  constructor(
-    readonly problem: string,
-    readonly path: (string | number)[] = [],
-  ) {
-    super(problem);
-  }
-}
-
 /** ES2024's String.prototype.isWellFormed (V8 11.x, Node 20): false for a string with an unpaired surrogate. */
 const wellFormed = (s: string) => (s as string & { isWellFormed(): boolean }).isWellFormed();
+const fine = (s: string) => wellFormed(s) && !s.includes('\0');
+
+/** How many keys the objects of `value` have, or -1 as soon as a string or key is not fine (the hot path: no paths). */
+function countKeys(value: unknown): number {
+  if (typeof value === 'string') return fine(value) ? 0 : -1;
+  if (value === null || typeof value !== 'object') return 0;
+  let keys = 0;
+  if (Array.isArray(value)) {
+    for (let i = 0; i < value.length; i++) {
+      const n = countKeys(value[i]);
+      if (n < 0) return -1;
+      keys += n;
+    }
+    return keys;
+  }
+  const names = Object.keys(value);
+  keys += names.length;
+  for (let i = 0; i < names.length; i++) {
+    if (!fine(names[i])) return -1;
+    const n = countKeys((value as Record<string, unknown>)[names[i]]);
+    if (n < 0) return -1;
+    keys += n;
+  }
+  return keys;
+}
 
 function stringProblem(s: string): string | undefined {
   if (!wellFormed(s)) return 'it contains a lone surrogate (an incomplete UTF-16 pair)';
@@ -57,38 +71,27 @@ function stringProblem(s: string): string | undefined {
   return undefined;
 }
 
-/** Checks every string and key of `value`; returns how many keys its objects have. The path is built on the way out. */
-function checkStrings(value: unknown): number {
+/** Where the first string or key that is not fine is, and why (run only once countKeys found one). */
+function badString(value: unknown, path: (string | number)[]): { path: (string | number)[]; problem: string } | undefined {
   if (typeof value === 'string') {
     const problem = stringProblem(value);
-    if (problem) throw new BadString(problem);
-    return 0;
+    return problem ? { path, problem } : undefined;
   }
-  if (value === null || typeof value !== 'object') return 0;
-  let keys = 0;
+  if (value === null || typeof value !== 'object') return undefined;
   if (Array.isArray(value)) {
     for (let i = 0; i < value.length; i++) {
-      try {
-        keys += checkStrings(value[i]);
-      } catch (err) {
-        if (err instanceof BadString) err.path.unshift(i);
-        throw err;
-      }
+      const bad = badString(value[i], [...path, i]);
+      if (bad) return bad;
     }
-    return keys;
+    return undefined;
   }
-  for (const key in value) {
-    keys++;
+  for (const key of Object.keys(value)) {
     const problem = stringProblem(key);
-    if (problem) throw new BadString(`its name ${problem.slice(3)}`, [key]);
-    try {
-      keys += checkStrings((value as Record<string, unknown>)[key]);
-    } catch (err) {
-      if (err instanceof BadString) err.path.unshift(key);
-      throw err;
-    }
+    if (problem) return { path: [...path, key], problem: `its name ${problem.slice(3)}` };
+    const bad = badString((value as Record<string, unknown>)[key], [...path, key]);
+    if (bad) return bad;
   }
-  return keys;
+  return undefined;
 }
 
 /** How many keys the text spells: strings followed by `:` (outside strings valid JSON has no quote, so the scan stays aligned). */
