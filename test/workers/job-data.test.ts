@@ -82,6 +82,14 @@ test.serial("a job naming an execution runs that execution's stored data, and on
   t.is(row.status, 'SUCCEEDED');
   t.is(row.hub_id, hub.hubId);
 
+  // well-formed, naming an execution that does not exist: nothing runs
+  runs.length = 0;
+  const ghost = await queue('system').add('system.probe', { executionId: 'no-such-execution', hubId: hub.hubId, payload: { n: 5 } });
+  await waitFor(async () => (await ghost.getState()) === 'completed', { what: 'the ghost job' });
+  t.deepEqual((await queue('system').getJob(ghost.id!))!.returnvalue, { skipped: 'missing' });
+  t.deepEqual(runs, []);
+  t.is(await execution(ghost.id!), undefined, 'no execution is made up for it');
+
   // a job of another type naming an execution: refused, the execution untouched
   const other = await enqueue({ type: 'system.probe', hubId: hub.hubId, payload: { n: 2 }, createdBy: 'test' });
   await waitFor(async () => (await execution(other.id))?.status === 'SUCCEEDED', { what: 'the other job' });
