@@ -86,6 +86,8 @@ test.serial('the operator signs in to the queue UI: the browser holds the creden
   const answer = await page.goto(`${api}/admin/queues`);
   t.is(answer?.status(), 200);
   t.regex(await page.content(), /<html/i);
+  // the page's own scripts load the queues through its API (with the cookie): the UI works
+  await page.getByText('health-checks').first().waitFor({ timeout: 20_000 });
   const cookies = await operator.cookies();
   t.truthy(cookies.find((c) => c.name === 'edgehub_queues' && c.httpOnly && c.sameSite === 'Strict'));
   await page.close();
