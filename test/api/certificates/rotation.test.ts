@@ -93,7 +93,7 @@ test('the rotation endpoint is for the operator only', async (t) => {
   t.is((await stack.call('POST', '/admin/v1/signing-keys:rotate')).status, 401);
   const r = await stack.call('POST', '/admin/v1/signing-keys:rotate', { auth: hub.bearer });
   t.is(r.status, 403);
-  t.is(r.json.error, 'not_found');
+  t.is(r.json.error, 'forbidden', 'a hub key on the operator API');
 });
 
 test('private keys are sealed at rest and never in a response', async (t) => {
