@@ -24,7 +24,8 @@ function createSequelize(): Sequelize {
   return new Sequelize(databaseUrl(), {
     dialect: 'postgres',
     logging: false,
-    pool: { max: poolMax(), min: 0, idle: 10_000, acquire: 15_000 },
+    // a pool held by slow statements makes the others wait at most HUB_DB_ACQUIRE_TIMEOUT_MS: then 503 with Retry-After
+    pool: { max: poolMax(), min: 0, idle: 10_000, acquire: securityConfig().acquireTimeoutMs },
     define: { underscored: true, freezeTableName: true },
     dialectOptions: {
       application_name: applicationName(),
