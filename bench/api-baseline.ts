@@ -17,7 +17,8 @@ const hubId = process.env.BASELINE_HUB_ID!;
 
 // token strings are kept sealed (AES-256-GCM) and found by their SHA-256, as the service keeps them (migration 0801):
 // the baseline seals on insert and opens on read like the service does (~4 µs a read), with a key of its own
-const key = randomBytes(32);
+// (BASELINE_SECRET_KEY, hex: the same for the fresh limit processes of one run, so each reads what another wrote)
+const key = process.env.BASELINE_SECRET_KEY ? Buffer.from(process.env.BASELINE_SECRET_KEY, 'hex') : randomBytes(32);
 function seal(plain: string): string {
   const iv = randomBytes(12);
   const cipher = createCipheriv('aes-256-gcm', key, iv);
