@@ -17,7 +17,8 @@ const hubId = process.env.BASELINE_HUB_ID!;
 
 // token strings are kept sealed (AES-256-GCM) and found by their SHA-256, as the service keeps them (migration 0801):
 // the baseline seals on insert and opens on read like the service does (~4 µs a read), with a key of its own
-const key = randomBytes(32);
+// (BASELINE_SECRET_KEY, hex: the same for the fresh limit processes of one run, so each reads what another wrote)
+const key = process.env.BASELINE_SECRET_KEY ? Buffer.from(process.env.BASELINE_SECRET_KEY, 'hex') : randomBytes(32);
 function seal(plain: string): string {
   const iv = randomBytes(12);
   const cipher = createCipheriv('aes-256-gcm', key, iv);
@@ -32,7 +33,8 @@ function open(sealed: string): string {
 }
 
 const COLUMNS = 'id, hub_id, name, token_sealed, common_name, organization, organizational_unit, valid_years, expires_at, created_at, created_by';
-const SELECT = { name: 'baseline-select', text: `SELECT ${COLUMNS} FROM certificate_request_tokens WHERE id = $1 AND hub_id = $2` };
+// the hub's condition as the service writes it (HUB_MATCHES in shared/db.ts): the row by its primary key only
+const SELECT = { name: 'baseline-select', text: `SELECT ${COLUMNS} FROM certificate_request_tokens WHERE id = $1 AND hub_id IS NOT DISTINCT FROM $2` };
 const INSERT_TOKEN = `INSERT INTO certificate_request_tokens (id, hub_id, name, token_sealed, token_digest, valid_years, expires_at, created_by, created_at, updated_at)
   VALUES ($1, $2, $3, $4, $5, 1, now() + interval '7 days', 'baseline', now(), now()) RETURNING ${COLUMNS}`;
 const INSERT_NAME = 'INSERT INTO pki_names (hub_id, name, token_id) VALUES ($1, $2, $3)';

@@ -1,163 +1,195 @@
 /**
- * API hot paths against the limit of the machine, in one run (autocannon):
+ * API hot paths against the limit of the machine, measured as a user meets them (autocannon):
  *
- *   (a) the service's authenticated GET H/certificate-request-tokens/{id} at 50 connections,
- *   (b) its authenticated POST H/certificate-request-tokens at 20 connections (a new name each),
- *   (c) the limit: a bare node:http + pg server (bench/api-baseline.ts) doing the same SQL work against the same
- *       PostgreSQL: the one SELECT; BEGIN / INSERT token / INSERT name / COMMIT (and, for information, the two
- *       inserts as one autocommitted statement).
+ *   read:   the authenticated GET H/certificate-request-tokens/{id} at 50 connections,
+ *   create: the authenticated POST H/certificate-request-tokens at 20 connections (a new name each),
+ *   limit:  a bare node:http + pg server (bench/api-baseline.ts) doing the same SQL against the same PostgreSQL: the
+ *           one SELECT; BEGIN / INSERT token / INSERT name / COMMIT (and, for information, the two inserts as one
+ *           autocommitted statement).
  *
- * Prints requests/s, p99 and the ratio service/limit, and the CPU each process spent per request. Rounds alternate
- * service and limit so both see the same machine. Targets: read >= 0.4 of its limit (issue 26: the API back on its libraries) with p99 < 20 ms; create >= 0.5
- * of the BEGIN/INSERT/COMMIT limit; zero non-2xx.
+ * Each round starts a fresh API process (as `npm start` runs the web process: `node --import tsx api/server.ts`) and
+ * a fresh limit process, then measures on both, alternating: the first BENCH_COLD reads and creates after start
+ * (cold: JIT, pools, prepared statements and their plans all made now), then BENCH_DURATION seconds of each (warm).
+ * One hub, created fresh for the run, grows through all of it; nothing runs ANALYZE (a table growing from empty is
+ * what a deployment meets, and a plan cached while it was empty stays). Prints requests/s, p99, the CPU each
+ * process spent per request (the server process's and PostgreSQL's) and the ratio service/limit of each round.
+ * Targets: read >= 0.45 of its limit with p99 < 20 ms; create >= 0.5 of the BEGIN/INSERT/COMMIT limit; zero non-2xx.
  *
- *   npm run bench:api      (BENCH_DURATION seconds per measurement, default 10; BENCH_ROUNDS, default 2;
- *                           BENCH_PROFILE=<dir> writes a CPU profile of the API process; LOG_LEVEL, default info)
- *
- * Starts its own embedded PostgreSQL, redis-server, API process and baseline process, and stops them.
+ *   npm run bench:api      (BENCH_DURATION s per warm measurement, default 10; BENCH_COLD requests per cold one,
+ *                           default 2000; BENCH_ROUNDS, default 2; BENCH_SCENARIOS=read,create to run one; LOG_LEVEL,
+ *                           default info; BENCH_PROFILE=<dir> writes CPU profiles of the processes)
  */
 import path from 'node:path';
+import os from 'node:os';
 import autocannon from 'autocannon';
 import pg from 'pg';
 import type { ChildProcess } from 'node:child_process';
-import { benchWorkspace, cpuMs, freePort, jsonClient, median, postgresCpuMs, startProcess, startServices, waitUntilHealthy } from './harness.js';
+import { benchWorkspace, cpuMs, freePort, jsonClient, median, postgresCpuMs, startProcess, startServices, stopChild, waitUntilHealthy } from './harness.js';
 
 const DURATION = Number(process.env.BENCH_DURATION ?? 10);
+const COLD = Number(process.env.BENCH_COLD ?? 2000);
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 2);
-const READ_CONNECTIONS = 50;
-const CREATE_CONNECTIONS = 20;
+const SCENARIOS = (process.env.BENCH_SCENARIOS ?? 'read,create').split(',');
+const CONNECTIONS = { read: 50, create: 20 } as const;
 
-const ws = benchWorkspace({ budgetMs: 15 * 60_000 });
+const ws = benchWorkspace({ budgetMs: 20 * 60_000 });
 
 interface Measured {
   rps: number;
   p99: number;
-  non2xx: number;
-  errors: number;
-  cpuPerRequest: { server: number; postgres: number };
+  bad: number;
+  /** CPU µs per request: the server process, PostgreSQL */
+  server: number;
+  postgres: number;
 }
 
 let names = 0;
 
 try {
   const services = await startServices(ws);
-  const { databaseUrl, redisUrl } = services;
   const adminToken = 'bench-admin-token-0123456789';
-
-  const apiPort = await freePort();
-  const apiUrl = `http://127.0.0.1:${apiPort}`;
-  const api = startProcess(ws, 'api/server.ts', {
+  const apiEnv = (port: number): NodeJS.ProcessEnv => ({
     ...process.env,
-    DATABASE_URL: databaseUrl,
-    REDIS_URL: redisUrl,
+    DATABASE_URL: services.databaseUrl,
+    REDIS_URL: services.redisUrl,
     HUB_ADMIN_TOKEN: adminToken,
+    HUB_SECRET_KEY: '11'.repeat(32),
     HUB_DATA_DIR: path.join(ws.work, 'data'),
-    PORT: String(apiPort),
+    PORT: String(port),
     LOG_LEVEL: process.env.LOG_LEVEL ?? 'info',
     HUB_PROCESS: 'web',
   });
-  await waitUntilHealthy(apiUrl, api);
-  const admin = jsonClient(apiUrl, `Bearer ${adminToken}`);
+
+  // the hub, its key and the token to read are made by a process of their own, so the measured ones start cold
+  const setupPort = await freePort();
+  const setup = startProcess(ws, 'api/server.ts', { ...apiEnv(setupPort), BENCH_PROFILE: '' });
+  const setupUrl = `http://127.0.0.1:${setupPort}`;
+  await waitUntilHealthy(setupUrl, setup);
+  const admin = jsonClient(setupUrl, `Bearer ${adminToken}`);
   const hub = (await admin('POST', '/admin/v1/hubs', { name: 'bench' })).json;
   const key = (await admin('POST', `/admin/v1/hubs/${hub.id}/api-keys`, { name: 'bench' })).json;
   const authorization = `Bearer ${key.token}`;
-  const call = jsonClient(apiUrl, authorization);
-  const token = await call('POST', `/hub/${hub.id}/certificate-request-tokens`, { name: 'read-me' });
+  const token = await jsonClient(setupUrl, authorization)('POST', `/hub/${hub.id}/certificate-request-tokens`, { name: 'read-me' });
   if (token.status !== 201) throw new Error(`creating a token failed: ${token.status} ${token.text}`);
-
-  // the limit: same PostgreSQL, same pool size, its own process like the API
-  const basePort = await freePort();
-  const baseUrl = `http://127.0.0.1:${basePort}`;
-  const baseline = startProcess(ws, 'bench/api-baseline.ts', { ...process.env, DATABASE_URL: databaseUrl, PORT: String(basePort), BASELINE_HUB_ID: hub.id, BENCH_PROFILE: '' });
-  await waitUntilHealthy(baseUrl, baseline);
-  const baseCreated = await fetch(`${baseUrl}/tokens`, { method: 'POST', body: JSON.stringify({ name: 'baseline-read-me' }) });
-  const baseToken = await baseCreated.json();
-  if (baseCreated.status !== 201) throw new Error(`the baseline could not create its token: ${baseCreated.status} ${JSON.stringify(baseToken)}`);
+  await stopChild(setup);
 
   const json = { 'content-type': 'application/json', accept: 'application/json' };
   const newName = () => JSON.stringify({ name: `n-${process.pid}-${names++}` });
 
-  const scenarios = {
-    serviceRead: { url: `${apiUrl}/hub/${hub.id}/certificate-request-tokens/${token.json.id}`, connections: READ_CONNECTIONS, headers: { authorization, accept: 'application/json' }, process: api },
-    limitRead: { url: `${baseUrl}/tokens/${baseToken.id}`, connections: READ_CONNECTIONS, headers: { accept: 'application/json' }, process: baseline },
-    serviceCreate: { url: `${apiUrl}/hub/${hub.id}/certificate-request-tokens`, connections: CREATE_CONNECTIONS, method: 'POST', headers: { authorization, ...json }, process: api },
-    limitCreate: { url: `${baseUrl}/tokens`, connections: CREATE_CONNECTIONS, method: 'POST', headers: json, process: baseline },
-    limitCreateOneStatement: { url: `${baseUrl}/tokens/one`, connections: CREATE_CONNECTIONS, method: 'POST', headers: json, process: baseline },
-  } as const;
-  type Name = keyof typeof scenarios;
-  // BENCH_SCENARIOS=serviceRead,limitRead runs only those (e.g. for a profile of one path)
-  const only = process.env.BENCH_SCENARIOS?.split(',').filter(Boolean);
-  const selected = (Object.keys(scenarios) as Name[]).filter((n) => !only || only.includes(n));
+  async function startSides() {
+    const apiPort = await freePort();
+    const api = startProcess(ws, 'api/server.ts', apiEnv(apiPort));
+    const basePort = await freePort();
+    const limit = startProcess(ws, 'bench/api-baseline.ts', { ...process.env, DATABASE_URL: services.databaseUrl, PORT: String(basePort), BASELINE_HUB_ID: hub.id, BASELINE_SECRET_KEY: '22'.repeat(32) });
+    const apiUrl = `http://127.0.0.1:${apiPort}`;
+    const baseUrl = `http://127.0.0.1:${basePort}`;
+    await waitUntilHealthy(apiUrl, api);
+    await waitUntilHealthy(baseUrl, limit);
+    return { api, apiUrl, limit, baseUrl };
+  }
 
-  // Statistics as autovacuum would have them: the creates grow the table by thousands of rows a second, faster than
-  // autovacuum's one-minute nap here, and a prepared statement's generic plan made on a small table (a sequential
-  // scan) stays until an ANALYZE invalidates it. Analyzed before every measurement, outside the timed window.
-  const pgClient = new pg.Client({ connectionString: databaseUrl });
-  await pgClient.connect();
-  ws.onCleanup(() => pgClient.end());
+  // the limit's token to read: made once by a throw-away limit process
+  let baseTokenId: string;
+  {
+    const s = await startSides();
+    const created = await fetch(`${s.baseUrl}/tokens`, { method: 'POST', body: JSON.stringify({ name: 'baseline-read-me' }) });
+    const body = await created.json();
+    if (created.status !== 201) throw new Error(`the baseline could not create its token: ${created.status} ${JSON.stringify(body)}`);
+    baseTokenId = body.id;
+    await Promise.all([stopChild(s.api), stopChild(s.limit)]);
+  }
 
-  async function measure(name: Name, seconds: number): Promise<Measured> {
-    await pgClient.query('ANALYZE certificate_request_tokens, pki_names, api_keys, hubs');
-    const s = scenarios[name] as { url: string; connections: number; method?: 'POST'; headers: Record<string, string>; process: ChildProcess };
-    const cpuBefore = { server: cpuMs(s.process.pid), postgres: postgresCpuMs(services.postgresDataDir) };
+  type Sides = Awaited<ReturnType<typeof startSides>>;
+  const targets = (s: Sides) => ({
+    serviceRead: { url: `${s.apiUrl}/hub/${hub.id}/certificate-request-tokens/${token.json.id}`, connections: CONNECTIONS.read, headers: { authorization, accept: 'application/json' }, process: s.api },
+    limitRead: { url: `${s.baseUrl}/tokens/${baseTokenId}`, connections: CONNECTIONS.read, headers: { accept: 'application/json' }, process: s.limit },
+    serviceCreate: { url: `${s.apiUrl}/hub/${hub.id}/certificate-request-tokens`, connections: CONNECTIONS.create, method: 'POST' as const, headers: { authorization, ...json }, process: s.api },
+    limitCreate: { url: `${s.baseUrl}/tokens`, connections: CONNECTIONS.create, method: 'POST' as const, headers: json, process: s.limit },
+    limitCreateOneStatement: { url: `${s.baseUrl}/tokens/one`, connections: CONNECTIONS.create, method: 'POST' as const, headers: json, process: s.limit },
+  });
+  type Name = keyof ReturnType<typeof targets>;
+
+  async function measure(target: { url: string; connections: number; method?: 'POST'; headers: Record<string, string>; process: ChildProcess }, load: { amount: number } | { duration: number }): Promise<Measured> {
+    const cpuBefore = { server: cpuMs(target.process.pid), postgres: postgresCpuMs(services.postgresDataDir) };
     const result = await autocannon({
-      url: s.url,
-      connections: s.connections,
-      duration: seconds,
-      method: s.method ?? 'GET',
-      headers: s.headers,
-      requests: s.method === 'POST' ? [{ setupRequest: (req) => ({ ...req, body: newName() }) }] : undefined,
+      url: target.url,
+      connections: target.connections,
+      ...load,
+      method: target.method ?? 'GET',
+      headers: target.headers,
+      requests: target.method === 'POST' ? [{ setupRequest: (req) => ({ ...req, body: newName() }) }] : undefined,
     });
     const done = result.requests.total;
     return {
       rps: done / result.duration,
       p99: result.latency.p99,
-      non2xx: result.non2xx,
-      errors: result.errors + result.timeouts,
-      cpuPerRequest: {
-        server: (cpuMs(s.process.pid) - cpuBefore.server) / done,
-        postgres: (postgresCpuMs(services.postgresDataDir) - cpuBefore.postgres) / done,
-      },
+      bad: result.non2xx + result.errors + result.timeouts,
+      server: ((cpuMs(target.process.pid) - cpuBefore.server) * 1000) / done,
+      postgres: ((postgresCpuMs(services.postgresDataDir) - cpuBefore.postgres) * 1000) / done,
     };
   }
 
-  console.log(`bench:api: ${ROUNDS} round(s) of ${DURATION} s per measurement; read at ${READ_CONNECTIONS} connections, create at ${CREATE_CONNECTIONS}`);
-  for (const name of selected) await measure(name, 2); // warm-up: JIT, pools, prepared statements
+  const db = new pg.Client({ connectionString: services.databaseUrl });
+  await db.connect();
+  ws.onCleanup(() => db.end());
+  const tokensOfHub = async () => Number((await db.query('SELECT count(*) FROM certificate_request_tokens WHERE hub_id = $1', [hub.id])).rows[0].count);
 
-  const results: Record<Name, Measured[]> = { serviceRead: [], limitRead: [], serviceCreate: [], limitCreate: [], limitCreateOneStatement: [] };
+  type Phase = 'cold' | 'warm';
+  const results: Record<Phase, Partial<Record<Name, Measured[]>>> = { cold: {}, warm: {} };
+  const record = (phase: Phase, name: Name, m: Measured, round: number) => {
+    (results[phase][name] ??= []).push(m);
+    console.log(
+      `  round ${round} ${phase} ${name.padEnd(24)} ${Math.round(m.rps).toLocaleString('en').padStart(7)} req/s  p99 ${String(m.p99).padStart(3)} ms  ` +
+        `non-2xx/errors ${m.bad}  CPU µs/req: server ${m.server.toFixed(0)}, PostgreSQL ${m.postgres.toFixed(0)}`,
+    );
+  };
+  const pairs: [Name, Name][] = [];
+  if (SCENARIOS.includes('read')) pairs.push(['serviceRead', 'limitRead']);
+  if (SCENARIOS.includes('create')) pairs.push(['serviceCreate', 'limitCreate']);
+
+  console.log(`bench:api: ${ROUNDS} round(s), each on fresh processes: the first ${COLD} requests (cold), then ${DURATION} s (warm); read at ${CONNECTIONS.read} connections, create at ${CONNECTIONS.create}; load average ${os.loadavg().map((x) => x.toFixed(1)).join(' ')}`);
   for (let round = 1; round <= ROUNDS; round++) {
-    for (const name of selected) {
-      const m = await measure(name, DURATION);
-      results[name].push(m);
-      console.log(
-        `  round ${round} ${name.padEnd(24)} ${Math.round(m.rps).toLocaleString('en').padStart(7)} req/s  p99 ${String(m.p99).padStart(3)} ms  ` +
-          `non-2xx ${m.non2xx}  errors ${m.errors}  CPU ms/req: server ${m.cpuPerRequest.server.toFixed(3)}, PostgreSQL ${m.cpuPerRequest.postgres.toFixed(3)}`,
-      );
+    const sides = await startSides();
+    const t = targets(sides);
+    // cold: the first requests each fresh process serves, the service's and the limit's one after the other
+    for (const [service, limit] of pairs) {
+      const order = round % 2 ? [service, limit] : [limit, service];
+      for (const name of order) record('cold', name, await measure(t[name], { amount: COLD }), round);
     }
+    for (const [service, limit] of pairs) {
+      const order = round % 2 ? [service, limit] : [limit, service];
+      for (const name of order) record('warm', name, await measure(t[name], { duration: DURATION }), round);
+    }
+    if (SCENARIOS.includes('create') && round === ROUNDS) record('warm', 'limitCreateOneStatement', await measure(t.limitCreateOneStatement, { duration: DURATION }), round);
+    await Promise.all([stopChild(sides.api), stopChild(sides.limit)]);
+    console.log(`  (the hub has ${(await tokensOfHub()).toLocaleString('en')} tokens; load average ${os.loadavg()[0].toFixed(1)})`);
   }
 
-  const rps = (name: Name) => (results[name].length ? median(results[name].map((m) => m.rps)) : NaN);
-  const p99 = (name: Name) => (results[name].length ? Math.max(...results[name].map((m) => m.p99)) : NaN);
-  // a ratio per round (its two sides measured one after the other), then their median: each side's own median may
-  // come from different rounds, i.e. from different moments of a shared machine
-  const roundRatios = (service: Name, limit: Name) => results[service].map((m, i) => m.rps / (results[limit][i]?.rps ?? NaN));
-  const bad = (Object.keys(results) as Name[]).reduce((n, k) => n + results[k].reduce((a, m) => a + m.non2xx + m.errors, 0), 0);
   const verdict = (ok: boolean) => (ok ? 'met' : 'NOT met');
   const listed = (xs: number[]) => xs.map((x) => x.toFixed(3)).join(', ');
-  console.log(`\nreq/s: median of ${ROUNDS} round(s); p99: the worst round's; ratio: the median of the rounds' ratios`);
-  if (results.serviceRead.length && results.limitRead.length) {
-    const ratios = roundRatios('serviceRead', 'limitRead');
-    const readRatio = median(ratios);
-    console.log(`read:   service ${Math.round(rps('serviceRead')).toLocaleString('en')} req/s p99 ${p99('serviceRead')} ms; limit (node:http + pg SELECT) ${Math.round(rps('limitRead')).toLocaleString('en')} req/s p99 ${p99('limitRead')} ms`);
-    console.log(`        ratio service/limit = ${readRatio.toFixed(3)} (rounds: ${listed(ratios)})  (target >= 0.4: ${verdict(readRatio >= 0.4)}; p99 < 20 ms: ${verdict(p99('serviceRead') < 20)})`);
+  let bad = 0;
+  console.log(`\nper phase: req/s and CPU µs per request of the server process, medians of the rounds; p99 the worst round's; ratio service/limit per round (req/s), then their median`);
+  for (const phase of ['cold', 'warm'] as const) {
+    for (const [service, limit] of pairs) {
+      const s = results[phase][service] ?? [];
+      const l = results[phase][limit] ?? [];
+      bad += [...s, ...l].reduce((n, m) => n + m.bad, 0);
+      const ratios = s.map((m, i) => m.rps / (l[i]?.rps ?? NaN));
+      const cpuRatios = s.map((m, i) => (l[i]?.server ?? NaN) / m.server);
+      const ratio = median(ratios);
+      const p99 = Math.max(...s.map((m) => m.p99));
+      const what = service === 'serviceRead' ? 'read  ' : 'create';
+      const target = service === 'serviceRead' ? `target >= 0.45: ${verdict(ratio >= 0.45)}; p99 < 20 ms: ${verdict(p99 < 20)}` : `target >= 0.5: ${verdict(ratio >= 0.5)}`;
+      console.log(
+        `${phase} ${what}: service ${Math.round(median(s.map((m) => m.rps))).toLocaleString('en')} req/s p99 ${p99} ms, ${median(s.map((m) => m.server)).toFixed(0)} µs CPU/req; ` +
+          `limit ${Math.round(median(l.map((m) => m.rps))).toLocaleString('en')} req/s p99 ${Math.max(...l.map((m) => m.p99))} ms, ${median(l.map((m) => m.server)).toFixed(0)} µs CPU/req`,
+      );
+      console.log(`            ratio ${ratio.toFixed(3)} (rounds ${listed(ratios)}); CPU ratio limit/service ${median(cpuRatios).toFixed(3)}  (${target})`);
+    }
   }
-  if (results.serviceCreate.length && results.limitCreate.length) {
-    const ratios = roundRatios('serviceCreate', 'limitCreate');
-    const createRatio = median(ratios);
-    console.log(`create: service ${Math.round(rps('serviceCreate')).toLocaleString('en')} req/s p99 ${p99('serviceCreate')} ms; limit (BEGIN/INSERT/INSERT/COMMIT) ${Math.round(rps('limitCreate')).toLocaleString('en')} req/s p99 ${p99('limitCreate')} ms; one autocommitted statement ${Math.round(rps('limitCreateOneStatement')).toLocaleString('en')} req/s`);
-    console.log(`        ratio service/limit = ${createRatio.toFixed(3)} (rounds: ${listed(ratios)})  (target >= 0.5: ${verdict(createRatio >= 0.5)}); service/one-statement = ${(rps('serviceCreate') / rps('limitCreateOneStatement')).toFixed(2)}`);
-  }
-  console.log(`non-2xx and errors in all measurements: ${bad} (target 0: ${verdict(bad === 0)})`);
+  const one = results.warm.limitCreateOneStatement?.[0];
+  if (one) console.log(`for information: the limit's two inserts as one autocommitted statement ${Math.round(one.rps).toLocaleString('en')} req/s`);
+  console.log(`non-2xx and errors in all measurements: ${bad} (target 0: ${verdict(bad === 0)}); load average ${os.loadavg().map((x) => x.toFixed(1)).join(' ')}`);
 } finally {
   await ws.cleanUp();
 }

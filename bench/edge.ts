@@ -1,15 +1,20 @@
 /**
  * `npm run bench:edge`: the same node:http backend behind the edge and behind nginx (Debian's, one worker process,
  * keep-alive upstream), loaded by the same client (autocannon, same connections and duration) in one run. Prints
- * requests/s and p99 latency of both and the ratios. Metering is on (the edge flushes its counters as usual); the
- * bytes it metered are printed beside what the client counted.
+ * requests/s and p99 latency of both and the ratios, the CPU each proxy spent per request (user + kernel, from /proc),
+ * and the edge's GC time per request and event-loop delay (its prom-client default metrics, scraped around each of its
+ * rounds). Metering is on (the edge flushes its counters as usual); the bytes it metered are printed beside what the
+ * client counted.
  *
  * BENCH_CONNECTIONS (default 50), BENCH_SECONDS per round (default 10), BENCH_ROUNDS (default 3, alternating).
+ * BENCH_A_DIR: a second edge run from that code directory (a checkout with node_modules) in the same rounds, for a
+ * same-run A/B of a change to the edge.
  */
 import { spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import http from 'node:http';
+import os from 'node:os';
 import path from 'node:path';
 import autocannon from 'autocannon';
 import pg from 'pg';
@@ -47,7 +52,9 @@ try {
 
   // the edge, as the Procfile runs it
   const edgePort = await freePort();
+  const metricsPort = await freePort();
   const edge = startEdgeProcess(ws, services, {
+    HUB_METRICS_PORT: String(metricsPort),
     HUB_EDGE_HTTP_PORT: String(edgePort),
     HUB_EDGE_HTTPS_PORT: '0',
     LOG_LEVEL: 'warn',
@@ -97,17 +104,35 @@ http {
     }
     throw new Error(`nothing answered 200 on ${port}`);
   };
-  await Promise.all([ready(edgePort), ready(nginxPort)]);
+  // BENCH_A_DIR: a second edge from other code (a checkout) on the same routes, measured in the same rounds (A/B)
+  const aDir = process.env.BENCH_A_DIR;
+  let edgeA: { port: number; metricsPort: number; child: ReturnType<typeof spawn> } | undefined;
+  if (aDir) {
+    const port = await freePort();
+    const metrics = await freePort();
+    const child = spawn(process.execPath, ['--import', 'tsx', 'edge/index.ts'], {
+      cwd: aDir,
+      env: { ...process.env, DATABASE_URL: services.databaseUrl, REDIS_URL: services.redisUrl, HUB_DATA_DIR: path.join(ws.work, 'data'), HUB_PROCESS: 'edge', HUB_METRICS_PORT: String(metrics), HUB_EDGE_HTTP_PORT: String(port), HUB_EDGE_HTTPS_PORT: '0', LOG_LEVEL: 'warn' },
+      stdio: ['ignore', 'ignore', 'inherit'],
+    });
+    ws.onCleanup(() => stopChild(child));
+    edgeA = { port, metricsPort: metrics, child };
+  }
+  await Promise.all([ready(edgePort), ready(nginxPort), ...(edgeA ? [ready(edgeA.port)] : [])]);
   if (edge.exitCode !== null) throw new Error('the edge exited');
 
+  type Name = 'nginx' | 'edge' | 'edgeA';
+  const proxies: { name: Name; port: number; pid: number | undefined; metricsPort?: number }[] = [
+    { name: 'nginx', port: nginxPort, pid: nginx.pid },
+    { name: 'edge', port: edgePort, pid: edge.pid, metricsPort },
+    ...(edgeA ? [{ name: 'edgeA' as const, port: edgeA.port, pid: edgeA.child.pid, metricsPort: edgeA.metricsPort }] : []),
+  ];
   const load = (port: number, seconds: number) =>
     new Promise<autocannon.Result>((resolve, reject) =>
       autocannon({ url: `http://127.0.0.1:${port}`, connections: CONNECTIONS, duration: seconds, headers: { host } }, (err, result) => (err ? reject(err) : resolve(result))),
     );
-  // warm both (JIT, pools), then alternate so that a noisy moment does not favour one
-  await load(edgePort, 2);
-  await load(nginxPort, 2);
-  const results: Record<'edge' | 'nginx', autocannon.Result[]> = { edge: [], nginx: [] };
+  // warm each (JIT, pools), then alternate so that a noisy moment does not favour one
+  for (const p of proxies) await load(p.port, 2);
   // CPU of a process and its children (the edge's workers, nginx's worker), from /proc
   const treeCpuMs = (pid: number | undefined): { user: number; sys: number } => {
     const total = cpuSplitMs(pid);
@@ -125,43 +150,69 @@ http {
     }
     return total;
   };
-  const cpuPerRequest: Record<'edge' | 'nginx' | 'backend', number[]> = { edge: [], nginx: [], backend: [] };
-  const sysPerRequest: Record<'edge' | 'nginx', number[]> = { edge: [], nginx: [] };
+  // an edge's own view (prom-client's default metrics on its metrics port): GC seconds so far, and the event-loop
+  // delay since the previous scrape (prom-client resets its delay histogram on each)
+  const edgeRuntime = async (port: number) => {
+    const text = await (await fetch(`http://127.0.0.1:${port}/metrics`)).text();
+    const sum = (re: RegExp) => [...text.matchAll(re)].reduce((n, m) => n + Number(m[1]), 0);
+    return {
+      gcSeconds: sum(/^edgehub_nodejs_gc_duration_seconds_sum\{[^}]*\} (\S+)$/gm),
+      delayMeanMs: sum(/^edgehub_nodejs_eventloop_lag_mean_seconds(?:\{[^}]*\})? (\S+)$/gm) * 1000,
+      delayP99Ms: sum(/^edgehub_nodejs_eventloop_lag_p99_seconds(?:\{[^}]*\})? (\S+)$/gm) * 1000,
+    };
+  };
+  const blank = () => ({ results: [] as autocannon.Result[], cpu: [] as number[], sys: [] as number[], backend: [] as number[], gc: [] as number[], gcShare: [] as number[], delayMean: [] as number[], delayP99: [] as number[] });
+  const m: Record<Name, ReturnType<typeof blank>> = { nginx: blank(), edge: blank(), edgeA: blank() };
   for (let round = 0; round < ROUNDS; round++) {
-    for (const [name, port] of (round % 2 ? [['edge', edgePort], ['nginx', nginxPort]] : [['nginx', nginxPort], ['edge', edgePort]]) as ['edge' | 'nginx', number][]) {
-      const proxyPid = name === 'edge' ? edge.pid : nginx.pid;
-      const before = { proxy: treeCpuMs(proxyPid), backend: cpuMs(backend.pid) };
-      const r = await load(port, SECONDS);
+    const order = round % 2 ? [...proxies].reverse() : proxies;
+    for (const p of order) {
+      const runtimeBefore = p.metricsPort ? await edgeRuntime(p.metricsPort) : undefined;
+      const before = { proxy: treeCpuMs(p.pid), backend: cpuMs(backend.pid) };
+      const r = await load(p.port, SECONDS);
       // a wrong answer is a failure; a handful of client time-outs on a loaded machine is reported, not fatal
-      if (r.non2xx || r.errors > r.requests.total / 1000) throw new Error(`${name}: ${r.non2xx} non-2xx answers, ${r.errors} errors`);
-      if (r.errors) console.error(`${name}: ${r.errors} client errors (time-outs) of ${r.requests.total} requests`);
-      results[name].push(r);
-      const after = treeCpuMs(proxyPid);
-      cpuPerRequest[name].push(((after.user + after.sys - before.proxy.user - before.proxy.sys) * 1000) / r.requests.total);
-      sysPerRequest[name].push(((after.sys - before.proxy.sys) * 1000) / r.requests.total);
-      if (name === 'edge') cpuPerRequest.backend.push(((cpuMs(backend.pid) - before.backend) * 1000) / r.requests.total);
+      if (r.non2xx || r.errors > r.requests.total / 1000) throw new Error(`${p.name}: ${r.non2xx} non-2xx answers, ${r.errors} errors`);
+      if (r.errors) console.error(`${p.name}: ${r.errors} client errors (time-outs) of ${r.requests.total} requests`);
+      const after = treeCpuMs(p.pid);
+      const cpuMsUsed = after.user + after.sys - before.proxy.user - before.proxy.sys;
+      const x = m[p.name];
+      x.results.push(r);
+      x.cpu.push((cpuMsUsed * 1000) / r.requests.total);
+      x.sys.push(((after.sys - before.proxy.sys) * 1000) / r.requests.total);
+      x.backend.push(((cpuMs(backend.pid) - before.backend) * 1000) / r.requests.total);
+      if (p.metricsPort) {
+        const runtime = await edgeRuntime(p.metricsPort);
+        const gcMs = (runtime.gcSeconds - runtimeBefore!.gcSeconds) * 1000;
+        x.gc.push((gcMs * 1000) / r.requests.total);
+        x.gcShare.push(gcMs / cpuMsUsed);
+        x.delayMean.push(runtime.delayMeanMs);
+        x.delayP99.push(runtime.delayP99Ms);
+      }
+      console.log(`  round ${round + 1} ${p.name.padEnd(6)} ${r.requests.average.toFixed(0).padStart(7)} req/s  p99 ${r.latency.p99} ms  CPU ${x.cpu.at(-1)!.toFixed(1)} µs/request`);
     }
   }
-  const rps = (name: 'edge' | 'nginx') => median(results[name].map((r) => r.requests.average));
-  const p99 = (name: 'edge' | 'nginx') => median(results[name].map((r) => r.latency.p99));
-  const edgeBytes = results.edge.reduce((n, r) => n + r.throughput.total, 0);
+  const rps = (name: Name) => median(m[name].results.map((r) => r.requests.average));
+  const p99 = (name: Name) => median(m[name].results.map((r) => r.latency.p99));
+  const edgeBytes = m.edge.results.reduce((n, r) => n + r.throughput.total, 0);
 
-  // let the edge flush, then compare what it metered with what the client received
+  // let the edges flush, then compare what they metered with what the client received
   await stopChild(edge);
+  if (edgeA) await stopChild(edgeA.child);
   const metered = (await db.query(`SELECT coalesce(sum(rx),0)::bigint AS rx, coalesce(sum(tx),0)::bigint AS tx FROM usage_samples WHERE share_id = $1`, [zId])).rows[0];
   await db.end();
 
   const line = (name: string, r: number, p: number) => `${name.padEnd(6)} ${r.toFixed(0).padStart(8)} req/s   p99 ${p.toFixed(1).padStart(6)} ms`;
-  console.log(`\nbench:edge — ${CONNECTIONS} connections, ${ROUNDS} x ${SECONDS} s per proxy (medians), 128-byte answers, metering on`);
+  console.log(`\nbench:edge — ${CONNECTIONS} connections, ${ROUNDS} x ${SECONDS} s per proxy (medians), 128-byte answers, metering on; load average ${os.loadavg().map((x) => x.toFixed(1)).join(' ')}`);
   console.log(line('nginx', rps('nginx'), p99('nginx')));
-  console.log(line('edge', rps('edge'), p99('edge')));
-  console.log(`ratio  ${(rps('edge') / rps('nginx')).toFixed(2)} of nginx's requests/s (target >= 0.6)   p99 ${(p99('edge') / p99('nginx')).toFixed(2)}x nginx's (target < 2)`);
-  console.log(`metered by the edge: rx ${metered.rx} B, tx ${metered.tx} B (the client counted ${edgeBytes} B received in the timed rounds, warm-up not included)`);
-  console.log(
-    `CPU per request (µs, medians): edge ${median(cpuPerRequest.edge).toFixed(0)} (kernel ${median(sysPerRequest.edge).toFixed(0)}), ` +
-      `nginx ${median(cpuPerRequest.nginx).toFixed(0)} (kernel ${median(sysPerRequest.nginx).toFixed(0)}), the backend itself ${median(cpuPerRequest.backend).toFixed(0)}`,
-  );
-  console.log(`rounds: edge ${results.edge.map((r) => r.requests.average.toFixed(0)).join(', ')}; nginx ${results.nginx.map((r) => r.requests.average.toFixed(0)).join(', ')}`);
+  for (const name of ['edge', ...(edgeA ? ['edgeA'] : [])] as Name[]) {
+    const x = m[name];
+    const label = name === 'edgeA' ? `edge A (${aDir})` : 'edge';
+    console.log(line(name, rps(name), p99(name)));
+    console.log(`       ${label}: ratio ${(rps(name) / rps('nginx')).toFixed(2)} of nginx's requests/s (target >= 0.55), p99 ${(p99(name) / p99('nginx')).toFixed(2)}x nginx's (target < 2)`);
+    console.log(`       CPU ${median(x.cpu).toFixed(1)} µs per request (kernel ${median(x.sys).toFixed(1)}), the backend ${median(x.backend).toFixed(1)}; GC ${median(x.gc).toFixed(1)} µs per request (${(100 * median(x.gcShare)).toFixed(1)} % of its CPU); event-loop delay mean ${median(x.delayMean).toFixed(2)} ms, p99 ${median(x.delayP99).toFixed(2)} ms`);
+  }
+  console.log(`nginx: CPU ${median(m.nginx.cpu).toFixed(1)} µs per request (kernel ${median(m.nginx.sys).toFixed(1)})`);
+  if (edgeA) console.log(`A/B: edge - edge A = ${(median(m.edge.cpu) - median(m.edgeA.cpu)).toFixed(1)} µs CPU per request; req/s edge/edge A ${(rps('edge') / rps('edgeA')).toFixed(2)}`);
+  console.log(`metered by the edges: rx ${metered.rx} B, tx ${metered.tx} B (the client counted ${edgeBytes} B received from the edge in the timed rounds${edgeA ? ', plus what edge A carried' : ''}, warm-up not included)`);
 } catch (err) {
   console.error(`bench:edge failed: ${(err as Error).stack ?? err}`);
   process.exitCode = 1;

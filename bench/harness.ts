@@ -7,6 +7,7 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { chmodSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
+import pg from 'pg';
 import { Sequelize } from 'sequelize';
 import { freePort, startPostgres, startRedis } from '../scripts/services.js';
 import { migrate } from '../shared/migrate.js';
@@ -173,6 +174,46 @@ export async function startAbSides(ws: BenchWorkspace, services: BenchServices, 
     A: await startApiIn(ws, services, process.env.BENCH_A_DIR ?? '.', adminToken, JSON.parse(process.env.BENCH_A_ENV ?? '{}')),
     B: await startApiIn(ws, services, process.env.BENCH_B_DIR ?? '.', adminToken, JSON.parse(process.env.BENCH_B_ENV ?? '{}')),
   };
+}
+
+/**
+ * A database of its own on the bench's PostgreSQL, migrated by the code in `dir` (its scripts/migrate.ts, as the
+ * Procfile's release step runs it): for A/B runs whose sides differ in schema.
+ */
+export async function migratedDatabase(services: BenchServices, name: string, dir: string): Promise<string> {
+  const admin = new pg.Client({ connectionString: services.databaseUrl });
+  await admin.connect();
+  await admin.query(`CREATE DATABASE ${name}`);
+  await admin.end();
+  const url = services.databaseUrl.replace(/\/[^/]*$/, `/${name}`);
+  const migrate = spawn(process.execPath, ['--import', 'tsx', 'scripts/migrate.ts'], { cwd: dir, env: { ...process.env, DATABASE_URL: url, LOG_LEVEL: 'warn' }, stdio: ['ignore', 'ignore', 'inherit'] });
+  const code = await new Promise((resolve) => migrate.once('exit', resolve));
+  if (code !== 0) throw new Error(`migrating ${name} from ${dir} failed (${code})`);
+  return url;
+}
+
+/** An API process from `dir` on `databaseUrl` (not yet waited for), for benches that start their sides again per round. */
+export function spawnApiIn(ws: BenchWorkspace, services: BenchServices, dir: string, databaseUrl: string, port: number, adminToken: string, extra: Record<string, string> = {}): ChildProcess {
+  const profile = process.env.BENCH_PROFILE ? ['--cpu-prof', `--cpu-prof-dir=${process.env.BENCH_PROFILE}`] : [];
+  const child = spawn(process.execPath, [...profile, '--import', 'tsx', 'api/server.ts'], {
+    cwd: dir,
+    env: {
+      ...process.env,
+      DATABASE_URL: databaseUrl,
+      REDIS_URL: services.redisUrl,
+      HUB_ADMIN_TOKEN: adminToken,
+      HUB_SECRET_KEY: '11'.repeat(32),
+      HUB_DATA_DIR: path.join(ws.work, 'data'),
+      HUB_QUEUE_PREFIX: `ab${port}`,
+      PORT: String(port),
+      LOG_LEVEL: process.env.LOG_LEVEL ?? 'info',
+      HUB_PROCESS: 'web',
+      ...extra,
+    },
+    stdio: ['ignore', 'ignore', 'inherit'],
+  });
+  ws.onCleanup(() => stopChild(child));
+  return child;
 }
 
 /** `count` shares of the hub at `h` (its first frontend, one new environment), created through the API 8 at a time: the environment and the zIds in order. */

@@ -57,9 +57,16 @@ export interface ProxyOptions {
   onUpstreamError?: (route: ShareRoute, kind: string) => void;
 }
 
-/** One proxied request: the target's answer streamed to the client. */
+const clientWentAway = () => Object.assign(new Error('the client went away'), { code: 'ECONNABORTED' });
+
+/**
+ * One proxied request: the target's answer streamed to the client. On undici's core handler interface (onConnect,
+ * onHeaders with the raw header lines, onData, onComplete, onError): the controller-style interface costs a wrapper
+ * per request that parses every answer's header lines (and trailers) into an object the edge does not read.
+ */
 class Forwarding implements Dispatcher.DispatchHandler {
-  private controller: Dispatcher.DispatchController | undefined;
+  private abort: ((err: Error) => void) | undefined;
+  private resume: (() => void) | undefined;
   private started = false;
   private bodyless = false;
   private cancelled = false;
@@ -71,43 +78,48 @@ class Forwarding implements Dispatcher.DispatchHandler {
     private readonly options: ProxyOptions,
   ) {}
 
-  onRequestStart(controller: Dispatcher.DispatchController): void {
-    this.controller = controller;
-    if (this.cancelled) controller.abort(Object.assign(new Error('the client went away'), { code: 'ECONNABORTED' }));
+  onConnect(abort: (err?: Error) => void): void {
+    this.abort = abort;
+    if (this.cancelled) abort(clientWentAway());
   }
 
-  onResponseStart(controller: Dispatcher.DispatchController, status: number, _headers: unknown, statusMessage?: string): void {
-    if (status < 200) return; // 1xx: informational, not passed on (the client got its own 100 Continue)
+  onHeaders(status: number, rawHeaders: Buffer[], resume: () => void, statusText: string): boolean {
+    if (status < 200) return true; // 1xx: informational, not passed on (the client got its own 100 Continue)
     this.started = true;
     const res = this.res;
-    if (res.destroyed) return controller.abort(Object.assign(new Error('the client went away'), { code: 'ECONNABORTED' }));
+    if (res.destroyed) {
+      this.abort?.(clientWentAway());
+      return false;
+    }
+    this.resume = resume;
     // 204, 304 and an answer to HEAD end with their head, whatever body the target sends after it (bodyless.ts)
     this.bodyless = isBodyless(status, res.req?.method);
     try {
       // a target's cookies stay on the share's own host (headers.ts hostOnlyCookie)
-      const lines = responseHeaderLines((controller as { rawHeaders?: Buffer[] }).rawHeaders ?? [], false, cookieHost(res.req?.headers.host ?? (res.req?.headers[':authority'] as string | undefined)));
-      res.writeHead(status, statusMessage || undefined, status === 204 ? withoutLength(lines) : lines);
+      const lines = responseHeaderLines(rawHeaders, false, cookieHost(res.req?.headers.host ?? (res.req?.headers[':authority'] as string | undefined)));
+      res.writeHead(status, statusText || undefined, status === 204 ? withoutLength(lines) : lines);
       if (this.bodyless) res.end();
     } catch (err) {
-      controller.abort(err as Error);
+      this.abort?.(err as Error);
       this.fail(Object.assign(new Error(`the target's answer head cannot be passed on (${(err as NodeJS.ErrnoException).code ?? 'invalid'})`), { code: 'HPE_INVALID_HEADER' }));
+      return false;
     }
+    return true;
   }
 
-  onResponseData(controller: Dispatcher.DispatchController, chunk: Buffer): void {
-    if (this.res.destroyed || this.bodyless) return;
-    if (!this.res.write(chunk)) {
-      controller.pause();
-      this.res.once('drain', () => controller.resume());
-    }
+  onData(chunk: Buffer): boolean {
+    if (this.res.destroyed || this.bodyless) return true;
+    if (this.res.write(chunk)) return true;
+    this.res.once('drain', this.resume!);
+    return false;
   }
 
-  onResponseEnd(): void {
+  onComplete(): void {
     // trailers are not passed on (nginx does not either): they never become headers of anything
     if (!this.res.writableEnded) this.res.end();
   }
 
-  onResponseError(_controller: Dispatcher.DispatchController, err: Error): void {
+  onError(err: Error): void {
     if (this.cancelled) return;
     // the client has its whole answer: the target's extra bytes or bad trailers only cost it this connection
     if (this.bodyless) return;
@@ -133,7 +145,7 @@ class Forwarding implements Dispatcher.DispatchHandler {
   /** The client went away: the target exchange goes too. */
   cancel() {
     this.cancelled = true;
-    this.controller?.abort(Object.assign(new Error('the client went away'), { code: 'ECONNABORTED' }));
+    this.abort?.(clientWentAway());
   }
 }
 
@@ -281,7 +293,7 @@ export class Proxy {
       try {
         dispatcher.dispatch({ method, path: prepared.path, headers: prepared.headers, body }, forwarding);
       } catch (err) {
-        forwarding.onResponseError(undefined as never, err as Error);
+        forwarding.onError(err as Error);
       }
     };
     if (!body && IDEMPOTENT.has(method)) forwarding.retry = send;

@@ -24,7 +24,8 @@ function createSequelize(): Sequelize {
   return new Sequelize(databaseUrl(), {
     dialect: 'postgres',
     logging: false,
-    pool: { max: poolMax(), min: 0, idle: 10_000, acquire: 15_000 },
+    // a pool held by slow statements makes the others wait at most HUB_DB_ACQUIRE_TIMEOUT_MS: then 503 with Retry-After
+    pool: { max: poolMax(), min: 0, idle: 10_000, acquire: securityConfig().acquireTimeoutMs },
     define: { underscored: true, freezeTableName: true },
     dialectOptions: {
       application_name: applicationName(),
@@ -89,6 +90,17 @@ export async function withConnection<T>(fn: (client: pg.PoolClient) => Promise<T
     await manager.releaseConnection(client);
   }
 }
+
+/**
+ * The hub condition of a prepared statement that finds a row by its primary (or another unique) key: `hub_id IS NOT
+ * DISTINCT FROM $n`, which means `hub_id = $n` for the NOT NULL column and which PostgreSQL never serves with an index.
+ * A named statement's plan is cached per connection; made while a table is empty (every index then looks as good as
+ * another), a plain `hub_id = $n` can tie the unique key with a (hub_id, ...) index and the tie goes to the index
+ * created last, which then filters the key out of all the hub's rows on every execution, for as long as the
+ * connection lives. With the hub's condition out of the indexes' reach, only an index on the key can serve the
+ * statement: one row, whatever the table's size when the plan was made (test/system/query-plans.test.ts).
+ */
+export const HUB_MATCHES = (param: string, column = 'hub_id') => `${column} IS NOT DISTINCT FROM ${param}`;
 
 /**
  * Runs a named prepared statement (outside any transaction) on a connection of the pool. PostgreSQL parses and plans

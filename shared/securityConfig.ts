@@ -25,6 +25,8 @@ const schema = z.object({
   HUB_SIGNING_KEY_CACHE_MS: z.coerce.number().int().min(0).max(600_000).default(5_000),
   /** The longest one SQL statement may run (PostgreSQL statement_timeout); 0 turns it off. */
   HUB_DB_STATEMENT_TIMEOUT_MS: z.coerce.number().int().min(0).max(3_600_000).default(60_000),
+  /** The longest a request waits for a connection of its process's pool before it is answered 503 with Retry-After. */
+  HUB_DB_ACQUIRE_TIMEOUT_MS: z.coerce.number().int().min(50).max(600_000).default(5_000),
 });
 
 export interface SecurityConfig {
@@ -36,6 +38,7 @@ export interface SecurityConfig {
   tokenMaxTtlMs: number;
   signingKeyCacheMs: number;
   statementTimeoutMs: number;
+  acquireTimeoutMs: number;
 }
 
 export function securityConfig(env: NodeJS.ProcessEnv = process.env): SecurityConfig {
@@ -53,5 +56,6 @@ export function securityConfig(env: NodeJS.ProcessEnv = process.env): SecurityCo
     tokenMaxTtlMs: durationMs(e.HUB_TOKEN_MAX_TTL) as number,
     signingKeyCacheMs: e.HUB_SIGNING_KEY_CACHE_MS,
     statementTimeoutMs: e.HUB_DB_STATEMENT_TIMEOUT_MS,
+    acquireTimeoutMs: e.HUB_DB_ACQUIRE_TIMEOUT_MS,
   };
 }

@@ -1,5 +1,5 @@
 import type { Context } from 'koa';
-import { ForeignKeyConstraintError, UniqueConstraintError, ValidationError as SequelizeValidationError } from 'sequelize';
+import { ConnectionAcquireTimeoutError, ForeignKeyConstraintError, UniqueConstraintError, ValidationError as SequelizeValidationError } from 'sequelize';
 import { ZodError } from 'zod';
 import { ApiError } from '../../shared/errors.js';
 import { formatZodError } from '../validate.js';
@@ -14,6 +14,10 @@ function toApiError(err: unknown): ApiError | undefined {
   }
   if (err instanceof ForeignKeyConstraintError) return new ApiError(400, 'invalid_request', 'a referenced resource does not exist');
   if (err instanceof SequelizeValidationError) return new ApiError(400, 'invalid_request', err.errors.map((e) => e.message).join('; '));
+  // every connection of the process's pool stayed busy for HUB_DB_ACQUIRE_TIMEOUT_MS: nothing was done, try again
+  if (err instanceof ConnectionAcquireTimeoutError) {
+    return new ApiError(503, 'unavailable', 'the service is busy: no database connection was free in time; retry after 1 s', { 'Retry-After': '1' });
+  }
   const status = (err as { status?: number; expose?: boolean }).status;
   // errors raised by koa / raw-body with a client status (e.g. 400 from a bad header)
   if (typeof status === 'number' && status >= 400 && status < 500 && (err as { expose?: boolean }).expose) {

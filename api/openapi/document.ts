@@ -34,12 +34,12 @@ const ERROR_TEXT: Record<number, string> = {
   415: 'the body is not JSON',
   429: 'too many requests (see Retry-After)',
   500: 'unexpected error (no detail; the message carries the request id)',
-  503: 'a dependency is unavailable',
+  503: 'a dependency is unavailable, or no database connection was free in time (see Retry-After)',
 };
 
-/** The error statuses an operation can answer besides its own `errors`. */
+/** The error statuses an operation can answer besides its own `errors` (503: any operation may find the pool busy). */
 export function errorStatuses(op: Operation): number[] {
-  const statuses = [400, 404, 413, 429, 500];
+  const statuses = [400, 404, 413, 429, 500, 503];
   if (op.scope !== 'open') statuses.push(401, 403);
   if (op.method !== 'get') statuses.push(409, 415);
   return [...new Set([...statuses, ...(op.errors ?? [])])].sort((a, b) => a - b);

@@ -1,4 +1,4 @@
-import { generateKeyPairSync, webcrypto } from 'node:crypto';
+import { createPrivateKey, generateKeyPairSync, type KeyObject } from 'node:crypto';
 import { Certificate } from 'pkijs';
 import type { LRUCache } from 'lru-cache';
 import { QueryTypes } from 'sequelize';
@@ -40,9 +40,11 @@ export interface LoadedCa {
   chainPem: string;
 }
 
-/** A CA private key (PKCS#8 PEM) for WebCrypto's ECDSA P-256, not extractable. */
-function signingKey(pkcs8Pem: string): Promise<CryptoKey> {
-  return webcrypto.subtle.importKey('pkcs8', new Uint8Array(pemToDer(pkcs8Pem, ['PRIVATE KEY'])!), { name: 'ECDSA', namedCurve: 'P-256' }, false, ['sign']);
+/** A CA private key (PKCS#8 PEM), EC P-256. */
+async function signingKey(pkcs8Pem: string): Promise<KeyObject> {
+  const key = createPrivateKey(pkcs8Pem);
+  if (key.asymmetricKeyType !== 'ec' || key.asymmetricKeyDetails?.namedCurve !== 'prime256v1') throw new Error('a CA key must be EC P-256');
+  return key;
 }
 
 function newKey() {

@@ -1,6 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import { UniqueConstraintError } from 'sequelize';
-import { preparedQuery } from '../db.js';
+import { HUB_MATCHES, preparedQuery } from '../db.js';
 import { badRequest, conflict, invalidState, notFound } from '../errors.js';
 import { newId } from '../ids.js';
 import { CertificateRequestToken } from '../models/CertificateRequestToken.js';
@@ -108,7 +108,7 @@ function tokenRecord(row: TokenRow, tokenString?: string): TokenRecord {
  * primary key (hub_id, name) refuses a second owner, even from a concurrent statement, and the statement is stored
  * whole or not at all.
  */
-const CREATE_TOKEN_SQL = `WITH t AS (
+export const CREATE_TOKEN_SQL = `WITH t AS (
     INSERT INTO certificate_request_tokens
       (id, hub_id, name, token_sealed, token_digest, common_name, organization, organizational_unit, valid_years, expires_at, created_by, created_at, updated_at)
     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, now(), now())
@@ -145,13 +145,12 @@ export async function createToken(hubId: string, input: TokenInput & { name: str
   }
 }
 
+/** A token by id, if it is the hub's (by its primary key alone: see HUB_MATCHES in shared/db.ts). */
+export const READ_TOKEN_SQL = `SELECT ${TOKEN_COLUMNS} FROM certificate_request_tokens WHERE id = $1 AND ${HUB_MATCHES('$2')}`;
+
 /** A token of the hub as a plain record (one prepared statement, no model instance), or 404. */
 export async function readToken(hubId: string, id: string): Promise<TokenRecord> {
-  const [token] = await preparedQuery<TokenRow>(
-    'read-certificate-request-token',
-    `SELECT ${TOKEN_COLUMNS} FROM certificate_request_tokens WHERE id = $1 AND hub_id = $2`,
-    [id, hubId],
-  );
+  const [token] = await preparedQuery<TokenRow>('read-certificate-request-token', READ_TOKEN_SQL, [id, hubId]);
   if (!token) throw notFound('certificate request token', id);
   return tokenRecord(token);
 }

@@ -8,7 +8,7 @@ import { isCertificatePem, parseUploadedCertificate, type CertificateInfo } from
 import { cached, pkiCache } from '../pki/cache.js';
 import { isCsrPem, parseCsr } from '../pki/csr.js';
 import { issueInWorker } from './pkiJobs.js';
-import { preparedQuery } from '../db.js';
+import { HUB_MATCHES, preparedQuery } from '../db.js';
 import { claimingName, nameTaken } from './certificateRequestTokens.js';
 
 export interface CertificateInput {
@@ -95,11 +95,14 @@ export function cachedChainCount(): number {
   return chains?.size ?? 0;
 }
 
+/** A certificate by id, if it is the hub's (by its primary key alone: see HUB_MATCHES in shared/db.ts). */
+export const FIND_CERTIFICATE_SQL = `SELECT ${CERTIFICATE_COLUMNS} FROM client_certificates WHERE id = $1 AND ${HUB_MATCHES('$2')}`;
+
 /** A certificate's columns as a plain row (read on the enrollment hot path, so without model machinery). */
 export async function findCertificate(hubId: string, id: string): Promise<CertificateWithChain> {
   const [row] = await preparedQuery<InferAttributes<ClientCertificate>>(
     'pki_find_certificate',
-    `SELECT ${CERTIFICATE_COLUMNS} FROM client_certificates WHERE id = $1 AND hub_id = $2`,
+    FIND_CERTIFICATE_SQL,
     [id, hubId],
   );
   const cert = row ? { ...row, chainPem: row.issuerId ? await chainOf(row.issuerId) : null } : undefined;

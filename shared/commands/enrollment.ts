@@ -1,6 +1,6 @@
 import { createPublicKey, X509Certificate, type KeyObject } from 'node:crypto';
 import { QueryTypes, type InferAttributes } from 'sequelize';
-import { db, preparedQuery, withTransaction } from '../db.js';
+import { db, HUB_MATCHES, preparedQuery, withTransaction } from '../db.js';
 import { ApiError, badRequest, notAuthorized, unauthorized } from '../errors.js';
 import { newId } from '../ids.js';
 import { CertificateRequestToken } from '../models/CertificateRequestToken.js';
@@ -46,7 +46,7 @@ async function tokenByString(hubId: string, tokenString: string): Promise<Certif
     'pki_token_by_string',
     `SELECT id, hub_id AS "hubId", name, common_name AS "commonName", organization, organizational_unit AS "organizationalUnit",
        valid_years AS "validYears", expires_at AS "expiresAt", spent_at AS "spentAt", created_by AS "createdBy"
-     FROM certificate_request_tokens WHERE token_digest = $1 AND hub_id = $2`,
+     FROM certificate_request_tokens WHERE token_digest = $1 AND ${HUB_MATCHES('$2')}`,
     [sha256(tokenString), hubId],
   );
   return row ?? null;
@@ -96,7 +96,7 @@ const spkiOf = (key: KeyObject) => key.export({ type: 'spki', format: 'der' });
 async function issuedForSameKey(hubId: string, tokenId: string, csr: ParsedCsr): Promise<string | undefined> {
   const [row] = await preparedQuery<{ id: string; certificate_pem: string }>(
     'pki_certificate_of_token',
-    `SELECT id, certificate_pem FROM client_certificates WHERE certificate_request_token_id = $1 AND hub_id = $2`,
+    `SELECT id, certificate_pem FROM client_certificates WHERE certificate_request_token_id = $1 AND ${HUB_MATCHES('$2')}`,
     [tokenId, hubId],
   );
   if (!row) return undefined;

@@ -5,7 +5,7 @@
  * redemptions exactly one gets a certificate.
  */
 import { Transaction, UniqueConstraintError } from 'sequelize';
-import { db, preparedQuery, withTransaction } from '../db.js';
+import { db, HUB_MATCHES, preparedQuery, withTransaction } from '../db.js';
 import { conflict, notAuthorized, notFound } from '../errors.js';
 import { succeededSql } from '../jobs.js';
 import { ClientCertificate } from '../models/ClientCertificate.js';
@@ -71,9 +71,17 @@ async function redeem(job: IssuingJob, hubId: string, p: Extract<IssuePayload, {
   const { info, issuerId } = signed;
   const [row] = await preparedQuery<Record<string, unknown>>(
     'pki_redeem',
-    `WITH spent AS (
+    REDEEM_SQL,
+    [p.tokenId, hubId, id, info.pem, issuerId, info.fingerprintSha256, info.subject, info.serialNumber, info.notBefore, info.notAfter, job.createdBy, job.executionId, JSON.stringify(issued(id))],
+  );
+  if (!row) throw notAuthorized('the certificate request token is spent, expired or deleted');
+  return row;
+}
+
+/** The redemption's one statement (rows found by their keys alone: see HUB_MATCHES in shared/db.ts). */
+export const REDEEM_SQL = `WITH spent AS (
        UPDATE certificate_request_tokens SET spent_at = now(), updated_at = now()
-       WHERE id = $1 AND hub_id = $2 AND spent_at IS NULL AND expires_at > now()
+       WHERE id = $1 AND ${HUB_MATCHES('$2')} AND spent_at IS NULL AND expires_at > now()
        RETURNING id, name
      ), certificate AS (
        INSERT INTO client_certificates (id, hub_id, name, source, certificate_pem, issuer_id, fingerprint_sha256, subject,
@@ -83,16 +91,11 @@ async function redeem(job: IssuingJob, hubId: string, p: Extract<IssuePayload, {
        RETURNING *
      ), renamed AS (
        UPDATE pki_names SET token_id = NULL, certificate_id = (SELECT id FROM certificate)
-       WHERE token_id = $1 AND hub_id = $2 AND EXISTS (SELECT 1 FROM certificate)
+       WHERE token_id = $1 AND ${HUB_MATCHES('$2')} AND EXISTS (SELECT 1 FROM certificate)
      ), finished AS (
        ${succeededSql('$12', '$13', 'EXISTS (SELECT 1 FROM certificate)')}
      )
-     SELECT ${CERTIFICATE_COLUMNS} FROM certificate`,
-    [p.tokenId, hubId, id, info.pem, issuerId, info.fingerprintSha256, info.subject, info.serialNumber, info.notBefore, info.notAfter, job.createdBy, job.executionId, JSON.stringify(issued(id))],
-  );
-  if (!row) throw notAuthorized('the certificate request token is spent, expired or deleted');
-  return row;
-}
+     SELECT ${CERTIFICATE_COLUMNS} FROM certificate`;
 
 /** What an issuance job records on its execution. */
 const issued = (certificateId: string) => ({ certificateId });

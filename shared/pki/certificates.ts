@@ -1,13 +1,14 @@
-import { createHash, randomBytes, X509Certificate } from 'node:crypto';
+import { createHash, randomBytes, sign, X509Certificate, type KeyObject } from 'node:crypto';
 import * as asn1js from 'asn1js';
-import { AuthorityKeyIdentifier, BasicConstraints, Certificate, Extension, ExtKeyUsage, PublicKeyInfo, Time, TimeType, type RelativeDistinguishedNames } from 'pkijs';
+import { AlgorithmIdentifier, AuthorityKeyIdentifier, BasicConstraints, Certificate, Extension, ExtKeyUsage, PublicKeyInfo, Time, TimeType, type RelativeDistinguishedNames } from 'pkijs';
 import { badRequest } from '../errors.js';
 import { derToPem, pemToDer } from './der.js';
 
 /**
- * Certificates built from pkijs's X.509 schema and signed with its `sign` (WebCrypto, ECDSA P-256 with SHA-256), in
- * the exact profile SPEC.md states. The subject and key come from a CSR pkijs parsed: their encodings are the
- * requester's, byte for byte (pkijs keeps a parsed Name's bytes and re-encodes a strict-DER key to the same bytes).
+ * Certificates built from pkijs's X.509 schema, in the exact profile SPEC.md states, and signed with node:crypto
+ * (ECDSA P-256 with SHA-256, DER signature as X.509 carries it). The subject and key come from a CSR pkijs parsed:
+ * their encodings are the requester's, byte for byte (pkijs keeps a parsed Name's bytes and re-encodes a strict-DER
+ * key to the same bytes).
  */
 
 const OID = {
@@ -23,8 +24,8 @@ const OID = {
 export interface Signer {
   /** The CA's subject Name as parsed from its certificate (its bytes, the issuer of what it signs, are kept). */
   name: RelativeDistinguishedNames;
-  /** The CA's private key for WebCrypto's ECDSA (not extractable). */
-  privateKey: CryptoKey;
+  /** The CA's private key (EC P-256). */
+  privateKey: KeyObject;
   keyIdentifier: Buffer;
 }
 
@@ -87,7 +88,13 @@ function time(date: Date): Time {
   return new Time({ type: value.getUTCFullYear() < 2050 ? TimeType.UTCTime : TimeType.GeneralizedTime, value });
 }
 
-/** A version 3 certificate from the schema, signed by the issuer (ECDSA P-256, SHA-256). */
+const ECDSA_WITH_SHA256 = '1.2.840.10045.4.3.2';
+
+/**
+ * A version 3 certificate from the schema, signed by the issuer (ECDSA P-256, SHA-256). The TBSCertificate is encoded
+ * once and its schema object embedded as it is (pkijs's own `sign` + `toSchema` encode it twice or parse it back, and
+ * sign through WebCrypto, whose raw signature it then converts to DER): the same bytes, a third of the ASN.1 work.
+ */
 export async function issueCertificate(req: IssueRequest): Promise<Issued> {
   const serial = randomSerial();
   const certificate = new Certificate({
@@ -100,8 +107,15 @@ export async function issueCertificate(req: IssueRequest): Promise<Issued> {
     subjectPublicKeyInfo: req.publicKey,
     extensions: extensions(req),
   });
-  await certificate.sign(req.issuer.privateKey, 'SHA-256');
-  const der = Buffer.from(certificate.toSchema(true).toBER());
+  // RFC 5758 3.2: ecdsa-with-SHA256 has no parameters, the same in the TBS (signature) and around it
+  certificate.signature = new AlgorithmIdentifier({ algorithmId: ECDSA_WITH_SHA256 });
+  certificate.signatureAlgorithm = new AlgorithmIdentifier({ algorithmId: ECDSA_WITH_SHA256 });
+  const tbsSchema = certificate.encodeTBS();
+  const tbs = Buffer.from(tbsSchema.toBER());
+  const signature = sign('sha256', tbs, req.issuer.privateKey);
+  const der = Buffer.from(
+    new asn1js.Sequence({ value: [tbsSchema, certificate.signatureAlgorithm.toSchema(), new asn1js.BitString({ valueHex: new Uint8Array(signature) })] }).toBER(),
+  );
   return { der, serialNumber: serial.toString('hex'), fingerprintSha256: createHash('sha256').update(der).digest('hex') };
 }
 
