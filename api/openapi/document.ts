@@ -66,6 +66,7 @@ function operationObject(op: Operation, paths: string[]): ZodOpenApiOperationObj
   const responses: Record<`${number}`, ZodOpenApiResponseObject> = {};
   for (const [status, answer] of Object.entries(op.responses)) responses[status as `${number}`] = success(Number(status), answer as Success, op);
   for (const status of errorStatuses(op)) {
+    if (`${status}` in op.responses) continue; // an answer of the operation's own (the liveness probe's 503)
     responses[`${status}`] = { description: ERROR_TEXT[status] ?? 'error', content: { 'application/json': { schema: ErrorBody } } };
   }
   return {
