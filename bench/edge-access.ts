@@ -30,7 +30,7 @@ try {
   const clientPem = readFileSync(file('client.crt'), 'utf8');
   const client = new X509Certificate(clientPem);
 
-  const { port: backendPort, child: backend } = await startPlainBackend(ws);
+  const { port: backendPort } = await startPlainBackend(ws);
 
   // the hub, its shares and its uploaded client certificate, written directly (the bench measures the data plane)
   const db = new pg.Client({ connectionString: services.databaseUrl });

@@ -80,7 +80,6 @@ try {
   const call = jsonClient(baseUrl, `Bearer ${adminToken}`);
 
   // 1,000 shares of one hub, created through the API
-  const started = performance.now();
   const hub = (await call('POST', '/admin/v1/hubs', { name: 'bench' })).json;
   const h = `/hub/${hub.id}`;
   const { envZId, zIds: shareIds } = await createShares(call, h, SHARES);

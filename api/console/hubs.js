@@ -13,7 +13,7 @@ function Keys({ hub }) {
     setError(undefined);
     try {
       setMade(await api(`/admin/v1/hubs/${hub.id}/api-keys`, { method: 'POST', body: { name: 'console' } }));
-      keys.reload();
+      await keys.reload();
     } catch (err) {
       setError(err);
     }

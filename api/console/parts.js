@@ -55,7 +55,7 @@ export function usePoll(load, deps, everyMs = 10_000) {
   };
   useEffect(() => {
     alive.current = true;
-    run();
+    void run();
     const timer = everyMs ? setInterval(() => document.visibilityState === 'visible' && run(), everyMs) : undefined;
     return () => {
       alive.current = false;

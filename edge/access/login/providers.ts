@@ -190,24 +190,26 @@ export function identityProviders(options: { endpoints?: Partial<LoginEndpoints>
     if (!code) throw refuse('the login response carries no code');
     const { githubOAuthUrl, githubApiUrl } = endpoints();
     const tokenUrl = new URL('/login/oauth/access_token', providerUrl(githubOAuthUrl, 'the GitHub OAuth URL'));
-    const token = await fetchJson(tokenUrl, {
+    const answer = await fetchJson(tokenUrl, {
       method: 'POST',
       headers: { accept: 'application/json', 'content-type': 'application/x-www-form-urlencoded' },
       body: new URLSearchParams({ client_id: provider.clientId, client_secret: provider.clientSecret, code, redirect_uri: redirectUri, code_verifier: flow.k }).toString(),
     });
+    // an answer that is JSON but not an object (null, a number) is a refusal, not a TypeError
+    const token: Record<string, unknown> = answer && typeof answer === 'object' ? (answer as Record<string, unknown>) : {};
     if (typeof token.access_token !== 'string') throw refuse(`GitHub refused the login: ${String(token.error ?? 'no access token')}${token.error_description ? ` (${String(token.error_description)})` : ''}`);
     const emailsUrl = new URL('user/emails', providerUrl(githubApiUrl.replace(/\/?$/, '/'), 'the GitHub API URL'));
     const emails = await fetchJson(emailsUrl, {
       headers: { accept: 'application/vnd.github+json', authorization: `Bearer ${token.access_token}`, 'user-agent': 'edgehub-edge', 'x-github-api-version': '2022-11-28' },
     });
     if (!Array.isArray(emails)) throw new LoginRefusal(502, 'bad_gateway', 'GitHub did not list the account emails');
-    const primary = emails.find((e: { primary?: boolean }) => e && e.primary === true) as { email?: string; verified?: boolean } | undefined;
+    const primary = emails.find((e: { primary?: boolean } | null) => e?.primary === true) as { email?: string; verified?: boolean } | undefined;
     if (!primary || typeof primary.email !== 'string') throw refuse('the GitHub account has no primary email');
     if (primary.verified !== true) throw refuse(`the GitHub account's primary email ${primary.email} is not verified`);
     return primary.email.toLowerCase();
   }
 
-  async function fetchJson(url: URL, init: RequestInit): Promise<any> {
+  async function fetchJson(url: URL, init: RequestInit): Promise<unknown> {
     let res: Response;
     try {
       res = await egressFetch(url, { ...init, redirect: 'error', signal: AbortSignal.timeout(providerTimeoutMs) });
@@ -215,7 +217,7 @@ export function identityProviders(options: { endpoints?: Partial<LoginEndpoints>
       throw new LoginRefusal(502, 'bad_gateway', `the identity provider could not be reached: ${message(err)}`);
     }
     const text = await res.text();
-    let body: any;
+    let body: unknown;
     try {
       body = JSON.parse(text);
     } catch {

@@ -1,0 +1,56 @@
+import test from 'ava';
+import { execFileSync } from 'node:child_process';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { parseCsr, subjectMismatches } from '../../shared/pki/csr.js';
+
+const dir = mkdtempSync(path.join(os.tmpdir(), 'csr-unit-'));
+test.after.always(() => rmSync(dir, { recursive: true, force: true }));
+
+/** A CSR made by openssl with a key of `keyArgs` (genpkey arguments) and `subject`. */
+function csr(name: string, keyArgs: string[], subject = '/CN=device-1/O=Acme/OU=Ops'): string {
+  const key = path.join(dir, `${name}.key`);
+  execFileSync('openssl', ['genpkey', ...keyArgs, '-out', key], { stdio: 'ignore' });
+  return execFileSync('openssl', ['req', '-new', '-key', key, '-subj', subject, '-sha256'], { encoding: 'utf8' });
+}
+
+const derOf = (pem: string) => Buffer.from(pem.replace(/-----[^-]+-----/g, '').replace(/\s+/g, ''), 'base64');
+const pemOf = (der: Buffer) => `-----BEGIN CERTIFICATE REQUEST-----\n${der.toString('base64').replace(/.{64}/g, '$&\n')}\n-----END CERTIFICATE REQUEST-----\n`;
+const p256 = csr('p256', ['-algorithm', 'EC', '-pkeyopt', 'ec_paramgen_curve:P-256']);
+
+test('EC P-256, P-384 and RSA 2048 CSRs are accepted with their subject and key', async (t) => {
+  const parsed = await parseCsr(p256);
+  t.deepEqual([parsed.fields.commonName, parsed.fields.organization, parsed.fields.organizationalUnit], ['device-1', 'Acme', 'Ops']);
+  t.regex(parsed.keyDescription, /P-256/);
+  t.deepEqual(subjectMismatches(parsed, { commonName: 'device-1', organization: '' }), []);
+  t.deepEqual(subjectMismatches(parsed, { commonName: 'other', organizationalUnit: 'Ops' }), ["CSR subject CN must be 'other' (got 'device-1')"]);
+  t.regex((await parseCsr(csr('p384', ['-algorithm', 'EC', '-pkeyopt', 'ec_paramgen_curve:P-384']))).keyDescription, /P-384/);
+  t.regex((await parseCsr(csr('rsa', ['-algorithm', 'RSA', '-pkeyopt', 'rsa_keygen_bits:2048']))).keyDescription, /RSA/);
+});
+
+test('keys outside the policy are refused with a 400 that names what is accepted', async (t) => {
+  for (const [name, args] of [['ed25519', ['-algorithm', 'ED25519']], ['p521', ['-algorithm', 'EC', '-pkeyopt', 'ec_paramgen_curve:P-521']], ['rsa1024', ['-algorithm', 'RSA', '-pkeyopt', 'rsa_keygen_bits:1024']]] as const) {
+    const pem = csr(name, [...args]);
+    const err = (await t.throwsAsync(parseCsr(pem))) as Error & { status?: number };
+    t.is(err.status, 400, name);
+    t.regex(err.message, /accepted|RSA/, name);
+  }
+});
+
+test('malformed CSRs are refused: not PEM, trailing bytes, a changed subject, a truncated body', async (t) => {
+  const der = derOf(p256);
+  const refused = async (pem: string, why: RegExp) => {
+    const err = (await t.throwsAsync(parseCsr(pem))) as Error & { status?: number };
+    t.is(err.status, 400);
+    t.regex(err.message, why);
+  };
+  await refused('hello', /PEM block/);
+  await refused(pemOf(Buffer.concat([der, Buffer.from([0])])), /DER/);
+  await refused(pemOf(der.subarray(0, der.length - 5)), /DER|PKCS#10/);
+  const changed = Buffer.from(der);
+  const at = changed.indexOf(Buffer.from('device-1'));
+  changed[at] = 'D'.charCodeAt(0);
+  await refused(pemOf(changed), /signature does not verify/);
+  t.is(readFileSync(path.join(dir, 'p256.key'), 'utf8').includes('PRIVATE KEY'), true);
+});
