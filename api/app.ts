@@ -1,6 +1,3 @@
-import { readdirSync } from 'node:fs';
-import path from 'node:path';
-import { fileURLToPath, pathToFileURL } from 'node:url';
 import { createBullBoard } from '@bull-board/api';
 import { BullMQAdapter } from '@bull-board/api/bullMQAdapter';
 import { KoaAdapter } from '@bull-board/koa';
@@ -11,19 +8,8 @@ import { guardQueueUi, QUEUES_PREFIX } from './middleware/queueUi.js';
 import { requestEdge } from './middleware/requestEdge.js';
 import { authFailureThrottle, unauthenticatedLimit } from './middleware/throttle.js';
 import { securityConfig } from '../shared/securityConfig.js';
-import { createRoutes, type Routes } from './router.js';
-
-const routesDir = path.join(path.dirname(fileURLToPath(import.meta.url)), 'routes');
-
-/** Each file in api/routes default-exports `(routes: Routes) => void`; loading them all keeps resources independent. */
-export async function loadRouteModules(): Promise<((r: Routes) => void)[]> {
-  const files = readdirSync(routesDir).filter((f) => /\.(ts|js)$/.test(f) && !f.endsWith('.d.ts')).sort();
-  const modules = await Promise.all(files.map((f) => import(pathToFileURL(path.join(routesDir, f)).href)));
-  return modules.map((m, i) => {
-    if (typeof m.default !== 'function') throw new Error(`api/routes/${files[i]} has no default export`);
-    return m.default;
-  });
-}
+import { createRoutes } from './router.js';
+import { routeModules } from './routes/index.js';
 
 function queueBoard(): Koa.Middleware {
   const serverAdapter = new KoaAdapter();
@@ -33,11 +19,11 @@ function queueBoard(): Koa.Middleware {
   return guardQueueUi(serverAdapter.registerPlugin() as unknown as Koa.Middleware);
 }
 
-export async function createApp(): Promise<Koa> {
+export function createApp(): Koa {
   const app = new Koa({ proxy: process.env.HUB_TRUST_PROXY === 'true' });
   app.silent = true; // errors middleware logs; Koa's default stderr dump would print stacks
   const { routes, middleware: routeMiddleware } = createRoutes();
-  for (const register of await loadRouteModules()) register(routes);
+  for (const register of routeModules) register(routes);
 
   const security = securityConfig();
   // request id, security headers, error mapping, access line and HTTP metrics in one pass (requestEdge.ts)

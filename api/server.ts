@@ -16,7 +16,7 @@ export async function startServer(port = config().port): Promise<Server> {
   await initDb();
   // without its LISTEN connection the auth cache stays off (every request reads the database) until it connects
   await startAuthCache().catch((err) => logger.warn({ err: (err as Error).message }, 'auth cache not live yet'));
-  const app = await createApp();
+  const app = createApp();
   const server = app.listen(port);
   server.keepAliveTimeout = 65_000;
   await new Promise<void>((resolve, reject) => {

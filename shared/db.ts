@@ -1,15 +1,11 @@
-import { readdirSync } from 'node:fs';
-import path from 'node:path';
-import { fileURLToPath, pathToFileURL } from 'node:url';
 import pg, { type QueryResultRow } from 'pg';
 import { Sequelize, Transaction } from 'sequelize';
 import { config } from './config.js';
+import { modelModules } from './models/index.js';
 import { securityConfig } from './securityConfig.js';
 
 let sequelize: Sequelize | undefined;
 let ready: Promise<Sequelize> | undefined;
-
-const modelsDir = path.join(path.dirname(fileURLToPath(import.meta.url)), 'models');
 
 export function databaseUrl(): string {
   const url = config().databaseUrl;
@@ -35,17 +31,12 @@ function createSequelize(): Sequelize {
   });
 }
 
-/**
- * Connects and initialises every model in shared/models (each file exports `initModel(sequelize)` and optionally
- * `associate()`), so a new resource only adds its own file.
- */
+/** Connects and initialises every model listed in shared/models/index.ts, then their associations. */
 export function initDb(): Promise<Sequelize> {
   ready ??= (async () => {
     const s = createSequelize();
-    const files = readdirSync(modelsDir).filter((f) => /\.(ts|js)$/.test(f) && !f.endsWith('.d.ts')).sort();
-    const modules = await Promise.all(files.map((f) => import(pathToFileURL(path.join(modelsDir, f)).href)));
-    for (const m of modules) m.initModel?.(s);
-    for (const m of modules) m.associate?.();
+    for (const m of modelModules) m.initModel(s);
+    for (const m of modelModules) m.associate?.();
     await s.authenticate();
     sequelize = s;
     return s;

@@ -1,7 +1,4 @@
 import { randomUUID } from 'node:crypto';
-import { readdirSync } from 'node:fs';
-import path from 'node:path';
-import { fileURLToPath, pathToFileURL } from 'node:url';
 import cron, { type ScheduledTask } from 'node-cron';
 import { config } from '../shared/config.js';
 import { closeDb, initDb } from '../shared/db.js';
@@ -12,16 +9,10 @@ import { refuseWrongSecretKey } from '../shared/secretKeyProbe.js';
 import { isMain, onShutdown } from '../shared/shutdown.js';
 import { startMetricsServer } from '../shared/telemetry.js';
 import type { Schedule } from './schedule.js';
+import { schedules as allSchedules } from './schedules/index.js';
 
 export { defineSchedule, type Schedule } from './schedule.js';
 
-const schedulesDir = path.join(path.dirname(fileURLToPath(import.meta.url)), 'schedules');
-
-export async function loadSchedules(): Promise<Schedule[]> {
-  const files = readdirSync(schedulesDir).filter((f) => /\.(ts|js)$/.test(f) && !f.endsWith('.d.ts')).sort();
-  const modules = await Promise.all(files.map((f) => import(pathToFileURL(path.join(schedulesDir, f)).href)));
-  return modules.flatMap((m) => (m.default === undefined ? [] : Array.isArray(m.default) ? m.default : [m.default]));
-}
 
 /**
  * Runs `fn` for one tick of a schedule unless another clock already took that tick. The key names the schedule and
@@ -56,7 +47,7 @@ async function main(): Promise<void> {
   process.env.HUB_PROCESS ??= 'clock';
   await initDb();
   await refuseWrongSecretKey();
-  const schedules = await loadSchedules();
+  const schedules = allSchedules;
   const tasks = startClock(schedules);
   await startMetricsServer();
   logger.info({ schedules: schedules.map((s) => `${s.name} (${s.cron})`) }, 'clock started');

@@ -23,7 +23,7 @@ test('a JWT we sign verifies: ES256, kid in the header, iss, aud, sub, exp', asy
 });
 
 test('refusals carry the labels violations report', async (t) => {
-  const signed = (claims: Record<string, unknown>, to = { hubId: 'h1', subject: 'tok', expiresAt: inAnHour() }, k = key) => signJwt(claims, to, k);
+  const signed = (claims: Record<string, unknown>, to = { hubId: 'h1', subject: 'tok', expiresAt: inAnHour() }, k: { kid: string; privateKey: KeyObject } = key) => signJwt(claims, to, k);
   await refusedWith(t, await signed({}), 'h2', 'wrong_hub');
   await refusedWith(t, await signed({}, { hubId: 'h1', subject: 'tok', expiresAt: new Date(Date.now() - 60_000) }), 'h1', 'expired');
   await refusedWith(t, await signed({}, undefined, { kid: 'k2', privateKey: key.privateKey }), 'h1', 'unknown_key');

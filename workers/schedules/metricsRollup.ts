@@ -1,5 +1,5 @@
 import { enqueue } from '../../shared/jobs.js';
-import { defineSchedule } from '../clock.js';
+import { defineSchedule } from '../schedule.js';
 import { METRICS_JOBS } from '../processors/metrics.js';
 
 /*

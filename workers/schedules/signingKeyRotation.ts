@@ -1,6 +1,6 @@
 import { requestRotation } from '../../shared/commands/signingKeys.js';
 import { config } from '../../shared/config.js';
-import { defineSchedule } from '../clock.js';
+import { defineSchedule } from '../schedule.js';
 
 /** Rotates the enrollment JWT signing key on HUB_KEY_ROTATION_CRON (default: monthly), through a pki job. */
 export default defineSchedule({

@@ -3,7 +3,7 @@ import { Socket } from 'node:net';
 import Router from '@koa/router';
 import test from 'ava';
 import Koa, { type Middleware } from 'koa';
-import { loadRouteModules } from '../../../api/app.js';
+import { routeModules } from '../../../api/routes/index.js';
 import { createRoutes, HUB_PREFIXES, type GuardedRoutes, type Routes } from '../../../api/router.js';
 
 /**
@@ -34,7 +34,7 @@ async function registeredRoutes(): Promise<Registered[]> {
     return { get: add('get'), post: add('post'), put: add('put'), patch: add('patch'), delete: add('delete') };
   };
   const recorderOf = { open: recorder('open'), admin: recorder('admin'), account: recorder('account'), hub: recorder('hub') };
-  for (const register of await loadRouteModules()) register(recorderOf as unknown as Routes);
+  for (const register of routeModules) register(recorderOf as unknown as Routes);
   return found;
 }
 
