@@ -5,7 +5,7 @@ import { requireAccount, requireAdmin, requireHub } from './middleware/auth.js';
 type Method = 'get' | 'post' | 'put' | 'patch' | 'delete';
 type Path = string | string[];
 
-/** Both prefixes every hub-scoped route answers under (CONTRACT.md). */
+/** Both prefixes every hub-scoped route answers under. */
 export const HUB_PREFIXES = ['/hub/:hubId', '/hub/v2/:hubId'];
 
 /** A path's first segment when it is literal text (`\:` unescaped, lower-cased: routes match case-insensitively), else undefined. */
@@ -21,7 +21,7 @@ const prefixShape = (prefix: string): (string | null)[] =>
 
 /**
  * Registers routes behind one guard under each of its prefixes. A path given as an array registers each form
- * (SPEC.md's listing and example forms), e.g. `['/health-checks/:id\\:execute', '/health-checks/:id/execute']`.
+ * (the listing and example forms the API documents), e.g. `['/health-checks/:id\\:execute', '/health-checks/:id/execute']`.
  *
  * Routes are kept in one @koa/router Router per prefix and resource, i.e. per first path segment after the prefix
  * (`certificate-request-tokens`, `shares`, ...), and a request is handed only to the router of its own segment: a

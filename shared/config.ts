@@ -111,7 +111,7 @@ export interface Config {
   sweepCron: string;
   keyRotationCron: string;
   vpcCidr: string;
-  /** IPsec (CONTRACT.md "IPsec on strongSwan"): real tunnels on strongSwan, or addresses and keys only. */
+  /** IPsec: real tunnels on strongSwan, or addresses and keys only. */
   ipsec: { provider: 'strongswan' | 'simulated'; chosen: 'HUB_IPSEC_PROVIDER' | 'detected'; wanNetns?: string };
   metricsRawRetention: string;
   scheduledExecutionRetention: string;
@@ -128,7 +128,7 @@ export interface Config {
   login: { googleIssuerUrl: string; githubOAuthUrl: string; githubApiUrl: string };
 }
 
-/** The edge (data plane), CONTRACT.md "The edge". */
+/** The edge (data plane). */
 export interface EdgeConfig {
   /** 0 turns a listener off. */
   httpPort: number;

@@ -12,7 +12,7 @@ export interface MigrationContext {
 const migrationsGlob = path.join(path.dirname(fileURLToPath(import.meta.url)), 'migrations', '*.{ts,js}');
 
 /**
- * CONTRACT.md: HUB_PUBLIC_FRONTEND_TEMPLATE is the urlTemplate of the standard frontend `public`, applied at every
+ * HUB_PUBLIC_FRONTEND_TEMPLATE is the urlTemplate of the standard frontend `public`, applied at every
  * start; the endpoints of shares on it follow (they are the template with the share token in place of {token}).
  */
 async function applyPublicFrontendTemplate(sequelize: Sequelize, transaction: Transaction): Promise<void> {

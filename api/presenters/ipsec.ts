@@ -4,7 +4,7 @@ import { insideAddresses, proposals, STRONGSWAN_DPD_ACTION } from '../../shared/
 import type { TunnelStatus } from '../../shared/commands/ipsecTunnels.js';
 import { iso } from './platform.js';
 
-/** SPEC.md's IPsec tunnel. Provisioned fields are '' until DEPLOYED; the pre-shared key never appears. */
+/** An IPsec tunnel as the API shows it. Provisioned fields are '' until DEPLOYED; the pre-shared key never appears. */
 export const presentTunnel = (t: IpsecTunnel) => ({
   id: t.id,
   name: t.name,
@@ -38,7 +38,7 @@ export const presentShare = (s: IpsecShare) => ({
   updatedAt: iso(s.updatedAt),
 });
 
-/** SPEC.md's tunnel configuration: `state` and a single-element `tunnels` array. */
+/** The tunnel configuration: `state` and a single-element `tunnels` array. */
 export function presentTunnelConfig(tunnel: IpsecTunnel, status: TunnelStatus) {
   const options = tunnel.tunnelOptions as TunnelOptions;
   const live = status.tunnels[0];
@@ -72,7 +72,7 @@ export function presentTunnelConfig(tunnel: IpsecTunnel, status: TunnelStatus) {
 
 /**
  * A strongSwan (swanctl.conf) configuration for the customer gateway, with the pre-shared key in its secrets
- * section: SPEC.md makes this the only place the key is shown.
+ * section: this is the only place the key is ever shown.
  */
 export function strongswanSampleConfig(tunnel: IpsecTunnel, preSharedKey: string, vpcCidr: string): string {
   const o = tunnel.tunnelOptions as TunnelOptions;

@@ -1,7 +1,7 @@
 import type { UsagePoint } from '../../shared/metrics/query.js';
 import type { MetricsWindow } from '../../shared/metrics/window.js';
 
-/** SPEC.md's metric series: hubId, scope, id, period, samples; share metrics add shareToken, environment metrics envZId. */
+/** A metric series: hubId, scope, id, period, samples; share metrics add shareToken, environment metrics envZId. */
 export const presentSeries = (
   hubId: string,
   scope: string,
@@ -11,7 +11,7 @@ export const presentSeries = (
   extra: { shareToken?: string; envZId?: string } = {},
 ) => ({ hubId, scope, id, ...extra, period: window.period, samples });
 
-/** SPEC.md's sparkline response, plus the page it is (list envelope fields) and the cap on shares per response. */
+/** The sparkline response, plus the page it is (list envelope fields) and the cap on shares per response. */
 export const presentSparklines = (
   hubId: string,
   window: MetricsWindow,

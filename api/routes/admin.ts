@@ -25,7 +25,7 @@ const urlTemplate = z
   }, 'must be an http(s) URL template');
 export const createFrontendSchema = z.object({ publicName: fields.name, urlTemplate });
 
-/** The operator API of CONTRACT.md (hubs, API keys, standard frontends). */
+/** The operator API (hubs, API keys, standard frontends), behind the admin token. */
 export default function routes({ admin }: Routes) {
   admin.post('/admin/v1/hubs', async (ctx) => {
     ctx.status = 201;

@@ -20,7 +20,7 @@ export const createSchema = z.object({
   hostname: z.string().trim().min(1, 'must not be empty').max(253, 'must be at most 253 characters'),
   authProviderIds: authProviderIds.default([]),
 });
-/** SPEC.md: authProviderIds is the only updatable field; anything else is refused by name. */
+/** authProviderIds is the only updatable field of a custom frontend; anything else is refused by name. */
 export const patchSchema = z.strictObject({ authProviderIds });
 
 export default function routes({ hub }: Routes) {
@@ -29,7 +29,7 @@ export default function routes({ hub }: Routes) {
     ctx.status = 201;
     ctx.body = presentCustomFrontend(await createCustomFrontend(currentHub(ctx).id, input, principalName(ctx)));
   });
-  // not in SPEC.md: a paged list, so that a hub can find its custom frontends again
+  // beyond the documented operations: a paged list, so that a hub can find its custom frontends again
   hub.get('/custom-frontends', async (ctx) => {
     const req = pageRequest(ctx, ['createdAt', 'hostname', 'status']);
     const page = await findPage(CustomFrontend, inHub(ctx), req, (f) => f);

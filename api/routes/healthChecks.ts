@@ -56,7 +56,7 @@ export const patchSchema = z.strictObject({
   intervalSeconds: intervalSeconds.optional(),
   enabled: z.boolean().optional(),
 });
-/** PUT: the SPEC.md fields are required; target, timeoutMs and intervalSeconds keep their values when omitted. */
+/** PUT: name, method, path, expectedStatus and enabled are required; target, timeoutMs and intervalSeconds keep their values when omitted. */
 export const putSchema = patchSchema.required({ name: true, method: true, path: true, expectedStatus: true, enabled: true });
 
 const SORTABLE = ['createdAt', 'name', 'enabled', 'lastExecutedAt'] as const;

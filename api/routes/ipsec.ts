@@ -15,7 +15,7 @@ import type { Routes } from '../router.js';
 import { currentHub, findInHub, inHub } from '../scope.js';
 import { body, fields, single } from '../validate.js';
 
-/** Every IPsec route passes this gate: hubs without the IPsec feature are refused (SPEC.md: 403 not_found). */
+/** Every IPsec route passes this gate: hubs without the IPsec feature are refused (403 not_found, as for a hub without access). */
 const requireIpsec: Middleware = async (ctx, next) => {
   if (!currentHub(ctx).features?.ipsec) throw notAuthorized('IPsec is not enabled for this hub');
   await next();

@@ -8,7 +8,7 @@ import { presentSeries } from '../presenters/metrics.js';
 import type { Routes } from '../router.js';
 import { currentHub } from '../scope.js';
 
-/** SPEC.md's tunnel metrics windows and the bucket step each is shown in. */
+/** The tunnel metrics windows (30m, 1h, 1d, 7d) and the bucket step each is shown in. */
 const TUNNEL_WINDOWS: Record<string, { durationMs: number; stepMs: number }> = {
   '30m': { durationMs: 30 * DURATION.MINUTE, stepMs: DURATION.MINUTE },
   '1h': { durationMs: DURATION.HOUR, stepMs: DURATION.MINUTE },

@@ -1,7 +1,7 @@
 import { publishedKeys } from '../../shared/commands/signingKeys.js';
 import type { Routes } from '../router.js';
 
-/** Verifiers re-read the set periodically and on an unknown kid (SPEC.md), so a short cache lifetime suffices. */
+/** Verifiers re-read the set periodically and on an unknown kid, so a short cache lifetime suffices. */
 const MAX_AGE_SECONDS = 300;
 
 export default function routes({ open }: Routes) {

@@ -66,7 +66,7 @@ async function sparklines(ctx: Context) {
 }
 
 /**
- * Metrics and sparklines (SPEC.md). Window: `duration` or `range` (ISO 8601 or 15m/1h/1d), optional `step`.
+ * Metrics and sparklines. Window: `duration` or `range` (ISO 8601 or 15m/1h/1d), optional `step`.
  * The share and environment forms without a hub in the path answer for the API key's own hub.
  */
 export default function routes({ hub, account }: Routes) {

@@ -1,7 +1,7 @@
 import { ingestUsage } from '../../shared/commands/usage.js';
 import type { Routes } from '../router.js';
 
-/** Operator ingestion of usage samples (CONTRACT.md): 202 {accepted}; a bad sample rejects the whole batch. */
+/** Operator ingestion of usage samples: 202 {accepted}; a bad sample rejects the whole batch. */
 export default function routes({ admin }: Routes) {
   admin.post('/admin/v1/usage', async (ctx) => {
     const result = await ingestUsage((ctx.request as { body?: unknown }).body ?? {});

@@ -14,7 +14,7 @@ export const SHARE_JOBS = { provision: 'ipsec.provisionShare', teardown: 'ipsec.
 export const SHARE_RESOURCE = 'ipsecShare';
 
 /**
- * SPEC.md's IPsec share machine. An update is accepted from DEPLOYED and also from ERROR (the way to retry a failed
+ * The IPsec share's state machine. An update is accepted from DEPLOYED and also from ERROR (the way to retry a failed
  * share); from NEW it is refused while the share is still being provisioned. "any -> DELETING" covers every live
  * state; DELETING and DELETED refuse a second delete.
  */

@@ -13,7 +13,7 @@ export interface Transition {
 type StatefulModel = Model & { id: string; status: IpsecStatus };
 
 /**
- * A resource's state machine (SPEC.md "States and transitions"), the one place its status changes: `assert`
+ * A resource's state machine, the one place its status changes: `assert`
  * refuses an event from a state it does not leave (400 naming the state); `apply` moves the row with a conditional
  * UPDATE, so two racing writers cannot both make the same transition.
  */

@@ -17,7 +17,7 @@ export const TUNNEL_JOBS = { provision: 'ipsec.provisionTunnel', teardown: 'ipse
 export const TUNNEL_RESOURCE = 'ipsecTunnel';
 
 /**
- * SPEC.md's IPsec tunnel machine. Leaving ERROR is not shown there; here an ERROR tunnel may be deleted (its
+ * The IPsec tunnel's state machine. The public API leaves the way out of ERROR open; here an ERROR tunnel may be deleted (its
  * partial allocations are torn down), and a failed teardown also ends in ERROR so it can be retried by deleting.
  */
 export const tunnelStates = new StateMachine('IPsec tunnel', IpsecTunnel, {

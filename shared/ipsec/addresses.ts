@@ -1,4 +1,4 @@
-/** IPv4 arithmetic and the address rules of IPsec tunnels (CONTRACT.md: peerPublicIp, peerCidr). */
+/** IPv4 arithmetic and the address rules of IPsec tunnels (peerPublicIp must be public unicast; peerCidr is any IPv4 CIDR). */
 
 const OCTET = '(25[0-5]|2[0-4]\\d|1\\d\\d|[1-9]?\\d)';
 const IPV4 = new RegExp(`^${OCTET}(\\.${OCTET}){3}$`);

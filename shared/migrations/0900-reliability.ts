@@ -1,7 +1,7 @@
 import type { MigrationContext } from '../migrate.js';
 
 /**
- * Reliability review (issue 15):
+ * Reliability review:
  * - executions keep the BullMQ options their job was added with, so the sweeper re-adds a lost job exactly as it was
  *   (a custom frontend's DNS wait has thousands of attempts 30 s apart, not the default five quick ones);
  * - a custom frontend can end in ERROR (provisioning spent its attempts, or its DNS wait ended), with the reason in

@@ -1,7 +1,7 @@
 import type { MigrationContext } from '../migrate.js';
 
 /**
- * Agents (CONTRACT.md "The agent"): programs inside an environment's private network that dial out to the edge.
+ * Agents: programs inside an environment's private network that dial out to the edge.
  * - agent_enrollments: one-time enrollment JWTs (only the digest of the token string they carry is stored), spent in
  *   the same statement that stores the agent;
  * - agents: an agent is its certificate (issued by the hub's CA for a P-256 key the agent made); deleting the row

@@ -1,7 +1,7 @@
 import type { MigrationContext } from '../migrate.js';
 
 /**
- * IPsec on strongSwan (CONTRACT.md "IPsec on strongSwan"): the data plane (an edge process holding the IPsec host
+ * IPsec on strongSwan: the data plane (an edge process holding the IPsec host
  * lock, edge/ipsec/host.ts) reports here what it runs, and the worker's provider waits on it:
  * - ipsec_local_tunnels.loaded_at: charon holds the tunnel's connection (NULL: not loaded, or unloaded);
  *   sa_status / sa_status_message / sa_checked_at: the security association as charon reports it;

@@ -1,7 +1,7 @@
 import { decryptSecret, encryptSecret, sha256 } from '../secrets.js';
 import { DataTypes, Model, type CreationOptional, type InferAttributes, type InferCreationAttributes, type Sequelize } from 'sequelize';
 
-/** A one-time, time-limited authorisation to obtain a client certificate (SPEC.md "Certificate request token"). */
+/** A one-time, time-limited authorisation to obtain a client certificate. */
 export class CertificateRequestToken extends Model<InferAttributes<CertificateRequestToken>, InferCreationAttributes<CertificateRequestToken>> {
   declare id: string;
   declare hubId: string;

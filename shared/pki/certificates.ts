@@ -5,7 +5,7 @@ import { badRequest } from '../errors.js';
 import { derToPem, pemToDer } from './der.js';
 
 /**
- * Certificates built from pkijs's X.509 schema, in the exact profile SPEC.md states, and signed with node:crypto
+ * Certificates built from pkijs's X.509 schema, in the exact profile the API documents for generated certificates, and signed with node:crypto
  * (ECDSA P-256 with SHA-256, DER signature as X.509 carries it). The subject and key come from a CSR pkijs parsed:
  * their encodings are the requester's, byte for byte (pkijs keeps a parsed Name's bytes and re-encodes a strict-DER
  * key to the same bytes).
@@ -30,7 +30,7 @@ export interface Signer {
 }
 
 export type Profile =
-  /** SPEC.md's generated client certificate: EKU serverAuth; KU digitalSignature, keyCertSign, cRLSign only. */
+  /** A generated client certificate: EKU serverAuth; KU digitalSignature, keyCertSign, cRLSign only. */
   | { kind: 'client' }
   | { kind: 'ca'; pathLength?: number };
 
@@ -66,7 +66,7 @@ function randomSerial(): Buffer {
 
 /**
  * KeyUsage is a named BIT STRING: digitalSignature (bit 0), keyCertSign (bit 5), cRLSign (bit 6), with DER's
- * trailing zero bits dropped (one unused bit). SPEC.md: those three enabled, every other usage disabled; CAs the same.
+ * trailing zero bits dropped (one unused bit). The profile: those three enabled, every other usage disabled; CAs the same.
  */
 const KEY_USAGE = new asn1js.BitString({ valueHex: Uint8Array.of(0b1000_0110), unusedBits: 1 });
 

@@ -1,5 +1,5 @@
 /**
- * IPsec on strongSwan (CONTRACT.md "IPsec on strongSwan"): the local provider's allocations (addresses, keys,
+ * IPsec on strongSwan: the local provider's allocations (addresses, keys,
  * listeners in ipsec_local_*) plus a real data plane. The data plane runs in the edge process that holds the IPsec
  * host role (edge/ipsec/host.ts): one network namespace and one charon per tunnel, a responder on the tunnel's
  * outside address with its pre-shared key and options, and a TCP listener per IPsec share on the load balancer

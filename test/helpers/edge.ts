@@ -100,7 +100,7 @@ export async function publicFrontendId(hub: HubFixture): Promise<string> {
   return frontends.json.find((f: { publicName: string }) => f.publicName === 'public').id;
 }
 
-/** Creates a share and waits until it is ACTIVE and the edge routes its host (CONTRACT.md: within 2 s). */
+/** Creates a share and waits until it is ACTIVE and the edge routes its host (the edge learns of it within 2 s). */
 export async function routedShare(edge: Edge, hub: HubFixture, body: Record<string, unknown>): Promise<{ zId: string; host: string; json: any }> {
   const created = await hub.call('POST', `${hub.h}/shares`, { body: { name: 'web', frontendIds: [await publicFrontendId(hub)], ...body } });
   if (created.status !== 201) throw new Error(`share create failed: ${created.status} ${created.text}`);

@@ -1,5 +1,5 @@
 /**
- * The README's walk-through (issue 13) runs top to bottom against a real stack, with only what the README says a
+ * The README's walk-through runs top to bottom against a real stack, with only what the README says a
  * user has: BASE, HUB_DATA_DIR (holding the admin token `npm start` stores there) and PORT, the service started
  * with HUB_DNS_SERVERS pointing at `npm run dev:dns` serving `$HUB_DATA_DIR/dns`. A failing block fails the test.
  */

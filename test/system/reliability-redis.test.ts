@@ -6,7 +6,7 @@ import { makeCsr } from '../helpers/pki.js';
 import { useStack, waitFor } from '../helpers/stack.js';
 
 /**
- * Issue 15 item 5: with Redis stopped, the web process's first wait for a job result used to block for ever on a
+ * With Redis stopped, the web process's first wait for a job result used to block for ever on a
  * connection that retries without end. Every wait is bounded: 503 with a clear message, and the request is kept.
  */
 

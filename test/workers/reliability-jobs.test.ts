@@ -9,7 +9,7 @@ import { stopDatabase } from '../helpers/outage.js';
 import { type Stack, useStack, waitFor } from '../helpers/stack.js';
 
 /**
- * Issue 15 items 2 and 3: what the clock's sweep does with executions whose job is lost, failed or finished while
+ * What the clock's sweep does with executions whose job is lost, failed or finished while
  * PostgreSQL could not record it.
  */
 

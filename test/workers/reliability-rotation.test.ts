@@ -5,7 +5,7 @@ import { defineProcessor, permanentFailure } from '../../workers/runner.js';
 import { useStack } from '../helpers/stack.js';
 
 /**
- * Issue 15 item 1: a failed signing-key rotation must not jam every later one. Its execution id names the key it
+ * A failed signing-key rotation must not jam every later one. Its execution id names the key it
  * supersedes; once that execution was FAILED, every later request (clock or operator) found it and did nothing.
  */
 

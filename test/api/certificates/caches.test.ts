@@ -8,7 +8,7 @@ import { makeCsr } from '../../helpers/pki.js';
 import { useStack, waitFor } from '../../helpers/stack.js';
 
 /**
- * Issue 15 item 8: decrypted hub CA keys and issuer chains are kept in a size-bounded cache with a TTL, never for the
+ * Decrypted hub CA keys and issuer chains are kept in a size-bounded cache with a TTL, never for the
  * life of the process; the clock's lock key carries HUB_QUEUE_PREFIX.
  */
 

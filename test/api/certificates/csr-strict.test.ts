@@ -5,7 +5,7 @@ import { makeCsr } from '../../helpers/pki.js';
 import { type HubFixture, useStack } from '../../helpers/stack.js';
 
 /**
- * Issue 15 item 9: CSRs are parsed strictly. The hand-written reader accepted non-minimal lengths and ignored
+ * CSRs are parsed strictly. The hand-written reader accepted non-minimal lengths and ignored
  * trailing bytes; altered outside the signed part, such a CSR still verified and was signed. Now each is a 400.
  */
 

@@ -31,7 +31,7 @@ test('create from a CSR issues through the worker; the chain verifies with opens
   const got = await hub.call('GET', `${certs(hub)}/${r.json.id}`);
   t.true((await opensslVerify(got.json.value, got.json.chain)).ok);
   const text = await x509Text(got.json.value);
-  // SPEC.md's profile, and names as separate RDNs: the subject as the CSR had it, the issuer the hub's issuing CA
+  // the documented profile, and names as separate RDNs: the subject as the CSR had it, the issuer the hub's issuing CA
   t.regex(text, /X509v3 Key Usage: critical\n\s+Digital Signature, Certificate Sign, CRL Sign\n/);
   t.regex(text, /X509v3 Extended Key Usage: \n\s+TLS Web Server Authentication\n/);
   t.regex(text, /X509v3 Subject Key Identifier: /);

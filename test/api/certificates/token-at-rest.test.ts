@@ -1,6 +1,6 @@
 /**
  * Certificate request token strings are encrypted at rest: no column of the row holds the string, the sealed copy
- * decrypts to it, look-ups go by its digest, and the API still presents it (SPEC.md returns `token`).
+ * decrypts to it, look-ups go by its digest, and the API still presents it (the API returns `token`).
  */
 import test from 'ava';
 import pg from 'pg';

@@ -7,7 +7,7 @@ import { startDnsServer, type TestDnsServer } from '../../helpers/dnsServer.js';
 import { type HubFixture, useStack, waitFor } from '../../helpers/stack.js';
 
 /**
- * Issue 15 items 4 and 7: a custom frontend whose provisioning spends its attempts, or whose DNS wait ends, becomes
+ * A custom frontend whose provisioning spends its attempts, or whose DNS wait ends, becomes
  * ERROR with a message saying why, and its hostname is released so nobody can squat it.
  */
 

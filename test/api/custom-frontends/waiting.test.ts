@@ -6,7 +6,7 @@ import { startDnsServer, type TestDnsServer } from '../../helpers/dnsServer.js';
 import { useStack, waitFor } from '../../helpers/stack.js';
 
 /**
- * Issue 13 item 4: a custom frontend waiting for its DNS records logs its first miss and then keeps quiet (debug
+ * A custom frontend waiting for its DNS records logs its first miss and then keeps quiet (debug
  * level) instead of a WARN line at every check for up to 72 h; the resource's status message says what it waits for.
  */
 

@@ -1,5 +1,5 @@
 /**
- * The operator's lists and deletion (CONTRACT.md operator API): GET /admin/v1/hubs (paged), GET .../api-keys (never
+ * The operator's lists and deletion (the operator API): GET /admin/v1/hubs (paged), GET .../api-keys (never
  * the tokens), DELETE /admin/v1/hubs/{hubId}: the hub and everything in it go in one statement; its keys answer 401
  * at once, its shares stop answering at the edge, its IPsec records are released, and the workers carry on.
  */

@@ -3,7 +3,7 @@ import { db } from '../../../shared/db.js';
 import { type HubFixture, useStack } from '../../helpers/stack.js';
 
 /**
- * Issue 15 item 6: tenant quotas with clear answers: the shortest health-check interval (400), the scheduled
+ * Tenant quotas with clear answers: the shortest health-check interval (400), the scheduled
  * health checks a hub may have (429), and how deep a list may be paged (400), a page past the end costing no more
  * than the first.
  */
