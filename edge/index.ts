@@ -12,6 +12,7 @@ import { refuseWrongSecretKey } from '../shared/secretKeyProbe.js';
 import { isMain, onShutdown } from '../shared/shutdown.js';
 import { startMetricsServer } from '../shared/telemetry.js';
 import { startEdge } from './server.js';
+import { backoffMs } from '../shared/backoff.js';
 
 /** Set by the edge's own primary on the workers it forks (not by npm start's supervisor). */
 const WORKER_INDEX = 'HUB_EDGE_WORKER_INDEX';
@@ -47,7 +48,7 @@ function runPrimary(workers: number): void {
     indexOf.delete(worker.id);
     failures.push(Date.now());
     while (failures.length && failures[0] < Date.now() - 60_000) failures.shift();
-    const delay = Math.min(100 * 2 ** (failures.length - 1), 10_000);
+    const delay = backoffMs(failures.length, { minMs: 100, maxMs: 10_000 });
     logger.error({ pid: worker.process.pid, code, signal, restartInMs: delay, failuresLastMinute: failures.length }, 'edge worker exited; restarting it');
     setTimeout(() => {
       if (!stopping) fork(index);

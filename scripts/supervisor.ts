@@ -10,6 +10,7 @@
  * process). A child also exits by itself when this process dies (the cluster channel closes).
  */
 import cluster, { type Worker } from 'node:cluster';
+import { backoffMs } from '../shared/backoff.js';
 
 export interface ChildSpec {
   /** Log name and HUB_PROCESS of the child. */
@@ -112,7 +113,7 @@ export class Supervisor {
     const uptime = Date.now() - slot.startedAt;
     slot.crashes = uptime >= this.stableMs ? 1 : slot.crashes + 1;
     slot.restarts++;
-    const delay = Math.min(this.backoffMs * 2 ** (slot.crashes - 1), this.maxBackoffMs);
+    const delay = backoffMs(slot.crashes, { minMs: this.backoffMs, maxMs: this.maxBackoffMs });
     this.log(
       `edgehub: ${slot.label} (pid ${worker.process.pid}) exited with ${describeExit(code, signal)} after ${seconds(uptime)}; ` +
         `restarting it in ${delayText(delay)} (restart #${slot.restarts}); the other processes keep running`,

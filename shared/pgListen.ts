@@ -1,4 +1,5 @@
 import pg from 'pg';
+import { backoffMs } from './backoff.js';
 import { applicationName, databaseUrl } from './db.js';
 import { logger } from './logger.js';
 
@@ -10,13 +11,27 @@ export interface Listener {
   close(): Promise<void>;
 }
 
+export interface ListenOptions {
+  /** Defaults to the process's DATABASE_URL. */
+  connectionString?: string;
+  /** The connection's application_name; default `<this process's name>-listen`. */
+  applicationName?: string;
+  /** The longest wait between two reconnection attempts (the first is 100 ms); default 2 s. */
+  maxBackoffMs?: number;
+}
+
 /**
  * A dedicated PostgreSQL connection that LISTENs on `channel` and hands every payload to `onMessage`. When the
- * connection drops it reconnects (backoff up to 2 s); `onReset` runs whenever notifications may have been missed
- * (connection lost, and again once listening anew), so a cache built on it empties itself and stays empty while
- * `live` is false.
+ * connection drops it reconnects with exponential backoff; `onReset` runs whenever notifications may have been missed:
+ * with `lost` when the connection went (a cache built on it empties itself and stays empty while `live` is false),
+ * and with `listening` once it listens anew (whatever was read before that instant may have missed a change).
  */
-export function listen(channel: string, onMessage: (payload: string) => void, onReset: () => void): Listener {
+export function listen(
+  channel: string,
+  onMessage: (payload: string) => void,
+  onReset: (why: 'lost' | 'listening') => void,
+  options: ListenOptions = {},
+): Listener {
   if (!/^[a-z_][a-z0-9_]*$/.test(channel)) throw new Error(`bad channel name ${channel}`);
   let client: pg.Client | undefined;
   let live = false;
@@ -30,15 +45,15 @@ export function listen(channel: string, onMessage: (payload: string) => void, on
     if (client !== c) return;
     client = undefined;
     live = false;
-    onReset();
+    onReset('lost');
     c.end().catch(() => undefined);
-    if (!closed) timer = setTimeout(connect, Math.min(2000, 100 * 2 ** attempt++));
+    if (!closed) timer = setTimeout(connect, backoffMs(++attempt, { minMs: 100, maxMs: options.maxBackoffMs ?? 2000 }));
   };
 
   async function connect() {
     timer = undefined;
     if (closed) return;
-    const c = new pg.Client({ connectionString: databaseUrl(), application_name: `${applicationName()}-listen` });
+    const c = new pg.Client({ connectionString: options.connectionString ?? databaseUrl(), application_name: options.applicationName ?? `${applicationName()}-listen`, keepAlive: true });
     client = c;
     c.on('error', (err) => {
       logger.warn({ err: err.message, channel }, 'change notifications lost; reconnecting');
@@ -53,7 +68,7 @@ export function listen(channel: string, onMessage: (payload: string) => void, on
       await c.query(`LISTEN ${channel}`);
       if (client !== c || closed) return;
       attempt = 0;
-      onReset(); // anything cached before this instant may have missed a notification
+      onReset('listening');
       live = true;
       resolveReady();
     } catch (err) {

@@ -16,6 +16,7 @@ import { encryptSecret } from '../secrets.js';
 import { missingAuthProviders } from './authProviders.js';
 import { enqueueHostingCleanup } from './cleanup.js';
 import { issueFrontendCertificate } from './frontendCertificates.js';
+import { backoffMs } from '../backoff.js';
 
 export const PROVISION_JOB = 'frontends.provisionCustomFrontend';
 export const ACTIVATE_JOB = 'frontends.activateCustomFrontend';
@@ -245,7 +246,7 @@ export async function failCustomFrontend(customFrontendId: string, reason: strin
 
 /** First retry after 5 minutes, doubling up to 6 hours: a CA that refused is not asked again at the DNS pace. */
 export function issuanceBackoffMs(failures: number): number {
-  return Math.min(5 * 60_000 * 2 ** Math.max(0, failures - 1), 6 * 3600_000);
+  return backoffMs(failures, { minMs: 5 * 60_000, maxMs: 6 * 3600_000 });
 }
 
 /** The columns a newly issued certificate sets (its key sealed), clearing the failure backoff. */
