@@ -3,7 +3,8 @@
  * purpose is the additional data, so a login cookie never opens as a session), and the Set-Cookie attributes:
  * host-only (no Domain), whole host (Path=/), HttpOnly, SameSite=Lax, and Secure with the `__Host-` prefix over TLS.
  */
-import { createCipheriv, createDecipheriv, hkdfSync, randomBytes } from 'node:crypto';
+import { hkdfSync } from 'node:crypto';
+import { open, seal } from '../../../shared/secrets.js';
 
 export const SESSION_COOKIE = 'edgehub_session';
 export const LOGIN_COOKIE = 'edgehub_login';
@@ -44,22 +45,18 @@ export interface LoginPayload {
 export function sealer(secretKey: Buffer) {
   const key = Buffer.from(hkdfSync('sha256', secretKey, 'edgehub edge login', 'session cookie v1', 32));
   return {
+    /** `<iv><ciphertext><tag>` in base64url: the cookie's compact form of one shared/secrets.ts sealing. */
     seal(purpose: string, payload: object): string {
-      const iv = randomBytes(12);
-      const cipher = createCipheriv('aes-256-gcm', key, iv);
-      cipher.setAAD(Buffer.from(purpose));
-      const data = Buffer.concat([cipher.update(JSON.stringify(payload), 'utf8'), cipher.final()]);
-      return Buffer.concat([iv, data, cipher.getAuthTag()]).toString('base64url');
+      const { iv, data, tag } = seal(key, JSON.stringify(payload), Buffer.from(purpose));
+      return Buffer.concat([iv, data, tag]).toString('base64url');
     },
     open<T>(purpose: string, value: string | undefined): T | undefined {
       if (!value || value.length > 4096 || !/^[A-Za-z0-9_-]+$/.test(value)) return undefined;
       const raw = Buffer.from(value, 'base64url');
       if (raw.length < 12 + 16 + 2) return undefined;
       try {
-        const decipher = createDecipheriv('aes-256-gcm', key, raw.subarray(0, 12));
-        decipher.setAAD(Buffer.from(purpose));
-        decipher.setAuthTag(raw.subarray(raw.length - 16));
-        const plain = Buffer.concat([decipher.update(raw.subarray(12, raw.length - 16)), decipher.final()]);
+        const sealed = { iv: raw.subarray(0, 12), data: raw.subarray(12, raw.length - 16), tag: raw.subarray(raw.length - 16) };
+        const plain = open(key, sealed, Buffer.from(purpose));
         const parsed = JSON.parse(plain.toString('utf8'));
         return parsed && typeof parsed === 'object' && parsed.v === 1 ? (parsed as T) : undefined;
       } catch {
