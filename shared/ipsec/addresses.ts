@@ -1,7 +1,9 @@
-/** IPv4 arithmetic and the address rules of IPsec tunnels (peerPublicIp must be public unicast; peerCidr is any IPv4 CIDR). */
-
-const OCTET = '(25[0-5]|2[0-4]\\d|1\\d\\d|[1-9]?\\d)';
-const IPV4 = new RegExp(`^${OCTET}(\\.${OCTET}){3}$`);
+/**
+ * The address rules of IPsec tunnels (peerPublicIp must be public unicast; peerCidr is any IPv4 CIDR), on ipaddr.js
+ * for parsing and range membership. Addresses are also handled as 32-bit integers, because the local provider
+ * allocates them by counting through a block.
+ */
+import ipaddr from 'ipaddr.js';
 
 export interface Cidr {
   network: number;
@@ -12,26 +14,22 @@ export interface Cidr {
 
 /** Strict dotted-quad (no leading zeros, no shorthand) to a 32-bit unsigned integer, or undefined. */
 export function parseIpv4(text: string): number | undefined {
-  if (!IPV4.test(text)) return undefined;
-  return text.split('.').reduce((n, octet) => n * 256 + Number(octet), 0);
+  if (!ipaddr.IPv4.isValidFourPartDecimal(text)) return undefined;
+  return ipaddr.IPv4.parse(text).toByteArray().reduce((n, octet) => n * 256 + octet, 0);
 }
 
 export function formatIpv4(n: number): string {
-  return [n >>> 24, (n >>> 16) & 255, (n >>> 8) & 255, n & 255].join('.');
+  return ipaddr.fromByteArray([n >>> 24, (n >>> 16) & 255, (n >>> 8) & 255, n & 255]).toString();
 }
 
 /** `a.b.c.d/n` whose host bits are zero, or an explanation of what is wrong. */
 export function parseCidr(text: string): Cidr | string {
-  const [address, prefixText, ...rest] = text.split('/');
-  const ip = parseIpv4(address ?? '');
-  if (rest.length || ip === undefined || prefixText === undefined || !/^(3[0-2]|[12]?\d)$/.test(prefixText)) {
-    return 'must be an IPv4 CIDR such as 10.0.0.0/24';
-  }
-  const prefix = Number(prefixText);
-  const size = 2 ** (32 - prefix);
-  const network = ip - (ip % size);
-  if (network !== ip) return `must name its network address (did you mean ${formatIpv4(network)}/${prefix}?)`;
-  return { network, prefix, size };
+  // four-part decimal address and a prefix without leading zeros; ipaddr.js alone would take 10.1/8 or 010.0.0.0/8
+  if (!ipaddr.IPv4.isValidCIDRFourPartDecimal(text) || !/\/(0|[1-9]\d?)$/.test(text)) return 'must be an IPv4 CIDR such as 10.0.0.0/24';
+  const [address, prefix] = ipaddr.IPv4.parseCIDR(text);
+  const network = ipaddr.IPv4.networkAddressFromCIDR(text);
+  if (network.toString() !== address.toString()) return `must name its network address (did you mean ${network}/${prefix}?)`;
+  return { network: parseIpv4(network.toString())!, prefix, size: 2 ** (32 - prefix) };
 }
 
 export const cidrContains = (cidr: Cidr, ip: number) => ip >= cidr.network && ip < cidr.network + cidr.size;
