@@ -7,9 +7,9 @@ import { jsonBody } from './middleware/body.js';
 import { guardQueueUi, QUEUES_PREFIX } from './middleware/queueUi.js';
 import { requestEdge } from './middleware/requestEdge.js';
 import { authFailureThrottle, unauthenticatedLimit } from './middleware/throttle.js';
-import { securityConfig } from '../shared/securityConfig.js';
 import { createRoutes } from './router.js';
 import { routeModules } from './routes/index.js';
+import { config } from '../shared/config.js';
 
 function queueBoard(): Koa.Middleware {
   const serverAdapter = new KoaAdapter();
@@ -20,12 +20,12 @@ function queueBoard(): Koa.Middleware {
 }
 
 export function createApp(): Koa {
-  const app = new Koa({ proxy: process.env.HUB_TRUST_PROXY === 'true' });
+  const app = new Koa({ proxy: config().trustProxy });
   app.silent = true; // errors middleware logs; Koa's default stderr dump would print stacks
   const { routes, middleware: routeMiddleware } = createRoutes();
   for (const register of routeModules) register(routes);
 
-  const security = securityConfig();
+  const security = config().security;
   // request id, security headers, error mapping, access line and HTTP metrics in one pass (requestEdge.ts)
   app.use(requestEdge);
   app.use(authFailureThrottle(security));

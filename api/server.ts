@@ -10,6 +10,7 @@ import { startMetricsServer } from '../shared/telemetry.js';
 import { refuseWrongSecretKey } from '../shared/secretKeyProbe.js';
 import { createApp } from './app.js';
 import { startAuthCache, stopAuthCache } from './middleware/authCache.js';
+import { presetSetting } from '../shared/settings.js';
 
 /** Starts the API on `port` (0 = any free port) and returns the listening server. */
 export async function startServer(port = config().port): Promise<Server> {
@@ -41,7 +42,7 @@ export async function stopServer(server: Server): Promise<void> {
 }
 
 if (isMain(import.meta.url)) {
-  process.env.HUB_PROCESS ??= 'web';
+  presetSetting('HUB_PROCESS', 'web');
   await initDb();
   await refuseWrongSecretKey();
   const server = await startServer();

@@ -13,9 +13,8 @@ import { isMain, onShutdown } from '../shared/shutdown.js';
 import { startMetricsServer } from '../shared/telemetry.js';
 import { startEdge } from './server.js';
 import { backoffMs } from '../shared/backoff.js';
+import { presetSetting, setting } from '../shared/settings.js';
 
-/** Set by the edge's own primary on the workers it forks (not by npm start's supervisor). */
-const WORKER_INDEX = 'HUB_EDGE_WORKER_INDEX';
 
 async function runWorker(): Promise<void> {
   await initDb(); // the usage store writes through the shared pool
@@ -23,9 +22,10 @@ async function runWorker(): Promise<void> {
   const edge = await startEdge();
   // HUB_METRICS_PORT: each worker this edge forked serves its own series on the port after the previous worker's (a
   // supervisor's child, npm start's, was given a port of its own)
-  const base = process.env.HUB_METRICS_PORT?.trim();
-  const index = process.env[WORKER_INDEX];
-  await startMetricsServer(base && index ? { ...process.env, HUB_METRICS_PORT: String(Number(base) + Number(index)) } : process.env);
+  const listener = config().metricsListener;
+  // HUB_EDGE_WORKER_INDEX is set by the edge's own primary on the workers it forks (not by npm start's supervisor)
+  const index = setting('HUB_EDGE_WORKER_INDEX');
+  await startMetricsServer(listener && index !== undefined ? { ...listener, port: listener.port + index } : (listener ?? null));
   logger.info({ httpPort: edge.httpPort, httpsPort: edge.httpsPort, routes: edge.routes.size, template: config().edge.publicFrontendTemplate }, 'edge listening');
   onShutdown(async () => {
     // stop accepting, let requests in flight finish, then write the last counters
@@ -41,7 +41,7 @@ function runPrimary(workers: number): void {
   const failures: number[] = [];
   // a worker's index (0, 1, ...) stays with its replacement: it places the worker's metrics port
   const indexOf = new Map<number, number>();
-  const fork = (index: number) => indexOf.set(cluster.fork({ HUB_PROCESS: 'edge', [WORKER_INDEX]: String(index) }).id, index);
+  const fork = (index: number) => indexOf.set(cluster.fork({ HUB_PROCESS: 'edge', HUB_EDGE_WORKER_INDEX: String(index) }).id, index);
   cluster.on('exit', (worker, code, signal) => {
     if (stopping) return;
     const index = indexOf.get(worker.id) ?? 0;
@@ -73,7 +73,7 @@ function runPrimary(workers: number): void {
 }
 
 if (isMain(import.meta.url) || cluster.isWorker) {
-  process.env.HUB_PROCESS ??= 'edge';
+  presetSetting('HUB_PROCESS', 'edge');
   const workers = config().edge.workers;
   if (cluster.isPrimary && workers > 1) runPrimary(workers);
   else await runWorker();

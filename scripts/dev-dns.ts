@@ -12,6 +12,7 @@ import { mkdirSync, readdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import dns2 from 'dns2';
+import { setting } from '../shared/settings.js';
 
 const { Packet } = dns2;
 const NXDOMAIN = 3;
@@ -89,8 +90,8 @@ if (process.argv[1] && path.resolve(process.argv[1]) === fileURLToPath(import.me
     const i = process.argv.indexOf(name);
     return i > 0 ? process.argv[i + 1] : undefined;
   };
-  const dir = path.resolve(arg('--dir') ?? path.join(process.env.HUB_DATA_DIR || '.data', 'dns'));
-  const listen = arg('--listen') ?? process.env.DEV_DNS_LISTEN ?? DEV_DNS_LISTEN;
+  const dir = path.resolve(arg('--dir') ?? path.join(setting('HUB_DATA_DIR'), 'dns'));
+  const listen = arg('--listen') ?? setting('DEV_DNS_LISTEN');
   mkdirSync(dir, { recursive: true });
   try {
     const dns = await startDevDns({ dir, listen });

@@ -11,19 +11,12 @@ import { migrate } from '../shared/migrate.js';
 import { portTaken, startPostgres, startRedis, type LocalPostgres, type LocalRedis } from './services.js';
 import { Supervisor, type ChildSpec } from './supervisor.js';
 
-/** WEB_CONCURRENCY (the Heroku convention): how many web processes; a whole number from 1 to 64. */
-function webConcurrency(raw = process.env.WEB_CONCURRENCY?.trim()): number {
-  if (!raw) return 1;
-  const n = Number(raw);
-  if (!Number.isInteger(n) || n < 1 || n > 64) throw new ConfigError(`invalid configuration:\n  WEB_CONCURRENCY: must be a whole number from 1 to 64 (got '${raw}')`);
-  return n;
-}
-
 let cfg;
 let webProcesses: number;
 try {
   cfg = config();
-  webProcesses = webConcurrency();
+  // WEB_CONCURRENCY (the Heroku convention): how many web processes
+  webProcesses = cfg.webConcurrency;
 } catch (err) {
   if (err instanceof ConfigError) {
     console.error(`edgehub: ${err.message}`);
@@ -37,7 +30,7 @@ const wanted: [number | undefined, string][] = [
   [cfg.port, 'PORT'],
   [cfg.edge.httpPort, 'HUB_EDGE_HTTP_PORT'],
   [cfg.edge.httpsPort, 'HUB_EDGE_HTTPS_PORT'],
-  [process.env.HUB_METRICS_PORT ? Number(process.env.HUB_METRICS_PORT) : undefined, 'HUB_METRICS_PORT'],
+  [cfg.metricsListener?.port, 'HUB_METRICS_PORT'],
 ];
 for (const [port, variable] of wanted) {
   if (!port) continue;
@@ -48,7 +41,7 @@ for (const [port, variable] of wanted) {
 }
 
 /** A URL with its password hidden, unless `--show-secrets` or HUB_SHOW_SECRETS=1 asks for it. */
-const showSecrets = process.argv.includes('--show-secrets') || process.env.HUB_SHOW_SECRETS === '1';
+const showSecrets = process.argv.includes('--show-secrets') || cfg.showSecrets;
 function masked(url: string): string {
   if (showSecrets) return url;
   try {
@@ -124,7 +117,7 @@ try {
   await migrate(await initDb());
   await closeDb();
 
-  supervisor = new Supervisor(CHILDREN, { env });
+  supervisor = new Supervisor(CHILDREN, { env, backoffMs: cfg.restartBackoff.minMs, maxBackoffMs: cfg.restartBackoff.maxMs, metricsBasePort: cfg.metricsListener?.port });
   supervisor.start();
   const base = `http://localhost:${cfg.port}`;
   console.log(`\nedgehub is starting at ${base}  (public base URL ${cfg.publicBaseUrl})`);

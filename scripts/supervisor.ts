@@ -23,10 +23,12 @@ export interface ChildSpec {
 
 export interface SupervisorOptions {
   env: NodeJS.ProcessEnv;
-  /** First restart delay; doubled on each consecutive crash (default 1000 ms, HUB_RESTART_BACKOFF_MS). */
+  /** First restart delay; doubled on each consecutive crash (default 1000 ms). */
   backoffMs?: number;
-  /** Longest restart delay (default 30000 ms, HUB_RESTART_BACKOFF_MAX_MS). */
+  /** Longest restart delay (default 30000 ms). */
   maxBackoffMs?: number;
+  /** Each child its own metrics port from this one on, in the order of the list (default: none). */
+  metricsBasePort?: number;
   /** A child that stayed up this long counts as healthy again (default 30000 ms). */
   stableMs?: number;
   /** This many consecutive early exits are reported as a crash loop (default 5). */
@@ -66,12 +68,12 @@ export class Supervisor {
     options: SupervisorOptions,
   ) {
     const env = options.env;
-    this.backoffMs = options.backoffMs ?? Number(env.HUB_RESTART_BACKOFF_MS || 1000);
-    this.maxBackoffMs = options.maxBackoffMs ?? Number(env.HUB_RESTART_BACKOFF_MAX_MS || 30_000);
+    this.backoffMs = options.backoffMs ?? 1000;
+    this.maxBackoffMs = options.maxBackoffMs ?? 30_000;
     this.stableMs = options.stableMs ?? 30_000;
     this.crashLoopAfter = options.crashLoopAfter ?? 5;
     this.log = options.log ?? ((line) => console.error(line));
-    const metricsBase = env.HUB_METRICS_PORT?.trim() ? Number(env.HUB_METRICS_PORT) : undefined;
+    const metricsBase = options.metricsBasePort;
     for (const spec of specs) {
       const n = spec.instances ?? 1;
       for (let i = 1; i <= n; i++) {

@@ -12,6 +12,7 @@ import { Sequelize } from 'sequelize';
 import { migrate } from '../shared/migrate.js';
 import { scanRun } from '../test/helpers/logScan.js';
 import { ensureCommands, REDIS_SERVER, startPostgres, startRedis } from './services.js';
+import { setting } from '../shared/settings.js';
 
 const TEMPLATE = 'edgehub_template';
 const work = mkdtempSync(path.join(os.tmpdir(), 'edgehub-test-'));
@@ -44,7 +45,7 @@ try {
     env: {
       ...process.env,
       NODE_ENV: 'test',
-      LOG_LEVEL: process.env.LOG_LEVEL ?? 'silent',
+      LOG_LEVEL: setting('LOG_LEVEL') ?? 'silent',
       TEST_POSTGRES_URL: pg.url('postgres'),
       TEST_TEMPLATE_DB: TEMPLATE,
       TEST_REDIS_URL: redis.url,
@@ -87,7 +88,7 @@ try {
   await redis.stop();
   await pg.stop().catch(() => undefined);
   // TEST_KEEP_WORK=1 keeps the logs and data of a run to read after it
-  if (process.env.TEST_KEEP_WORK) console.log(`work directory kept: ${work}`);
+  if (setting('TEST_KEEP_WORK')) console.log(`work directory kept: ${work}`);
   else rmSync(work, { recursive: true, force: true });
 }
 process.exit(code);

@@ -2,87 +2,10 @@ import { randomBytes } from 'node:crypto';
 import { existsSync, linkSync, mkdirSync, readFileSync, unlinkSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import ipaddr from 'ipaddr.js';
-import { z } from 'zod';
 import { durationMs } from './durations.js';
+import { ConfigError, readSettings } from './settings.js';
 
-const optionalString = z
-  .string()
-  .optional()
-  .transform((v) => (v === undefined || v.trim() === '' ? undefined : v.trim()));
-
-/** An ISO 8601 duration (P2D, PT12H, P1W), kept as written; checked at start so a typo does not wait for its job. */
-const retention = (fallback: string) =>
-  z
-    .string()
-    .default(fallback)
-    .refine((v) => (durationMs(v) ?? 0) > 0, 'must be an ISO 8601 duration such as P2D or PT12H');
-
-const envSchema = z.object({
-  PORT: z.coerce.number().int().min(0).max(65535).default(8080),
-  HUB_DATA_DIR: z.string().default('.data'),
-  DATABASE_URL: optionalString.pipe(z.string().regex(/^postgres(ql)?:\/\//, 'must be a postgres:// URL').optional()),
-  REDIS_URL: optionalString.pipe(z.string().regex(/^rediss?:\/\//, 'must be a redis:// URL').optional()),
-  HUB_ADMIN_TOKEN: optionalString.pipe(z.string().min(16, 'must be at least 16 characters').optional()),
-  PUBLIC_BASE_URL: optionalString.pipe(z.url({ protocol: /^https?$/, message: 'must be an http(s) URL' }).optional()),
-  HUB_SECRET_KEY: optionalString,
-  HUB_PROVISION_DELAY_MS: z.coerce.number().int().min(0).max(600_000).default(1500),
-  HUB_DNS_SERVERS: optionalString.pipe(
-    z
-      .string()
-      // Node's resolver takes IP addresses only: a host name here would make every lookup fail
-      .regex(/^(\d{1,3}(\.\d{1,3}){3}|\[[0-9a-fA-F:]+\]):\d{1,5}(,(\d{1,3}(\.\d{1,3}){3}|\[[0-9a-fA-F:]+\]):\d{1,5})*$/, 'must be comma-separated ip:port pairs (IPv6 as [addr]:port)')
-      .optional(),
-  ),
-  HUB_DNS_CHECK_INTERVAL_MS: z.coerce.number().int().min(10).max(3_600_000).default(30_000),
-  HUB_DNS_WAIT: retention('PT72H'),
-  HUB_INGRESS_ADDRESSES: z.string().regex(/^\d{1,3}(\.\d{1,3}){3}(,\d{1,3}(\.\d{1,3}){3})*$/, 'must be comma-separated IPv4 addresses').default('203.0.113.10,203.0.113.11'),
-  HUB_VALIDATION_DOMAIN: z.string().regex(/^[a-z0-9.-]+$/, 'must be a DNS name').default('validation.edgehub.localhost'),
-  HUB_ACME_DIRECTORY_URL: optionalString.pipe(z.url({ protocol: /^https?$/, message: 'must be an http(s) URL' }).optional()),
-  HUB_ACME_CA_FILE: optionalString,
-  HUB_ACME_CONTACT: optionalString,
-  HUB_VALIDATION_DNS_LISTEN: optionalString.pipe(z.string().regex(/^[^,\s]+:\d+$/, 'must be host:port').optional()),
-  HUB_CERTIFICATE_RENEW_BEFORE_DAYS: z.coerce.number().int().min(1).max(365).default(30),
-  HUB_QUEUE_PREFIX: z.string().regex(/^[A-Za-z0-9_-]+$/).default('edgehub'),
-  HUB_SWEEP_CRON: z.string().default('*/15 * * * * *'),
-  HUB_KEY_ROTATION_CRON: z.string().default('0 0 1 * *'),
-  HUB_VPC_CIDR: z.string().default('10.100.0.0/16'),
-  HUB_IPSEC_PROVIDER: z.enum(['strongswan', 'simulated']).optional(),
-  HUB_IPSEC_WAN_NETNS: optionalString,
-  HUB_METRICS_RAW_RETENTION: retention('P2D'),
-  HUB_SCHEDULED_EXECUTION_RETENTION: retention('P7D'),
-  HUB_EDGE_HTTP_PORT: z.coerce.number().int().min(0).max(65535).default(8000),
-  HUB_EDGE_HTTPS_PORT: z.coerce.number().int().min(0).max(65535).default(8443),
-  HUB_PUBLIC_FRONTEND_TEMPLATE: optionalString.pipe(
-    z.string().regex(/^https?:\/\/\{token\}\.[a-z0-9.-]+(:\d{1,5})?\/?$/, 'must be an http(s) URL whose host is {token}.<domain>, e.g. http://{token}.share.localhost:8000').optional(),
-  ),
-  HUB_EDGE_FLUSH_MS: z.coerce.number().int().min(10).max(3_600_000).default(5000),
-  HUB_EGRESS_DENY: z.string().default('169.254.0.0/16,fe80::/10'),
-  HUB_EDGE_TLS_CERT_FILE: optionalString,
-  HUB_EDGE_AGENT_ADDRESSES: z
-    .string()
-    .optional()
-    .transform((v) => (v ?? '').split(',').map((s) => s.trim()).filter(Boolean))
-    .refine((list) => list.every((a) => /^(\[[0-9a-fA-F:.]+\]|[^:\s[\]]+):\d{1,5}$/.test(a)), 'must be comma-separated host:port addresses'),
-  HUB_EDGE_TLS_KEY_FILE: optionalString,
-  HUB_EDGE_UPSTREAM_TIMEOUT_MS: z.coerce.number().int().min(10).max(3_600_000).default(60_000),
-  HUB_EDGE_RESYNC_MS: z.coerce.number().int().min(0).max(86_400_000).default(60_000),
-  HUB_EDGE_UPSTREAM_READ_TIMEOUT_MS: z.coerce.number().int().min(10).max(3_600_000).default(60_000),
-  HUB_EDGE_UPGRADE_IDLE_TIMEOUT_MS: z.coerce.number().int().min(10).max(86_400_000).default(600_000),
-  HUB_EDGE_HUB_MAX_CONNECTIONS: z.coerce.number().int().min(1).max(1_000_000).default(2_000),
-  HUB_EDGE_WORKERS: z.coerce.number().int().min(1).max(64).optional(),
-  HUB_EDGE_PENDING_MAX_ROWS: z.coerce.number().int().min(100).max(10_000_000).default(100_000),
-  HUB_HEALTH_CHECK_MIN_INTERVAL_SECONDS: z.coerce.number().int().min(1).max(86_400).default(30),
-  HUB_MAX_SCHEDULED_HEALTH_CHECKS: z.coerce.number().int().min(0).max(1_000_000).default(100),
-  HUB_MAX_LIST_OFFSET: z.coerce.number().int().min(0).max(100_000_000).default(10_000),
-  HUB_PKI_CACHE_MAX: z.coerce.number().int().min(1).max(1_000_000).default(1000),
-  HUB_PKI_CACHE_TTL: retention('PT10M'),
-  HUB_SPARKLINES_MAX_SHARES: z.coerce.number().int().min(1).max(100_000).default(1000),
-  LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
-  // edge login: where GOOGLE and GITHUB auth providers live (overridable so tests and air-gapped set-ups can point elsewhere)
-  HUB_GOOGLE_ISSUER_URL: z.url({ protocol: /^https?$/, message: 'must be an http(s) URL' }).default('https://accounts.google.com'),
-  HUB_GITHUB_OAUTH_URL: z.url({ protocol: /^https?$/, message: 'must be an http(s) URL' }).default('https://github.com'),
-  HUB_GITHUB_API_URL: z.url({ protocol: /^https?$/, message: 'must be an http(s) URL' }).default('https://api.github.com'),
-});
+export { ConfigError };
 
 export interface Config {
   port: number;
@@ -124,8 +47,38 @@ export interface Config {
   /** Tenant quotas: the shortest health-check interval, scheduled checks per hub, the deepest list offset (rows). */
   quotas: { healthCheckMinIntervalSeconds: number; scheduledHealthChecksPerHub: number; maxListOffset: number };
   edge: EdgeConfig;
+  security: SecurityConfig;
+  /** Trust X-Forwarded-For/-Proto from a reverse proxy in front of the API. */
+  trustProxy: boolean;
+  /** PostgreSQL connections of this process's one pool. */
+  dbPoolMax: number;
+  /** How long a request waits for its issuance or rotation job before answering 503. */
+  issuanceWaitMs: number;
+  /** BullMQ takeover of a dead worker's jobs: lock duration and stalled-job check interval. */
+  takeover: { lockDuration: number; stalledInterval: number };
+  certificateRenewalCron: string;
+  healthCheckReconcileCron: string;
+  /** A separate Prometheus listener of this process (undefined: off). */
+  metricsListener?: { port: number; host: string };
+  /** npm start: web processes, and its restart back-off of dead children. */
+  webConcurrency: number;
+  restartBackoff: { minMs: number; maxMs: number };
+  showSecrets: boolean;
   /** Edge login: GOOGLE's issuer, GitHub's OAuth and API bases. */
   login: { googleIssuerUrl: string; githubOAuthUrl: string; githubApiUrl: string };
+}
+
+/** The security limits: per-address throttles, token lifetimes, key caching, statement time. */
+export interface SecurityConfig {
+  authFailureLimit: number;
+  authFailureWindowSeconds: number;
+  unauthRateLimit: number;
+  unauthRateWindowSeconds: number;
+  tokenMaxTtl: string;
+  tokenMaxTtlMs: number;
+  signingKeyCacheMs: number;
+  statementTimeoutMs: number;
+  acquireTimeoutMs: number;
 }
 
 /** The edge (data plane). */
@@ -157,8 +110,6 @@ export interface EdgeConfig {
   /** HUB_EDGE_WORKERS: edge processes sharing the ports. */
   workers: number;
 }
-
-export class ConfigError extends Error {}
 
 /** Where charon can run: as root, with strongSwan's charon and swanctl installed (Debian's paths). */
 export const CHARON_PATH = '/usr/lib/ipsec/charon';
@@ -222,13 +173,8 @@ function parseCidrList(raw: string): string[] {
   return list;
 }
 
-export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
-  const parsed = envSchema.safeParse(env);
-  if (!parsed.success) {
-    const lines = parsed.error.issues.map((i) => `${i.path.join('.')}: ${i.message}`);
-    throw new ConfigError(`invalid configuration:\n  ${lines.join('\n  ')}`);
-  }
-  const e = parsed.data;
+export function loadConfig(env?: NodeJS.ProcessEnv): Config {
+  const e = readSettings(env);
   const dataDir = path.resolve(e.HUB_DATA_DIR);
   const adminToken = e.HUB_ADMIN_TOKEN ?? storedSecret(dataDir, 'admin-token', () => randomBytes(24).toString('base64url'));
   const secretKey = decodeSecretKey(
@@ -263,7 +209,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     metricsRawRetention: e.HUB_METRICS_RAW_RETENTION,
     scheduledExecutionRetention: e.HUB_SCHEDULED_EXECUTION_RETENTION,
     sparklinesMaxShares: e.HUB_SPARKLINES_MAX_SHARES,
-    logLevel: e.LOG_LEVEL,
+    logLevel: e.LOG_LEVEL ?? (e.NODE_ENV === 'test' ? 'silent' : 'info'),
     edge: {
       httpPort: e.HUB_EDGE_HTTP_PORT,
       httpsPort: e.HUB_EDGE_HTTPS_PORT,
@@ -282,6 +228,27 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       /** Edge processes sharing the edge's ports: forked by the edge itself (Procfile), or children of npm start. */
       workers: e.HUB_EDGE_WORKERS ?? 1,
     },
+    security: {
+      authFailureLimit: e.HUB_AUTH_FAILURE_LIMIT,
+      authFailureWindowSeconds: e.HUB_AUTH_FAILURE_WINDOW_SECONDS,
+      unauthRateLimit: e.HUB_UNAUTH_RATE_LIMIT,
+      unauthRateWindowSeconds: e.HUB_UNAUTH_RATE_WINDOW_SECONDS,
+      tokenMaxTtl: e.HUB_TOKEN_MAX_TTL,
+      tokenMaxTtlMs: durationMs(e.HUB_TOKEN_MAX_TTL)!,
+      signingKeyCacheMs: e.HUB_SIGNING_KEY_CACHE_MS,
+      statementTimeoutMs: e.HUB_DB_STATEMENT_TIMEOUT_MS,
+      acquireTimeoutMs: e.HUB_DB_ACQUIRE_TIMEOUT_MS,
+    },
+    trustProxy: e.HUB_TRUST_PROXY,
+    dbPoolMax: e.HUB_DB_POOL_MAX,
+    issuanceWaitMs: e.HUB_ISSUANCE_WAIT_MS,
+    takeover: { lockDuration: e.HUB_JOB_LOCK_MS, stalledInterval: e.HUB_STALLED_INTERVAL_MS },
+    certificateRenewalCron: e.HUB_CERTIFICATE_RENEWAL_CRON,
+    healthCheckReconcileCron: e.HUB_HEALTH_CHECK_RECONCILE_CRON,
+    metricsListener: e.HUB_METRICS_PORT === undefined ? undefined : { port: e.HUB_METRICS_PORT, host: e.HUB_METRICS_HOST },
+    webConcurrency: e.WEB_CONCURRENCY,
+    restartBackoff: { minMs: e.HUB_RESTART_BACKOFF_MS, maxMs: e.HUB_RESTART_BACKOFF_MAX_MS },
+    showSecrets: e.HUB_SHOW_SECRETS,
     login: { googleIssuerUrl: e.HUB_GOOGLE_ISSUER_URL, githubOAuthUrl: e.HUB_GITHUB_OAUTH_URL, githubApiUrl: e.HUB_GITHUB_API_URL },
     pkiCacheMax: e.HUB_PKI_CACHE_MAX,
     pkiCacheTtlMs: durationMs(e.HUB_PKI_CACHE_TTL)!,

@@ -2,7 +2,7 @@ import pg, { type QueryResultRow } from 'pg';
 import { Sequelize, Transaction } from 'sequelize';
 import { config } from './config.js';
 import { modelModules } from './models/index.js';
-import { securityConfig } from './securityConfig.js';
+import { setting } from './settings.js';
 
 let sequelize: Sequelize | undefined;
 let ready: Promise<Sequelize> | undefined;
@@ -13,20 +13,19 @@ export function databaseUrl(): string {
   return url;
 }
 
-const poolMax = () => Number(process.env.HUB_DB_POOL_MAX ?? 10);
-export const applicationName = () => `edgehub-${process.env.HUB_PROCESS ?? 'app'}`;
+export const applicationName = () => `edgehub-${setting('HUB_PROCESS') ?? 'app'}`;
 
 function createSequelize(): Sequelize {
   return new Sequelize(databaseUrl(), {
     dialect: 'postgres',
     logging: false,
     // a pool held by slow statements makes the others wait at most HUB_DB_ACQUIRE_TIMEOUT_MS: then 503 with Retry-After
-    pool: { max: poolMax(), min: 0, idle: 10_000, acquire: securityConfig().acquireTimeoutMs },
+    pool: { max: config().dbPoolMax, min: 0, idle: 10_000, acquire: config().security.acquireTimeoutMs },
     define: { underscored: true, freezeTableName: true },
     dialectOptions: {
       application_name: applicationName(),
       // no statement holds a pooled connection for long (HUB_DB_STATEMENT_TIMEOUT_MS; 0 turns it off)
-      ...(securityConfig().statementTimeoutMs > 0 ? { statement_timeout: securityConfig().statementTimeoutMs } : {}),
+      ...(config().security.statementTimeoutMs > 0 ? { statement_timeout: config().security.statementTimeoutMs } : {}),
     },
   });
 }

@@ -1,7 +1,8 @@
 import path from 'node:path';
 import pino from 'pino';
+import { setting } from './settings.js';
 
-const level = process.env.LOG_LEVEL ?? (process.env.NODE_ENV === 'test' ? 'silent' : 'info');
+const level = setting('LOG_LEVEL') ?? (setting('NODE_ENV') === 'test' ? 'silent' : 'info');
 
 /** Keys whose values are secrets, wherever they sit in a logged object (top level and two levels down). */
 const SECRET_KEYS = ['token', 'password', 'clientSecret', 'client_secret', 'privateKey', 'preSharedKey', 'jwt', 'authorization', 'secret', 'secretKey', 'adminToken'];
@@ -28,15 +29,16 @@ export const REDACTED_PATHS = [
  * secrets the tests created (test/helpers/logScan.ts).
  */
 
-const dir = process.env.HUB_LOG_DIR;
-const fileLevel = (process.env.HUB_LOG_FILE_LEVEL ?? 'debug') as pino.Level;
+const dir = setting('HUB_LOG_DIR');
+const fileLevel = setting('HUB_LOG_FILE_LEVEL') as pino.Level;
 /**
  * The process's role in the logs: HUB_PROCESS when set (npm start's supervisor sets it), else the role of the
  * Procfile entry that started it (its script), else `app`. Computed when this module loads, before the entry's own
  * code runs, which is why the script is the source and not a variable the entry sets later.
  */
-export function processRole(env: NodeJS.ProcessEnv = process.env, script = process.argv[1] ?? ''): string {
-  if (env.HUB_PROCESS) return env.HUB_PROCESS;
+export function processRole(script = process.argv[1] ?? ''): string {
+  const named = setting('HUB_PROCESS');
+  if (named) return named;
   const entry = script.replace(/\\/g, '/');
   for (const [suffix, role] of [
     ['api/server.ts', 'web'],

@@ -10,6 +10,7 @@ import { isMain, onShutdown } from '../shared/shutdown.js';
 import { startMetricsServer } from '../shared/telemetry.js';
 import type { Schedule } from './schedule.js';
 import { schedules as allSchedules } from './schedules/index.js';
+import { presetSetting } from '../shared/settings.js';
 
 export { defineSchedule, type Schedule } from './schedule.js';
 
@@ -44,7 +45,7 @@ export function startClock(schedules: Schedule[]): ScheduledTask[] {
 }
 
 async function main(): Promise<void> {
-  process.env.HUB_PROCESS ??= 'clock';
+  presetSetting('HUB_PROCESS', 'clock');
   await initDb();
   await refuseWrongSecretKey();
   const schedules = allSchedules;

@@ -6,9 +6,10 @@ import { refuseWrongSecretKey } from '../shared/secretKeyProbe.js';
 import { isMain, onShutdown } from '../shared/shutdown.js';
 import { startMetricsServer } from '../shared/telemetry.js';
 import { loadProcessors, runWorkerStartHooks, startWorkers, stopWorkers } from './runner.js';
+import { presetSetting } from '../shared/settings.js';
 
 if (isMain(import.meta.url)) {
-  process.env.HUB_PROCESS ??= 'worker';
+  presetSetting('HUB_PROCESS', 'worker');
   await initDb();
   await refuseWrongSecretKey();
   await runWorkerStartHooks();

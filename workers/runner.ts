@@ -255,9 +255,7 @@ export interface WorkerOptions {
  * (defaults 8 s + 4 s = 12 s at most), while a long job stays safe as long as its process's event loop is never blocked
  * for more than lockDuration / 2 (4 s) at a stretch. HUB_JOB_LOCK_MS / HUB_STALLED_INTERVAL_MS override them.
  */
-export function takeoverSettings(env: NodeJS.ProcessEnv = process.env): { lockDuration: number; stalledInterval: number } {
-  return { lockDuration: Number(env.HUB_JOB_LOCK_MS || 8_000), stalledInterval: Number(env.HUB_STALLED_INTERVAL_MS || 4_000) };
-}
+export const takeoverSettings = (): { lockDuration: number; stalledInterval: number } => config().takeover;
 
 /** One BullMQ worker per queue that has processors; jobs are routed to their processor by job name (= type). */
 export function startWorkers({ processors, queues }: WorkerOptions): Worker[] {

@@ -4,7 +4,7 @@ import { config } from '../../shared/config.js';
 import { ApiError } from '../../shared/errors.js';
 import { logger } from '../../shared/logger.js';
 import { readyRedis } from '../../shared/redis.js';
-import type { SecurityConfig } from '../../shared/securityConfig.js';
+import type { SecurityConfig } from '../../shared/config.js';
 
 /**
  * Per-client-address limits (the address is `ctx.ip`, which honours X-Forwarded-For only with HUB_TRUST_PROXY).

@@ -11,6 +11,7 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { ApiError } from '../../shared/errors.js';
 import type { Routes } from '../router.js';
+import { setting } from '../../shared/settings.js';
 
 const require = createRequire(import.meta.url);
 const here = path.join(path.dirname(fileURLToPath(import.meta.url)), '..', 'console');
@@ -91,7 +92,7 @@ export default function routes({ open }: Routes) {
     const asset = Object.hasOwn(FILES, ctx.params.file) ? FILES[ctx.params.file] : undefined;
     if (!asset) throw new ApiError(404, 'not_found', `no console file '${ctx.params.file}'`);
     let content = loaded.get(asset.file);
-    if (!content || process.env.NODE_ENV === 'development') loaded.set(asset.file, (content = readFileSync(asset.file)));
+    if (!content || setting('NODE_ENV') === 'development') loaded.set(asset.file, (content = readFileSync(asset.file)));
     ctx.type = asset.type;
     ctx.set('Cache-Control', 'no-cache');
     ctx.set('Content-Security-Policy', CSP);

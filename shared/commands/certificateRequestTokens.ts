@@ -6,7 +6,7 @@ import { newId } from '../ids.js';
 import { CertificateRequestToken } from '../models/CertificateRequestToken.js';
 import { addIsoDuration } from '../durations.js';
 import { decryptSecret, encryptSecret, sha256 } from '../secrets.js';
-import { securityConfig } from '../securityConfig.js';
+import { config } from '../config.js';
 import { signEnrollmentJwt, type EnrollmentJwtRecord } from '../pki/enrollmentJwt.js';
 import { signingKeyFor } from './signingKeys.js';
 
@@ -45,7 +45,7 @@ const newTokenString = () => randomBytes(24).toString('base64url');
  */
 export function expiryFrom(input: Pick<TokenInput, 'expiresAt' | 'ttl'>, now = new Date()): Date | undefined {
   const at = requestedExpiry(input, now);
-  const { tokenMaxTtl, tokenMaxTtlMs } = securityConfig();
+  const { tokenMaxTtl, tokenMaxTtlMs } = config().security;
   if (at && at.getTime() - now.getTime() > tokenMaxTtlMs) {
     const field = input.ttl !== undefined ? 'ttl' : 'expiresAt';
     throw badRequest(`value for property '$.${field}' is beyond the maximum token lifetime ${tokenMaxTtl} (HUB_TOKEN_MAX_TTL)`);

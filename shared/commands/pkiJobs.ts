@@ -32,7 +32,7 @@ export interface IssueResult {
  * How long a request waits for its job (certificate, key rotation) before answering 503 (the job still completes):
  * the whole wait, including the first connection of the process to Redis's event stream.
  */
-const waitMs = () => Number(process.env.HUB_ISSUANCE_WAIT_MS ?? 30_000);
+const waitMs = () => config().issuanceWaitMs;
 
 /** `promise`, or a rejection with `message` once `deadline` (epoch ms) has passed. */
 function before<T>(promise: Promise<T>, deadline: number, message: string): Promise<T> {

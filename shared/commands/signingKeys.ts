@@ -5,7 +5,7 @@ import { QueryTypes } from 'sequelize';
 import { db, withTransaction } from '../db.js';
 import { SigningKey } from '../models/SigningKey.js';
 import { decryptSecret, encryptSecret } from '../secrets.js';
-import { securityConfig } from '../securityConfig.js';
+import { config } from '../config.js';
 import { pkiCache } from '../pki/cache.js';
 import { dispatch } from '../jobs.js';
 import { Execution } from '../models/Execution.js';
@@ -168,7 +168,7 @@ export async function dropExpiredKeys(): Promise<number> {
  * revocation or expiry that another process wrote reaches every web process within that time.
  */
 let cacheMs: number | undefined;
-const keyCacheMs = () => (cacheMs ??= securityConfig().signingKeyCacheMs);
+const keyCacheMs = () => (cacheMs ??= config().security.signingKeyCacheMs);
 
 /** The published keys: the active key and every retired (not revoked) key some unexpired JWT may still name. */
 const PUBLISHED = `(status = 'ACTIVE' OR (status = 'RETIRED' AND latest_jwt_expiry > now()))`;

@@ -2,10 +2,12 @@
 import { createServer, type Server } from 'node:http';
 import { logger } from '../logger.js';
 import { registry, scrapeHooks } from './registry.js';
+import { setting } from '../settings.js';
+import { config } from '../config.js';
 
 /** The Prometheus text exposition of this process (runs the scrape-time collectors first). */
 export async function metricsText(): Promise<{ contentType: string; body: string }> {
-  registry.setDefaultLabels({ process: process.env.HUB_PROCESS ?? 'app' }); // set by the process's main after imports
+  registry.setDefaultLabels({ process: setting('HUB_PROCESS') ?? 'app' }); // set by the process's main after imports
   const results = await Promise.allSettled([...scrapeHooks.values()].map((hook) => hook()));
   for (const r of results) if (r.status === 'rejected') logger.warn({ err: String(r.reason) }, 'a metrics collector failed');
   return { contentType: registry.contentType, body: await registry.metrics() };
@@ -14,14 +16,11 @@ export async function metricsText(): Promise<{ contentType: string; body: string
 /**
  * With `HUB_METRICS_PORT` set, serves `GET /metrics` on that port (host `HUB_METRICS_HOST`, default 127.0.0.1)
  * with no authentication: the separate port is the protection, so keep it off public interfaces.
- * Returns the server, or undefined when the variable is unset.
+ * Returns the server, or undefined when there is no listener to start (`null`).
  */
-export async function startMetricsServer(env: NodeJS.ProcessEnv = process.env): Promise<Server | undefined> {
-  const raw = env.HUB_METRICS_PORT?.trim();
-  if (!raw) return undefined;
-  const port = Number(raw);
-  if (!Number.isInteger(port) || port < 0 || port > 65535) throw new Error(`HUB_METRICS_PORT: must be a port number (got '${raw}')`);
-  const host = env.HUB_METRICS_HOST?.trim() || '127.0.0.1';
+export async function startMetricsServer(listener: { port: number; host: string } | null = config().metricsListener ?? null): Promise<Server | undefined> {
+  if (!listener) return undefined;
+  const { port, host } = listener;
   const server = createServer((req, res) => {
     const path = (req.url ?? '/').split('?')[0];
     if (req.method !== 'GET' || path !== '/metrics') {

@@ -1,8 +1,9 @@
 /** The process's Prometheus registry, the shared bucket boundaries, and the hooks run before each scrape. */
 import client from 'prom-client';
+import { setting } from '../settings.js';
 
 export const registry = new client.Registry();
-registry.setDefaultLabels({ process: process.env.HUB_PROCESS ?? 'app' });
+registry.setDefaultLabels({ process: setting('HUB_PROCESS') ?? 'app' });
 client.collectDefaultMetrics({ register: registry, prefix: 'edgehub_' });
 
 export const LATENCY_BUCKETS = [0.002, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10];

@@ -1,4 +1,5 @@
 import test from 'ava';
+import { readSettings } from '../../shared/settings.js';
 import { startMetricsServer } from '../../shared/telemetry.js';
 import { makeCall, useStack, waitFor } from '../helpers/stack.js';
 
@@ -99,7 +100,7 @@ test('a scrape parses and has HTTP, job, queue, pool and process metrics', async
 });
 
 test('HUB_METRICS_PORT serves the same scrape on a port of its own', async (t) => {
-  const server = await startMetricsServer({ HUB_METRICS_PORT: '0' });
+  const server = await startMetricsServer({ port: 0, host: '127.0.0.1' });
   t.truthy(server);
   try {
     const { port } = server!.address() as { port: number };
@@ -112,6 +113,8 @@ test('HUB_METRICS_PORT serves the same scrape on a port of its own', async (t) =
   } finally {
     server!.close();
   }
-  t.is(await startMetricsServer({}), undefined, 'off unless set');
-  await t.throwsAsync(startMetricsServer({ HUB_METRICS_PORT: 'ninety' }), { message: /HUB_METRICS_PORT/ });
+  t.is(await startMetricsServer(null), undefined, 'off unless set');
+  t.is(readSettings({}).HUB_METRICS_PORT, undefined);
+  t.deepEqual([readSettings({ HUB_METRICS_PORT: '9100' }).HUB_METRICS_PORT, readSettings({}).HUB_METRICS_HOST], [9100, '127.0.0.1']);
+  t.throws(() => readSettings({ HUB_METRICS_PORT: 'ninety' }), { message: /HUB_METRICS_PORT/ });
 });

@@ -1,4 +1,5 @@
 import test from 'ava';
+import { readSettings } from '../../shared/settings.js';
 import { enqueue } from '../../shared/jobs.js';
 import { queue } from '../../shared/queues.js';
 import { defineProcessor, NO_PAYLOAD, takeoverSettings } from '../../workers/runner.js';
@@ -25,11 +26,12 @@ function worker(provisionDelayMs: number): Spawned {
 }
 
 test.serial('the defaults take over within lock + stalled interval (about 15 s at most)', (t) => {
-  const { lockDuration, stalledInterval } = takeoverSettings({});
-  t.is(lockDuration, 8_000);
-  t.is(stalledInterval, 4_000);
-  t.true(lockDuration + stalledInterval <= 15_000);
-  t.deepEqual(takeoverSettings({ HUB_JOB_LOCK_MS: '2000', HUB_STALLED_INTERVAL_MS: '1000' }), { lockDuration: 2000, stalledInterval: 1000 });
+  const defaults = readSettings({ HUB_JOB_LOCK_MS: '', HUB_STALLED_INTERVAL_MS: '' });
+  t.is(defaults.HUB_JOB_LOCK_MS, 8_000);
+  t.is(defaults.HUB_STALLED_INTERVAL_MS, 4_000);
+  t.true(defaults.HUB_JOB_LOCK_MS + defaults.HUB_STALLED_INTERVAL_MS <= 15_000);
+  const set = readSettings({ HUB_JOB_LOCK_MS: '2000', HUB_STALLED_INTERVAL_MS: '1000' });
+  t.deepEqual([set.HUB_JOB_LOCK_MS, set.HUB_STALLED_INTERVAL_MS], [2000, 1000]);
 });
 
 test.serial("a SIGKILLed worker's job is taken over by another worker, and finishes exactly once", async (t) => {
@@ -64,7 +66,7 @@ test.serial("a SIGKILLed worker's job is taken over by another worker, and finis
     throw err;
   });
   const seconds = (attempt2 - killedAt) / 1000;
-  const { lockDuration: lock, stalledInterval: interval } = takeoverSettings({});
+  const { HUB_JOB_LOCK_MS: lock, HUB_STALLED_INTERVAL_MS: interval } = readSettings({});
   t.log(`takeover: worker B started the dead worker's job ${seconds.toFixed(1)} s after the SIGKILL (bound by lock ${lock / 1000} s + stalled check ${interval / 1000} s)`);
   t.true(seconds < 60, `generous bound: ${seconds} s`);
 

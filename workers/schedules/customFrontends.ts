@@ -2,11 +2,12 @@ import { enqueueDueRenewals } from '../../shared/commands/customFrontends.js';
 import { enqueueEdgeCertificates } from '../../shared/commands/edgeCertificates.js';
 import { logger } from '../../shared/logger.js';
 import { defineSchedule } from '../schedule.js';
+import { config } from '../../shared/config.js';
 
 /** Renews custom frontend certificates before they expire (HUB_CERTIFICATE_RENEW_BEFORE_DAYS). */
 export const customFrontendRenewal = defineSchedule({
   name: 'custom-frontend-certificate-renewal',
-  cron: process.env.HUB_CERTIFICATE_RENEWAL_CRON ?? '0 17 * * * *',
+  cron: config().certificateRenewalCron,
   run: async () => {
     const enqueued = await enqueueDueRenewals();
     if (enqueued) logger.info({ enqueued }, 'custom frontend certificate renewals enqueued');
