@@ -1,23 +1,11 @@
 import type { Context } from 'koa';
-import type { FindOptions, Model, ModelStatic, Order, WhereOptions } from 'sequelize';
-import { config } from '../shared/config.js';
 import { badRequest } from '../shared/errors.js';
+import type { PageRequest } from '../shared/paging.js';
+
+export { envelope, mapPage, type Page, type PageRequest } from '../shared/paging.js';
 
 export const DEFAULT_PAGE_SIZE = 20;
 export const MAX_PAGE_SIZE = 1000;
-
-export interface PageRequest {
-  page: number;
-  size: number;
-  order: [string, 'ASC' | 'DESC'][];
-}
-
-export interface Page<T> {
-  content: T[];
-  pageable: { pageNumber: number; pageSize: number };
-  totalElements: number;
-  totalPages: number;
-}
 
 function intParam(ctx: Context, name: string, fallback: number, min: number, max: number): number {
   const raw = ctx.query[name];
@@ -47,41 +35,4 @@ export function pageRequest(ctx: Context, sortable: readonly string[], defaultSo
     return [field, dir === 'asc' ? 'ASC' : 'DESC'];
   });
   return { page, size, order: order.length ? order : [defaultSort] };
-}
-
-export function envelope<T>(content: T[], totalElements: number, req: PageRequest): Page<T> {
-  return {
-    content,
-    pageable: { pageNumber: req.page, pageSize: req.size },
-    totalElements,
-    totalPages: Math.ceil(totalElements / req.size),
-  };
-}
-
-/**
- * One page of `model` rows matching `where`, presented. A primary-key tie-breaker keeps pages stable.
- *
- * Offsets are bounded: PostgreSQL reads and throws away every row before an OFFSET, so a page may start at most
- * HUB_MAX_LIST_OFFSET rows deep (400 beyond, naming the limit), and a page past the end answers from the count
- * alone, without the row query: it costs no more than the first page.
- */
-export async function findPage<M extends Model, T>(
-  model: ModelStatic<M>,
-  where: WhereOptions,
-  req: PageRequest,
-  present: (row: M) => T,
-  extra: Omit<FindOptions, 'where' | 'order' | 'limit' | 'offset'> = {},
-): Promise<Page<T>> {
-  const offset = req.page * req.size;
-  const maxOffset = config().quotas.maxListOffset;
-  if (offset > maxOffset) {
-    throw badRequest(
-      `page ${req.page} of size ${req.size} starts ${offset} rows deep; lists are read at most ${maxOffset} rows deep: narrow the list with filters or reverse the sort`,
-    );
-  }
-  const count = await model.count({ where });
-  if (offset >= count) return envelope([], count, req);
-  const order = [...req.order, [model.primaryKeyAttribute, 'ASC']] as Order;
-  const rows = await model.findAll({ ...extra, where, order, limit: req.size, offset });
-  return envelope(rows.map(present), count, req);
 }

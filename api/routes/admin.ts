@@ -1,7 +1,6 @@
 import { z } from 'zod';
-import { apiKeysOf, createApiKey, createHub, createStandardFrontend, deleteHub, getHub, revokeApiKey, updateHub } from '../../shared/commands/platform.js';
-import { Hub } from '../../shared/models/Hub.js';
-import { findPage, pageRequest } from '../paging.js';
+import { apiKeysOf, createApiKey, createHub, createStandardFrontend, deleteHub, getHub, listHubs, revokeApiKey, updateHub } from '../../shared/commands/platform.js';
+import { mapPage, pageRequest } from '../paging.js';
 import { presentApiKey, presentFrontend, presentHub } from '../presenters/platform.js';
 import { enqueueEdgeCertificates } from '../../shared/commands/edgeCertificates.js';
 import { forgetHub, forgetKey } from '../middleware/authCache.js';
@@ -32,7 +31,7 @@ export default function routes({ admin }: Routes) {
     ctx.body = presentHub(await createHub(body(ctx, createHubSchema)));
   });
   admin.get('/admin/v1/hubs', async (ctx) => {
-    ctx.body = await findPage(Hub, {}, pageRequest(ctx, ['createdAt', 'name', 'id']), presentHub);
+    ctx.body = mapPage(await listHubs(pageRequest(ctx, ['createdAt', 'name', 'id'])), presentHub);
   });
   admin.delete('/admin/v1/hubs/:hubId', async (ctx) => {
     await deleteHub(ctx.params.hubId);

@@ -1,16 +1,16 @@
 import { z } from 'zod';
 import { agentsOf, createAgentEnrollment, enrollAgent, revokeAgent } from '../../shared/commands/agents.js';
-import { Environment } from '../../shared/models/Environment.js';
+import { getEnvironment } from '../../shared/commands/platform.js';
 import { principalName } from '../middleware/auth.js';
 import { presentAgent, presentAgentEnrollment, presentAgentIdentity } from '../presenters/agents.js';
 import type { Routes } from '../router.js';
-import { currentHub, findInHub } from '../scope.js';
+import { currentHub } from '../scope.js';
 import { body } from '../validate.js';
 
 export const agentEnrollmentSchema = z.object({ ttl: z.string().min(1, 'must not be empty').optional() });
 export const agentEnrollSchema = z.object({ jwt: z.string().min(1, 'must not be empty'), csr: z.string().min(1, 'must not be empty') });
 
-/** Agents of an environment (CONTRACT.md "The agent"): enrollment, the list with their connections, revocation. */
+/** Agents of an environment: enrollment, the list with their connections, revocation. */
 export default function routes({ hub, open, account }: Routes) {
   // the API key's hub: what `edgehub share` needs to find it from EDGEHUB_URL and EDGEHUB_API_KEY alone
   account.get('/account', (ctx) => {
@@ -23,7 +23,7 @@ export default function routes({ hub, open, account }: Routes) {
     ctx.body = presentAgentEnrollment(await createAgentEnrollment(currentHub(ctx).id, ctx.params.envZId, input, principalName(ctx)));
   });
   hub.get('/environments/:envZId/agents', async (ctx) => {
-    const env = await findInHub(ctx, Environment, ctx.params.envZId, 'environment');
+    const env = await getEnvironment(currentHub(ctx).id, ctx.params.envZId);
     ctx.body = (await agentsOf(env.hubId, env.envZId)).map(presentAgent);
   });
   hub.delete('/environments/:envZId/agents/:id', async (ctx) => {

@@ -1,12 +1,11 @@
 import { z } from 'zod';
-import { createAuthProvider, deleteAuthProvider, findAuthProvider, updateAuthProvider } from '../../shared/commands/authProviders.js';
+import { AUTH_PROVIDER_TYPES, createAuthProvider, deleteAuthProvider, findAuthProvider, listAuthProviders, updateAuthProvider } from '../../shared/commands/authProviders.js';
 import { isHostname } from '../../shared/commands/customFrontends.js';
-import { AUTH_PROVIDER_TYPES, AuthProvider } from '../../shared/models/AuthProvider.js';
 import { principalName } from '../middleware/auth.js';
-import { findPage, pageRequest } from '../paging.js';
+import { mapPage, pageRequest } from '../paging.js';
 import { presentAuthProvider } from '../presenters/authProviders.js';
 import type { Routes } from '../router.js';
-import { currentHub, inHub } from '../scope.js';
+import { currentHub, } from '../scope.js';
 import { body, fields } from '../validate.js';
 
 const EMAIL_LOCAL = /^[A-Za-z0-9.!#$%&'+/=?^_`{|}~-]+$/;
@@ -66,7 +65,7 @@ export default function routes({ hub }: Routes) {
     ctx.body = presentAuthProvider(await createAuthProvider(currentHub(ctx).id, input, principalName(ctx)));
   });
   hub.get('/auth-providers', async (ctx) => {
-    ctx.body = await findPage(AuthProvider, inHub(ctx), pageRequest(ctx, SORTABLE), presentAuthProvider);
+    ctx.body = mapPage(await listAuthProviders(currentHub(ctx).id, pageRequest(ctx, SORTABLE)), presentAuthProvider);
   });
   hub.get('/auth-providers/:id', async (ctx) => {
     ctx.body = presentAuthProvider(await findAuthProvider(currentHub(ctx).id, ctx.params.id));

@@ -4,15 +4,15 @@ import {
   deleteToken,
   enrollmentJwt,
   findTokenByString,
+  listTokens,
   readToken,
   updateToken,
 } from '../../shared/commands/certificateRequestTokens.js';
-import { CertificateRequestToken } from '../../shared/models/CertificateRequestToken.js';
 import { principalName } from '../middleware/auth.js';
-import { findPage, pageRequest } from '../paging.js';
+import { mapPage, pageRequest } from '../paging.js';
 import { presentDeleted, presentEnrollmentJwt, presentToken } from '../presenters/pki.js';
 import type { Routes } from '../router.js';
-import { currentHub, inHub } from '../scope.js';
+import { currentHub, } from '../scope.js';
 import { body, fields } from '../validate.js';
 
 const subjectField = z.string().max(64, 'must be at most 64 characters (the X.520 upper bound)').nullable();
@@ -33,7 +33,7 @@ const SORTABLE = ['createdAt', 'name', 'expiresAt', 'commonName', 'organization'
 
 export default function routes({ hub }: Routes) {
   hub.get('/certificate-request-tokens', async (ctx) => {
-    ctx.body = await findPage(CertificateRequestToken, inHub(ctx), pageRequest(ctx, SORTABLE), presentToken);
+    ctx.body = mapPage(await listTokens(currentHub(ctx).id, pageRequest(ctx, SORTABLE)), presentToken);
   });
   hub.post('/certificate-request-tokens', async (ctx) => {
     const input = body(ctx, createSchema);

@@ -1,11 +1,10 @@
 import { z } from 'zod';
-import { createCertificate, deleteCertificate, findCertificate, updateCertificate } from '../../shared/commands/clientCertificates.js';
-import { ClientCertificate } from '../../shared/models/ClientCertificate.js';
+import { createCertificate, deleteCertificate, findCertificate, listCertificates, updateCertificate } from '../../shared/commands/clientCertificates.js';
 import { principalName } from '../middleware/auth.js';
-import { findPage, pageRequest } from '../paging.js';
+import { mapPage, pageRequest } from '../paging.js';
 import { presentCertificate, presentCertificateSummary, presentDeleted } from '../presenters/pki.js';
 import type { Routes } from '../router.js';
-import { currentHub, inHub } from '../scope.js';
+import { currentHub, } from '../scope.js';
 import { body, fields } from '../validate.js';
 
 const pem = z.string().min(1, 'must not be empty');
@@ -15,9 +14,7 @@ export const patchSchema = z.object({ name: fields.name.optional(), value: pem.o
 
 export default function routes({ hub }: Routes) {
   hub.get('/client-certificates', async (ctx) => {
-    ctx.body = await findPage(ClientCertificate, inHub(ctx), pageRequest(ctx, ['createdAt', 'name']), presentCertificateSummary, {
-      attributes: ['id', 'name', 'hubId', 'createdAt', 'createdBy'],
-    });
+    ctx.body = mapPage(await listCertificates(currentHub(ctx).id, pageRequest(ctx, ['createdAt', 'name'])), presentCertificateSummary);
   });
   hub.post('/client-certificates', async (ctx) => {
     const input = body(ctx, createSchema);

@@ -1,18 +1,17 @@
 import { z } from 'zod';
 import {
   createCustomFrontend,
-  customFrontendViews,
   deleteCustomFrontend,
   dnsRecords,
   getCustomFrontend,
+  listCustomFrontends,
   updateCustomFrontend,
 } from '../../shared/commands/customFrontends.js';
-import { CustomFrontend } from '../../shared/models/CustomFrontend.js';
 import { principalName } from '../middleware/auth.js';
 import { presentCustomFrontend, presentDnsRecords } from '../presenters/customFrontends.js';
 import type { Routes } from '../router.js';
-import { envelope, findPage, pageRequest } from '../paging.js';
-import { currentHub, inHub } from '../scope.js';
+import { mapPage, pageRequest } from '../paging.js';
+import { currentHub, } from '../scope.js';
 import { body } from '../validate.js';
 
 const authProviderIds = z.array(z.string().min(1, 'must not be empty')).max(20, 'must name at most 20 auth providers');
@@ -31,9 +30,7 @@ export default function routes({ hub }: Routes) {
   });
   // beyond the documented operations: a paged list, so that a hub can find its custom frontends again
   hub.get('/custom-frontends', async (ctx) => {
-    const req = pageRequest(ctx, ['createdAt', 'hostname', 'status']);
-    const page = await findPage(CustomFrontend, inHub(ctx), req, (f) => f);
-    ctx.body = envelope((await customFrontendViews(page.content)).map(presentCustomFrontend), page.totalElements, req);
+    ctx.body = mapPage(await listCustomFrontends(currentHub(ctx).id, pageRequest(ctx, ['createdAt', 'hostname', 'status'])), presentCustomFrontend);
   });
   hub.get('/custom-frontends/:id', async (ctx) => {
     ctx.body = presentCustomFrontend(await getCustomFrontend(currentHub(ctx).id, ctx.params.id));

@@ -1,13 +1,12 @@
 import { z } from 'zod';
 import { agentsOf } from '../../shared/commands/agents.js';
-import { createEnvironment } from '../../shared/commands/platform.js';
-import { Environment } from '../../shared/models/Environment.js';
+import { createEnvironment, getEnvironment, listEnvironments } from '../../shared/commands/platform.js';
 import { principalName } from '../middleware/auth.js';
-import { findPage, pageRequest } from '../paging.js';
+import { mapPage, pageRequest } from '../paging.js';
 import { presentAgent } from '../presenters/agents.js';
 import { presentEnvironment } from '../presenters/platform.js';
 import type { Routes } from '../router.js';
-import { currentHub, findInHub, inHub } from '../scope.js';
+import { currentHub } from '../scope.js';
 import { body } from '../validate.js';
 
 export const createSchema = z.object({ description: z.string().max(1000, 'must be at most 1000 characters').default('') });
@@ -19,11 +18,11 @@ export default function routes({ hub }: Routes) {
     ctx.body = presentEnvironment(await createEnvironment(currentHub(ctx).id, input.description, principalName(ctx)));
   });
   hub.get('/environments', async (ctx) => {
-    ctx.body = await findPage(Environment, inHub(ctx), pageRequest(ctx, ['createdAt', 'description', 'envZId']), presentEnvironment);
+    ctx.body = mapPage(await listEnvironments(currentHub(ctx).id, pageRequest(ctx, ['createdAt', 'description', 'envZId'])), presentEnvironment);
   });
-  // one environment carries its agents and where they are connected (CONTRACT.md "The agent", State)
+  // one environment carries its agents and where they are connected
   hub.get('/environments/:envZId', async (ctx) => {
-    const env = await findInHub(ctx, Environment, ctx.params.envZId, 'environment');
+    const env = await getEnvironment(currentHub(ctx).id, ctx.params.envZId);
     ctx.body = { ...presentEnvironment(env), agents: (await agentsOf(env.hubId, env.envZId)).map(presentAgent) };
   });
 }

@@ -1,19 +1,14 @@
 import type { Context } from 'koa';
-import { Op } from 'sequelize';
 import { frontendCaPem } from '../../shared/commands/edgeCertificates.js';
 import { ApiError } from '../../shared/errors.js';
-import { Frontend } from '../../shared/models/Frontend.js';
+import { frontendsOf } from '../../shared/commands/platform.js';
 import { presentFrontend } from '../presenters/platform.js';
 import type { Routes } from '../router.js';
 import { currentHub } from '../scope.js';
 
 /** Standard frontends (no hub) plus the hub's own active custom frontends. */
 async function listFrontends(ctx: Context) {
-  const rows = await Frontend.findAll({
-    where: { active: true, [Op.or]: [{ hubId: null }, { hubId: currentHub(ctx).id }] },
-    order: [['createdAt', 'ASC'], ['id', 'ASC']],
-  });
-  ctx.body = rows.map(presentFrontend);
+  ctx.body = (await frontendsOf(currentHub(ctx).id)).map(presentFrontend);
 }
 
 export default function routes({ hub, account, open }: Routes) {

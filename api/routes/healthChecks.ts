@@ -5,15 +5,15 @@ import {
   deleteHealthCheck,
   executeHealthCheck,
   findHealthCheck,
+  listHealthChecks,
   testHealthCheck,
   updateHealthCheck,
 } from '../../shared/commands/healthChecks.js';
-import { HealthCheck } from '../../shared/models/HealthCheck.js';
 import { principalName } from '../middleware/auth.js';
-import { findPage, pageRequest } from '../paging.js';
+import { mapPage, pageRequest } from '../paging.js';
 import { presentHealthCheck, presentHealthCheckResult } from '../presenters/healthChecks.js';
 import type { Routes } from '../router.js';
-import { currentHub, inHub } from '../scope.js';
+import { currentHub, } from '../scope.js';
 import { body, fields } from '../validate.js';
 
 const METHODS = ['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE', 'OPTIONS'] as const;
@@ -68,7 +68,7 @@ export default function routes({ hub }: Routes) {
     ctx.body = presentHealthCheck(await createHealthCheck(currentHub(ctx).id, input, principalName(ctx)));
   });
   hub.get('/health-checks', async (ctx) => {
-    ctx.body = await findPage(HealthCheck, inHub(ctx), pageRequest(ctx, SORTABLE), presentHealthCheck);
+    ctx.body = mapPage(await listHealthChecks(currentHub(ctx).id, pageRequest(ctx, SORTABLE)), presentHealthCheck);
   });
   hub.get('/health-checks/:id', async (ctx) => {
     ctx.body = presentHealthCheck(await findHealthCheck(currentHub(ctx).id, ctx.params.id));

@@ -1,18 +1,16 @@
 import type { Context, Middleware } from 'koa';
-import { Op } from 'sequelize';
 import { z } from 'zod';
-import { createShare, deleteShare, updateShare, type ShareInput } from '../../shared/commands/ipsecShares.js';
-import { createTunnel, deleteTunnel, preSharedKeyFor, tunnelConfiguration, type Accepted } from '../../shared/commands/ipsecTunnels.js';
+import { createShare, deleteShare, getIpsecShare, listIpsecShares, updateShare, type ShareInput } from '../../shared/commands/ipsecShares.js';
+import { IPSEC_STATUSES } from '../../shared/commands/ipsecStates.js';
+import { createTunnel, deleteTunnel, getTunnel, listTunnels, preSharedKeyFor, tunnelConfiguration, type Accepted } from '../../shared/commands/ipsecTunnels.js';
 import { config } from '../../shared/config.js';
 import { ApiError, badRequest, notAuthorized } from '../../shared/errors.js';
-import { IpsecShare } from '../../shared/models/IpsecShare.js';
-import { IPSEC_STATUSES, IpsecTunnel } from '../../shared/models/IpsecTunnel.js';
 import { hostPortProblem, parseCidr, parseIpv4, publicUnicastProblem } from '../../shared/ipsec/addresses.js';
 import { principalName } from '../middleware/auth.js';
-import { findPage, pageRequest } from '../paging.js';
+import { mapPage, pageRequest } from '../paging.js';
 import { presentShare, presentTunnel, presentTunnelConfig, SAMPLE_CONFIG_VENDORS } from '../presenters/ipsec.js';
 import type { Routes } from '../router.js';
-import { currentHub, findInHub, inHub } from '../scope.js';
+import { currentHub } from '../scope.js';
 import { body, fields, single } from '../validate.js';
 
 /** Every IPsec route passes this gate: hubs without the IPsec feature are refused (403 not_found, as for a hub without access). */
@@ -116,10 +114,10 @@ const portValue = (value: string, key: string) => {
 const PAGING_PARAMETERS = new Set(['page', 'size', 'sort']);
 
 /**
- * Equality filters on any property; a repeated parameter matches any of its values (status=NEW&status=DEPLOYED).
- * DELETED rows are left out unless a status filter asks for them.
+ * Equality filters on any property (attribute -> values); a repeated parameter matches any of its values
+ * (status=NEW&status=DEPLOYED). The command leaves DELETED rows out unless a status filter asks for them.
  */
-function filters(ctx: Context, filterable: Record<string, Filter>): Record<string, unknown> {
+function filters(ctx: Context, filterable: Record<string, Filter>): Record<string, unknown[]> {
   const where: Record<string, unknown[]> = {};
   for (const [key, raw] of Object.entries(ctx.query)) {
     if (PAGING_PARAMETERS.has(key) || raw === undefined) continue;
@@ -128,15 +126,8 @@ function filters(ctx: Context, filterable: Record<string, Filter>): Record<strin
     const values = (Array.isArray(raw) ? raw : [raw]).map((v) => (filter.parse ? filter.parse(v, key) : v));
     where[filter.attribute] = [...(where[filter.attribute] ?? []), ...values];
   }
-  const conditions: Record<string, unknown> = Object.fromEntries(
-    Object.entries(where).map(([attribute, values]) => [attribute, values.length === 1 ? values[0] : { [Op.in]: values }]),
-  );
-  conditions.status ??= { [Op.ne]: 'DELETED' };
-  return conditions;
+  return where;
 }
-
-/** The filters AND the current hub (a `hubId` filter naming another hub therefore matches nothing). */
-const scopedFilters = (ctx: Context, filterable: Record<string, Filter>) => ({ [Op.and]: [filters(ctx, filterable), inHub(ctx)] });
 
 const plain = (attribute: string): Filter => ({ attribute });
 
@@ -184,16 +175,16 @@ export default function routes({ hub }: Routes) {
     accepted(ctx, await createTunnel(currentHub(ctx), input, principalName(ctx)), presentTunnel);
   });
   hub.get(tunnels, requireIpsec, async (ctx) => {
-    ctx.body = await findPage(IpsecTunnel, scopedFilters(ctx, TUNNEL_FILTERS), pageRequest(ctx, TUNNEL_SORTABLE), presentTunnel);
+    ctx.body = mapPage(await listTunnels(currentHub(ctx).id, filters(ctx, TUNNEL_FILTERS), pageRequest(ctx, TUNNEL_SORTABLE)), presentTunnel);
   });
   hub.get(`${tunnels}/:id`, requireIpsec, async (ctx) => {
-    ctx.body = presentTunnel(await findInHub(ctx, IpsecTunnel, ctx.params.id, 'IPsec tunnel'));
+    ctx.body = presentTunnel(await getTunnel(currentHub(ctx).id, ctx.params.id));
   });
   hub.delete(`${tunnels}/:id`, requireIpsec, async (ctx) => {
     accepted(ctx, await deleteTunnel(currentHub(ctx), ctx.params.id, principalName(ctx)), presentTunnel);
   });
   hub.get(`${tunnels}/:id/tunnel-config`, requireIpsec, async (ctx) => {
-    const { tunnel, status } = await tunnelConfiguration(await findInHub(ctx, IpsecTunnel, ctx.params.id, 'IPsec tunnel'));
+    const { tunnel, status } = await tunnelConfiguration(await getTunnel(currentHub(ctx).id, ctx.params.id));
     ctx.body = presentTunnelConfig(tunnel, status);
   });
   hub.get(`${tunnels}/:id/sample-config`, requireIpsec, async (ctx) => {
@@ -201,7 +192,7 @@ export default function routes({ hub }: Routes) {
     const vendor = String(single(ctx.query.vendor) ?? 'strongswan').toLowerCase();
     const render = SAMPLE_CONFIG_VENDORS[vendor as keyof typeof SAMPLE_CONFIG_VENDORS];
     if (!render) throw badRequest(`value for query parameter 'vendor' must be one of ${Object.keys(SAMPLE_CONFIG_VENDORS).join(', ')}`);
-    const tunnel = await findInHub(ctx, IpsecTunnel, ctx.params.id, 'IPsec tunnel');
+    const tunnel = await getTunnel(currentHub(ctx).id, ctx.params.id);
     const preSharedKey = preSharedKeyFor(tunnel);
     ctx.type = 'text/plain; charset=utf-8';
     ctx.set('Cache-Control', 'no-store'); // it carries the pre-shared key
@@ -213,10 +204,10 @@ export default function routes({ hub }: Routes) {
     accepted(ctx, await createShare(currentHub(ctx), input, principalName(ctx)), presentShare);
   });
   hub.get(shares, requireIpsec, async (ctx) => {
-    ctx.body = await findPage(IpsecShare, scopedFilters(ctx, SHARE_FILTERS), pageRequest(ctx, SHARE_SORTABLE), presentShare);
+    ctx.body = mapPage(await listIpsecShares(currentHub(ctx).id, filters(ctx, SHARE_FILTERS), pageRequest(ctx, SHARE_SORTABLE)), presentShare);
   });
   hub.get(`${shares}/:id`, requireIpsec, async (ctx) => {
-    ctx.body = presentShare(await findInHub(ctx, IpsecShare, ctx.params.id, 'IPsec share'));
+    ctx.body = presentShare(await getIpsecShare(currentHub(ctx).id, ctx.params.id));
   });
   hub.put(`${shares}/:id`, requireIpsec, async (ctx) => {
     const input = fullShareInput(ctx);

@@ -1,12 +1,11 @@
 import { z } from 'zod';
-import { createShare, deleteShare, findShare, shareView, shareViews } from '../../shared/commands/shares.js';
+import { createShare, deleteShare, findShare, listShares, shareView } from '../../shared/commands/shares.js';
 import { durationMs } from '../../shared/durations.js';
-import { Share } from '../../shared/models/Share.js';
 import { principalName } from '../middleware/auth.js';
-import { envelope, findPage, pageRequest } from '../paging.js';
+import { mapPage, pageRequest } from '../paging.js';
 import { presentShare } from '../presenters/shares.js';
 import type { Routes } from '../router.js';
-import { currentHub, inHub } from '../scope.js';
+import { currentHub } from '../scope.js';
 import { body, fields } from '../validate.js';
 
 const httpUrl = z.string().refine((s) => {
@@ -49,9 +48,7 @@ export default function routes({ hub }: Routes) {
     ctx.body = presentShare(await createShare(currentHub(ctx).id, input, principalName(ctx)));
   });
   hub.get('/shares', async (ctx) => {
-    const req = pageRequest(ctx, SORTABLE);
-    const page = await findPage(Share, inHub(ctx), req, (s) => s);
-    ctx.body = envelope((await shareViews(page.content)).map(presentShare), page.totalElements, req);
+    ctx.body = mapPage(await listShares(currentHub(ctx).id, pageRequest(ctx, SORTABLE)), presentShare);
   });
   hub.get('/shares/:zId', async (ctx) => {
     ctx.body = presentShare(await shareView(await findShare(currentHub(ctx).id, ctx.params.zId)));

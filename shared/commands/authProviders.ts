@@ -3,9 +3,12 @@ import { withTransaction } from '../db.js';
 import { badRequest, notFound } from '../errors.js';
 import { newId } from '../ids.js';
 import { AuthProvider, type AuthProviderType } from '../models/AuthProvider.js';
+
+export { AUTH_PROVIDER_TYPES } from '../models/AuthProvider.js';
 import { CustomFrontendAuthProvider } from '../models/CustomFrontendAuthProvider.js';
 import { Share } from '../models/Share.js';
 import { encryptSecret } from '../secrets.js';
+import { findPage, type Page, type PageRequest } from '../paging.js';
 
 export interface AuthProviderConfigInput {
   clientId?: string;
@@ -110,3 +113,6 @@ export async function missingAuthProviders(hubId: string, ids: string[]): Promis
   const present = new Set(found.map((p) => p.id));
   return ids.filter((id) => !present.has(id));
 }
+
+/** One page of the hub's auth providers. */
+export const listAuthProviders = (hubId: string, req: PageRequest): Promise<Page<AuthProvider>> => findPage(AuthProvider, { hubId }, req);

@@ -9,6 +9,7 @@ import { decryptSecret, encryptSecret, sha256 } from '../secrets.js';
 import { config } from '../config.js';
 import { signEnrollmentJwt, type EnrollmentJwtRecord } from '../pki/enrollmentJwt.js';
 import { signingKeyFor } from './signingKeys.js';
+import { findPage, type Page, type PageRequest } from '../paging.js';
 
 export const DEFAULT_TOKEN_TTL = 'P7D';
 
@@ -210,3 +211,6 @@ export async function enrollmentJwt(hubId: string, id: string): Promise<Enrollme
   if (state !== 'valid') throw invalidState('certificate request token', state, 'create an enrollment JWT');
   return signEnrollmentJwt(token, await signingKeyFor(token.expiresAt));
 }
+
+/** One page of the hub's certificate request tokens. */
+export const listTokens = (hubId: string, req: PageRequest): Promise<Page<CertificateRequestToken>> => findPage(CertificateRequestToken, { hubId }, req);

@@ -10,6 +10,7 @@ import { isCsrPem, parseCsr } from '../pki/csr.js';
 import { issueInWorker } from './pkiJobs.js';
 import { HUB_MATCHES, preparedQuery } from '../db.js';
 import { claimingName, nameTaken } from './certificateRequestTokens.js';
+import { findPage, type Page, type PageRequest } from '../paging.js';
 
 export interface CertificateInput {
   name?: string;
@@ -153,3 +154,7 @@ export async function deleteCertificate(hubId: string, id: string): Promise<Infe
   if (count === 0) throw notFound('client certificate', id);
   return cert;
 }
+
+/** One page of the hub's client certificates, without their PEM values (the list never shows them). */
+export const listCertificates = (hubId: string, req: PageRequest): Promise<Page<ClientCertificate>> =>
+  findPage(ClientCertificate, { hubId }, req, { attributes: ['id', 'name', 'hubId', 'createdAt', 'createdBy'] });

@@ -10,6 +10,7 @@ import { Execution } from '../models/Execution.js';
 import { HealthCheck } from '../models/HealthCheck.js';
 import { httpProber, type ProbeOutcome } from '../providers/httpProbe.js';
 import { queue } from '../queues.js';
+import { findPage, type Page, type PageRequest } from '../paging.js';
 
 export const SCHEDULED_RUN_JOB = 'health-checks.scheduledRun';
 export const EXECUTE_TYPE = 'health-checks.execute';
@@ -260,3 +261,6 @@ export async function reconcileSchedules(): Promise<{ upserted: number; removed:
   }
   return { upserted, removed };
 }
+
+/** One page of the hub's health checks. */
+export const listHealthChecks = (hubId: string, req: PageRequest): Promise<Page<HealthCheck>> => findPage(HealthCheck, { hubId }, req);

@@ -8,7 +8,8 @@ import type { Hub } from '../models/Hub.js';
 import { IpsecShare } from '../models/IpsecShare.js';
 import { IpsecTunnel } from '../models/IpsecTunnel.js';
 import type { Accepted } from './ipsecTunnels.js';
-import { brokenConstraint, StateMachine } from './ipsecStates.js';
+import { brokenConstraint, listWhere, StateMachine } from './ipsecStates.js';
+import { findPage, type Page, type PageRequest } from '../paging.js';
 
 export const SHARE_JOBS = { provision: 'ipsec.provisionShare', teardown: 'ipsec.teardownShare' } as const;
 export const SHARE_RESOURCE = 'ipsecShare';
@@ -162,3 +163,13 @@ export const failShareProvisioning = (id: string, reason: string) =>
   shareStates.apply(id, 'provisioningFailed', { statusMessage: reason.slice(0, 2000) });
 export const failShareTeardown = (id: string, reason: string) =>
   shareStates.apply(id, 'teardownFailed', { statusMessage: `teardown failed: ${reason}`.slice(0, 2000) });
+
+/** One page of the hub's IPsec shares matching `filters` (attribute -> any of the values). */
+export const listIpsecShares = (hubId: string, filters: Record<string, unknown[]>, req: PageRequest): Promise<Page<IpsecShare>> =>
+  findPage(IpsecShare, listWhere(hubId, filters), req);
+
+export async function getIpsecShare(hubId: string, id: string): Promise<IpsecShare> {
+  const share = await IpsecShare.findOne({ where: { id, hubId } });
+  if (!share) throw notFound('IPsec share', id);
+  return share;
+}

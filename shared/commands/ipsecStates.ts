@@ -1,5 +1,5 @@
 import type { Model, ModelStatic, Transaction, WhereOptions } from 'sequelize';
-import { UniqueConstraintError } from 'sequelize';
+import { Op, UniqueConstraintError } from 'sequelize';
 import { invalidState } from '../errors.js';
 import type { IpsecStatus } from '../models/IpsecTunnel.js';
 
@@ -49,4 +49,18 @@ export function brokenConstraint(err: unknown): string | undefined {
   if (!(err instanceof UniqueConstraintError)) return undefined;
   const parent = (err as { parent?: { constraint?: string } }).parent;
   return parent?.constraint;
+}
+
+export { IPSEC_STATUSES } from '../models/IpsecTunnel.js';
+
+/**
+ * A list's equality filters (attribute -> the values any of which matches) within one hub. DELETED rows are left out
+ * unless a status filter asks for them; a `hubId` filter naming another hub matches nothing.
+ */
+export function listWhere(hubId: string, filters: Record<string, unknown[]>): WhereOptions {
+  const conditions: Record<string, unknown> = Object.fromEntries(
+    Object.entries(filters).map(([attribute, values]) => [attribute, values.length === 1 ? values[0] : { [Op.in]: values }]),
+  );
+  conditions.status ??= { [Op.ne]: 'DELETED' };
+  return { [Op.and]: [conditions, { hubId }] };
 }

@@ -11,7 +11,8 @@ import { IpsecTunnel } from '../models/IpsecTunnel.js';
 import { parseIpv4, subnetAddressProblem, vpcCidr } from '../ipsec/addresses.js';
 import { ipsecProvider, type ProvisionedTunnel, type TunnelStatus } from '../providers/ipsec.js';
 import { decryptSecret, encryptSecret } from '../secrets.js';
-import { brokenConstraint, StateMachine } from './ipsecStates.js';
+import { brokenConstraint, listWhere, StateMachine } from './ipsecStates.js';
+import { findPage, type Page, type PageRequest } from '../paging.js';
 
 export const TUNNEL_JOBS = { provision: 'ipsec.provisionTunnel', teardown: 'ipsec.teardownTunnel' } as const;
 export const TUNNEL_RESOURCE = 'ipsecTunnel';
@@ -168,3 +169,13 @@ export const failTunnelProvisioning = (id: string, reason: string) =>
   tunnelStates.apply(id, 'provisioningFailed', { statusMessage: reason.slice(0, 2000) });
 export const failTunnelTeardown = (id: string, reason: string) =>
   tunnelStates.apply(id, 'teardownFailed', { statusMessage: `teardown failed: ${reason}`.slice(0, 2000) });
+
+/** One page of the hub's tunnels matching `filters` (attribute -> any of the values). */
+export const listTunnels = (hubId: string, filters: Record<string, unknown[]>, req: PageRequest): Promise<Page<IpsecTunnel>> =>
+  findPage(IpsecTunnel, listWhere(hubId, filters), req);
+
+export async function getTunnel(hubId: string, id: string): Promise<IpsecTunnel> {
+  const tunnel = await IpsecTunnel.findOne({ where: { id, hubId } });
+  if (!tunnel) throw notFound('IPsec tunnel', id);
+  return tunnel;
+}

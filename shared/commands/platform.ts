@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto';
-import { QueryTypes, type Transaction } from 'sequelize';
+import { Op, QueryTypes, type Transaction } from 'sequelize';
 import { db, withTransaction } from '../db.js';
 import { notFound } from '../errors.js';
 import { enqueue } from '../jobs.js';
@@ -11,6 +11,7 @@ import { Frontend } from '../models/Frontend.js';
 import { Hub, type HubFeatures } from '../models/Hub.js';
 import { ipsecProvider } from '../providers/ipsec.js';
 import { sha256 } from '../secrets.js';
+import { findPage, type Page, type PageRequest } from '../paging.js';
 
 /** A new hub; its issuing CA is made by a worker job (the web process never holds CA keys). */
 export async function createHub(input: { name: string; features?: Partial<HubFeatures> }): Promise<Hub> {
@@ -97,4 +98,22 @@ export async function defaultEnvironmentId(hubId: string, transaction?: Transact
 
 export async function createStandardFrontend(input: { publicName: string; urlTemplate: string }): Promise<Frontend> {
   return Frontend.create({ id: newId(), publicName: input.publicName, urlTemplate: input.urlTemplate, hubId: null });
+}
+
+/** One page of every hub (the operator's list). */
+export const listHubs = (req: PageRequest): Promise<Page<Hub>> => findPage(Hub, {}, req);
+
+/** Standard frontends and the hub's ACTIVE custom frontends: what a share may be published on. */
+export const visibleFrontends = (hubId: string) => ({ active: true, [Op.or]: [{ hubId: null }, { hubId }] });
+
+/** The frontends a hub may publish on, oldest first. */
+export const frontendsOf = (hubId: string): Promise<Frontend[]> => Frontend.findAll({ where: visibleFrontends(hubId), order: [['createdAt', 'ASC'], ['id', 'ASC']] });
+
+/** One page of the hub's environments. */
+export const listEnvironments = (hubId: string, req: PageRequest): Promise<Page<Environment>> => findPage(Environment, { hubId }, req);
+
+export async function getEnvironment(hubId: string, envZId: string): Promise<Environment> {
+  const env = await Environment.findOne({ where: { envZId, hubId } });
+  if (!env) throw notFound('environment', envZId);
+  return env;
 }

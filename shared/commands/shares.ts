@@ -1,5 +1,4 @@
 import { config } from '../config.js';
-import { Op } from 'sequelize';
 import { withTransaction } from '../db.js';
 import { badRequest, notFound } from '../errors.js';
 import { randomToken } from '../ids.js';
@@ -11,7 +10,8 @@ import { Frontend } from '../models/Frontend.js';
 import { Share } from '../models/Share.js';
 import { ShareFrontend } from '../models/ShareFrontend.js';
 import { frontendHosting } from '../providers/frontendHosting.js';
-import { defaultEnvironmentId } from './platform.js';
+import { defaultEnvironmentId, visibleFrontends } from './platform.js';
+import { findPage, type Page, type PageRequest } from '../paging.js';
 
 export const PROVISION_SHARE_JOB = 'shares.provisionShare';
 
@@ -31,9 +31,6 @@ export interface ShareView {
   frontendIds: string[];
   authProvider: AuthProvider | null;
 }
-
-/** Standard frontends and the hub's ACTIVE custom frontends: what a share may be published on. */
-export const visibleFrontends = (hubId: string) => ({ active: true, [Op.or]: [{ hubId: null }, { hubId }] });
 
 async function frontendIdsOf(shareZId: string): Promise<string[]> {
   const rows = await ShareFrontend.findAll({ where: { shareZId }, order: [['position', 'ASC']] });
@@ -155,4 +152,10 @@ export async function provisionShare(zId: string): Promise<Record<string, unknow
 
 export async function failShareProvisioning(zId: string): Promise<void> {
   await Share.update({ status: 'ERROR' }, { where: { zId, status: 'PROVISIONING' } });
+}
+
+/** One page of the hub's shares, each with its frontends. */
+export async function listShares(hubId: string, req: PageRequest): Promise<Page<ShareView>> {
+  const page = await findPage(Share, { hubId }, req);
+  return { ...page, content: await shareViews(page.content) };
 }

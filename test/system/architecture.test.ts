@@ -26,6 +26,12 @@ export const RULES: Rule[] = [
   { name: 'workers-not-api-or-edge', why: 'workers do not reach into the web process or the edge', from: /^workers\//, to: /^(api|edge)\// },
   { name: 'edge-reads-only', why: 'the edge reads routes with plain SQL and writes only usage samples: no models, commands, API or workers', from: /^edge\//, to: /^(api|workers)\/|^shared\/(models|commands)\// },
   {
+    name: 'routes-not-models',
+    why: 'routes parse, call a command and present: reads and writes of the database are the commands\' (models, SQL, Sequelize)',
+    from: /^api\/routes\//,
+    to: /^shared\/(models\/|db\.ts)|^(sequelize|pg)$/,
+  },
+  {
     name: 'routes-not-providers',
     why: 'routes call commands; providers are reached through commands and processors',
     from: /^api\//,
@@ -101,6 +107,7 @@ test('a forbidden import is caught (the checker on a made-up edge of each rule)'
     'api-not-workers-or-edge': ['api/routes/x.ts', 'workers/runner.ts'],
     'workers-not-api-or-edge': ['workers/x.ts', 'api/app.ts'],
     'edge-reads-only': ['edge/x.ts', 'shared/models/Share.ts'],
+    'routes-not-models': ['api/routes/x.ts', 'shared/models/Share.ts'],
     'routes-not-providers': ['api/routes/x.ts', 'shared/providers/ipsec.ts'],
     'processors-call-commands': ['workers/processors/x.ts', 'sequelize'],
     'providers-plain-values': ['shared/providers/x.ts', 'shared/models/Hub.ts'],

@@ -1,14 +1,6 @@
 import { z } from 'zod';
-import {
-  ACTIVATE_JOB,
-  activateWhenDnsReady,
-  DnsWaitEnded,
-  failCustomFrontend,
-  PROVISION_JOB,
-  provisionHosting,
-  RENEW_JOB,
-  renewCertificate,
-} from '../../shared/commands/customFrontends.js';
+import { activateWhenDnsReady, DnsWaitEnded, failCustomFrontend, provisionHosting, RENEW_JOB, renewCertificate } from '../../shared/commands/customFrontendLifecycle.js';
+import { ACTIVATE_JOB, PROVISION_JOB } from '../../shared/commands/customFrontends.js';
 import { ENSURE_EDGE_CERTIFICATES_JOB, ensureEdgeCertificates } from '../../shared/commands/edgeCertificates.js';
 import { defineProcessor, NO_PAYLOAD, permanentFailure } from '../runner.js';
 

@@ -1,4 +1,4 @@
-import { enqueueDueRenewals } from '../../shared/commands/customFrontends.js';
+import { enqueueDueRenewals } from '../../shared/commands/customFrontendLifecycle.js';
 import { enqueueEdgeCertificates } from '../../shared/commands/edgeCertificates.js';
 import { logger } from '../../shared/logger.js';
 import { defineSchedule } from '../schedule.js';
