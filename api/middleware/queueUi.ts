@@ -1,7 +1,8 @@
 import { randomBytes } from 'node:crypto';
 import type { Context, Middleware, Next } from 'koa';
 import { config } from '../../shared/config.js';
-import { ApiError, forbidden } from '../../shared/errors.js';
+import { DomainError, forbidden } from '../../shared/errors.js';
+import { ANSWERS, HttpError } from '../errorAnswers.js';
 import { readyRedis } from '../../shared/redis.js';
 import { sha256 } from '../../shared/secrets.js';
 import { authenticate, type Principal } from './auth.js';
@@ -79,7 +80,7 @@ async function authenticateOrChallenge(ctx: Context): Promise<Principal> {
   try {
     return await authenticate(ctx.get('authorization'));
   } catch (err) {
-    if (err instanceof ApiError) throw new ApiError(err.status, err.code, err.message, CHALLENGE);
+    if (err instanceof DomainError) throw new HttpError(ANSWERS[err.code].status, ANSWERS[err.code].error, err.message, CHALLENGE);
     throw err;
   }
 }

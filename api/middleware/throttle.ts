@@ -1,7 +1,7 @@
 import type { Context, Middleware } from 'koa';
 import { RateLimiterMemory, RateLimiterRedis, RateLimiterRes, type RateLimiterAbstract } from 'rate-limiter-flexible';
 import { config } from '../../shared/config.js';
-import { ApiError } from '../../shared/errors.js';
+import { isDomainError, rateLimited } from '../../shared/errors.js';
 import { logger } from '../../shared/logger.js';
 import { readyRedis } from '../../shared/redis.js';
 import type { SecurityConfig } from '../../shared/config.js';
@@ -23,7 +23,7 @@ import type { SecurityConfig } from '../../shared/config.js';
 
 const tooMany = (what: string, msBeforeNext: number) => {
   const seconds = Math.max(1, Math.ceil(msBeforeNext / 1000));
-  return new ApiError(429, 'too_many_requests', `${what}; retry after ${seconds} s`, { 'Retry-After': String(seconds) });
+  return rateLimited(`${what}; retry after ${seconds} s`, seconds);
 };
 
 /** Addresses this process refuses until an instant (ms since epoch). Pruned as it is read. */
@@ -48,7 +48,7 @@ class BlockList {
   }
 }
 
-const isAuthFailure = (err: unknown) => err instanceof ApiError && err.status === 401;
+const isAuthFailure = (err: unknown) => isDomainError(err, 'EH_UNAUTHORIZED');
 
 /** 429 for an address after `authFailureLimit` 401s within the window; counts in Redis (see above). */
 export function authFailureThrottle(settings: Pick<SecurityConfig, 'authFailureLimit' | 'authFailureWindowSeconds'>): Middleware {

@@ -9,7 +9,7 @@ import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { ApiError } from '../../shared/errors.js';
+import { notFound } from '../../shared/errors.js';
 import type { Routes } from '../router.js';
 import { setting } from '../../shared/settings.js';
 
@@ -90,7 +90,7 @@ export default function routes({ open }: Routes) {
   });
   open.get('/console/:file', (ctx) => {
     const asset = Object.hasOwn(FILES, ctx.params.file) ? FILES[ctx.params.file] : undefined;
-    if (!asset) throw new ApiError(404, 'not_found', `no console file '${ctx.params.file}'`);
+    if (!asset) throw notFound(`console file '${ctx.params.file}'`);
     let content = loaded.get(asset.file);
     if (!content || setting('NODE_ENV') === 'development') loaded.set(asset.file, (content = readFileSync(asset.file)));
     ctx.type = asset.type;

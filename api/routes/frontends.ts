@@ -1,6 +1,6 @@
 import type { Context } from 'koa';
 import { frontendCaPem } from '../../shared/commands/edgeCertificates.js';
-import { ApiError } from '../../shared/errors.js';
+import { notFound } from '../../shared/errors.js';
 import { frontendsOf } from '../../shared/commands/platform.js';
 import { presentFrontend } from '../presenters/platform.js';
 import type { Routes } from '../router.js';
@@ -16,7 +16,7 @@ export default function routes({ hub, account, open }: Routes) {
   // no authentication: a public certificate, what `curl --cacert` needs to reach an https:// share without -k
   open.get(['/hub/v2/public/frontend-ca.pem', '/hub/public/frontend-ca.pem'], async (ctx) => {
     const pem = await frontendCaPem();
-    if (!pem) throw new ApiError(404, 'not_found', "the edge serves the operator's own certificate (HUB_EDGE_TLS_CERT_FILE): trust its issuer instead");
+    if (!pem) throw notFound("the service's frontend CA (the edge serves the operator's own certificate, HUB_EDGE_TLS_CERT_FILE: trust its issuer instead)");
     ctx.type = 'application/x-pem-file';
     ctx.set('Cache-Control', 'public, max-age=300');
     ctx.body = pem;

@@ -2,7 +2,7 @@ import { readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { ApiError } from '../../shared/errors.js';
+import { notFound } from '../../shared/errors.js';
 import { openApiDocument } from '../openapi/document.js';
 import type { Routes } from '../router.js';
 
@@ -47,7 +47,7 @@ export default function routes({ open }: Routes) {
   });
   open.get('/docs/:file', (ctx) => {
     const asset = Object.hasOwn(ASSETS, ctx.params.file) ? ASSETS[ctx.params.file] : undefined;
-    if (!asset) throw new ApiError(404, 'not_found', `no docs asset '${ctx.params.file}'`);
+    if (!asset) throw notFound(`docs asset '${ctx.params.file}'`);
     let content = loaded.get(asset.file);
     if (!content) loaded.set(asset.file, (content = readFileSync(asset.file)));
     ctx.type = asset.type;

@@ -7,7 +7,7 @@ import { QueryTypes } from 'sequelize';
 import { config } from '../config.js';
 import { db, withTransaction } from '../db.js';
 import { durationMs } from '../durations.js';
-import { ApiError, badRequest, forbidden, notFound } from '../errors.js';
+import { badRequest, forbidden, isDomainError, notFound } from '../errors.js';
 import { newId, randomToken } from '../ids.js';
 import { enqueue } from '../jobs.js';
 import { hubCa, leafValidity } from './certificateAuthorities.js';
@@ -117,7 +117,7 @@ export async function enrollAgent(hubId: string, input: { jwt: string; csr: stri
   try {
     csr = await parseCsr(input.csr);
   } catch (err) {
-    if (err instanceof ApiError) throw badRequest(`csr: ${err.message}`);
+    if (isDomainError(err)) throw badRequest(`csr: ${err.message}`);
     throw err;
   }
   if (csr.keyDescription !== 'EC P-256') throw badRequest(`csr: an agent key must be ECDSA P-256 (this one is ${csr.keyDescription})`);

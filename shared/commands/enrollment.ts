@@ -1,7 +1,7 @@
 import { createPublicKey, X509Certificate, type KeyObject } from 'node:crypto';
 import { QueryTypes, type InferAttributes } from 'sequelize';
 import { db, HUB_MATCHES, preparedQuery, withTransaction } from '../db.js';
-import { ApiError, badRequest, notAuthorized, unauthorized } from '../errors.js';
+import { badRequest, isDomainError, notAuthorized, unauthorized } from '../errors.js';
 import { newId } from '../ids.js';
 import { CertificateRequestToken } from '../models/CertificateRequestToken.js';
 import { ClientCertificate } from '../models/ClientCertificate.js';
@@ -70,7 +70,7 @@ async function checkCsr(pem: string): Promise<{ csr?: ParsedCsr; violation?: Vio
   try {
     return { csr: await parseCsr(pem) };
   } catch (err) {
-    if (!(err instanceof ApiError)) throw err;
+    if (!isDomainError(err)) throw err;
     return { violation: { path: '$.csr', label: 'invalid_csr', message: err.message } };
   }
 }
@@ -137,7 +137,7 @@ export async function enrollWithJwt(
     });
   } catch (err) {
     // spent meanwhile: by an earlier request of the same caller (same key) that is still being answered?
-    const earlier = err instanceof ApiError && err.status === 403 ? await issuedForSameKey(hubId, t.id, csr as ParsedCsr) : undefined;
+    const earlier = isDomainError(err, 'EH_NOT_AUTHORIZED') ? await issuedForSameKey(hubId, t.id, csr as ParsedCsr) : undefined;
     if (!earlier) throw err;
     return { certificate: await findCertificate(hubId, earlier), replayed: true };
   }

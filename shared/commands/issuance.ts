@@ -120,7 +120,7 @@ async function replace(hubId: string, p: Extract<IssuePayload, { mode: 'replace'
 
 
 /**
- * Issues the certificate a job asks for. Refusals are ApiErrors (a name taken is a 409); anything else is retried by
+ * Issues the certificate a job asks for. Refusals are DomainErrors (a name taken is EH_CONFLICT); anything else is retried by
  * the job. A retry after a commit finds its own certificate (the id is the execution id) instead of failing.
  */
 export async function issueClientCertificate(hubId: string, p: IssuePayload, job: IssuingJob): Promise<Issued> {

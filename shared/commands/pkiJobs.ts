@@ -1,6 +1,6 @@
 import { Job, QueueEvents } from 'bullmq';
 import { config } from '../config.js';
-import { ApiError, unavailable } from '../errors.js';
+import { DomainError, ERROR_CODES, unavailable, type ErrorCode } from '../errors.js';
 import { enqueue } from '../jobs.js';
 import { closeWithConnection, queue } from '../queues.js';
 import { createRedis } from '../redis.js';
@@ -43,13 +43,14 @@ function before<T>(promise: Promise<T>, deadline: number, message: string): Prom
   return Promise.race([promise, expired]).finally(() => clearTimeout(timer));
 }
 
-export function encodeRefusal(err: ApiError): string {
-  return `${err.status} ${err.code}: ${err.message}`;
+/** A refusal as the failed job's message (`<code>: <message>`), which the waiting web process turns back into it. */
+export function encodeRefusal(err: DomainError): string {
+  return `${err.code}: ${err.message}`;
 }
 
-export function decodeRefusal(message: string): ApiError | undefined {
-  const match = /^(4\d\d) ([a-z_]+): ([\s\S]*)$/.exec(message);
-  return match ? new ApiError(Number(match[1]), match[2], match[3]) : undefined;
+export function decodeRefusal(message: string): DomainError | undefined {
+  const match = /^(EH_[A-Z_]+): ([\s\S]*)$/.exec(message);
+  return match && match[1] in ERROR_CODES ? new DomainError(match[1] as ErrorCode, match[2]) : undefined;
 }
 
 let events: Promise<QueueEvents> | undefined;
@@ -85,7 +86,7 @@ function queueEvents(): Promise<QueueEvents> {
   return events;
 }
 
-/** Waits for a pki job and returns its result; a refusal becomes its ApiError, anything else a 503. */
+/** Waits for a pki job and returns its result; a refusal becomes its DomainError again, anything else EH_UNAVAILABLE. */
 export async function waitForPkiJob<T>(jobId: string): Promise<T> {
   const deadline = Date.now() + waitMs();
   // the events connection retries for ever while Redis is away: the request must not wait with it

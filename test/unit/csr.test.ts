@@ -32,8 +32,8 @@ test('EC P-256, P-384 and RSA 2048 CSRs are accepted with their subject and key'
 test('keys outside the policy are refused with a 400 that names what is accepted', async (t) => {
   for (const [name, args] of [['ed25519', ['-algorithm', 'ED25519']], ['p521', ['-algorithm', 'EC', '-pkeyopt', 'ec_paramgen_curve:P-521']], ['rsa1024', ['-algorithm', 'RSA', '-pkeyopt', 'rsa_keygen_bits:1024']]] as const) {
     const pem = csr(name, [...args]);
-    const err = (await t.throwsAsync(parseCsr(pem))) as Error & { status?: number };
-    t.is(err.status, 400, name);
+    const err = (await t.throwsAsync(parseCsr(pem))) as Error & { code?: string };
+    t.is(err.code, 'EH_INVALID_REQUEST', name);
     t.regex(err.message, /accepted|RSA/, name);
   }
 });
@@ -41,8 +41,8 @@ test('keys outside the policy are refused with a 400 that names what is accepted
 test('malformed CSRs are refused: not PEM, trailing bytes, a changed subject, a truncated body', async (t) => {
   const der = derOf(p256);
   const refused = async (pem: string, why: RegExp) => {
-    const err = (await t.throwsAsync(parseCsr(pem))) as Error & { status?: number };
-    t.is(err.status, 400);
+    const err = (await t.throwsAsync(parseCsr(pem))) as Error & { code?: string };
+    t.is(err.code, 'EH_INVALID_REQUEST');
     t.regex(err.message, why);
   };
   await refused('hello', /PEM block/);

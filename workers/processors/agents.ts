@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { ApiError } from '../../shared/errors.js';
+import { DomainError } from '../../shared/errors.js';
 import { ENROLL_AGENT_JOB, issueAgentCertificate, type EnrollAgentPayload } from '../../shared/commands/agents.js';
 import { encodeRefusal } from '../../shared/commands/pkiJobs.js';
 import { defineProcessor, permanentFailure } from '../runner.js';
@@ -14,7 +14,7 @@ export default defineProcessor({
       return await issueAgentCertificate(ctx.hubId as string, ctx.payload as unknown as EnrollAgentPayload, ctx.execution.createdBy);
     } catch (err) {
       // a refusal (spent, expired) is final; the waiting request answers it
-      if (err instanceof ApiError) throw permanentFailure(encodeRefusal(err));
+      if (err instanceof DomainError) throw permanentFailure(encodeRefusal(err));
       throw err;
     }
   },

@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { issueClientCertificate } from '../../shared/commands/issuance.js';
-import { ApiError } from '../../shared/errors.js';
+import { DomainError } from '../../shared/errors.js';
 import { ensureRootCa, hubCa } from '../../shared/commands/certificateAuthorities.js';
 import { CREATE_HUB_CA_JOB, encodeRefusal, ISSUE_JOB, ROTATE_JOB, type IssuePayload } from '../../shared/commands/pkiJobs.js';
 import { rotateSigningKey } from '../../shared/commands/signingKeys.js';
@@ -27,7 +27,7 @@ const issue = defineProcessor({
       done = await issueClientCertificate(ctx.hubId as string, p, { executionId: ctx.execution.id, createdBy: ctx.execution.createdBy, attempt: ctx.attempt });
     } catch (err) {
       // a refusal is final; the waiting request answers it
-      if (err instanceof ApiError) throw permanentFailure(encodeRefusal(err));
+      if (err instanceof DomainError) throw permanentFailure(encodeRefusal(err));
       throw err;
     }
     if (done.certificate) {

@@ -4,7 +4,7 @@ import type { AddressInfo } from 'node:net';
 import test from 'ava';
 import Koa from 'koa';
 import { LARGE_JSON_CHARS, requestEdge } from '../../../api/middleware/requestEdge.js';
-import { ApiError } from '../../../shared/errors.js';
+import { conflict } from '../../../shared/errors.js';
 
 // JSON answers leave through requestEdge: a large one as a Buffer it encodes once, a small one as Koa sends it. Either
 // way the client must get the same bytes, length and type as Koa's own JSON answer.
@@ -35,7 +35,7 @@ test.before(async () => {
       ctx.type = 'application/jwk-set+json';
     } else if (ctx.path === '/text') ctx.body = 'plain text'.repeat(5_000);
     else if (ctx.path === '/bytes') ctx.body = Buffer.alloc(LARGE_JSON_CHARS * 2, 7);
-    else if (ctx.path === '/fail') throw new ApiError(409, 'conflict', 'x'.repeat(LARGE_JSON_CHARS));
+    else if (ctx.path === '/fail') throw conflict('x'.repeat(LARGE_JSON_CHARS));
   });
   server = app.listen(0, '127.0.0.1');
   await once(server, 'listening');
