@@ -5,7 +5,8 @@ import { closeRedis } from '../shared/redis.js';
 import { refuseWrongSecretKey } from '../shared/secretKeyProbe.js';
 import { isMain, onShutdown } from '../shared/shutdown.js';
 import { startMetricsServer } from '../shared/telemetry.js';
-import { loadProcessors, runWorkerStartHooks, startWorkers, stopWorkers } from './runner.js';
+import { processors, runWorkerStartHooks } from './processors/index.js';
+import { startWorkers, stopWorkers } from './runner.js';
 import { presetSetting } from '../shared/settings.js';
 
 if (isMain(import.meta.url)) {
@@ -13,7 +14,6 @@ if (isMain(import.meta.url)) {
   await initDb();
   await refuseWrongSecretKey();
   await runWorkerStartHooks();
-  const processors = await loadProcessors();
   const workers = startWorkers({ processors });
   await startMetricsServer();
   logger.info({ types: processors.map((p) => p.type) }, 'workers started');

@@ -5,7 +5,8 @@ import { dispatch, type JobData } from '../shared/jobs.js';
 import { logger } from '../shared/logger.js';
 import { Execution } from '../shared/models/Execution.js';
 import { queue, queueOfType } from '../shared/queues.js';
-import { finalizeFailure, type JobContext, type ProcessorDefinition } from './runner.js';
+import type { JobContext, ProcessorDefinition } from './processor.js';
+import { finalizeFailure } from './runner.js';
 
 export interface ReconcileOutcome {
   /** QUEUED executions whose job Redis never took or lost: added again, with the options stored on the execution. */

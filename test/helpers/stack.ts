@@ -16,7 +16,9 @@ import { resetConfig } from '../../shared/config.js';
 import { closeDb } from '../../shared/db.js';
 import { closeQueues } from '../../shared/queues.js';
 import { closeRedis } from '../../shared/redis.js';
-import { loadProcessors, runWorkerStartHooks, startWorkers, stopWorkers, type ProcessorDefinition } from '../../workers/runner.js';
+import { startWorkers, stopWorkers } from '../../workers/runner.js';
+import { type ProcessorDefinition } from '../../workers/processor.js';
+import { processors, runWorkerStartHooks } from '../../workers/processors/index.js';
 import { freePort } from '../../scripts/services.js';
 import { registerExchangeSecrets, registerSecret } from './logScan.js';
 import { checkContract } from './contract.js';
@@ -171,7 +173,7 @@ export async function startStack(
     },
     async startWorkers(extra = []) {
       await runWorkerStartHooks();
-      workers = startWorkers({ processors: [...(await loadProcessors()), ...(options.processors ?? []), ...extra] });
+      workers = startWorkers({ processors: [...(processors), ...(options.processors ?? []), ...extra] });
       await Promise.all(workers.map((w) => w.waitUntilReady()));
     },
     async stopWorkers() {

@@ -2,7 +2,7 @@ import test from 'ava';
 import { enqueue, sweepExecutions } from '../../shared/jobs.js';
 import { freePort, startRedis, type LocalRedis } from '../../scripts/services.js';
 import { Execution } from '../../shared/models/Execution.js';
-import { defineProcessor, NO_PAYLOAD } from '../../workers/runner.js';
+import { defineProcessor, NO_PAYLOAD } from '../../workers/processor.js';
 import { useStack, waitFor } from '../helpers/stack.js';
 
 // This file stops Redis, so it runs its own redis-server instead of the shared one.

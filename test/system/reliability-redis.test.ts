@@ -1,6 +1,6 @@
 import test from 'ava';
 import { reconcileExecutions } from '../../workers/reconcile.js';
-import { loadProcessors } from '../../workers/runner.js';
+import { processors } from '../../workers/processors/index.js';
 import { ownRedis, type StoppableRedis } from '../helpers/outage.js';
 import { makeCsr } from '../helpers/pki.js';
 import { useStack, waitFor } from '../helpers/stack.js';
@@ -39,7 +39,7 @@ test('Redis stopped: issuing a certificate answers 503 within the wait, and comp
 
   // Redis back: the kept execution is swept into the queue and the certificate is issued
   await redis.start();
-  await waitFor(async () => (await reconcileExecutions(await loadProcessors(), 0).catch(() => ({ readded: 0 }))).readded > 0, {
+  await waitFor(async () => (await reconcileExecutions(processors, 0).catch(() => ({ readded: 0 }))).readded > 0, {
     what: 'the kept issuance to be re-added',
     timeoutMs: 60_000,
     intervalMs: 500,

@@ -8,7 +8,8 @@ import type { Job } from 'bullmq';
 import { z } from 'zod';
 import { enqueue } from '../../shared/jobs.js';
 import { queue } from '../../shared/queues.js';
-import { defineProcessor, loadProcessors } from '../../workers/runner.js';
+import { defineProcessor } from '../../workers/processor.js';
+import { processors } from '../../workers/processors/index.js';
 import { useStack, waitFor } from '../helpers/stack.js';
 
 const runs: unknown[] = [];
@@ -31,7 +32,7 @@ async function failed(job: Job): Promise<string> {
 const execution = async (processId: string) => (await stack.sql.query('SELECT * FROM executions WHERE process_id = $1', [processId])).rows[0];
 
 test.serial('every processor has a schema for its payload', async (t) => {
-  for (const def of await loadProcessors()) t.truthy(def.payload?.safeParse, def.type);
+  for (const def of processors) t.truthy(def.payload?.safeParse, def.type);
 });
 
 test.serial('made-up data is refused before anything runs, and the refusal is recorded as a FAILED execution', async (t) => {
@@ -93,7 +94,7 @@ test.serial("a job naming an execution runs that execution's stored data, and on
   // a job of another type naming an execution: refused, the execution untouched
   const other = await enqueue({ type: 'system.probe', hubId: hub.hubId, payload: { n: 2 }, createdBy: 'test' });
   await waitFor(async () => (await execution(other.id))?.status === 'SUCCEEDED', { what: 'the other job' });
-  const unpublish = (await loadProcessors()).find((d) => d.type === 'shares.unpublishShare')!;
+  const unpublish = (processors).find((d) => d.type === 'shares.unpublishShare')!;
   t.truthy(unpublish);
   const wrongType = await queue('shares').add('shares.unpublishShare', { executionId: other.id, hubId: hub.hubId, payload: { zId: 'whatever' } });
   await waitFor(async () => (await wrongType.getState()) === 'failed', { what: 'the wrong-type job' });

@@ -3,7 +3,7 @@ import pg from 'pg';
 import { sweepExecutions } from '../../shared/jobs.js';
 import { queue } from '../../shared/queues.js';
 import { reconcileExecutions } from '../../workers/reconcile.js';
-import { loadProcessors } from '../../workers/runner.js';
+import { processors } from '../../workers/processors/index.js';
 import { startDnsServer, type TestDnsServer } from '../helpers/dnsServer.js';
 import { stopDatabase } from '../helpers/outage.js';
 import { type Stack, useStack, waitFor } from '../helpers/stack.js';
@@ -55,7 +55,7 @@ test.serial('a lost job comes back with the options it was added with (a DNS wai
   // Redis loses the job (a restart without persistence, a flush): the execution still waits in PostgreSQL
   await original.remove();
   await sql.query(`UPDATE executions SET created_at = now() - interval '1 minute' WHERE id = $1`, [activation.id]);
-  const outcome = await reconcileExecutions(await loadProcessors());
+  const outcome = await reconcileExecutions(processors);
   t.is(outcome.readded, 1);
   const readded = await queue('frontends').getJob(activation.id);
   t.truthy(readded);
@@ -98,12 +98,12 @@ test.serial('PostgreSQL away at a job\'s last attempt: once it is back the execu
 
   // the reconciliation finishes it with the job's error and runs the tunnel's failure handler
   await new Promise((r) => setTimeout(r, 5_100)); // the worker's own grace period for a finished job
-  const outcome = await reconcileExecutions(await loadProcessors());
+  const outcome = await reconcileExecutions(processors);
   t.true(outcome.failed >= 1, 'the tunnel job (the new hub\'s CA job may have failed in the outage too)');
   const finished = (await hub.call('GET', `${hub.h}/executions/${execution.id}`)).json;
   t.is(finished.status, 'FAILED');
   t.regex(finished.error, /connect|database|terminat|allow/i, finished.error);
   const tunnel = (await hub.call('GET', `${hub.h2}/ipsec-tunnels/${tunnelId}`)).json;
   t.is(tunnel.status, 'ERROR');
-  t.is((await reconcileExecutions(await loadProcessors())).failed, 0, 'once');
+  t.is((await reconcileExecutions(processors)).failed, 0, 'once');
 });

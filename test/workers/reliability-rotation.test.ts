@@ -1,7 +1,7 @@
 import test from 'ava';
 import { z } from 'zod';
 import { ROTATE_JOB } from '../../shared/commands/pkiJobs.js';
-import { defineProcessor, permanentFailure } from '../../workers/runner.js';
+import { defineProcessor, permanentFailure } from '../../workers/processor.js';
 import { useStack } from '../helpers/stack.js';
 
 /**

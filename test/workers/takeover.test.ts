@@ -2,7 +2,8 @@ import test from 'ava';
 import { readSettings } from '../../shared/settings.js';
 import { enqueue } from '../../shared/jobs.js';
 import { queue } from '../../shared/queues.js';
-import { defineProcessor, NO_PAYLOAD, takeoverSettings } from '../../workers/runner.js';
+import { takeoverSettings } from '../../workers/runner.js';
+import { defineProcessor, NO_PAYLOAD } from '../../workers/processor.js';
 import { spawnScript, type Spawned } from '../helpers/processes.js';
 import { useStack, waitFor } from '../helpers/stack.js';
 

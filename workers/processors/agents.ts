@@ -2,7 +2,7 @@ import { z } from 'zod';
 import { DomainError } from '../../shared/errors.js';
 import { ENROLL_AGENT_JOB, issueAgentCertificate, type EnrollAgentPayload } from '../../shared/commands/agents.js';
 import { encodeRefusal } from '../../shared/commands/pkiJobs.js';
-import { defineProcessor, permanentFailure } from '../runner.js';
+import { defineProcessor, permanentFailure } from '../processor.js';
 
 /** An agent's enrollment: the hub's CA signs its CSR and the enrollment is spent with the agent stored (one statement). */
 export default defineProcessor({

@@ -2,7 +2,7 @@ import { z } from 'zod';
 import { activateWhenDnsReady, DnsWaitEnded, failCustomFrontend, provisionHosting, RENEW_JOB, renewCertificate } from '../../shared/commands/customFrontendLifecycle.js';
 import { ACTIVATE_JOB, PROVISION_JOB } from '../../shared/commands/customFrontends.js';
 import { ENSURE_EDGE_CERTIFICATES_JOB, ensureEdgeCertificates } from '../../shared/commands/edgeCertificates.js';
-import { defineProcessor, NO_PAYLOAD, permanentFailure } from '../runner.js';
+import { defineProcessor, NO_PAYLOAD, permanentFailure } from '../processor.js';
 
 /** A worker's first start issues the standard frontends' certificates the edge serves (idempotent, race-safe). */
 export async function onWorkerStart(): Promise<void> {

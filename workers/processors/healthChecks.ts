@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { runScheduledCheck, SCHEDULED_RUN_JOB } from '../../shared/commands/healthChecks.js';
-import { defineProcessor } from '../runner.js';
+import { defineProcessor } from '../processor.js';
 
 export default defineProcessor({
   type: SCHEDULED_RUN_JOB,

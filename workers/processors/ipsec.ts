@@ -16,7 +16,7 @@ import {
   tunnelForJob,
 } from '../../shared/commands/ipsecTunnels.js';
 import { ipsecProvider, IpsecProviderError } from '../../shared/providers/ipsec.js';
-import { defineProcessor, permanentFailure, type JobContext } from '../runner.js';
+import { defineProcessor, permanentFailure, type JobContext } from '../processor.js';
 
 /**
  * IPsec jobs. Each one re-reads its resource, does nothing unless the resource is still in the state the job was

@@ -1,5 +1,5 @@
 import { pruneUsage, rollUp } from '../../shared/metrics/rollup.js';
-import { defineProcessor, NO_PAYLOAD } from '../runner.js';
+import { defineProcessor, NO_PAYLOAD } from '../processor.js';
 
 export const METRICS_JOBS = { rollUp: 'metrics.rollUp', prune: 'metrics.prune' } as const;
 

@@ -4,7 +4,7 @@ import { DomainError } from '../../shared/errors.js';
 import { ensureRootCa, hubCa } from '../../shared/commands/certificateAuthorities.js';
 import { CREATE_HUB_CA_JOB, encodeRefusal, ISSUE_JOB, ROTATE_JOB, type IssuePayload } from '../../shared/commands/pkiJobs.js';
 import { rotateSigningKey } from '../../shared/commands/signingKeys.js';
-import { defineProcessor, NO_PAYLOAD, permanentFailure } from '../runner.js';
+import { defineProcessor, NO_PAYLOAD, permanentFailure } from '../processor.js';
 
 /** What issueInWorker enqueues (IssuePayload): the CSR, its subject, the validity, and what the issuance is for. */
 const issueBase = { csr: z.string().min(1).max(65536), subject: z.string().max(4096), validYears: z.number().int().positive() };

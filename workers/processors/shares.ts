@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { failShareProvisioning, PROVISION_SHARE_JOB, provisionShare } from '../../shared/commands/shares.js';
-import { defineProcessor } from '../runner.js';
+import { defineProcessor } from '../processor.js';
 
 export default defineProcessor({
   type: PROVISION_SHARE_JOB,

@@ -1,6 +1,6 @@
 import { config } from '../../shared/config.js';
 import { reconcileExecutions } from '../reconcile.js';
-import { loadProcessors } from '../runner.js';
+import { processors } from '../processors/index.js';
 import { defineSchedule } from '../schedule.js';
 
 /**
@@ -11,6 +11,6 @@ export default defineSchedule({
   name: 'sweep-executions',
   cron: config().sweepCron,
   run: async () => {
-    await reconcileExecutions(await loadProcessors());
+    await reconcileExecutions(processors);
   },
 });

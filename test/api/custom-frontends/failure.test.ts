@@ -1,7 +1,7 @@
 import test from 'ava';
 import { PROVISION_JOB } from '../../../shared/commands/customFrontends.js';
 import pg from 'pg';
-import { loadProcessors } from '../../../workers/runner.js';
+import { processors } from '../../../workers/processors/index.js';
 import dnsWait from '../../../workers/schedules/customFrontendDnsWait.js';
 import { startDnsServer, type TestDnsServer } from '../../helpers/dnsServer.js';
 import { type HubFixture, useStack, waitFor } from '../../helpers/stack.js';
@@ -29,7 +29,7 @@ const statusOf = (hub: HubFixture, id: string, status: string) =>
 
 test.serial('provisioning that spends its attempts leaves the frontend ERROR with the reason, not NEW for ever', async (t) => {
   // the hosting API fails every time
-  const real = (await loadProcessors()).find((p) => p.type === PROVISION_JOB)!;
+  const real = (processors).find((p) => p.type === PROVISION_JOB)!;
   await stack.startWorkers([{ ...real, handle: async () => { throw new Error('ingress API answered 503'); } }]);
   try {
     const hub = await stack.hub();

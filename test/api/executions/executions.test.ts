@@ -2,7 +2,7 @@ import test from 'ava';
 import { z } from 'zod';
 import { dispatch, enqueue, pruneMachineExecutions, sweepExecutions } from '../../../shared/jobs.js';
 import { Execution } from '../../../shared/models/Execution.js';
-import { defineProcessor, permanentFailure } from '../../../workers/runner.js';
+import { defineProcessor, permanentFailure } from '../../../workers/processor.js';
 import { type HubFixture, useStack, waitFor } from '../../helpers/stack.js';
 
 /** How often each execution's work actually ran (the observable side effect of the sample job). */
