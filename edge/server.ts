@@ -70,7 +70,8 @@ const REVOCATION_TABLES = new Set(['shares', 'share_frontends', 'frontends', 'cu
 /** This edge process's name in agent_connections. */
 const edgeId = () => `${hostname()}/${process.pid}/${randomUUID().slice(0, 8)}`;
 
-const FULL_RELOAD_TABLES = new Set(['frontends', 'custom_frontends', 'auth_providers']);
+/** Tables whose change reloads every route ('environments': a reach changed, which every share of it carries). */
+const FULL_RELOAD_TABLES = new Set(['frontends', 'custom_frontends', 'auth_providers', 'environments']);
 const ACCESS_TABLES = new Set(['client_certificates', 'certificate_authorities']);
 
 function listen(server: net.Server, port: number, host: string | undefined): Promise<number> {

@@ -116,6 +116,7 @@ export const operations: Operation[] = [
   { method: 'post', path: '/environments', scope: 'hub', tag: 'Environments', summary: 'Create an environment', body: environments.createSchema, responses: { 201: c.Environment } },
   { method: 'get', path: '/environments', scope: 'hub', tag: 'Environments', summary: 'List environments', paged: true, responses: { 200: c.page(c.Environment, 'Environment') } },
   { method: 'get', path: '/environments/:envZId', scope: 'hub', tag: 'Environments', summary: 'Get an environment with its agents', responses: { 200: c.Environment } },
+  { method: 'patch', path: '/environments/:envZId', scope: 'hub', tag: 'Environments', summary: "Change an environment's description or reach (a reach change is recorded as an execution)", body: environments.updateSchema, responses: { 200: c.Environment } },
   { method: 'get', path: '/account', scope: 'account', tag: 'Agents', summary: "The API key's hub (the command line's `edgehub share` starts here)", responses: { 200: z.object({ hubId: z.string(), name: z.string() }) } },
   { method: 'post', path: '/environments/:envZId/agent-enrollment', scope: 'hub', tag: 'Agents', summary: 'A one-time JWT that enrolls one agent of the environment', body: agents.agentEnrollmentSchema, responses: { 201: c.AgentEnrollment } },
   { method: 'get', path: '/environments/:envZId/agents', scope: 'hub', tag: 'Agents', summary: "The environment's agents and where they are connected", responses: { 200: z.array(c.Agent) } },

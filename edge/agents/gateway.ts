@@ -5,7 +5,7 @@
  * to a share's target is one CONNECT stream with its own flow control, so one slow download never stalls the rest
  * (node:http2 does the multiplexing; nothing here frames bytes).
  *
- * - Routing: an environment with enrolled agents is served only through its own connected agents (the pools of
+ * - Routing: an environment whose reach is 'agent' is served only through its own connected agents (the pools of
  *   edge/upstream.ts take `connectorFor`'s connector, keyed by hub and environment); a new stream goes to the agent
  *   with the fewest open streams; with none connected, the connector fails at once with EDGE_NO_AGENT (502).
  * - Targets: each agent is told the targets of its environment's shares (PUT /edgehub/v1/targets) before it carries
@@ -216,7 +216,8 @@ export class AgentGatewayServer implements AgentGateway {
   }
 
   connectorFor(route: ShareRoute): { key: string; connect: buildConnector.connector } | undefined {
-    if (!this.o.directory.serves(route.hubId, route.envZId)) return undefined;
+    // reach 'agent' (the default of anything unknown): through agents or not at all, never directly
+    if (route.reach === 'edge') return undefined;
     const key = envKey(route.hubId, route.envZId);
     let connect = this.connectors.get(key);
     if (!connect) {

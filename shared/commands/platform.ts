@@ -76,10 +76,6 @@ export async function revokeApiKey(hubId: string, id: string): Promise<ApiKey> {
   return key;
 }
 
-export async function createEnvironment(hubId: string, description: string, createdBy: string): Promise<Environment> {
-  return Environment.create({ envZId: randomToken(12), hubId, description, createdBy });
-}
-
 /**
  * The hub's default environment (created on first need): where a share goes when its create names none. The partial
  * unique index (one default per hub) makes concurrent first uses agree on one row.

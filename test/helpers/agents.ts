@@ -8,9 +8,9 @@ import path from 'node:path';
 import type { PrivateNetwork } from './netns.js';
 import { waitFor, type HubFixture } from './stack.js';
 
-/** The private target of a namespace (test/helpers/privateTarget.ts: HTTP on 8080, TCP echo on 9090), answering `name`. */
-export async function startPrivateTarget(ns: PrivateNetwork, name: string): Promise<ChildProcess> {
-  const child = ns.spawn(process.execPath, ['--import', 'tsx', 'test/helpers/privateTarget.ts', name, '8080', '9090']);
+/** The private target of a namespace (test/helpers/privateTarget.ts: HTTP on 8080, TCP echo on 9090 unless given), answering `name`. */
+export async function startPrivateTarget(ns: PrivateNetwork, name: string, ports: { http: number; tcp: number } = { http: 8080, tcp: 9090 }): Promise<ChildProcess> {
+  const child = ns.spawn(process.execPath, ['--import', 'tsx', 'test/helpers/privateTarget.ts', name, String(ports.http), String(ports.tcp)]);
   await new Promise<void>((resolve, reject) => {
     child.stdout!.on('data', (d: Buffer) => d.toString().includes('ready') && resolve());
     child.once('exit', (code) => reject(new Error(`the target in ${ns.name} exited (${code})`)));

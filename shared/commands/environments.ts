@@ -1,0 +1,60 @@
+/**
+ * Environments: where shares are hosted. An environment's `reach` says how the edge reaches its targets: 'agent' only
+ * through its connected agents (never by itself, whatever answers at the target's address in the edge's own
+ * network), 'edge' directly. The first agent enrollment makes it 'agent' (shared/commands/agents.ts, in the
+ * enrollment's transaction); nothing sets it back but an explicit change here, recorded as an execution.
+ */
+import { db, withTransaction } from '../db.js';
+import { notFound } from '../errors.js';
+import { newId, randomToken } from '../ids.js';
+import { Environment, type EnvironmentReach } from '../models/Environment.js';
+import { Execution } from '../models/Execution.js';
+
+export const SET_REACH_TYPE = 'environments.setReach';
+
+export async function createEnvironment(hubId: string, input: { description: string; reach?: EnvironmentReach }, createdBy: string): Promise<Environment> {
+  return Environment.create({ envZId: randomToken(12), hubId, description: input.description, reach: input.reach ?? 'edge', createdBy });
+}
+
+/**
+ * Changes an environment's description and/or reach. A reach given is recorded as a finished execution (the audit
+ * trail of who opened or closed the edge's direct path), in the same transaction as the change.
+ */
+export async function updateEnvironment(hubId: string, envZId: string, input: { description?: string; reach?: EnvironmentReach }, updatedBy: string): Promise<Environment> {
+  return withTransaction(async (transaction) => {
+    const env = await Environment.findOne({ where: { hubId, envZId }, transaction, lock: transaction.LOCK.UPDATE });
+    if (!env) throw notFound('environment', envZId);
+    const from = env.reach;
+    if (input.description !== undefined) env.description = input.description;
+    if (input.reach !== undefined) env.reach = input.reach;
+    await env.save({ transaction });
+    if (input.reach !== undefined) {
+      const id = newId();
+      const now = new Date();
+      await Execution.create(
+        {
+          id,
+          processId: id,
+          hubId,
+          type: SET_REACH_TYPE,
+          resourceType: 'environment',
+          resourceId: envZId,
+          status: 'SUCCEEDED',
+          payload: { reach: input.reach },
+          result: { from, to: input.reach },
+          attempts: 1,
+          createdBy: updatedBy,
+          startedAt: now,
+          finishedAt: now,
+        },
+        { transaction },
+      );
+    }
+    return env;
+  });
+}
+
+/** The first agent enrollment of an environment: from now on it is reached only through agents (same transaction). */
+export async function reachThroughAgents(hubId: string, envZId: string, transaction: import('sequelize').Transaction): Promise<void> {
+  await db().query(`UPDATE environments SET reach = 'agent' WHERE hub_id = :hubId AND env_z_id = :envZId AND reach <> 'agent'`, { replacements: { hubId, envZId }, transaction });
+}
