@@ -8,7 +8,7 @@ import { randomBytes, X509Certificate } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import type pg from 'pg';
-import { writeIdentity } from '../scripts/cli/agent/identity.js';
+import { writeIdentity } from '../agent/lib/identity.js';
 
 export interface BenchCertificate {
   cert: string;

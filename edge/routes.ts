@@ -1,5 +1,5 @@
 import type pg from 'pg';
-import { targetAuthority } from '../shared/agentProtocol.js';
+import { targetAuthority } from '../agent/lib/protocol.js';
 import { durationMs } from '../shared/durations.js';
 import { logger } from '../shared/logger.js';
 import { decryptSecret } from '../shared/secrets.js';

@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { agentsOf } from '../../shared/commands/agents.js';
-import { createEnvironment, updateEnvironment } from '../../shared/commands/environments.js';
+import { createEnvironment, deleteEnvironment, updateEnvironment } from '../../shared/commands/environments.js';
 import { Environment, ENVIRONMENT_REACHES } from '../../shared/models/Environment.js';
 import { principalName } from '../middleware/auth.js';
 import { findPage, pageRequest } from '../paging.js';
@@ -35,5 +35,10 @@ export default function routes({ hub }: Routes) {
     const input = body(ctx, updateSchema);
     const env = await updateEnvironment(currentHub(ctx).id, ctx.params.envZId, input, principalName(ctx));
     ctx.body = { ...presentEnvironment(env), agents: (await agentsOf(env.hubId, env.envZId)).map(presentAgent) };
+  });
+  // only an environment that hosts nothing; its agents are revoked with it
+  hub.delete('/environments/:envZId', async (ctx) => {
+    await deleteEnvironment(currentHub(ctx).id, ctx.params.envZId);
+    ctx.status = 204;
   });
 }

@@ -4,8 +4,9 @@
  * network), 'edge' directly. The first agent enrollment makes it 'agent' (shared/commands/agents.ts, in the
  * enrollment's transaction); nothing sets it back but an explicit change here, recorded as an execution.
  */
+import { QueryTypes } from 'sequelize';
 import { db, withTransaction } from '../db.js';
-import { notFound } from '../errors.js';
+import { badRequest, conflict, notFound } from '../errors.js';
 import { newId, randomToken } from '../ids.js';
 import { Environment, type EnvironmentReach } from '../models/Environment.js';
 import { Execution } from '../models/Execution.js';
@@ -57,4 +58,25 @@ export async function updateEnvironment(hubId: string, envZId: string, input: { 
 /** The first agent enrollment of an environment: from now on it is reached only through agents (same transaction). */
 export async function reachThroughAgents(hubId: string, envZId: string, transaction: import('sequelize').Transaction): Promise<void> {
   await db().query(`UPDATE environments SET reach = 'agent' WHERE hub_id = :hubId AND env_z_id = :envZId AND reach <> 'agent'`, { replacements: { hubId, envZId }, transaction });
+}
+
+/**
+ * Deletes an environment that hosts nothing (no share, no IPsec share): its agents are revoked with it (their rows
+ * go, the edges close their connections). The hub's default environment stays. `edgehub share` uses this to leave
+ * nothing behind when its first run fails.
+ */
+export async function deleteEnvironment(hubId: string, envZId: string): Promise<void> {
+  await withTransaction(async (transaction) => {
+    const env = await Environment.findOne({ where: { hubId, envZId }, transaction, lock: transaction.LOCK.UPDATE });
+    if (!env) throw notFound('environment', envZId);
+    if (env.isDefault) throw badRequest(`environment ${envZId} is the hub's default environment; it cannot be deleted`);
+    const [counts] = await db().query<{ shares: number; ipsec: number }>(
+      `SELECT (SELECT count(*) FROM shares WHERE hub_id = :hubId AND env_z_id = :envZId)::int AS shares,
+              (SELECT count(*) FROM ipsec_shares WHERE hub_id = :hubId AND env_z_id = :envZId AND status <> 'DELETED')::int AS ipsec`,
+      { replacements: { hubId, envZId }, transaction, type: QueryTypes.SELECT },
+    );
+    if (counts.shares || counts.ipsec) throw conflict(`environment ${envZId} still hosts ${counts.shares} share(s) and ${counts.ipsec} IPsec share(s); delete them first`);
+    await db().query(`DELETE FROM ipsec_shares WHERE hub_id = :hubId AND env_z_id = :envZId`, { replacements: { hubId, envZId }, transaction });
+    await env.destroy({ transaction });
+  });
 }

@@ -319,7 +319,7 @@ test.serial('edgehub share: enrolls this machine, publishes the target, prints i
     resetConfig();
   });
   const dir = path.join(mkdtempSync(path.join(work, 'share-')), 'agent');
-  const child = nsB.spawn(process.execPath, ['scripts/edgehub.js', 'share', 'http://localhost:8080', '--dir', dir], {
+  const child = nsB.spawn(process.execPath, ['agent/bin/edgehub.js', 'share', 'http://localhost:8080', '--dir', dir], {
     env: { ...process.env, EDGEHUB_URL: `http://127.0.0.1:${apiPort}`, EDGEHUB_API_KEY: hub.token },
   });
   const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));

@@ -21,7 +21,7 @@ export async function startPrivateTarget(ns: PrivateNetwork, name: string, ports
 /** `edgehub ...` as a user runs it; resolves with its exit code and output. */
 export function edgehubCli(args: string[], env: NodeJS.ProcessEnv = process.env): Promise<{ code: number | null; stdout: string; stderr: string }> {
   return new Promise((resolve) => {
-    const child = spawn(process.execPath, ['scripts/edgehub.js', ...args], { env, stdio: ['ignore', 'pipe', 'pipe'] });
+    const child = spawn(process.execPath, ['agent/bin/edgehub.js', ...args], { env, stdio: ['ignore', 'pipe', 'pipe'] });
     let stdout = '';
     let stderr = '';
     child.stdout.on('data', (d) => (stdout += d));
@@ -57,7 +57,7 @@ export interface RunningAgent {
 
 /** `edgehub agent run` inside `ns`, dialing `edgePorts` on the host's side of the veth; the caller stops it. */
 export function runAgent(ns: PrivateNetwork, dir: string, edgePorts: number[], extra: string[] = []): RunningAgent {
-  const child = ns.spawn(process.execPath, ['scripts/edgehub.js', 'agent', 'run', '--dir', dir, ...edgePorts.flatMap((p) => ['--edge', `${ns.hostIp}:${p}`]), ...extra]);
+  const child = ns.spawn(process.execPath, ['agent/bin/edgehub.js', 'agent', 'run', '--dir', dir, ...edgePorts.flatMap((p) => ['--edge', `${ns.hostIp}:${p}`]), ...extra]);
   const lines: string[] = [];
   const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
   let buffered = '';

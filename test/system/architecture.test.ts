@@ -9,7 +9,7 @@ import path from 'node:path';
 import test from 'ava';
 
 const root = path.resolve(path.dirname(new URL(import.meta.url).pathname), '../..');
-const SOURCES = ['api', 'workers', 'shared', 'edge', 'scripts'];
+const SOURCES = ['api', 'workers', 'shared', 'edge', 'scripts', 'agent'];
 
 interface Rule {
   name: string;
@@ -45,6 +45,18 @@ export const RULES: Rule[] = [
     allow: [
       { from: /^shared\/providers\/ipsec(Local|Strongswan)\.ts$/, to: /^shared\/db\.ts$/, because: "the provider's own records (ipsec_local_*: what a cloud would keep in its own database), which the IPsec data plane reports into" },
     ],
+  },
+  {
+    name: 'agent-stands-alone',
+    why: "agent/ is the package a user installs on another machine: Node's built-ins and its own files only, nothing of the server and no npm package",
+    from: /^agent\//,
+    to: /^(?!agent\/)/,
+  },
+  {
+    name: 'server-takes-only-the-protocol',
+    why: "the server imports the agent package's protocol module (one definition of what edge and agent agree on), nothing else of it",
+    from: /^(api|workers|shared|edge|scripts)\//,
+    to: /^agent\/(?!lib\/protocol\.ts$)/,
   },
   {
     name: 'pki-pure',
@@ -86,6 +98,8 @@ test('the import scan sees the imports (a self-check: the rules would pass vacuo
   t.true(edges.length > 500, `${edges.length} imports`);
   t.true(edges.some(([from, to]) => from === 'api/routes/shares.ts' && to === 'shared/commands/shares.ts'));
   t.true(edges.some(([from, to]) => from.startsWith('edge/') && to === 'undici'));
+  t.true(edges.some(([from, to]) => from === 'agent/lib/run.js' && to === 'agent/lib/link.ts'), 'the agent package is scanned too');
+  t.true(edges.some(([from, to]) => from === 'edge/agents/gateway.ts' && to === 'agent/lib/protocol.ts'));
 });
 
 for (const rule of RULES) {
@@ -105,6 +119,8 @@ test('a forbidden import is caught (the checker on a made-up edge of each rule)'
     'processors-call-commands': ['workers/processors/x.ts', 'sequelize'],
     'providers-plain-values': ['shared/providers/x.ts', 'shared/models/Hub.ts'],
     'pki-pure': ['shared/pki/csr.ts', 'shared/db.ts'],
+    'agent-stands-alone': ['agent/lib/share.js', 'shared/config.ts'],
+    'server-takes-only-the-protocol': ['edge/agents/gateway.ts', 'agent/lib/run.ts'],
   };
   for (const rule of RULES) {
     const [from, to] = samples[rule.name];

@@ -1,19 +1,19 @@
+// @ts-check
 /**
- * `edgehub agent run`: the agent (CONTRACT.md "The agent"; shared/agentProtocol.ts). For each edge address it dials
- * the edge's TLS listener with its certificate (ALPN `edgehub-agent/1`, the edge's certificate checked against the
- * identity's edge CA) and serves HTTP/2 on that connection: the edge sends it its environment's targets, then
- * CONNECT streams, each carried to its target by a TCP connection made here, in the private network. Nothing
- * listens here: every connection is outbound.
+ * One edge, as the agent sees it: dialled, served, and dialled again when lost. The agent dials the edge's TLS
+ * listener with its certificate (ALPN `edgehub-agent/1`, the edge's certificate checked against the identity's edge
+ * CA) and serves HTTP/2 on that connection: the edge sends it its environment's targets and the live edges, then
+ * CONNECT streams, each carried to its target by a TCP connection made here, in the private network. Nothing listens
+ * here: every connection is outbound.
  *
  * A CONNECT is refused (403) unless its target is one of the targets the edge listed for this connection (its
- * environment's shares) and, when `--allow` patterns are given, matches one of them. Lost connections are dialed
+ * environment's shares) and, when `--allow` patterns are given, matches one of them. Lost connections are dialled
  * again with jittered exponential backoff, without limit.
  */
-import http2, { type Http2Session, type IncomingHttpHeaders, type ServerHttp2Stream } from 'node:http2';
+import http2 from 'node:http2';
 import net from 'node:net';
 import tls from 'node:tls';
-import { AGENT_ALPN, authorityOf, ERROR_HEADER, parseAuthority, TARGETS_PATH, type AllowPattern } from '../../../shared/agentProtocol.js';
-import type { AgentIdentity } from './identity.js';
+import { AGENT_ALPN, authorityOf, EDGES_PATH, ERROR_HEADER, MAX_EDGES, parseAuthority, TARGETS_PATH } from './protocol.js';
 
 /** What this side accepts per stream and per connection before the edge must wait (back-pressure). */
 const STREAM_WINDOW = 1 << 20;
@@ -25,39 +25,47 @@ const MAX_BACKOFF_MS = 5_000;
 /** A connection that lasted this long resets the backoff. */
 const STABLE_MS = 5_000;
 const CONNECT_TIMEOUT_MS = 10_000;
-const MAX_TARGETS_BODY = 1 << 20;
+const MAX_MESSAGE_BODY = 1 << 20;
 
-export interface RunOptions {
-  identity: AgentIdentity;
-  /** Edge addresses (host:port) to dial instead of the identity's. */
-  edges?: string[];
-  allow?: AllowPattern[];
-  log: (line: string) => void;
-}
+/**
+ * @typedef {object} LinkOptions
+ * @property {import('./identity.js').AgentIdentity} identity
+ * @property {import('./protocol.js').AllowPattern[]} [allow]
+ * @property {(line: string) => void} log
+ * @property {(link: EdgeLink, edges: string[], self: string[]) => void} [onEdges] The edge told the live edges.
+ */
 
-/** One edge: dialed, served, and dialed again when lost. */
-class EdgeLink {
-  private socket: tls.TLSSocket | undefined;
-  private session: Http2Session | undefined;
-  private targets = new Set<string>();
-  private targetsUpdate: Promise<void> = Promise.resolve();
-  private attempts = 0;
-  private timer: NodeJS.Timeout | undefined;
-  private stopped = false;
+export class EdgeLink {
+  /** @type {tls.TLSSocket | undefined} */ socket;
+  /** @type {import('node:http2').Http2Session | undefined} */ session;
+  /** @type {Set<string>} */ targets = new Set();
+  /** @type {Promise<void>} */ targetsUpdate = Promise.resolve();
+  attempts = 0;
+  /** @type {NodeJS.Timeout | undefined} */ timer;
+  stopped = false;
   /** Whether the edge accepted this agent (it sent the targets): the connection counts as up. */
-  private up = false;
-  private readonly open = new Set<net.Socket>();
+  up = false;
+  /** The agent addresses the edge at the other end publishes (its own), as it last said. @type {string[]} */
+  self = [];
+  /** @type {Set<net.Socket>} */ open = new Set();
 
-  constructor(
-    private readonly address: string,
-    private readonly options: RunOptions,
-  ) {}
-
-  start(): void {
-    this.dial();
+  /**
+   * @param {string} address host:port
+   * @param {LinkOptions} options
+   * @param {'given' | 'found'} origin given (--edge or the identity), or found in an edge's list of live edges
+   */
+  constructor(address, options, origin) {
+    this.address = address;
+    this.options = options;
+    this.origin = origin;
   }
 
-  private dial(): void {
+  start() {
+    this.dial();
+    return this;
+  }
+
+  dial() {
     if (this.stopped) return;
     const edge = parseAuthority(this.address);
     if (!edge) {
@@ -83,7 +91,7 @@ class EdgeLink {
     socket.setNoDelay(true);
     socket.setKeepAlive(true, 15_000);
     socket.once('timeout', () => socket.destroy(new Error('timed out')));
-    socket.on('error', (err: NodeJS.ErrnoException) => (reason = err.code ? `${err.code}${err.message.includes(err.code) ? '' : ` (${err.message})`}` : err.message));
+    socket.on('error', (/** @type {NodeJS.ErrnoException} */ err) => (reason = err.code ? `${err.code}${err.message.includes(err.code) ? '' : ` (${err.message})`}` : err.message));
     socket.once('secureConnect', () => {
       socket.setTimeout(0);
       if (socket.alpnProtocol !== AGENT_ALPN) {
@@ -91,7 +99,7 @@ class EdgeLink {
         return void socket.destroy();
       }
       const server = http2.createServer({ settings: { initialWindowSize: STREAM_WINDOW, maxFrameSize: MAX_FRAME, enablePush: false } });
-      server.on('session', (session: Http2Session) => {
+      server.on('session', (session) => {
         this.session = session;
         session.on('error', () => undefined);
         session.once('connect', () => session.setLocalWindowSize(SESSION_WINDOW));
@@ -116,56 +124,101 @@ class EdgeLink {
   }
 
   /** Exponential from 250 ms to 5 s, each wait drawn between half and all of it (agents do not reconnect in step). */
-  private backoff(): number {
+  backoff() {
     const ceiling = Math.min(MAX_BACKOFF_MS, MIN_BACKOFF_MS * 2 ** this.attempts);
     this.attempts++;
     return Math.round(ceiling / 2 + Math.random() * (ceiling / 2));
   }
 
-  private serve(stream: ServerHttp2Stream, headers: IncomingHttpHeaders): void {
+  /**
+   * @param {import('node:http2').ServerHttp2Stream} stream
+   * @param {import('node:http2').IncomingHttpHeaders} headers
+   */
+  serve(stream, headers) {
     stream.on('error', () => undefined);
     const method = headers[':method'];
     if (method === 'PUT' && headers[':path'] === TARGETS_PATH) return this.takeTargets(stream);
+    if (method === 'PUT' && headers[':path'] === EDGES_PATH) return void this.message(stream).then((body) => this.takeEdges(stream, body));
     if (method === 'CONNECT') return void this.targetsUpdate.then(() => this.carry(stream, String(headers[':authority'] ?? '')));
     stream.respond({ ':status': 404, [ERROR_HEADER]: 'unknown request' }, { endStream: true });
   }
 
-  private takeTargets(stream: ServerHttp2Stream): void {
-    let size = 0;
-    const chunks: Buffer[] = [];
-    this.targetsUpdate = new Promise<void>((resolve) => {
-      stream.on('data', (chunk: Buffer) => {
+  /**
+   * A small JSON body (at most 1 MiB); undefined when it is not one.
+   * @param {import('node:http2').ServerHttp2Stream} stream
+   * @returns {Promise<any>}
+   */
+  message(stream) {
+    return new Promise((resolve) => {
+      let size = 0;
+      /** @type {Buffer[]} */
+      const chunks = [];
+      stream.on('data', (/** @type {Buffer} */ chunk) => {
         size += chunk.length;
-        if (size > MAX_TARGETS_BODY) return void stream.close(http2.constants.NGHTTP2_REFUSED_STREAM);
+        if (size > MAX_MESSAGE_BODY) return void stream.close(http2.constants.NGHTTP2_REFUSED_STREAM);
         chunks.push(chunk);
       });
-      stream.once('close', () => resolve());
+      stream.once('close', () => resolve(undefined));
       stream.once('end', () => {
         try {
-          const body = JSON.parse(Buffer.concat(chunks).toString('utf8')) as { targets?: unknown };
-          if (!Array.isArray(body.targets)) throw new Error('no targets');
-          const next = new Set<string>();
-          for (const t of body.targets) {
-            const parsed = typeof t === 'string' ? parseAuthority(t) : undefined;
-            if (parsed) next.add(authorityOf(parsed.host, parsed.port));
-          }
-          this.targets = next;
-          stream.respond({ ':status': 204 }, { endStream: true });
-          if (!this.up) {
-            this.up = true;
-            const { identity } = this.options;
-            this.options.log(`connected to edge ${this.address} (agent ${identity.id}, environment ${identity.envZId}, ${next.size} target${next.size === 1 ? '' : 's'})`);
-          }
+          resolve(JSON.parse(Buffer.concat(chunks).toString('utf8')));
         } catch {
-          stream.respond({ ':status': 400, [ERROR_HEADER]: 'targets: expected {"targets": ["host:port", ...]}' }, { endStream: true });
+          resolve(undefined);
         }
-        resolve();
       });
     });
   }
 
-  /** Why the agent will not connect to `authority`, or undefined when it may. */
-  private refusal(authority: string, target: { host: string; port: number } | undefined): string | undefined {
+  /** @param {import('node:http2').ServerHttp2Stream} stream */
+  takeTargets(stream) {
+    this.targetsUpdate = this.message(stream).then((body) => {
+      if (stream.destroyed) return;
+      if (!body || !Array.isArray(body.targets)) {
+        return void stream.respond({ ':status': 400, [ERROR_HEADER]: 'targets: expected {"targets": ["host:port", ...]}' }, { endStream: true });
+      }
+      /** @type {Set<string>} */
+      const next = new Set();
+      for (const t of body.targets) {
+        const parsed = typeof t === 'string' ? parseAuthority(t) : undefined;
+        if (parsed) next.add(authorityOf(parsed.host, parsed.port));
+      }
+      this.targets = next;
+      stream.respond({ ':status': 204 }, { endStream: true });
+      if (!this.up) {
+        this.up = true;
+        const { identity } = this.options;
+        this.options.log(`connected to edge ${this.address} (agent ${identity.id}, environment ${identity.envZId}, ${next.size} target${next.size === 1 ? '' : 's'})`);
+      }
+    });
+  }
+
+  /**
+   * @param {import('node:http2').ServerHttp2Stream} stream
+   * @param {any} body
+   */
+  takeEdges(stream, body) {
+    if (stream.destroyed) return;
+    if (!body || !Array.isArray(body.edges)) {
+      return void stream.respond({ ':status': 400, [ERROR_HEADER]: 'edges: expected {"edges": ["host:port", ...], "self": [...]}' }, { endStream: true });
+    }
+    /** @param {unknown} list */
+    const addresses = (list) =>
+      (Array.isArray(list) ? list : [])
+        .map((a) => (typeof a === 'string' ? parseAuthority(a) : undefined))
+        .filter((a) => a !== undefined)
+        .slice(0, MAX_EDGES)
+        .map((a) => authorityOf(/** @type {{ host: string; port: number }} */ (a).host, /** @type {{ host: string; port: number }} */ (a).port));
+    this.self = addresses(body.self);
+    stream.respond({ ':status': 204 }, { endStream: true });
+    this.options.onEdges?.(this, addresses(body.edges), this.self);
+  }
+
+  /**
+   * Why the agent will not connect to `authority`, or undefined when it may.
+   * @param {string} authority
+   * @param {{ host: string; port: number } | undefined} target
+   */
+  refusal(authority, target) {
     if (!target) return `'${authority}' is not a host:port`;
     const normalized = authorityOf(target.host, target.port);
     if (!this.targets.has(normalized)) return `the agent refuses ${normalized}: it is not the target of a share of environment ${this.options.identity.envZId}`;
@@ -174,7 +227,11 @@ class EdgeLink {
     return undefined;
   }
 
-  private carry(stream: ServerHttp2Stream, authority: string): void {
+  /**
+   * @param {import('node:http2').ServerHttp2Stream} stream
+   * @param {string} authority
+   */
+  carry(stream, authority) {
     if (stream.destroyed) return;
     const target = parseAuthority(authority);
     const refused = this.refusal(authority, target);
@@ -193,7 +250,7 @@ class EdgeLink {
       socket.pipe(stream);
       stream.pipe(socket);
     });
-    socket.on('error', (err: NodeJS.ErrnoException) => {
+    socket.on('error', (/** @type {NodeJS.ErrnoException} */ err) => {
       if (!connected) {
         if (!stream.destroyed && !stream.headersSent) stream.respond({ ':status': 502, [ERROR_HEADER]: `the agent cannot connect to ${authority} (${err.code ?? err.message})` }, { endStream: true });
         return;
@@ -210,37 +267,18 @@ class EdgeLink {
     });
   }
 
-  async stop(): Promise<void> {
+  /** @returns {Promise<void>} */
+  async stop() {
     this.stopped = true;
     if (this.timer) clearTimeout(this.timer);
     for (const s of this.open) s.destroy();
     const socket = this.socket;
     if (!socket || socket.destroyed) return;
-    await new Promise<void>((resolve) => {
-      socket.once('close', () => resolve());
+    await new Promise((resolve) => {
+      socket.once('close', () => resolve(undefined));
       this.session?.close();
       socket.end();
       setTimeout(() => socket.destroy(), 1_000).unref();
     });
-  }
-}
-
-/** Runs one link per edge address until stop(). */
-export class AgentRunner {
-  private readonly links: EdgeLink[];
-
-  constructor(options: RunOptions) {
-    const edges = options.edges?.length ? options.edges : options.identity.edges;
-    if (!edges.length) throw new Error('no edge address to dial: the identity lists none; pass --edge HOST:PORT');
-    this.links = [...new Set(edges)].map((address) => new EdgeLink(address, options));
-  }
-
-  start(): this {
-    for (const link of this.links) link.start();
-    return this;
-  }
-
-  async stop(): Promise<void> {
-    await Promise.all(this.links.map((l) => l.stop()));
   }
 }
