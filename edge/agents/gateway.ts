@@ -18,7 +18,7 @@ import http2, { type ClientHttp2Session } from 'node:http2';
 import type { Duplex } from 'node:stream';
 import tls, { type TLSSocket } from 'node:tls';
 import type { buildConnector } from 'undici';
-import { AGENT_ALPN, authorityOf, ERROR_HEADER, TARGETS_PATH } from '../../agent/lib/protocol.js';
+import { AGENT_ALPN, authorityOf, EDGES_PATH, ERROR_HEADER, TARGETS_PATH } from '../../agent/lib/protocol.js';
 import { logger } from '../../shared/logger.js';
 import type { AgentGateway, ShareRoute } from '../types.js';
 import { envKey, type AgentDirectory, type AgentRecord } from './directory.js';
@@ -39,6 +39,8 @@ export interface GatewayOptions {
   /** How long a stream to a target may take to open (agent connects to the target). */
   connectTimeoutMs: number;
   pingMs?: number;
+  /** The live edges' agent addresses and this edge's own, told to every connected agent (edge/agents/liveEdges.ts). */
+  edges?: () => { addresses: string[]; self: string[] };
 }
 
 interface Link {
@@ -113,6 +115,7 @@ export class AgentGatewayServer implements AgentGateway {
       () => {
         link.ready = true;
         logger.info({ agentId: agent.id, hubId: agent.hubId, envZId: agent.envZId, remote: socket.remoteAddress }, 'edge: agent connected');
+        this.pushEdges(link);
       },
       (err) => {
         logger.warn({ agentId: agent.id, err: (err as Error).message }, 'edge: agent did not take its targets; connection closed');
@@ -143,6 +146,8 @@ export class AgentGatewayServer implements AgentGateway {
         stream.resume();
         if (status !== 204 && status !== 200) return reject(new Error(`the agent answered ${status} to its targets`));
         link.acked = new Set(targets);
+        // the agent took its targets (and says it is connected): it carries streams from now on
+        link.ready = true;
         resolve();
       });
       stream.once('error', (err) => {
@@ -177,6 +182,29 @@ export class AgentGatewayServer implements AgentGateway {
         void this.push(link).catch((err) => logger.warn({ agentId: link.agent.id, err: (err as Error).message }, 'edge: agent targets not updated'));
       }
     }
+  }
+
+  /**
+   * Tells the agent the live edges (and which addresses are this edge's own), so that it dials every edge. An agent
+   * that does not know the message answers 404; it keeps the edges it was given.
+   */
+  private pushEdges(link: Link): void {
+    const edges = this.o.edges?.();
+    if (!edges || link.session.destroyed || link.session.closed) return;
+    let stream: http2.ClientHttp2Stream;
+    try {
+      stream = link.session.request({ ':method': 'PUT', ':path': EDGES_PATH, 'content-type': 'application/json' });
+    } catch {
+      return;
+    }
+    stream.on('error', () => undefined);
+    stream.once('response', () => stream.resume());
+    stream.end(JSON.stringify({ edges: edges.addresses, self: edges.self }));
+  }
+
+  /** The live edges changed: every connected agent is told. */
+  edgesChanged(): void {
+    for (const links of this.byEnv.values()) for (const link of links) if (link.ready) this.pushEdges(link);
   }
 
   /** The directory changed: connections of agents no longer enrolled close now. */
@@ -264,7 +292,15 @@ export class AgentGatewayServer implements AgentGateway {
    * HTTP exchanges of its shares and the TCP connections of its IPsec shares.
    */
   async openStream(hubId: string, envZId: string, authority: string): Promise<Duplex> {
-    const link = this.pick(hubId, envZId);
+    let link = this.pick(hubId, envZId);
+    if (!link) {
+      // an agent that is taking its targets right now is about to carry streams: wait for it rather than refuse
+      const joining = (this.byEnv.get(envKey(hubId, envZId)) ?? []).filter((l) => !l.ready && l.pushing);
+      if (joining.length) {
+        await Promise.race(joining.map((l) => l.pushing));
+        link = this.pick(hubId, envZId);
+      }
+    }
     if (!link) throw new AgentStreamError('EDGE_NO_AGENT', `no agent connected for environment ${envZId}: the share's target is reached only through its agents`);
     if (!link.acked.has(authority)) {
       // a share created a moment ago: the agent hears of its target before it is asked to connect to it
