@@ -247,8 +247,9 @@ export async function share(options) {
     };
     const existing = options.name ? await reserved(api, hub, options.name, identity.envZId) : undefined;
     if (existing) {
-      if (existing.target !== body.target && existing.target !== target.href) {
-        throw new EnrollError(`the reserved share '${options.name}' publishes ${existing.target}, not ${body.target}: use another --name, or delete it (DELETE ${hub}/shares/${existing.zId})`);
+      const published = existing.backendProxyEndpoint ?? existing.target;
+      if (published !== body.target && published !== target.href) {
+        throw new EnrollError(`the reserved share '${options.name}' publishes ${published}, not ${body.target}: use another --name, or delete it (DELETE ${hub}/shares/${existing.zId})`);
       }
       created = existing;
       options.log(`reserved share '${options.name}' found`);
