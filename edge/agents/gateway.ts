@@ -22,6 +22,7 @@ import { AGENT_ALPN, authorityOf, EDGES_PATH, ERROR_HEADER, TARGETS_PATH } from 
 import { logger } from '../../shared/logger.js';
 import type { AgentGateway, ShareRoute } from '../types.js';
 import { envKey, type AgentDirectory, type AgentRecord } from './directory.js';
+import { FLOOD_PENALTY_MS, MAX_CONNECTIONS_PER_AGENT, MAX_STREAMS_PER_CONNECTION, SESSION_LIMITS, watchFloods } from './limits.js';
 import type { Presence } from './presence.js';
 
 /** Per-stream receive window: bounds what one stream buffers when its reader is slow (back-pressure). */
@@ -71,6 +72,10 @@ export class AgentGatewayServer implements AgentGateway {
   readonly alpn = AGENT_ALPN;
   private readonly byEnv = new Map<string, Link[]>();
   private readonly connectors = new Map<string, buildConnector.connector>();
+  /** Agents that flooded this edge, with when they may connect again. */
+  private readonly penalties = new Map<string, number>();
+  /** Open connections per agent (certificate) on this edge. */
+  private readonly connections = new Map<string, number>();
   private readonly pinger: NodeJS.Timeout;
   private closed = false;
 
@@ -89,11 +94,32 @@ export class AgentGatewayServer implements AgentGateway {
       logger.warn({ remote: socket.remoteAddress, fingerprint: fingerprint || undefined }, 'edge: agent connection refused (no enrolled agent has this certificate)');
       return void socket.destroy();
     }
+    const penalty = this.penalties.get(agent.id);
+    if (penalty && penalty > Date.now()) {
+      logger.warn({ agentId: agent.id, hubId: agent.hubId, remote: socket.remoteAddress }, `edge: agent connection refused: agent ${agent.id} flooded this edge; it may connect again in ${Math.ceil((penalty - Date.now()) / 1000)} s`);
+      return void socket.destroy();
+    }
+    const held = (this.connections.get(agent.id) ?? 0) + 1;
+    if (held > MAX_CONNECTIONS_PER_AGENT) {
+      logger.warn(
+        { agentId: agent.id, hubId: agent.hubId, remote: socket.remoteAddress, limit: MAX_CONNECTIONS_PER_AGENT },
+        `edge: agent connection refused: agent ${agent.id} already holds ${MAX_CONNECTIONS_PER_AGENT} connections to this edge (the limit per agent certificate)`,
+      );
+      return void socket.destroy();
+    }
+    this.connections.set(agent.id, held);
+    socket.once('close', () => {
+      const left = (this.connections.get(agent.id) ?? 1) - 1;
+      if (left > 0) this.connections.set(agent.id, left);
+      else this.connections.delete(agent.id);
+    });
     socket.setKeepAlive(true, 15_000);
     socket.setNoDelay(true);
     const session = http2.connect('http://edgehub-agent', {
       createConnection: () => socket,
-      settings: { initialWindowSize: STREAM_WINDOW, maxFrameSize: MAX_FRAME, enablePush: false },
+      // the agent opens no stream of its own: it only answers the edge's
+      settings: { initialWindowSize: STREAM_WINDOW, maxFrameSize: MAX_FRAME, enablePush: false, maxConcurrentStreams: 0 },
+      ...SESSION_LIMITS,
     });
     const link: Link = {
       agent,
@@ -107,7 +133,16 @@ export class AgentGatewayServer implements AgentGateway {
     };
     session.on('error', (err) => logger.info({ agentId: agent.id, err: err.message }, 'edge: agent connection failed'));
     session.once('connect', () => session.setLocalWindowSize(SESSION_WINDOW));
-    session.once('close', () => this.drop(link));
+    const unwatch = watchFloods(session, socket, () => link.streams, (reason) => {
+      logger.warn({ agentId: agent.id, hubId: agent.hubId, remote: socket.remoteAddress }, `edge: agent connection closed: it sent ${reason}; it may connect again in ${FLOOD_PENALTY_MS / 1000} s`);
+      this.penalties.set(agent.id, Date.now() + FLOOD_PENALTY_MS);
+      session.destroy();
+      socket.destroy();
+    });
+    session.once('close', () => {
+      unwatch();
+      this.drop(link);
+    });
     const key = envKey(agent.hubId, agent.envZId);
     this.byEnv.set(key, [...(this.byEnv.get(key) ?? []), link]);
     void this.o.presence.connected(agent.id, link.address);
@@ -281,7 +316,7 @@ export class AgentGatewayServer implements AgentGateway {
   private pick(hubId: string, envZId: string): Link | undefined {
     let best: Link | undefined;
     for (const link of this.byEnv.get(envKey(hubId, envZId)) ?? []) {
-      if (!link.ready || link.session.destroyed || link.session.closed) continue;
+      if (!link.ready || link.session.destroyed || link.session.closed || link.streams >= MAX_STREAMS_PER_CONNECTION) continue;
       if (!best || link.streams < best.streams) best = link;
     }
     return best;
