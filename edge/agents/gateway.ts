@@ -50,6 +50,8 @@ interface Link {
   /** The edge address the agent dialed (host:port as this edge sees it). */
   address: string;
   streams: number;
+  /** Streams ever opened on it (the flood watch tells busy windows from idle ones). */
+  opened: number;
   /** Targets the agent has acknowledged. */
   acked: Set<string>;
   /** The list being sent, while a PUT is in flight. */
@@ -126,6 +128,7 @@ export class AgentGatewayServer implements AgentGateway {
       session,
       address: `${socket.localAddress?.replace(/^::ffff:/, '')}:${socket.localPort}`,
       streams: 0,
+      opened: 0,
       acked: new Set(),
       pushing: undefined,
       ready: false,
@@ -133,7 +136,7 @@ export class AgentGatewayServer implements AgentGateway {
     };
     session.on('error', (err) => logger.info({ agentId: agent.id, err: err.message }, 'edge: agent connection failed'));
     session.once('connect', () => session.setLocalWindowSize(SESSION_WINDOW));
-    const unwatch = watchFloods(session, socket, () => link.streams, (reason) => {
+    const unwatch = watchFloods(session, socket, () => ({ open: link.streams, opened: link.opened }), (reason) => {
       logger.warn({ agentId: agent.id, hubId: agent.hubId, remote: socket.remoteAddress }, `edge: agent connection closed: it sent ${reason}; it may connect again in ${FLOOD_PENALTY_MS / 1000} s`);
       this.penalties.set(agent.id, Date.now() + FLOOD_PENALTY_MS);
       session.destroy();
@@ -350,6 +353,7 @@ export class AgentGatewayServer implements AgentGateway {
         return reject(new AgentStreamError('EDGE_NO_AGENT', `the agent of environment ${envZId} went away (${(err as Error).message})`));
       }
       link.streams++;
+      link.opened++;
       stream.once('close', () => link.streams--);
       const timer = setTimeout(() => {
         stream.close(http2.constants.NGHTTP2_CANCEL);

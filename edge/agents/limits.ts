@@ -41,13 +41,14 @@ export const SESSION_LIMITS: ClientSessionOptions & { maxSessionInvalidFrames: n
 
 /**
  * Watches a session for floods; calls `abuse(reason)` once when one is seen (the caller closes the session).
- * `openStreams` tells how many streams the edge has open on it now. Returns the function that stops watching.
+ * `streams` tells how many streams the edge has open on it now and how many it ever opened (a window in which one
+ * opened and closed is not idle: its answer was read in it). Returns the function that stops watching.
  */
-export function watchFloods(session: ClientHttp2Session, socket: TLSSocket, openStreams: () => number, abuse: (reason: string) => void): () => void {
+export function watchFloods(session: ClientHttp2Session, socket: TLSSocket, streams: () => { open: number; opened: number }, abuse: (reason: string) => void): () => void {
   let pings = 0;
   let settings = 0;
   let bytes = socket.bytesRead;
-  let idleAllSecond = openStreams() === 0;
+  let last = streams();
   let done = false;
   const report = (reason: string) => {
     if (done) return;
@@ -65,10 +66,12 @@ export function watchFloods(session: ClientHttp2Session, socket: TLSSocket, open
   const timer = setInterval(() => {
     const read = socket.bytesRead - bytes;
     bytes = socket.bytesRead;
-    if (idleAllSecond && openStreams() === 0 && read > (MAX_IDLE_BYTES_PER_SECOND * CHECK_MS) / 1000) {
+    const now = streams();
+    const idle = last.open === 0 && now.open === 0 && now.opened === last.opened;
+    last = now;
+    if (idle && read > (MAX_IDLE_BYTES_PER_SECOND * CHECK_MS) / 1000) {
       report(`${read} bytes of frames in ${CHECK_MS} ms with no stream open (a WINDOW_UPDATE, RST_STREAM or similar flood)`);
     }
-    idleAllSecond = openStreams() === 0;
     pings = Math.max(0, pings - (MAX_CONTROL_FRAMES_PER_SECOND * CHECK_MS) / 1000);
     settings = Math.max(0, settings - (MAX_CONTROL_FRAMES_PER_SECOND * CHECK_MS) / 1000);
   }, CHECK_MS);
