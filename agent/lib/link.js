@@ -118,7 +118,9 @@ export class EdgeLink {
       this.up = false;
       const delay = this.backoff();
       const why = wasUp ? '' : socket.alpnProtocol === AGENT_ALPN ? 'the edge closed the connection (is this agent revoked?)' : reason;
-      this.options.log(wasUp ? `reconnecting to edge ${this.address} in ${(delay / 1000).toFixed(1)} s` : `cannot connect to edge ${this.address}: ${why}; retrying in ${(delay / 1000).toFixed(1)} s`);
+      // the first failure says where the address came from: the setting to change when it is wrong
+      const hint = !wasUp && this.attempts === 1 && !socket.alpnProtocol ? ` (edge addresses come from the service's HUB_EDGE_AGENT_ADDRESSES${this.origin === 'given' ? ', or --edge' : ''})` : '';
+      this.options.log(wasUp ? `reconnecting to edge ${this.address} in ${(delay / 1000).toFixed(1)} s` : `cannot connect to edge ${this.address}: ${why}${hint}; retrying in ${(delay / 1000).toFixed(1)} s`);
       this.timer = setTimeout(() => this.dial(), delay);
     });
   }
