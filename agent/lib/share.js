@@ -268,7 +268,10 @@ export async function share(options) {
   options.log(`share ${created.zId}: ${created.frontendEndpoint} -> ${target.href} (Ctrl-C ${options.name ? 'stops serving it; the reserved share is kept' : 'ends it'})`);
   if (options.mtls && identity) {
     const client = await clientCertificate(api, hub, options.dir, baseUrl.host);
-    options.log(`curl ${client.ca ? `--cacert ${client.ca} ` : ''}--cert ${client.cert} --key ${client.key} ${created.frontendEndpoint}`);
+    if (options.tcp) {
+      const { hostname, port } = new URL(created.frontendEndpoint);
+      options.log(`openssl s_client -connect ${hostname}:${port}${client.ca ? ` -CAfile ${client.ca}` : ''} -cert ${client.cert} -key ${client.key}`);
+    } else options.log(`curl ${client.ca ? `--cacert ${client.ca} ` : ''}--cert ${client.cert} --key ${client.key} ${created.frontendEndpoint}`);
   }
   try {
     await options.until;

@@ -164,6 +164,15 @@ test.serial('a failed first run leaves nothing behind and names the setting to c
   t.is((await hub.call('GET', `${hub.h}/shares?size=100`)).json.totalElements, shares.json.totalElements, 'no share left');
   t.false(existsSync(path.join(dir, 'agent.json')), 'no identity left');
 
+  // what can be checked before anything is made is checked first
+  const noFrontend = share(['http://localhost:8080', '--frontend', 'nope', '--dir', dirOf('no-frontend')]);
+  t.is(await noFrontend.exited, 1);
+  t.regex(noFrontend.err(), /--frontend nope: no such frontend in this hub/);
+  const emailAlone = share(['http://localhost:8080', '--email', '*@example.com', '--dir', dirOf('email')]);
+  t.is(await emailAlone.exited, 1);
+  t.regex(emailAlone.err(), /--email needs --login/);
+  t.is((await hub.call('GET', `${hub.h}/environments?size=100`)).json.totalElements, before.json.totalElements, 'still no environment left');
+
   const noKey = share(['3000'], { key: '' });
   t.is(await noKey.exited, 1);
   t.regex(noKey.err(), /EDGEHUB_API_KEY/);
