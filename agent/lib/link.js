@@ -47,6 +47,8 @@ export class EdgeLink {
   up = false;
   /** The agent addresses the edge at the other end publishes (its own), as it last said. @type {string[]} */
   self = [];
+  /** The live edges as the edge at the other end last told them. @type {string[]} */
+  edges = [];
   /** @type {Set<net.Socket>} */ open = new Set();
 
   /**
@@ -113,6 +115,7 @@ export class EdgeLink {
       this.open.clear();
       if (this.stopped) return;
       if (this.up) this.options.log(`disconnected from edge ${this.address}: ${reason}`);
+      this.edges = [];
       if (Date.now() - started >= STABLE_MS && this.up) this.attempts = 0;
       const wasUp = this.up;
       this.up = false;
@@ -211,6 +214,7 @@ export class EdgeLink {
         .slice(0, MAX_EDGES)
         .map((a) => authorityOf(/** @type {{ host: string; port: number }} */ (a).host, /** @type {{ host: string; port: number }} */ (a).port));
     this.self = addresses(body.self);
+    this.edges = addresses(body.edges);
     stream.respond({ ':status': 204 }, { endStream: true });
     this.options.onEdges?.(this, addresses(body.edges), this.self);
   }

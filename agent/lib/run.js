@@ -18,8 +18,6 @@ import { EdgeLink } from './link.js';
 export class AgentRunner {
   /** @type {Map<string, EdgeLink>} */
   links = new Map();
-  /** The live edges as an edge last told them. @type {string[]} */
-  live = [];
   stopped = false;
 
   /** @param {RunOptions} options */
@@ -41,15 +39,17 @@ export class AgentRunner {
     return [...this.links.keys()];
   }
 
-  /**
-   * An edge said which edges are live (and which addresses are its own).
-   * @param {EdgeLink} _from
-   * @param {string[]} edges
-   */
-  learn(_from, edges) {
-    if (this.stopped) return;
-    this.live = edges;
-    this.reconcile();
+  /** An edge said which edges are live (and which addresses are its own): the links follow. */
+  learn() {
+    if (!this.stopped) this.reconcile();
+  }
+
+  /** The live edges: those the connected edges name (an edge that left drops out of every list once it expired). */
+  live() {
+    /** @type {Set<string>} */
+    const live = new Set();
+    for (const link of this.links.values()) if (link.up) for (const address of link.edges) live.add(address);
+    return live;
   }
 
   /** Whether `address` is an edge another link already reaches (that link's edge publishes it as its own). @param {string} address */
@@ -59,7 +59,7 @@ export class AgentRunner {
   }
 
   reconcile() {
-    const live = new Set(this.live);
+    const live = this.live();
     for (const address of live) {
       if (this.links.has(address) || this.covered(address)) continue;
       this.options.log(`found edge ${address}; dialling it`);

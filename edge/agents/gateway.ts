@@ -228,7 +228,8 @@ export class AgentGatewayServer implements AgentGateway {
    */
   private pushEdges(link: Link): void {
     const edges = this.o.edges?.();
-    if (!edges || link.session.destroyed || link.session.closed) return;
+    // not read yet (this edge is starting): nothing rather than an empty set, which would drop the edges it found
+    if (!edges?.addresses.length || link.session.destroyed || link.session.closed) return;
     let stream: http2.ClientHttp2Stream;
     try {
       stream = link.session.request({ ':method': 'PUT', ':path': EDGES_PATH, 'content-type': 'application/json' });
