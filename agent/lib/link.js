@@ -115,7 +115,11 @@ export class EdgeLink {
       this.open.clear();
       if (this.stopped) return;
       if (this.up) this.options.log(`disconnected from edge ${this.address}: ${reason}`);
-      this.edges = [];
+      // what it said of the live edges no longer counts (an edge stopping says so before it closes)
+      if (this.edges.length) {
+        this.edges = [];
+        this.options.onEdges?.(this, [], this.self);
+      }
       if (Date.now() - started >= STABLE_MS && this.up) this.attempts = 0;
       const wasUp = this.up;
       this.up = false;
