@@ -165,7 +165,7 @@ try {
   // the agent's row and identity (as `edgehub agent enroll` writes it), and the agent as a user runs it
   const dir = path.join(ws.work, 'agent');
   await benchAgent(db, { hubId, envZId: agentEnv, agent: agentCert, edgeCaPem: edgeCert.cert, edges: [`127.0.0.1:${edgeTlsPort}`], dir });
-  const agent = spawn(process.execPath, [...(process.env.BENCH_PROFILE ? ['--cpu-prof', `--cpu-prof-dir=${process.env.BENCH_PROFILE}`] : []), 'scripts/edgehub.js', 'agent', 'run', '--dir', dir], { stdio: ['ignore', 'ignore', 'inherit'] });
+  const agent = spawn(process.execPath, [...(process.env.BENCH_PROFILE ? ['--cpu-prof', `--cpu-prof-dir=${process.env.BENCH_PROFILE}`] : []), 'agent/bin/edgehub.js', 'agent', 'run', '--dir', dir], { stdio: ['ignore', 'ignore', 'inherit'] });
   ws.onCleanup(() => stopChild(agent));
 
   const ready = async (host: string) => {

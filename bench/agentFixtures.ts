@@ -8,7 +8,7 @@ import { randomBytes, X509Certificate } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import type pg from 'pg';
-import { writeIdentity } from '../scripts/cli/agent/identity.js';
+import { writeIdentity } from '../agent/lib/identity.js';
 
 export interface BenchCertificate {
   cert: string;
@@ -43,6 +43,8 @@ export async function benchAgent(
      VALUES ($1, $2, $3, $4, $5, $6, $7, $8, 'bench')`,
     [id, options.hubId, options.envZId, options.agent.cert, x509.fingerprint256.replaceAll(':', '').toLowerCase(), x509.serialNumber, new Date(x509.validFrom), new Date(x509.validTo)],
   );
+  // as the first enrollment does: the environment is reached only through its agents
+  await db.query(`UPDATE environments SET reach = 'agent' WHERE hub_id = $1 AND env_z_id = $2`, [options.hubId, options.envZId]);
   writeIdentity(options.dir, {
     id,
     hubId: options.hubId,

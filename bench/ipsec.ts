@@ -108,7 +108,7 @@ try {
   ws.onCleanup(() => rows.end());
   const dir = path.join(ws.work, 'agent');
   await benchAgent(rows, { hubId, envZId, agent: agentCert, edgeCaPem: edgeCert.cert, edges: [`${site.hostIp}:${httpsPort}`], dir });
-  const agent = site.spawn(process.execPath, ['scripts/edgehub.js', 'agent', 'run', '--dir', dir]);
+  const agent = site.spawn(process.execPath, ['agent/bin/edgehub.js', 'agent', 'run', '--dir', dir]);
   ws.onCleanup(() => stopChild(agent));
   for (let i = 0; !edge.agents.connected(hubId, envZId).length; i++) {
     if (i > 400) throw new Error('the agent did not connect');

@@ -1,5 +1,5 @@
 import type pg from 'pg';
-import { targetAuthority } from '../shared/agentProtocol.js';
+import { targetAuthority } from '../agent/lib/protocol.js';
 import { durationMs } from '../shared/durations.js';
 import { logger } from '../shared/logger.js';
 import { decryptSecret } from '../shared/secrets.js';
@@ -11,6 +11,7 @@ interface RouteRow {
   z_id: string;
   hub_id: string;
   env_z_id: string;
+  reach: string | null;
   target: string;
   mutual_tls: boolean;
   oauth_email_domains: string[] | null;
@@ -28,11 +29,12 @@ interface RouteRow {
 
 /** Every ACTIVE share on every active frontend it is published on, with its auth provider (one row per host). */
 const ROUTES_SQL = `
-  SELECT s.z_id, s.hub_id, s.env_z_id, s.target, s.mutual_tls, s.oauth_email_domains, s.oauth_check_interval,
+  SELECT s.z_id, s.hub_id, s.env_z_id, e.reach, s.target, s.mutual_tls, s.oauth_email_domains, s.oauth_check_interval,
          f.id AS frontend_id, f.url_template,
          ap.id AS ap_id, ap.type AS ap_type, ap.client_id AS ap_client_id, ap.client_secret_sealed AS ap_client_secret_sealed,
          ap.issuer_url AS ap_issuer_url, ap.scopes AS ap_scopes, ap.email_patterns AS ap_email_patterns
     FROM shares s
+    LEFT JOIN environments e ON e.hub_id = s.hub_id AND e.env_z_id = s.env_z_id
     JOIN share_frontends sf ON sf.share_z_id = s.z_id
     JOIN frontends f ON f.id = sf.frontend_id AND f.active
     LEFT JOIN auth_providers ap ON ap.hub_id = s.hub_id AND ap.id = s.auth_provider_id
@@ -142,6 +144,8 @@ export class RouteTable {
       zId: row.z_id,
       hubId: row.hub_id,
       envZId: row.env_z_id,
+      // fail closed: anything but an explicit 'edge' is reached only through the environment's agents
+      reach: row.reach === 'edge' ? 'edge' : 'agent',
       frontendId: row.frontend_id,
       target,
       mutualTls: row.mutual_tls,

@@ -14,6 +14,7 @@ import { insertSamples, type UsageRow } from '../shared/metrics/store.js';
 import { accessControl } from './access/index.js';
 import { AgentDirectory } from './agents/directory.js';
 import { AgentGatewayServer } from './agents/gateway.js';
+import { LiveEdges } from './agents/liveEdges.js';
 import { Presence } from './agents/presence.js';
 import { IpsecHost } from './ipsec/host.js';
 import { answer, answerSocket } from './answers.js';
@@ -47,6 +48,8 @@ export interface EdgeOptions {
   ipsec?: false;
   /** The agents' side of the TLS listener (edge/types.ts AgentGateway); default: edge/agents/gateway.ts. */
   agents?: AgentGateway;
+  /** The addresses agents dial this edge at, published for the agents of every edge (default: HUB_EDGE_AGENT_ADDRESSES, else 127.0.0.1:<TLS port>). */
+  agentAddresses?: string[];
 }
 
 export interface Edge {
@@ -70,7 +73,8 @@ const REVOCATION_TABLES = new Set(['shares', 'share_frontends', 'frontends', 'cu
 /** This edge process's name in agent_connections. */
 const edgeId = () => `${hostname()}/${process.pid}/${randomUUID().slice(0, 8)}`;
 
-const FULL_RELOAD_TABLES = new Set(['frontends', 'custom_frontends', 'auth_providers']);
+/** Tables whose change reloads every route ('environments': a reach changed, which every share of it carries). */
+const FULL_RELOAD_TABLES = new Set(['frontends', 'custom_frontends', 'auth_providers', 'environments']);
 const ACCESS_TABLES = new Set(['client_certificates', 'certificate_authorities']);
 
 function listen(server: net.Server, port: number, host: string | undefined): Promise<number> {
@@ -97,11 +101,14 @@ export async function startEdge(options: EdgeOptions = {}): Promise<Edge> {
   const ownPorts = new Set<number>();
   // agents (CONTRACT.md "The agent"): who they are, where they are connected, and the gateway that carries traffic
   const directory = new AgentDirectory(pool);
+  const id = edgeId();
+  let live: LiveEdges | undefined;
   const gateway = options.agents
     ? undefined
     : new AgentGatewayServer({
         directory,
-        presence: new Presence(pool, edgeId()),
+        presence: new Presence(pool, id),
+        edges: () => ({ addresses: live?.addresses ?? [], self: live?.self ?? [] }),
         // what an agent may connect to: its environment's share targets and IPsec share targets
         targetsOf: (hubId: string, envZId: string): string[] => [...routes.targetsOf(hubId, envZId), ...(ipsec?.targetsOf(hubId, envZId) ?? [])],
         connectTimeoutMs: cfg.upstreamTimeoutMs,
@@ -155,6 +162,7 @@ export async function startEdge(options: EdgeOptions = {}): Promise<Edge> {
     if (ACCESS_TABLES.has(change.table) && access.mutualTls) work.push(access.mutualTls.onChange(change));
     if (change.table === 'ipsec_local_tunnels' || change.table === 'ipsec_local_listeners') ipsec?.changed();
     if (change.table === 'agents') work.push(directory.reload().then(() => gateway?.directoryChanged()));
+    if (change.table === 'edge_processes') work.push(live?.changed() ?? Promise.resolve());
     applied = Promise.all([applied, ...work]).catch((err) => logger.error({ err: (err as Error).message, change }, 'edge: change not applied'));
     if (REVOCATION_TABLES.has(change.table)) void applied.then(() => connections.sweep());
     if (change.table === 'shares' || change.table === 'share_frontends' || FULL_RELOAD_TABLES.has(change.table)) void applied.then(() => gateway?.targetsChanged());
@@ -329,6 +337,12 @@ export async function startEdge(options: EdgeOptions = {}): Promise<Edge> {
         closeAll: () => app.closeAllConnections(),
       });
     }
+    // agents of every edge learn of this one (and this one's agents of the others)
+    if (gateway && httpsPort !== undefined) {
+      const published = options.agentAddresses ?? (cfg.agentAddressesGiven ? cfg.agentAddresses : [`127.0.0.1:${httpsPort}`]);
+      live = new LiveEdges(pool, id, published, () => gateway.edgesChanged());
+      await live.start();
+    }
   } catch (err) {
     for (const l of listeners) l.close(() => undefined);
     await feed.stop();
@@ -354,6 +368,7 @@ export async function startEdge(options: EdgeOptions = {}): Promise<Edge> {
       connections.close();
       // agents' connections are the TLS listener's too: they close alongside the clients' (the listener's close
       // waits for them), finishing the streams in flight
+      await live?.close();
       const agentsClosed = agents.close(graceMs);
       await new Promise<void>((resolve) => {
         let open = listeners.length;

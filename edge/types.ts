@@ -16,6 +16,8 @@ export interface ShareRoute {
   zId: string;
   hubId: string;
   envZId: string;
+  /** The environment's reach: 'agent' = only through its connected agents (never directly), 'edge' = directly. */
+  reach: 'agent' | 'edge';
   frontendId: string;
   target: URL;
   mutualTls: boolean;
@@ -48,7 +50,7 @@ export interface AgentGateway {
   accept(socket: import('node:tls').TLSSocket): void;
   /**
    * How connections to `route`'s target are made when its environment is served by agents, with the key the
-   * edge's pools are kept by; undefined when the environment has no agents (the edge connects itself).
+   * edge's pools are kept by; undefined only when the environment's reach is 'edge' (the edge connects itself).
    */
   connectorFor(route: ShareRoute): { key: string; connect: import('undici').buildConnector.connector } | undefined;
   /** A stream to `authority` (host:port) in the environment's network, through one of its connected agents. */

@@ -95,6 +95,8 @@ export interface EdgeConfig {
   tlsKeyFile?: string;
   /** HUB_EDGE_AGENT_ADDRESSES: what agents are told to dial (default 127.0.0.1:httpsPort). */
   agentAddresses: string[];
+  /** Whether HUB_EDGE_AGENT_ADDRESSES was set (else the edge publishes the port its TLS listener actually took). */
+  agentAddressesGiven: boolean;
   /** How long a target may take to connect and answer with its response head before the edge answers 504. */
   upstreamTimeoutMs: number;
   /** Longest silence between two pieces of a target's answer body before the edge gives up on it (nginx: proxy_read_timeout). */
@@ -218,6 +220,7 @@ export function loadConfig(env?: NodeJS.ProcessEnv): Config {
       egressDeny: parseCidrList(e.HUB_EGRESS_DENY),
       tlsCertFile: e.HUB_EDGE_TLS_CERT_FILE,
       agentAddresses: e.HUB_EDGE_AGENT_ADDRESSES.length ? e.HUB_EDGE_AGENT_ADDRESSES : [`127.0.0.1:${e.HUB_EDGE_HTTPS_PORT}`],
+      agentAddressesGiven: e.HUB_EDGE_AGENT_ADDRESSES.length > 0,
       tlsKeyFile: e.HUB_EDGE_TLS_KEY_FILE,
       upstreamTimeoutMs: e.HUB_EDGE_UPSTREAM_TIMEOUT_MS,
       upstreamReadTimeoutMs: e.HUB_EDGE_UPSTREAM_READ_TIMEOUT_MS,

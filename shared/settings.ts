@@ -84,7 +84,7 @@ const SETTINGS = {
       .transform((v) => (v ?? '').split(',').map((s) => s.trim()).filter(Boolean))
       .refine((list) => list.every((a) => /^(\[[0-9a-fA-F:.]+\]|[^:\s[\]]+):\d{1,5}$/.test(a)), 'must be comma-separated host:port addresses'),
     'edge',
-    'comma-separated `host:port` of this edge that enrollment hands agents to dial',
+    'comma-separated `host:port` at which agents reach this edge: handed out at enrollment and published (with liveness) for the agents of every edge',
     '`127.0.0.1:$HUB_EDGE_HTTPS_PORT`',
   ),
   HUB_EDGE_FLUSH_MS: entry(int(10, 3_600_000, 5000), 'edge', 'how often the edge writes its byte counters as usage samples'),

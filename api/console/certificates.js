@@ -1,8 +1,8 @@
-// Client certificates and certificate request tokens; a new token shows its enrollment JWT and the one command a
-// recipient runs.
+// Client certificates and certificate request tokens; a new token shows its enrollment JWT and the commands a
+// recipient runs (install the served package, enroll).
 import { useState } from 'preact/hooks';
 import { api } from './api.js';
-import { when } from './format.js';
+import { installLine, when } from './format.js';
 import { html } from './html.js';
 import { CopyButton, Pager, Problem, Section, usePoll } from './parts.js';
 
@@ -25,7 +25,8 @@ function NewToken({ base, onMade }) {
       setError(err);
     }
   };
-  const command = made && `npx edgehub enroll ${made.jwt.jwt}`;
+  // the served package, never a bare name a public registry would be asked for
+  const command = made && `${installLine(made.jwt.url)}\nedgehub enroll ${made.jwt.jwt}`;
   return html`<form class="inline" onSubmit=${submit}>
     <label for="token-name">Name</label>
     <input id="token-name" required value=${name} onInput=${(e) => setName(e.currentTarget.value)} />

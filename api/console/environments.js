@@ -1,9 +1,31 @@
-// Environments and their agents (online or not); a button makes an agent enrollment and shows the command to run.
+// Environments, their reach and their agents (online or not); a button makes an agent enrollment and shows the
+// commands to run (install the served agent package, enroll).
 import { useState } from 'preact/hooks';
 import { api } from './api.js';
-import { when } from './format.js';
+import { installLine, when } from './format.js';
 import { html } from './html.js';
 import { Badge, CopyButton, Pager, Problem, Section, usePoll } from './parts.js';
+
+const anyConnected = (e) => (e.agents ?? []).some((a) => a.connected);
+
+/** How the edge reaches an environment's targets, as a badge. */
+const Reach = ({ env }) =>
+  env.reach === 'agent'
+    ? html`<span class="badge ${anyConnected(env) ? 'good' : 'bad'}" data-reach="agent" title="served only through its agents">reach: agents${anyConnected(env) ? '' : ' (none connected)'}</span>`
+    : html`<span class="badge plain" data-reach="edge" title="the edge connects to its targets itself">reach: edge</span>`;
+
+/** The environments of these ids with their agents, polled (the shares view marks shares no agent serves). */
+export function useEnvironmentStates(base, envZIds) {
+  const ids = [...new Set(envZIds)].sort();
+  const states = usePoll(async () => new Map(await Promise.all(ids.map(async (id) => [id, await api(`${base}/environments/${id}`)]))), [base, ids.join(',')], 10_000);
+  return states.data ?? new Map();
+}
+
+/** A share's status: an ACTIVE share of an environment reached only through agents, with none connected, says so. */
+export const ShareStatus = ({ share, env }) =>
+  share.status === 'ACTIVE' && env?.reach === 'agent' && !anyConnected(env)
+    ? html`<span class="badge bad" data-no-agent title="its environment is reached only through its agents; the edge answers 502 until one connects">no agent connected</span>`
+    : html`<${Badge} status=${share.status} />`;
 
 function AgentEnrollment({ base, envZId }) {
   const [made, setMade] = useState(undefined);
@@ -16,13 +38,14 @@ function AgentEnrollment({ base, envZId }) {
       setError(err);
     }
   };
-  const command = made && `npx edgehub agent enroll ${made.jwt}`;
+  // the agent package as the service serves it (never a bare name a public registry would be asked for)
+  const command = made && `${installLine(made.url)}\nedgehub agent enroll ${made.jwt}`;
   return html`<div class="enroll">
     <button type="button" onClick=${make}>Add an agent</button>
     <${Problem} error=${error} />
     ${made &&
     html`<div class="reveal" role="status">
-      <p>On the machine inside the private network, run (valid until ${when(made.expiresAt)}, once), then <code>npx edgehub agent run</code>:</p>
+      <p>On the machine inside the private network (Node 20 or later), run (valid until ${when(made.expiresAt)}, once), then <code>edgehub agent run</code>:</p>
       <pre><code>${command}</code></pre>
       <${CopyButton} text=${command} label="Copy the command" />
     </div>`}
@@ -45,7 +68,7 @@ export function Environments({ base }) {
     <${Problem} error=${list.error} />
     ${(list.data?.content ?? []).map(
       (e) => html`<article class="card" key=${e.envZId} data-env=${e.envZId}>
-        <h3>${e.description || 'environment'} <code>${e.envZId}</code> ${e.default ? html`<span class="badge plain">default</span>` : null}</h3>
+        <h3>${e.description || 'environment'} <code>${e.envZId}</code> ${e.default ? html`<span class="badge plain">default</span>` : null} <${Reach} env=${e} /></h3>
         ${e.agents?.length
           ? html`<ul class="agents">
               ${e.agents.map(
@@ -53,7 +76,7 @@ export function Environments({ base }) {
                   <span class="sub">${a.connected ? `connected since ${when(a.connectedAt)} to ${a.edges.join(', ')}` : `last seen ${when(a.lastSeenAt)}`}</span></li>`,
               )}
             </ul>`
-          : html`<p class="sub">No agents: the edge connects to this environment's targets itself.</p>`}
+          : html`<p class="sub">${e.reach === 'agent' ? 'No agents: its shares answer 502 until an agent connects (reach is agents; the edge never connects to these targets itself).' : "No agents: the edge connects to this environment's targets itself."}</p>`}
         <${AgentEnrollment} base=${base} envZId=${e.envZId} />
       </article>`,
     )}

@@ -15,3 +15,6 @@ export function tone(status) {
   if (['NEW', 'PENDING', 'PROVISIONING', 'QUEUED', 'RUNNING', 'DELETING'].includes(status)) return 'busy';
   return 'plain';
 }
+
+/** The line that installs the agent package (bin `edgehub`) from the service that made `url` (an enrollment URL). */
+export const installLine = (url) => `npm install -g ${new URL(url).origin}/downloads/edgehub-agent.tgz`;

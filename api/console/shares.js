@@ -3,7 +3,8 @@ import { useState } from 'preact/hooks';
 import { api } from './api.js';
 import { when } from './format.js';
 import { html } from './html.js';
-import { Badge, Pager, Problem, Section, usePoll } from './parts.js';
+import { ShareStatus, useEnvironmentStates } from './environments.js';
+import { Pager, Problem, Section, usePoll } from './parts.js';
 import { Sparkline } from './sparkline.js';
 
 const access = (s) => {
@@ -20,9 +21,10 @@ export function Shares({ base }) {
   const lines = usePoll(() => api(`${base}/sparklines?duration=PT1H`), [base], 10_000);
   const byId = new Map((lines.data?.sparklines ?? []).filter((l) => l.scope === 'share').map((l) => [l.id, l.samples]));
   const shares = list.data?.content ?? [];
+  const envs = useEnvironmentStates(base, shares.map((s) => s.envZId));
   return html`<${Section} title="Shares">
     <${Problem} error=${list.error ?? lines.error} />
-    ${list.data && !shares.length ? html`<p class="empty">No shares yet. Create one with <code>POST ${base}/shares</code> or <code>npx edgehub share http://localhost:3000</code>.</p>` : null}
+    ${list.data && !shares.length ? html`<p class="empty">No shares yet. Create one with <code>POST ${base}/shares</code> or, with the agent package installed (see Environments), <code>edgehub share http://localhost:3000</code>.</p>` : null}
     <div class="table-wrap"><table class="stack">
       <caption class="sr-only">Shares of this hub</caption>
       <thead><tr><th scope="col">Name</th><th scope="col">Status</th><th scope="col">Public address</th><th scope="col">Environment</th><th scope="col">Access</th><th scope="col">Traffic (1 h)</th></tr></thead>
@@ -30,7 +32,7 @@ export function Shares({ base }) {
         ${shares.map(
           (s) => html`<tr key=${s.zId} data-share=${s.zId}>
             <th scope="row">${s.name}<div class="sub">${s.zId} · ${when(s.createdAt)}</div></th>
-            <td data-label="Status"><${Badge} status=${s.status} /></td>
+            <td data-label="Status"><${ShareStatus} share=${s} env=${envs.get(s.envZId)} /></td>
             <td data-label="Public address"><a href=${s.frontendEndpoint} target="_blank" rel="noopener noreferrer">${s.frontendEndpoint}</a><div class="sub">→ ${s.backendProxyEndpoint}</div></td>
             <td data-label="Environment"><code>${s.envZId}</code></td>
             <td data-label="Access">${access(s)}</td>

@@ -67,6 +67,9 @@ export const Environment = obj({
   hubId: id,
   description: z.string(),
   default: z.boolean().meta({ description: "the hub's default environment: shares created without an envZId belong to it" }),
+  reach: z.enum(['agent', 'edge']).meta({
+    description: "'agent': its shares are served only through its connected agents (502 when none is connected; set by the first agent enrollment, changed back only by PATCH); 'edge': the edge connects to its targets itself",
+  }),
   createdAt: nullableTimestamp,
   createdBy: z.string(),
   agents: z.array(Agent).optional().meta({ description: "the environment's agents (on GET of one environment)" }),

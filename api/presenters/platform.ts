@@ -24,6 +24,7 @@ export const presentEnvironment = (e: Environment) => ({
   hubId: e.hubId,
   description: e.description,
   default: e.isDefault,
+  reach: e.reach,
   createdAt: iso(e.createdAt),
   createdBy: e.createdBy,
 });

@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { agentsOf, createAgentEnrollment, enrollAgent, revokeAgent } from '../../shared/commands/agents.js';
-import { getEnvironment } from '../../shared/commands/platform.js';
+import { getEnvironment } from '../../shared/commands/environments.js';
 import { principalName } from '../middleware/auth.js';
 import { presentAgent, presentAgentEnrollment, presentAgentIdentity } from '../presenters/agents.js';
 import type { Routes } from '../router.js';

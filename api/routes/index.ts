@@ -10,6 +10,7 @@ import certificateRequestTokens from './certificateRequestTokens.js';
 import clientCertificates from './clientCertificates.js';
 import console from './console.js';
 import customFrontends from './customFrontends.js';
+import downloads from './downloads.js';
 import enrollment from './enrollment.js';
 import environments from './environments.js';
 import executions from './executions.js';
@@ -34,6 +35,7 @@ export const routeModules: ((routes: Routes) => void)[] = [
   clientCertificates,
   console,
   customFrontends,
+  downloads,
   enrollment,
   environments,
   executions,

@@ -19,8 +19,6 @@ export const envKey = (hubId: string, envZId: string) => `${hubId} ${envZId}`;
 export class AgentDirectory {
   private byFingerprint = new Map<string, AgentRecord>();
   private byId = new Map<string, AgentRecord>();
-  /** Environments with at least one enrolled agent: their shares are served only through agents. */
-  private environments = new Set<string>();
   private work: Promise<void> = Promise.resolve();
   private queued = false;
 
@@ -37,16 +35,13 @@ export class AgentDirectory {
       );
       const byFingerprint = new Map<string, AgentRecord>();
       const byId = new Map<string, AgentRecord>();
-      const environments = new Set<string>();
       for (const r of rows) {
         const record = { id: r.id, hubId: r.hub_id, envZId: r.env_z_id, fingerprint: r.fingerprint_sha256.toLowerCase(), notAfter: new Date(r.not_after).getTime() };
         byFingerprint.set(record.fingerprint, record);
         byId.set(record.id, record);
-        environments.add(envKey(record.hubId, record.envZId));
       }
       this.byFingerprint = byFingerprint;
       this.byId = byId;
-      this.environments = environments;
     });
     this.work = run.catch((err) => logger.error({ err: (err as Error).message }, 'edge: agent directory load failed'));
     return this.work;
@@ -61,10 +56,5 @@ export class AgentDirectory {
   /** Whether the agent is still enrolled (not revoked). */
   has(agentId: string): boolean {
     return this.byId.has(agentId);
-  }
-
-  /** Whether the environment has enrolled agents (connected or not). */
-  serves(hubId: string, envZId: string): boolean {
-    return this.environments.has(envKey(hubId, envZId));
   }
 }

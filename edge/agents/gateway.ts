@@ -5,7 +5,7 @@
  * to a share's target is one CONNECT stream with its own flow control, so one slow download never stalls the rest
  * (node:http2 does the multiplexing; nothing here frames bytes).
  *
- * - Routing: an environment with enrolled agents is served only through its own connected agents (the pools of
+ * - Routing: an environment whose reach is 'agent' is served only through its own connected agents (the pools of
  *   edge/upstream.ts take `connectorFor`'s connector, keyed by hub and environment); a new stream goes to the agent
  *   with the fewest open streams; with none connected, the connector fails at once with EDGE_NO_AGENT (502).
  * - Targets: each agent is told the targets of its environment's shares (PUT /edgehub/v1/targets) before it carries
@@ -18,10 +18,11 @@ import http2, { type ClientHttp2Session } from 'node:http2';
 import type { Duplex } from 'node:stream';
 import tls, { type TLSSocket } from 'node:tls';
 import type { buildConnector } from 'undici';
-import { AGENT_ALPN, authorityOf, ERROR_HEADER, TARGETS_PATH } from '../../shared/agentProtocol.js';
+import { AGENT_ALPN, authorityOf, EDGES_PATH, ERROR_HEADER, TARGETS_PATH } from '../../agent/lib/protocol.js';
 import { logger } from '../../shared/logger.js';
 import type { AgentGateway, ShareRoute } from '../types.js';
 import { envKey, type AgentDirectory, type AgentRecord } from './directory.js';
+import { FLOOD_PENALTY_MS, MAX_CONNECTIONS_PER_AGENT, MAX_STREAMS_PER_CONNECTION, SESSION_LIMITS, watchFloods } from './limits.js';
 import type { Presence } from './presence.js';
 
 /** Per-stream receive window: bounds what one stream buffers when its reader is slow (back-pressure). */
@@ -39,6 +40,8 @@ export interface GatewayOptions {
   /** How long a stream to a target may take to open (agent connects to the target). */
   connectTimeoutMs: number;
   pingMs?: number;
+  /** The live edges' agent addresses and this edge's own, told to every connected agent (edge/agents/liveEdges.ts). */
+  edges?: () => { addresses: string[]; self: string[] };
 }
 
 interface Link {
@@ -47,6 +50,8 @@ interface Link {
   /** The edge address the agent dialed (host:port as this edge sees it). */
   address: string;
   streams: number;
+  /** Streams ever opened on it (the flood watch tells busy windows from idle ones). */
+  opened: number;
   /** Targets the agent has acknowledged. */
   acked: Set<string>;
   /** The list being sent, while a PUT is in flight. */
@@ -69,6 +74,10 @@ export class AgentGatewayServer implements AgentGateway {
   readonly alpn = AGENT_ALPN;
   private readonly byEnv = new Map<string, Link[]>();
   private readonly connectors = new Map<string, buildConnector.connector>();
+  /** Agents that flooded this edge, with when they may connect again. */
+  private readonly penalties = new Map<string, number>();
+  /** Open connections per agent (certificate) on this edge. */
+  private readonly connections = new Map<string, number>();
   private readonly pinger: NodeJS.Timeout;
   private closed = false;
 
@@ -87,17 +96,39 @@ export class AgentGatewayServer implements AgentGateway {
       logger.warn({ remote: socket.remoteAddress, fingerprint: fingerprint || undefined }, 'edge: agent connection refused (no enrolled agent has this certificate)');
       return void socket.destroy();
     }
+    const penalty = this.penalties.get(agent.id);
+    if (penalty && penalty > Date.now()) {
+      logger.warn({ agentId: agent.id, hubId: agent.hubId, remote: socket.remoteAddress }, `edge: agent connection refused: agent ${agent.id} flooded this edge; it may connect again in ${Math.ceil((penalty - Date.now()) / 1000)} s`);
+      return void socket.destroy();
+    }
+    const held = (this.connections.get(agent.id) ?? 0) + 1;
+    if (held > MAX_CONNECTIONS_PER_AGENT) {
+      logger.warn(
+        { agentId: agent.id, hubId: agent.hubId, remote: socket.remoteAddress, limit: MAX_CONNECTIONS_PER_AGENT },
+        `edge: agent connection refused: agent ${agent.id} already holds ${MAX_CONNECTIONS_PER_AGENT} connections to this edge (the limit per agent certificate)`,
+      );
+      return void socket.destroy();
+    }
+    this.connections.set(agent.id, held);
+    socket.once('close', () => {
+      const left = (this.connections.get(agent.id) ?? 1) - 1;
+      if (left > 0) this.connections.set(agent.id, left);
+      else this.connections.delete(agent.id);
+    });
     socket.setKeepAlive(true, 15_000);
     socket.setNoDelay(true);
     const session = http2.connect('http://edgehub-agent', {
       createConnection: () => socket,
-      settings: { initialWindowSize: STREAM_WINDOW, maxFrameSize: MAX_FRAME, enablePush: false },
+      // the agent opens no stream of its own: it only answers the edge's
+      settings: { initialWindowSize: STREAM_WINDOW, maxFrameSize: MAX_FRAME, enablePush: false, maxConcurrentStreams: 0 },
+      ...SESSION_LIMITS,
     });
     const link: Link = {
       agent,
       session,
       address: `${socket.localAddress?.replace(/^::ffff:/, '')}:${socket.localPort}`,
       streams: 0,
+      opened: 0,
       acked: new Set(),
       pushing: undefined,
       ready: false,
@@ -105,7 +136,16 @@ export class AgentGatewayServer implements AgentGateway {
     };
     session.on('error', (err) => logger.info({ agentId: agent.id, err: err.message }, 'edge: agent connection failed'));
     session.once('connect', () => session.setLocalWindowSize(SESSION_WINDOW));
-    session.once('close', () => this.drop(link));
+    const unwatch = watchFloods(session, socket, () => ({ open: link.streams, opened: link.opened }), (reason) => {
+      logger.warn({ agentId: agent.id, hubId: agent.hubId, remote: socket.remoteAddress }, `edge: agent connection closed: it sent ${reason}; it may connect again in ${FLOOD_PENALTY_MS / 1000} s`);
+      this.penalties.set(agent.id, Date.now() + FLOOD_PENALTY_MS);
+      session.destroy();
+      socket.destroy();
+    });
+    session.once('close', () => {
+      unwatch();
+      this.drop(link);
+    });
     const key = envKey(agent.hubId, agent.envZId);
     this.byEnv.set(key, [...(this.byEnv.get(key) ?? []), link]);
     void this.o.presence.connected(agent.id, link.address);
@@ -113,6 +153,7 @@ export class AgentGatewayServer implements AgentGateway {
       () => {
         link.ready = true;
         logger.info({ agentId: agent.id, hubId: agent.hubId, envZId: agent.envZId, remote: socket.remoteAddress }, 'edge: agent connected');
+        this.pushEdges(link);
       },
       (err) => {
         logger.warn({ agentId: agent.id, err: (err as Error).message }, 'edge: agent did not take its targets; connection closed');
@@ -143,6 +184,8 @@ export class AgentGatewayServer implements AgentGateway {
         stream.resume();
         if (status !== 204 && status !== 200) return reject(new Error(`the agent answered ${status} to its targets`));
         link.acked = new Set(targets);
+        // the agent took its targets (and says it is connected): it carries streams from now on
+        link.ready = true;
         resolve();
       });
       stream.once('error', (err) => {
@@ -177,6 +220,30 @@ export class AgentGatewayServer implements AgentGateway {
         void this.push(link).catch((err) => logger.warn({ agentId: link.agent.id, err: (err as Error).message }, 'edge: agent targets not updated'));
       }
     }
+  }
+
+  /**
+   * Tells the agent the live edges (and which addresses are this edge's own), so that it dials every edge. An agent
+   * that does not know the message answers 404; it keeps the edges it was given.
+   */
+  private pushEdges(link: Link): void {
+    const edges = this.o.edges?.();
+    // not read yet (this edge is starting): nothing rather than an empty set, which would drop the edges it found
+    if (!edges?.addresses.length || link.session.destroyed || link.session.closed) return;
+    let stream: http2.ClientHttp2Stream;
+    try {
+      stream = link.session.request({ ':method': 'PUT', ':path': EDGES_PATH, 'content-type': 'application/json' });
+    } catch {
+      return;
+    }
+    stream.on('error', () => undefined);
+    stream.once('response', () => stream.resume());
+    stream.end(JSON.stringify({ edges: edges.addresses, self: edges.self }));
+  }
+
+  /** The live edges changed: every connected agent is told. */
+  edgesChanged(): void {
+    for (const links of this.byEnv.values()) for (const link of links) if (link.ready) this.pushEdges(link);
   }
 
   /** The directory changed: connections of agents no longer enrolled close now. */
@@ -216,7 +283,8 @@ export class AgentGatewayServer implements AgentGateway {
   }
 
   connectorFor(route: ShareRoute): { key: string; connect: buildConnector.connector } | undefined {
-    if (!this.o.directory.serves(route.hubId, route.envZId)) return undefined;
+    // reach 'agent' (the default of anything unknown): through agents or not at all, never directly
+    if (route.reach === 'edge') return undefined;
     const key = envKey(route.hubId, route.envZId);
     let connect = this.connectors.get(key);
     if (!connect) {
@@ -252,7 +320,7 @@ export class AgentGatewayServer implements AgentGateway {
   private pick(hubId: string, envZId: string): Link | undefined {
     let best: Link | undefined;
     for (const link of this.byEnv.get(envKey(hubId, envZId)) ?? []) {
-      if (!link.ready || link.session.destroyed || link.session.closed) continue;
+      if (!link.ready || link.session.destroyed || link.session.closed || link.streams >= MAX_STREAMS_PER_CONNECTION) continue;
       if (!best || link.streams < best.streams) best = link;
     }
     return best;
@@ -263,7 +331,15 @@ export class AgentGatewayServer implements AgentGateway {
    * HTTP exchanges of its shares and the TCP connections of its IPsec shares.
    */
   async openStream(hubId: string, envZId: string, authority: string): Promise<Duplex> {
-    const link = this.pick(hubId, envZId);
+    let link = this.pick(hubId, envZId);
+    if (!link) {
+      // an agent that is taking its targets right now is about to carry streams: wait for it rather than refuse
+      const joining = (this.byEnv.get(envKey(hubId, envZId)) ?? []).filter((l) => !l.ready && l.pushing);
+      if (joining.length) {
+        await Promise.race(joining.map((l) => l.pushing));
+        link = this.pick(hubId, envZId);
+      }
+    }
     if (!link) throw new AgentStreamError('EDGE_NO_AGENT', `no agent connected for environment ${envZId}: the share's target is reached only through its agents`);
     if (!link.acked.has(authority)) {
       // a share created a moment ago: the agent hears of its target before it is asked to connect to it
@@ -278,6 +354,7 @@ export class AgentGatewayServer implements AgentGateway {
         return reject(new AgentStreamError('EDGE_NO_AGENT', `the agent of environment ${envZId} went away (${(err as Error).message})`));
       }
       link.streams++;
+      link.opened++;
       stream.once('close', () => link.streams--);
       const timer = setTimeout(() => {
         stream.close(http2.constants.NGHTTP2_CANCEL);

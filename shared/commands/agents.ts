@@ -14,6 +14,7 @@ import { hubCa, leafValidity } from './certificateAuthorities.js';
 import { certificatePem, issueCertificate } from '../pki/certificates.js';
 import { parseCsr, readCsr } from '../pki/csr.js';
 import { JwtRefusal, signJwt, verifyEnrollmentJwt } from '../pki/enrollmentJwt.js';
+import { reachThroughAgents } from './environments.js';
 import { waitForPkiJob } from './pkiJobs.js';
 import { signingKeyFor, verificationKey } from './signingKeys.js';
 import { sha256 } from '../secrets.js';
@@ -147,7 +148,7 @@ export async function issueAgentCertificate(hubId: string, p: EnrollAgentPayload
   const { notBefore, notAfter } = leafValidity(AGENT_VALIDITY_YEARS);
   const issued = await issueCertificate({ subject: csr.subject, publicKey: csr.subjectPublicKeyInfo, issuer: ca.signer, notBefore, notAfter, profile: { kind: 'client' } });
   const inserted = await withTransaction(async (transaction) => {
-    const rows = await db().query<{ id: string }>(
+    const rows = await db().query<{ id: string; env_z_id: string }>(
       `WITH spent AS (
          UPDATE agent_enrollments SET spent_at = now(), agent_id = NULL
          WHERE id = :enrollmentId AND hub_id = :hubId AND spent_at IS NULL AND expires_at > now()
@@ -155,14 +156,18 @@ export async function issueAgentCertificate(hubId: string, p: EnrollAgentPayload
        )
        INSERT INTO agents (id, hub_id, env_z_id, certificate_pem, fingerprint_sha256, serial_number, not_before, not_after, created_by)
        SELECT :agentId, :hubId, spent.env_z_id, :pem, :fingerprint, :serial, :notBefore, :notAfter, :createdBy FROM spent
-       RETURNING id`,
+       RETURNING id, env_z_id`,
       {
         replacements: { enrollmentId: p.enrollmentId, hubId, agentId: p.agentId, pem: certificatePem(issued.der), fingerprint: issued.fingerprintSha256, serial: issued.serialNumber, notBefore, notAfter, createdBy },
         type: QueryTypes.SELECT,
         transaction,
       },
     );
-    if (rows.length) await db().query(`UPDATE agent_enrollments SET agent_id = :agentId WHERE id = :enrollmentId`, { replacements: { agentId: p.agentId, enrollmentId: p.enrollmentId }, transaction });
+    if (rows.length) {
+      await db().query(`UPDATE agent_enrollments SET agent_id = :agentId WHERE id = :enrollmentId`, { replacements: { agentId: p.agentId, enrollmentId: p.enrollmentId }, transaction });
+      // fail closed from the first agent on: its environment's targets are reached only through its agents
+      await reachThroughAgents(hubId, rows[0].env_z_id, transaction);
+    }
     return rows.length > 0;
   });
   if (!inserted) throw forbidden('this agent enrollment JWT was already used or has expired');

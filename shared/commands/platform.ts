@@ -77,10 +77,6 @@ export async function revokeApiKey(hubId: string, id: string): Promise<ApiKey> {
   return key;
 }
 
-export async function createEnvironment(hubId: string, description: string, createdBy: string): Promise<Environment> {
-  return Environment.create({ envZId: randomToken(12), hubId, description, createdBy });
-}
-
 /**
  * The hub's default environment (created on first need): where a share goes when its create names none. The partial
  * unique index (one default per hub) makes concurrent first uses agree on one row.
@@ -108,12 +104,3 @@ export const visibleFrontends = (hubId: string) => ({ active: true, [Op.or]: [{ 
 
 /** The frontends a hub may publish on, oldest first. */
 export const frontendsOf = (hubId: string): Promise<Frontend[]> => Frontend.findAll({ where: visibleFrontends(hubId), order: [['createdAt', 'ASC'], ['id', 'ASC']] });
-
-/** One page of the hub's environments. */
-export const listEnvironments = (hubId: string, req: PageRequest): Promise<Page<Environment>> => findPage(Environment, { hubId }, req);
-
-export async function getEnvironment(hubId: string, envZId: string): Promise<Environment> {
-  const env = await Environment.findOne({ where: { envZId, hubId } });
-  if (!env) throw notFound('environment', envZId);
-  return env;
-}

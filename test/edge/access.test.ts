@@ -61,7 +61,7 @@ async function enrollWithClient(h: HubFixture, name: string, commonName: string)
   if (tok.status !== 201) throw new Error(tok.text);
   const jwt = await h.call('GET', `${h.h2}/certificate-request-tokens/${tok.json.id}/enrollment-jwt`);
   const out = mkdtempSync(path.join(process.env.TEST_WORK_DIR ?? os.tmpdir(), 'edge-enroll-'));
-  const { stdout } = await run(process.execPath, [path.join(root, 'scripts', 'edgehub.js'), 'enroll', jwt.json.jwt, '--out', out, '--expect-host', new URL(stack.baseUrl).host], { cwd: root });
+  const { stdout } = await run(process.execPath, [path.join(root, 'agent', 'bin', 'edgehub.js'), 'enroll', jwt.json.jwt, '--out', out, '--expect-host', new URL(stack.baseUrl).host], { cwd: root });
   const certFile = path.join(out, `${name}.crt`);
   const keyFile = path.join(out, `${name}.key`);
   return { stdout, certFile, keyFile, cert: readFileSync(certFile, 'utf8'), key: readFileSync(keyFile, 'utf8') };

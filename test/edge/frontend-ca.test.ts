@@ -44,7 +44,7 @@ test('a mutual-TLS share answers at its https:// address; curl with the enrolled
   const token = await hub.call('POST', `${hub.h2}/certificate-request-tokens`, { body: { name: 'laptop' } });
   const jwt = await hub.call('GET', `${hub.h2}/certificate-request-tokens/${token.json.id}/enrollment-jwt`);
   const out = mkdtempSync(path.join(process.env.TEST_WORK_DIR ?? os.tmpdir(), 'enroll-'));
-  const enrolled = await run(process.execPath, ['scripts/edgehub.js', 'enroll', jwt.json.jwt, '--out', out]);
+  const enrolled = await run(process.execPath, ['agent/bin/edgehub.js', 'enroll', jwt.json.jwt, '--out', out]);
   t.regex(enrolled.stdout, /frontend-ca\.pem/);
   t.regex(readFileSync(path.join(out, 'frontend-ca.pem'), 'utf8'), /BEGIN CERTIFICATE/);
 

@@ -36,6 +36,7 @@ function route(label: string, auth: LoginProvider, extra: Partial<ShareRoute> = 
     zId: label,
     hubId: 'hub-1',
     envZId: 'env-1',
+    reach: 'edge',
     frontendId: 'public',
     target: new URL('http://127.0.0.1:9/'),
     mutualTls: false,

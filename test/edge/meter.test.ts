@@ -7,6 +7,7 @@ const route = (zId: string): ShareRoute => ({
   zId,
   hubId: 'hub-1',
   envZId: 'env-1',
+  reach: 'edge',
   frontendId: 'f',
   target: new URL('http://127.0.0.1:1'),
   mutualTls: false,

@@ -8,9 +8,9 @@ import path from 'node:path';
 import type { PrivateNetwork } from './netns.js';
 import { waitFor, type HubFixture } from './stack.js';
 
-/** The private target of a namespace (test/helpers/privateTarget.ts: HTTP on 8080, TCP echo on 9090), answering `name`. */
-export async function startPrivateTarget(ns: PrivateNetwork, name: string): Promise<ChildProcess> {
-  const child = ns.spawn(process.execPath, ['--import', 'tsx', 'test/helpers/privateTarget.ts', name, '8080', '9090']);
+/** The private target of a namespace (test/helpers/privateTarget.ts: HTTP on 8080, TCP echo on 9090 unless given), answering `name`. */
+export async function startPrivateTarget(ns: PrivateNetwork, name: string, ports: { http: number; tcp: number } = { http: 8080, tcp: 9090 }): Promise<ChildProcess> {
+  const child = ns.spawn(process.execPath, ['--import', 'tsx', 'test/helpers/privateTarget.ts', name, String(ports.http), String(ports.tcp)]);
   await new Promise<void>((resolve, reject) => {
     child.stdout!.on('data', (d: Buffer) => d.toString().includes('ready') && resolve());
     child.once('exit', (code) => reject(new Error(`the target in ${ns.name} exited (${code})`)));
@@ -21,7 +21,7 @@ export async function startPrivateTarget(ns: PrivateNetwork, name: string): Prom
 /** `edgehub ...` as a user runs it; resolves with its exit code and output. */
 export function edgehubCli(args: string[], env: NodeJS.ProcessEnv = process.env): Promise<{ code: number | null; stdout: string; stderr: string }> {
   return new Promise((resolve) => {
-    const child = spawn(process.execPath, ['scripts/edgehub.js', ...args], { env, stdio: ['ignore', 'pipe', 'pipe'] });
+    const child = spawn(process.execPath, ['agent/bin/edgehub.js', ...args], { env, stdio: ['ignore', 'pipe', 'pipe'] });
     let stdout = '';
     let stderr = '';
     child.stdout.on('data', (d) => (stdout += d));
@@ -57,7 +57,7 @@ export interface RunningAgent {
 
 /** `edgehub agent run` inside `ns`, dialing `edgePorts` on the host's side of the veth; the caller stops it. */
 export function runAgent(ns: PrivateNetwork, dir: string, edgePorts: number[], extra: string[] = []): RunningAgent {
-  const child = ns.spawn(process.execPath, ['scripts/edgehub.js', 'agent', 'run', '--dir', dir, ...edgePorts.flatMap((p) => ['--edge', `${ns.hostIp}:${p}`]), ...extra]);
+  const child = ns.spawn(process.execPath, ['agent/bin/edgehub.js', 'agent', 'run', '--dir', dir, ...edgePorts.flatMap((p) => ['--edge', `${ns.hostIp}:${p}`]), ...extra]);
   const lines: string[] = [];
   const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
   let buffered = '';

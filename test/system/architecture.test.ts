@@ -9,7 +9,7 @@ import path from 'node:path';
 import test from 'ava';
 
 const root = path.resolve(path.dirname(new URL(import.meta.url).pathname), '../..');
-const SOURCES = ['api', 'workers', 'shared', 'edge', 'scripts'];
+const SOURCES = ['api', 'workers', 'shared', 'edge', 'scripts', 'agent'];
 
 interface Rule {
   name: string;
@@ -53,6 +53,18 @@ export const RULES: Rule[] = [
     ],
   },
   {
+    name: 'agent-stands-alone',
+    why: "agent/ is the package a user installs on another machine: Node's built-ins and its own files only, nothing of the server and no npm package",
+    from: /^agent\//,
+    to: /^(?!agent\/)/,
+  },
+  {
+    name: 'server-takes-only-the-protocol',
+    why: "the server imports the agent package's protocol module (one definition of what edge and agent agree on), nothing else of it",
+    from: /^(api|workers|shared|edge|scripts)\//,
+    to: /^agent\/(?!lib\/protocol\.ts$)/,
+  },
+  {
     name: 'pki-pure',
     why: 'shared/pki is pure crypto (DER, CSR, profile, names, JWT); the CA, signing keys and issuance that touch the database or the queues are commands',
     from: /^shared\/pki\//,
@@ -92,6 +104,8 @@ test('the import scan sees the imports (a self-check: the rules would pass vacuo
   t.true(edges.length > 500, `${edges.length} imports`);
   t.true(edges.some(([from, to]) => from === 'api/routes/shares.ts' && to === 'shared/commands/shares.ts'));
   t.true(edges.some(([from, to]) => from.startsWith('edge/') && to === 'undici'));
+  t.true(edges.some(([from, to]) => from === 'agent/lib/run.js' && to === 'agent/lib/link.ts'), 'the agent package is scanned too');
+  t.true(edges.some(([from, to]) => from === 'edge/agents/gateway.ts' && to === 'agent/lib/protocol.ts'));
 });
 
 for (const rule of RULES) {
@@ -112,9 +126,24 @@ test('a forbidden import is caught (the checker on a made-up edge of each rule)'
     'processors-call-commands': ['workers/processors/x.ts', 'sequelize'],
     'providers-plain-values': ['shared/providers/x.ts', 'shared/models/Hub.ts'],
     'pki-pure': ['shared/pki/csr.ts', 'shared/db.ts'],
+    'agent-stands-alone': ['agent/lib/share.js', 'shared/config.ts'],
+    'server-takes-only-the-protocol': ['edge/agents/gateway.ts', 'agent/lib/run.ts'],
   };
   for (const rule of RULES) {
     const [from, to] = samples[rule.name];
     t.true(rule.from.test(from) && rule.to.test(to), rule.name);
   }
+});
+
+test('every route, processor, schedule and model file is listed in its registry (the wiring is explicit imports)', (t) => {
+  const missing: string[] = [];
+  for (const dir of ['api/routes', 'workers/processors', 'workers/schedules', 'shared/models']) {
+    const registry = readFileSync(path.join(root, dir, 'index.ts'), 'utf8');
+    for (const name of readdirSync(path.join(root, dir))) {
+      const base = name.replace(/\.ts$/, '');
+      if (base === name || base === 'index') continue;
+      if (!registry.includes(`'./${base}.js'`)) missing.push(`${dir}/${name}`);
+    }
+  }
+  t.deepEqual(missing, []);
 });

@@ -83,7 +83,8 @@ test.serial("a hub creates a certificate request token and reads the recipient's
   await page.getByLabel('Name', { exact: true }).fill('laptop');
   await page.getByRole('button', { name: 'Create token' }).click();
   const command = await page.locator('#enroll-command').innerText();
-  t.regex(command, /^npx edgehub enroll eyJ[\w-]+\.[\w-]+\.[\w-]+$/);
+  // the served package, then its command: never `npx edgehub` (a public registry's name)
+  t.regex(command, /^npm install -g http:\/\/127\.0\.0\.1:\d+\/downloads\/edgehub-agent\.tgz\nedgehub enroll eyJ[\w-]+\.[\w-]+\.[\w-]+$/);
   const tokens = await hub.call('GET', `${hub.h}/certificate-request-tokens`);
   t.true(tokens.json.content.some((x: { name: string }) => x.name === 'laptop'), 'made through the API');
   await shot(page, 'hub-certificates');
@@ -91,7 +92,7 @@ test.serial("a hub creates a certificate request token and reads the recipient's
   // an agent enrollment from the environments view
   await page.getByRole('link', { name: 'Environments & agents' }).click();
   await page.getByRole('button', { name: 'Add an agent' }).first().click();
-  t.regex(await page.locator('.reveal pre').first().innerText(), /^npx edgehub agent enroll eyJ/);
+  t.regex(await page.locator('.reveal pre').first().innerText(), /^npm install -g http:\/\/127\.0\.0\.1:\d+\/downloads\/edgehub-agent\.tgz\nedgehub agent enroll eyJ/);
   await shot(page, 'hub-environments');
 
   for (const [link, heading] of [['Custom frontends', 'Custom frontends'], ['IPsec', 'IPsec tunnels'], ['Health checks', 'Health checks'], ['Executions', 'Executions']]) {
@@ -103,6 +104,24 @@ test.serial("a hub creates a certificate request token and reads the recipient's
   await page.getByLabel('Status').selectOption('SUCCEEDED');
   await waitFor(async () => (await page.locator('tbody tr').count()) > 0, { what: 'executions listed' });
   t.false((await page.locator('tbody').innerText()).includes('FAILED'));
+  t.deepEqual((page as Page & { problems: string[] }).problems, []);
+  await page.context().close();
+});
+
+test.serial("reach: an environment reached only through agents shows it, and its share says no agent is connected instead of ACTIVE", async (t) => {
+  const env = await hub.call('POST', `${hub.h}/environments`, { body: { description: 'closed', reach: 'agent' } });
+  t.is(env.status, 201);
+  const closed = await routedShare(edge, hub, { name: 'private-app', target: backend.url, envZId: env.json.envZId });
+  const page = await signedIn(hub.token);
+  const row = page.locator(`tr[data-share="${closed.zId}"]`);
+  await row.locator('[data-no-agent]').waitFor();
+  t.regex(await row.innerText(), /no agent connected/);
+  t.notRegex(await row.innerText(), /ACTIVE/);
+  t.regex(await page.locator(`tr[data-share="${share.zId}"]`).innerText(), /ACTIVE/, 'a share of an edge-reach environment stays ACTIVE');
+  await page.getByRole('link', { name: 'Environments & agents' }).click();
+  const card = page.locator(`article[data-env="${env.json.envZId}"]`);
+  await card.waitFor();
+  t.regex(await card.locator('[data-reach]').innerText(), /reach: agents \(none connected\)/);
   t.deepEqual((page as Page & { problems: string[] }).problems, []);
   await page.context().close();
 });

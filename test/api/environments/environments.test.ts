@@ -28,3 +28,26 @@ test("environments of another hub are invisible", async (t) => {
   t.is((await a.call('GET', `${a.h}/environments`)).json.totalElements, 0);
   t.is((await a.call('POST', `${b.h}/environments`, { body: { description: 'x' } })).status, 403);
 });
+
+test('DELETE an environment: only one that hosts nothing; the default one stays; 409 while it hosts a share', async (t) => {
+  const hub = await stack.hub();
+  const empty = await hub.call('POST', `${hub.h}/environments`, { body: { description: 'spare' } });
+  const other = await stack.hub();
+  t.is((await other.call('DELETE', `${other.h}/environments/${empty.json.envZId}`)).status, 404, "another hub's key");
+  t.is((await hub.call('DELETE', `${hub.h}/environments/${empty.json.envZId}`)).status, 204);
+  t.is((await hub.call('GET', `${hub.h}/environments/${empty.json.envZId}`)).status, 404);
+  t.is((await hub.call('DELETE', `${hub.h}/environments/${empty.json.envZId}`)).status, 404);
+
+  const used = await hub.call('POST', `${hub.h}/environments`, { body: { description: 'used' } });
+  const frontends = await hub.call('GET', `${hub.h}/frontends`);
+  const share = await hub.call('POST', `${hub.h}/shares`, { body: { name: 'x', frontendIds: [frontends.json[0].id], target: 'http://127.0.0.1:9', envZId: used.json.envZId } });
+  t.is(share.status, 201, share.text);
+  const busy = await hub.call('DELETE', `${hub.h}/environments/${used.json.envZId}`);
+  t.is(busy.status, 409);
+  t.regex(busy.json.message, /1 share/);
+  // a share without envZId makes the hub's default environment, which cannot be deleted
+  const inDefault = await hub.call('POST', `${hub.h}/shares`, { body: { name: 'y', frontendIds: [frontends.json[0].id], target: 'http://127.0.0.1:9' } });
+  const refused = await hub.call('DELETE', `${hub.h}/environments/${inDefault.json.envZId}`);
+  t.is(refused.status, 400);
+  t.regex(refused.json.message, /default environment/);
+});

@@ -1,10 +1,13 @@
+// @ts-check
 /**
- * What the edge and the agent agree on (CONTRACT.md "The agent"; docs/agents.md).
+ * What the edge and the agent agree on. The server imports this module from here (one definition of the protocol).
  *
  * The agent dials the edge's TLS listener offering ALPN `edgehub-agent/1` and its certificate, then serves HTTP/2 on
  * that connection: the edge is the HTTP/2 client (a reversed connection, as cloudflared does). The edge sends:
  * - `PUT /edgehub/v1/targets` with `{"targets": ["host:port", ...]}`: the targets of the environment's shares, the
  *   only ones the agent will connect to for this edge (sent on connect and whenever they change);
+ * - `PUT /edgehub/v1/edges` with `{"edges": ["host:port", ...]}`: the agent addresses of every live edge (sent on
+ *   connect and whenever the set changes); the agent dials each of them too and stops dialling those that left;
  * - `CONNECT host:port`: a stream carried to that target (HTTP/1.1 exchanges, WebSockets and raw TCP alike);
  *   answered 200 once the agent is connected to the target, 403 when it refuses the target, 502 when the target
  *   cannot be reached, with the reason in `edgehub-error`.
@@ -13,16 +16,28 @@ import net from 'node:net';
 
 export const AGENT_ALPN = 'edgehub-agent/1';
 export const TARGETS_PATH = '/edgehub/v1/targets';
+export const EDGES_PATH = '/edgehub/v1/edges';
 export const ERROR_HEADER = 'edgehub-error';
+/** Most edge addresses one message may name (the agent ignores the rest). */
+export const MAX_EDGES = 64;
 
-/** `host:port` of a target, the form CONNECT names it in (IPv6 in brackets, host in lower case). */
-export function authorityOf(host: string, port: number | string): string {
+/**
+ * `host:port` of a target, the form CONNECT names it in (IPv6 in brackets, host in lower case).
+ * @param {string} host
+ * @param {number | string} port
+ * @returns {string}
+ */
+export function authorityOf(host, port) {
   const bare = host.replace(/^\[|\]$/g, '').toLowerCase();
   return `${net.isIPv6(bare) ? `[${bare}]` : bare}:${port}`;
 }
 
-/** Splits `host:port` (IPv6 in brackets); undefined when it is not one. */
-export function parseAuthority(authority: string): { host: string; port: number } | undefined {
+/**
+ * Splits `host:port` (IPv6 in brackets); undefined when it is not one.
+ * @param {string} authority
+ * @returns {{ host: string; port: number } | undefined}
+ */
+export function parseAuthority(authority) {
   const match = /^(?:\[([0-9a-f:.]+)\]|([^:[\]\s/]+)):(\d{1,5})$/i.exec(authority.trim());
   if (!match) return undefined;
   const port = Number(match[3]);
@@ -32,26 +47,34 @@ export function parseAuthority(authority: string): { host: string; port: number 
   return { host, port };
 }
 
-/** The target of a share's URL as an authority (default ports for http and https). */
-export function targetAuthority(target: URL): string {
+/**
+ * The target of a share's URL as an authority (default ports for http and https).
+ * @param {URL} target
+ * @returns {string}
+ */
+export function targetAuthority(target) {
   const port = target.port || (target.protocol === 'https:' ? '443' : '80');
   return authorityOf(target.hostname, port);
 }
 
-/** An `--allow` pattern: `host:port`, `*.domain:port` or `CIDR:port` (port `*` for any). */
-export interface AllowPattern {
-  text: string;
-  matches(host: string, port: number): boolean;
-}
+/**
+ * An `--allow` pattern: `host:port`, `*.domain:port` or `CIDR:port` (port `*` for any).
+ * @typedef {{ text: string; matches(host: string, port: number): boolean }} AllowPattern
+ */
 
-export function parseAllowPattern(text: string): AllowPattern {
+/**
+ * @param {string} text
+ * @returns {AllowPattern}
+ */
+export function parseAllowPattern(text) {
   const fail = () => new Error(`--allow '${text}': expected host:port, *.domain:port or CIDR:port (port may be *)`);
   const match = /^(.+):(\d{1,5}|\*)$/.exec(text.trim());
   if (!match) throw fail();
   const portText = match[2];
   const port = portText === '*' ? undefined : Number(portText);
   if (port !== undefined && (port < 1 || port > 65535)) throw fail();
-  const portOk = (p: number) => port === undefined || p === port;
+  /** @param {number} p */
+  const portOk = (p) => port === undefined || p === port;
   const hostText = match[1].replace(/^\[|\]$/g, '').toLowerCase();
   const cidr = /^([0-9a-f:.]+)\/(\d{1,3})$/i.exec(hostText);
   if (cidr) {

@@ -1,3 +1,4 @@
+// @ts-check
 /**
  * An agent's identity on disk (`edgehub agent enroll` writes it, `edgehub agent run` and `edgehub share` read it):
  * - agent.key: its P-256 private key (mode 0600, made on this machine, never sent anywhere);
@@ -5,33 +6,38 @@
  * - edge-ca.pem: the CA that signs the edges' certificates (empty: the system's trusted roots);
  * - agent.json: its id, hub, environment, the edge addresses to dial, the TLS name to ask them for, the service URL.
  */
-import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { homedir } from 'node:os';
 import path from 'node:path';
-import { EnrollError } from '../enroll.js';
+import { EnrollError } from './errors.js';
 
-export interface AgentIdentity {
-  id: string;
-  hubId: string;
-  envZId: string;
-  edges: string[];
-  edgeServerName: string;
-  /** The service's base URL (where the enrollment went). */
-  serviceUrl: string;
-  keyPem: string;
-  certificatePem: string;
-  edgeCaPem: string;
-}
+/**
+ * @typedef {object} AgentIdentity
+ * @property {string} id
+ * @property {string} hubId
+ * @property {string} envZId
+ * @property {string[]} edges
+ * @property {string} edgeServerName
+ * @property {string} serviceUrl The service's base URL (where the enrollment went).
+ * @property {string} keyPem
+ * @property {string} certificatePem
+ * @property {string} edgeCaPem
+ */
 
 export const defaultAgentDir = () => path.join(homedir(), '.edgehub', 'agent');
 
-const FILES = { key: 'agent.key', certificate: 'agent.crt', edgeCa: 'edge-ca.pem', meta: 'agent.json' } as const;
+const FILES = { key: 'agent.key', certificate: 'agent.crt', edgeCa: 'edge-ca.pem', meta: 'agent.json' };
 
-export function identityExists(dir: string): boolean {
+/** @param {string} dir */
+export function identityExists(dir) {
   return existsSync(path.join(dir, FILES.meta)) || existsSync(path.join(dir, FILES.key));
 }
 
-export function writeIdentity(dir: string, identity: AgentIdentity): void {
+/**
+ * @param {string} dir
+ * @param {AgentIdentity} identity
+ */
+export function writeIdentity(dir, identity) {
   mkdirSync(dir, { recursive: true, mode: 0o700 });
   // the key first, exclusively: an identity is never overwritten (its key would be lost)
   writeFileSync(path.join(dir, FILES.key), identity.keyPem, { mode: 0o600, flag: 'wx' });
@@ -41,18 +47,29 @@ export function writeIdentity(dir: string, identity: AgentIdentity): void {
   writeFileSync(path.join(dir, FILES.meta), JSON.stringify(meta, null, 2) + '\n', { mode: 0o644 });
 }
 
-export function readIdentity(dir: string): AgentIdentity {
-  const read = (name: string) => {
+/** Removes an identity's files (a first `edgehub share` that failed after enrolling: its agent was revoked). @param {string} dir */
+export function removeIdentity(dir) {
+  for (const name of Object.values(FILES)) rmSync(path.join(dir, name), { force: true });
+}
+
+/**
+ * @param {string} dir
+ * @returns {AgentIdentity}
+ */
+export function readIdentity(dir) {
+  /** @param {string} name */
+  const read = (name) => {
     try {
       return readFileSync(path.join(dir, name), 'utf8');
     } catch (err) {
-      const code = (err as NodeJS.ErrnoException).code;
+      const code = /** @type {NodeJS.ErrnoException} */ (err).code;
       throw new EnrollError(
-        code === 'ENOENT' ? `no agent identity in ${dir} (${name} is missing): run edgehub agent enroll <jwt> first` : `cannot read ${path.join(dir, name)}: ${code ?? (err as Error).message}`,
+        code === 'ENOENT' ? `no agent identity in ${dir} (${name} is missing): run edgehub agent enroll <jwt> first` : `cannot read ${path.join(dir, name)}: ${code ?? /** @type {Error} */ (err).message}`,
       );
     }
   };
-  let meta: Partial<AgentIdentity>;
+  /** @type {Partial<AgentIdentity>} */
+  let meta;
   try {
     meta = JSON.parse(read(FILES.meta));
   } catch (err) {

@@ -1,11 +1,13 @@
-/** `edgehub <command>`: the command line (scripts/edgehub.js loads this through tsx). */
+// @ts-check
+/** `edgehub <command>`: the command line of the agent package (bin/edgehub.js runs it). */
 import path from 'node:path';
 import { parseArgs } from 'node:util';
-import { parseAllowPattern } from '../../shared/agentProtocol.js';
-import { agentEnroll } from './agent/enroll.js';
-import { defaultAgentDir, readIdentity } from './agent/identity.js';
-import { AgentRunner } from './agent/run.js';
-import { enroll, EnrollError } from './enroll.js';
+import { agentEnroll } from './agentEnroll.js';
+import { enroll } from './enroll.js';
+import { EnrollError } from './errors.js';
+import { defaultAgentDir, readIdentity } from './identity.js';
+import { parseAllowPattern } from './protocol.js';
+import { AgentRunner } from './run.js';
 import { share } from './share.js';
 
 const USAGE = `usage:
@@ -18,21 +20,29 @@ const USAGE = `usage:
       Enrolls this machine as an agent of the environment the JWT names; writes its identity to --dir
       (default ~/.edgehub/agent; the key mode 0600).
   edgehub agent run [--dir <folder>] [--edge <host:port>]... [--allow <pattern>]...
-      Dials every edge (the identity's, or each --edge) and carries its environment's shares to their targets.
-      --allow limits the targets further: host:port, *.domain:port or CIDR:port (port may be *).
-  edgehub share <target> [--dir <folder>] [--name <name>] [--frontend <id>]
-      With EDGEHUB_URL and EDGEHUB_API_KEY: publishes <target> (http://localhost:3000, localhost:3000 or 3000)
-      through this machine as an agent, prints the public address, and deletes the share on Ctrl-C.`;
+      Dials every edge (the identity's, or each --edge, and every live edge they name) and carries its
+      environment's shares to their targets. --allow limits the targets further: host:port, *.domain:port or
+      CIDR:port (port may be *).
+  edgehub share <target> [--dir <folder>] [--name <name>] [--frontend <id>]... [--mtls] [--login <provider id>
+                [--email <*@domain>]...] [--tcp] [--inspect] [--edge <host:port>]...
+      With EDGEHUB_URL (the service) and EDGEHUB_API_KEY (an API key of your hub): publishes <target>
+      (http://localhost:3000, localhost:3000 or 3000; with --tcp tcp://host:port) through this machine as an
+      agent, prints the public address, and deletes the share on Ctrl-C. --name reserves the share: the same
+      address on every run, kept on Ctrl-C. --mtls admits only the hub's client certificates and prints a curl
+      line with one; --login requires a login with that auth provider (--email narrows it to domains);
+      --inspect records the exchanges.`;
 
-const fail = (message: string, code = 1) => {
+/** @param {string} message @param {number} [code] */
+const fail = (message, code = 1) => {
   process.stderr.write(`edgehub: ${message.replace(/\s*\n\s*/g, ' ')}\n`);
   return code;
 };
-const out = (line: string) => process.stdout.write(line + '\n');
+/** @param {string} line */
+const out = (line) => void process.stdout.write(line + '\n');
 
-/** Resolves on the first SIGINT or SIGTERM. */
+/** Resolves on the first SIGINT or SIGTERM. @returns {Promise<void>} */
 const interrupted = () =>
-  new Promise<void>((resolve) => {
+  new Promise((resolve) => {
     const done = () => {
       process.off('SIGINT', done);
       process.off('SIGTERM', done);
@@ -42,13 +52,48 @@ const interrupted = () =>
     process.once('SIGTERM', done);
   });
 
-/** Runs the command line; returns the exit code. Errors are one line on stderr. */
-export async function main(argv: string[]): Promise<number> {
-  let parsed: ReturnType<typeof parse>;
+/** @param {string[]} argv */
+function parse(argv) {
+  return parseArgs({
+    args: argv,
+    allowPositionals: true,
+    strict: true,
+    options: {
+      out: { type: 'string', short: 'o' },
+      'expect-host': { type: 'string' },
+      validate: { type: 'boolean', default: false },
+      dir: { type: 'string' },
+      edge: { type: 'string', multiple: true },
+      allow: { type: 'string', multiple: true },
+      name: { type: 'string' },
+      frontend: { type: 'string', multiple: true },
+      mtls: { type: 'boolean', default: false },
+      login: { type: 'string' },
+      email: { type: 'string', multiple: true },
+      tcp: { type: 'boolean', default: false },
+      inspect: { type: 'boolean', default: false },
+      help: { type: 'boolean', short: 'h', default: false },
+      version: { type: 'boolean', default: false },
+    },
+  });
+}
+
+/** @typedef {ReturnType<typeof parse>['values']} Values */
+
+/** @param {Values} values */
+const dirOf = (values) => path.resolve(values.dir ?? defaultAgentDir());
+
+/**
+ * Runs the command line; returns the exit code. Errors are one line on stderr.
+ * @param {string[]} argv
+ * @returns {Promise<number>}
+ */
+export async function main(argv) {
+  let parsed;
   try {
     parsed = parse(argv);
   } catch (err) {
-    return fail(`${(err as Error).message} (edgehub --help shows the usage)`, 2);
+    return fail(`${/** @type {Error} */ (err).message} (edgehub --help shows the usage)`, 2);
   }
   const { values, positionals } = parsed;
   if (values.help) {
@@ -61,20 +106,35 @@ export async function main(argv: string[]): Promise<number> {
     if (command === 'agent') return await agent(args, values);
     if (command === 'share') {
       if (args.length !== 1) return fail(args.length ? `unexpected argument '${args[1]}'` : 'no target given (edgehub share http://localhost:3000)', 2);
-      await share({ target: args[0], dir: dirOf(values), name: values.name, frontendId: values.frontend, env: process.env, log: out, until: interrupted() });
+      await share({
+        target: args[0],
+        dir: dirOf(values),
+        name: values.name,
+        frontends: values.frontend,
+        mtls: values.mtls,
+        login: values.login,
+        emails: values.email,
+        tcp: values.tcp,
+        inspect: values.inspect,
+        edges: values.edge,
+        env: process.env,
+        log: out,
+        until: interrupted(),
+      });
       return 0;
     }
     return fail(command ? `unknown command '${command}' (the commands are: enroll, agent, share)` : 'no command given (edgehub --help shows the usage)', 2);
   } catch (err) {
     if (err instanceof EnrollError) return fail(err.message);
-    return fail(`unexpected error: ${(err as Error)?.message ?? String(err)}`);
+    return fail(`unexpected error: ${/** @type {Error} */ (err)?.message ?? String(err)}`);
   }
 }
 
-type Values = ReturnType<typeof parse>['values'];
-const dirOf = (values: Values) => path.resolve(values.dir ?? defaultAgentDir());
-
-async function certificateEnroll(args: string[], values: Values): Promise<number> {
+/**
+ * @param {string[]} args
+ * @param {Values} values
+ */
+async function certificateEnroll(args, values) {
   const [jwt, ...rest] = args;
   if (!jwt) return fail('no JWT given (edgehub enroll <jwt>)', 2);
   if (rest.length) return fail(`unexpected argument '${rest[0]}'`, 2);
@@ -92,7 +152,11 @@ async function certificateEnroll(args: string[], values: Values): Promise<number
   return 0;
 }
 
-async function agent(args: string[], values: Values): Promise<number> {
+/**
+ * @param {string[]} args
+ * @param {Values} values
+ */
+async function agent(args, values) {
   const [sub, ...rest] = args;
   if (sub === 'enroll') {
     const [jwt, ...extra] = rest;
@@ -108,7 +172,7 @@ async function agent(args: string[], values: Values): Promise<number> {
     try {
       allow = (values.allow ?? []).map(parseAllowPattern);
     } catch (err) {
-      return fail((err as Error).message, 2);
+      return fail(/** @type {Error} */ (err).message, 2);
     }
     const identity = readIdentity(dirOf(values));
     const runner = new AgentRunner({ identity, edges: values.edge, allow, log: out }).start();
@@ -119,23 +183,4 @@ async function agent(args: string[], values: Values): Promise<number> {
     return 0;
   }
   return fail(sub ? `unknown agent command '${sub}' (enroll or run)` : 'edgehub agent enroll <jwt> | edgehub agent run', 2);
-}
-
-function parse(argv: string[]) {
-  return parseArgs({
-    args: argv,
-    allowPositionals: true,
-    strict: true,
-    options: {
-      out: { type: 'string', short: 'o' },
-      'expect-host': { type: 'string' },
-      validate: { type: 'boolean', default: false },
-      dir: { type: 'string' },
-      edge: { type: 'string', multiple: true },
-      allow: { type: 'string', multiple: true },
-      name: { type: 'string' },
-      frontend: { type: 'string' },
-      help: { type: 'boolean', short: 'h', default: false },
-    },
-  });
 }

@@ -1,0 +1,84 @@
+// @ts-check
+/**
+ * `edgehub agent run`: one link (link.js) per edge. The edges given (each `--edge`, else the identity's) are dialled
+ * for as long as the agent runs. Every edge also tells its agents the agent addresses of every live edge (and its
+ * own): the agent dials each live edge it is not connected to yet, and stops dialling a found edge once it has left
+ * the live set, so an agent that knows one edge serves on all of them without a restart.
+ */
+import { EdgeLink } from './link.js';
+
+/**
+ * @typedef {object} RunOptions
+ * @property {import('./identity.js').AgentIdentity} identity
+ * @property {string[]} [edges] Edge addresses (host:port) to dial instead of the identity's.
+ * @property {import('./protocol.js').AllowPattern[]} [allow]
+ * @property {(line: string) => void} log
+ */
+
+export class AgentRunner {
+  /** @type {Map<string, EdgeLink>} */
+  links = new Map();
+  stopped = false;
+
+  /** @param {RunOptions} options */
+  constructor(options) {
+    this.options = options;
+    const edges = options.edges?.length ? options.edges : options.identity.edges;
+    if (!edges.length) throw new Error('no edge address to dial: the identity lists none; pass --edge HOST:PORT');
+    this.given = [...new Set(edges)];
+    this.linkOptions = { identity: options.identity, allow: options.allow, log: options.log, onEdges: this.learn.bind(this) };
+  }
+
+  start() {
+    for (const address of this.given) this.links.set(address, new EdgeLink(address, this.linkOptions, 'given').start());
+    return this;
+  }
+
+  /** Addresses of the edges dialled now (tests, status). */
+  dialling() {
+    return [...this.links.keys()];
+  }
+
+  /** An edge said which edges are live (and which addresses are its own): the links follow. */
+  learn() {
+    if (!this.stopped) this.reconcile();
+  }
+
+  /** The live edges: those the connected edges name (an edge that left drops out of every list once it expired). */
+  live() {
+    /** @type {Set<string>} */
+    const live = new Set();
+    for (const link of this.links.values()) if (link.up) for (const address of link.edges) live.add(address);
+    return live;
+  }
+
+  /** Whether `address` is an edge another link already reaches (that link's edge publishes it as its own). @param {string} address */
+  covered(address) {
+    for (const link of this.links.values()) if (link.address !== address && link.self.includes(address)) return link;
+    return undefined;
+  }
+
+  reconcile() {
+    const live = this.live();
+    for (const address of live) {
+      if (this.links.has(address) || this.covered(address)) continue;
+      this.options.log(`found edge ${address}; dialling it`);
+      this.links.set(address, new EdgeLink(address, this.linkOptions, 'found').start());
+    }
+    for (const [address, link] of this.links) {
+      if (link.origin !== 'found') continue;
+      const by = this.covered(address);
+      // left the live set, or the same edge is reached by a given address: stop dialling it
+      if (!live.has(address) || (by && by.origin === 'given')) {
+        this.links.delete(address);
+        this.options.log(`stopped dialling edge ${address} (${live.has(address) ? `the same edge as ${by?.address}` : 'no longer live'})`);
+        void link.stop();
+      }
+    }
+  }
+
+  async stop() {
+    this.stopped = true;
+    await Promise.all([...this.links.values()].map((l) => l.stop()));
+  }
+}

@@ -1,0 +1,39 @@
+/**
+ * `npm run build:agent-binary`: the agent as one executable for machines without Node (Node's single executable
+ * applications). The agent package (agent/, Node's built-ins only) is bundled into one CommonJS file by esbuild,
+ * turned into a preparation blob by `node --experimental-sea-config`, and injected into a copy of this Node binary
+ * by postject. The result, agent/dist/edgehub-linux-x64 (the platform and architecture of the Node that ran this),
+ * is what the API serves at /downloads/edgehub-linux-x64.
+ */
+import { execFileSync } from 'node:child_process';
+import { chmodSync, copyFileSync, mkdirSync, mkdtempSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { createRequire } from 'node:module';
+import os from 'node:os';
+import path from 'node:path';
+import { build } from 'esbuild';
+import { AGENT_BINARY, AGENT_DIR } from '../shared/commands/downloads.js';
+
+const started = Date.now();
+const work = mkdtempSync(path.join(os.tmpdir(), 'edgehub-sea-'));
+try {
+  const entry = path.join(work, 'entry.mjs');
+  // SEA's argv is [binary, binary, ...args], as node's is [node, script, ...args]
+  writeFileSync(entry, `import { main } from ${JSON.stringify(path.join(AGENT_DIR, 'lib', 'cli.js'))};\nmain(process.argv.slice(2)).then((code) => { process.exitCode = code; });\n`);
+  const bundle = path.join(work, 'edgehub.cjs');
+  await build({ entryPoints: [entry], bundle: true, platform: 'node', format: 'cjs', target: 'node20', outfile: bundle, logLevel: 'warning' });
+  const blob = path.join(work, 'sea-prep.blob');
+  const seaConfig = path.join(work, 'sea-config.json');
+  writeFileSync(seaConfig, JSON.stringify({ main: bundle, output: blob, disableExperimentalSEAWarning: true }));
+  execFileSync(process.execPath, ['--experimental-sea-config', seaConfig], { stdio: 'inherit' });
+  mkdirSync(path.dirname(AGENT_BINARY), { recursive: true });
+  const aside = `${AGENT_BINARY}.${process.pid}`;
+  copyFileSync(process.execPath, aside);
+  chmodSync(aside, 0o755);
+  const postject = createRequire(import.meta.url).resolve('postject/dist/cli.js');
+  execFileSync(process.execPath, [postject, aside, 'NODE_SEA_BLOB', blob, '--sentinel-fuse', 'NODE_SEA_FUSE_fce680ab2cc467b6e072b8b5df1996b2'], { stdio: ['ignore', 'ignore', 'inherit'] });
+  rmSync(AGENT_BINARY, { force: true });
+  execFileSync('mv', [aside, AGENT_BINARY]);
+  console.log(`built ${AGENT_BINARY} (${(statSync(AGENT_BINARY).size / 1e6).toFixed(1)} MB, ${process.platform}-${process.arch}) in ${((Date.now() - started) / 1000).toFixed(1)} s`);
+} finally {
+  rmSync(work, { recursive: true, force: true });
+}

@@ -1,0 +1,182 @@
+/**
+ * `edgehub share` and its options, end to end, as a user on another machine runs it: the machine is a network
+ * namespace where the service is 127.0.0.1:<api port> (a forwarder, as PUBLIC_BASE_URL says) and the edge is the
+ * host's side of the veth (HUB_EDGE_AGENT_ADDRESSES); the target listens on the namespace's loopback. The edge's
+ * ports are the configured ones, so the addresses the service prints are the ones that answer. (`--tcp` and
+ * `--inspect` send `"protocol":"tcp"` and `"inspect":true`; their end-to-end tests belong with the edge's TCP
+ * shares and inspection.)
+ */
+import { execFile } from 'node:child_process';
+import { existsSync, mkdtempSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { promisify } from 'node:util';
+import test from 'ava';
+import type { Edge } from '../../edge/server.js';
+import { resetConfig } from '../../shared/config.js';
+import { freePort } from '../../scripts/services.js';
+import { startPrivateTarget } from '../helpers/agents.js';
+import { edgeRequest, publicFrontendCertificate, startTestEdge } from '../helpers/edge.js';
+import { privateNetwork, type PrivateNetwork } from '../helpers/netns.js';
+import { type HubFixture, useStack, waitFor } from '../helpers/stack.js';
+
+const runFile = promisify(execFile);
+let ports: { http: number; https: number };
+test.before(async () => {
+  ports = { http: await freePort(), https: await freePort() };
+});
+const stack = useStack(test, () => ({ env: { HUB_EDGE_HTTP_PORT: String(ports.http), HUB_EDGE_HTTPS_PORT: String(ports.https), HUB_EDGE_FLUSH_MS: '600000' } }));
+stack.onStop(async () => {
+  for (const c of cleanups.reverse()) await c().catch(() => undefined);
+  await edge?.stop(1000);
+  delete process.env.HUB_EDGE_AGENT_ADDRESSES;
+  resetConfig();
+});
+const cleanups: (() => Promise<unknown>)[] = [];
+const work = mkdtempSync(path.join(os.tmpdir(), 'agent-share-'));
+let edge: Edge;
+let hub: HubFixture;
+let ns: PrivateNetwork;
+let apiPort: string;
+
+test.before(async () => {
+  edge = await startTestEdge({ host: '0.0.0.0', httpPort: ports.http, httpsPort: ports.https });
+  hub = await stack.hub();
+  ns = await privateNetwork();
+  cleanups.push(() => ns.remove());
+  await startPrivateTarget(ns, 'private');
+  await publicFrontendCertificate(stack.databaseUrl);
+  apiPort = new URL(stack.baseUrl).port;
+  const forwarder = ns.spawn(process.execPath, [
+    '-e',
+    `const net = require('net'); net.createServer((s) => { const u = net.connect(${apiPort}, '${ns.hostIp}'); s.pipe(u).pipe(s); u.on('error', () => s.destroy()); s.on('error', () => u.destroy()); }).listen(${apiPort}, '127.0.0.1', () => console.log('ready'));`,
+  ]);
+  await new Promise((resolve) => forwarder.stdout!.once('data', resolve));
+  process.env.HUB_EDGE_AGENT_ADDRESSES = `${ns.hostIp}:${ports.https}`;
+  resetConfig();
+  // the public frontend on this edge's port, so that the addresses the service prints are the ones that answer
+  await stack.sql.query(`UPDATE frontends SET url_template = $1 WHERE hub_id IS NULL AND public_name = 'public'`, [`http://{token}.share.localhost:${ports.http}`]);
+});
+
+/** `edgehub share ...` in the namespace; `url` is EDGEHUB_URL (default: the service as the namespace reaches it). */
+function share(args: string[], options: { url?: string; key?: string } = {}) {
+  const child = ns.spawn(process.execPath, ['agent/bin/edgehub.js', 'share', ...args], {
+    env: { ...process.env, EDGEHUB_URL: options.url ?? `http://127.0.0.1:${apiPort}`, EDGEHUB_API_KEY: options.key ?? hub.token },
+  });
+  let out = '';
+  let err = '';
+  child.stdout!.on('data', (d) => (out += d));
+  child.stderr!.on('data', (d) => (err += d));
+  const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
+  cleanups.push(async () => child.kill('SIGKILL'));
+  const up = () =>
+    waitFor(async () => /share (\S+): (\S+) ->/.exec(out), { what: 'the share line' })
+      .then(async (m) => {
+        await waitFor(async () => /connected to edge/.test(out), { what: 'the agent connected' });
+        return { zId: m[1], endpoint: m[2] };
+      })
+      .catch((e) => {
+        throw new Error(`${(e as Error).message}; stdout: ${out}; stderr: ${err}`);
+      });
+  return { child, exited, up, out: () => out, err: () => err };
+}
+
+const dirOf = (name: string) => path.join(mkdtempSync(path.join(work, `${name}-`)), 'agent');
+const whoami = (host: string) => edgeRequest(edge.httpPort!, host, { path: '/whoami' });
+
+test.serial('--name: a reserved share keeps its address over two runs and is kept on Ctrl-C', async (t) => {
+  const dir = dirOf('reserved');
+  const first = share(['http://localhost:8080', '--name', 'my-app', '--dir', dir]);
+  const one = await first.up();
+  const host = new URL(one.endpoint).hostname;
+  await waitFor(async () => (await whoami(host)).text === 'private', { what: 'the reserved share answering' });
+  first.child.kill('SIGINT');
+  t.is(await first.exited, 0, first.err());
+  t.regex(first.out(), /kept \(reserved as 'my-app'\)/);
+  const kept = await hub.call('GET', `${hub.h}/shares/${one.zId}`);
+  t.is(kept.status, 200);
+  t.is(kept.json.status, 'ACTIVE');
+
+  const second = share(['http://localhost:8080', '--name', 'my-app', '--dir', dir]);
+  const two = await second.up();
+  t.is(two.zId, one.zId, 'the same share');
+  t.is(two.endpoint, one.endpoint, 'the same public address');
+  await waitFor(async () => (await whoami(host)).text === 'private', { what: 'the reserved share answering on the second run' });
+  second.child.kill('SIGINT');
+  t.is(await second.exited, 0);
+  const shares = await hub.call('GET', `${hub.h}/shares?size=100`);
+  t.is(shares.json.content.filter((s: { name: string }) => s.name === 'my-app').length, 1, 'one share of that name, not two');
+
+  // another target under the same name is refused, not silently re-pointed
+  const other = share(['http://localhost:9090', '--name', 'my-app', '--dir', dir]);
+  t.is(await other.exited, 1);
+  t.regex(other.err(), /reserved share 'my-app' publishes http:\/\/localhost:8080\//);
+});
+
+test.serial('--mtls: the printed curl line works with the served CA and the enrolled certificate; without it, refused', async (t) => {
+  const dir = dirOf('mtls');
+  const run = share(['http://localhost:8080', '--mtls', '--dir', dir]);
+  const { endpoint } = await run.up();
+  t.regex(endpoint, new RegExp(`^https://[a-z0-9]+\\.share\\.localhost:${ports.https}$`));
+  const line = await waitFor(async () => /^curl .*$/m.exec(run.out())?.[0], { what: 'the curl line' });
+  t.regex(line, /--cacert \S+frontend-ca\.pem --cert \S+\.crt --key \S+\.key https:\/\//);
+  const args = line.split(/\s+/).slice(1);
+  // exactly the printed command (curl resolves *.localhost to loopback by itself)
+  await waitFor(async () => (await runFile('curl', ['-sS', ...args.slice(0, -1), `${args.at(-1)}/whoami`]).catch(() => ({ stdout: '' }))).stdout === 'private', { what: 'curl through mutual TLS' });
+  const refused = await runFile('curl', ['-sS', '-o', '/dev/null', '-w', '%{http_code}', '--cacert', args[1], `${args.at(-1)}/whoami`]).then((r) => r.stdout, () => 'failed');
+  t.is(refused, '403', 'no client certificate: refused');
+  run.child.kill('SIGINT');
+  t.is(await run.exited, 0, run.err());
+});
+
+test.serial('--login with --email: a request without a session is refused; the share carries the provider and domains', async (t) => {
+  const provider = await hub.call('POST', `${hub.h}/auth-providers`, {
+    body: { name: 'gh', type: 'GITHUB', config: { clientId: 'placeholder', clientSecret: 'placeholder' }, emailPatterns: ['*@example.com'] },
+  });
+  t.is(provider.status, 201, provider.text);
+  const missing = share(['http://localhost:8080', '--login', 'nope', '--dir', dirOf('login-missing')]);
+  t.is(await missing.exited, 1);
+  t.regex(missing.err(), /--login nope: no such auth provider/);
+
+  const run = share(['http://localhost:8080', '--login', provider.json.id, '--email', '*@example.com', '--dir', dirOf('login')]);
+  const { zId, endpoint } = await run.up();
+  const made = await hub.call('GET', `${hub.h}/shares/${zId}`);
+  t.is(made.json.authProviderId, provider.json.id);
+  t.deepEqual(made.json.oauthEmailDomains, ['example.com']);
+  const r = await edgeRequest(edge.httpPort!, new URL(endpoint).hostname, { path: '/whoami', headers: { accept: 'application/json' } });
+  t.is(r.status, 401, r.text);
+  t.not(r.text, 'private');
+  run.child.kill('SIGINT');
+  t.is(await run.exited, 0);
+});
+
+test.serial('a failed first run leaves nothing behind and names the setting to change', async (t) => {
+  const before = await hub.call('GET', `${hub.h}/environments?size=100`);
+  const shares = await hub.call('GET', `${hub.h}/shares?size=100`);
+  // the service reached at another address than PUBLIC_BASE_URL names: enrollment cannot be trusted
+  const dir = dirOf('failed');
+  const run = share(['http://localhost:8080', '--dir', dir], { url: `http://${ns.hostIp}:${apiPort}` });
+  t.is(await run.exited, 1);
+  t.regex(run.err(), /^edgehub: .*set PUBLIC_BASE_URL on the service/);
+  t.is(run.err().trim().split('\n').length, 1, 'one line');
+  const after = await hub.call('GET', `${hub.h}/environments?size=100`);
+  t.deepEqual(after.json.content.map((e: { envZId: string }) => e.envZId).sort(), before.json.content.map((e: { envZId: string }) => e.envZId).sort(), 'no environment left');
+  t.is((await hub.call('GET', `${hub.h}/shares?size=100`)).json.totalElements, shares.json.totalElements, 'no share left');
+  t.false(existsSync(path.join(dir, 'agent.json')), 'no identity left');
+
+  // what can be checked before anything is made is checked first
+  const noFrontend = share(['http://localhost:8080', '--frontend', 'nope', '--dir', dirOf('no-frontend')]);
+  t.is(await noFrontend.exited, 1);
+  t.regex(noFrontend.err(), /--frontend nope: no such frontend in this hub/);
+  const emailAlone = share(['http://localhost:8080', '--email', '*@example.com', '--dir', dirOf('email')]);
+  t.is(await emailAlone.exited, 1);
+  t.regex(emailAlone.err(), /--email needs --login/);
+  t.is((await hub.call('GET', `${hub.h}/environments?size=100`)).json.totalElements, before.json.totalElements, 'still no environment left');
+
+  const noKey = share(['3000'], { key: '' });
+  t.is(await noKey.exited, 1);
+  t.regex(noKey.err(), /EDGEHUB_API_KEY/);
+  const badKey = share(['3000', '--dir', dirOf('bad-key')], { key: 'ehk_wrong' });
+  t.is(await badKey.exited, 1);
+  t.regex(badKey.err(), /refused EDGEHUB_API_KEY/);
+});
