@@ -6,7 +6,7 @@ import { closeIssuanceEvents } from '../shared/commands/pkiJobs.js';
 import { closeQueues } from '../shared/queues.js';
 import { closeRedis } from '../shared/redis.js';
 import { isMain, onShutdown } from '../shared/shutdown.js';
-import { startMetricsServer } from '../shared/telemetry.js';
+import { startMetricsServer } from '../shared/telemetry/index.js';
 import { refuseWrongSecretKey } from '../shared/secretKeyProbe.js';
 import { createApp } from './app.js';
 import { startAuthCache, stopAuthCache } from './middleware/authCache.js';

@@ -9,7 +9,7 @@ import os from 'node:os';
 import path from 'node:path';
 import pg from 'pg';
 import { Sequelize } from 'sequelize';
-import { freePort, startPostgres, startRedis } from '../scripts/services.js';
+import { freePort, startPostgres, startRedis } from '../scripts/services/index.js';
 import { migrate } from '../shared/migrate.js';
 
 export { freePort };

@@ -10,7 +10,7 @@ import { closeDb, initDb } from '../shared/db.js';
 import { logger } from '../shared/logger.js';
 import { refuseWrongSecretKey } from '../shared/secretKeyProbe.js';
 import { isMain, onShutdown } from '../shared/shutdown.js';
-import { startMetricsServer } from '../shared/telemetry.js';
+import { startMetricsServer } from '../shared/telemetry/index.js';
 import { startEdge } from './server.js';
 import { backoffMs } from '../shared/backoff.js';
 import { presetSetting, setting } from '../shared/settings.js';

@@ -1,7 +1,7 @@
-import { edgeBytesTotal, edgeRequestDuration, edgeRequestsTotal, edgeUpstreamErrorsTotal, onScrape } from '../shared/telemetry.js';
+import { edgeBytesTotal, edgeRequestDuration, edgeRequestsTotal, edgeUpstreamErrorsTotal, onScrape } from '../shared/telemetry/index.js';
 
 /**
- * The edge's Prometheus series (shared/telemetry.ts), by frontend id ("none" for hosts no share answers): requests
+ * The edge's Prometheus series (shared/telemetry/), by frontend id ("none" for hosts no share answers): requests
  * through prom-client's Counter and Histogram; bytes, which are counted for every chunk carried, add to plain numbers
  * per frontend here and move into the counter when the series are scraped.
  */

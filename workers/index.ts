@@ -4,7 +4,7 @@ import { closeQueues } from '../shared/queues.js';
 import { closeRedis } from '../shared/redis.js';
 import { refuseWrongSecretKey } from '../shared/secretKeyProbe.js';
 import { isMain, onShutdown } from '../shared/shutdown.js';
-import { startMetricsServer } from '../shared/telemetry.js';
+import { startMetricsServer } from '../shared/telemetry/index.js';
 import { processors, runWorkerStartHooks } from './processors/index.js';
 import { startWorkers, stopWorkers } from './runner.js';
 import { presetSetting } from '../shared/settings.js';

@@ -15,7 +15,7 @@ import type { JobData } from '../shared/jobs.js';
 import { logger, type Logger } from '../shared/logger.js';
 import { closeWithConnection, queueOfType, type QueueName } from '../shared/queues.js';
 import { createRedis } from '../shared/redis.js';
-import { jobsTotal, observeJob } from '../shared/telemetry.js';
+import { jobsTotal, observeJob } from '../shared/telemetry/index.js';
 import type { JobContext, ProcessorDefinition } from './processor.js';
 
 export { succeededSql } from '../shared/jobs.js';

@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import type { Context, Middleware } from 'koa';
 import { accessLogEnabled, logAccess } from '../../shared/logger.js';
-import { observeHttp } from '../../shared/telemetry.js';
+import { observeHttp } from '../../shared/telemetry/index.js';
 import { answeringErrors } from './errors.js';
 import { routeOf } from './metrics.js';
 import { loggedPath } from './requestContext.js';

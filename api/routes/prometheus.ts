@@ -1,5 +1,5 @@
 import { allQueues } from '../../shared/queues.js';
-import { collectQueueDepths, metricsText } from '../../shared/telemetry.js';
+import { collectQueueDepths, metricsText } from '../../shared/telemetry/index.js';
 import type { Routes } from '../router.js';
 
 /** Prometheus scrape of this web process (admin token only; HUB_METRICS_PORT serves the same without the API). */

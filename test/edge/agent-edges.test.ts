@@ -12,7 +12,7 @@ import os from 'node:os';
 import path from 'node:path';
 import test from 'ava';
 import type { Edge } from '../../edge/server.js';
-import { freePort } from '../../scripts/services.js';
+import { freePort } from '../../scripts/services/index.js';
 import { enrollAgent, newEnvironment, runAgent, startPrivateTarget } from '../helpers/agents.js';
 import { edgeRequest, publicFrontendCertificate, routedShare, startTestEdge } from '../helpers/edge.js';
 import { privateNetwork, type PrivateNetwork } from '../helpers/netns.js';

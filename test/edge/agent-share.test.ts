@@ -14,7 +14,7 @@ import { promisify } from 'node:util';
 import test from 'ava';
 import type { Edge } from '../../edge/server.js';
 import { resetConfig } from '../../shared/config.js';
-import { freePort } from '../../scripts/services.js';
+import { freePort } from '../../scripts/services/index.js';
 import { startPrivateTarget } from '../helpers/agents.js';
 import { edgeRequest, publicFrontendCertificate, startTestEdge } from '../helpers/edge.js';
 import { privateNetwork, type PrivateNetwork } from '../helpers/netns.js';

@@ -11,7 +11,7 @@ import path from 'node:path';
 import test from 'ava';
 import WebSocket from 'ws';
 import type { Edge } from '../../edge/server.js';
-import { freePort } from '../../scripts/services.js';
+import { freePort } from '../../scripts/services/index.js';
 import { edgeRequest, publicFrontendCertificate, routedShare, startTestEdge } from '../helpers/edge.js';
 import { edgehubCli, enrollAgent, newEnvironment, runAgent as startAgent, startPrivateTarget, type RunningAgent } from '../helpers/agents.js';
 import { privateNetwork, type PrivateNetwork } from '../helpers/netns.js';

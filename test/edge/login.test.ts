@@ -9,7 +9,7 @@ import http from 'node:http';
 import https from 'node:https';
 import type { AddressInfo } from 'node:net';
 import test from 'ava';
-import { createLogin, domainMatches, emailMatches } from '../../edge/access/login.js';
+import { createLogin, domainMatches, emailMatches } from '../../edge/access/login/index.js';
 import type { LoginProvider, ShareRoute } from '../../edge/types.js';
 import { loadConfig } from '../../shared/config.js';
 import { Browser, type Page } from '../helpers/browser.js';

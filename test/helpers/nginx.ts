@@ -7,7 +7,7 @@ import { mkdirSync, mkdtempSync, writeFileSync } from 'node:fs';
 import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
-import { freePort } from '../../scripts/services.js';
+import { freePort } from '../../scripts/services/index.js';
 
 export interface Nginx {
   port: number;

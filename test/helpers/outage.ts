@@ -4,7 +4,7 @@
  * that can be stopped and started again.
  */
 import pg from 'pg';
-import { freePort, startRedis, type LocalRedis } from '../../scripts/services.js';
+import { freePort, startRedis, type LocalRedis } from '../../scripts/services/index.js';
 
 export interface PostgresOutage {
   /** Lets connections in again. */

@@ -19,7 +19,7 @@ import { closeRedis } from '../../shared/redis.js';
 import { startWorkers, stopWorkers } from '../../workers/runner.js';
 import { type ProcessorDefinition } from '../../workers/processor.js';
 import { processors, runWorkerStartHooks } from '../../workers/processors/index.js';
-import { freePort } from '../../scripts/services.js';
+import { freePort } from '../../scripts/services/index.js';
 import { registerExchangeSecrets, registerSecret } from './logScan.js';
 import { checkContract } from './contract.js';
 

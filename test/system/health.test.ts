@@ -1,6 +1,6 @@
 import test from 'ava';
 import { enqueue, sweepExecutions } from '../../shared/jobs.js';
-import { freePort, startRedis, type LocalRedis } from '../../scripts/services.js';
+import { freePort, startRedis, type LocalRedis } from '../../scripts/services/index.js';
 import { Execution } from '../../shared/models/Execution.js';
 import { defineProcessor, NO_PAYLOAD } from '../../workers/processor.js';
 import { useStack, waitFor } from '../helpers/stack.js';

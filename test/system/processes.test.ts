@@ -3,7 +3,7 @@ import { once } from 'node:events';
 import test from 'ava';
 import Koa from 'koa';
 import { requestEdge } from '../../api/middleware/requestEdge.js';
-import { freePort } from '../../scripts/services.js';
+import { freePort } from '../../scripts/services/index.js';
 import { ConfigError, loadConfig } from '../../shared/config.js';
 import { makeCall, useStack, waitFor } from '../helpers/stack.js';
 

@@ -1,6 +1,6 @@
 import test from 'ava';
 import { readSettings } from '../../shared/settings.js';
-import { startMetricsServer } from '../../shared/telemetry.js';
+import { startMetricsServer } from '../../shared/telemetry/index.js';
 import { makeCall, useStack, waitFor } from '../helpers/stack.js';
 
 /** Prometheus metrics: /metrics behind the admin token on the API, or alone on HUB_METRICS_PORT. */

@@ -8,7 +8,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import test from 'ava';
-import { ensureCommands } from '../../scripts/services.js';
+import { ensureCommands } from '../../scripts/services/index.js';
 import { startDevDns, type DevDns } from '../../scripts/dev-dns.js';
 import pg from 'pg';
 import type { Edge } from '../../edge/server.js';

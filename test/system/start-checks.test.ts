@@ -9,7 +9,7 @@ import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import test from 'ava';
-import { freePort } from '../../scripts/services.js';
+import { freePort } from '../../scripts/services/index.js';
 import { registerSecret } from '../helpers/logScan.js';
 import { pidAlive, spawnScript, type Spawned } from '../helpers/processes.js';
 import { startStack, type Stack } from '../helpers/stack.js';

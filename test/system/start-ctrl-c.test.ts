@@ -10,7 +10,7 @@ import os from 'node:os';
 import path from 'node:path';
 import test from 'ava';
 import pg from 'pg';
-import { freePort, freePortRange, startPostgres } from '../../scripts/services.js';
+import { freePort, freePortRange, startPostgres } from '../../scripts/services/index.js';
 import { edgeRequest, startBackend, type Backend } from '../helpers/edge.js';
 import { registerSecret } from '../helpers/logScan.js';
 import { pidAlive, spawnScript, type Spawned } from '../helpers/processes.js';

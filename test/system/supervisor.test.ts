@@ -2,7 +2,7 @@ import { mkdtempSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import test from 'ava';
-import { freePort } from '../../scripts/services.js';
+import { freePort } from '../../scripts/services/index.js';
 import { Supervisor } from '../../scripts/supervisor.js';
 import { pidAlive, spawnScript, type Spawned } from '../helpers/processes.js';
 import { makeCall, useStack, waitFor } from '../helpers/stack.js';

@@ -10,7 +10,7 @@ import path from 'node:path';
 import test from 'ava';
 import { config } from '../../../shared/config.js';
 import pg from 'pg';
-import { freePort } from '../../../scripts/services.js';
+import { freePort } from '../../../scripts/services/index.js';
 import { type Call, makeCall, useStack, waitFor } from '../../helpers/stack.js';
 
 // the in-process stack makes the database and is the "third process" that changes things

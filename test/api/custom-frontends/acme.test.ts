@@ -11,7 +11,7 @@ import os from 'node:os';
 import path from 'node:path';
 import test from 'ava';
 import pg from 'pg';
-import { freePort } from '../../../scripts/services.js';
+import { freePort } from '../../../scripts/services/index.js';
 import { stopValidationResponder } from '../../../shared/providers/dnsValidationZone.js';
 import { publishDnsRecords, startDnsServer, type TestDnsServer } from '../../helpers/dnsServer.js';
 import { useStack, waitFor } from '../../helpers/stack.js';

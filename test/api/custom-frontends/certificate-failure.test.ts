@@ -1,5 +1,5 @@
 import test from 'ava';
-import { freePort } from '../../../scripts/services.js';
+import { freePort } from '../../../scripts/services/index.js';
 import { publishDnsRecords, startDnsServer, type TestDnsServer } from '../../helpers/dnsServer.js';
 import { useStack, waitFor } from '../../helpers/stack.js';
 

@@ -1,5 +1,5 @@
 import test from 'ava';
-import { freePort } from '../../../scripts/services.js';
+import { freePort } from '../../../scripts/services/index.js';
 import { queue } from '../../../shared/queues.js';
 import reconcile from '../../../workers/schedules/healthChecks.js';
 import { startHttpTarget, type HttpTarget } from '../../helpers/httpTarget.js';

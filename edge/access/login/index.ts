@@ -9,15 +9,15 @@
  */
 import { randomBytes, timingSafeEqual } from 'node:crypto';
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import type { LoginProvider, ShareRoute } from '../types.js';
-import { cookie, cookieName, LOGIN_COOKIE, OWN_COOKIES, parseCookies, sealer, SESSION_COOKIE, type LoginPayload, type SessionPayload } from './login/cookies.js';
-import { emailRefusal } from './login/emailRules.js';
-import { identityProviders, type LoginEndpoints } from './login/providers.js';
-import { LoginRefusal, message, refuse } from './login/refusals.js';
+import type { LoginProvider, ShareRoute } from '../../types.js';
+import { cookie, cookieName, LOGIN_COOKIE, OWN_COOKIES, parseCookies, sealer, SESSION_COOKIE, type LoginPayload, type SessionPayload } from './cookies.js';
+import { emailRefusal } from './emailRules.js';
+import { identityProviders, type LoginEndpoints } from './providers.js';
+import { LoginRefusal, message, refuse } from './refusals.js';
 
-export { parseCookies } from './login/cookies.js';
-export { domainMatches, emailMatches } from './login/emailRules.js';
-export type { LoginEndpoints } from './login/providers.js';
+export { parseCookies } from './cookies.js';
+export { domainMatches, emailMatches } from './emailRules.js';
+export type { LoginEndpoints } from './providers.js';
 
 /** `pass`: the session's email, and when the session must be checked again (ms; open connections close then). */
 export type LoginOutcome = { kind: 'pass'; email: string; until?: number } | { kind: 'handled' };

@@ -10,10 +10,10 @@
  * Every series carries the label `process` (HUB_PROCESS). Queue depths are collected by whichever process calls
  * `collectQueueDepths` (the web process), the same figures from any of them.
  */
-export * from './telemetry/api.js';
-export * from './telemetry/edge.js';
-export * from './telemetry/exposition.js';
-export * from './telemetry/jobs.js';
-export * from './telemetry/pools.js';
-export * from './telemetry/queues.js';
-export { onScrape, registry } from './telemetry/registry.js';
+export * from './api.js';
+export * from './edge.js';
+export * from './exposition.js';
+export * from './jobs.js';
+export * from './pools.js';
+export * from './queues.js';
+export { onScrape, registry } from './registry.js';

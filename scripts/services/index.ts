@@ -8,7 +8,7 @@
  * 'exit' hook signals what is still running, and on Linux they are started through `setpriv --pdeathsig` so that
  * the kernel signals them even when this process is SIGKILLed.
  */
-export * from './services/packages.js';
-export * from './services/ports.js';
-export * from './services/postgres.js';
-export * from './services/redis.js';
+export * from './packages.js';
+export * from './ports.js';
+export * from './postgres.js';
+export * from './redis.js';
