@@ -3,7 +3,7 @@ import type { Context, Middleware } from 'koa';
 import { accessLogEnabled, logAccess } from '../../shared/logger.js';
 import { observeHttp } from '../../shared/telemetry/index.js';
 import { answeringErrors } from './errors.js';
-import { routeOf } from './metrics.js';
+import { routeOf } from './routeLabel.js';
 import { loggedPath } from './requestContext.js';
 import { securityHeaderSet } from './securityHeaders.js';
 

@@ -22,7 +22,7 @@ import ipsecMetrics from './ipsecMetrics.js';
 import jwks from './jwks.js';
 import metrics from './metrics.js';
 import openapi from './openapi.js';
-import prometheus from './prometheus.js';
+import telemetry from './telemetry.js';
 import shares from './shares.js';
 import signingKeys from './signingKeys.js';
 import usage from './usage.js';
@@ -47,7 +47,7 @@ export const routeModules: ((routes: Routes) => void)[] = [
   jwks,
   metrics,
   openapi,
-  prometheus,
+  telemetry,
   shares,
   signingKeys,
   usage,
