@@ -1,4 +1,4 @@
-/** The text exposition: on the API's /metrics (api/routes/prometheus.ts) and on HUB_METRICS_PORT. */
+/** The text exposition: on the API's /metrics (api/routes/telemetry.ts) and on HUB_METRICS_PORT. */
 import { createServer, type Server } from 'node:http';
 import { logger } from '../logger.js';
 import { registry, scrapeHooks } from './registry.js';
