@@ -1,7 +1,7 @@
 import type { ShareView } from '../../shared/commands/shares.js';
 import { iso } from './platform.js';
 
-/** CONTRACT.md: a login session is checked again after this long unless the share says otherwise. */
+/** A login session is checked again after this long unless the share says otherwise. */
 export const DEFAULT_CHECK_INTERVAL = 'PT3H';
 
 /** Email patterns `*@example.com` as the domains they admit. */

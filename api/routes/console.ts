@@ -1,5 +1,5 @@
 /**
- * The web console (CONTRACT.md "The web console"): `GET /console` and its files, all served by this process (no
+ * The web console: `GET /console` and its files, all served by this process (no
  * CDN: it works offline). The page is Preact + htm modules (no build step) and uPlot for the sparklines, loaded
  * through an import map; everything it shows comes from the public and operator APIs with the credential the
  * person signs in with. `GET /` points people to it and to the API reference.

@@ -1,5 +1,5 @@
 /**
- * Agents (CONTRACT.md "The agent"): enrollment JWTs for an environment, the enrollment that spends one and stores
+ * Agents: enrollment JWTs for an environment, the enrollment that spends one and stores
  * the agent with its certificate (signed in the worker, which alone holds CA keys), the list of an environment's
  * agents with where they are connected, and revocation.
  */

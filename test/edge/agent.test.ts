@@ -1,5 +1,5 @@
 /**
- * The agent (CONTRACT.md "The agent"), against real isolation: each private network is a network namespace
+ * The agent, against real isolation: each private network is a network namespace
  * (test/helpers/netns.ts) whose target listens on the namespace's own loopback, where the edge cannot reach it; the
  * agent runs inside it as `edgehub agent run` and dials the edge on the host's side of the veth. The edge listens on
  * every interface here (agents reach it through the veth); clients use 127.0.0.1.

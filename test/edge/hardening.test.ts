@@ -1,5 +1,5 @@
 /**
- * The red team's findings against the edge (issue 21), each as exact bytes over real sockets: a raw client writing
+ * The red team's findings against the edge, each as exact bytes over real sockets: a raw client writing
  * what an attacker would, raw targets writing what a hostile tenant's target would, and what reaches the other side.
  * Each of these failed against the edge's former hand-written upstream client.
  */

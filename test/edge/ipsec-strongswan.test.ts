@@ -1,5 +1,5 @@
 /**
- * IPsec on strongSwan with a real peer (CONTRACT.md "IPsec on strongSwan"). The test makes a WAN namespace (the
+ * IPsec on strongSwan with a real peer. The test makes a WAN namespace (the
  * internet, HUB_IPSEC_WAN_NETNS) and a peer namespace attached to it, starts the peer's own charon there, and loads
  * the tunnel's sample configuration unchanged with `swanctl --load-all`. The service's side runs in the edge (the
  * IPsec host): a namespace and a charon per tunnel, and the IPsec share's listener on the load balancer address,

@@ -29,7 +29,7 @@ test.before(async () => {
 
 test('a share is proxied: method, path and query appended to the target path, headers and body through, hop-by-hop removed, X-Forwarded-* set', async (t) => {
   const { host, json } = await routedShare(edge, hub, { target: `${backend.url}/app` });
-  t.is(json.frontendEndpoint, `http://${host}:8000`, 'the public frontend template of CONTRACT.md');
+  t.is(json.frontendEndpoint, `http://${host}:8000`, 'the default public frontend template');
   const r = await edgeRequest(edge.httpPort!, `${host}:8000`, {
     method: 'POST',
     path: '/items/42?x=1&y=two',
