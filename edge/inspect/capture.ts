@@ -20,7 +20,7 @@ import type { ShareRoute } from '../types.js';
 export type DropReason = 'queue_full' | 'redis_unavailable' | 'redis_error';
 
 const QUEUE_MAX_BYTES = 64 * 1024 * 1024;
-const BATCH = 64;
+const BATCH = 256;
 
 /** Counts every byte of one body and keeps a copy of the first `limit`. */
 export class BodyTap {
@@ -180,14 +180,24 @@ export class Capture {
         this.drop('redis_unavailable', batch.length);
         continue;
       }
+      // one script call per share in the batch
+      const byShare = new Map<string, Queued[]>();
+      for (const q of batch) {
+        const key = `${q.hubId} ${q.zId}`;
+        const group = byShare.get(key);
+        if (group) group.push(q);
+        else byShare.set(key, [q]);
+      }
+      const groups = [...byShare.values()];
       const pipeline = redis.pipeline();
       const scripted = pipeline as unknown as { inspectRecord(...args: unknown[]): void };
-      for (const q of batch) scripted.inspectRecord(...recordArgs(this.options.prefix, q.hubId, q.zId, this.limits, q.record));
+      for (const group of groups) scripted.inspectRecord(...recordArgs(this.options.prefix, group[0].hubId, group[0].zId, this.limits, group.map((q) => q.record)));
       try {
         const results = (await pipeline.exec()) ?? [];
         let failed = 0;
-        for (const [err] of results) if (err) failed++;
-        if (results.length < batch.length) failed += batch.length - results.length;
+        groups.forEach((group, i) => {
+          if (!results[i] || results[i][0]) failed += group.length;
+        });
         if (failed) {
           this.drop('redis_error', failed);
           logger.warn({ failed, err: results.find(([e]) => e)?.[0]?.message }, 'edge: inspected exchanges not recorded');

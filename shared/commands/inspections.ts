@@ -43,13 +43,15 @@ export async function replayRequest(hubId: string, zId: string, id: string): Pro
 export async function followRequests(hubId: string, zId: string, send: (summary: ExchangeSummary) => void): Promise<() => void> {
   await findShare(hubId, zId);
   return inspectFeed().listen(inspectKeys(config().queuePrefix, hubId, zId).live, (message) => {
-    const space = message.indexOf(' ');
-    const id = message.slice(0, space);
-    if (!isEntryId(id)) return;
-    try {
-      send(present(summaryOf(id, message.slice(space + 1))));
-    } catch {
-      /* not a summary */
+    for (const line of message.split('\n')) {
+      const space = line.indexOf(' ');
+      const id = line.slice(0, space);
+      if (!isEntryId(id)) continue;
+      try {
+        send(present(summaryOf(id, line.slice(space + 1))));
+      } catch {
+        /* not a summary */
+      }
     }
   });
 }

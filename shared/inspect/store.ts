@@ -57,7 +57,7 @@ const tag = (hubId: string, zId: string) => `{${hubId}/${zId}}`;
 export const inspectKeys = (prefix: string, hubId: string, zId: string) => ({
   summaries: `${prefix}:inspect:${tag(hubId, zId)}:s`,
   details: `${prefix}:inspect:${tag(hubId, zId)}:d`,
-  /** Pub/sub channel of new summaries (the live view). */
+  /** Pub/sub channel of new summaries (the live view): `<id> <summary JSON>` lines, one message per batch. */
   live: `${prefix}:inspect:live:${hubId}/${zId}`,
 });
 
@@ -65,23 +65,31 @@ export const inspectKeys = (prefix: string, hubId: string, zId: string) => ({
 export const replayKeys = (prefix: string) => ({ requests: `${prefix}:inspect:replays`, replies: `${prefix}:inspect:replies:` });
 
 /**
- * KEYS: summaries, details. ARGV: max, ttl ms, summary JSON, detail JSON, live channel. Returns the entry id.
+ * KEYS: summaries, details. ARGV: max, ttl ms, live channel, then a summary JSON and a detail JSON per exchange.
+ * Records the exchanges in order (one call per share and batch: the trims, the expiry and the one live message are
+ * paid once per batch); returns their entry ids.
  */
 const RECORD = `
-local id = redis.call('XADD', KEYS[1], 'MAXLEN', '~', ARGV[1], '*', 's', ARGV[3])
-redis.call('XADD', KEYS[2], id, 'd', ARGV[4])
-local ms = tonumber(string.match(id, '^(%d+)'))
+local ids = {}
+local live = {}
+for i = 4, #ARGV, 2 do
+  local id = redis.call('XADD', KEYS[1], 'MAXLEN', '~', ARGV[1], '*', 's', ARGV[i])
+  redis.call('XADD', KEYS[2], id, 'd', ARGV[i + 1])
+  ids[#ids + 1] = id
+  live[#live + 1] = id .. ' ' .. ARGV[i]
+end
+local ms = tonumber(string.match(ids[#ids], '^(%d+)'))
 local cutoff = ms - tonumber(ARGV[2])
 if cutoff > 0 then redis.call('XTRIM', KEYS[1], 'MINID', '~', cutoff) end
 local first = redis.call('XRANGE', KEYS[1], '-', '+', 'COUNT', 1)
 if first[1] then redis.call('XTRIM', KEYS[2], 'MINID', first[1][1]) end
 redis.call('PEXPIRE', KEYS[1], ARGV[2])
 redis.call('PEXPIRE', KEYS[2], ARGV[2])
-redis.call('PUBLISH', ARGV[5], id .. ' ' .. ARGV[3])
-return id
+redis.call('PUBLISH', ARGV[3], table.concat(live, '\\n'))
+return ids
 `;
 
-type WithRecord = Redis & { inspectRecord(summaries: string, details: string, max: number, ttlMs: number, summary: string, detail: string, live: string): Promise<string> };
+type WithRecord = Redis & { inspectRecord(...args: (string | number)[]): Promise<string[]> };
 
 /** The connection with the record script defined (EVALSHA, loaded on first use). */
 export function withRecordScript(redis: Redis): WithRecord {
@@ -89,15 +97,18 @@ export function withRecordScript(redis: Redis): WithRecord {
   return redis as WithRecord;
 }
 
-/** The arguments of one record call (so that a pipeline can carry many). */
-export function recordArgs(prefix: string, hubId: string, zId: string, limits: InspectLimits, record: ExchangeRecord) {
+/** The arguments of one record call for several exchanges of one share (so that a pipeline can carry many). */
+export function recordArgs(prefix: string, hubId: string, zId: string, limits: InspectLimits, records: ExchangeRecord[]): (string | number)[] {
   const keys = inspectKeys(prefix, hubId, zId);
-  return [keys.summaries, keys.details, limits.max, limits.ttlMs, JSON.stringify(record.summary), JSON.stringify({ request: record.request, response: record.response }), keys.live] as const;
+  const args: (string | number)[] = [keys.summaries, keys.details, limits.max, limits.ttlMs, keys.live];
+  for (const record of records) args.push(JSON.stringify(record.summary), JSON.stringify({ request: record.request, response: record.response }));
+  return args;
 }
 
 /** Records one exchange now; resolves to its id. */
-export function recordExchange(redis: Redis, prefix: string, hubId: string, zId: string, limits: InspectLimits, record: ExchangeRecord): Promise<string> {
-  return withRecordScript(redis).inspectRecord(...recordArgs(prefix, hubId, zId, limits, record));
+export async function recordExchange(redis: Redis, prefix: string, hubId: string, zId: string, limits: InspectLimits, record: ExchangeRecord): Promise<string> {
+  const [id] = await withRecordScript(redis).inspectRecord(...recordArgs(prefix, hubId, zId, limits, [record]));
+  return id;
 }
 
 /** A summary as the API shows it (the sort key stays inside). */
