@@ -100,7 +100,7 @@ const SETTINGS = {
   HUB_INSPECT_MAX: entry(int(1, 100_000, 200), 'edge', 'exchanges kept per inspected share (the newest)'),
   HUB_INSPECT_TTL: entry(duration('PT24H'), 'edge', 'exchanges of inspected shares older than this are gone (ISO 8601 duration)'),
   HUB_INSPECT_BODY_BYTES: entry(int(0, 16 * 1024 * 1024, 65_536), 'edge', 'bytes of each request and response body an inspected exchange keeps (the rest is counted, flagged `bodyTruncated`)'),
-  HUB_INSPECT_QUEUE: entry(int(1, 1_000_000, 1000), 'edge', 'finished exchanges an edge holds for its Redis writer (and at most 64 MiB of them); beyond it they are dropped and counted'),
+  HUB_INSPECT_QUEUE: entry(int(1, 1_000_000, 10_000), 'edge', 'finished exchanges an edge holds for its Redis writer (and at most 64 MiB of them); beyond it they are dropped and counted'),
 
   // custom frontends and certificates
   HUB_DNS_SERVERS: entry(optionalString.pipe(z.string().regex(IP_PORT_LIST, 'must be comma-separated ip:port pairs (IPv6 as [addr]:port)').optional()), 'custom frontends', 'comma-separated `ip:port` resolvers the custom-frontend DNS checks ask', 'system resolvers'),

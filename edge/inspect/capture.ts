@@ -6,7 +6,7 @@
  *   takes them (a second 'data' listener on the paused request, which undici resumes), the answer's as they are
  *   written to the client; each side counts every byte and keeps a copy of the first HUB_INSPECT_BODY_BYTES only.
  * - A finished exchange goes into a fixed-size queue (HUB_INSPECT_QUEUE entries, and at most 64 MiB of bodies); one
- *   writer drains it into Redis in pipelined batches, off the request's path. When the queue is full, Redis is not
+ *   writer drains it into Redis in pipelined batches (a few in flight), off the request's path. When the queue is full, Redis is not
  *   connected or a write fails, the exchange is dropped and counted by reason
  *   (`edgehub_edge_inspect_dropped_total`): the share never waits for its inspector.
  */
@@ -20,7 +20,11 @@ import type { ShareRoute } from '../types.js';
 export type DropReason = 'queue_full' | 'redis_unavailable' | 'redis_error';
 
 const QUEUE_MAX_BYTES = 64 * 1024 * 1024;
+/** Exchanges are ordered by when they reached their edge on this clock: epoch ms with the fraction of performance.now(). */
+const ORIGIN = performance.timeOrigin;
 const BATCH = 256;
+/** Batches awaiting Redis at once: a slow answer does not stop the queue from draining. */
+const IN_FLIGHT = 4;
 
 /** Counts every byte of one body and keeps a copy of the first `limit`. */
 export class BodyTap {
@@ -30,20 +34,21 @@ export class BodyTap {
 
   constructor(private readonly limit: number) {}
 
-  readonly add = (chunk: Buffer): void => {
+  add(chunk: Buffer): void {
     this.total += chunk.length;
     if (this.keptBytes >= this.limit) return;
     const part = chunk.length <= this.limit - this.keptBytes ? chunk : chunk.subarray(0, this.limit - this.keptBytes);
     this.kept.push(Buffer.from(part)); // a copy: the chunk's memory belongs to the socket it came from
     this.keptBytes += part.length;
-  };
+  }
 
   get bytes(): number {
     return this.keptBytes;
   }
 
   message(headers: [string, string][]): RecordedMessage {
-    return { headers, body: Buffer.concat(this.kept).toString('base64'), bodyTruncated: this.total > this.keptBytes };
+    const body = this.kept.length === 0 ? '' : (this.kept.length === 1 ? this.kept[0] : Buffer.concat(this.kept)).toString('base64');
+    return { headers, body, bodyTruncated: this.total > this.keptBytes };
   }
 }
 
@@ -58,7 +63,7 @@ const headBytes = (startLine: number, lines: readonly string[]) => {
 export class Tap {
   private readonly started = performance.now();
   private readonly at = Date.now();
-  private readonly t = performance.timeOrigin + performance.now();
+  private readonly t = ORIGIN + this.started;
   private readonly requestBody: BodyTap;
   private readonly responseBody: BodyTap;
   private status: number | undefined;
@@ -78,8 +83,9 @@ export class Tap {
 
   /** The request body, seen as the target takes it: paused until undici resumes it, so nothing flows early. */
   body(req: IncomingMessage): void {
+    const tap = this.requestBody;
     req.pause();
-    req.on('data', this.requestBody.add);
+    req.on('data', (chunk: Buffer) => tap.add(chunk));
   }
 
   head(status: number, lines: string[]): void {
@@ -87,7 +93,9 @@ export class Tap {
     this.responseLines = lines;
   }
 
-  readonly data = (chunk: Buffer): void => this.responseBody.add(chunk);
+  data(chunk: Buffer): void {
+    this.responseBody.add(chunk);
+  }
 
   /** The exchange is over (the answer ended, failed, or the client left): queued for the writer. */
   finish(res: ServerResponse): void {
@@ -133,6 +141,8 @@ export class Capture {
   private queue: Queued[] = [];
   private queuedBytes = 0;
   private writing = false;
+  private inFlight = 0;
+  private slot: (() => void) | undefined;
   private idle: Promise<void> = Promise.resolve();
   private wake: (() => void) | undefined;
   readonly limits: CaptureOptions['limits'];
@@ -165,12 +175,12 @@ export class Capture {
     this.queuedBytes += bytes;
     if (!this.writing) {
       this.writing = true;
-      this.idle = new Promise((resolve) => (this.wake = resolve));
+      if (!this.inFlight) this.idle = new Promise((resolve) => (this.wake = resolve));
       setImmediate(() => void this.write());
     }
   }
 
-  /** Drains the queue in pipelined batches, one batch in flight at a time. */
+  /** Drains the queue in pipelined batches, up to IN_FLIGHT batches awaiting Redis at once. */
   private async write(): Promise<void> {
     const redis = this.options.redis;
     while (this.queue.length) {
@@ -180,37 +190,49 @@ export class Capture {
         this.drop('redis_unavailable', batch.length);
         continue;
       }
-      // one script call per share in the batch
-      const byShare = new Map<string, Queued[]>();
-      for (const q of batch) {
-        const key = `${q.hubId} ${q.zId}`;
-        const group = byShare.get(key);
-        if (group) group.push(q);
-        else byShare.set(key, [q]);
-      }
-      const groups = [...byShare.values()];
-      const pipeline = redis.pipeline();
-      const scripted = pipeline as unknown as { inspectRecord(...args: unknown[]): void };
-      for (const group of groups) scripted.inspectRecord(...recordArgs(this.options.prefix, group[0].hubId, group[0].zId, this.limits, group.map((q) => q.record)));
-      try {
-        const results = (await pipeline.exec()) ?? [];
-        let failed = 0;
-        groups.forEach((group, i) => {
-          if (!results[i] || results[i][0]) failed += group.length;
-        });
-        if (failed) {
-          this.drop('redis_error', failed);
-          logger.warn({ failed, err: results.find(([e]) => e)?.[0]?.message }, 'edge: inspected exchanges not recorded');
-        }
-        this.counts.recorded += batch.length - failed;
-        inspectRecorded.inc(batch.length - failed);
-      } catch (err) {
-        this.drop('redis_error', batch.length);
-        logger.warn({ err: (err as Error).message, exchanges: batch.length }, 'edge: inspected exchanges not recorded');
-      }
+      if (this.inFlight >= IN_FLIGHT) await new Promise<void>((resolve) => (this.slot = resolve));
+      this.inFlight++;
+      void this.send(batch).finally(() => {
+        this.inFlight--;
+        const wake = this.slot;
+        this.slot = undefined;
+        wake?.();
+        if (!this.writing && this.inFlight === 0) this.wake?.();
+      });
     }
     this.writing = false;
-    this.wake?.();
+    if (this.inFlight === 0) this.wake?.();
+  }
+
+  /** One pipeline: a script call per share of the batch. */
+  private async send(batch: Queued[]): Promise<void> {
+    const byShare = new Map<string, Queued[]>();
+    for (const q of batch) {
+      const key = `${q.hubId} ${q.zId}`;
+      const group = byShare.get(key);
+      if (group) group.push(q);
+      else byShare.set(key, [q]);
+    }
+    const groups = [...byShare.values()];
+    const pipeline = this.options.redis.pipeline();
+    const scripted = pipeline as unknown as { inspectRecord(...args: unknown[]): void };
+    for (const group of groups) scripted.inspectRecord(...recordArgs(this.options.prefix, group[0].hubId, group[0].zId, this.limits, group.map((q) => q.record)));
+    try {
+      const results = (await pipeline.exec()) ?? [];
+      let failed = 0;
+      groups.forEach((group, i) => {
+        if (!results[i] || results[i][0]) failed += group.length;
+      });
+      if (failed) {
+        this.drop('redis_error', failed);
+        logger.warn({ failed, err: results.find(([e]) => e)?.[0]?.message }, 'edge: inspected exchanges not recorded');
+      }
+      this.counts.recorded += batch.length - failed;
+      inspectRecorded.inc(batch.length - failed);
+    } catch (err) {
+      this.drop('redis_error', batch.length);
+      logger.warn({ err: (err as Error).message, exchanges: batch.length }, 'edge: inspected exchanges not recorded');
+    }
   }
 
   /** Records one exchange at once (a replay, whose caller waits for its id). */
@@ -224,6 +246,6 @@ export class Capture {
 
   /** Resolves once everything queued so far was written or dropped. */
   flushed(): Promise<void> {
-    return this.writing ? this.idle : Promise.resolve();
+    return this.writing || this.inFlight ? this.idle : Promise.resolve();
   }
 }

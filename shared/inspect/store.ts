@@ -65,18 +65,25 @@ export const inspectKeys = (prefix: string, hubId: string, zId: string) => ({
 export const replayKeys = (prefix: string) => ({ requests: `${prefix}:inspect:replays`, replies: `${prefix}:inspect:replies:` });
 
 /**
- * KEYS: summaries, details. ARGV: max, ttl ms, live channel, then a summary JSON and a detail JSON per exchange.
- * Records the exchanges in order (one call per share and batch: the trims, the expiry and the one live message are
- * paid once per batch); returns their entry ids.
+ * KEYS: summaries, details. ARGV: max, ttl ms, live channel, and the exchanges as one string: a summary JSON and a
+ * detail JSON per exchange, each on a line of its own (JSON text never holds a raw newline). Records them in order
+ * (one call per share and batch: the trims, the expiry and the one live message are paid once per batch; one string
+ * argument keeps the client's work per exchange to a join); returns their entry ids.
  */
 const RECORD = `
 local ids = {}
 local live = {}
-for i = 4, #ARGV, 2 do
-  local id = redis.call('XADD', KEYS[1], 'MAXLEN', '~', ARGV[1], '*', 's', ARGV[i])
-  redis.call('XADD', KEYS[2], id, 'd', ARGV[i + 1])
+local text = ARGV[4]
+local at = 1
+while at <= #text do
+  local a = string.find(text, '\\n', at, true)
+  local b = string.find(text, '\\n', a + 1, true) or (#text + 1)
+  local summary = string.sub(text, at, a - 1)
+  local id = redis.call('XADD', KEYS[1], 'MAXLEN', '~', ARGV[1], '*', 's', summary)
+  redis.call('XADD', KEYS[2], id, 'd', string.sub(text, a + 1, b - 1))
   ids[#ids + 1] = id
-  live[#live + 1] = id .. ' ' .. ARGV[i]
+  live[#live + 1] = id .. ' ' .. summary
+  at = b + 1
 end
 local ms = tonumber(string.match(ids[#ids], '^(%d+)'))
 local cutoff = ms - tonumber(ARGV[2])
@@ -100,9 +107,9 @@ export function withRecordScript(redis: Redis): WithRecord {
 /** The arguments of one record call for several exchanges of one share (so that a pipeline can carry many). */
 export function recordArgs(prefix: string, hubId: string, zId: string, limits: InspectLimits, records: ExchangeRecord[]): (string | number)[] {
   const keys = inspectKeys(prefix, hubId, zId);
-  const args: (string | number)[] = [keys.summaries, keys.details, limits.max, limits.ttlMs, keys.live];
-  for (const record of records) args.push(JSON.stringify(record.summary), JSON.stringify({ request: record.request, response: record.response }));
-  return args;
+  const lines: string[] = [];
+  for (const record of records) lines.push(JSON.stringify(record.summary), JSON.stringify({ request: record.request, response: record.response }));
+  return [keys.summaries, keys.details, limits.max, limits.ttlMs, keys.live, lines.join('\n')];
 }
 
 /** Records one exchange now; resolves to its id. */
