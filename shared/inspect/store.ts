@@ -68,7 +68,7 @@ export const replayKeys = (prefix: string) => ({ requests: `${prefix}:inspect:re
  * KEYS: summaries, details. ARGV: max, ttl ms, live channel, and the exchanges as one string: a summary JSON and a
  * detail JSON per exchange, each on a line of its own (JSON text never holds a raw newline). Records them in order
  * (one call per share and batch: the trims, the expiry and the one live message are paid once per batch; one string
- * argument keeps the client's work per exchange to a join); returns their entry ids.
+ * argument keeps the client's work per exchange to a join); returns their entry ids when ARGV[5] is `ids`, else how many.
  */
 const RECORD = `
 local ids = {}
@@ -93,10 +93,11 @@ if first[1] then redis.call('XTRIM', KEYS[2], 'MINID', first[1][1]) end
 redis.call('PEXPIRE', KEYS[1], ARGV[2])
 redis.call('PEXPIRE', KEYS[2], ARGV[2])
 redis.call('PUBLISH', ARGV[3], table.concat(live, '\\n'))
-return ids
+if ARGV[5] == 'ids' then return ids end
+return #ids
 `;
 
-type WithRecord = Redis & { inspectRecord(...args: (string | number)[]): Promise<string[]> };
+type WithRecord = Redis & { inspectRecord(...args: (string | number)[]): Promise<string[] | number> };
 
 /** The connection with the record script defined (EVALSHA, loaded on first use). */
 export function withRecordScript(redis: Redis): WithRecord {
@@ -105,16 +106,16 @@ export function withRecordScript(redis: Redis): WithRecord {
 }
 
 /** The arguments of one record call for several exchanges of one share (so that a pipeline can carry many). */
-export function recordArgs(prefix: string, hubId: string, zId: string, limits: InspectLimits, records: ExchangeRecord[]): (string | number)[] {
+export function recordArgs(prefix: string, hubId: string, zId: string, limits: InspectLimits, records: ExchangeRecord[], ids = false): (string | number)[] {
   const keys = inspectKeys(prefix, hubId, zId);
   const lines: string[] = [];
   for (const record of records) lines.push(JSON.stringify(record.summary), JSON.stringify({ request: record.request, response: record.response }));
-  return [keys.summaries, keys.details, limits.max, limits.ttlMs, keys.live, lines.join('\n')];
+  return [keys.summaries, keys.details, limits.max, limits.ttlMs, keys.live, lines.join('\n'), ids ? 'ids' : 'count'];
 }
 
 /** Records one exchange now; resolves to its id. */
 export async function recordExchange(redis: Redis, prefix: string, hubId: string, zId: string, limits: InspectLimits, record: ExchangeRecord): Promise<string> {
-  const [id] = await withRecordScript(redis).inspectRecord(...recordArgs(prefix, hubId, zId, limits, [record]));
+  const [id] = (await withRecordScript(redis).inspectRecord(...recordArgs(prefix, hubId, zId, limits, [record], true))) as string[];
   return id;
 }
 
