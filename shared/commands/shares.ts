@@ -89,7 +89,13 @@ export function endpointOf(urlTemplate: string, zId: string, mutualTls: boolean)
   return url.href.replace(/\/$/, plain.endsWith('/') ? '/' : '');
 }
 
+/** Inspection records HTTP exchanges: a share that carries raw TCP streams has none to record. */
+function refuseInspectOfTcp(protocol: unknown, inspect: boolean | undefined): void {
+  if (inspect && protocol === 'tcp') throw badRequest(`property '$.inspect' is for HTTP shares: a TCP share carries streams, not requests to record`);
+}
+
 export async function createShare(hubId: string, input: ShareInput, createdBy: string): Promise<ShareView> {
+  refuseInspectOfTcp((input as { protocol?: unknown }).protocol, input.inspect);
   const frontendIds = [...new Set(input.frontendIds)];
   const frontends = await Frontend.findAll({ where: { ...visibleFrontends(hubId), id: frontendIds } });
   const unknown = frontendIds.filter((id) => !frontends.some((f) => f.id === id));
@@ -139,6 +145,7 @@ export async function createShare(hubId: string, input: ShareInput, createdBy: s
  */
 export async function updateShare(hubId: string, zId: string, input: ShareUpdate): Promise<ShareView> {
   const share = await findShare(hubId, zId);
+  refuseInspectOfTcp(share.get('protocol'), input.inspect);
   const authProviderId = input.authProviderId === undefined ? share.authProviderId : input.authProviderId;
   const authProvider = authProviderId ? await AuthProvider.findOne({ where: { hubId, id: authProviderId } }) : null;
   if (authProviderId && !authProvider) throw badRequest(`value for property '$.authProviderId' names no auth provider of this hub: '${authProviderId}'`);
