@@ -32,7 +32,7 @@ export function Shares({ base }) {
     ${creating ? html`<${CreateShare} base=${base} onCancel=${() => setCreating(false)} onMade=${(made) => (setCreating(false), (location.hash = `#/shares/${made.zId}`))} />` : null}
     <${Problem} error=${list.error ?? lines.error} />
     ${list.data && !shares.length ? html`<p class="empty">No shares yet. <button type="button" class="link" onClick=${() => setCreating(true)}>Create one</button> for a service you run (for example <code>http://localhost:3000</code>), or run <code>edgehub share http://localhost:3000</code> on the machine that runs it.</p>` : null}
-    <div class="table-wrap"><table class="stack">
+    ${shares.length ? html`<div class="table-wrap"><table class="stack">
       <caption class="sr-only">Shares of this hub</caption>
       <thead><tr><th scope="col">Name</th><th scope="col">Status</th><th scope="col">Public address</th><th scope="col">Environment</th><th scope="col">Access</th><th scope="col">Traffic (${w.label})</th></tr></thead>
       <tbody>
@@ -47,7 +47,7 @@ export function Shares({ base }) {
           </tr>`,
         )}
       </tbody>
-    </table></div>
+    </table></div>` : null}
     <${Pager} page=${list.data} onPage=${setPage} label="Shares" />
   </${Section}>`;
 }
