@@ -13,7 +13,7 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Redis } from 'ioredis';
 import { logger } from '../../shared/logger.js';
-import { recordArgs, recordExchange, redactedPairs, withRecordScript, type ExchangeRecord, type InspectLimits, type RecordedMessage } from '../../shared/inspect/store.js';
+import { recordArgs, recordExchange, redactedPairs, serializeRecord, withRecordScript, type ExchangeRecord, type InspectLimits, type RecordedMessage } from '../../shared/inspect/store.js';
 import { inspectDropped, inspectRecorded } from '../../shared/telemetry.js';
 import type { ShareRoute } from '../types.js';
 
@@ -122,10 +122,11 @@ export class Tap {
   }
 }
 
+/** A finished exchange waiting for the writer, already serialized: one string to keep (and for the GC to move), not a graph. */
 interface Queued {
   hubId: string;
   zId: string;
-  record: ExchangeRecord;
+  line: string;
   bytes: number;
 }
 
@@ -171,8 +172,9 @@ export class Capture {
   enqueue(route: ShareRoute, record: ExchangeRecord): void {
     const bytes = record.request.body.length + record.response.body.length + 512;
     if (this.queue.length >= this.limits.queue || this.queuedBytes + bytes > QUEUE_MAX_BYTES) return this.drop('queue_full');
-    this.queue.push({ hubId: route.hubId, zId: route.zId, record, bytes });
-    this.queuedBytes += bytes;
+    const line = serializeRecord(record);
+    this.queue.push({ hubId: route.hubId, zId: route.zId, line, bytes: line.length });
+    this.queuedBytes += line.length;
     if (!this.writing) {
       this.writing = true;
       if (!this.inFlight) this.idle = new Promise((resolve) => (this.wake = resolve));
@@ -216,7 +218,7 @@ export class Capture {
     const groups = [...byShare.values()];
     const pipeline = this.options.redis.pipeline();
     const scripted = pipeline as unknown as { inspectRecord(...args: unknown[]): void };
-    for (const group of groups) scripted.inspectRecord(...recordArgs(this.options.prefix, group[0].hubId, group[0].zId, this.limits, group.map((q) => q.record)));
+    for (const group of groups) scripted.inspectRecord(...recordArgs(this.options.prefix, group[0].hubId, group[0].zId, this.limits, group.map((q) => q.line)));
     try {
       const results = (await pipeline.exec()) ?? [];
       let failed = 0;

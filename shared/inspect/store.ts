@@ -105,17 +105,19 @@ export function withRecordScript(redis: Redis): WithRecord {
   return redis as WithRecord;
 }
 
-/** The arguments of one record call for several exchanges of one share (so that a pipeline can carry many). */
-export function recordArgs(prefix: string, hubId: string, zId: string, limits: InspectLimits, records: ExchangeRecord[], ids = false): (string | number)[] {
+/** One exchange as the record script reads it: its summary JSON and its detail JSON on two lines. */
+export const serializeRecord = (record: ExchangeRecord): string =>
+  `${JSON.stringify(record.summary)}\n${JSON.stringify({ request: record.request, response: record.response })}`;
+
+/** The arguments of one record call for several exchanges of one share (serialized), so that a pipeline can carry many. */
+export function recordArgs(prefix: string, hubId: string, zId: string, limits: InspectLimits, serialized: string[], ids = false): (string | number)[] {
   const keys = inspectKeys(prefix, hubId, zId);
-  const lines: string[] = [];
-  for (const record of records) lines.push(JSON.stringify(record.summary), JSON.stringify({ request: record.request, response: record.response }));
-  return [keys.summaries, keys.details, limits.max, limits.ttlMs, keys.live, lines.join('\n'), ids ? 'ids' : 'count'];
+  return [keys.summaries, keys.details, limits.max, limits.ttlMs, keys.live, serialized.join('\n'), ids ? 'ids' : 'count'];
 }
 
 /** Records one exchange now; resolves to its id. */
 export async function recordExchange(redis: Redis, prefix: string, hubId: string, zId: string, limits: InspectLimits, record: ExchangeRecord): Promise<string> {
-  const [id] = (await withRecordScript(redis).inspectRecord(...recordArgs(prefix, hubId, zId, limits, [record], true))) as string[];
+  const [id] = (await withRecordScript(redis).inspectRecord(...recordArgs(prefix, hubId, zId, limits, [serializeRecord(record)], true))) as string[];
   return id;
 }
 
