@@ -3,6 +3,7 @@ import { config } from '../shared/config.js';
 import { closeDb, initDb } from '../shared/db.js';
 import { logger } from '../shared/logger.js';
 import { closeIssuanceEvents } from '../shared/commands/pkiJobs.js';
+import { closeInspectFeed } from '../shared/inspect/feed.js';
 import { closeQueues } from '../shared/queues.js';
 import { closeRedis } from '../shared/redis.js';
 import { isMain, onShutdown } from '../shared/shutdown.js';
@@ -35,6 +36,8 @@ export async function startServer(port = config().port): Promise<Server> {
 export async function stopServer(server: Server): Promise<void> {
   await new Promise<void>((resolve) => {
     server.close(() => resolve());
+    // open event streams (the request inspector's live view) end: their connections are then idle
+    void closeInspectFeed().then(() => server.closeIdleConnections());
     server.closeIdleConnections();
   });
   await stopAuthCache();

@@ -11,7 +11,8 @@ import type { Duplex } from 'node:stream';
 import type { Dispatcher } from 'undici';
 import { answer, answerSocket } from './answers.js';
 import { inTrailers, isBodyless, withoutLength } from './bodyless.js';
-import { BadRequest, cookieHost, declaredLength, hasBody, requestHeaderLines, responseHeaderLines, type ForwardContext } from './headers.js';
+import { BadRequest, clientAddress, cookieHost, declaredLength, hasBody, requestHeaderLines, responseHeaderLines, type ForwardContext } from './headers.js';
+import type { Capture, Tap } from './inspect/capture.js';
 import type { Meter } from './meter.js';
 import { targetPath } from './paths.js';
 import type { ShareRoute } from './types.js';
@@ -27,7 +28,7 @@ const RETRYABLE = new Set(['UND_ERR_SOCKET', 'ECONNRESET', 'EPIPE']);
 type Failure = [number, 'bad_gateway' | 'gateway_timeout' | 'forbidden' | 'bad_request', string];
 
 /** Why a target exchange failed, as the edge's answer. */
-function failure(err: NodeJS.ErrnoException, route: ShareRoute): Failure {
+export function failure(err: NodeJS.ErrnoException, route: ShareRoute): Failure {
   const cause = (err.cause as NodeJS.ErrnoException | undefined) ?? err;
   const target = route.target;
   if (err.code === 'EGRESS_DENIED' || cause.code === 'EGRESS_DENIED') return [403, 'forbidden', cause.message];
@@ -39,7 +40,7 @@ function failure(err: NodeJS.ErrnoException, route: ShareRoute): Failure {
 }
 
 /** The request target in origin-form: an absolute-form one (`GET http://host/x`) keeps its path and query. */
-function originForm(url: string | undefined): string {
+export function originForm(url: string | undefined): string {
   if (!url) return '/';
   if (url.startsWith('/')) return url;
   if (/^https?:\/\//i.test(url)) {
@@ -55,6 +56,8 @@ export interface ProxyOptions {
   /** Upgraded connections silent both ways for this long are closed. */
   upgradeIdleMs: number;
   onUpstreamError?: (route: ShareRoute, kind: string) => void;
+  /** Records the exchanges of shares with `inspect` (edge/inspect/capture.ts). */
+  capture?: Capture;
 }
 
 const clientWentAway = () => Object.assign(new Error('the client went away'), { code: 'ECONNABORTED' });
@@ -76,6 +79,7 @@ class Forwarding implements Dispatcher.DispatchHandler {
     private readonly res: ServerResponse,
     private readonly route: ShareRoute,
     private readonly options: ProxyOptions,
+    private readonly tap?: Tap,
   ) {}
 
   onConnect(abort: (err?: Error) => void): void {
@@ -97,6 +101,7 @@ class Forwarding implements Dispatcher.DispatchHandler {
     try {
       // a target's cookies stay on the share's own host (headers.ts hostOnlyCookie)
       const lines = responseHeaderLines(rawHeaders, false, cookieHost(res.req?.headers.host ?? (res.req?.headers[':authority'] as string | undefined)));
+      this.tap?.head(status, lines);
       res.writeHead(status, statusText || undefined, status === 204 ? withoutLength(lines) : lines);
       if (this.bodyless) res.end();
     } catch (err) {
@@ -109,6 +114,7 @@ class Forwarding implements Dispatcher.DispatchHandler {
 
   onData(chunk: Buffer): boolean {
     if (this.res.destroyed || this.bodyless) return true;
+    this.tap?.data(chunk);
     if (this.res.write(chunk)) return true;
     this.res.once('drain', this.resume!);
     return false;
@@ -282,7 +288,10 @@ export class Proxy {
     const length = declaredLength(req);
     if (body && length !== null) prepared.headers.push('content-length', String(length));
     if (!body) req.resume();
-    const forwarding = new Forwarding(res, route, this.options);
+    // an inspected share: the exchange is recorded as it goes by (the body teed, never held back)
+    const tap = route.inspect ? this.options.capture?.begin(route, req, res, originForm(req.url), prepared.headers, clientAddress(req)) : undefined;
+    if (tap && body) tap.body(body);
+    const forwarding = new Forwarding(res, route, this.options, tap);
     let dispatcher: Dispatcher;
     try {
       dispatcher = this.pools.dispatcher(route);

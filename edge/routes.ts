@@ -16,6 +16,7 @@ interface RouteRow {
   mutual_tls: boolean;
   oauth_email_domains: string[] | null;
   oauth_check_interval: string | null;
+  inspect: boolean;
   frontend_id: string;
   url_template: string;
   ap_id: string | null;
@@ -29,7 +30,7 @@ interface RouteRow {
 
 /** Every ACTIVE share on every active frontend it is published on, with its auth provider (one row per host). */
 const ROUTES_SQL = `
-  SELECT s.z_id, s.hub_id, s.env_z_id, e.reach, s.target, s.mutual_tls, s.oauth_email_domains, s.oauth_check_interval,
+  SELECT s.z_id, s.hub_id, s.env_z_id, e.reach, s.target, s.mutual_tls, s.oauth_email_domains, s.oauth_check_interval, s.inspect,
          f.id AS frontend_id, f.url_template,
          ap.id AS ap_id, ap.type AS ap_type, ap.client_id AS ap_client_id, ap.client_secret_sealed AS ap_client_secret_sealed,
          ap.issuer_url AS ap_issuer_url, ap.scopes AS ap_scopes, ap.email_patterns AS ap_email_patterns
@@ -82,6 +83,12 @@ export class RouteTable {
 
   lookup(host: string): ShareRoute | undefined {
     return this.byHost.get(host);
+  }
+
+  /** A routed share by its id (any of its hosts: they carry the same route but for the frontend). */
+  byShare(zId: string): ShareRoute | undefined {
+    const host = this.hostsByShare.get(zId)?.[0];
+    return host === undefined ? undefined : this.byHost.get(host);
   }
 
   /** `host:port` of the targets of an environment's routed shares (what its agents may connect to). */
@@ -152,6 +159,7 @@ export class RouteTable {
       auth: row.ap_id ? this.provider(row, secrets) : null,
       emailDomains: row.oauth_email_domains?.length ? row.oauth_email_domains : null,
       checkIntervalMs: (row.oauth_check_interval && durationMs(row.oauth_check_interval)) || DEFAULT_CHECK_INTERVAL_MS,
+      inspect: row.inspect,
     });
     const hosts = hostsByShare.get(row.z_id);
     if (hosts) hosts.push(host);

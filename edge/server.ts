@@ -17,6 +17,7 @@ import { AgentGatewayServer } from './agents/gateway.js';
 import { LiveEdges } from './agents/liveEdges.js';
 import { Presence } from './agents/presence.js';
 import { IpsecHost } from './ipsec/host.js';
+import { startInspection, type Inspection } from './inspect/index.js';
 import { answer, answerSocket } from './answers.js';
 import { ChangeFeed } from './changes.js';
 import { Meter } from './meter.js';
@@ -50,6 +51,8 @@ export interface EdgeOptions {
   agents?: AgentGateway;
   /** The addresses agents dial this edge at, published for the agents of every edge (default: HUB_EDGE_AGENT_ADDRESSES, else 127.0.0.1:<TLS port>). */
   agentAddresses?: string[];
+  /** false: no request inspection on this edge (default: on where Redis is configured). */
+  inspect?: false;
 }
 
 export interface Edge {
@@ -61,6 +64,8 @@ export interface Edge {
   agents: AgentGateway;
   /** The IPsec data plane when this edge may run it (strongSwan provider). */
   ipsec: IpsecHost | undefined;
+  /** Request inspection (capture and replays), unless turned off. */
+  inspection: Inspection | undefined;
   /** Resolves once every change queued so far has been applied (for tests). */
   settled(): Promise<void>;
   stop(graceMs?: number): Promise<void>;
@@ -122,7 +127,9 @@ export async function startEdge(options: EdgeOptions = {}): Promise<Edge> {
     connectorFor: (route) => agents.connectorFor(route),
   });
   const mark = hopMark(config().secretKey);
+  const inspection = options.inspect === false || !config().redisUrl ? undefined : startInspection({ edge: id, routeOf: (zId) => routes.byShare(zId), pools, meter, via: `1.1 ${mark}` });
   const proxy = new Proxy(meter, pools, {
+    capture: inspection?.capture,
     via: `1.1 ${mark}`,
     upgradeIdleMs: cfg.upgradeIdleTimeoutMs,
     onUpstreamError: (route, kind) => observeUpstreamError(route.frontendId, kind),
@@ -345,6 +352,7 @@ export async function startEdge(options: EdgeOptions = {}): Promise<Edge> {
     }
   } catch (err) {
     for (const l of listeners) l.close(() => undefined);
+    await inspection?.stop();
     await feed.stop();
     await pool.end();
     throw err;
@@ -355,6 +363,7 @@ export async function startEdge(options: EdgeOptions = {}): Promise<Edge> {
     httpsPort,
     agents,
     ipsec,
+    inspection,
     routes,
     meter,
     settled: async () => {
@@ -386,6 +395,7 @@ export async function startEdge(options: EdgeOptions = {}): Promise<Edge> {
         }
       });
       await agentsClosed;
+      await inspection?.stop();
       await ipsec?.stop();
       await meter.stop();
       await proxy.close();

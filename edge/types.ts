@@ -27,6 +27,8 @@ export interface ShareRoute {
   emailDomains: string[] | null;
   /** oauthAuthorizationCheckInterval in ms (default PT3H). */
   checkIntervalMs: number;
+  /** Exchanges are recorded for the request inspector (edge/inspect). */
+  inspect?: boolean;
 }
 
 /** A NOTIFY on channel edgehub_edge (migration 0500): which row of which table changed. */

@@ -64,6 +64,8 @@ export interface Config {
   webConcurrency: number;
   restartBackoff: { minMs: number; maxMs: number };
   showSecrets: boolean;
+  /** Request inspection: exchanges kept per share (count, age), bytes of each body kept, the capture queue per edge. */
+  inspect: { max: number; ttlMs: number; bodyBytes: number; queue: number };
   /** Edge login: GOOGLE's issuer, GitHub's OAuth and API bases. */
   login: { googleIssuerUrl: string; githubOAuthUrl: string; githubApiUrl: string };
 }
@@ -252,6 +254,7 @@ export function loadConfig(env?: NodeJS.ProcessEnv): Config {
     webConcurrency: e.WEB_CONCURRENCY,
     restartBackoff: { minMs: e.HUB_RESTART_BACKOFF_MS, maxMs: e.HUB_RESTART_BACKOFF_MAX_MS },
     showSecrets: e.HUB_SHOW_SECRETS,
+    inspect: { max: e.HUB_INSPECT_MAX, ttlMs: durationMs(e.HUB_INSPECT_TTL)!, bodyBytes: e.HUB_INSPECT_BODY_BYTES, queue: e.HUB_INSPECT_QUEUE },
     login: { googleIssuerUrl: e.HUB_GOOGLE_ISSUER_URL, githubOAuthUrl: e.HUB_GITHUB_OAUTH_URL, githubApiUrl: e.HUB_GITHUB_API_URL },
     pkiCacheMax: e.HUB_PKI_CACHE_MAX,
     pkiCacheTtlMs: durationMs(e.HUB_PKI_CACHE_TTL)!,

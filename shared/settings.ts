@@ -97,6 +97,10 @@ const SETTINGS = {
   HUB_EDGE_HUB_MAX_CONNECTIONS: entry(int(1, 1_000_000, 2_000), 'edge', 'requests and upgraded connections in progress per hub on one edge process; more are answered 503'),
   HUB_EDGE_RESYNC_MS: entry(int(0, 86_400_000, 60_000), 'edge', 'a full reload of routes and certificates this often, besides change notifications (`0`: only after a reconnect)'),
   HUB_EDGE_PENDING_MAX_ROWS: entry(int(100, 10_000_000, 100_000), 'edge', 'usage rows the edge keeps while PostgreSQL is unreachable; beyond it the oldest are dropped and logged'),
+  HUB_INSPECT_MAX: entry(int(1, 100_000, 200), 'edge', 'exchanges kept per inspected share (the newest)'),
+  HUB_INSPECT_TTL: entry(duration('PT24H'), 'edge', 'exchanges of inspected shares older than this are gone (ISO 8601 duration)'),
+  HUB_INSPECT_BODY_BYTES: entry(int(0, 16 * 1024 * 1024, 65_536), 'edge', 'bytes of each request and response body an inspected exchange keeps (the rest is counted, flagged `bodyTruncated`)'),
+  HUB_INSPECT_QUEUE: entry(int(1, 1_000_000, 10_000), 'edge', 'finished exchanges an edge holds for its Redis writer (and at most 64 MiB of them); beyond it they are dropped and counted'),
 
   // custom frontends and certificates
   HUB_DNS_SERVERS: entry(optionalString.pipe(z.string().regex(IP_PORT_LIST, 'must be comma-separated ip:port pairs (IPv6 as [addr]:port)').optional()), 'custom frontends', 'comma-separated `ip:port` resolvers the custom-frontend DNS checks ask', 'system resolvers'),

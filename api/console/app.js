@@ -11,6 +11,7 @@ import { html } from './html.js';
 import { Hubs } from './hubs.js';
 import { Ipsec } from './ipsec.js';
 import { Problem } from './parts.js';
+import { SharePage } from './sharepage.js';
 import { Shares } from './shares.js';
 import { SignIn } from './signin.js';
 
@@ -26,19 +27,27 @@ const HUB_VIEWS = [
 const OPERATOR_VIEWS = [['hubs', 'Hubs', Hubs]];
 
 const currentView = () => location.hash.replace(/^#\/?/, '');
+/** `#/shares/{zId}`: one share's page (under the Shares tab). */
+const sharePage = () => /^shares\/([^/]+)$/.exec(currentView())?.[1];
 
 function Shell({ who, onSignOut }) {
   const views = who.role === 'operator' ? OPERATOR_VIEWS : HUB_VIEWS;
   const [view, setView] = useState(() => (views.some(([id]) => id === currentView()) ? currentView() : views[0][0]));
+  const [shareId, setShareId] = useState(() => (who.role === 'hub' ? sharePage() : undefined));
   const main = useRef(null);
   useEffect(() => {
-    const follow = () => views.some(([id]) => id === currentView()) && setView(currentView());
+    const follow = () => {
+      setShareId(who.role === 'hub' ? sharePage() : undefined);
+      if (who.role === 'hub' && sharePage()) return setView('shares');
+      if (views.some(([id]) => id === currentView())) setView(currentView());
+    };
     addEventListener('hashchange', follow);
     return () => removeEventListener('hashchange', follow);
   }, []);
   const go = (id) => {
     location.hash = `#/${id}`;
     setView(id);
+    setShareId(undefined);
     main.current?.focus();
   };
   const [, , View] = views.find(([id]) => id === view) ?? views[0];
@@ -52,7 +61,7 @@ function Shell({ who, onSignOut }) {
     <nav class="tabs" aria-label="Views">
       ${views.map(([id, label]) => html`<a href=${`#/${id}`} aria-current=${id === view ? 'page' : undefined} onClick=${(e) => (e.preventDefault(), go(id))}>${label}</a>`)}
     </nav>
-    <main ref=${main} tabindex="-1" id="main"><${View} base=${base} /></main>
+    <main ref=${main} tabindex="-1" id="main">${shareId ? html`<${SharePage} key=${shareId} base=${base} zId=${decodeURIComponent(shareId)} />` : html`<${View} base=${base} />`}</main>
   </div>`;
 }
 

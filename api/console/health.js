@@ -23,12 +23,43 @@ function RunButton({ base, check, onDone }) {
   return html`<button type="button" onClick=${run} disabled=${busy} aria-label=${`Run ${check.name} now`}>${busy ? 'Running…' : 'Run now'}</button><${Problem} error=${error} />`;
 }
 
+function NewCheck({ base, onMade }) {
+  const [form, setForm] = useState({ name: '', target: 'http://localhost:3000', path: '/healthz', method: 'GET', expectedStatus: '200', intervalSeconds: '0' });
+  const [error, setError] = useState(undefined);
+  const set = (name) => (e) => setForm({ ...form, [name]: e.currentTarget.value });
+  const submit = async (event) => {
+    event.preventDefault();
+    setError(undefined);
+    try {
+      const made = await api(`${base}/health-checks`, {
+        method: 'POST',
+        body: { name: form.name.trim(), target: form.target.trim(), path: form.path.trim(), method: form.method, expectedStatus: Number(form.expectedStatus), intervalSeconds: Number(form.intervalSeconds) },
+      });
+      setForm({ ...form, name: '' });
+      onMade(made);
+    } catch (err) {
+      setError(err);
+    }
+  };
+  return html`<form class="inline" onSubmit=${submit} aria-label="New health check">
+    <label for="hc-name">Check name</label><input id="hc-name" required value=${form.name} onInput=${set('name')} />
+    <label for="hc-method">Method</label><select id="hc-method" value=${form.method} onChange=${set('method')}>${['GET', 'HEAD', 'POST'].map((m) => html`<option>${m}</option>`)}</select>
+    <label for="hc-target">Target</label><input id="hc-target" type="url" required value=${form.target} onInput=${set('target')} />
+    <label for="hc-path">Path</label><input id="hc-path" required value=${form.path} onInput=${set('path')} size="10" />
+    <label for="hc-status">Expected status</label><input id="hc-status" type="number" min="100" max="599" required value=${form.expectedStatus} onInput=${set('expectedStatus')} />
+    <label for="hc-interval">Every (s, 0 = by hand)</label><input id="hc-interval" type="number" min="0" value=${form.intervalSeconds} onInput=${set('intervalSeconds')} />
+    <button type="submit">Create check</button>
+    <${Problem} error=${error} />
+  </form>`;
+}
+
 export function Health({ base }) {
   const list = usePoll(() => api(`${base}/health-checks?size=50`), [base], 10_000);
   const checks = list.data?.content ?? [];
   return html`<${Section} title="Health checks">
+    <${NewCheck} base=${base} onMade=${list.reload} />
     <${Problem} error=${list.error} />
-    ${list.data && !checks.length ? html`<p class="empty">No health checks.</p>` : null}
+    ${list.data && !checks.length ? html`<p class="empty">No health checks yet. Create one above: it probes a URL (the target plus the path) and compares the status; <strong>Run now</strong> tries it at once.</p>` : null}
     <div class="table-wrap"><table>
       <thead><tr><th scope="col">Name</th><th scope="col">Probe</th><th scope="col">Last result</th><th scope="col">When</th><th scope="col"><span class="sr-only">Actions</span></th></tr></thead>
       <tbody>${checks.map(

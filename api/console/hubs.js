@@ -18,10 +18,24 @@ function Keys({ hub }) {
       setError(err);
     }
   };
+  const revoke = async (key) => {
+    setError(undefined);
+    try {
+      await api(`/admin/v1/hubs/${hub.id}/api-keys/${key.id}`, { method: 'DELETE' });
+      keys.reload();
+    } catch (err) {
+      setError(err);
+    }
+  };
+  const list = keys.data ?? [];
   return html`<div class="keys">
     <h4>API keys</h4>
     <${Problem} error=${keys.error ?? error} />
-    <ul>${(keys.data ?? []).map((k) => html`<li key=${k.id}><code>${k.username}</code> ${k.name} <span class="sub">${k.revokedAt ? `revoked ${when(k.revokedAt)}` : `since ${when(k.createdAt)}`}</span></li>`)}</ul>
+    ${keys.data && !list.length ? html`<p class="empty">No API key yet: make one with <strong>New API key</strong> and hand it to the hub's people (it signs in here and to the API).</p>` : null}
+    <ul>${list.map(
+      (k) => html`<li key=${k.id} data-key=${k.id}><code>${k.username}</code> ${k.name} <span class="sub">${k.revokedAt ? `revoked ${when(k.revokedAt)}` : `since ${when(k.createdAt)}`}</span>
+        ${k.revokedAt ? null : html` <button type="button" class="danger" onClick=${() => revoke(k)} aria-label=${`Revoke ${k.name} (${k.username})`}>Revoke</button>`}</li>`,
+    )}</ul>
     <button type="button" onClick=${create}>New API key</button>
     ${made && html`<div class="reveal" role="status"><p>The key's token, shown this once:</p><pre><code class="api-key">${made.token}</code></pre><${CopyButton} text=${made.token} label="Copy the token" /></div>`}
   </div>`;
@@ -87,7 +101,7 @@ export function Hubs() {
     <${Section} title="Operations">
       <ul class="links">
         <li><a href="/docs">API reference (/docs)</a></li>
-        <li><a href="/admin/queues">Job queues (/admin/queues)</a></li>
+        <li><a href="/admin/queues">Job queues (/admin/queues)</a> <span class="sub">— your browser asks for a user and password there: the user is <code>admin</code>, the password is the admin token you signed in with</span></li>
         <li><a href="/metrics">Prometheus metrics (/metrics, admin token)</a></li>
       </ul>
     </${Section}>

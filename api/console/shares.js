@@ -5,12 +5,14 @@ import { when } from './format.js';
 import { html } from './html.js';
 import { ShareStatus, useEnvironmentStates } from './environments.js';
 import { Pager, Problem, Section, usePoll } from './parts.js';
-import { Sparkline } from './sparkline.js';
+import { CreateShare } from './shareform.js';
+import { TrafficChart, WindowPicker, windowOf } from './traffic.js';
 
 const access = (s) => {
   const rules = [];
   if (s.mutualTls) rules.push('mutual TLS');
   if (s.oauthProvider) rules.push(`login (${s.oauthProvider}${s.oauthEmailDomains?.length ? `: ${s.oauthEmailDomains.join(', ')}` : ''})`);
+  if (s.inspect) rules.push('inspected');
   return rules.length ? rules.join(' + ') : 'public';
 };
 
@@ -18,29 +20,34 @@ export function Shares({ base }) {
   const [page, setPage] = useState(0);
   const list = usePoll(() => api(`${base}/shares?page=${page}&size=20&sort=createdAt,desc`), [base, page], 10_000);
   // one sparklines call for the view, every 10 s
-  const lines = usePoll(() => api(`${base}/sparklines?duration=PT1H`), [base], 10_000);
+  const [windowId, setWindow] = useState('1h');
+  const [creating, setCreating] = useState(false);
+  const w = windowOf(windowId);
+  const lines = usePoll(() => api(`${base}/sparklines?duration=${w.duration}&step=${w.smallStep}`), [base, windowId], 10_000);
   const byId = new Map((lines.data?.sparklines ?? []).filter((l) => l.scope === 'share').map((l) => [l.id, l.samples]));
   const shares = list.data?.content ?? [];
   const envs = useEnvironmentStates(base, shares.map((s) => s.envZId));
-  return html`<${Section} title="Shares">
+  const actions = html`<${WindowPicker} value=${windowId} onChange=${setWindow} label="Traffic window" /><button type="button" onClick=${() => setCreating(true)}>New share</button>`;
+  return html`<${Section} title="Shares" actions=${actions}>
+    ${creating ? html`<${CreateShare} base=${base} onCancel=${() => setCreating(false)} onMade=${(made) => (setCreating(false), (location.hash = `#/shares/${made.zId}`))} />` : null}
     <${Problem} error=${list.error ?? lines.error} />
-    ${list.data && !shares.length ? html`<p class="empty">No shares yet. Create one with <code>POST ${base}/shares</code> or, with the agent package installed (see Environments), <code>edgehub share http://localhost:3000</code>.</p>` : null}
-    <div class="table-wrap"><table class="stack">
+    ${list.data && !shares.length ? html`<p class="empty">No shares yet. <button type="button" class="link" onClick=${() => setCreating(true)}>Create one</button> for a service you run (for example <code>http://localhost:3000</code>), or run <code>edgehub share http://localhost:3000</code> on the machine that runs it.</p>` : null}
+    ${shares.length ? html`<div class="table-wrap"><table class="stack">
       <caption class="sr-only">Shares of this hub</caption>
-      <thead><tr><th scope="col">Name</th><th scope="col">Status</th><th scope="col">Public address</th><th scope="col">Environment</th><th scope="col">Access</th><th scope="col">Traffic (1 h)</th></tr></thead>
+      <thead><tr><th scope="col">Name</th><th scope="col">Status</th><th scope="col">Public address</th><th scope="col">Environment</th><th scope="col">Access</th><th scope="col">Traffic (${w.label})</th></tr></thead>
       <tbody>
         ${shares.map(
           (s) => html`<tr key=${s.zId} data-share=${s.zId}>
-            <th scope="row">${s.name}<div class="sub">${s.zId} · ${when(s.createdAt)}</div></th>
+            <th scope="row"><a href=${`#/shares/${s.zId}`}>${s.name}</a><div class="sub">${s.zId} · ${when(s.createdAt)}</div></th>
             <td data-label="Status"><${ShareStatus} share=${s} env=${envs.get(s.envZId)} /></td>
             <td data-label="Public address"><a href=${s.frontendEndpoint} target="_blank" rel="noopener noreferrer">${s.frontendEndpoint}</a><div class="sub">→ ${s.backendProxyEndpoint}</div></td>
             <td data-label="Environment"><code>${s.envZId}</code></td>
             <td data-label="Access">${access(s)}</td>
-            <td data-label="Traffic (1 h)"><${Sparkline} samples=${lines.data ? (byId.get(s.zId) ?? []) : undefined} label=${`Traffic of ${s.name}`} /></td>
+            <td data-label=${`Traffic (${w.label})`}><${TrafficChart} compact samples=${lines.data ? (byId.get(s.zId) ?? []) : undefined} window=${w} label=${`Traffic of ${s.name}`} /></td>
           </tr>`,
         )}
       </tbody>
-    </table></div>
+    </table></div>` : null}
     <${Pager} page=${list.data} onPage=${setPage} label="Shares" />
   </${Section}>`;
 }

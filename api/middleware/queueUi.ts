@@ -26,7 +26,7 @@ export const QUEUE_SESSION_SECONDS = 8 * 3600;
 export const SIGN_OUT_PATH = `${QUEUES_PREFIX}/sign-out`;
 
 const READS = new Set(['GET', 'HEAD']);
-const CHALLENGE = { 'WWW-Authenticate': 'Basic realm="edgehub operator", charset="UTF-8"' };
+const CHALLENGE = { 'WWW-Authenticate': 'Basic realm="edgehub operator: user admin, password the admin token", charset="UTF-8"' };
 const ADMIN: Principal = Object.freeze({ kind: 'admin', name: 'admin' });
 
 const sessionKey = (digest: string) => `${config().queuePrefix}:queues-session:${digest}`;

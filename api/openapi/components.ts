@@ -110,6 +110,7 @@ export const Share = obj({
   oauthEmailDomains: z.array(z.string()).nullable(),
   oauthAuthorizationCheckInterval: z.string().nullable().meta({ description: 'ISO 8601 duration after which a login session is checked again (PT3H unless the share sets it); null without an auth provider' }),
   mutualTls: z.boolean().meta({ description: 'served only over TLS to clients presenting a client certificate of the hub' }),
+  inspect: z.boolean().meta({ description: 'exchanges are recorded for the request inspector (GET .../requests)' }),
   reserved: z.boolean(),
   limited: z.boolean(),
   createdAt: nullableTimestamp,
@@ -323,3 +324,30 @@ export const UsageRequest = obj({
     }),
   ),
 }).meta({ id: 'UsageRequest', description: 'A bad sample rejects the whole batch.' });
+
+/** Request inspection: one recorded exchange as lists show it. */
+export const InspectedExchange = obj({
+  id: id.meta({ description: 'the exchange id (a Redis stream entry id)' }),
+  at: timestamp.meta({ description: 'when the request reached the edge' }),
+  method: z.string(),
+  path: z.string().meta({ description: 'path and query as the client sent them' }),
+  status: z.number().int().meta({ description: "the answer's status (499: the client left before an answer)" }),
+  ms: z.number().meta({ description: 'from the request reaching the edge to the end of the answer' }),
+  rxBytes: z.number().int(),
+  txBytes: z.number().int(),
+  clientAddress: z.string(),
+  edge: z.string().meta({ description: 'the edge process that carried it' }),
+  replayOf: id.optional().meta({ description: 'for a replay: the exchange it sent again' }),
+}).meta({ id: 'InspectedExchange' });
+
+const RecordedMessage = obj({
+  headers: z.array(z.tuple([z.string(), z.string()])).meta({ description: "[name, value] pairs; credentials and the client certificate as '[redacted]'" }),
+  body: z.string().meta({ description: 'base64 of the first HUB_INSPECT_BODY_BYTES bytes' }),
+  bodyTruncated: z.boolean(),
+});
+
+export const InspectedExchangeDetail = obj({
+  ...InspectedExchange.shape,
+  request: RecordedMessage,
+  response: RecordedMessage,
+}).meta({ id: 'InspectedExchangeDetail' });

@@ -17,6 +17,7 @@ import executions from './executions.js';
 import frontends from './frontends.js';
 import health from './health.js';
 import healthChecks from './healthChecks.js';
+import inspect from './inspect.js';
 import ipsec from './ipsec.js';
 import ipsecMetrics from './ipsecMetrics.js';
 import jwks from './jwks.js';
@@ -42,6 +43,7 @@ export const routeModules: ((routes: Routes) => void)[] = [
   frontends,
   health,
   healthChecks,
+  inspect,
   ipsec,
   ipsecMetrics,
   jwks,

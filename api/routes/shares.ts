@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { createShare, deleteShare, findShare, listShares, shareView } from '../../shared/commands/shares.js';
+import { createShare, deleteShare, findShare, listShares, shareView, updateShare } from '../../shared/commands/shares.js';
 import { durationMs } from '../../shared/durations.js';
 import { principalName } from '../middleware/auth.js';
 import { mapPage, pageRequest } from '../paging.js';
@@ -24,6 +24,7 @@ export const createSchema = z.object({
   envZId: z.string().min(1, 'must not be empty').optional(),
   authProviderId: z.string().min(1, 'must not be empty').nullable().optional(),
   mutualTls: z.boolean().optional(),
+  inspect: z.boolean().optional(),
   oauthEmailDomains: z
     .array(z.string().regex(/^(?!-)[A-Za-z0-9-]{1,63}(\.(?!-)[A-Za-z0-9-]{1,63})+$/, 'must be a DNS domain such as example.com'))
     .max(50, 'must name at most 50 domains')
@@ -39,6 +40,9 @@ export const createSchema = z.object({
     .optional(),
 });
 
+/** What can change on a share: its access rules and inspection (unknown properties are refused by name). */
+export const updateSchema = createSchema.pick({ mutualTls: true, inspect: true, authProviderId: true, oauthEmailDomains: true, oauthAuthorizationCheckInterval: true });
+
 const SORTABLE = ['createdAt', 'name', 'status', 'zId'] as const;
 
 export default function routes({ hub }: Routes) {
@@ -52,6 +56,10 @@ export default function routes({ hub }: Routes) {
   });
   hub.get('/shares/:zId', async (ctx) => {
     ctx.body = presentShare(await shareView(await findShare(currentHub(ctx).id, ctx.params.zId)));
+  });
+  hub.patch('/shares/:zId', async (ctx) => {
+    const input = body(ctx, updateSchema);
+    ctx.body = presentShare(await updateShare(currentHub(ctx).id, ctx.params.zId, input));
   });
   hub.delete('/shares/:zId', async (ctx) => {
     await deleteShare(currentHub(ctx).id, ctx.params.zId, principalName(ctx));

@@ -22,9 +22,12 @@ export interface ShareInput {
   envZId?: string;
   authProviderId?: string | null;
   mutualTls?: boolean;
+  inspect?: boolean;
   oauthEmailDomains?: string[] | null;
   oauthAuthorizationCheckInterval?: string | null;
 }
+
+export type ShareUpdate = Partial<Pick<ShareInput, 'mutualTls' | 'inspect' | 'authProviderId' | 'oauthEmailDomains' | 'oauthAuthorizationCheckInterval'>>;
 
 export interface ShareView {
   share: Share;
@@ -86,7 +89,13 @@ export function endpointOf(urlTemplate: string, zId: string, mutualTls: boolean)
   return url.href.replace(/\/$/, plain.endsWith('/') ? '/' : '');
 }
 
+/** Inspection records HTTP exchanges: a share that carries raw TCP streams has none to record. */
+function refuseInspectOfTcp(protocol: unknown, inspect: boolean | undefined): void {
+  if (inspect && protocol === 'tcp') throw badRequest(`property '$.inspect' is for HTTP shares: a TCP share carries streams, not requests to record`);
+}
+
 export async function createShare(hubId: string, input: ShareInput, createdBy: string): Promise<ShareView> {
+  refuseInspectOfTcp((input as { protocol?: unknown }).protocol, input.inspect);
   const frontendIds = [...new Set(input.frontendIds)];
   const frontends = await Frontend.findAll({ where: { ...visibleFrontends(hubId), id: frontendIds } });
   const unknown = frontendIds.filter((id) => !frontends.some((f) => f.id === id));
@@ -115,6 +124,7 @@ export async function createShare(hubId: string, input: ShareInput, createdBy: s
         target: input.target,
         authProviderId: authProvider?.id ?? null,
         mutualTls: input.mutualTls ?? false,
+        inspect: input.inspect ?? false,
         oauthEmailDomains: input.oauthEmailDomains?.length ? [...new Set(input.oauthEmailDomains.map((d) => d.toLowerCase()))] : null,
         oauthCheckInterval: input.oauthAuthorizationCheckInterval ?? null,
         status: 'PROVISIONING',
@@ -126,6 +136,40 @@ export async function createShare(hubId: string, input: ShareInput, createdBy: s
     await enqueue({ type: PROVISION_SHARE_JOB, hubId, resourceType: 'share', resourceId: zId, payload: { zId }, createdBy, transaction });
     return { share, frontendIds, authProvider };
   });
+}
+
+/**
+ * Changes a share's access rules and inspection in one conditional update of its row; the row's trigger tells every
+ * edge, which applies them to new requests and asks open connections again (a share made mutual-TLS or given a
+ * login drops the clients that no longer qualify). The public address follows mutualTls (TLS listener or not).
+ */
+export async function updateShare(hubId: string, zId: string, input: ShareUpdate): Promise<ShareView> {
+  const share = await findShare(hubId, zId);
+  refuseInspectOfTcp(share.get('protocol'), input.inspect);
+  const authProviderId = input.authProviderId === undefined ? share.authProviderId : input.authProviderId;
+  const authProvider = authProviderId ? await AuthProvider.findOne({ where: { hubId, id: authProviderId } }) : null;
+  if (authProviderId && !authProvider) throw badRequest(`value for property '$.authProviderId' names no auth provider of this hub: '${authProviderId}'`);
+  const changes: Partial<Share['_attributes']> = {};
+  if (input.inspect !== undefined) changes.inspect = input.inspect;
+  if (input.authProviderId !== undefined) changes.authProviderId = authProvider?.id ?? null;
+  if (input.oauthEmailDomains !== undefined) changes.oauthEmailDomains = input.oauthEmailDomains?.length ? [...new Set(input.oauthEmailDomains.map((d) => d.toLowerCase()))] : null;
+  if (input.oauthAuthorizationCheckInterval !== undefined) changes.oauthCheckInterval = input.oauthAuthorizationCheckInterval;
+  if (!authProvider) {
+    // without a login the login options mean nothing: refused when given, cleared when the provider goes
+    if (input.oauthEmailDomains?.length || input.oauthAuthorizationCheckInterval) {
+      throw badRequest(`properties '$.oauthEmailDomains' and '$.oauthAuthorizationCheckInterval' need an auth provider ('$.authProviderId')`);
+    }
+    changes.oauthEmailDomains = null;
+    changes.oauthCheckInterval = null;
+  }
+  if (input.mutualTls !== undefined && input.mutualTls !== share.mutualTls) {
+    const frontend = await Frontend.findByPk(share.frontendId);
+    changes.mutualTls = input.mutualTls;
+    if (frontend) changes.frontendEndpoint = endpointOf(frontend.urlTemplate, zId, input.mutualTls);
+  }
+  const [, rows] = await Share.update(changes, { where: { hubId, zId }, returning: true });
+  if (!rows.length) throw notFound('share', zId);
+  return shareView(rows[0]);
 }
 
 /** Deleting the row unpublishes (the edge reads routes from it); the provider clean-up is a job of the same transaction. */

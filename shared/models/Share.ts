@@ -20,6 +20,8 @@ export class Share extends Model<InferAttributes<Share>, InferCreationAttributes
   declare oauthEmailDomains: CreationOptional<string[] | null>;
   /** ISO 8601 duration after which a login session is checked again; null = the default (PT3H). */
   declare oauthCheckInterval: CreationOptional<string | null>;
+  /** Exchanges are recorded by every edge for the share's request inspector. */
+  declare inspect: CreationOptional<boolean>;
   declare shareMode: CreationOptional<string>;
   declare backendMode: CreationOptional<string>;
   declare frontendSelection: CreationOptional<string>;
@@ -45,6 +47,7 @@ export function initModel(sequelize: Sequelize): void {
       mutualTls: { type: DataTypes.BOOLEAN, allowNull: false, defaultValue: false },
       oauthEmailDomains: { type: DataTypes.JSONB, allowNull: true },
       oauthCheckInterval: { type: DataTypes.TEXT, allowNull: true },
+      inspect: { type: DataTypes.BOOLEAN, allowNull: false, defaultValue: false },
       shareMode: { type: DataTypes.TEXT, allowNull: false, defaultValue: 'public' },
       backendMode: { type: DataTypes.TEXT, allowNull: false, defaultValue: 'proxy' },
       frontendSelection: { type: DataTypes.TEXT, allowNull: false, defaultValue: 'public' },

@@ -30,3 +30,16 @@ export const edgeUpstreamErrorsTotal = new client.Counter({
   labelNames: ['frontend', 'kind'] as const,
   registers: [registry],
 });
+
+export const inspectRecorded = new client.Counter({
+  name: 'edgehub_edge_inspect_recorded_total',
+  help: 'Exchanges of inspected shares this edge recorded into Redis',
+  registers: [registry],
+});
+
+export const inspectDropped = new client.Counter({
+  name: 'edgehub_edge_inspect_dropped_total',
+  help: 'Exchanges of inspected shares not recorded, by reason (queue_full, redis_unavailable, redis_error): the share never waits for its inspector',
+  labelNames: ['reason'] as const,
+  registers: [registry],
+});

@@ -1,0 +1,38 @@
+// One share's page (#/shares/{zId}): its traffic as rates over 1 h / 24 h / 7 d (live while traffic flows), its
+// recorded requests with replay, and its settings.
+import { useState } from 'preact/hooks';
+import { api } from './api.js';
+import { when } from './format.js';
+import { html } from './html.js';
+import { Badge, Problem, Section, usePoll } from './parts.js';
+import { Requests } from './requests.js';
+import { ShareSettings } from './shareform.js';
+import { TrafficChart, WindowPicker, windowOf } from './traffic.js';
+
+export function SharePage({ base, zId }) {
+  const share = usePoll(() => api(`${base}/shares/${zId}`), [base, zId], 5_000);
+  const [windowId, setWindow] = useState('1h');
+  const w = windowOf(windowId);
+  const series = usePoll(() => api(`${base}/shares/${zId}/metrics?duration=${w.duration}&step=${w.step}`), [base, zId, windowId], 5_000);
+  const s = share.data;
+  if (share.error?.status === 404) return html`<${Section} title="Share not found"><p class="empty">No share <code>${zId}</code> in this hub (it may have been deleted). <a href="#/shares">Back to the shares</a></p></${Section}>`;
+  if (!s) return html`<div><${Problem} error=${share.error} /><p class="loading">Loading the share…</p></div>`;
+  return html`<div class="share-page" data-share-page=${s.zId}>
+    <p class="crumbs"><a href="#/shares">Shares</a> / ${s.name}</p>
+    <header class="share-head">
+      <h2>${s.name} <${Badge} status=${s.status} /></h2>
+      <p><a href=${s.frontendEndpoint} target="_blank" rel="noopener noreferrer">${s.frontendEndpoint}</a> → <code>${s.backendProxyEndpoint}</code></p>
+      <p class="sub">${s.zId} · environment <code>${s.envZId}</code> · created ${when(s.createdAt)} by ${s.createdBy}</p>
+    </header>
+    <${Section} title="Traffic" actions=${html`<${WindowPicker} value=${windowId} onChange=${setWindow} label="Traffic window" />`}>
+      <${Problem} error=${series.error} />
+      <${TrafficChart} samples=${series.data?.samples} window=${w} label=${`Traffic of ${s.name}`} />
+    </${Section}>
+    <${Section} title="Requests">
+      <${Requests} base=${base} share=${s} />
+    </${Section}>
+    <${Section} title="Settings">
+      <${ShareSettings} key=${s.zId} base=${base} share=${s} onSaved=${() => share.reload()} />
+    </${Section}>
+  </div>`;
+}

@@ -1,0 +1,229 @@
+/**
+ * `npm run bench:edge-inspect`: the cost of request inspection at the edge. One edge process, one backend (128-byte
+ * answers, a process of its own), two shares on the same edge to the same backend, one with `inspect` on
+ * (docs/inspection.md), and Debian's nginx in front of the same backend as the reference bench:edge uses. Loaded by
+ * autocannon in one run: alternating rounds at saturation (requests/s and p99 of the inspected share against the
+ * plain one: targets >= 0.8 and < 1.5x), the edge's and Redis's CPU per request, then both shares at a fixed offered
+ * rate, where CPU per request and p99 are steadier on a shared machine, with the capture's drops counted there
+ * (`edgehub_edge_inspect_dropped_total`, scraped from the edge's metrics port).
+ *
+ * BENCH_CONNECTIONS (default 50), BENCH_SECONDS per round (default 10), BENCH_ROUNDS (default 3, alternating),
+ * BENCH_INSPECT_RATE (default 4000 req/s) for the fixed-rate rounds.
+ */
+import { spawn } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import { mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import http from 'node:http';
+import path from 'node:path';
+import autocannon from 'autocannon';
+import pg from 'pg';
+import { ensureCommands } from '../scripts/services.js';
+import { benchWorkspace, cpuMs, cpuSplitMs, freePort, median, startEdgeProcess, startServices, startPlainBackend, stopChild } from './harness.js';
+
+const CONNECTIONS = Number(process.env.BENCH_CONNECTIONS ?? 50);
+const SECONDS = Number(process.env.BENCH_SECONDS ?? 10);
+const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 3);
+
+ensureCommands([{ command: 'nginx', pkg: 'nginx', hint: 'Install it: `sudo apt-get install nginx`.' }]);
+const ws = benchWorkspace({ budgetMs: 15 * 60_000 });
+try {
+  const services = await startServices(ws);
+
+  // the backend: a plain node:http server in a process of its own, 128-byte answers
+  const { port: backendPort, child: backend } = await startPlainBackend(ws);
+
+  // a hub with one ACTIVE share on the public frontend, written directly (the bench measures the data plane)
+  const db = new pg.Client({ connectionString: services.databaseUrl });
+  db.on('error', () => undefined); // PostgreSQL stops at clean-up
+  await db.connect();
+  const hubId = `bench-${randomBytes(4).toString('hex')}`;
+  const zId = randomBytes(6).toString('hex');
+  await db.query(`INSERT INTO hubs (id, name) VALUES ($1, 'bench')`, [hubId]);
+  await db.query(`INSERT INTO environments (env_z_id, hub_id, description, created_by, is_default) VALUES ($1, $2, 'default', 'bench', true)`, [`e${zId}`, hubId]);
+  const frontend = (await db.query(`SELECT id, url_template FROM frontends WHERE public_name = 'public' AND hub_id IS NULL`)).rows[0];
+  await db.query(
+    `INSERT INTO shares (z_id, hub_id, env_z_id, name, frontend_id, frontend_endpoint, target, status, created_by)
+     VALUES ($1, $2, $3, 'bench', $4, $5, $6, 'ACTIVE', 'bench')`,
+    [zId, hubId, `e${zId}`, frontend.id, frontend.url_template.replace('{token}', zId), `http://127.0.0.1:${backendPort}`],
+  );
+  await db.query(`INSERT INTO share_frontends (share_z_id, frontend_id, position) VALUES ($1, $2, 0)`, [zId, frontend.id]);
+  const host = `${zId}.share.localhost`;
+  // the same share again with inspection on
+  const inspectedZId = randomBytes(6).toString('hex');
+  await db.query(
+    `INSERT INTO shares (z_id, hub_id, env_z_id, name, frontend_id, frontend_endpoint, target, status, created_by, inspect)
+     VALUES ($1, $2, $3, 'bench-inspected', $4, $5, $6, 'ACTIVE', 'bench', true)`,
+    [inspectedZId, hubId, `e${zId}`, frontend.id, frontend.url_template.replace('{token}', inspectedZId), `http://127.0.0.1:${backendPort}`],
+  );
+  await db.query(`INSERT INTO share_frontends (share_z_id, frontend_id, position) VALUES ($1, $2, 0)`, [inspectedZId, frontend.id]);
+  const inspectedHost = `${inspectedZId}.share.localhost`;
+  const metricsPort = await freePort();
+
+  // the edge, as the Procfile runs it
+  const edgePort = await freePort();
+  const edge = startEdgeProcess(ws, services, {
+    HUB_EDGE_HTTP_PORT: String(edgePort),
+    HUB_EDGE_HTTPS_PORT: '0',
+    HUB_METRICS_PORT: String(metricsPort),
+    LOG_LEVEL: 'warn',
+  });
+
+  // nginx: one worker, keep-alive to the same backend, the same forwarding headers the edge sets
+  const nginxPort = await freePort();
+  const nginxDir = path.join(ws.work, 'nginx');
+  mkdirSync(nginxDir, { recursive: true });
+  writeFileSync(
+    path.join(nginxDir, 'nginx.conf'),
+    `worker_processes 1;
+pid ${nginxDir}/nginx.pid;
+error_log ${nginxDir}/error.log warn;
+events { worker_connections 4096; }
+http {
+  access_log off;
+  client_body_temp_path ${nginxDir}/body; proxy_temp_path ${nginxDir}/proxy; fastcgi_temp_path ${nginxDir}/fcgi;
+  uwsgi_temp_path ${nginxDir}/uwsgi; scgi_temp_path ${nginxDir}/scgi;
+  upstream backend { server 127.0.0.1:${backendPort}; keepalive 64; }
+  server {
+    listen 127.0.0.1:${nginxPort};
+    location / {
+      proxy_pass http://backend;
+      proxy_http_version 1.1;
+      proxy_set_header Connection "";
+      proxy_set_header Host $host;
+      proxy_set_header X-Forwarded-For $remote_addr;
+      proxy_set_header X-Forwarded-Proto $scheme;
+      proxy_set_header X-Forwarded-Host $host;
+    }
+  }
+}
+`,
+  );
+  const nginx = spawn('nginx', ['-c', path.join(nginxDir, 'nginx.conf'), '-g', 'daemon off;'], { stdio: 'inherit' });
+  ws.onCleanup(() => stopChild(nginx));
+
+  const ready = async (port: number) => {
+    for (let i = 0; i < 300; i++) {
+      // node:http, not fetch: fetch does not let a caller set Host
+      const status = await new Promise<number>((resolve) =>
+        http.get({ host: '127.0.0.1', port, headers: { host } }, (res) => (res.resume(), resolve(res.statusCode ?? 0))).on('error', () => resolve(0)),
+      );
+      if (status === 200) return;
+      await new Promise((r) => setTimeout(r, 100));
+    }
+    throw new Error(`nothing answered 200 on ${port}`);
+  };
+  await Promise.all([ready(edgePort), ready(nginxPort)]);
+  if (edge.exitCode !== null) throw new Error('the edge exited');
+
+  const load = (port: number, seconds: number, as = host, overallRate?: number) =>
+    new Promise<autocannon.Result>((resolve, reject) =>
+      autocannon({ url: `http://127.0.0.1:${port}`, connections: CONNECTIONS, duration: seconds, headers: { host: as }, ...(overallRate ? { overallRate } : {}) }, (err, result) => (err ? reject(err) : resolve(result))),
+    );
+  // warm both (JIT, pools), then alternate so that a noisy moment does not favour one
+  await load(edgePort, 2);
+  await load(nginxPort, 2);
+  await load(edgePort, 2, inspectedHost);
+  const results: Record<'edge' | 'nginx' | 'inspect', autocannon.Result[]> = { edge: [], nginx: [], inspect: [] };
+  // CPU of a process and its children (the edge's workers, nginx's worker), from /proc
+  const treeCpuMs = (pid: number | undefined): { user: number; sys: number } => {
+    const total = cpuSplitMs(pid);
+    for (const entry of readdirSync('/proc')) {
+      if (!/^\d+$/.test(entry)) continue;
+      try {
+        if (readFileSync(`/proc/${entry}/stat`, 'utf8').split(') ')[1].split(' ')[1] === String(pid)) {
+          const child = cpuSplitMs(entry);
+          total.user += child.user;
+          total.sys += child.sys;
+        }
+      } catch {
+        /* gone */
+      }
+    }
+    return total;
+  };
+  const cpuPerRequest: Record<'edge' | 'nginx' | 'backend', number[]> = { edge: [], nginx: [], backend: [] };
+  const sysPerRequest: Record<'edge' | 'nginx', number[]> = { edge: [], nginx: [] };
+  const inspectCpu: Record<'edge' | 'redis', number[]> = { edge: [], redis: [] };
+  for (let round = 0; round < ROUNDS; round++) {
+    for (const [name, port] of (round % 2 ? [['edge', edgePort], ['nginx', nginxPort]] : [['nginx', nginxPort], ['edge', edgePort]]) as ['edge' | 'nginx', number][]) {
+      const proxyPid = name === 'edge' ? edge.pid : nginx.pid;
+      const before = { proxy: treeCpuMs(proxyPid), backend: cpuMs(backend.pid) };
+      const r = await load(port, SECONDS);
+      // a wrong answer is a failure; a handful of client time-outs on a loaded machine is reported, not fatal
+      if (r.non2xx || r.errors > r.requests.total / 1000) throw new Error(`${name}: ${r.non2xx} non-2xx answers, ${r.errors} errors`);
+      if (r.errors) console.error(`${name}: ${r.errors} client errors (time-outs) of ${r.requests.total} requests`);
+      results[name].push(r);
+      const after = treeCpuMs(proxyPid);
+      cpuPerRequest[name].push(((after.user + after.sys - before.proxy.user - before.proxy.sys) * 1000) / r.requests.total);
+      sysPerRequest[name].push(((after.sys - before.proxy.sys) * 1000) / r.requests.total);
+      if (name === 'edge') cpuPerRequest.backend.push(((cpuMs(backend.pid) - before.backend) * 1000) / r.requests.total);
+    }
+    // the inspected share, right after the edge's round with it off; the CPU it costs, the edge's and Redis's
+    const before = { edge: treeCpuMs(edge.pid), redis: cpuMs(services.redisPid) };
+    const r = await load(edgePort, SECONDS, inspectedHost);
+    if (r.non2xx || r.errors > r.requests.total / 1000) throw new Error(`inspect: ${r.non2xx} non-2xx answers, ${r.errors} errors`);
+    results.inspect.push(r);
+    const after = treeCpuMs(edge.pid);
+    inspectCpu.edge.push(((after.user + after.sys - before.edge.user - before.edge.sys) * 1000) / r.requests.total);
+    inspectCpu.redis.push(((cpuMs(services.redisPid) - before.redis) * 1000) / r.requests.total);
+  }
+  const scrape = () => fetch(`http://127.0.0.1:${metricsPort}/metrics`).then((res) => res.text());
+  const countersOf = (text: string, name: string) =>
+    text
+      .split('\n')
+      .filter((l) => l.startsWith(name))
+      .map((l) => `${/reason="([^"]+)"/.exec(l)?.[1] ?? 'total'} ${Number(l.trim().split(' ').pop())}`);
+  const droppedIn = (text: string) => countersOf(text, 'edgehub_edge_inspect_dropped_total').reduce((n, l) => n + Number(l.split(' ')[1]), 0);
+  // fixed offered rate: both shares at the same req/s, CPU per request and p99 compared, drops counted in these rounds
+  const RATE = Number(process.env.BENCH_INSPECT_RATE ?? 4000);
+  const fixed: Record<'off' | 'on', { rps: number[]; p99: number[]; cpu: number[] }> = { off: { rps: [], p99: [], cpu: [] }, on: { rps: [], p99: [], cpu: [] } };
+  const droppedBefore = droppedIn(await scrape());
+  for (let round = 0; round < ROUNDS; round++) {
+    for (const which of (round % 2 ? ['on', 'off'] : ['off', 'on']) as ('off' | 'on')[]) {
+      const before = treeCpuMs(edge.pid);
+      const r = await load(edgePort, SECONDS, which === 'on' ? inspectedHost : host, RATE);
+      const after = treeCpuMs(edge.pid);
+      fixed[which].rps.push(r.requests.average);
+      fixed[which].p99.push(r.latency.p99);
+      fixed[which].cpu.push(((after.user + after.sys - before.user - before.sys) * 1000) / r.requests.total);
+    }
+  }
+  const inspectMetrics = await scrape();
+  const droppedAtRate = droppedIn(inspectMetrics) - droppedBefore;
+  const counter = (name: string) => countersOf(inspectMetrics, name);
+  const rps = (name: 'edge' | 'nginx' | 'inspect') => median(results[name].map((r) => r.requests.average));
+  const p99 = (name: 'edge' | 'nginx' | 'inspect') => median(results[name].map((r) => r.latency.p99));
+  const edgeBytes = results.edge.reduce((n, r) => n + r.throughput.total, 0);
+
+  // let the edge flush, then compare what it metered with what the client received
+  await stopChild(edge);
+  const metered = (await db.query(`SELECT coalesce(sum(rx),0)::bigint AS rx, coalesce(sum(tx),0)::bigint AS tx FROM usage_samples WHERE share_id = $1`, [zId])).rows[0];
+  await db.end();
+
+  const line = (name: string, r: number, p: number) => `${name.padEnd(6)} ${r.toFixed(0).padStart(8)} req/s   p99 ${p.toFixed(1).padStart(6)} ms`;
+  console.log(`\nbench:edge — ${CONNECTIONS} connections, ${ROUNDS} x ${SECONDS} s per proxy (medians), 128-byte answers, metering on`);
+  console.log(line('nginx', rps('nginx'), p99('nginx')));
+  console.log(line('edge', rps('edge'), p99('edge')));
+  console.log(`ratio  ${(rps('edge') / rps('nginx')).toFixed(2)} of nginx's requests/s (target >= 0.6)   p99 ${(p99('edge') / p99('nginx')).toFixed(2)}x nginx's (target < 2)`);
+  console.log(`metered by the edge: rx ${metered.rx} B, tx ${metered.tx} B (the client counted ${edgeBytes} B received in the timed rounds, warm-up not included)`);
+  console.log(
+    `CPU per request (µs, medians): edge ${median(cpuPerRequest.edge).toFixed(0)} (kernel ${median(sysPerRequest.edge).toFixed(0)}), ` +
+      `nginx ${median(cpuPerRequest.nginx).toFixed(0)} (kernel ${median(sysPerRequest.nginx).toFixed(0)}), the backend itself ${median(cpuPerRequest.backend).toFixed(0)}`,
+  );
+  console.log(line('edge+i', rps('inspect'), p99('inspect')) + '   (the same edge, a share with inspect on)');
+  console.log(`inspect on: ${(rps('inspect') / rps('edge')).toFixed(2)} of inspect off's requests/s (target >= 0.8)   p99 ${(p99('inspect') / p99('edge')).toFixed(2)}x (target < 1.5)`);
+  console.log(`CPU per request with inspect on (µs, medians): edge ${median(inspectCpu.edge).toFixed(0)} (off: ${median(cpuPerRequest.edge).toFixed(0)}), redis-server ${median(inspectCpu.redis).toFixed(0)}`);
+  console.log(
+    `at a fixed ${RATE} req/s offered: inspect off ${median(fixed.off.rps).toFixed(0)} req/s, p99 ${median(fixed.off.p99).toFixed(1)} ms, ${median(fixed.off.cpu).toFixed(0)} µs CPU/request; ` +
+      `inspect on ${median(fixed.on.rps).toFixed(0)} req/s, p99 ${median(fixed.on.p99).toFixed(1)} ms (${(median(fixed.on.p99) / median(fixed.off.p99)).toFixed(2)}x), ${median(fixed.on.cpu).toFixed(0)} µs CPU/request; capture drops in these rounds: ${droppedAtRate}`,
+  );
+  console.log(`capture: recorded ${counter('edgehub_edge_inspect_recorded_total').join(', ') || 0}; dropped ${counter('edgehub_edge_inspect_dropped_total').join(', ') || 'none'}`);
+  console.log(`rounds: edge+inspect ${results.inspect.map((r) => r.requests.average.toFixed(0)).join(', ')}`);
+  console.log(`rounds: edge ${results.edge.map((r) => r.requests.average.toFixed(0)).join(', ')}; nginx ${results.nginx.map((r) => r.requests.average.toFixed(0)).join(', ')}`);
+} catch (err) {
+  console.error(`bench:edge-inspect failed: ${(err as Error).stack ?? err}`);
+  process.exitCode = 1;
+} finally {
+  await ws.cleanUp();
+}
+process.exit(process.exitCode ?? 0);

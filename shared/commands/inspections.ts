@@ -1,0 +1,65 @@
+/**
+ * Request inspection and replay for the API: the recorded exchanges of a share of the hub (Redis, written by the
+ * edges: shared/inspect/store.ts), the live feed of new ones, and replays, which an edge carries out
+ * (edge/inspect/replay.ts). Every read names the hub: a share of another hub is not found.
+ */
+import { config } from '../config.js';
+import { badRequest, DomainError, notFound, unavailable } from '../errors.js';
+import { inspectFeed } from '../inspect/feed.js';
+import { getExchange, inspectKeys, isEntryId, listExchanges, present, summaryOf, type ExchangeDetail, type ExchangeSummary } from '../inspect/store.js';
+import { readyRedis } from '../redis.js';
+import { findShare } from './shares.js';
+
+const limits = () => config().inspect;
+
+const redisOrUnavailable = () => readyRedis().catch(() => Promise.reject(unavailable('Redis, where inspected requests are kept, is not reachable')));
+
+export async function listRequests(hubId: string, zId: string): Promise<ExchangeSummary[]> {
+  await findShare(hubId, zId);
+  return listExchanges(await redisOrUnavailable(), config().queuePrefix, hubId, zId, limits());
+}
+
+export async function getRequest(hubId: string, zId: string, id: string): Promise<ExchangeDetail> {
+  await findShare(hubId, zId);
+  const found = await getExchange(await redisOrUnavailable(), config().queuePrefix, hubId, zId, id, limits());
+  if (!found) throw notFound('request', id);
+  return found;
+}
+
+/**
+ * Sends a recorded request again through an edge (the same path as live traffic) and answers with the new exchange.
+ * 404 for a deleted share or an exchange no longer kept; 503 when no edge answered in time.
+ */
+export async function replayRequest(hubId: string, zId: string, id: string): Promise<ExchangeSummary> {
+  await getRequest(hubId, zId, id);
+  const waitMs = config().edge.upstreamTimeoutMs + 10_000;
+  const reply = await inspectFeed().replay({ hubId, zId, exchangeId: id }, waitMs);
+  if (!reply) throw unavailable(`no edge carried out the replay within ${Math.round(waitMs / 1000)} s (is an edge running?)`);
+  if (!reply.ok) throw reply.status === 404 ? new DomainError('EH_NOT_FOUND', reply.message) : reply.status === 400 ? badRequest(reply.message) : unavailable(reply.message);
+  return reply.exchange;
+}
+
+/** Calls `send` with each new exchange of the share (id and summary) until the returned function is called. */
+export async function followRequests(hubId: string, zId: string, send: (summary: ExchangeSummary) => void): Promise<() => void> {
+  await findShare(hubId, zId);
+  return inspectFeed().listen(inspectKeys(config().queuePrefix, hubId, zId).live, (message) => {
+    for (const line of message.split('\n')) {
+      const space = line.indexOf(' ');
+      const id = line.slice(0, space);
+      if (!isEntryId(id)) continue;
+      try {
+        send(present(summaryOf(id, line.slice(space + 1))));
+      } catch {
+        /* not a summary */
+      }
+    }
+  });
+}
+
+/** Summaries recorded after `lastId` (a reconnecting stream's Last-Event-ID), oldest first. */
+export async function requestsAfter(hubId: string, zId: string, lastId: string): Promise<ExchangeSummary[]> {
+  if (!isEntryId(lastId)) return [];
+  const redis = await redisOrUnavailable();
+  const entries = await redis.xrange(inspectKeys(config().queuePrefix, hubId, zId).summaries, `(${lastId}`, '+', 'COUNT', limits().max);
+  return entries.map(([entryId, fields]) => present(summaryOf(entryId, fields[1])));
+}

@@ -1,0 +1,193 @@
+/**
+ * Where request inspection keeps exchanges: Redis, shared by every edge and read by the web process. Each share has
+ * two streams under one hash tag (`{hub/share}`, so a cluster keeps them on one node): the summaries (what lists
+ * show) and the details (headers and bodies), written together by one script so that they carry the same entry id.
+ * Keys name the hub and the share: nothing of one hub is ever read through another's.
+ *
+ * Bounds: the summaries are trimmed with `XADD ... MAXLEN ~ HUB_INSPECT_MAX` and `XTRIM ... MINID ~ <now - TTL>`;
+ * the details follow them (everything older than the oldest summary left goes); both expire after the TTL without
+ * writes. `~` trims whole stream nodes, so a stream may briefly hold a few more than the limit: readers apply the
+ * exact count and age.
+ */
+import type { Redis } from 'ioredis';
+
+export interface ExchangeSummary {
+  id: string;
+  /** When the request reached the edge (ISO 8601, milliseconds). */
+  at: string;
+  method: string;
+  path: string;
+  status: number;
+  ms: number;
+  rxBytes: number;
+  txBytes: number;
+  clientAddress: string;
+  /** The edge process that carried it. */
+  edge: string;
+  /** The exchange this one sent again, for a replay. */
+  replayOf?: string;
+}
+
+export interface RecordedMessage {
+  headers: [string, string][];
+  /** base64 of the first HUB_INSPECT_BODY_BYTES bytes. */
+  body: string;
+  bodyTruncated: boolean;
+}
+
+export interface ExchangeDetail extends ExchangeSummary {
+  request: RecordedMessage;
+  response: RecordedMessage;
+}
+
+/** What an edge writes: the summary without its id (the stream gives it), a sort key, and the detail. */
+export interface ExchangeRecord {
+  summary: Omit<ExchangeSummary, 'id'> & { t: number };
+  request: RecordedMessage;
+  response: RecordedMessage;
+}
+
+export interface InspectLimits {
+  max: number;
+  ttlMs: number;
+}
+
+const tag = (hubId: string, zId: string) => `{${hubId}/${zId}}`;
+
+export const inspectKeys = (prefix: string, hubId: string, zId: string) => ({
+  summaries: `${prefix}:inspect:${tag(hubId, zId)}:s`,
+  details: `${prefix}:inspect:${tag(hubId, zId)}:d`,
+  /** Pub/sub channel of new summaries (the live view): `<id> <summary JSON>` lines, one message per batch. */
+  live: `${prefix}:inspect:live:${hubId}/${zId}`,
+});
+
+/** The list edges take replay requests from, and the channel prefix of their answers. */
+export const replayKeys = (prefix: string) => ({ requests: `${prefix}:inspect:replays`, replies: `${prefix}:inspect:replies:` });
+
+/**
+ * KEYS: summaries, details. ARGV: max, ttl ms, live channel, and the exchanges as one string: a summary JSON and a
+ * detail JSON per exchange, each on a line of its own (JSON text never holds a raw newline). Records them in order
+ * (one call per share and batch: the trims, the expiry and the one live message are paid once per batch; one string
+ * argument keeps the client's work per exchange to a join); returns their entry ids when ARGV[5] is `ids`, else how many.
+ */
+const RECORD = `
+local ids = {}
+local live = {}
+local text = ARGV[4]
+local at = 1
+while at <= #text do
+  local a = string.find(text, '\\n', at, true)
+  local b = string.find(text, '\\n', a + 1, true) or (#text + 1)
+  local summary = string.sub(text, at, a - 1)
+  local id = redis.call('XADD', KEYS[1], 'MAXLEN', '~', ARGV[1], '*', 's', summary)
+  redis.call('XADD', KEYS[2], id, 'd', string.sub(text, a + 1, b - 1))
+  ids[#ids + 1] = id
+  live[#live + 1] = id .. ' ' .. summary
+  at = b + 1
+end
+local ms = tonumber(string.match(ids[#ids], '^(%d+)'))
+local cutoff = ms - tonumber(ARGV[2])
+if cutoff > 0 then redis.call('XTRIM', KEYS[1], 'MINID', '~', cutoff) end
+local first = redis.call('XRANGE', KEYS[1], '-', '+', 'COUNT', 1)
+if first[1] then redis.call('XTRIM', KEYS[2], 'MINID', first[1][1]) end
+redis.call('PEXPIRE', KEYS[1], ARGV[2])
+redis.call('PEXPIRE', KEYS[2], ARGV[2])
+redis.call('PUBLISH', ARGV[3], table.concat(live, '\\n'))
+if ARGV[5] == 'ids' then return ids end
+return #ids
+`;
+
+type WithRecord = Redis & { inspectRecord(...args: (string | number)[]): Promise<string[] | number> };
+
+/** The connection with the record script defined (EVALSHA, loaded on first use). */
+export function withRecordScript(redis: Redis): WithRecord {
+  if (!(redis as unknown as Partial<WithRecord>).inspectRecord) redis.defineCommand('inspectRecord', { numberOfKeys: 2, lua: RECORD });
+  return redis as WithRecord;
+}
+
+/** One exchange as the record script reads it: its summary JSON and its detail JSON on two lines. */
+export const serializeRecord = (record: ExchangeRecord): string =>
+  `${JSON.stringify(record.summary)}\n${JSON.stringify({ request: record.request, response: record.response })}`;
+
+/** The arguments of one record call for several exchanges of one share (serialized), so that a pipeline can carry many. */
+export function recordArgs(prefix: string, hubId: string, zId: string, limits: InspectLimits, serialized: string[], ids = false): (string | number)[] {
+  const keys = inspectKeys(prefix, hubId, zId);
+  return [keys.summaries, keys.details, limits.max, limits.ttlMs, keys.live, serialized.join('\n'), ids ? 'ids' : 'count'];
+}
+
+/** Records one exchange now; resolves to its id. */
+export async function recordExchange(redis: Redis, prefix: string, hubId: string, zId: string, limits: InspectLimits, record: ExchangeRecord): Promise<string> {
+  const [id] = (await withRecordScript(redis).inspectRecord(...recordArgs(prefix, hubId, zId, limits, [serializeRecord(record)], true))) as string[];
+  return id;
+}
+
+/** A summary as the API shows it (the sort key stays inside). */
+export function summaryOf(id: string, json: string): ExchangeSummary & { t: number } {
+  const parsed = JSON.parse(json) as Omit<ExchangeSummary, 'id'> & { t: number };
+  return { id, ...parsed };
+}
+
+export const present = ({ t: _t, ...summary }: ExchangeSummary & { t?: number }): ExchangeSummary => summary;
+
+const ENTRY_ID = /^\d{1,20}-\d{1,20}$/;
+export const isEntryId = (id: string) => ENTRY_ID.test(id);
+
+/**
+ * The share's exchanges, newest first (by when they reached their edge, so that two edges' exchanges interleave as
+ * they happened even when one edge's writes arrive later): at most `max`, none older than the TTL.
+ */
+export async function listExchanges(redis: Redis, prefix: string, hubId: string, zId: string, limits: InspectLimits): Promise<ExchangeSummary[]> {
+  const keys = inspectKeys(prefix, hubId, zId);
+  const cutoff = Date.now() - limits.ttlMs;
+  // approximate trimming may leave up to a stream node more than the limit: read a margin and cut exactly
+  const entries = await redis.xrevrange(keys.summaries, '+', '-', 'COUNT', limits.max * 2 + 100);
+  const summaries = entries.map(([id, fields]) => summaryOf(id, fields[1])).filter((s) => Date.parse(s.at) >= cutoff);
+  summaries.sort((a, b) => b.t - a.t || (a.id < b.id ? 1 : -1));
+  return summaries.slice(0, limits.max).map(present);
+}
+
+/** One exchange with its headers and bodies, or undefined (unknown, trimmed, expired, or another share's). */
+export async function getExchange(redis: Redis, prefix: string, hubId: string, zId: string, id: string, limits: InspectLimits): Promise<ExchangeDetail | undefined> {
+  if (!isEntryId(id)) return undefined;
+  const keys = inspectKeys(prefix, hubId, zId);
+  const [summary, detail] = await Promise.all([redis.xrange(keys.summaries, id, id), redis.xrange(keys.details, id, id)]);
+  if (!summary.length || !detail.length) return undefined;
+  const s = summaryOf(id, summary[0][1][1]);
+  if (Date.parse(s.at) < Date.now() - limits.ttlMs) return undefined;
+  const d = JSON.parse(detail[0][1][1]) as { request: RecordedMessage; response: RecordedMessage };
+  return { ...present(s), request: d.request, response: d.response };
+}
+
+/** Header names whose values are never kept: credentials and the client certificate. */
+export const REDACTED_HEADERS = new Set([
+  'authorization',
+  'proxy-authorization',
+  'cookie',
+  'set-cookie',
+  'x-client-certificate-name',
+  'x-client-certificate-fingerprint',
+  'x-client-cert',
+  'x-ssl-client-cert',
+  'ssl-client-cert',
+  'x-forwarded-client-cert',
+]);
+export const REDACTED = '[redacted]';
+
+/** Flat header lines (name, value, name, value...) as recorded pairs, credentials replaced. */
+export function redactedPairs(lines: readonly string[]): [string, string][] {
+  const out: [string, string][] = [];
+  for (let i = 0; i < lines.length; i += 2) out.push([lines[i], REDACTED_HEADERS.has(lines[i].toLowerCase()) ? REDACTED : lines[i + 1]]);
+  return out;
+}
+
+/** A replay request an edge takes from the list, and its answer on `replyTo`. */
+export interface ReplayRequest {
+  replayId: string;
+  hubId: string;
+  zId: string;
+  exchangeId: string;
+  replyTo: string;
+  /** Epoch ms after which nobody waits for it: an edge that takes it later drops it. */
+  deadline: number;
+}
+export type ReplayReply = { replayId: string; ok: true; exchange: ExchangeSummary } | { replayId: string; ok: false; status: number; error: string; message: string };
