@@ -17,7 +17,7 @@ import http from 'node:http';
 import path from 'node:path';
 import autocannon from 'autocannon';
 import pg from 'pg';
-import { ensureCommands } from '../scripts/services.js';
+import { ensureCommands } from '../scripts/services/index.js';
 import { benchWorkspace, cpuMs, cpuSplitMs, freePort, median, startEdgeProcess, startServices, startPlainBackend, stopChild } from './harness.js';
 
 const CONNECTIONS = Number(process.env.BENCH_CONNECTIONS ?? 50);

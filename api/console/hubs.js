@@ -22,7 +22,7 @@ function Keys({ hub }) {
     setError(undefined);
     try {
       await api(`/admin/v1/hubs/${hub.id}/api-keys/${key.id}`, { method: 'DELETE' });
-      keys.reload();
+      await keys.reload();
     } catch (err) {
       setError(err);
     }

@@ -50,7 +50,7 @@ function useLive(path, onEvent, enabled) {
         await new Promise((r) => setTimeout(r, 2000));
       }
     };
-    connect();
+    void connect();
     return () => {
       stopped = true;
       controller?.abort();

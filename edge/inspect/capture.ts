@@ -14,7 +14,7 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Redis } from 'ioredis';
 import { logger } from '../../shared/logger.js';
 import { recordArgs, recordExchange, redactedPairs, serializeRecord, withRecordScript, type ExchangeRecord, type InspectLimits, type RecordedMessage } from '../../shared/inspect/store.js';
-import { inspectDropped, inspectRecorded } from '../../shared/telemetry.js';
+import { inspectDropped, inspectRecorded } from '../../shared/telemetry/index.js';
 import type { ShareRoute } from '../types.js';
 
 export type DropReason = 'queue_full' | 'redis_unavailable' | 'redis_error';

@@ -5,7 +5,7 @@
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import test from 'ava';
-import { freePort } from '../../scripts/services.js';
+import { freePort } from '../../scripts/services/index.js';
 import { edgeRequest, publicFrontendId, startBackend, type Backend } from '../helpers/edge.js';
 import { type HubFixture, useStack, waitFor } from '../helpers/stack.js';
 

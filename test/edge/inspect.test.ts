@@ -9,7 +9,7 @@ import { Redis } from 'ioredis';
 import test from 'ava';
 import { Capture } from '../../edge/inspect/capture.js';
 import { inspectKeys } from '../../shared/inspect/store.js';
-import { registry } from '../../shared/telemetry.js';
+import { registry } from '../../shared/telemetry/index.js';
 import { edgeRequest, readBody, routedShare, useBackend, useTestEdge } from '../helpers/edge.js';
 import { type HubFixture, useStack, waitFor } from '../helpers/stack.js';
 
