@@ -19,6 +19,7 @@ import { Presence } from './agents/presence.js';
 import { IpsecHost } from './ipsec/host.js';
 import { answer, answerSocket } from './answers.js';
 import { ChangeFeed } from './changes.js';
+import { answered, http2Front, revocable, settleExchange } from './http2.js';
 import { Meter } from './meter.js';
 import { HubLimiter } from './limits.js';
 import { Proxy, type ForwardContext } from './proxy.js';
@@ -209,9 +210,9 @@ export async function startEdge(options: EdgeOptions = {}): Promise<Edge> {
     let admitted = false;
     res.once('close', () => {
       // a client gone before the answer ended takes the target request with it
-      if (cancel && !res.writableFinished) cancel();
+      if (cancel && !answered(req, res)) cancel();
       if (admitted && route) limiter.leave(route.hubId);
-      meter.settle(socket, route);
+      settleExchange(meter, req, socket, route);
       observeRequest(route?.frontendId ?? 'none', res.statusCode, (performance.now() - started) / 1000);
     });
     const refused = refusal(req, host);
@@ -223,7 +224,7 @@ export async function startEdge(options: EdgeOptions = {}): Promise<Edge> {
     admitted = true;
     const ctx: ForwardContext = { secure, identity: identity.headers };
     if (!route.auth) {
-      if (route.mutualTls) connections.watch(socket, guardOf(host, route, req, secure, undefined));
+      if (route.mutualTls) connections.watch(revocable(req, socket, true), guardOf(host, route, req, secure, undefined));
       else connections.unwatch(socket);
       cancel = proxy.forward(req, res, route, ctx);
       return;
@@ -238,7 +239,7 @@ export async function startEdge(options: EdgeOptions = {}): Promise<Edge> {
         ctx.identity = { ...ctx.identity, 'x-forwarded-email': outcome.email };
         ctx.cookie = { value: login.stripCookies(req.headers.cookie) };
         if (res.destroyed) return; // the client left during the login check
-        connections.watch(socket, guardOf(host, route, req, secure, outcome.email, outcome.until));
+        connections.watch(revocable(req, socket, route.mutualTls), guardOf(host, route, req, secure, outcome.email, outcome.until));
         cancel = proxy.forward(req, res, route, ctx);
       })
       .catch((err) => {
@@ -316,25 +317,34 @@ export async function startEdge(options: EdgeOptions = {}): Promise<Edge> {
       // node:http connections of one's own) or to the gateway
       const app = tune(http.createServer(handle(true)));
       app.on('upgrade', upgrade(true));
+      const h2 = http2Front(handle(true));
       const server = tls.createServer({
         SNICallback: certificates.sniCallback,
         // every TLS client may present a certificate; whether a share needs one is decided per request
         requestCert: true,
         rejectUnauthorized: false,
-        ALPNProtocols: ['http/1.1', agents.alpn],
+        ALPNProtocols: ['h2', 'http/1.1', agents.alpn],
         ...access.tlsOptions,
       });
       server.on('secureConnection', (socket: TLSSocket) => {
         if (socket.alpnProtocol === agents.alpn) return agents.accept(socket);
+        if (socket.alpnProtocol === 'h2') return h2.accept(socket);
         app.emit('connection', socket);
       });
       server.on('tlsClientError', () => undefined);
+      server.on('connection', (raw: Socket) => h2.admits(raw.remoteAddress) || raw.destroy());
       httpsPort = await listen(server, wantHttps, options.host);
       ownPorts.add(httpsPort);
       listeners.push({
         close: (done) => server.close(() => done()),
-        closeIdle: () => app.closeIdleConnections(),
-        closeAll: () => app.closeAllConnections(),
+        closeIdle: () => {
+          app.closeIdleConnections();
+          h2.close();
+        },
+        closeAll: () => {
+          app.closeAllConnections();
+          h2.destroy();
+        },
       });
     }
     // agents of every edge learn of this one (and this one's agents of the others)
