@@ -27,7 +27,7 @@ const RETRYABLE = new Set(['UND_ERR_SOCKET', 'ECONNRESET', 'EPIPE']);
 type Failure = [number, 'bad_gateway' | 'gateway_timeout' | 'forbidden' | 'bad_request', string];
 
 /** Why a target exchange failed, as the edge's answer. */
-function failure(err: NodeJS.ErrnoException, route: ShareRoute): Failure {
+export function failure(err: NodeJS.ErrnoException, route: ShareRoute): Failure {
   const cause = (err.cause as NodeJS.ErrnoException | undefined) ?? err;
   const target = route.target;
   if (err.code === 'EGRESS_DENIED' || cause.code === 'EGRESS_DENIED') return [403, 'forbidden', cause.message];
@@ -39,7 +39,7 @@ function failure(err: NodeJS.ErrnoException, route: ShareRoute): Failure {
 }
 
 /** The request target in origin-form: an absolute-form one (`GET http://host/x`) keeps its path and query. */
-function originForm(url: string | undefined): string {
+export function originForm(url: string | undefined): string {
   if (!url) return '/';
   if (url.startsWith('/')) return url;
   if (/^https?:\/\//i.test(url)) {
@@ -55,6 +55,8 @@ export interface ProxyOptions {
   /** Upgraded connections silent both ways for this long are closed. */
   upgradeIdleMs: number;
   onUpstreamError?: (route: ShareRoute, kind: string) => void;
+  /** Shares that speak HTTP/2 to their targets (edge/upstreamH2.ts). */
+  h2?: { forward(req: IncomingMessage, res: ServerResponse, route: ShareRoute, ctx: ForwardContext): () => void; close(): Promise<void> };
 }
 
 const clientWentAway = () => Object.assign(new Error('the client went away'), { code: 'ECONNABORTED' });
@@ -271,6 +273,7 @@ export class Proxy {
    * calls when the client goes away before the answer ended (server.ts does, from the one 'close' listener it has).
    */
   forward(req: IncomingMessage, res: ServerResponse, route: ShareRoute, ctx: ForwardContext): (() => void) | undefined {
+    if (route.targetProtocol === 'h2' && this.options.h2) return this.options.h2.forward(req, res, route, ctx);
     const prepared = this.prepare(req, route, ctx);
     if (Array.isArray(prepared)) {
       req.resume();
@@ -303,6 +306,7 @@ export class Proxy {
 
   /** An Upgrade request (WebSocket): relayed, then the two connections are spliced and metered until they close. */
   upgrade(req: IncomingMessage, socket: Duplex, head: Buffer, route: ShareRoute, ctx: ForwardContext, onSpliced: (socket: Duplex) => void = () => undefined): void {
+    if (route.targetProtocol === 'h2') return answerSocket(socket, 502, 'bad_gateway', 'this share speaks HTTP/2 to its target: upgrades (WebSocket) are not carried');
     const prepared = this.prepare(req, route, ctx);
     if (Array.isArray(prepared)) return answerSocket(socket, prepared[0], prepared[1], prepared[2]);
     const handler = new Upgrading(socket, head, route, this.meter, this.options, onSpliced);
@@ -315,6 +319,6 @@ export class Proxy {
   }
 
   async close(): Promise<void> {
-    await this.pools.close();
+    await Promise.all([this.pools.close(), this.options.h2?.close()]);
   }
 }

@@ -31,6 +31,7 @@ import { CertificateStore } from './tls.js';
 import type { AccessControl } from './access/types.js';
 import type { AgentGateway, ShareRoute } from './types.js';
 import { UpstreamPools } from './upstream.js';
+import { UpstreamH2 } from './upstreamH2.js';
 
 export type { AccessControl, LoginHandler, LoginOutcome, MutualTlsChecker, MutualTlsDecision } from './access/types.js';
 
@@ -123,11 +124,9 @@ export async function startEdge(options: EdgeOptions = {}): Promise<Edge> {
     connectorFor: (route) => agents.connectorFor(route),
   });
   const mark = hopMark(config().secretKey);
-  const proxy = new Proxy(meter, pools, {
-    via: `1.1 ${mark}`,
-    upgradeIdleMs: cfg.upgradeIdleTimeoutMs,
-    onUpstreamError: (route, kind) => observeUpstreamError(route.frontendId, kind),
-  });
+  const onUpstreamError = (route: ShareRoute, kind: string) => observeUpstreamError(route.frontendId, kind);
+  const h2 = new UpstreamH2({ policy: egressPolicy(), timeoutMs: cfg.upstreamTimeoutMs, readTimeoutMs: cfg.upstreamReadTimeoutMs, ownPorts: () => ownPorts, connectorFor: (route) => agents.connectorFor(route), via: `1.1 ${mark}`, onUpstreamError });
+  const proxy = new Proxy(meter, pools, { via: `1.1 ${mark}`, upgradeIdleMs: cfg.upgradeIdleTimeoutMs, onUpstreamError, h2 });
   // IPsec on strongSwan: the data plane runs in the edge that holds the IPsec host lock (edge/ipsec/host.ts)
   const ipsecConfig = config().ipsec;
   logger.info({ provider: ipsecConfig.provider, chosen: ipsecConfig.chosen }, `edge: IPsec provider ${ipsecConfig.provider}`);
@@ -317,7 +316,7 @@ export async function startEdge(options: EdgeOptions = {}): Promise<Edge> {
       // node:http connections of one's own) or to the gateway
       const app = tune(http.createServer(handle(true)));
       app.on('upgrade', upgrade(true));
-      const h2 = http2Front(handle(true));
+      const h2front = http2Front(handle(true));
       const server = tls.createServer({
         SNICallback: certificates.sniCallback,
         // every TLS client may present a certificate; whether a share needs one is decided per request
@@ -328,22 +327,22 @@ export async function startEdge(options: EdgeOptions = {}): Promise<Edge> {
       });
       server.on('secureConnection', (socket: TLSSocket) => {
         if (socket.alpnProtocol === agents.alpn) return agents.accept(socket);
-        if (socket.alpnProtocol === 'h2') return h2.accept(socket);
+        if (socket.alpnProtocol === 'h2') return h2front.accept(socket);
         app.emit('connection', socket);
       });
       server.on('tlsClientError', () => undefined);
-      server.on('connection', (raw: Socket) => h2.admits(raw.remoteAddress) || raw.destroy());
+      server.on('connection', (raw: Socket) => h2front.admits(raw.remoteAddress) || raw.destroy());
       httpsPort = await listen(server, wantHttps, options.host);
       ownPorts.add(httpsPort);
       listeners.push({
         close: (done) => server.close(() => done()),
         closeIdle: () => {
           app.closeIdleConnections();
-          h2.close();
+          h2front.close();
         },
         closeAll: () => {
           app.closeAllConnections();
-          h2.destroy();
+          h2front.destroy();
         },
       });
     }

@@ -26,6 +26,7 @@ export const presentShare = ({ share: s, frontendIds, authProvider }: ShareView)
   oauthEmailDomains: s.oauthEmailDomains ?? (authProvider && authProvider.emailPatterns.length ? emailDomains(authProvider.emailPatterns) : null),
   oauthAuthorizationCheckInterval: authProvider ? (s.oauthCheckInterval ?? DEFAULT_CHECK_INTERVAL) : null,
   mutualTls: s.mutualTls,
+  targetProtocol: s.targetProtocol,
   reserved: s.reserved,
   limited: s.limited,
   createdAt: iso(s.createdAt),

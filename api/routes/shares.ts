@@ -24,6 +24,7 @@ export const createSchema = z.object({
   envZId: z.string().min(1, 'must not be empty').optional(),
   authProviderId: z.string().min(1, 'must not be empty').nullable().optional(),
   mutualTls: z.boolean().optional(),
+  targetProtocol: z.enum(['http1', 'h2'], "must be 'http1' (HTTP/1.1, the default) or 'h2' (HTTP/2 to the target, as gRPC needs)").optional(),
   oauthEmailDomains: z
     .array(z.string().regex(/^(?!-)[A-Za-z0-9-]{1,63}(\.(?!-)[A-Za-z0-9-]{1,63})+$/, 'must be a DNS domain such as example.com'))
     .max(50, 'must name at most 50 domains')

@@ -22,6 +22,7 @@ export interface ShareInput {
   envZId?: string;
   authProviderId?: string | null;
   mutualTls?: boolean;
+  targetProtocol?: 'http1' | 'h2';
   oauthEmailDomains?: string[] | null;
   oauthAuthorizationCheckInterval?: string | null;
 }
@@ -115,6 +116,7 @@ export async function createShare(hubId: string, input: ShareInput, createdBy: s
         target: input.target,
         authProviderId: authProvider?.id ?? null,
         mutualTls: input.mutualTls ?? false,
+        targetProtocol: input.targetProtocol ?? 'http1',
         oauthEmailDomains: input.oauthEmailDomains?.length ? [...new Set(input.oauthEmailDomains.map((d) => d.toLowerCase()))] : null,
         oauthCheckInterval: input.oauthAuthorizationCheckInterval ?? null,
         status: 'PROVISIONING',
