@@ -39,7 +39,7 @@ const ROUTES_SQL = `
     JOIN share_frontends sf ON sf.share_z_id = s.z_id
     JOIN frontends f ON f.id = sf.frontend_id AND f.active
     LEFT JOIN auth_providers ap ON ap.hub_id = s.hub_id AND ap.id = s.auth_provider_id
-   WHERE s.status = 'ACTIVE'`;
+   WHERE s.status = 'ACTIVE' AND s.protocol = 'http'`;
 
 /**
  * The host pattern of a URL template, `{token}` standing for one DNS label: `http://{token}.share.localhost:8000`

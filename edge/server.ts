@@ -32,6 +32,7 @@ import type { AccessControl } from './access/types.js';
 import type { AgentGateway, ShareRoute } from './types.js';
 import { UpstreamPools } from './upstream.js';
 import { UpstreamH2 } from './upstreamH2.js';
+import { TcpShares } from './tcp/shares.js';
 
 export type { AccessControl, LoginHandler, LoginOutcome, MutualTlsChecker, MutualTlsDecision } from './access/types.js';
 
@@ -61,6 +62,8 @@ export interface Edge {
   meter: Meter;
   /** The agents' gateway (connected agents, streams through them). */
   agents: AgentGateway;
+  /** TCP shares' ports (edge/tcp/shares.ts). */
+  tcp: TcpShares;
   /** The IPsec data plane when this edge may run it (strongSwan provider). */
   ipsec: IpsecHost | undefined;
   /** Resolves once every change queued so far has been applied (for tests). */
@@ -112,7 +115,7 @@ export async function startEdge(options: EdgeOptions = {}): Promise<Edge> {
         presence: new Presence(pool, id),
         edges: () => ({ addresses: live?.addresses ?? [], self: live?.self ?? [] }),
         // what an agent may connect to: its environment's share targets and IPsec share targets
-        targetsOf: (hubId: string, envZId: string): string[] => [...routes.targetsOf(hubId, envZId), ...(ipsec?.targetsOf(hubId, envZId) ?? [])],
+        targetsOf: (hubId: string, envZId: string): string[] => [...routes.targetsOf(hubId, envZId), ...tcp.targetsOf(hubId, envZId), ...(ipsec?.targetsOf(hubId, envZId) ?? [])],
         connectTimeoutMs: cfg.upstreamTimeoutMs,
       });
   const agents: AgentGateway = options.agents ?? gateway!;
@@ -144,19 +147,20 @@ export async function startEdge(options: EdgeOptions = {}): Promise<Edge> {
         })
       : undefined;
   const limiter = new HubLimiter(cfg.hubMaxConnections);
+  const tcp = new TcpShares({ pool, host: options.host, policy: egressPolicy(), timeoutMs: cfg.upstreamTimeoutMs, meter, mutualTls: access.mutualTls, contextFor: (name) => certificates.contextFor(name), connectorFor: (route) => agents.connectorFor(route), ownPorts, limiter });
   const connections = new OpenConnections();
   const feed = new ChangeFeed(url);
   let applied: Promise<unknown> = Promise.resolve();
 
   const reloadEverything = () =>
-    (applied = Promise.all([routes.reloadAll(), certificates.reload(), access.mutualTls?.load(), directory.reload()]).then(() => gateway?.directoryChanged()).catch((err) =>
+    (applied = Promise.all([routes.reloadAll(), tcp.reloadAll(), certificates.reload(), access.mutualTls?.load(), directory.reload()]).then(() => gateway?.directoryChanged()).catch((err) =>
       logger.error({ err: (err as Error).message }, 'edge: reload failed'),
     ));
   feed.on('resync', () => void reloadEverything());
   feed.on('change', (change) => {
     const work: Promise<unknown>[] = [];
     if (change.table === 'shares' || change.table === 'share_frontends') {
-      if (change.id) work.push(routes.reloadShare(change.id));
+      if (change.id) work.push(routes.reloadShare(change.id), tcp.reloadShare(change.id));
     } else if (FULL_RELOAD_TABLES.has(change.table)) work.push(routes.reloadAll());
     if (TLS_TABLES.has(change.table)) work.push(certificates.reload());
     if (ACCESS_TABLES.has(change.table) && access.mutualTls) work.push(access.mutualTls.onChange(change));
@@ -164,12 +168,13 @@ export async function startEdge(options: EdgeOptions = {}): Promise<Edge> {
     if (change.table === 'agents') work.push(directory.reload().then(() => gateway?.directoryChanged()));
     if (change.table === 'edge_processes') work.push(live?.changed() ?? Promise.resolve());
     applied = Promise.all([applied, ...work]).catch((err) => logger.error({ err: (err as Error).message, change }, 'edge: change not applied'));
-    if (REVOCATION_TABLES.has(change.table)) void applied.then(() => connections.sweep());
+    if (REVOCATION_TABLES.has(change.table)) void applied.then(() => (connections.sweep(), tcp.sweep()));
     if (change.table === 'shares' || change.table === 'share_frontends' || FULL_RELOAD_TABLES.has(change.table)) void applied.then(() => gateway?.targetsChanged());
   });
   // listening first, loading second: a change committed in between is seen by the load or notified after it
   await feed.start();
   await Promise.all([routes.reloadAll(), certificates.reload(), access.mutualTls?.load(), directory.reload()]);
+  await tcp.reloadAll();
   const resync = cfg.resyncMs > 0 ? setInterval(() => void reloadEverything(), cfg.resyncMs) : undefined;
   resync?.unref();
   meter.start();
@@ -364,6 +369,7 @@ export async function startEdge(options: EdgeOptions = {}): Promise<Edge> {
     httpsPort,
     agents,
     ipsec,
+    tcp,
     routes,
     meter,
     settled: async () => {
@@ -395,7 +401,7 @@ export async function startEdge(options: EdgeOptions = {}): Promise<Edge> {
         }
       });
       await agentsClosed;
-      await ipsec?.stop();
+      await Promise.all([ipsec?.stop(), tcp.close()]);
       await meter.stop();
       await proxy.close();
       certificates.close();
