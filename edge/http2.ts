@@ -267,6 +267,9 @@ export function http2Front(handler: Handler, limits = H2_LIMITS): Http2Front {
     penalties.strike(addresses.get(session));
     session.goaway(http2.constants.NGHTTP2_ENHANCE_YOUR_CALM, 0, Buffer.from(why));
     session.destroy();
+    // streams nghttp2 already read from the same chunk are announced after this: none of them is served
+    session.removeAllListeners('stream');
+    session.on('stream', (stream: Http2Stream) => stream.destroy());
   };
 
   server.on('session', (session: ServerHttp2Session) => {
@@ -284,9 +287,13 @@ export function http2Front(handler: Handler, limits = H2_LIMITS): Http2Front {
     session.on('remoteSettings', () => settings.take() || calm(session, 'too many SETTINGS frames'));
     // before the server's own listener, which hands the stream to the request handler
     session.prependListener('stream', (stream: Http2Stream, _headers: unknown, _flags: number, rawHeaders: string[]) => {
+      if (session.destroyed) return;
+      const reset = () => resets.take() || calm(session, 'too many streams reset');
+      // reset in the same read as its HEADERS: closed before this listener could hear of it
+      if (stream.closed || stream.destroyed) return reset();
       countStream(stream, rawHeaders);
       stream.on('error', () => undefined);
-      stream.once('aborted', () => resets.take() || calm(session, 'too many streams reset'));
+      stream.once('aborted', reset);
     });
   });
   server.on('sessionError', () => undefined);
