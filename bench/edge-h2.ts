@@ -82,8 +82,7 @@ http {
     listen 127.0.0.1:${nginxPort} ssl http2;
     ssl_certificate ${cert.certFile};
     ssl_certificate_key ${cert.keyFile};
-    # nginx 1.22 ends an HTTP/2 connection after 1000 requests by default, and h2load does not reconnect
-    http2_max_requests 10000000;
+    # nginx ends an HTTP/2 connection after 1000 requests by default (keepalive_requests), and h2load does not reconnect
     keepalive_requests 10000000;
     location / {
       proxy_pass http://backend;
