@@ -1,9 +1,8 @@
 import { randomUUID } from 'node:crypto';
 import { hostname } from 'node:os';
 import http, { type IncomingMessage, type ServerResponse } from 'node:http';
-import type net from 'node:net';
 import tls, { type TLSSocket } from 'node:tls';
-import type { AddressInfo, Socket } from 'node:net';
+import type { Socket } from 'node:net';
 import type { Duplex } from 'node:stream';
 import pg from 'pg';
 import { config } from '../shared/config.js';
@@ -28,6 +27,7 @@ import { OpenConnections, type Guard } from './revocation.js';
 import { RouteTable, routingHost } from './routes.js';
 import { observeRequest, observeUpstreamError } from './telemetry.js';
 import { CertificateStore } from './tls.js';
+import { listen, tune } from './listen.js';
 import type { AccessControl } from './access/types.js';
 import type { AgentGateway, ShareRoute } from './types.js';
 import { UpstreamPools } from './upstream.js';
@@ -81,16 +81,6 @@ const edgeId = () => `${hostname()}/${process.pid}/${randomUUID().slice(0, 8)}`;
 /** Tables whose change reloads every route ('environments': a reach changed, which every share of it carries). */
 const FULL_RELOAD_TABLES = new Set(['frontends', 'custom_frontends', 'auth_providers', 'environments']);
 const ACCESS_TABLES = new Set(['client_certificates', 'certificate_authorities']);
-
-function listen(server: net.Server, port: number, host: string | undefined): Promise<number> {
-  return new Promise((resolve, reject) => {
-    server.once('error', reject);
-    server.listen(port, host, () => {
-      server.off('error', reject);
-      resolve((server.address() as AddressInfo).port);
-    });
-  });
-}
 
 /** The edge (CONTRACT.md "The edge"): routes each request by Host to its share's target, after its access checks. */
 export async function startEdge(options: EdgeOptions = {}): Promise<Edge> {
@@ -289,13 +279,6 @@ export async function startEdge(options: EdgeOptions = {}): Promise<Edge> {
       .catch(() => answerSocket(socket, 502, 'bad_gateway', 'the identity provider could not be reached'));
   };
 
-  const tune = (server: http.Server) => {
-    server.keepAliveTimeout = 65_000;
-    // uploads and downloads of any size and duration; slow request heads are still cut off by headersTimeout
-    server.requestTimeout = 0;
-    server.headersTimeout = 60_000;
-    return server;
-  };
   /** A listener as stop() sees it: the plain HTTP server, or the TLS server with the HTTP server behind it. */
   interface Listener {
     close(done: () => void): void;

@@ -1,5 +1,5 @@
 import { config } from '../config.js';
-import { Op, QueryTypes, UniqueConstraintError, type Transaction } from 'sequelize';
+import { QueryTypes, UniqueConstraintError, type Transaction } from 'sequelize';
 import { withTransaction } from '../db.js';
 import { badRequest, conflict, notFound } from '../errors.js';
 import { randomToken } from '../ids.js';
