@@ -69,7 +69,7 @@ try {
   const dir = path.join(ws.work, 'agent');
   await benchAgent(db, { hubId, envZId: agentEnv, agent: agentCert, edgeCaPem: edgeCert.cert, edges: [`127.0.0.1:${edgeTlsPort}`], dir });
   await db.end();
-  const agent = spawn(process.execPath, ['scripts/edgehub.js', 'agent', 'run', '--dir', dir], { stdio: ['ignore', 'ignore', 'inherit'] });
+  const agent = spawn(process.execPath, ['agent/bin/edgehub.js', 'agent', 'run', '--dir', dir], { stdio: ['ignore', 'ignore', 'inherit'] });
   ws.onCleanup(() => stopChild(agent));
 
   const chunk = Buffer.alloc(1 << 20, 7);
