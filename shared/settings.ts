@@ -70,7 +70,7 @@ const SETTINGS = {
 
   // the edge
   HUB_EDGE_HTTP_PORT: entry(port(8000), 'edge', "the edge's plain HTTP listener; `0` turns it off"),
-  HUB_EDGE_HTTPS_PORT: entry(port(8443), 'edge', "the edge's TLS listener (certificate chosen by SNI); agents dial it too; `0` turns it off"),
+  HUB_EDGE_HTTPS_PORT: entry(port(8443), 'edge', "the edge's TLS listener (certificate chosen by SNI; ALPN `h2`, then `http/1.1`); agents dial it too; `0` turns it off"),
   HUB_PUBLIC_FRONTEND_TEMPLATE: entry(
     optionalString.pipe(z.string().regex(/^https?:\/\/\{token\}\.[a-z0-9.-]+(:\d{1,5})?\/?$/, 'must be an http(s) URL whose host is {token}.<domain>, e.g. http://{token}.share.localhost:8000').optional()),
     'edge',
