@@ -111,8 +111,14 @@ export function declaredLength(req: IncomingMessage): number | null {
   return value === undefined ? null : Number(value);
 }
 
-/** Whether a request carries a body (RFC 9112 6.3): a chunked one, or a Content-Length above zero. */
-export const hasBody = (req: IncomingMessage) => req.headers['transfer-encoding'] !== undefined || (req.headers['content-length'] !== undefined && req.headers['content-length'] !== '0');
+/**
+ * Whether a request carries a body (RFC 9112 6.3): a chunked one, or a Content-Length above zero. Over HTTP/2 (RFC
+ * 9113 8.1): unless its HEADERS frame ended the stream or its Content-Length is zero.
+ */
+export const hasBody = (req: IncomingMessage) =>
+  req.httpVersionMajor === 2
+    ? !(req as unknown as { stream: { endAfterHeaders: boolean } }).stream.endAfterHeaders && req.headers['content-length'] !== '0'
+    : req.headers['transfer-encoding'] !== undefined || (req.headers['content-length'] !== undefined && req.headers['content-length'] !== '0');
 
 /**
  * The target's answer header lines towards the client: hop-by-hop headers and those its Connection header lists are

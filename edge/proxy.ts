@@ -58,6 +58,8 @@ export interface ProxyOptions {
   onUpstreamError?: (route: ShareRoute, kind: string) => void;
   /** Records the exchanges of shares with `inspect` (edge/inspect/capture.ts). */
   capture?: Capture;
+  /** Shares that speak HTTP/2 to their targets (edge/upstreamH2.ts). */
+  h2?: { forward(req: IncomingMessage, res: ServerResponse, route: ShareRoute, ctx: ForwardContext): () => void; close(): Promise<void> };
 }
 
 const clientWentAway = () => Object.assign(new Error('the client went away'), { code: 'ECONNABORTED' });
@@ -277,6 +279,7 @@ export class Proxy {
    * calls when the client goes away before the answer ended (server.ts does, from the one 'close' listener it has).
    */
   forward(req: IncomingMessage, res: ServerResponse, route: ShareRoute, ctx: ForwardContext): (() => void) | undefined {
+    if (route.targetProtocol === 'h2' && this.options.h2) return this.options.h2.forward(req, res, route, ctx);
     const prepared = this.prepare(req, route, ctx);
     if (Array.isArray(prepared)) {
       req.resume();
@@ -312,6 +315,7 @@ export class Proxy {
 
   /** An Upgrade request (WebSocket): relayed, then the two connections are spliced and metered until they close. */
   upgrade(req: IncomingMessage, socket: Duplex, head: Buffer, route: ShareRoute, ctx: ForwardContext, onSpliced: (socket: Duplex) => void = () => undefined): void {
+    if (route.targetProtocol === 'h2') return answerSocket(socket, 502, 'bad_gateway', 'this share speaks HTTP/2 to its target: upgrades (WebSocket) are not carried');
     const prepared = this.prepare(req, route, ctx);
     if (Array.isArray(prepared)) return answerSocket(socket, prepared[0], prepared[1], prepared[2]);
     const handler = new Upgrading(socket, head, route, this.meter, this.options, onSpliced);
@@ -324,6 +328,6 @@ export class Proxy {
   }
 
   async close(): Promise<void> {
-    await this.pools.close();
+    await Promise.all([this.pools.close(), this.options.h2?.close()]);
   }
 }

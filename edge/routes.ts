@@ -14,6 +14,7 @@ interface RouteRow {
   reach: string | null;
   target: string;
   mutual_tls: boolean;
+  target_protocol: 'http1' | 'h2';
   oauth_email_domains: string[] | null;
   oauth_check_interval: string | null;
   inspect: boolean;
@@ -30,7 +31,7 @@ interface RouteRow {
 
 /** Every ACTIVE share on every active frontend it is published on, with its auth provider (one row per host). */
 const ROUTES_SQL = `
-  SELECT s.z_id, s.hub_id, s.env_z_id, e.reach, s.target, s.mutual_tls, s.oauth_email_domains, s.oauth_check_interval, s.inspect,
+  SELECT s.z_id, s.hub_id, s.env_z_id, e.reach, s.target, s.mutual_tls, s.target_protocol, s.oauth_email_domains, s.oauth_check_interval, s.inspect,
          f.id AS frontend_id, f.url_template,
          ap.id AS ap_id, ap.type AS ap_type, ap.client_id AS ap_client_id, ap.client_secret_sealed AS ap_client_secret_sealed,
          ap.issuer_url AS ap_issuer_url, ap.scopes AS ap_scopes, ap.email_patterns AS ap_email_patterns
@@ -39,7 +40,7 @@ const ROUTES_SQL = `
     JOIN share_frontends sf ON sf.share_z_id = s.z_id
     JOIN frontends f ON f.id = sf.frontend_id AND f.active
     LEFT JOIN auth_providers ap ON ap.hub_id = s.hub_id AND ap.id = s.auth_provider_id
-   WHERE s.status = 'ACTIVE'`;
+   WHERE s.status = 'ACTIVE' AND s.protocol = 'http'`;
 
 /**
  * The host pattern of a URL template, `{token}` standing for one DNS label: `http://{token}.share.localhost:8000`
@@ -156,6 +157,7 @@ export class RouteTable {
       frontendId: row.frontend_id,
       target,
       mutualTls: row.mutual_tls,
+      targetProtocol: row.target_protocol,
       auth: row.ap_id ? this.provider(row, secrets) : null,
       emailDomains: row.oauth_email_domains?.length ? row.oauth_email_domains : null,
       checkIntervalMs: (row.oauth_check_interval && durationMs(row.oauth_check_interval)) || DEFAULT_CHECK_INTERVAL_MS,

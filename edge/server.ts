@@ -1,9 +1,8 @@
 import { randomUUID } from 'node:crypto';
 import { hostname } from 'node:os';
 import http, { type IncomingMessage, type ServerResponse } from 'node:http';
-import type net from 'node:net';
 import tls, { type TLSSocket } from 'node:tls';
-import type { AddressInfo, Socket } from 'node:net';
+import type { Socket } from 'node:net';
 import type { Duplex } from 'node:stream';
 import pg from 'pg';
 import { config } from '../shared/config.js';
@@ -20,6 +19,8 @@ import { IpsecHost } from './ipsec/host.js';
 import { startInspection, type Inspection } from './inspect/index.js';
 import { answer, answerSocket } from './answers.js';
 import { ChangeFeed } from './changes.js';
+import { ChangeRouting } from './changeRouting.js';
+import { answered, http2Front, revocable, settleExchange } from './http2.js';
 import { Meter } from './meter.js';
 import { HubLimiter } from './limits.js';
 import { Proxy, type ForwardContext } from './proxy.js';
@@ -28,9 +29,12 @@ import { OpenConnections, type Guard } from './revocation.js';
 import { RouteTable, routingHost } from './routes.js';
 import { observeRequest, observeUpstreamError } from './telemetry.js';
 import { CertificateStore } from './tls.js';
+import { listen, tune } from './listen.js';
 import type { AccessControl } from './access/types.js';
 import type { AgentGateway, ShareRoute } from './types.js';
 import { UpstreamPools } from './upstream.js';
+import { UpstreamH2 } from './upstreamH2.js';
+import { TcpShares } from './tcp/shares.js';
 
 export type { AccessControl, LoginHandler, LoginOutcome, MutualTlsChecker, MutualTlsDecision } from './access/types.js';
 
@@ -62,6 +66,8 @@ export interface Edge {
   meter: Meter;
   /** The agents' gateway (connected agents, streams through them). */
   agents: AgentGateway;
+  /** TCP shares' ports (edge/tcp/shares.ts). */
+  tcp: TcpShares;
   /** The IPsec data plane when this edge may run it (strongSwan provider). */
   ipsec: IpsecHost | undefined;
   /** Request inspection (capture and replays), unless turned off. */
@@ -71,28 +77,10 @@ export interface Edge {
   stop(graceMs?: number): Promise<void>;
 }
 
-const TLS_TABLES = new Set(['custom_frontends', 'edge_certificates']);
-/** Changes after which open connections are asked again whether they may stay (edge/revocation.ts). */
-const REVOCATION_TABLES = new Set(['shares', 'share_frontends', 'frontends', 'custom_frontends', 'auth_providers', 'client_certificates', 'certificate_authorities', 'hubs']);
-
 /** This edge process's name in agent_connections. */
 const edgeId = () => `${hostname()}/${process.pid}/${randomUUID().slice(0, 8)}`;
 
-/** Tables whose change reloads every route ('environments': a reach changed, which every share of it carries). */
-const FULL_RELOAD_TABLES = new Set(['frontends', 'custom_frontends', 'auth_providers', 'environments']);
-const ACCESS_TABLES = new Set(['client_certificates', 'certificate_authorities']);
-
-function listen(server: net.Server, port: number, host: string | undefined): Promise<number> {
-  return new Promise((resolve, reject) => {
-    server.once('error', reject);
-    server.listen(port, host, () => {
-      server.off('error', reject);
-      resolve((server.address() as AddressInfo).port);
-    });
-  });
-}
-
-/** The edge (CONTRACT.md "The edge"): routes each request by Host to its share's target, after its access checks. */
+/** The edge: routes each request by Host to its share's target, after its access checks. */
 export async function startEdge(options: EdgeOptions = {}): Promise<Edge> {
   const cfg = config().edge;
   const url = options.databaseUrl ?? databaseUrl();
@@ -104,7 +92,7 @@ export async function startEdge(options: EdgeOptions = {}): Promise<Edge> {
   const certificates = new CertificateStore(pool, options.tlsFiles ?? { certFile: cfg.tlsCertFile, keyFile: cfg.tlsKeyFile });
   const meter = new Meter(options.store ?? insertSamples, { flushMs: cfg.flushMs, pendingMaxRows: cfg.pendingMaxRows });
   const ownPorts = new Set<number>();
-  // agents (CONTRACT.md "The agent"): who they are, where they are connected, and the gateway that carries traffic
+  // agents: who they are, where they are connected, and the gateway that carries traffic
   const directory = new AgentDirectory(pool);
   const id = edgeId();
   let live: LiveEdges | undefined;
@@ -115,7 +103,7 @@ export async function startEdge(options: EdgeOptions = {}): Promise<Edge> {
         presence: new Presence(pool, id),
         edges: () => ({ addresses: live?.addresses ?? [], self: live?.self ?? [] }),
         // what an agent may connect to: its environment's share targets and IPsec share targets
-        targetsOf: (hubId: string, envZId: string): string[] => [...routes.targetsOf(hubId, envZId), ...(ipsec?.targetsOf(hubId, envZId) ?? [])],
+        targetsOf: (hubId: string, envZId: string): string[] => [...routes.targetsOf(hubId, envZId), ...tcp.targetsOf(hubId, envZId), ...(ipsec?.targetsOf(hubId, envZId) ?? [])],
         connectTimeoutMs: cfg.upstreamTimeoutMs,
       });
   const agents: AgentGateway = options.agents ?? gateway!;
@@ -128,12 +116,9 @@ export async function startEdge(options: EdgeOptions = {}): Promise<Edge> {
   });
   const mark = hopMark(config().secretKey);
   const inspection = options.inspect === false || !config().redisUrl ? undefined : startInspection({ edge: id, routeOf: (zId) => routes.byShare(zId), pools, meter, via: `1.1 ${mark}` });
-  const proxy = new Proxy(meter, pools, {
-    capture: inspection?.capture,
-    via: `1.1 ${mark}`,
-    upgradeIdleMs: cfg.upgradeIdleTimeoutMs,
-    onUpstreamError: (route, kind) => observeUpstreamError(route.frontendId, kind),
-  });
+  const onUpstreamError = (route: ShareRoute, kind: string) => observeUpstreamError(route.frontendId, kind);
+  const h2 = new UpstreamH2({ policy: egressPolicy(), timeoutMs: cfg.upstreamTimeoutMs, readTimeoutMs: cfg.upstreamReadTimeoutMs, ownPorts: () => ownPorts, connectorFor: (route) => agents.connectorFor(route), via: `1.1 ${mark}`, onUpstreamError });
+  const proxy = new Proxy(meter, pools, { capture: inspection?.capture, via: `1.1 ${mark}`, upgradeIdleMs: cfg.upgradeIdleTimeoutMs, onUpstreamError, h2 });
   // IPsec on strongSwan: the data plane runs in the edge that holds the IPsec host lock (edge/ipsec/host.ts)
   const ipsecConfig = config().ipsec;
   logger.info({ provider: ipsecConfig.provider, chosen: ipsecConfig.chosen }, `edge: IPsec provider ${ipsecConfig.provider}`);
@@ -151,33 +136,17 @@ export async function startEdge(options: EdgeOptions = {}): Promise<Edge> {
         })
       : undefined;
   const limiter = new HubLimiter(cfg.hubMaxConnections);
+  const tcp = new TcpShares({ pool, host: options.host, policy: egressPolicy(), timeoutMs: cfg.upstreamTimeoutMs, meter, mutualTls: access.mutualTls, contextFor: (name) => certificates.contextFor(name), connectorFor: (route) => agents.connectorFor(route), ownPorts, limiter });
   const connections = new OpenConnections();
   const feed = new ChangeFeed(url);
-  let applied: Promise<unknown> = Promise.resolve();
-
-  const reloadEverything = () =>
-    (applied = Promise.all([routes.reloadAll(), certificates.reload(), access.mutualTls?.load(), directory.reload()]).then(() => gateway?.directoryChanged()).catch((err) =>
-      logger.error({ err: (err as Error).message }, 'edge: reload failed'),
-    ));
-  feed.on('resync', () => void reloadEverything());
-  feed.on('change', (change) => {
-    const work: Promise<unknown>[] = [];
-    if (change.table === 'shares' || change.table === 'share_frontends') {
-      if (change.id) work.push(routes.reloadShare(change.id));
-    } else if (FULL_RELOAD_TABLES.has(change.table)) work.push(routes.reloadAll());
-    if (TLS_TABLES.has(change.table)) work.push(certificates.reload());
-    if (ACCESS_TABLES.has(change.table) && access.mutualTls) work.push(access.mutualTls.onChange(change));
-    if (change.table === 'ipsec_local_tunnels' || change.table === 'ipsec_local_listeners') ipsec?.changed();
-    if (change.table === 'agents') work.push(directory.reload().then(() => gateway?.directoryChanged()));
-    if (change.table === 'edge_processes') work.push(live?.changed() ?? Promise.resolve());
-    applied = Promise.all([applied, ...work]).catch((err) => logger.error({ err: (err as Error).message, change }, 'edge: change not applied'));
-    if (REVOCATION_TABLES.has(change.table)) void applied.then(() => connections.sweep());
-    if (change.table === 'shares' || change.table === 'share_frontends' || FULL_RELOAD_TABLES.has(change.table)) void applied.then(() => gateway?.targetsChanged());
-  });
+  const changes = new ChangeRouting({ routes, tcp, certificates, access, directory, gateway, ipsec, connections, live: () => live });
+  feed.on('resync', () => void changes.reloadEverything());
+  feed.on('change', (change) => changes.apply(change));
   // listening first, loading second: a change committed in between is seen by the load or notified after it
   await feed.start();
   await Promise.all([routes.reloadAll(), certificates.reload(), access.mutualTls?.load(), directory.reload()]);
-  const resync = cfg.resyncMs > 0 ? setInterval(() => void reloadEverything(), cfg.resyncMs) : undefined;
+  await tcp.reloadAll();
+  const resync = cfg.resyncMs > 0 ? setInterval(() => void changes.reloadEverything(), cfg.resyncMs) : undefined;
   resync?.unref();
   meter.start();
   await ipsec?.start();
@@ -216,9 +185,9 @@ export async function startEdge(options: EdgeOptions = {}): Promise<Edge> {
     let admitted = false;
     res.once('close', () => {
       // a client gone before the answer ended takes the target request with it
-      if (cancel && !res.writableFinished) cancel();
+      if (cancel && !answered(req, res)) cancel();
       if (admitted && route) limiter.leave(route.hubId);
-      meter.settle(socket, route);
+      settleExchange(meter, req, socket, route);
       observeRequest(route?.frontendId ?? 'none', res.statusCode, (performance.now() - started) / 1000);
     });
     const refused = refusal(req, host);
@@ -230,7 +199,7 @@ export async function startEdge(options: EdgeOptions = {}): Promise<Edge> {
     admitted = true;
     const ctx: ForwardContext = { secure, identity: identity.headers };
     if (!route.auth) {
-      if (route.mutualTls) connections.watch(socket, guardOf(host, route, req, secure, undefined));
+      if (route.mutualTls) connections.watch(revocable(req, socket, true), guardOf(host, route, req, secure, undefined));
       else connections.unwatch(socket);
       cancel = proxy.forward(req, res, route, ctx);
       return;
@@ -245,7 +214,7 @@ export async function startEdge(options: EdgeOptions = {}): Promise<Edge> {
         ctx.identity = { ...ctx.identity, 'x-forwarded-email': outcome.email };
         ctx.cookie = { value: login.stripCookies(req.headers.cookie) };
         if (res.destroyed) return; // the client left during the login check
-        connections.watch(socket, guardOf(host, route, req, secure, outcome.email, outcome.until));
+        connections.watch(revocable(req, socket, route.mutualTls), guardOf(host, route, req, secure, outcome.email, outcome.until));
         cancel = proxy.forward(req, res, route, ctx);
       })
       .catch((err) => {
@@ -291,13 +260,6 @@ export async function startEdge(options: EdgeOptions = {}): Promise<Edge> {
       .catch(() => answerSocket(socket, 502, 'bad_gateway', 'the identity provider could not be reached'));
   };
 
-  const tune = (server: http.Server) => {
-    server.keepAliveTimeout = 65_000;
-    // uploads and downloads of any size and duration; slow request heads are still cut off by headersTimeout
-    server.requestTimeout = 0;
-    server.headersTimeout = 60_000;
-    return server;
-  };
   /** A listener as stop() sees it: the plain HTTP server, or the TLS server with the HTTP server behind it. */
   interface Listener {
     close(done: () => void): void;
@@ -323,25 +285,34 @@ export async function startEdge(options: EdgeOptions = {}): Promise<Edge> {
       // node:http connections of one's own) or to the gateway
       const app = tune(http.createServer(handle(true)));
       app.on('upgrade', upgrade(true));
+      const h2front = http2Front(handle(true));
       const server = tls.createServer({
         SNICallback: certificates.sniCallback,
         // every TLS client may present a certificate; whether a share needs one is decided per request
         requestCert: true,
         rejectUnauthorized: false,
-        ALPNProtocols: ['http/1.1', agents.alpn],
+        ALPNProtocols: ['h2', 'http/1.1', agents.alpn],
         ...access.tlsOptions,
       });
       server.on('secureConnection', (socket: TLSSocket) => {
         if (socket.alpnProtocol === agents.alpn) return agents.accept(socket);
+        if (socket.alpnProtocol === 'h2') return h2front.accept(socket);
         app.emit('connection', socket);
       });
       server.on('tlsClientError', () => undefined);
+      server.on('connection', (raw: Socket) => h2front.admits(raw.remoteAddress) || raw.destroy());
       httpsPort = await listen(server, wantHttps, options.host);
       ownPorts.add(httpsPort);
       listeners.push({
         close: (done) => server.close(() => done()),
-        closeIdle: () => app.closeIdleConnections(),
-        closeAll: () => app.closeAllConnections(),
+        closeIdle: () => {
+          app.closeIdleConnections();
+          h2front.close();
+        },
+        closeAll: () => {
+          app.closeAllConnections();
+          h2front.destroy();
+        },
       });
     }
     // agents of every edge learn of this one (and this one's agents of the others)
@@ -364,14 +335,10 @@ export async function startEdge(options: EdgeOptions = {}): Promise<Edge> {
     agents,
     ipsec,
     inspection,
+    tcp,
     routes,
     meter,
-    settled: async () => {
-      for (let previous: unknown; previous !== applied; ) {
-        previous = applied;
-        await applied;
-      }
-    },
+    settled: () => changes.settled(),
     async stop(graceMs = 10_000) {
       if (resync) clearInterval(resync);
       connections.close();
@@ -396,7 +363,7 @@ export async function startEdge(options: EdgeOptions = {}): Promise<Edge> {
       });
       await agentsClosed;
       await inspection?.stop();
-      await ipsec?.stop();
+      await Promise.all([ipsec?.stop(), tcp.close()]);
       await meter.stop();
       await proxy.close();
       certificates.close();

@@ -21,6 +21,8 @@ export interface ShareRoute {
   frontendId: string;
   target: URL;
   mutualTls: boolean;
+  /** What the edge speaks to the target: HTTP/1.1 (undici, edge/upstream.ts; also when unset) or HTTP/2 (node:http2, edge/upstreamH2.ts). */
+  targetProtocol?: 'http1' | 'h2';
   /** The share's auth provider (login required), or null. */
   auth: LoginProvider | null;
   /** The share's own oauthEmailDomains when set: a login must match these too. */

@@ -107,6 +107,8 @@ export interface EdgeConfig {
   upgradeIdleTimeoutMs: number;
   /** Requests and upgraded connections in progress per hub on one edge process; more are answered 503. */
   hubMaxConnections: number;
+  /** HUB_EDGE_TCP_PORTS: the ports TCP shares are given, one each, while they exist. */
+  tcpPorts: { from: number; to: number };
   /** A full reload of the routes this often, besides change notifications (0 = only on reconnect). */
   resyncMs: number;
   /** Usage rows kept while PostgreSQL is away; beyond this the oldest are dropped (and logged). */
@@ -228,6 +230,7 @@ export function loadConfig(env?: NodeJS.ProcessEnv): Config {
       upstreamReadTimeoutMs: e.HUB_EDGE_UPSTREAM_READ_TIMEOUT_MS,
       upgradeIdleTimeoutMs: e.HUB_EDGE_UPGRADE_IDLE_TIMEOUT_MS,
       hubMaxConnections: e.HUB_EDGE_HUB_MAX_CONNECTIONS,
+      tcpPorts: e.HUB_EDGE_TCP_PORTS,
       resyncMs: e.HUB_EDGE_RESYNC_MS,
       pendingMaxRows: e.HUB_EDGE_PENDING_MAX_ROWS,
       /** Edge processes sharing the edge's ports: forked by the edge itself (Procfile), or children of npm start. */

@@ -15,13 +15,22 @@ export interface ConnectorOptions {
   timeoutMs: number;
   /** Ports this process listens on: a connection to one of them on this host's own addresses is refused. */
   ownPorts?: () => ReadonlySet<number>;
+  /** Keep the sending side open after the peer ended its own (TCP half-close; raw byte streams need it). */
+  allowHalfOpen?: boolean;
 }
 
 const bare = (host: string) => (host.startsWith('[') && host.endsWith(']') ? host.slice(1, -1) : host);
 
 /** An undici connector (Client/Pool/Agent `connect` option) that enforces the egress policy. */
 export function egressConnector(policy: EgressPolicy, options: ConnectorOptions): buildConnector.connector {
-  const connect = buildConnector({ timeout: options.timeoutMs, lookup: policy.lookup as never, keepAlive: true, keepAliveInitialDelay: 60_000, noDelay: true } as buildConnector.BuildOptions);
+  const connect = buildConnector({
+    timeout: options.timeoutMs,
+    lookup: policy.lookup as never,
+    keepAlive: true,
+    keepAliveInitialDelay: 60_000,
+    noDelay: true,
+    ...(options.allowHalfOpen ? { allowHalfOpen: true } : {}),
+  } as buildConnector.BuildOptions);
   return (opts, callback) => {
     const host = bare(opts.hostname);
     const port = Number(opts.port) || (opts.protocol === 'https:' ? 443 : 80);

@@ -70,7 +70,7 @@ const SETTINGS = {
 
   // the edge
   HUB_EDGE_HTTP_PORT: entry(port(8000), 'edge', "the edge's plain HTTP listener; `0` turns it off"),
-  HUB_EDGE_HTTPS_PORT: entry(port(8443), 'edge', "the edge's TLS listener (certificate chosen by SNI); agents dial it too; `0` turns it off"),
+  HUB_EDGE_HTTPS_PORT: entry(port(8443), 'edge', "the edge's TLS listener (certificate chosen by SNI; ALPN `h2`, then `http/1.1`); agents dial it too; `0` turns it off"),
   HUB_PUBLIC_FRONTEND_TEMPLATE: entry(
     optionalString.pipe(z.string().regex(/^https?:\/\/\{token\}\.[a-z0-9.-]+(:\d{1,5})?\/?$/, 'must be an http(s) URL whose host is {token}.<domain>, e.g. http://{token}.share.localhost:8000').optional()),
     'edge',
@@ -94,6 +94,17 @@ const SETTINGS = {
   HUB_EDGE_UPSTREAM_TIMEOUT_MS: entry(int(10, 3_600_000, 60_000), 'edge', 'how long a target may take to connect and answer with its response head before the edge answers 504'),
   HUB_EDGE_UPSTREAM_READ_TIMEOUT_MS: entry(int(10, 3_600_000, 60_000), 'edge', "the longest silence between two pieces of a target's answer body before the edge gives up on it"),
   HUB_EDGE_UPGRADE_IDLE_TIMEOUT_MS: entry(int(10, 86_400_000, 600_000), 'edge', 'an upgraded (WebSocket) connection silent both ways for this long is closed'),
+  HUB_EDGE_TCP_PORTS: entry(
+    z
+      .string()
+      .default('20000-20999')
+      .transform((v) => /^\s*(\d{1,5})\s*-\s*(\d{1,5})\s*$/.exec(v))
+      .refine((m) => m !== null && Number(m[1]) >= 1 && Number(m[2]) <= 65535 && Number(m[1]) <= Number(m[2]), 'must be a port range FROM-TO such as 20000-20999')
+      .transform((m) => ({ from: Number(m![1]), to: Number(m![2]) })),
+    'edge',
+    'the port range TCP shares are given ports from, one per share while it exists (every edge listens on each)',
+    '`20000-20999`',
+  ),
   HUB_EDGE_HUB_MAX_CONNECTIONS: entry(int(1, 1_000_000, 2_000), 'edge', 'requests and upgraded connections in progress per hub on one edge process; more are answered 503'),
   HUB_EDGE_RESYNC_MS: entry(int(0, 86_400_000, 60_000), 'edge', 'a full reload of routes and certificates this often, besides change notifications (`0`: only after a reconnect)'),
   HUB_EDGE_PENDING_MAX_ROWS: entry(int(100, 10_000_000, 100_000), 'edge', 'usage rows the edge keeps while PostgreSQL is unreachable; beyond it the oldest are dropped and logged'),

@@ -111,6 +111,8 @@ export const Share = obj({
   oauthAuthorizationCheckInterval: z.string().nullable().meta({ description: 'ISO 8601 duration after which a login session is checked again (PT3H unless the share sets it); null without an auth provider' }),
   mutualTls: z.boolean().meta({ description: 'served only over TLS to clients presenting a client certificate of the hub' }),
   inspect: z.boolean().meta({ description: 'exchanges are recorded for the request inspector (GET .../requests)' }),
+  protocol: z.enum(['http', 'tcp']).meta({ description: "'http' (routed by host) or 'tcp' (a port of HUB_EDGE_TCP_PORTS; frontendEndpoint tcp://HOST:PORT)" }),
+  targetProtocol: z.enum(['http1', 'h2']).meta({ description: "what the edge speaks to the target: 'http1' (HTTP/1.1) or 'h2' (HTTP/2: TLS with ALPN for https targets, prior knowledge for http targets; gRPC)" }),
   reserved: z.boolean(),
   limited: z.boolean(),
   createdAt: nullableTimestamp,

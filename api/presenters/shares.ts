@@ -27,6 +27,8 @@ export const presentShare = ({ share: s, frontendIds, authProvider }: ShareView)
   oauthAuthorizationCheckInterval: authProvider ? (s.oauthCheckInterval ?? DEFAULT_CHECK_INTERVAL) : null,
   mutualTls: s.mutualTls,
   inspect: s.inspect,
+  targetProtocol: s.targetProtocol,
+  protocol: s.protocol,
   reserved: s.reserved,
   limited: s.limited,
   createdAt: iso(s.createdAt),

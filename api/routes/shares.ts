@@ -8,23 +8,25 @@ import type { Routes } from '../router.js';
 import { currentHub } from '../scope.js';
 import { body, fields } from '../validate.js';
 
-const httpUrl = z.string().refine((s) => {
+const targetUrl = z.string().refine((s) => {
   try {
     const u = new URL(s);
-    return (u.protocol === 'http:' || u.protocol === 'https:') && u.hostname !== '';
+    return (u.protocol === 'http:' || u.protocol === 'https:' || u.protocol === 'tcp:') && u.hostname !== '';
   } catch {
     return false;
   }
-}, 'must be an absolute http or https URL');
+}, 'must be an absolute http or https URL (tcp://HOST:PORT for a TCP share)');
 
 export const createSchema = z.object({
   name: fields.name,
   frontendIds: z.array(z.string().min(1, 'must not be empty')).min(1, 'must name at least one frontend').max(20, 'must name at most 20 frontends'),
-  target: httpUrl,
+  target: targetUrl,
+  protocol: z.enum(['http', 'tcp'], "must be 'http' (the default) or 'tcp'").optional(),
   envZId: z.string().min(1, 'must not be empty').optional(),
   authProviderId: z.string().min(1, 'must not be empty').nullable().optional(),
   mutualTls: z.boolean().optional(),
   inspect: z.boolean().optional(),
+  targetProtocol: z.enum(['http1', 'h2'], "must be 'http1' (HTTP/1.1, the default) or 'h2' (HTTP/2 to the target, as gRPC needs)").optional(),
   oauthEmailDomains: z
     .array(z.string().regex(/^(?!-)[A-Za-z0-9-]{1,63}(\.(?!-)[A-Za-z0-9-]{1,63})+$/, 'must be a DNS domain such as example.com'))
     .max(50, 'must name at most 50 domains')

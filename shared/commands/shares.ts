@@ -1,6 +1,7 @@
 import { config } from '../config.js';
+import { QueryTypes, UniqueConstraintError, type Transaction } from 'sequelize';
 import { withTransaction } from '../db.js';
-import { badRequest, notFound } from '../errors.js';
+import { badRequest, conflict, notFound } from '../errors.js';
 import { randomToken } from '../ids.js';
 import { enqueue } from '../jobs.js';
 import { enqueueShareCleanup } from './cleanup.js';
@@ -23,6 +24,8 @@ export interface ShareInput {
   authProviderId?: string | null;
   mutualTls?: boolean;
   inspect?: boolean;
+  targetProtocol?: 'http1' | 'h2';
+  protocol?: 'http' | 'tcp';
   oauthEmailDomains?: string[] | null;
   oauthAuthorizationCheckInterval?: string | null;
 }
@@ -94,8 +97,48 @@ function refuseInspectOfTcp(protocol: unknown, inspect: boolean | undefined): vo
   if (inspect && protocol === 'tcp') throw badRequest(`property '$.inspect' is for HTTP shares: a TCP share carries streams, not requests to record`);
 }
 
+/** Why a target does not fit the share's protocol, or undefined. */
+function targetRefusal(input: ShareInput): string | undefined {
+  const url = new URL(input.target);
+  if ((input.protocol ?? 'http') === 'http') {
+    return url.protocol === 'tcp:' ? "value for property '$.target' is a tcp:// address: a TCP share needs '$.protocol': 'tcp'" : undefined;
+  }
+  if (url.protocol !== 'tcp:' || !url.port || (url.pathname !== '' && url.pathname !== '/') || url.search || url.hash || url.username) {
+    return "value for property '$.target' must be tcp://HOST:PORT for a TCP share";
+  }
+  if (input.targetProtocol === 'h2') return "property '$.targetProtocol' is for HTTP shares: a TCP share carries bytes";
+  if (input.authProviderId || input.oauthEmailDomains?.length || input.oauthAuthorizationCheckInterval) return "properties '$.authProviderId', '$.oauthEmailDomains' and '$.oauthAuthorizationCheckInterval' are for HTTP shares: a TCP share admits by mutual TLS";
+  return undefined;
+}
+
+/** The lowest port of HUB_EDGE_TCP_PORTS no share holds; the unique constraint on tcp_port settles a race. */
+async function freeTcpPort(transaction: Transaction): Promise<number> {
+  const { from, to } = config().edge.tcpPorts;
+  const rows = await Share.sequelize!.query<{ port: number }>(
+    `SELECT p AS port FROM generate_series(CAST(:from AS integer), CAST(:to AS integer)) p
+      WHERE NOT EXISTS (SELECT 1 FROM shares WHERE tcp_port = p) ORDER BY p LIMIT 1`,
+    { replacements: { from, to }, type: QueryTypes.SELECT, transaction },
+  );
+  if (!rows.length) throw conflict(`every port of HUB_EDGE_TCP_PORTS (${from}-${to}) is held by a TCP share: delete one, or give the edge a wider range`);
+  return rows[0].port;
+}
+
 export async function createShare(hubId: string, input: ShareInput, createdBy: string): Promise<ShareView> {
-  refuseInspectOfTcp((input as { protocol?: unknown }).protocol, input.inspect);
+  const refused = targetRefusal(input);
+  if (refused) throw badRequest(refused);
+  refuseInspectOfTcp(input.protocol, input.inspect);
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await createShareOnce(hubId, input, createdBy);
+    } catch (err) {
+      // another create took the same port between our look and our insert: look again
+      if (err instanceof UniqueConstraintError && attempt < 10 && JSON.stringify(err.fields ?? {}).includes('tcp_port')) continue;
+      throw err;
+    }
+  }
+}
+
+async function createShareOnce(hubId: string, input: ShareInput, createdBy: string): Promise<ShareView> {
   const frontendIds = [...new Set(input.frontendIds)];
   const frontends = await Frontend.findAll({ where: { ...visibleFrontends(hubId), id: frontendIds } });
   const unknown = frontendIds.filter((id) => !frontends.some((f) => f.id === id));
@@ -112,7 +155,9 @@ export async function createShare(hubId: string, input: ShareInput, createdBy: s
 
   const primary = frontends.find((f) => f.id === frontendIds[0])!;
   const zId = randomToken(12);
+  const tcp = input.protocol === 'tcp';
   return withTransaction(async (transaction) => {
+    const tcpPort = tcp ? await freeTcpPort(transaction) : null;
     const share = await Share.create(
       {
         zId,
@@ -120,11 +165,14 @@ export async function createShare(hubId: string, input: ShareInput, createdBy: s
         envZId: input.envZId ?? (await defaultEnvironmentId(hubId, transaction)),
         name: input.name,
         frontendId: primary.id,
-        frontendEndpoint: endpointOf(primary.urlTemplate, zId, input.mutualTls ?? false),
+        frontendEndpoint: tcp ? `tcp://${new URL(endpointOf(primary.urlTemplate, zId, false)).hostname}:${tcpPort}` : endpointOf(primary.urlTemplate, zId, input.mutualTls ?? false),
         target: input.target,
         authProviderId: authProvider?.id ?? null,
         mutualTls: input.mutualTls ?? false,
         inspect: input.inspect ?? false,
+        targetProtocol: input.targetProtocol ?? 'http1',
+        protocol: input.protocol ?? 'http',
+        tcpPort,
         oauthEmailDomains: input.oauthEmailDomains?.length ? [...new Set(input.oauthEmailDomains.map((d) => d.toLowerCase()))] : null,
         oauthCheckInterval: input.oauthAuthorizationCheckInterval ?? null,
         status: 'PROVISIONING',

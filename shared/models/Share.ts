@@ -16,6 +16,11 @@ export class Share extends Model<InferAttributes<Share>, InferCreationAttributes
   declare status: ShareStatus;
   /** Served only over TLS to clients presenting one of the hub's client certificates. */
   declare mutualTls: CreationOptional<boolean>;
+  /** What the share speaks to its target: 'http1' (HTTP/1.1) or 'h2' (HTTP/2, e.g. gRPC). */
+  declare targetProtocol: CreationOptional<'http1' | 'h2'>;
+  /** 'http' (routed by host) or 'tcp' (a port of HUB_EDGE_TCP_PORTS, `tcpPort`, carried as bytes). */
+  declare protocol: CreationOptional<'http' | 'tcp'>;
+  declare tcpPort: CreationOptional<number | null>;
   /** Email domains a login must also match (beyond the auth provider's patterns); null = no extra restriction. */
   declare oauthEmailDomains: CreationOptional<string[] | null>;
   /** ISO 8601 duration after which a login session is checked again; null = the default (PT3H). */
@@ -45,6 +50,9 @@ export function initModel(sequelize: Sequelize): void {
       authProviderId: { type: DataTypes.TEXT, allowNull: true },
       status: { type: DataTypes.TEXT, allowNull: false },
       mutualTls: { type: DataTypes.BOOLEAN, allowNull: false, defaultValue: false },
+      targetProtocol: { type: DataTypes.TEXT, allowNull: false, defaultValue: 'http1' },
+      protocol: { type: DataTypes.TEXT, allowNull: false, defaultValue: 'http' },
+      tcpPort: { type: DataTypes.INTEGER, allowNull: true },
       oauthEmailDomains: { type: DataTypes.JSONB, allowNull: true },
       oauthCheckInterval: { type: DataTypes.TEXT, allowNull: true },
       inspect: { type: DataTypes.BOOLEAN, allowNull: false, defaultValue: false },

@@ -1,0 +1,149 @@
+/**
+ * `npm run bench:edge-h2` (also run by `npm run bench:edge`): the h2 column. The same node:http backend behind the
+ * edge's TLS listener and behind nginx (Debian's 1.22, one worker, `listen ... ssl http2`: the `http2 on` directive
+ * came with nginx 1.25), both with the same self-signed certificate, loaded by h2load (Debian's nghttp2-client) with
+ * the same clients, streams per client and duration, alternating rounds in one run. h2load prints no percentiles:
+ * p99 comes from its per-request log. Prints requests/s and p99 of both and the ratios (targets: >= 0.5 of nginx's
+ * requests/s, p99 < 2x), and the machine's load average.
+ *
+ * BENCH_CONNECTIONS (default 20), BENCH_STREAMS per connection (default 10), BENCH_SECONDS per round (default 10),
+ * BENCH_ROUNDS (default 3).
+ */
+import { execFile, spawn } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { promisify } from 'node:util';
+import pg from 'pg';
+import { ensureCommands } from '../scripts/services/index.js';
+import { selfSignedCertificate } from './agentFixtures.js';
+import { benchWorkspace, freePort, median, startEdgeProcess, startPlainBackend, startServices, stopChild } from './harness.js';
+
+const run = promisify(execFile);
+const CONNECTIONS = Number(process.env.BENCH_CONNECTIONS ?? 20);
+const STREAMS = Number(process.env.BENCH_STREAMS ?? 10);
+const SECONDS = Number(process.env.BENCH_SECONDS ?? 10);
+const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 3);
+
+ensureCommands([
+  { command: 'nginx', pkg: 'nginx', hint: 'Install it: `sudo apt-get install nginx`.' },
+  { command: 'h2load', pkg: 'nghttp2-client', hint: 'Install it: `sudo apt-get install nghttp2-client`.' },
+]);
+const ws = benchWorkspace({ budgetMs: 15 * 60_000 });
+try {
+  const services = await startServices(ws);
+  const { port: backendPort } = await startPlainBackend(ws);
+  const certs = path.join(ws.work, 'certs');
+  mkdirSync(certs, { recursive: true });
+  const cert = selfSignedCertificate(certs, 'edge', '/CN=share.localhost', 'DNS:*.share.localhost,DNS:share.localhost');
+
+  const db = new pg.Client({ connectionString: services.databaseUrl });
+  db.on('error', () => undefined);
+  await db.connect();
+  const hubId = `bench-${randomBytes(4).toString('hex')}`;
+  const zId = randomBytes(6).toString('hex');
+  await db.query(`INSERT INTO hubs (id, name) VALUES ($1, 'bench')`, [hubId]);
+  await db.query(`INSERT INTO environments (env_z_id, hub_id, description, created_by, is_default) VALUES ($1, $2, 'default', 'bench', true)`, [`e${zId}`, hubId]);
+  const frontend = (await db.query(`SELECT id, url_template FROM frontends WHERE public_name = 'public' AND hub_id IS NULL`)).rows[0];
+  await db.query(
+    `INSERT INTO shares (z_id, hub_id, env_z_id, name, frontend_id, frontend_endpoint, target, status, created_by)
+     VALUES ($1, $2, $3, 'bench', $4, $5, $6, 'ACTIVE', 'bench')`,
+    [zId, hubId, `e${zId}`, frontend.id, frontend.url_template.replace('{token}', zId), `http://127.0.0.1:${backendPort}`],
+  );
+  await db.query(`INSERT INTO share_frontends (share_z_id, frontend_id, position) VALUES ($1, $2, 0)`, [zId, frontend.id]);
+  await db.end();
+  const host = `${zId}.share.localhost`;
+
+  const edgePort = await freePort();
+  const edge = startEdgeProcess(ws, services, {
+    HUB_EDGE_HTTP_PORT: '0',
+    HUB_EDGE_HTTPS_PORT: String(edgePort),
+    HUB_EDGE_TLS_CERT_FILE: cert.certFile,
+    HUB_EDGE_TLS_KEY_FILE: cert.keyFile,
+    LOG_LEVEL: 'warn',
+  });
+
+  const nginxPort = await freePort();
+  const nginxDir = path.join(ws.work, 'nginx');
+  mkdirSync(nginxDir, { recursive: true });
+  writeFileSync(
+    path.join(nginxDir, 'nginx.conf'),
+    `worker_processes 1;
+pid ${nginxDir}/nginx.pid;
+error_log ${nginxDir}/error.log warn;
+events { worker_connections 4096; }
+http {
+  access_log off;
+  client_body_temp_path ${nginxDir}/body; proxy_temp_path ${nginxDir}/proxy; fastcgi_temp_path ${nginxDir}/fcgi;
+  uwsgi_temp_path ${nginxDir}/uwsgi; scgi_temp_path ${nginxDir}/scgi;
+  upstream backend { server 127.0.0.1:${backendPort}; keepalive 64; }
+  server {
+    listen 127.0.0.1:${nginxPort} ssl http2;
+    ssl_certificate ${cert.certFile};
+    ssl_certificate_key ${cert.keyFile};
+    # nginx ends an HTTP/2 connection after 1000 requests by default (keepalive_requests), and h2load does not reconnect
+    keepalive_requests 10000000;
+    location / {
+      proxy_pass http://backend;
+      proxy_http_version 1.1;
+      proxy_set_header Connection "";
+      proxy_set_header Host $host;
+      proxy_set_header X-Forwarded-For $remote_addr;
+      proxy_set_header X-Forwarded-Proto $scheme;
+      proxy_set_header X-Forwarded-Host $host;
+    }
+  }
+}
+`,
+  );
+  const nginx = spawn('nginx', ['-c', path.join(nginxDir, 'nginx.conf'), '-g', 'daemon off;'], { stdio: 'inherit' });
+  ws.onCleanup(() => stopChild(nginx));
+
+  /** One h2load round against `port` (the share's host as :authority and SNI): requests/s and p99 in ms. */
+  const load = async (port: number, seconds: number, tag: string) => {
+    const log = path.join(ws.work, `h2load-${tag}.tsv`);
+    const { stdout } = await run('h2load', ['-c', String(CONNECTIONS), '-m', String(STREAMS), '-D', String(seconds), `--connect-to=127.0.0.1:${port}`, `--log-file=${log}`, `https://${host}:${port}/`], { maxBuffer: 16 << 20 });
+    const rps = Number(/finished in [\d.]+s, ([\d.]+) req\/s/.exec(stdout)?.[1] ?? 0);
+    const codes = /status codes: (\d+) 2xx, (\d+) 3xx, (\d+) 4xx, (\d+) 5xx/.exec(stdout) ?? [];
+    const ok = Number(codes[1] ?? 0);
+    // requests still in flight when the duration ends are counted failed by h2load: only answers other than 2xx count
+    const wrong = Number(codes[2] ?? 0) + Number(codes[3] ?? 0) + Number(codes[4] ?? 0);
+    const durations = readFileSync(log, 'utf8').trim().split('\n').map((l) => Number(l.split('\t')[2]) / 1000).sort((a, b) => a - b);
+    return { rps, p99: durations[Math.floor(durations.length * 0.99)] ?? NaN, ok, wrong, protocol: /Application protocol: (\S+)/.exec(stdout)?.[1] };
+  };
+  // ready: both answer 200 over h2
+  for (let i = 0; ; i++) {
+    try {
+      const [a, b] = [await load(edgePort, 1, 'ready-edge'), await load(nginxPort, 1, 'ready-nginx')];
+      if (a.ok > 0 && b.ok > 0 && a.protocol === 'h2' && b.protocol === 'h2') break;
+    } catch {
+      /* not up yet */
+    }
+    if (i > 60 || edge.exitCode !== null) throw new Error('the edge or nginx did not answer over h2');
+    await new Promise((r) => setTimeout(r, 500));
+  }
+  await load(edgePort, 2, 'warm-edge');
+  await load(nginxPort, 2, 'warm-nginx');
+  const results: Record<'edge' | 'nginx', { rps: number; p99: number }[]> = { edge: [], nginx: [] };
+  for (let round = 0; round < ROUNDS; round++) {
+    for (const [name, port] of (round % 2 ? [['edge', edgePort], ['nginx', nginxPort]] : [['nginx', nginxPort], ['edge', edgePort]]) as ['edge' | 'nginx', number][]) {
+      const r = await load(port, SECONDS, `${name}-${round}`);
+      if (r.wrong) throw new Error(`${name}: ${r.wrong} answers were not 2xx`);
+      results[name].push(r);
+      console.log(`  round ${round + 1} ${name.padEnd(6)} ${r.rps.toFixed(0).padStart(7)} req/s  p99 ${r.p99.toFixed(1)} ms`);
+    }
+  }
+  const rps = (n: 'edge' | 'nginx') => median(results[n].map((r) => r.rps));
+  const p99 = (n: 'edge' | 'nginx') => median(results[n].map((r) => r.p99));
+  console.log(`\nbench:edge h2 — h2load ${CONNECTIONS} connections x ${STREAMS} streams, ${ROUNDS} x ${SECONDS} s per proxy (medians), 128-byte answers, TLS; load average ${os.loadavg().map((x) => x.toFixed(1)).join(' ')}`);
+  console.log(`nginx  ${rps('nginx').toFixed(0).padStart(8)} req/s   p99 ${p99('nginx').toFixed(1).padStart(6)} ms`);
+  console.log(`edge   ${rps('edge').toFixed(0).padStart(8)} req/s   p99 ${p99('edge').toFixed(1).padStart(6)} ms`);
+  console.log(`ratio  ${(rps('edge') / rps('nginx')).toFixed(2)} of nginx's requests/s (target >= 0.5)   p99 ${(p99('edge') / p99('nginx')).toFixed(2)}x nginx's (target < 2)`);
+} catch (err) {
+  console.error(`bench:edge-h2 failed: ${(err as Error).stack ?? err}`);
+  process.exitCode = 1;
+} finally {
+  await ws.cleanUp();
+}
+process.exit(process.exitCode ?? 0);

@@ -1,0 +1,344 @@
+/**
+ * HTTP/2 for clients on the edge's TLS listener (ALPN `h2`), on node:http2 (nghttp2 frames and parses; nothing
+ * here does). A connection that negotiated `h2` is handed to a plain node:http2 server, whose compatibility API
+ * turns each stream into a request/response pair that the edge's one request handler serves as it serves HTTP/1.1:
+ * routing, mutual TLS, login, limits, proxying.
+ *
+ * What HTTP/2 adds is checked here, before the handler sees a request:
+ * - `:authority` is the routing host; a `host` field that names another host makes the request malformed (400).
+ *   The pseudo-header fields are taken out of the raw header lines, `host` is set from `:authority`, and cookie
+ *   fields sent as several lines are joined with "; ", so the target sees what an HTTP/1.1 client would have sent.
+ *   (Connection-specific fields and a `te` other than "trailers" never arrive: nghttp2 refuses them as a stream error.)
+ * - Attacks on HTTP/2 itself are refused per connection: at most 100 concurrent streams (more are refused, and a
+ *   client that keeps opening them is sent away), header lists up to 16 KiB and 128 fields, and three rates kept per
+ *   connection by token buckets: streams the client resets (CVE-2023-44487, "rapid reset"), PING and SETTINGS
+ *   frames. A connection over any of them gets GOAWAY ENHANCE_YOUR_CALM and is closed. CONTINUATION floods are cut by
+ *   nghttp2 itself (at most 8 CONTINUATION frames per header block), invalid frames after 100.
+ *
+ * Metering: a stream is metered on its own (a connection may carry streams of several shares at once): its header
+ * fields as HTTP/1.1 would write them (`name: value` and CRLF, pseudo-fields included) and its DATA bytes, each way.
+ */
+import http2, { type Http2ServerRequest, type Http2ServerResponse, type Http2Session, type Http2Stream, type ServerHttp2Session } from 'node:http2';
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import type { Socket } from 'node:net';
+import type { Duplex } from 'node:stream';
+import type { TLSSocket } from 'node:tls';
+import { answer } from './answers.js';
+import type { Meter } from './meter.js';
+import { routingHost } from './routes.js';
+import type { ShareRoute } from './types.js';
+
+export const H2_LIMITS = {
+  /** Concurrent streams per connection (SETTINGS_MAX_CONCURRENT_STREAMS). */
+  maxConcurrentStreams: 100,
+  /** Uncompressed size of a header list (the same 16 KiB node's HTTP/1.1 parser takes). */
+  maxHeaderListSize: 16 * 1024,
+  maxHeaderListPairs: 128,
+  /** Streams the client may reset: a burst, then so many per second. */
+  resets: { burst: 100, perSecond: 10 },
+  pings: { burst: 20, perSecond: 5 },
+  settings: { burst: 20, perSecond: 2 },
+  /** Requests refused for their header list (over maxHeaderListSize): a burst, then so many per second. */
+  refusals: { burst: 10, perSecond: 1 },
+  /** A connection with no stream open and no frame for this long is closed. */
+  idleMs: 120_000,
+  /** An address whose connection was sent away refuses new TLS connections this long, doubling per strike. */
+  penaltyMs: { first: 250, max: 5_000, forgetMs: 30_000 },
+};
+
+/**
+ * Addresses whose HTTP/2 connections were sent away for abuse: their new TLS connections are refused before the
+ * handshake (which costs more than the abuse the edge just stopped) for a while that doubles with each strike.
+ */
+class Penalties {
+  private readonly strikes = new Map<string, { count: number; until: number; at: number }>();
+  constructor(private readonly o: { first: number; max: number; forgetMs: number }) {}
+  strike(address: string | undefined): void {
+    if (!address) return;
+    const now = Date.now();
+    const previous = this.strikes.get(address);
+    const count = previous && now - previous.at < this.o.forgetMs ? previous.count + 1 : 1;
+    this.strikes.set(address, { count, at: now, until: now + Math.min(this.o.first * 2 ** (count - 1), this.o.max) });
+    if (this.strikes.size > 100_000) for (const [a, p] of this.strikes) if (now - p.at >= this.o.forgetMs) this.strikes.delete(a);
+  }
+  admits(address: string | undefined): boolean {
+    const p = address ? this.strikes.get(address) : undefined;
+    return !p || Date.now() >= p.until;
+  }
+}
+
+/** A token bucket: `take()` false once the burst is spent faster than the rate refills it. */
+class Bucket {
+  private tokens: number;
+  private at = performance.now();
+  constructor(private readonly rate: { burst: number; perSecond: number }) {
+    this.tokens = rate.burst;
+  }
+  take(): boolean {
+    const now = performance.now();
+    this.tokens = Math.min(this.rate.burst, this.tokens + ((now - this.at) / 1000) * this.rate.perSecond);
+    this.at = now;
+    if (this.tokens < 1) return false;
+    this.tokens -= 1;
+    return true;
+  }
+}
+
+/** Bytes of header fields written as HTTP/1.1 lines (`name: value\r\n`). */
+function headBytes(headers: Record<string, unknown> | undefined): number {
+  if (!headers) return 0;
+  let n = 0;
+  for (const name in headers) {
+    const value = headers[name];
+    if (value === undefined) continue;
+    if (Array.isArray(value)) for (const v of value) n += name.length + String(v).length + 4;
+    else n += name.length + String(value).length + 4;
+  }
+  return n;
+}
+
+const RX = Symbol('edgehub.h2.rx');
+const TX = Symbol('edgehub.h2.tx');
+type Counted = Http2Stream & { [RX]?: number; [TX]?: number };
+
+/** Counts a stream's header fields as received and the DATA bytes it receives and sends (its own push and writes). */
+function countStream(stream: Http2Stream, rawHeaders: string[]): void {
+  const s = stream as Counted;
+  let head = 0;
+  for (let i = 0; i < rawHeaders.length; i += 2) head += rawHeaders[i].length + rawHeaders[i + 1].length + 4;
+  s[RX] = head;
+  s[TX] = 0;
+  const push = stream.push;
+  stream.push = function (chunk: unknown, encoding?: BufferEncoding) {
+    if (chunk) s[RX]! += (chunk as Buffer).length;
+    return push.call(this, chunk, encoding);
+  };
+  const writable = stream as unknown as {
+    _write(chunk: Buffer, encoding: BufferEncoding, cb: (err?: Error | null) => void): void;
+    _writev?(chunks: { chunk: Buffer }[], cb: (err?: Error | null) => void): void;
+  };
+  const write = writable._write;
+  writable._write = function (chunk, encoding, cb) {
+    s[TX]! += chunk.length;
+    return write.call(this, chunk, encoding, cb);
+  };
+  const writev = writable._writev;
+  if (writev) {
+    writable._writev = function (chunks, cb) {
+      for (const c of chunks) s[TX]! += c.chunk.length;
+      return writev.call(this, chunks, cb);
+    };
+  }
+}
+
+/** Whether a request arrived over HTTP/2 (the compatibility API's request). */
+export const isHttp2 = (req: IncomingMessage): boolean => req.httpVersionMajor === 2;
+
+/** The HTTP/2 stream of a request that arrived over HTTP/2. */
+export const streamOf = (req: IncomingMessage): Http2Stream => (req as unknown as Http2ServerRequest).stream;
+
+/**
+ * Whether the answer went out whole. Over HTTP/2 a stream reset by the client also counts as finished writing, so
+ * what tells is whether the answer was ended.
+ */
+export const answered = (req: IncomingMessage, res: ServerResponse): boolean => (isHttp2(req) ? res.writableEnded : res.writableFinished);
+
+/**
+ * Meters one finished exchange: an HTTP/1.1 one by its connection's bytes since the last (Meter.settle), an HTTP/2
+ * one by its own stream.
+ */
+export function settleExchange(meter: Meter, req: IncomingMessage, socket: Socket, route: ShareRoute | undefined): void {
+  if (!isHttp2(req)) return meter.settle(socket, route);
+  const stream = streamOf(req) as Counted;
+  if (!route || stream[RX] === undefined) return;
+  const h2req = req as unknown as Http2ServerRequest;
+  const rx = (stream[RX] ?? 0) + headBytes(h2req.trailers);
+  const tx = headBytes(stream.sentHeaders) + (stream[TX] ?? 0) + headBytes(stream.sentTrailers);
+  stream[RX] = 0;
+  stream[TX] = 0;
+  meter.add(route, rx, tx);
+}
+
+/**
+ * What revocation closes when the rule that admitted a request no longer holds (edge/revocation.ts): an HTTP/1.1
+ * request's connection; an HTTP/2 request's stream, and its whole connection when `wholeSession` (a client
+ * certificate is the connection's, not the stream's).
+ */
+export function revocable(req: IncomingMessage, socket: Socket, wholeSession: boolean): Duplex {
+  if (!isHttp2(req)) return socket;
+  const stream = streamOf(req);
+  const closing = {
+    get destroyed() {
+      return stream.destroyed;
+    },
+    once: (event: string, listener: () => void) => stream.once(event, listener),
+    destroy: () => {
+      const session = stream.session;
+      stream.destroy();
+      if (wholeSession) session?.destroy();
+    },
+  };
+  return closing as unknown as Duplex;
+}
+
+/**
+ * Makes an HTTP/2 request look as the HTTP/1.1 one the handler knows: raw header lines without pseudo-fields, `host`
+ * from `:authority`, cookies on one line. Returns why the request is malformed, or undefined.
+ */
+function normalise(req: Http2ServerRequest): string | undefined {
+  const headers = req.headers;
+  const method = headers[':method'];
+  if (method === 'CONNECT') return 'CONNECT is not served here';
+  const authority = headers[':authority'];
+  const host = headers.host;
+  if (authority === undefined && host === undefined) return 'the request names no host (:authority)';
+  if (authority !== undefined && host !== undefined && routingHost(String(host)) !== routingHost(String(authority))) {
+    return 'the request has a host field that differs from its :authority';
+  }
+  const raw = req.rawHeaders;
+  const out: string[] = [];
+  const cookies: string[] = [];
+  let sawHost = false;
+  for (let i = 0; i < raw.length; i += 2) {
+    const name = raw[i];
+    if (name.charCodeAt(0) === 58 /* : */) continue;
+    if (name === 'cookie') {
+      cookies.push(raw[i + 1]);
+      continue;
+    }
+    if (name === 'host') {
+      if (sawHost) return 'the request has more than one host field';
+      sawHost = true;
+    }
+    out.push(name, raw[i + 1]);
+  }
+  if (!sawHost) {
+    out.unshift('host', String(authority));
+    headers.host = String(authority);
+  }
+  if (cookies.length) out.push('cookie', cookies.join('; '));
+  raw.length = 0;
+  raw.push(...out);
+  return undefined;
+}
+
+export interface Http2Front {
+  /** Whether a new TLS connection from `address` may proceed (not an address sent away a moment ago). */
+  admits(address: string | undefined): boolean;
+  /** A TLS connection that negotiated `h2`. */
+  accept(socket: TLSSocket): void;
+  /** GOAWAY to every connection: each closes once its open streams finished. */
+  close(): void;
+  /** Closes every connection now. */
+  destroy(): void;
+  /** Connections open now (tests). */
+  readonly sessions: number;
+}
+
+type Handler = (req: IncomingMessage, res: ServerResponse) => void;
+
+export function http2Front(handler: Handler, limits = H2_LIMITS): Http2Front {
+  const sessions = new Set<ServerHttp2Session>();
+  const sockets = new Set<TLSSocket>();
+  const server = http2.createServer({
+    settings: {
+      maxConcurrentStreams: limits.maxConcurrentStreams,
+      maxHeaderListSize: limits.maxHeaderListSize,
+      enablePush: false,
+      enableConnectProtocol: false,
+    },
+    maxHeaderListPairs: limits.maxHeaderListPairs,
+    maxSessionInvalidFrames: 100,
+    maxSessionRejectedStreams: 100,
+    maxOutstandingPings: 10,
+    maxSessionMemory: 10,
+    peerMaxConcurrentStreams: limits.maxConcurrentStreams,
+  });
+  server.setTimeout(limits.idleMs);
+  server.on('timeout', () => undefined);
+
+  const penalties = new Penalties(limits.penaltyMs);
+  /** Per connection: what to do when one of its requests is refused for its header list. */
+  const heads = new WeakMap<Http2Session, () => void>();
+  const addresses = new WeakMap<Http2Session, string | undefined>();
+  let accepting: TLSSocket | undefined;
+  const calm = (session: Http2Session, why: string) => {
+    if (session.destroyed) return;
+    penalties.strike(addresses.get(session));
+    session.goaway(http2.constants.NGHTTP2_ENHANCE_YOUR_CALM, 0, Buffer.from(why));
+    session.destroy();
+    // streams nghttp2 already read from the same chunk are announced after this: none of them is served
+    session.removeAllListeners('stream');
+    session.on('stream', (stream: Http2Stream) => stream.destroy());
+  };
+
+  server.on('session', (session: ServerHttp2Session) => {
+    sessions.add(session);
+    addresses.set(session, accepting?.remoteAddress);
+    session.once('close', () => sessions.delete(session));
+    // nghttp2 ending the connection for a flood of its own finding (CONTINUATION, invalid frames) is a strike too
+    session.on('error', () => penalties.strike(addresses.get(session)));
+    const resets = new Bucket(limits.resets);
+    const pings = new Bucket(limits.pings);
+    const settings = new Bucket(limits.settings);
+    const refusals = new Bucket(limits.refusals);
+    heads.set(session, () => refusals.take() || calm(session, 'too many oversized header lists'));
+    session.on('ping', () => pings.take() || calm(session, 'too many PING frames'));
+    session.on('remoteSettings', () => settings.take() || calm(session, 'too many SETTINGS frames'));
+    // before the server's own listener, which hands the stream to the request handler
+    session.prependListener('stream', (stream: Http2Stream, _headers: unknown, _flags: number, rawHeaders: string[]) => {
+      if (session.destroyed) return;
+      const reset = () => resets.take() || calm(session, 'too many streams reset');
+      // reset in the same read as its HEADERS: closed before this listener could hear of it
+      if (stream.closed || stream.destroyed) return reset();
+      countStream(stream, rawHeaders);
+      stream.on('error', () => undefined);
+      stream.once('aborted', reset);
+    });
+  });
+  server.on('sessionError', () => undefined);
+
+  server.on('request', (req: Http2ServerRequest, res: Http2ServerResponse) => {
+    // reset in the same read as its HEADERS (rapid reset): nothing is started for it
+    if (req.stream.destroyed || req.stream.closed) return;
+    if ((req.stream as Counted)[RX]! > limits.maxHeaderListSize) {
+      // nghttp2 takes any size (SETTINGS_MAX_HEADER_LIST_SIZE is advisory): refused here, as nginx does, with 400
+      heads.get(req.stream.session!)?.();
+      req.resume();
+      return answer(res as unknown as ServerResponse, 400, 'bad_request', `the request's header fields are over ${limits.maxHeaderListSize} bytes`);
+    }
+    const malformed = normalise(req);
+    const h1res = res as unknown as ServerResponse;
+    if (malformed) {
+      req.resume();
+      return answer(h1res, 400, 'bad_request', malformed);
+    }
+    // HTTP/2 has no reason phrase: a status message given with the status is left out
+    const writeHead = res.writeHead;
+    (res as unknown as { writeHead: unknown }).writeHead = function (status: number, message?: unknown, headers?: unknown) {
+      return typeof message === 'string' ? writeHead.call(res, status, headers as never) : writeHead.call(res, status, message as never);
+    };
+    handler(req as unknown as IncomingMessage, h1res);
+  });
+
+  return {
+    admits: (address) => penalties.admits(address),
+    accept(socket) {
+      sockets.add(socket);
+      socket.once('close', () => sockets.delete(socket));
+      accepting = socket;
+      server.emit('connection', socket);
+      accepting = undefined;
+    },
+    get sessions() {
+      return sessions.size;
+    },
+    close() {
+      for (const s of sessions) s.close();
+    },
+    destroy() {
+      // a session closed gracefully before waits for its peer to close the connection: not any more
+      for (const s of sockets) s.destroy();
+    },
+  };
+}

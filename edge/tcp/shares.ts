@@ -1,0 +1,250 @@
+/**
+ * TCP shares (`protocol: "tcp"`): every edge listens on each ACTIVE TCP share's port (shares.tcp_port, a port of
+ * HUB_EDGE_TCP_PORTS the API gave it) and carries each connection to the share's target as bytes, directly under the
+ * egress policy or through one of the environment's agents (a CONNECT stream), exactly as HTTP targets are reached.
+ *
+ * - Half-close both ways: each side may end its sending while it still reads (allowHalfOpen everywhere; `pipe`
+ *   passes an end on as an end).
+ * - Mutual TLS (`mutualTls: true`): the port speaks TLS with the share's host certificate (SNI, or the share's host
+ *   when the client names none) and admits only a client certificate of the share's hub (edge/access/mutualTls.ts);
+ *   others are closed before a byte reaches the target. Revoking the certificate closes its open connections.
+ * - Metered like HTTP: rx the bytes read from the client, tx the bytes written to it (edge/meter.ts, per connection).
+ * - A deleted share's port refuses at once (its listener closes) and its open connections close. A port another
+ *   process holds (two edges on one host without a shared listener) is logged, and tried again at the next reload.
+ */
+import net from 'node:net';
+import type { Duplex } from 'node:stream';
+import tls, { type TLSSocket } from 'node:tls';
+import type pg from 'pg';
+import type { buildConnector } from 'undici';
+import { authorityOf } from '../../agent/lib/protocol.js';
+import type { EgressPolicy } from '../../shared/egress.js';
+import { egressConnector } from '../../shared/egressHttp.js';
+import { logger } from '../../shared/logger.js';
+import type { MutualTlsChecker } from '../access/types.js';
+import type { Meter } from '../meter.js';
+import { hostPattern } from '../routes.js';
+import type { ShareRoute } from '../types.js';
+
+interface TcpRow {
+  z_id: string;
+  hub_id: string;
+  env_z_id: string;
+  reach: string | null;
+  target: string;
+  mutual_tls: boolean;
+  tcp_port: number;
+  url_template: string;
+}
+
+const TCP_SQL = `
+  SELECT s.z_id, s.hub_id, s.env_z_id, e.reach, s.target, s.mutual_tls, s.tcp_port, f.url_template
+    FROM shares s JOIN frontends f ON f.id = s.frontend_id
+    LEFT JOIN environments e ON e.hub_id = s.hub_id AND e.env_z_id = s.env_z_id
+   WHERE s.status = 'ACTIVE' AND s.protocol = 'tcp'`;
+
+interface Listener {
+  route: ShareRoute;
+  /** What the listener was made for: a change of any of these makes a new one. */
+  signature: string;
+  server: net.Server;
+  connections: Set<Duplex>;
+  /** Every accepted socket, in a TLS handshake or carried. */
+  sockets: Set<net.Socket>;
+  listening: boolean;
+}
+
+export interface TcpSharesOptions {
+  pool: pg.Pool;
+  /** Interface to listen on (the edge's). */
+  host?: string;
+  policy: EgressPolicy;
+  timeoutMs: number;
+  meter: Meter;
+  mutualTls?: MutualTlsChecker;
+  /** The TLS context for a server name (edge/tls.ts). */
+  contextFor(servername: string): tls.SecureContext | undefined;
+  /** A connector through the environment's agents, or undefined when the edge connects itself (edge/agents). */
+  connectorFor(route: ShareRoute): { key: string; connect: buildConnector.connector } | undefined;
+  /** The edge's own ports: the TCP ports are added (a target on one of them would loop). */
+  ownPorts: Set<number>;
+  /** Per-hub admission (edge/limits.ts): a hub at its limit has new connections closed. */
+  limiter: { enter(hubId: string): boolean; leave(hubId: string): void };
+}
+
+export class TcpShares {
+  private readonly listeners = new Map<string, Listener>();
+  private readonly direct: buildConnector.connector;
+  private work: Promise<void> = Promise.resolve();
+  private closed = false;
+
+  constructor(private readonly o: TcpSharesOptions) {
+    this.direct = egressConnector(o.policy, { timeoutMs: o.timeoutMs, ownPorts: () => o.ownPorts, allowHalfOpen: true });
+  }
+
+  /** `host:port` of the environment's TCP share targets (what its agents may connect to). */
+  targetsOf(hubId: string, envZId: string): string[] {
+    const out: string[] = [];
+    for (const l of this.listeners.values()) if (l.route.hubId === hubId && l.route.envZId === envZId) out.push(authorityOf(l.route.target.hostname, l.route.target.port));
+    return out;
+  }
+
+  /** The ports listened on now (tests). */
+  get ports(): number[] {
+    return [...this.listeners.values()].filter((l) => l.listening).map((l) => Number(l.signature.split(' ')[0]));
+  }
+
+  reloadAll(): Promise<void> {
+    return this.enqueue(async () => {
+      const { rows } = await this.o.pool.query<TcpRow>(TCP_SQL);
+      const seen = new Set(rows.map((r) => r.z_id));
+      for (const zId of [...this.listeners.keys()]) if (!seen.has(zId)) await this.drop(zId);
+      for (const row of rows) await this.place(row);
+    });
+  }
+
+  reloadShare(zId: string): Promise<void> {
+    return this.enqueue(async () => {
+      const { rows } = await this.o.pool.query<TcpRow>(`${TCP_SQL} AND s.z_id = $1`, [zId]);
+      if (!rows.length) return this.drop(zId);
+      await this.place(rows[0]);
+    });
+  }
+
+  /** Closes every TCP port and its connections. */
+  close(): Promise<void> {
+    this.closed = true;
+    return this.enqueue(async () => {
+      for (const zId of [...this.listeners.keys()]) await this.drop(zId);
+    });
+  }
+
+  private enqueue(task: () => Promise<void>): Promise<void> {
+    const run = this.work.then(task);
+    this.work = run.catch((err) => logger.error({ err: (err as Error).message }, 'edge: TCP shares not loaded'));
+    return this.work;
+  }
+
+  private async place(row: TcpRow): Promise<void> {
+    if (this.closed) return;
+    const signature = `${row.tcp_port} ${row.target} ${row.mutual_tls} ${row.env_z_id} ${row.reach}`;
+    const current = this.listeners.get(row.z_id);
+    if (current?.signature === signature && current.listening) return;
+    if (current) await this.drop(row.z_id);
+    const pattern = hostPattern(row.url_template);
+    const host = pattern ? pattern.replace('{token}', row.z_id) : row.z_id;
+    const route: ShareRoute = {
+      zId: row.z_id,
+      hubId: row.hub_id,
+      envZId: row.env_z_id,
+      // fail closed, as HTTP routes: anything but an explicit 'edge' is reached only through the environment's agents
+      reach: row.reach === 'edge' ? 'edge' : 'agent',
+      frontendId: 'tcp',
+      target: new URL(row.target),
+      mutualTls: row.mutual_tls,
+      auth: null,
+      emailDomains: null,
+      checkIntervalMs: 0,
+    };
+    const listener: Listener = { route, signature, connections: new Set(), sockets: new Set(), listening: false, server: undefined as never };
+    listener.server = row.mutual_tls
+      ? tls.createServer(
+          {
+            allowHalfOpen: true,
+            requestCert: true,
+            rejectUnauthorized: false,
+            secureContext: this.o.contextFor(host),
+            SNICallback: (_name, cb) => cb(null, this.o.contextFor(host)),
+          },
+          (socket) => this.admitted(listener, socket),
+        )
+      : net.createServer({ allowHalfOpen: true }, (socket) => this.carry(listener, socket));
+    listener.server.on('tlsClientError', (_err: Error, socket: TLSSocket) => socket.destroy());
+    listener.server.on('connection', (socket: net.Socket) => {
+      listener.sockets.add(socket);
+      socket.once('close', () => listener.sockets.delete(socket));
+    });
+    this.listeners.set(row.z_id, listener);
+    await new Promise<void>((resolve) => {
+      listener.server.once('error', (err) => {
+        logger.warn({ zId: row.z_id, port: row.tcp_port, err: err.message }, 'edge: TCP share port not listened on');
+        this.listeners.delete(row.z_id);
+        resolve();
+      });
+      listener.server.listen({ port: row.tcp_port, host: this.o.host }, () => {
+        listener.listening = true;
+        this.o.ownPorts.add(row.tcp_port);
+        resolve();
+      });
+    });
+  }
+
+  private async drop(zId: string): Promise<void> {
+    const listener = this.listeners.get(zId);
+    if (!listener) return;
+    this.listeners.delete(zId);
+    this.o.ownPorts.delete(Number(listener.signature.split(' ')[0]));
+    // the port refuses from now on, and what was open through it closes
+    const closed = new Promise<void>((resolve) => listener.server.close(() => resolve()));
+    for (const c of listener.connections) c.destroy();
+    // a reset, not a polite end: the client learns at once that nothing more comes or goes
+    for (const s of listener.sockets) s.resetAndDestroy();
+    await closed;
+  }
+
+  /** A TLS client of a mutual-TLS share: carried only with a client certificate of the share's hub. */
+  private admitted(listener: Listener, socket: TLSSocket): void {
+    socket.on('error', () => undefined);
+    const decision = this.o.mutualTls?.check(listener.route.hubId, socket) ?? { ok: false as const, message: 'mutual TLS is not available on this edge' };
+    if (!decision.ok) {
+      logger.info({ zId: listener.route.zId, reason: decision.message }, 'edge: TCP connection refused (mutual TLS)');
+      return void socket.destroy();
+    }
+    this.carry(listener, socket);
+  }
+
+  /** Whether the connections a certificate admitted may stay (called on access changes). */
+  sweep(): void {
+    for (const listener of this.listeners.values()) {
+      if (!listener.route.mutualTls) continue;
+      for (const c of listener.connections) {
+        const decision = this.o.mutualTls?.check(listener.route.hubId, c as TLSSocket);
+        if (!decision?.ok) c.destroy();
+      }
+    }
+  }
+
+  private carry(listener: Listener, client: net.Socket): void {
+    const { route } = listener;
+    client.on('error', () => undefined);
+    if (!this.o.limiter.enter(route.hubId)) return void client.destroy();
+    listener.connections.add(client);
+    client.pause();
+    let upstream: Duplex | undefined;
+    client.once('close', () => {
+      listener.connections.delete(client);
+      this.o.limiter.leave(route.hubId);
+      upstream?.destroy();
+    });
+    this.o.meter.track(client, route);
+    const via = this.o.connectorFor(route);
+    const connect = via?.connect ?? this.direct;
+    connect({ hostname: route.target.hostname, host: route.target.host, protocol: 'http:', port: route.target.port, servername: undefined } as buildConnector.Options, (err, socket) => {
+      if (err || !socket) {
+        logger.info({ zId: route.zId, err: err?.message }, 'edge: TCP share target not reached');
+        return void client.destroy();
+      }
+      upstream = socket as unknown as Duplex;
+      if (client.destroyed) return void upstream.destroy();
+      upstream.on('error', () => client.destroy());
+      upstream.once('close', () => {
+        // the target went away: what it sent is flushed, then the client's connection closes
+        if (!client.writableEnded) client.end();
+        client.destroySoon();
+      });
+      client.pipe(upstream);
+      upstream.pipe(client);
+      client.resume();
+    });
+  }
+}

@@ -1,0 +1,252 @@
+/**
+ * HTTP/2 towards share targets (`targetProtocol: "h2"`, gRPC among them), on node:http2: one session per (hub, path
+ * to the target, target origin), so a connection is only ever shared by one hub's requests. The connection under it
+ * is made as every target connection is (the egress policy's connector, or a CONNECT stream through one of the
+ * environment's agents); an https target gets TLS with ALPN h2 on it (the target's certificate is verified), an
+ * http target is spoken to with prior knowledge (h2c).
+ *
+ * Each request is one stream: the head rebuilt as for HTTP/1.1 targets (edge/headers.ts: hop-by-hop fields dropped,
+ * X-Forwarded-* and identities set) with `te: trailers` kept when the client sent it, the body streamed both ways
+ * with back-pressure and without waiting for either side to finish (bidirectional streaming), the target's trailers
+ * passed on (grpc-status, grpc-message), and a client that goes away resetting the target's stream (CANCEL), which
+ * is how a gRPC server learns of a cancellation or a passed deadline. A trailers-only answer (HEADERS ending the
+ * stream, as gRPC sends an error) is passed on as headers and trailers, which every gRPC client reads alike and an
+ * HTTP/1.1 client can receive (chunked, with trailers).
+ */
+import http2, { type ClientHttp2Session, type ClientHttp2Stream, type IncomingHttpHeaders, type OutgoingHttpHeaders } from 'node:http2';
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import type { Duplex } from 'node:stream';
+import tls from 'node:tls';
+import type { buildConnector } from 'undici';
+import type { EgressPolicy } from '../shared/egress.js';
+import { egressConnector } from '../shared/egressHttp.js';
+import { answer } from './answers.js';
+import { declaredLength, hasBody, HOP_BY_HOP, requestHeaderLines, type ForwardContext } from './headers.js';
+import { targetPath } from './paths.js';
+import { failure, originForm } from './proxy.js';
+import type { ShareRoute } from './types.js';
+
+export interface UpstreamH2Options {
+  policy: EgressPolicy;
+  /** Connect (TLS included) and the answer head must each take less than this. */
+  timeoutMs: number;
+  /** A stream silent both ways for this long is reset. */
+  readTimeoutMs: number;
+  ownPorts?: () => ReadonlySet<number>;
+  /** How connections are made for environments served by agents (edge/agents/gateway.ts), undefined otherwise. */
+  connectorFor?: (route: ShareRoute) => { key: string; connect: buildConnector.connector } | undefined;
+  /** This edge's hop mark for `Via`. */
+  via: string;
+  onUpstreamError?: (route: ShareRoute, kind: string) => void;
+  /** Idle sessions are closed after this long. */
+  idleMs?: number;
+}
+
+/** Fields of a trailers-only answer that belong in the trailers. */
+const TRAILER_FIELDS = new Set(['grpc-status', 'grpc-message', 'grpc-status-details-bin']);
+
+/** Answer fields passed to the client: no pseudo-fields, no connection-specific ones. */
+function passable(headers: IncomingHttpHeaders, into: Record<string, string | string[]> = {}, only?: (name: string) => boolean): Record<string, string | string[]> {
+  for (const name in headers) {
+    if (name.charCodeAt(0) === 58 || HOP_BY_HOP.has(name)) continue;
+    if (only && !only(name)) continue;
+    const value = headers[name];
+    if (value !== undefined) into[name] = value as string | string[];
+  }
+  return into;
+}
+
+export class UpstreamH2 {
+  private readonly sessions = new Map<string, Promise<ClientHttp2Session>>();
+  private readonly direct: buildConnector.connector;
+  private closed = false;
+
+  constructor(private readonly o: UpstreamH2Options) {
+    this.direct = egressConnector(o.policy, { timeoutMs: o.timeoutMs, ownPorts: o.ownPorts });
+  }
+
+  /** The connection to the target, directly or through an agent, with TLS and ALPN h2 for https targets. */
+  private async connection(route: ShareRoute, connect: buildConnector.connector): Promise<Duplex> {
+    const target = route.target;
+    const https = target.protocol === 'https:';
+    const port = target.port || (https ? '443' : '80');
+    const raw = await new Promise<Duplex>((resolve, reject) =>
+      connect({ hostname: target.hostname, host: target.host, protocol: 'http:', port, servername: undefined } as buildConnector.Options, (err, socket) =>
+        err || !socket ? reject(err ?? new Error('no connection')) : resolve(socket as unknown as Duplex),
+      ),
+    );
+    if (!https) return raw;
+    const servername = /^[\d.]+$|:/.test(target.hostname) ? undefined : target.hostname;
+    return new Promise<Duplex>((resolve, reject) => {
+      const secure = tls.connect({ socket: raw, servername, ALPNProtocols: ['h2'] });
+      const timer = setTimeout(() => secure.destroy(Object.assign(new Error(`TLS with ${target.host} timed out`), { code: 'ETIMEDOUT' })), this.o.timeoutMs);
+      secure.once('secureConnect', () => {
+        clearTimeout(timer);
+        if (secure.alpnProtocol !== 'h2') {
+          secure.destroy();
+          return reject(Object.assign(new Error(`the share's target ${target.host} does not offer HTTP/2 (ALPN h2)`), { code: 'EDGE_NOT_H2' }));
+        }
+        resolve(secure);
+      });
+      secure.once('error', (err) => {
+        clearTimeout(timer);
+        reject(err);
+      });
+    });
+  }
+
+  /** The hub's session to the route's target (made on first use, dropped when it closes or is sent away). */
+  private session(route: ShareRoute): Promise<ClientHttp2Session> {
+    const via = this.o.connectorFor?.(route);
+    const key = `${route.hubId} ${via ? via.key : 'direct'} ${route.target.origin}`;
+    let pending = this.sessions.get(key);
+    if (pending) return pending;
+    pending = this.connection(route, via?.connect ?? this.direct).then((socket) => {
+      const session = http2.connect(route.target.origin, {
+        createConnection: () => socket,
+        settings: { enablePush: false, initialWindowSize: 1 << 20 },
+        maxHeaderListPairs: 256,
+      });
+      session.setLocalWindowSize?.(8 << 20);
+      const forget = () => {
+        if (this.sessions.get(key) === pending) this.sessions.delete(key);
+      };
+      session.on('error', forget);
+      session.once('goaway', forget);
+      session.once('close', forget);
+      session.setTimeout(this.o.idleMs ?? 30_000, () => session.close());
+      return session;
+    });
+    pending.catch(() => this.sessions.get(key) === pending && this.sessions.delete(key));
+    this.sessions.set(key, pending);
+    return pending;
+  }
+
+  /** The request head for the target's stream, or throws (BadRequest, an identity that cannot be sent). */
+  private head(req: IncomingMessage, route: ShareRoute, ctx: ForwardContext): OutgoingHttpHeaders {
+    const lines = requestHeaderLines(req, ctx, this.o.via);
+    const headers: OutgoingHttpHeaders = {
+      ':method': req.method ?? 'GET',
+      ':path': targetPath(route.target, originForm(req.url)),
+      ':scheme': route.target.protocol === 'https:' ? 'https' : 'http',
+      ':authority': req.headers.host ?? route.target.host,
+    };
+    for (let i = 0; i < lines.length; i += 2) {
+      const name = lines[i].toLowerCase();
+      if (name === 'host') continue;
+      const value = lines[i + 1];
+      const previous = headers[name];
+      if (previous === undefined) headers[name] = value;
+      else if (name === 'cookie') headers[name] = `${previous}; ${value}`;
+      else headers[name] = [...[previous].flat().map(String), value];
+    }
+    // `te` is hop-by-hop, but "trailers" says the client takes trailers (gRPC needs it said)
+    if (/\btrailers\b/i.test(String(req.headers.te ?? ''))) headers.te = 'trailers';
+    const length = declaredLength(req);
+    if (length !== null) headers['content-length'] = String(length);
+    return headers;
+  }
+
+  /** Sends the request on its own stream to the target and relays the answer; returns the cancel function. */
+  forward(req: IncomingMessage, res: ServerResponse, route: ShareRoute, ctx: ForwardContext): () => void {
+    let headers: OutgoingHttpHeaders;
+    try {
+      headers = this.head(req, route, ctx);
+    } catch (err) {
+      req.resume();
+      const [status, code, message] = failure(err as NodeJS.ErrnoException, route);
+      answer(res, status, code, message);
+      return () => undefined;
+    }
+    const body = hasBody(req);
+    if (!body) req.resume();
+    let up: ClientHttp2Stream | undefined;
+    let cancelled = false;
+    let started = false;
+    let trailers: IncomingHttpHeaders | undefined;
+    const fail = (err: NodeJS.ErrnoException) => {
+      if (cancelled || res.writableEnded) return;
+      if (res.headersSent) return void res.destroy(); // a cut answer, never a forged end
+      const [status, code, message] = failure(err, route);
+      this.o.onUpstreamError?.(route, code);
+      answer(res, status, code, message);
+    };
+    if (this.closed) {
+      fail(Object.assign(new Error('the edge is stopping'), { code: 'ECONNRESET' }));
+      return () => undefined;
+    }
+    this.session(route).then(
+      (session) => {
+        if (cancelled) return;
+        try {
+          up = session.request(headers, { endStream: !body });
+        } catch (err) {
+          return fail(err as NodeJS.ErrnoException);
+        }
+        const stream = up;
+        const headTimer = setTimeout(() => {
+          fail(Object.assign(new Error('no answer head in time'), { code: 'ETIMEDOUT' }));
+          stream.close(http2.constants.NGHTTP2_CANCEL);
+        }, this.o.timeoutMs);
+        stream.setTimeout(this.o.readTimeoutMs, () => stream.close(http2.constants.NGHTTP2_CANCEL));
+        stream.on('response', (answerHeaders, flags) => {
+          clearTimeout(headTimer);
+          const status = Number(answerHeaders[':status']);
+          if (status < 200) return;
+          started = true;
+          const endsHere = (flags & http2.constants.NGHTTP2_FLAG_END_STREAM) !== 0;
+          const out = passable(answerHeaders, {}, endsHere ? (name) => !TRAILER_FIELDS.has(name) : undefined);
+          if (endsHere) {
+            const moved = passable(answerHeaders, {}, (name) => TRAILER_FIELDS.has(name));
+            if (Object.keys(moved).length) trailers = moved as IncomingHttpHeaders;
+          }
+          try {
+            res.writeHead(status, out);
+          } catch (err) {
+            stream.close(http2.constants.NGHTTP2_CANCEL);
+            return fail(Object.assign(new Error(`the target's answer head cannot be passed on (${(err as Error).message})`), { code: 'HPE_INVALID_HEADER' }));
+          }
+          // read from here on: DATA read in the same chunk as the HEADERS can be emitted before 'response' is
+          stream.on('data', (chunk: Buffer) => {
+            if (!res.write(chunk)) {
+              stream.pause();
+              res.once('drain', () => stream.resume());
+            }
+          });
+        });
+        stream.on('trailers', (t) => (trailers = t));
+        stream.on('end', () => {
+          if (!started || res.writableEnded) return;
+          if (trailers) res.addTrailers(passable(trailers) as Record<string, string>);
+          res.end();
+        });
+        stream.on('error', () => undefined);
+        stream.on('close', () => {
+          clearTimeout(headTimer);
+          if (res.writableEnded || cancelled) return;
+          const code = stream.rstCode ?? 0;
+          // reset by the target (or its connection lost) before the answer ended
+          if (!started) return fail(Object.assign(new Error(`the target reset the stream (code ${code})`), { code: code === http2.constants.NGHTTP2_REFUSED_STREAM ? 'ECONNREFUSED' : 'ECONNRESET' }));
+          if (res.headersSent && !stream.readableEnded) res.destroy();
+        });
+        if (body) {
+          req.pipe(stream);
+          req.once('error', () => stream.close(http2.constants.NGHTTP2_CANCEL));
+        }
+      },
+      (err) => fail(err as NodeJS.ErrnoException),
+    );
+    return () => {
+      cancelled = true;
+      // the client went away (or reset its stream): the target's stream is reset too
+      if (up && !up.closed) up.close(http2.constants.NGHTTP2_CANCEL);
+    };
+  }
+
+  async close(): Promise<void> {
+    this.closed = true;
+    const pending = [...this.sessions.values()];
+    this.sessions.clear();
+    await Promise.all(pending.map((p) => p.then((s) => s.destroy(), () => undefined)));
+  }
+}

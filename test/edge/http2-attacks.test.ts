@@ -1,0 +1,143 @@
+/**
+ * HTTP/2's own attacks against one hub's share, refused before they cost another hub: each attack runs from a
+ * process of its own (test/helpers/h2attack.ts), one connection after another, while another hub's share is
+ * measured beside it; the edge ends each attacking connection (GOAWAY ENHANCE_YOUR_CALM, or nghttp2's own refusal),
+ * and the other hub's p99 rises less than 2x against its p99 measured in the same test without the attack.
+ */
+import { spawn } from 'node:child_process';
+import http from 'node:http';
+import test from 'ava';
+import { publicFrontendCertificate, routedShare, useBackend, useTestEdge } from '../helpers/edge.js';
+import type { AttackKind, AttackSummary } from '../helpers/h2attack.js';
+import { FLAG, FRAME, frame, getHeaders, headerBlock, rawH2 } from '../helpers/h2.js';
+import { type HubFixture, useStack } from '../helpers/stack.js';
+
+const stack = useStack(test, { env: { HUB_EDGE_FLUSH_MS: '600000' } });
+let reached = 0;
+const holds = new Set<http.ServerResponse>();
+const backend = useBackend(test, stack, (req, res) => {
+  reached++;
+  if (req.url === '/hold') {
+    holds.add(res);
+    res.once('close', () => holds.delete(res));
+    return void res.writeHead(200).write('open');
+  }
+  res.end('ok');
+});
+stack.onStop(async () => holds.forEach((r) => r.destroy()));
+const edge = useTestEdge(test, stack);
+let attacker: HubFixture;
+let victim: HubFixture;
+let attacked: string;
+let measured: string;
+
+test.before(async () => {
+  attacker = await stack.hub({ name: 'h2-attacker' });
+  victim = await stack.hub({ name: 'h2-victim' });
+  await publicFrontendCertificate(stack.databaseUrl);
+  attacked = (await routedShare(edge, attacker, { name: 'attacked', target: backend.url })).host;
+  measured = (await routedShare(edge, victim, { name: 'measured', target: backend.url })).host;
+});
+
+/** The other hub's p99 (ms) over `ms` of requests, two at a time on kept-alive connections. */
+async function victimP99(ms: number): Promise<number> {
+  const agent = new http.Agent({ keepAlive: true, maxSockets: 2 });
+  const latencies: number[] = [];
+  const deadline = Date.now() + ms;
+  const loop = async () => {
+    while (Date.now() < deadline) {
+      const started = performance.now();
+      await new Promise<void>((resolve, reject) =>
+        http
+          .get({ host: '127.0.0.1', port: edge.httpPort, path: '/', headers: { host: measured }, agent }, (res) => {
+            res.resume();
+            res.once('end', () => (res.statusCode === 200 ? resolve() : reject(new Error(`status ${res.statusCode}`))));
+          })
+          .on('error', reject),
+      );
+      latencies.push(performance.now() - started);
+    }
+  };
+  await Promise.all([loop(), loop()]);
+  agent.destroy();
+  latencies.sort((a, b) => a - b);
+  return latencies[Math.floor(latencies.length * 0.99)];
+}
+
+/** The attacker's process, started and loaded; `go()` starts the attack and resolves with its summary. */
+async function attackerReady(kind: AttackKind, ms: number): Promise<{ go(): Promise<AttackSummary> }> {
+  const child = spawn(process.execPath, ['--import', 'tsx', 'test/helpers/h2attack.ts', kind, String(edge.httpsPort), attacked, String(ms)], { stdio: ['pipe', 'pipe', 'inherit'] });
+  let out = '';
+  const done = new Promise<AttackSummary>((resolve, reject) => {
+    child.stdout.on('data', (d) => (out += d));
+    child.once('exit', (code) => (code === 0 ? resolve(JSON.parse(out.slice(out.indexOf('\n') + 1))) : reject(new Error(`the attacker exited ${code}`))));
+  });
+  await new Promise<void>((resolve) => child.stdout.on('data', () => out.includes('ready') && resolve()));
+  return {
+    go() {
+      child.stdin.end('go\n');
+      return done;
+    },
+  };
+}
+
+const ENHANCE_YOUR_CALM = '11';
+
+test.serial('a CONTINUATION flood is cut within a few frames; a header list over 16 KiB is refused without reaching the target', async (t) => {
+  const raw = await rawH2(edge.httpsPort!, attacked);
+  raw.send(frame(FRAME.HEADERS, 0, 1, headerBlock([[':method', 'GET'], [':scheme', 'https'], [':path', '/'], [':authority', attacked]])));
+  let sent = 0;
+  while (!raw.socket.destroyed && sent < 10_000) {
+    raw.send(frame(FRAME.CONTINUATION, 0, 1, headerBlock([['x-a', 'b']])));
+    sent++;
+    if (sent % 100 === 0) await new Promise((r) => setImmediate(r));
+  }
+  await raw.closed;
+  // ended by the edge (GOAWAY, which a connection closed under a writer may not get to read), long before 10,000
+  t.true(sent < 10_000, `cut after ${sent} CONTINUATION frames`);
+
+  // the flood made this address wait a moment before its next TLS connection (edge/http2.ts Penalties)
+  await new Promise((r) => setTimeout(r, 1000));
+  const before = reached;
+  const big = await rawH2(edge.httpsPort!, attacked);
+  const block = headerBlock([[':method', 'GET'], [':scheme', 'https'], [':path', '/'], [':authority', attacked], ['x-big', 'b'.repeat(12_000)], ['x-big2', 'c'.repeat(5_000)]]);
+  big.send(frame(FRAME.HEADERS, FLAG.END_STREAM, 1, block.subarray(0, 16_000)), frame(FRAME.CONTINUATION, FLAG.END_HEADERS, 1, block.subarray(16_000)));
+  const refusal = await big.next((f) => f.stream === 1 && f.type === FRAME.DATA);
+  t.regex(refusal.payload.toString(), /header fields are over 16384 bytes/);
+  t.is(reached, before, 'nothing reached the target');
+  // a header list of 17 KiB in one frame of the default size is over SETTINGS_MAX_FRAME_SIZE: the connection ends
+  big.send(getHeaders(3, attacked, [['x-big', 'b'.repeat(17_000)]]));
+  const goawayBig = await big.next((f) => f.type === FRAME.GOAWAY);
+  t.is(goawayBig.payload.readUInt32BE(4), 6, 'FRAME_SIZE_ERROR');
+  big.socket.destroy();
+});
+
+for (const [kind, ending] of [
+  ['rapid-reset', ENHANCE_YOUR_CALM],
+  ['continuation', undefined],
+  ['settings', ENHANCE_YOUR_CALM],
+  ['ping', ENHANCE_YOUR_CALM],
+  ['big-headers', ENHANCE_YOUR_CALM],
+  ['streams', undefined],
+] as [AttackKind, string | undefined][]) {
+  test.serial(`${kind}: the attacking connections are ended; another hub's p99 rises less than 2x`, async (t) => {
+    const attacker = await attackerReady(kind, 2500);
+    await victimP99(500); // warm
+    const before = await victimP99(2000);
+    const reachedBefore = reached;
+    const [summary, during] = await Promise.all([attacker.go(), victimP99(2000)]);
+    const after = await victimP99(2000);
+    const baseline = Math.max(before, after);
+    t.log(`${kind}: p99 ${during.toFixed(2)} ms under attack, ${before.toFixed(2)} / ${after.toFixed(2)} ms without; ${JSON.stringify(summary)}; ${reached - reachedBefore} requests reached the target`);
+    t.true(summary.connections >= 1);
+    // every connection was ended by the edge, not by the attacker's deadline alone
+    const ended = Object.entries(summary.endings).filter(([why]) => why !== 'deadline' && why !== 'refused').reduce((n, [, c]) => n + c, 0);
+    // streams beyond the cap are refused one by one (REFUSED_STREAM) by nghttp2, which costs the edge nothing more
+    if (kind === 'streams') t.true((summary.resets['7'] ?? 0) > 0, `REFUSED_STREAM seen: ${JSON.stringify(summary.resets)}`);
+    else t.true(ended >= summary.connections - 1, `connections ended by the edge: ${JSON.stringify(summary.endings)}`);
+    // the GOAWAY may be lost on a connection the attacker is still writing to when it closes
+    if (ending) t.true((summary.endings[ending] ?? 0) + (summary.endings.closed ?? 0) >= 1, `GOAWAY ${ending} seen: ${JSON.stringify(summary.endings)}`);
+    t.true(during < 2 * baseline, `p99 ${during.toFixed(2)} ms against ${baseline.toFixed(2)} ms`);
+  });
+}
+
