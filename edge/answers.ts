@@ -14,7 +14,7 @@ const REASONS: Record<number, string> = {
   508: 'Loop Detected',
 };
 
-/** An answer of the edge itself (CONTRACT.md): JSON {error, message}. */
+/** An answer of the edge itself: JSON {error, message}. */
 export function answer(res: ServerResponse, status: number, error: EdgeError, message: string, headers: Record<string, string> = {}): void {
   if (res.headersSent) {
     res.destroy();

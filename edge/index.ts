@@ -1,5 +1,5 @@
 /**
- * The `edge` process (Procfile): the data plane that serves shares (CONTRACT.md "The edge"). It runs
+ * The `edge` process (Procfile): the data plane that serves shares. It runs
  * HUB_EDGE_WORKERS worker processes (default 1; on a machine of its own, one per CPU) that share the listening ports, each a complete edge
  * (its own routing table, change feed and meter); the primary only restarts a worker that dies and, on SIGTERM,
  * stops them all so that each writes its last counters.

@@ -24,7 +24,7 @@ const MARK = Symbol('edgehub.meter');
 type MarkedSocket = Socket & { [MARK]?: SocketMark };
 
 /**
- * Per-share byte counters (CONTRACT.md "Metering"): rx = bytes received from the client (request head and body,
+ * Per-share byte counters: rx = bytes received from the client (request head and body,
  * WebSocket frames in), tx = bytes sent to it (response head and body, frames out), taken from the client
  * connection's own byte counts so that what is metered is what crossed it. Each response's completion attributes
  * the connection's bytes since the previous one to the share it was for; a WebSocket tunnel is sampled at every

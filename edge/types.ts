@@ -44,7 +44,7 @@ export interface EdgeChange {
 export const EDGE_CHANNEL = 'edgehub_edge';
 
 /**
- * The agents' side of the edge (CONTRACT.md "The agent"): agents dial the TLS listener with their own ALPN protocol
+ * The agents' side of the edge: agents dial the TLS listener with their own ALPN protocol
  * and a client certificate; the gateway judges them and carries the traffic of their environments' shares.
  */
 export interface AgentGateway {

@@ -1,5 +1,5 @@
 /**
- * Request inspection and replay (CONTRACT.md "Request inspection and replay"): a share's recorded exchanges, one
+ * Request inspection and replay: a share's recorded exchanges, one
  * with its headers and bodies, a replay through an edge, and a Server-Sent Events stream of new ones.
  */
 import { PassThrough } from 'node:stream';

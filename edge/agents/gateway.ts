@@ -1,5 +1,5 @@
 /**
- * The agents' side of the edge (CONTRACT.md "The agent"; shared/agentProtocol.ts): an agent dials the TLS listener
+ * The agents' side of the edge (the protocol is agent/lib/protocol.js): an agent dials the TLS listener
  * with ALPN `edgehub-agent/1` and its certificate; once its certificate names an enrolled agent (edge/agents/
  * directory.ts), the edge speaks HTTP/2 to it as the client, over the connection the agent opened. Each connection
  * to a share's target is one CONNECT stream with its own flow control, so one slow download never stalls the rest

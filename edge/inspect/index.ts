@@ -1,5 +1,5 @@
 /**
- * Request inspection on this edge (CONTRACT.md "Request inspection and replay"): the capture of inspected shares'
+ * Request inspection on this edge: the capture of inspected shares'
  * exchanges and the replays this edge takes, on two Redis connections of their own (one blocks on the replay list).
  */
 import { config } from '../../shared/config.js';

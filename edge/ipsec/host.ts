@@ -1,5 +1,5 @@
 /**
- * The IPsec data plane (CONTRACT.md "IPsec on strongSwan"), run by one edge process at a time: the one holding a
+ * The IPsec data plane, run by one edge process at a time: the one holding a
  * PostgreSQL advisory lock on a connection of its own (when it dies, its session ends, the lock goes, and another
  * edge takes over within seconds). It makes the machine match PostgreSQL: a namespace and a charon per live
  * tunnel of the strongSwan provider (ipsec_local_tunnels), a listener per live IPsec share (ipsec_local_listeners),

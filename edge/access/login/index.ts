@@ -1,5 +1,5 @@
 /**
- * Login for shares with an auth provider (CONTRACT.md, "The edge", Login): the flow at the share's own host.
+ * Login for shares with an auth provider: the flow at the share's own host.
  *
  * A browser without a session is sent to the provider (login/providers.ts) with a short-lived login cookie (state,
  * nonce, PKCE verifier, where to return); the callback checks them, asks the provider for the verified email, checks
