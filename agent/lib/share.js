@@ -266,6 +266,10 @@ export async function share(options) {
     throw err;
   }
   options.log(`share ${created.zId}: ${created.frontendEndpoint} -> ${target.href} (Ctrl-C ${options.name ? 'stops serving it; the reserved share is kept' : 'ends it'})`);
+  if (options.tcp && !options.mtls) {
+    const { hostname, port } = new URL(created.frontendEndpoint);
+    options.log(`connect with any TCP client, e.g.: nc ${hostname} ${port}`);
+  }
   if (options.mtls && identity) {
     const client = await clientCertificate(api, hub, options.dir, baseUrl.host);
     if (options.tcp) {

@@ -2,11 +2,10 @@
  * `edgehub share` and its options, end to end, as a user on another machine runs it: the machine is a network
  * namespace where the service is 127.0.0.1:<api port> (a forwarder, as PUBLIC_BASE_URL says) and the edge is the
  * host's side of the veth (HUB_EDGE_AGENT_ADDRESSES); the target listens on the namespace's loopback. The edge's
- * ports are the configured ones, so the addresses the service prints are the ones that answer. (`--tcp` and
- * `--inspect` send `"protocol":"tcp"` and `"inspect":true`; their end-to-end tests belong with the edge's TCP
- * shares and inspection.)
+ * ports are the configured ones, so the addresses the service prints are the ones that answer.
  */
 import { execFile } from 'node:child_process';
+import net from 'node:net';
 import { existsSync, mkdtempSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -16,16 +15,18 @@ import type { Edge } from '../../edge/server.js';
 import { resetConfig } from '../../shared/config.js';
 import { freePort } from '../../scripts/services/index.js';
 import { startPrivateTarget } from '../helpers/agents.js';
-import { edgeRequest, publicFrontendCertificate, startTestEdge } from '../helpers/edge.js';
+import { edgeRequest, freeRange, publicFrontendCertificate, startTestEdge } from '../helpers/edge.js';
 import { privateNetwork, type PrivateNetwork } from '../helpers/netns.js';
 import { type HubFixture, useStack, waitFor } from '../helpers/stack.js';
 
 const runFile = promisify(execFile);
-let ports: { http: number; https: number };
+let ports: { http: number; https: number; tcp: number };
 test.before(async () => {
-  ports = { http: await freePort(), https: await freePort() };
+  ports = { http: await freePort(), https: await freePort(), tcp: await freeRange(2) };
 });
-const stack = useStack(test, () => ({ env: { HUB_EDGE_HTTP_PORT: String(ports.http), HUB_EDGE_HTTPS_PORT: String(ports.https), HUB_EDGE_FLUSH_MS: '600000' } }));
+const stack = useStack(test, () => ({
+  env: { HUB_EDGE_HTTP_PORT: String(ports.http), HUB_EDGE_HTTPS_PORT: String(ports.https), HUB_EDGE_TCP_PORTS: `${ports.tcp}-${ports.tcp + 1}`, HUB_EDGE_FLUSH_MS: '600000' },
+}));
 stack.onStop(async () => {
   for (const c of cleanups.reverse()) await c().catch(() => undefined);
   await edge?.stop(1000);
@@ -179,4 +180,59 @@ test.serial('a failed first run leaves nothing behind and names the setting to c
   const badKey = share(['3000', '--dir', dirOf('bad-key')], { key: 'ehk_wrong' });
   t.is(await badKey.exited, 1);
   t.regex(badKey.err(), /refused EDGEHUB_API_KEY/);
+});
+
+/** Sends `text` over a TCP connection to the edge's port, half-closes, and resolves with everything that came back. */
+function echoThrough(port: number, text: string): Promise<string> {
+  return new Promise((resolve, reject) => {
+    const socket = net.connect(port, '127.0.0.1', () => socket.end(text));
+    let got = '';
+    socket.setTimeout(5000, () => socket.destroy(new Error('no answer within 5 s')));
+    socket.on('data', (d) => (got += d));
+    socket.once('error', reject);
+    socket.once('close', () => resolve(got));
+  });
+}
+
+test.serial('--tcp: prints tcp://HOST:PORT and a line to connect with; bytes cross the agent both ways; Ctrl-C deletes the share and frees its port', async (t) => {
+  const run = share(['9090', '--tcp', '--dir', dirOf('tcp')]);
+  const { zId, endpoint } = await run.up();
+  const url = new URL(endpoint);
+  t.is(url.protocol, 'tcp:');
+  t.true(Number(url.port) >= ports.tcp && Number(url.port) <= ports.tcp + 1, endpoint);
+  t.regex(await waitFor(async () => /^connect with .*$/m.exec(run.out())?.[0], { what: 'the connect line' }), new RegExp(`nc ${url.hostname} ${url.port}$`));
+  const share_ = await hub.call('GET', `${hub.h}/shares/${zId}`);
+  t.like(share_.json, { protocol: 'tcp', frontendEndpoint: endpoint });
+  const text = 'through the agent to the echo server, and back';
+  t.is(await waitFor(async () => (await echoThrough(Number(url.port), text).catch(() => '')) || undefined, { what: 'the echo through the TCP share' }), text);
+  run.child.kill('SIGINT');
+  t.is(await run.exited, 0, run.err());
+  t.is((await hub.call('GET', `${hub.h}/shares/${zId}`)).status, 404, 'deleted on Ctrl-C');
+  await waitFor(async () => (await echoThrough(Number(url.port), 'x').catch(() => 'refused')) === 'refused', { what: 'the port refusing' });
+});
+
+test.serial('--inspect: the requests that reach the share are recorded, and another share of the run records nothing', async (t) => {
+  const run = share(['http://localhost:8080', '--inspect', '--dir', dirOf('inspect')]);
+  const { zId, endpoint } = await run.up();
+  t.true((await hub.call('GET', `${hub.h}/shares/${zId}`)).json.inspect);
+  const host = new URL(endpoint).hostname;
+  await waitFor(async () => (await whoami(host)).text === 'private', { what: 'the share answering' });
+  const recorded = await waitFor(
+    async () => {
+      const r = await hub.call('GET', `${hub.h}/shares/${zId}/requests`);
+      return r.json.find?.((x: { path: string }) => x.path === '/whoami');
+    },
+    { what: 'the request in the inspector' },
+  );
+  t.like(recorded, { method: 'GET', path: '/whoami', status: 200 });
+  run.child.kill('SIGINT');
+  t.is(await run.exited, 0, run.err());
+
+  const plain = share(['http://localhost:8080', '--dir', dirOf('not-inspected')]);
+  const other = await plain.up();
+  t.false((await hub.call('GET', `${hub.h}/shares/${other.zId}`)).json.inspect);
+  await waitFor(async () => (await whoami(new URL(other.endpoint).hostname)).text === 'private', { what: 'the plain share answering' });
+  t.deepEqual((await hub.call('GET', `${hub.h}/shares/${other.zId}/requests`)).json, []);
+  plain.child.kill('SIGINT');
+  t.is(await plain.exited, 0);
 });

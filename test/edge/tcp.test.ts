@@ -12,32 +12,12 @@ import path from 'node:path';
 import tls from 'node:tls';
 import test from 'ava';
 import { enrollAgent, newEnvironment, runAgent, startPrivateTarget } from '../helpers/agents.js';
-import { publicFrontendCertificate, publicFrontendId, startTestEdge } from '../helpers/edge.js';
+import { freeRange, publicFrontendCertificate, publicFrontendId, startTestEdge } from '../helpers/edge.js';
 import { privateNetwork } from '../helpers/netns.js';
 import { type HubFixture, useStack, waitFor } from '../helpers/stack.js';
 import { keyAndCsr } from '../helpers/tlsClient.js';
 import type { Edge } from '../../edge/server.js';
 import type { UsageRow } from '../../shared/metrics/store.js';
-
-/** Three consecutive ports nothing listens on now. */
-async function freeRange(n: number): Promise<number> {
-  for (;;) {
-    const base = 40_000 + Math.floor(Math.random() * 20_000);
-    const servers: net.Server[] = [];
-    try {
-      for (let i = 0; i < n; i++) {
-        const s = net.createServer();
-        await new Promise<void>((resolve, reject) => s.once('error', reject).listen(base + i, '0.0.0.0', resolve));
-        servers.push(s);
-      }
-      return base;
-    } catch {
-      /* taken: another base */
-    } finally {
-      for (const s of servers) await new Promise((r) => s.close(r));
-    }
-  }
-}
 
 const base = await freeRange(3);
 const stack = useStack(test, { env: { HUB_EDGE_TCP_PORTS: `${base}-${base + 2}`, HUB_EDGE_FLUSH_MS: '600000', HUB_EDGE_UPSTREAM_TIMEOUT_MS: '5000' } });

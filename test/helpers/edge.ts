@@ -2,6 +2,7 @@
  * The edge in tests: an in-process edge on free loopback ports against the stack's database, raw HTTP(S) requests
  * to it with any Host (Node's resolver does not map *.localhost to loopback), and shares made ACTIVE and routed.
  */
+import net from 'node:net';
 import http, { type IncomingHttpHeaders } from 'node:http';
 import https from 'node:https';
 import type { AddressInfo } from 'node:net';
@@ -155,4 +156,24 @@ export function readBody(req: http.IncomingMessage): Promise<Buffer> {
     req.on('end', () => resolve(Buffer.concat(chunks)));
     req.on('error', reject);
   });
+}
+
+/** `n` consecutive ports nothing listens on now (for HUB_EDGE_TCP_PORTS); the first of them. */
+export async function freeRange(n: number): Promise<number> {
+  for (;;) {
+    const base = 40_000 + Math.floor(Math.random() * 20_000);
+    const servers: net.Server[] = [];
+    try {
+      for (let i = 0; i < n; i++) {
+        const s = net.createServer();
+        await new Promise<void>((resolve, reject) => s.once('error', reject).listen(base + i, '0.0.0.0', resolve));
+        servers.push(s);
+      }
+      return base;
+    } catch {
+      /* taken: another base */
+    } finally {
+      for (const s of servers) await new Promise((r) => s.close(r));
+    }
+  }
 }
