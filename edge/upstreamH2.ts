@@ -21,7 +21,7 @@ import type { buildConnector } from 'undici';
 import type { EgressPolicy } from '../shared/egress.js';
 import { egressConnector } from '../shared/egressHttp.js';
 import { answer } from './answers.js';
-import { declaredLength, hasBody, HOP_BY_HOP, requestHeaderLines, type ForwardContext } from './headers.js';
+import { cookieHost, declaredLength, hasBody, HOP_BY_HOP, hostOnlyCookie, requestHeaderLines, type ForwardContext } from './headers.js';
 import { targetPath } from './paths.js';
 import { failure, originForm } from './proxy.js';
 import type { ShareRoute } from './types.js';
@@ -196,6 +196,12 @@ export class UpstreamH2 {
           started = true;
           const endsHere = (flags & http2.constants.NGHTTP2_FLAG_END_STREAM) !== 0;
           const out = passable(answerHeaders, {}, endsHere ? (name) => !TRAILER_FIELDS.has(name) : undefined);
+          // a target's cookies stay on the share's own host, as over HTTP/1.1 (headers.ts hostOnlyCookie)
+          const cookies = out['set-cookie'];
+          if (cookies !== undefined) {
+            const host = cookieHost(req.headers.host ?? (req.headers[':authority'] as string | undefined));
+            out['set-cookie'] = [cookies].flat().map((line) => hostOnlyCookie(line, host));
+          }
           if (endsHere) {
             const moved = passable(answerHeaders, {}, (name) => TRAILER_FIELDS.has(name));
             if (Object.keys(moved).length) trailers = moved as IncomingHttpHeaders;

@@ -10,7 +10,7 @@ import path from 'node:path';
 import * as grpc from '@grpc/grpc-js';
 import test from 'ava';
 import { enrollAgent, newEnvironment, runAgent, type RunningAgent } from '../helpers/agents.js';
-import { publicFrontendCertificate, routedShare, startTestEdge } from '../helpers/edge.js';
+import { edgeRequest, publicFrontendCertificate, routedShare, startTestEdge } from '../helpers/edge.js';
 import { EchoClient, startGrpcServer, type ServerSeen } from '../helpers/grpc.js';
 import { privateNetwork, type PrivateNetwork } from '../helpers/netns.js';
 import { type HubFixture, useStack, waitFor } from '../helpers/stack.js';
@@ -186,4 +186,19 @@ test.serial('gRPC through an agent in a network namespace: the edge cannot reach
   t.is(failed.err?.details, 'the request was refused: bad thing');
   const late = await unary(c, 'slow', '3000', { deadline: Date.now() + 300 });
   t.is(late.err?.code, grpc.status.DEADLINE_EXCEEDED);
+});
+
+test.serial("an h2 target's cookies stay on the share's own host: a Domain naming the parent domain or another host is removed", async (t) => {
+  const http2 = await import('node:http2');
+  const server = http2.createServer((_req, res) => {
+    res.setHeader('set-cookie', ['a=1; Domain=share.localhost; Path=/', 'b=2; Path=/; domain=.other.example', 'c=3; Path=/']);
+    res.end('ok');
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  cleanups.push(() => new Promise((resolve) => server.close(resolve)));
+  const { host } = await routedShare(edge, hub, { name: 'cookies', target: `http://127.0.0.1:${(server.address() as { port: number }).port}`, targetProtocol: 'h2' });
+  const r = await edgeRequest(edge.httpPort!, host);
+  t.is(r.status, 200, r.text);
+  const cookies = [r.headers['set-cookie'] ?? []].flat();
+  t.deepEqual(cookies, ['a=1; Path=/', 'b=2; Path=/', 'c=3; Path=/']);
 });
