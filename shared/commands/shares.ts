@@ -92,9 +92,14 @@ export function endpointOf(urlTemplate: string, zId: string, mutualTls: boolean)
   return url.href.replace(/\/$/, plain.endsWith('/') ? '/' : '');
 }
 
-/** Inspection records HTTP exchanges: a share that carries raw TCP streams has none to record. */
-function refuseInspectOfTcp(protocol: unknown, inspect: boolean | undefined): void {
-  if (inspect && protocol === 'tcp') throw badRequest(`property '$.inspect' is for HTTP shares: a TCP share carries streams, not requests to record`);
+/**
+ * Inspection records HTTP/1.1 exchanges with the target: a share that carries raw TCP streams has none to record,
+ * and one that speaks HTTP/2 to its target (gRPC) is not recorded yet; both are refused rather than left silent.
+ */
+function refuseInspection(share: { protocol?: unknown; targetProtocol?: unknown }, inspect: boolean | undefined): void {
+  if (!inspect) return;
+  if (share.protocol === 'tcp') throw badRequest(`property '$.inspect' is for HTTP shares: a TCP share carries streams, not requests to record`);
+  if (share.targetProtocol === 'h2') throw badRequest(`property '$.inspect' is not available for shares with '$.targetProtocol': 'h2' (their exchanges are not recorded)`);
 }
 
 /** Why a target does not fit the share's protocol, or undefined. */
@@ -126,7 +131,7 @@ async function freeTcpPort(transaction: Transaction): Promise<number> {
 export async function createShare(hubId: string, input: ShareInput, createdBy: string): Promise<ShareView> {
   const refused = targetRefusal(input);
   if (refused) throw badRequest(refused);
-  refuseInspectOfTcp(input.protocol, input.inspect);
+  refuseInspection(input, input.inspect);
   for (let attempt = 1; ; attempt++) {
     try {
       return await createShareOnce(hubId, input, createdBy);
@@ -193,7 +198,7 @@ async function createShareOnce(hubId: string, input: ShareInput, createdBy: stri
  */
 export async function updateShare(hubId: string, zId: string, input: ShareUpdate): Promise<ShareView> {
   const share = await findShare(hubId, zId);
-  refuseInspectOfTcp(share.get('protocol'), input.inspect);
+  refuseInspection({ protocol: share.get('protocol'), targetProtocol: share.get('targetProtocol') }, input.inspect);
   const authProviderId = input.authProviderId === undefined ? share.authProviderId : input.authProviderId;
   const authProvider = authProviderId ? await AuthProvider.findOne({ where: { hubId, id: authProviderId } }) : null;
   if (authProviderId && !authProvider) throw badRequest(`value for property '$.authProviderId' names no auth provider of this hub: '${authProviderId}'`);

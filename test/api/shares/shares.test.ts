@@ -139,3 +139,23 @@ test('hub isolation: another hub gets 404 for the share and 403 on the foreign p
   t.is((await b.call('GET', `${b.h}/shares`)).json.totalElements, 0);
   t.is((await a.call('GET', `${a.h}/shares/${zId}`)).status, 200);
 });
+
+test('inspect is refused where nothing would be recorded: a TCP share, a share speaking HTTP/2 to its target; on create and on PATCH', async (t) => {
+  const hub = await stack.hub();
+  const before = (await hub.call('GET', `${hub.h}/shares`)).json.totalElements;
+  for (const extra of [{ protocol: 'tcp', target: 'tcp://10.0.0.5:5432' }, { targetProtocol: 'h2' }]) {
+    const r = await hub.call('POST', `${hub.h}/shares`, { body: share({ ...extra, inspect: true }) });
+    t.is(r.status, 400, JSON.stringify(extra));
+    t.is(r.json.error, 'invalid_request');
+    t.regex(r.json.message, /\$\.inspect/);
+  }
+  t.is((await hub.call('GET', `${hub.h}/shares`)).json.totalElements, before, 'nothing written');
+  for (const extra of [{ protocol: 'tcp', target: 'tcp://10.0.0.5:5432' }, { targetProtocol: 'h2' }]) {
+    const made = await hub.call('POST', `${hub.h}/shares`, { body: share(extra) });
+    t.is(made.status, 201, made.text);
+    const patched = await hub.call('PATCH', `${hub.h}/shares/${made.json.zId}`, { body: { inspect: true } });
+    t.is(patched.status, 400);
+    t.regex(patched.json.message, /\$\.inspect/);
+    t.false((await hub.call('GET', `${hub.h}/shares/${made.json.zId}`)).json.inspect);
+  }
+});
