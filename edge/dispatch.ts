@@ -1,0 +1,146 @@
+/**
+ * What the edge does with each request and each upgrade it accepts, on every listener and protocol: the request
+ * refusals, routing by host, mutual TLS and login, per-hub admission, the watch that closes a connection whose
+ * access is revoked, and the hand-over to the proxy. startEdge (edge/server.ts) builds the parts and the listeners.
+ */
+import http, { type IncomingMessage, type ServerResponse } from 'node:http';
+import type { Socket } from 'node:net';
+import type { Duplex } from 'node:stream';
+import type { TLSSocket } from 'node:tls';
+import { logger } from '../shared/logger.js';
+import type { AccessControl } from './access/types.js';
+import { answer, answerSocket } from './answers.js';
+import { answered, revocable, settleExchange } from './http2.js';
+import type { HubLimiter } from './limits.js';
+import type { Meter } from './meter.js';
+import type { ForwardContext, Proxy } from './proxy.js';
+import { requestRefusal } from './refusals.js';
+import type { Guard, OpenConnections } from './revocation.js';
+import { type RouteTable, routingHost } from './routes.js';
+import { observeRequest } from './telemetry.js';
+import type { ShareRoute } from './types.js';
+
+export interface DispatchParts {
+  routes: RouteTable;
+  access: AccessControl;
+  limiter: HubLimiter;
+  connections: OpenConnections;
+  proxy: Proxy;
+  meter: Meter;
+  /** This edge's hop mark (loops are refused). */
+  mark: string;
+}
+
+/** The request and upgrade handlers of the edge's listeners (`secure`: the TLS listener's). */
+export function requestDispatch({ routes, access, limiter, connections, proxy, meter, mark }: DispatchParts) {
+const identityOf = (route: ShareRoute, req: IncomingMessage, secure: boolean): { ok: true; headers?: Record<string, string> } | { ok: false; message: string } => {
+  if (!route.mutualTls) return { ok: true };
+  if (!secure) return { ok: false, message: 'this share requires mutual TLS: connect with https and present a client certificate of its hub' };
+  if (!access.mutualTls) return { ok: false, message: 'mutual TLS is not available on this edge' };
+  const decision = access.mutualTls.check(route.hubId, req.socket as TLSSocket);
+  if (!decision.ok) return decision;
+  return { ok: true, headers: { 'x-client-certificate-name': decision.identity.name, 'x-client-certificate-fingerprint': decision.identity.fingerprint } };
+};
+
+const refusal = (req: IncomingMessage, host: string) => requestRefusal(req, host, mark);
+
+/** The rule that keeps an open connection of `route` (reached at `host`) admitted; see edge/revocation.ts. */
+const guardOf = (host: string, route: ShareRoute, req: IncomingMessage, secure: boolean, email: string | undefined, until?: number): Guard => () => {
+  if (until !== undefined && Date.now() >= until) return 'the login session is due to be checked again';
+  const current = routes.lookup(host);
+  if (!current || current.zId !== route.zId) return 'the share is no longer published at this address';
+  const identity = identityOf(current, req, secure);
+  if (!identity.ok) return identity.message;
+  if (email !== undefined && current.auth) {
+    if (current.auth.id !== route.auth?.id) return "the share's auth provider changed";
+    if (!access.login?.allows(email, current)) return `${email} may no longer reach the share`;
+  }
+  return undefined;
+};
+
+const handle = (secure: boolean) => (req: IncomingMessage, res: ServerResponse) => {
+  const host = routingHost(req.headers.host);
+  const route = routes.lookup(host);
+  const socket = req.socket; // res detaches it before 'close'
+  const started = performance.now();
+  let cancel: (() => void) | undefined;
+  let admitted = false;
+  res.once('close', () => {
+    // a client gone before the answer ended takes the target request with it
+    if (cancel && !answered(req, res)) cancel();
+    if (admitted && route) limiter.leave(route.hubId);
+    settleExchange(meter, req, socket, route);
+    observeRequest(route?.frontendId ?? 'none', res.statusCode, (performance.now() - started) / 1000);
+  });
+  const refused = refusal(req, host);
+  if (refused) return answer(res, ...refused);
+  if (!route) return answer(res, 404, 'not_found', host ? `no share is published at ${host}` : 'the request names no host');
+  const identity = identityOf(route, req, secure);
+  if (!identity.ok) return answer(res, 403, 'forbidden', identity.message);
+  if (!limiter.enter(route.hubId)) return answer(res, 503, 'overloaded', 'the hub has too many requests in progress on this edge; try again shortly', { 'retry-after': '1' });
+  admitted = true;
+  const ctx: ForwardContext = { secure, identity: identity.headers };
+  if (!route.auth) {
+    if (route.mutualTls) connections.watch(revocable(req, socket, true), guardOf(host, route, req, secure, undefined));
+    else connections.unwatch(socket);
+    cancel = proxy.forward(req, res, route, ctx);
+    return;
+  }
+  if (!access.login) return answer(res, 401, 'unauthorized', 'this share requires login, which is not available on this edge');
+  const login = access.login;
+  const origin = `${secure ? 'https' : 'http'}://${req.headers.host}`;
+  login
+    .handle(req, res, route, { host, secure, origin })
+    .then((outcome) => {
+      if (outcome.kind === 'handled') return;
+      ctx.identity = { ...ctx.identity, 'x-forwarded-email': outcome.email };
+      ctx.cookie = { value: login.stripCookies(req.headers.cookie) };
+      if (res.destroyed) return; // the client left during the login check
+      connections.watch(revocable(req, socket, route.mutualTls), guardOf(host, route, req, secure, outcome.email, outcome.until));
+      cancel = proxy.forward(req, res, route, ctx);
+    })
+    .catch((err) => {
+      logger.error({ err: (err as Error).message, zId: route.zId }, 'edge: login failed');
+      answer(res, 502, 'bad_gateway', 'the identity provider could not be reached');
+    });
+};
+
+const upgrade = (secure: boolean) => (req: IncomingMessage, socket: Duplex, head: Buffer) => {
+  const host = routingHost(req.headers.host);
+  const route = routes.lookup(host);
+  const refused = refusal(req, host);
+  if (refused) return answerSocket(socket, ...refused);
+  if (!route) {
+    meter.settle(socket as Socket, undefined);
+    return answerSocket(socket, 404, 'not_found', `no share is published at ${host}`);
+  }
+  const identity = identityOf(route, req, secure);
+  if (!identity.ok) return answerSocket(socket, 403, 'forbidden', identity.message);
+  if (!limiter.enter(route.hubId)) return answerSocket(socket, 503, 'overloaded', 'the hub has too many connections in progress on this edge; try again shortly');
+  socket.once('close', () => limiter.leave(route.hubId));
+  const ctx: ForwardContext = { secure, identity: identity.headers };
+  const spliced = (email: string | undefined, until?: number) => (s: Duplex) => connections.watch(s, guardOf(host, route, req, secure, email, until));
+  if (!route.auth) return proxy.upgrade(req, socket, head, route, ctx, spliced(undefined));
+  if (!access.login) return answerSocket(socket, 401, 'unauthorized', 'this share requires login, which is not available on this edge');
+  // the login hook answers on a ServerResponse: give it one bound to this connection, and take the socket back
+  // when it lets the request through
+  const login = access.login;
+  const res = new http.ServerResponse(req);
+  res.assignSocket(socket as Socket);
+  login
+    .handle(req, res, route, { host, secure, origin: `${secure ? 'https' : 'http'}://${req.headers.host}` })
+    .then((outcome) => {
+      if (outcome.kind === 'handled') {
+        res.once('finish', () => socket.end());
+        return;
+      }
+      res.detachSocket(socket as Socket);
+      ctx.identity = { ...ctx.identity, 'x-forwarded-email': outcome.email };
+      ctx.cookie = { value: login.stripCookies(req.headers.cookie) };
+      proxy.upgrade(req, socket, head, route, ctx, spliced(outcome.email, outcome.until));
+    })
+    .catch(() => answerSocket(socket, 502, 'bad_gateway', 'the identity provider could not be reached'));
+};
+
+  return { handle, upgrade };
+}
