@@ -9,16 +9,16 @@
  * BENCH_CONNECTIONS (default 20), BENCH_STREAMS per connection (default 10), BENCH_SECONDS per round (default 10),
  * BENCH_ROUNDS (default 3).
  */
-import { execFile, spawn } from 'node:child_process';
+import { execFile, } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { mkdirSync, readFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { promisify } from 'node:util';
 import pg from 'pg';
 import { ensureCommands } from '../scripts/services/index.js';
 import { selfSignedCertificate } from './agentFixtures.js';
-import { benchWorkspace, freePort, median, startEdgeProcess, startPlainBackend, startServices, stopChild } from './harness.js';
+import { benchWorkspace, freePort, median, startEdgeProcess, startNginxProxy, startPlainBackend, startServices, } from './harness.js';
 
 const run = promisify(execFile);
 const CONNECTIONS = Number(process.env.BENCH_CONNECTIONS ?? 20);
@@ -64,41 +64,7 @@ try {
     LOG_LEVEL: 'warn',
   });
 
-  const nginxPort = await freePort();
-  const nginxDir = path.join(ws.work, 'nginx');
-  mkdirSync(nginxDir, { recursive: true });
-  writeFileSync(
-    path.join(nginxDir, 'nginx.conf'),
-    `worker_processes 1;
-pid ${nginxDir}/nginx.pid;
-error_log ${nginxDir}/error.log warn;
-events { worker_connections 4096; }
-http {
-  access_log off;
-  client_body_temp_path ${nginxDir}/body; proxy_temp_path ${nginxDir}/proxy; fastcgi_temp_path ${nginxDir}/fcgi;
-  uwsgi_temp_path ${nginxDir}/uwsgi; scgi_temp_path ${nginxDir}/scgi;
-  upstream backend { server 127.0.0.1:${backendPort}; keepalive 64; }
-  server {
-    listen 127.0.0.1:${nginxPort} ssl http2;
-    ssl_certificate ${cert.certFile};
-    ssl_certificate_key ${cert.keyFile};
-    # nginx ends an HTTP/2 connection after 1000 requests by default (keepalive_requests), and h2load does not reconnect
-    keepalive_requests 10000000;
-    location / {
-      proxy_pass http://backend;
-      proxy_http_version 1.1;
-      proxy_set_header Connection "";
-      proxy_set_header Host $host;
-      proxy_set_header X-Forwarded-For $remote_addr;
-      proxy_set_header X-Forwarded-Proto $scheme;
-      proxy_set_header X-Forwarded-Host $host;
-    }
-  }
-}
-`,
-  );
-  const nginx = spawn('nginx', ['-c', path.join(nginxDir, 'nginx.conf'), '-g', 'daemon off;'], { stdio: 'inherit' });
-  ws.onCleanup(() => stopChild(nginx));
+  const { port: nginxPort } = await startNginxProxy(ws, backendPort, cert);
 
   /** One h2load round against `port` (the share's host as :authority and SNI): requests/s and p99 in ms. */
   const load = async (port: number, seconds: number, tag: string) => {

@@ -1,24 +1,11 @@
-/**
- * `npm run bench:edge-inspect`: the cost of request inspection at the edge. One edge process, one backend (128-byte
- * answers, a process of its own), two shares on the same edge to the same backend, one with `inspect` on
- * (docs/inspection.md), and Debian's nginx in front of the same backend as the reference bench:edge uses. Loaded by
- * autocannon in one run: alternating rounds at saturation (requests/s and p99 of the inspected share against the
- * plain one: targets >= 0.8 and < 1.5x), the edge's and Redis's CPU per request, then both shares at a fixed offered
- * rate, where CPU per request and p99 are steadier on a shared machine, with the capture's drops counted there
- * (`edgehub_edge_inspect_dropped_total`, scraped from the edge's metrics port).
- *
- * BENCH_CONNECTIONS (default 50), BENCH_SECONDS per round (default 10), BENCH_ROUNDS (default 3, alternating),
- * BENCH_INSPECT_RATE (default 4000 req/s) for the fixed-rate rounds.
- */
-import { spawn } from 'node:child_process';
+
 import { randomBytes } from 'node:crypto';
-import { mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { readdirSync, readFileSync } from 'node:fs';
 import http from 'node:http';
-import path from 'node:path';
 import autocannon from 'autocannon';
 import pg from 'pg';
 import { ensureCommands } from '../scripts/services/index.js';
-import { benchWorkspace, cpuMs, cpuSplitMs, freePort, median, startEdgeProcess, startServices, startPlainBackend, stopChild } from './harness.js';
+import { benchWorkspace, cpuMs, cpuSplitMs, freePort, median, startEdgeProcess, startServices, startNginxProxy, startPlainBackend, stopChild } from './harness.js';
 
 const CONNECTIONS = Number(process.env.BENCH_CONNECTIONS ?? 50);
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 10);
@@ -68,38 +55,8 @@ try {
     LOG_LEVEL: 'warn',
   });
 
-  // nginx: one worker, keep-alive to the same backend, the same forwarding headers the edge sets
-  const nginxPort = await freePort();
-  const nginxDir = path.join(ws.work, 'nginx');
-  mkdirSync(nginxDir, { recursive: true });
-  writeFileSync(
-    path.join(nginxDir, 'nginx.conf'),
-    `worker_processes 1;
-pid ${nginxDir}/nginx.pid;
-error_log ${nginxDir}/error.log warn;
-events { worker_connections 4096; }
-http {
-  access_log off;
-  client_body_temp_path ${nginxDir}/body; proxy_temp_path ${nginxDir}/proxy; fastcgi_temp_path ${nginxDir}/fcgi;
-  uwsgi_temp_path ${nginxDir}/uwsgi; scgi_temp_path ${nginxDir}/scgi;
-  upstream backend { server 127.0.0.1:${backendPort}; keepalive 64; }
-  server {
-    listen 127.0.0.1:${nginxPort};
-    location / {
-      proxy_pass http://backend;
-      proxy_http_version 1.1;
-      proxy_set_header Connection "";
-      proxy_set_header Host $host;
-      proxy_set_header X-Forwarded-For $remote_addr;
-      proxy_set_header X-Forwarded-Proto $scheme;
-      proxy_set_header X-Forwarded-Host $host;
-    }
-  }
-}
-`,
-  );
-  const nginx = spawn('nginx', ['-c', path.join(nginxDir, 'nginx.conf'), '-g', 'daemon off;'], { stdio: 'inherit' });
-  ws.onCleanup(() => stopChild(nginx));
+  // nginx, the reference: the same backend, the same forwarding headers
+  const { port: nginxPort, child: nginx } = await startNginxProxy(ws, backendPort);
 
   const ready = async (port: number) => {
     for (let i = 0; i < 300; i++) {

@@ -12,14 +12,14 @@
  */
 import { spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { readdirSync, readFileSync } from 'node:fs';
 import http from 'node:http';
 import os from 'node:os';
 import path from 'node:path';
 import autocannon from 'autocannon';
 import pg from 'pg';
 import { ensureCommands } from '../scripts/services/index.js';
-import { benchWorkspace, cpuMs, cpuSplitMs, freePort, median, startEdgeProcess, startServices, startPlainBackend, stopChild } from './harness.js';
+import { benchWorkspace, cpuMs, cpuSplitMs, freePort, median, startEdgeProcess, startServices, startNginxProxy, startPlainBackend, stopChild } from './harness.js';
 
 const CONNECTIONS = Number(process.env.BENCH_CONNECTIONS ?? 50);
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 10);
@@ -60,38 +60,8 @@ try {
     LOG_LEVEL: 'warn',
   });
 
-  // nginx: one worker, keep-alive to the same backend, the same forwarding headers the edge sets
-  const nginxPort = await freePort();
-  const nginxDir = path.join(ws.work, 'nginx');
-  mkdirSync(nginxDir, { recursive: true });
-  writeFileSync(
-    path.join(nginxDir, 'nginx.conf'),
-    `worker_processes 1;
-pid ${nginxDir}/nginx.pid;
-error_log ${nginxDir}/error.log warn;
-events { worker_connections 4096; }
-http {
-  access_log off;
-  client_body_temp_path ${nginxDir}/body; proxy_temp_path ${nginxDir}/proxy; fastcgi_temp_path ${nginxDir}/fcgi;
-  uwsgi_temp_path ${nginxDir}/uwsgi; scgi_temp_path ${nginxDir}/scgi;
-  upstream backend { server 127.0.0.1:${backendPort}; keepalive 64; }
-  server {
-    listen 127.0.0.1:${nginxPort};
-    location / {
-      proxy_pass http://backend;
-      proxy_http_version 1.1;
-      proxy_set_header Connection "";
-      proxy_set_header Host $host;
-      proxy_set_header X-Forwarded-For $remote_addr;
-      proxy_set_header X-Forwarded-Proto $scheme;
-      proxy_set_header X-Forwarded-Host $host;
-    }
-  }
-}
-`,
-  );
-  const nginx = spawn('nginx', ['-c', path.join(nginxDir, 'nginx.conf'), '-g', 'daemon off;'], { stdio: 'inherit' });
-  ws.onCleanup(() => stopChild(nginx));
+  // nginx, the reference: the same backend, the same forwarding headers
+  const { port: nginxPort, child: nginx } = await startNginxProxy(ws, backendPort);
 
   const ready = async (port: number) => {
     for (let i = 0; i < 300; i++) {

@@ -4,7 +4,7 @@
  * accounting, and small statistics and HTTP helpers.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
-import { chmodSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import { chmodSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import pg from 'pg';
@@ -289,4 +289,50 @@ export function median(xs: number[]): number {
   const sorted = [...xs].sort((a, b) => a - b);
   const mid = Math.floor(sorted.length / 2);
   return sorted.length % 2 ? sorted[mid]! : (sorted[mid - 1]! + sorted[mid]!) / 2;
+}
+
+/**
+ * nginx as the reference proxy of the edge benches: one worker, keep-alive to the same backend, the same forwarding
+ * headers the edge sets. With `tls`, it listens with TLS and HTTP/2 (and lifts its cap of 1000 requests per
+ * connection: h2load does not reconnect). Resolves with its port and process; stopped with the workspace.
+ */
+export async function startNginxProxy(ws: BenchWorkspace, backendPort: number, tls?: { certFile: string; keyFile: string }): Promise<{ port: number; child: ChildProcess }> {
+  const port = await freePort();
+  const dir = path.join(ws.work, 'nginx');
+  mkdirSync(dir, { recursive: true });
+  const listen = tls
+    ? `listen 127.0.0.1:${port} ssl http2;
+    ssl_certificate ${tls.certFile};
+    ssl_certificate_key ${tls.keyFile};
+    keepalive_requests 10000000;`
+    : `listen 127.0.0.1:${port};`;
+  writeFileSync(
+    path.join(dir, 'nginx.conf'),
+    `worker_processes 1;
+pid ${dir}/nginx.pid;
+error_log ${dir}/error.log warn;
+events { worker_connections 4096; }
+http {
+  access_log off;
+  client_body_temp_path ${dir}/body; proxy_temp_path ${dir}/proxy; fastcgi_temp_path ${dir}/fcgi;
+  uwsgi_temp_path ${dir}/uwsgi; scgi_temp_path ${dir}/scgi;
+  upstream backend { server 127.0.0.1:${backendPort}; keepalive 64; }
+  server {
+    ${listen}
+    location / {
+      proxy_pass http://backend;
+      proxy_http_version 1.1;
+      proxy_set_header Connection "";
+      proxy_set_header Host $host;
+      proxy_set_header X-Forwarded-For $remote_addr;
+      proxy_set_header X-Forwarded-Proto $scheme;
+      proxy_set_header X-Forwarded-Host $host;
+    }
+  }
+}
+`,
+  );
+  const nginx = spawn('nginx', ['-c', path.join(dir, 'nginx.conf'), '-g', 'daemon off;'], { stdio: 'inherit' });
+  ws.onCleanup(() => stopChild(nginx));
+  return { port, child: nginx };
 }
