@@ -79,14 +79,22 @@ export async function post(url, body, headers = {}) {
   } catch (err) {
     throw new EnrollError(`could not reach ${url.href}: ${oneLine(err)}`);
   }
-  const text = await res.text();
-  let json;
-  try {
-    json = text ? JSON.parse(text) : undefined;
-  } catch {
-    json = undefined;
-  }
+  const { json } = await readJson(res);
   return { status: res.status, json };
+}
+
+/**
+ * An answer's text and its JSON (undefined when it is empty or not JSON).
+ * @param {Response} res
+ * @returns {Promise<{ text: string; json: any }>}
+ */
+export async function readJson(res) {
+  const text = await res.text();
+  try {
+    return { text, json: text ? JSON.parse(text) : undefined };
+  } catch {
+    return { text, json: undefined };
+  }
 }
 
 /**

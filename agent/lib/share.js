@@ -15,7 +15,7 @@ import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { hostname } from 'node:os';
 import path from 'node:path';
 import { agentEnroll } from './agentEnroll.js';
-import { enroll } from './enroll.js';
+import { enroll, readJson } from './enroll.js';
 import { EnrollError, oneLine } from './errors.js';
 import { identityExists, readIdentity, removeIdentity } from './identity.js';
 import { parseAllowPattern, parseAuthority, targetAuthority } from './protocol.js';
@@ -100,13 +100,7 @@ class Api {
     } catch (err) {
       throw new EnrollError(`could not reach the service at ${this.base} (${oneLine(err)}): check EDGEHUB_URL`);
     }
-    const text = await res.text();
-    let json;
-    try {
-      json = text ? JSON.parse(text) : undefined;
-    } catch {
-      json = undefined;
-    }
+    const { text, json } = await readJson(res);
     if (res.status === 401) throw new EnrollError(`the service refused EDGEHUB_API_KEY (401: ${json?.message ?? text}): set it to an API key of your hub`);
     if (!res.ok) throw new EnrollError(`${method} ${path} answered ${res.status}: ${json?.message ?? text}`);
     return json;
