@@ -276,8 +276,12 @@ export function http2Front(handler: Handler, limits = H2_LIMITS): Http2Front {
     sessions.add(session);
     addresses.set(session, accepting?.remoteAddress);
     session.once('close', () => sessions.delete(session));
-    // nghttp2 ending the connection for a flood of its own finding (CONTINUATION, invalid frames) is a strike too
-    session.on('error', () => penalties.strike(addresses.get(session)));
+    // nghttp2 ending the connection for a flood of its own finding (CONTINUATION, invalid frames) is a strike too;
+    // a connection that merely broke (reset, closed without TLS close_notify, as curl does) is not: many clients
+    // share an address, and a strike refuses every one of them for a while
+    session.on('error', (err: NodeJS.ErrnoException) => {
+      if (err.code?.startsWith('ERR_HTTP2_')) penalties.strike(addresses.get(session));
+    });
     const resets = new Bucket(limits.resets);
     const pings = new Bucket(limits.pings);
     const settings = new Bucket(limits.settings);

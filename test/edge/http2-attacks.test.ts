@@ -113,13 +113,15 @@ test.serial('a CONTINUATION flood is cut within a few frames; a header list over
   big.socket.destroy();
 });
 
+// 'streams' first: it is the one attack the edge does not answer with a strike against the address, and it needs a
+// TLS connection the strikes of the others (each refusing 127.0.0.1 for a while) could delay
 for (const [kind, ending] of [
+  ['streams', undefined],
   ['rapid-reset', ENHANCE_YOUR_CALM],
   ['continuation', undefined],
   ['settings', ENHANCE_YOUR_CALM],
   ['ping', ENHANCE_YOUR_CALM],
   ['big-headers', ENHANCE_YOUR_CALM],
-  ['streams', undefined],
 ] as [AttackKind, string | undefined][]) {
   test.serial(`${kind}: the attacking connections are ended; another hub's p99 rises less than 2x`, async (t) => {
     const attacker = await attackerReady(kind, 2500);
