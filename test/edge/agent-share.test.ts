@@ -154,7 +154,14 @@ test.serial('--login with --email: a request without a session is refused; the s
   const made = await hub.call('GET', `${hub.h}/shares/${zId}`);
   t.is(made.json.authProviderId, provider.json.id);
   t.deepEqual(made.json.oauthEmailDomains, ['example.com']);
-  const r = await edgeRequest(edge.httpPort!, new URL(endpoint).hostname, { path: '/whoami', headers: { accept: 'application/json' } });
+  // the edge routes a new share within 2 s of its creation: until then it is a 404
+  const r = await waitFor(
+    async () => {
+      const answer = await edgeRequest(edge.httpPort!, new URL(endpoint).hostname, { path: '/whoami', headers: { accept: 'application/json' } });
+      return answer.status !== 404 && answer;
+    },
+    { what: 'the edge routing the share' },
+  );
   t.is(r.status, 401, r.text);
   t.not(r.text, 'private');
   run.child.kill('SIGINT');
