@@ -22,7 +22,15 @@ const spawned: Spawned[] = [];
 
 test('npm start: a SIGKILLed worker is restarted, the API keeps answering, the tunnel is DEPLOYED once', async (t) => {
   const port = await freePort();
-  const start = spawnScript('scripts/start.ts', { PORT: String(port), PUBLIC_BASE_URL: `http://127.0.0.1:${port}`, HUB_PROVISION_DELAY_MS: '1500', WEB_CONCURRENCY: '2' });
+  // the edge on free ports too: another test file may hold the default 8000/8443 meanwhile
+  const start = spawnScript('scripts/start.ts', {
+    PORT: String(port),
+    PUBLIC_BASE_URL: `http://127.0.0.1:${port}`,
+    HUB_EDGE_HTTP_PORT: String(await freePort()),
+    HUB_EDGE_HTTPS_PORT: String(await freePort()),
+    HUB_PROVISION_DELAY_MS: '1500',
+    WEB_CONCURRENCY: '2',
+  });
   spawned.push(start);
   const call = makeCall(`http://127.0.0.1:${port}`);
   const admin = `Bearer ${stack.adminToken}`;
