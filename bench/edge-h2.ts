@@ -9,8 +9,7 @@
  * BENCH_CONNECTIONS (default 20), BENCH_STREAMS per connection (default 10), BENCH_SECONDS per round (default 10),
  * BENCH_ROUNDS (default 3).
  */
-import { execFile, } from 'node:child_process';
-import { randomBytes } from 'node:crypto';
+import { execFile } from 'node:child_process';
 import { mkdirSync, readFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -18,7 +17,7 @@ import { promisify } from 'node:util';
 import pg from 'pg';
 import { ensureCommands } from '../scripts/services/index.js';
 import { selfSignedCertificate } from './agentFixtures.js';
-import { benchWorkspace, freePort, median, startEdgeProcess, startNginxProxy, startPlainBackend, startServices, } from './harness.js';
+import { benchShares, benchWorkspace, freePort, median, startEdgeProcess, startNginxProxy, startPlainBackend, startServices } from './harness.js';
 
 const run = promisify(execFile);
 const CONNECTIONS = Number(process.env.BENCH_CONNECTIONS ?? 20);
@@ -41,19 +40,8 @@ try {
   const db = new pg.Client({ connectionString: services.databaseUrl });
   db.on('error', () => undefined);
   await db.connect();
-  const hubId = `bench-${randomBytes(4).toString('hex')}`;
-  const zId = randomBytes(6).toString('hex');
-  await db.query(`INSERT INTO hubs (id, name) VALUES ($1, 'bench')`, [hubId]);
-  await db.query(`INSERT INTO environments (env_z_id, hub_id, description, created_by, is_default) VALUES ($1, $2, 'default', 'bench', true)`, [`e${zId}`, hubId]);
-  const frontend = (await db.query(`SELECT id, url_template FROM frontends WHERE public_name = 'public' AND hub_id IS NULL`)).rows[0];
-  await db.query(
-    `INSERT INTO shares (z_id, hub_id, env_z_id, name, frontend_id, frontend_endpoint, target, status, created_by)
-     VALUES ($1, $2, $3, 'bench', $4, $5, $6, 'ACTIVE', 'bench')`,
-    [zId, hubId, `e${zId}`, frontend.id, frontend.url_template.replace('{token}', zId), `http://127.0.0.1:${backendPort}`],
-  );
-  await db.query(`INSERT INTO share_frontends (share_z_id, frontend_id, position) VALUES ($1, $2, 0)`, [zId, frontend.id]);
+  const { hosts: [host] } = await benchShares(db, `http://127.0.0.1:${backendPort}`, [{ name: 'bench' }]);
   await db.end();
-  const host = `${zId}.share.localhost`;
 
   const edgePort = await freePort();
   const edge = startEdgeProcess(ws, services, {

@@ -11,7 +11,6 @@
  * same-run A/B of a change to the edge.
  */
 import { spawn } from 'node:child_process';
-import { randomBytes } from 'node:crypto';
 import { readdirSync, readFileSync } from 'node:fs';
 import http from 'node:http';
 import os from 'node:os';
@@ -19,7 +18,7 @@ import path from 'node:path';
 import autocannon from 'autocannon';
 import pg from 'pg';
 import { ensureCommands } from '../scripts/services/index.js';
-import { benchWorkspace, cpuMs, cpuSplitMs, freePort, median, startEdgeProcess, startServices, startNginxProxy, startPlainBackend, stopChild } from './harness.js';
+import { benchShares, benchWorkspace, cpuMs, cpuSplitMs, freePort, median, startEdgeProcess, startServices, startNginxProxy, startPlainBackend, stopChild } from './harness.js';
 
 const CONNECTIONS = Number(process.env.BENCH_CONNECTIONS ?? 50);
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 10);
@@ -37,18 +36,7 @@ try {
   const db = new pg.Client({ connectionString: services.databaseUrl });
   db.on('error', () => undefined); // PostgreSQL stops at clean-up
   await db.connect();
-  const hubId = `bench-${randomBytes(4).toString('hex')}`;
-  const zId = randomBytes(6).toString('hex');
-  await db.query(`INSERT INTO hubs (id, name) VALUES ($1, 'bench')`, [hubId]);
-  await db.query(`INSERT INTO environments (env_z_id, hub_id, description, created_by, is_default) VALUES ($1, $2, 'default', 'bench', true)`, [`e${zId}`, hubId]);
-  const frontend = (await db.query(`SELECT id, url_template FROM frontends WHERE public_name = 'public' AND hub_id IS NULL`)).rows[0];
-  await db.query(
-    `INSERT INTO shares (z_id, hub_id, env_z_id, name, frontend_id, frontend_endpoint, target, status, created_by)
-     VALUES ($1, $2, $3, 'bench', $4, $5, $6, 'ACTIVE', 'bench')`,
-    [zId, hubId, `e${zId}`, frontend.id, frontend.url_template.replace('{token}', zId), `http://127.0.0.1:${backendPort}`],
-  );
-  await db.query(`INSERT INTO share_frontends (share_z_id, frontend_id, position) VALUES ($1, $2, 0)`, [zId, frontend.id]);
-  const host = `${zId}.share.localhost`;
+  const { zIds: [zId], hosts: [host] } = await benchShares(db, `http://127.0.0.1:${backendPort}`, [{ name: 'bench' }]);
 
   // the edge, as the Procfile runs it
   const edgePort = await freePort();

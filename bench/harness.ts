@@ -4,6 +4,7 @@
  * accounting, and small statistics and HTTP helpers.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
 import { chmodSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -335,4 +336,28 @@ http {
   const nginx = spawn('nginx', ['-c', path.join(dir, 'nginx.conf'), '-g', 'daemon off;'], { stdio: 'inherit' });
   ws.onCleanup(() => stopChild(nginx));
   return { port, child: nginx };
+}
+
+/**
+ * A hub with its default environment and one ACTIVE share of `target` on the public frontend per entry of `shares`,
+ * written straight to PostgreSQL (the edge benches measure the data plane, not the API): their ids and hosts.
+ */
+export async function benchShares(db: pg.Client, target: string, shares: { name: string; inspect?: boolean }[]): Promise<{ hubId: string; zIds: string[]; hosts: string[] }> {
+  const hubId = `bench-${randomBytes(4).toString('hex')}`;
+  const envZId = `e${randomBytes(6).toString('hex')}`;
+  await db.query(`INSERT INTO hubs (id, name) VALUES ($1, 'bench')`, [hubId]);
+  await db.query(`INSERT INTO environments (env_z_id, hub_id, description, created_by, is_default) VALUES ($1, $2, 'default', 'bench', true)`, [envZId, hubId]);
+  const frontend = (await db.query(`SELECT id, url_template FROM frontends WHERE public_name = 'public' AND hub_id IS NULL`)).rows[0];
+  const zIds: string[] = [];
+  for (const share of shares) {
+    const zId = randomBytes(6).toString('hex');
+    await db.query(
+      `INSERT INTO shares (z_id, hub_id, env_z_id, name, frontend_id, frontend_endpoint, target, status, created_by, inspect)
+       VALUES ($1, $2, $3, $4, $5, $6, $7, 'ACTIVE', 'bench', $8)`,
+      [zId, hubId, envZId, share.name, frontend.id, frontend.url_template.replace('{token}', zId), target, share.inspect ?? false],
+    );
+    await db.query(`INSERT INTO share_frontends (share_z_id, frontend_id, position) VALUES ($1, $2, 0)`, [zId, frontend.id]);
+    zIds.push(zId);
+  }
+  return { hubId, zIds, hosts: zIds.map((zId) => `${zId}.share.localhost`) };
 }
