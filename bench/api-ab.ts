@@ -11,7 +11,7 @@
  *
  * BENCH_A_DIR / BENCH_B_DIR: code directories (a checkout, e.g. `git archive <commit> | tar -x -C dir` with a
  * node_modules symlink; default .); BENCH_A_ENV / BENCH_B_ENV: JSON of extra environment for each process;
- * BENCH_PATH: `read` (the authenticated GET of one token, 50 connections; default) or `create` (POST of a token, 20
+ * BENCH_PATH: `read` (the authenticated GET of one token, 20 connections; default) or `create` (POST of a token, 20
  * connections); BENCH_ROUNDS (default 4), BENCH_DURATION (default 6), BENCH_COLD (default 2000). Prints req/s, p99
  * and the API's (and PostgreSQL's) CPU µs per request per round, and the medians.
  */
@@ -64,7 +64,7 @@ try {
     const pgBefore = postgresCpuMs(services.postgresDataDir);
     const r = await autocannon(
       PATH === 'read'
-        ? { url: `${api.url}/hub/${f.hub}/certificate-request-tokens/${f.tokenId}`, connections: 50, ...load, headers: { authorization: f.authorization } }
+        ? { url: `${api.url}/hub/${f.hub}/certificate-request-tokens/${f.tokenId}`, connections: 20, ...load, headers: { authorization: f.authorization } }
         : {
             url: `${api.url}/hub/${f.hub}/certificate-request-tokens`,
             connections: 20,

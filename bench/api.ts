@@ -1,7 +1,7 @@
 /**
  * API hot paths against the limit of the machine, measured as a user meets them (autocannon):
  *
- *   read:   the authenticated GET H/certificate-request-tokens/{id} at 50 connections,
+ *   read:   the authenticated GET H/certificate-request-tokens/{id} at 20 connections,
  *   create: the authenticated POST H/certificate-request-tokens at 20 connections (a new name each),
  *   limit:  a bare node:http + pg server (bench/api-baseline.ts) doing the same SQL against the same PostgreSQL: the
  *           one SELECT; BEGIN / INSERT token / INSERT name / COMMIT (and, for information, the two inserts as one
@@ -30,7 +30,8 @@ const DURATION = Number(process.env.BENCH_DURATION ?? 10);
 const COLD = Number(process.env.BENCH_COLD ?? 2000);
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 2);
 const SCENARIOS = (process.env.BENCH_SCENARIOS ?? 'read,create').split(',');
-const CONNECTIONS = { read: 50, create: 20 } as const;
+/** 20 connections each: the load the floors were set at (a user's client pool, not a saturation test). */
+const CONNECTIONS = { read: 20, create: 20 } as const;
 
 const ws = benchWorkspace({ budgetMs: 20 * 60_000 });
 
