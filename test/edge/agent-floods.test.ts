@@ -155,6 +155,21 @@ for (const kind of Object.keys(EXPECTED) as Flood[]) {
   });
 }
 
+test.serial('a frame HTTP/2 forbids (CONTINUATION without HEADERS) makes the edge stop reading; the session ends at its next unanswered ping', async (t) => {
+  const { dir, id } = await enrollAgent(attacker, attackerEnv, work);
+  const dial = await dialAsAgent(dir, edge.httpsPort!, { serve: true });
+  await waitFor(async () => edge.agents.connected(attacker.hubId, attackerEnv).includes(id), { what: 'the agent connected' });
+  const answer = await slowAnswer();
+  t.true(dial.held > 0);
+  // nghttp2 answers the first one with GOAWAY and reads nothing more: the flood stalls on the socket's buffers
+  const result = await floodOn(dial, 'CONTINUATION_ALONE', 20_000);
+  await answer.ended;
+  t.log(`${(result.sent / 1e6).toFixed(1)} MB written before the edge closed the connection`);
+  t.true(result.closedByEdge, 'the edge closed the session');
+  t.true(result.sent < 16e6, 'the edge stopped reading');
+  t.truthy(logged(/^edge: agent did not answer a ping; connection closed$/).find((l) => l.agentId === id));
+});
+
 test.serial('honest traffic through a real agent never trips the limits: a 64 MiB download, a 32 MiB upload, hundreds of small requests', async (t) => {
   const { dir, id } = honestAgent;
   const child = spawn(process.execPath, ['agent/bin/edgehub.js', 'agent', 'run', '--dir', dir, '--edge', `127.0.0.1:${edge.httpsPort}`], { stdio: ['ignore', 'pipe', 'pipe'] });

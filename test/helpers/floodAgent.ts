@@ -6,7 +6,8 @@
  * CONTINUATION frames) as its answer to the targets. Serving (`dialAsAgent(..., { serve: true })`), it also answers
  * the streams the edge opens to its share's target with a slow answer that never ends (an HTTP/1.1 response whose
  * body comes a few bytes at a time), so that a flood can run beside a stream in progress; there, EMPTY_DATA_OPEN
- * sends empty DATA frames on that stream and CONTINUATION an endless trailer block on it.
+ * sends empty DATA frames on that stream, CONTINUATION an endless trailer block on it, and CONTINUATION_ALONE
+ * CONTINUATION frames with no HEADERS before them (a protocol error).
  * Its side of HTTP/2 is a handful of hand-written frames, so the flood's frames go on a socket nobody else writes to.
  */
 import http from 'node:http';
@@ -14,7 +15,7 @@ import tls from 'node:tls';
 import { readIdentity } from '../../agent/lib/identity.js';
 import { AGENT_ALPN } from '../../agent/lib/protocol.js';
 
-export type Flood = 'WINDOW_UPDATE' | 'SETTINGS' | 'PING' | 'RST_STREAM' | 'CONTINUATION' | 'PRIORITY' | 'EMPTY_DATA' | 'EMPTY_DATA_OPEN' | 'UNKNOWN';
+export type Flood = 'WINDOW_UPDATE' | 'SETTINGS' | 'PING' | 'RST_STREAM' | 'CONTINUATION' | 'PRIORITY' | 'EMPTY_DATA' | 'EMPTY_DATA_OPEN' | 'UNKNOWN' | 'CONTINUATION_ALONE';
 
 const frame = (type: number, flags: number, stream: number, payload: Buffer) => {
   const head = Buffer.alloc(9);
@@ -47,7 +48,9 @@ function frames(kind: Flood, closed: number, open: number): Buffer {
                   ? frame(0x0, 0, open, Buffer.alloc(0))
                   : kind === 'UNKNOWN'
                     ? frame(0xfa, 0, 0, Buffer.alloc(8, 7))
-                    : frame(0x9, 0, open, JUNK_HEADER);
+                    : kind === 'CONTINUATION_ALONE'
+                      ? frame(0x9, 0x4, open, JUNK_HEADER)
+                      : frame(0x9, 0, open, JUNK_HEADER);
   return Buffer.concat(Array.from({ length: 2000 }, () => one));
 }
 
