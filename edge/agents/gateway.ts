@@ -22,7 +22,8 @@ import { AGENT_ALPN, authorityOf, EDGES_PATH, ERROR_HEADER, TARGETS_PATH } from 
 import { logger } from '../../shared/logger.js';
 import type { AgentGateway, ShareRoute } from '../types.js';
 import { envKey, type AgentDirectory, type AgentRecord } from './directory.js';
-import { FLOOD_PENALTY_MS, MAX_CONNECTIONS_PER_AGENT, MAX_STREAMS_PER_CONNECTION, SESSION_LIMITS, watchFloods } from './limits.js';
+import { type FloodWatch, watchFloods } from './floods.js';
+import { AgentAdmission, MAX_STREAMS_PER_CONNECTION, SESSION_LIMITS } from './limits.js';
 import type { Presence } from './presence.js';
 
 /** Per-stream receive window: bounds what one stream buffers when its reader is slow (back-pressure). */
@@ -50,8 +51,8 @@ interface Link {
   /** The edge address the agent dialed (host:port as this edge sees it). */
   address: string;
   streams: number;
-  /** Streams ever opened on it (the flood watch tells busy windows from idle ones). */
-  opened: number;
+  /** Counts what the edge's streams on it receive (the flood watch tells traffic from overhead). */
+  floods: FloodWatch;
   /** Targets the agent has acknowledged. */
   acked: Set<string>;
   /** The list being sent, while a PUT is in flight. */
@@ -74,10 +75,7 @@ export class AgentGatewayServer implements AgentGateway {
   readonly alpn = AGENT_ALPN;
   private readonly byEnv = new Map<string, Link[]>();
   private readonly connectors = new Map<string, buildConnector.connector>();
-  /** Agents that flooded this edge, with when they may connect again. */
-  private readonly penalties = new Map<string, number>();
-  /** Open connections per agent (certificate) on this edge. */
-  private readonly connections = new Map<string, number>();
+  private readonly admission = new AgentAdmission();
   private readonly pinger: NodeJS.Timeout;
   private closed = false;
 
@@ -96,25 +94,7 @@ export class AgentGatewayServer implements AgentGateway {
       logger.warn({ remote: socket.remoteAddress, fingerprint: fingerprint || undefined }, 'edge: agent connection refused (no enrolled agent has this certificate)');
       return void socket.destroy();
     }
-    const penalty = this.penalties.get(agent.id);
-    if (penalty && penalty > Date.now()) {
-      logger.warn({ agentId: agent.id, hubId: agent.hubId, remote: socket.remoteAddress }, `edge: agent connection refused: agent ${agent.id} flooded this edge; it may connect again in ${Math.ceil((penalty - Date.now()) / 1000)} s`);
-      return void socket.destroy();
-    }
-    const held = (this.connections.get(agent.id) ?? 0) + 1;
-    if (held > MAX_CONNECTIONS_PER_AGENT) {
-      logger.warn(
-        { agentId: agent.id, hubId: agent.hubId, remote: socket.remoteAddress, limit: MAX_CONNECTIONS_PER_AGENT },
-        `edge: agent connection refused: agent ${agent.id} already holds ${MAX_CONNECTIONS_PER_AGENT} connections to this edge (the limit per agent certificate)`,
-      );
-      return void socket.destroy();
-    }
-    this.connections.set(agent.id, held);
-    socket.once('close', () => {
-      const left = (this.connections.get(agent.id) ?? 1) - 1;
-      if (left > 0) this.connections.set(agent.id, left);
-      else this.connections.delete(agent.id);
-    });
+    if (!this.admission.admit(agent, socket)) return void socket.destroy();
     socket.setKeepAlive(true, 15_000);
     socket.setNoDelay(true);
     const session = http2.connect('http://edgehub-agent', {
@@ -123,12 +103,17 @@ export class AgentGatewayServer implements AgentGateway {
       settings: { initialWindowSize: STREAM_WINDOW, maxFrameSize: MAX_FRAME, enablePush: false, maxConcurrentStreams: 0 },
       ...SESSION_LIMITS,
     });
+    const floods = watchFloods(session, socket, (reason) => {
+      this.admission.penalize(agent, socket, reason);
+      session.destroy();
+      socket.destroy();
+    });
     const link: Link = {
       agent,
       session,
       address: `${socket.localAddress?.replace(/^::ffff:/, '')}:${socket.localPort}`,
       streams: 0,
-      opened: 0,
+      floods,
       acked: new Set(),
       pushing: undefined,
       ready: false,
@@ -136,14 +121,8 @@ export class AgentGatewayServer implements AgentGateway {
     };
     session.on('error', (err) => logger.info({ agentId: agent.id, err: err.message }, 'edge: agent connection failed'));
     session.once('connect', () => session.setLocalWindowSize(SESSION_WINDOW));
-    const unwatch = watchFloods(session, socket, () => ({ open: link.streams, opened: link.opened }), (reason) => {
-      logger.warn({ agentId: agent.id, hubId: agent.hubId, remote: socket.remoteAddress }, `edge: agent connection closed: it sent ${reason}; it may connect again in ${FLOOD_PENALTY_MS / 1000} s`);
-      this.penalties.set(agent.id, Date.now() + FLOOD_PENALTY_MS);
-      session.destroy();
-      socket.destroy();
-    });
     session.once('close', () => {
-      unwatch();
+      floods.stop();
       this.drop(link);
     });
     const key = envKey(agent.hubId, agent.envZId);
@@ -168,7 +147,7 @@ export class AgentGatewayServer implements AgentGateway {
     if (rest.length) this.byEnv.set(key, rest);
     else this.byEnv.delete(key);
     void this.o.presence.disconnected(link.agent.id);
-    logger.info({ agentId: link.agent.id }, 'edge: agent disconnected');
+    logger.info({ agentId: link.agent.id, peakOverhead: link.floods.peak() }, 'edge: agent disconnected');
   }
 
   /** Sends the environment's targets; resolves once the agent acknowledged them. */
@@ -177,6 +156,7 @@ export class AgentGatewayServer implements AgentGateway {
     const sending = new Promise<void>((resolve, reject) => {
       if (link.session.destroyed || link.session.closed) return reject(new Error('the connection is closed'));
       const stream = link.session.request({ ':method': 'PUT', ':path': TARGETS_PATH, 'content-type': 'application/json' });
+      link.floods.track(stream);
       const timer = setTimeout(() => stream.close(http2.constants.NGHTTP2_CANCEL), this.o.connectTimeoutMs);
       stream.once('response', (headers) => {
         clearTimeout(timer);
@@ -233,6 +213,7 @@ export class AgentGatewayServer implements AgentGateway {
     let stream: http2.ClientHttp2Stream;
     try {
       stream = link.session.request({ ':method': 'PUT', ':path': EDGES_PATH, 'content-type': 'application/json' });
+      link.floods.track(stream);
     } catch {
       return;
     }
@@ -354,7 +335,7 @@ export class AgentGatewayServer implements AgentGateway {
         return reject(new AgentStreamError('EDGE_NO_AGENT', `the agent of environment ${envZId} went away (${(err as Error).message})`));
       }
       link.streams++;
-      link.opened++;
+      link.floods.track(stream);
       stream.once('close', () => link.streams--);
       const timer = setTimeout(() => {
         stream.close(http2.constants.NGHTTP2_CANCEL);

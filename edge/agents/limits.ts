@@ -3,33 +3,29 @@
  * hold more than a few connections, make the edge keep unbounded state, or keep the edge's event loop busy with
  * frames that carry nothing, at other tenants' expense.
  *
- * - Connections: at most MAX_CONNECTIONS_PER_AGENT per agent certificate on one edge; the next is refused.
+ * - Connections: at most MAX_CONNECTIONS_PER_AGENT per agent certificate on one edge; the next is refused
+ *   (AgentAdmission, which also refuses an agent closed for a flood for FLOOD_PENALTY_MS).
  * - HTTP/2 (node:http2 options on the edge's side of the session): the agent may open no stream of its own, sends
  *   at most a few SETTINGS entries and header pairs, answers within a bounded number of unacknowledged PINGs, and a
- *   session with too many invalid frames or refused streams ends.
- * - Floods of frames that node:http2 answers by itself (PING, SETTINGS: each asks for an acknowledgement) are
- *   counted per second from the session's events; frames it offers no event for (WINDOW_UPDATE, RST_STREAM,
- *   PRIORITY, ...) show as bytes read while no stream is open, when an honest agent sends next to nothing. Over a
- *   limit the session is closed with a log line naming the agent and what it sent.
+ *   session with too many invalid frames (empty DATA frames, among others) or refused streams ends.
+ * - Frame floods: edge/agents/floods.ts.
  */
-import type { ClientHttp2Session, ClientSessionOptions } from 'node:http2';
+import type { ClientSessionOptions } from 'node:http2';
 import type { TLSSocket } from 'node:tls';
+import { logger } from '../../shared/logger.js';
+import type { AgentRecord } from './directory.js';
 
 export const MAX_CONNECTIONS_PER_AGENT = 8;
 /** An agent whose connection was closed for a flood is refused this long (a reconnect must not start the next one). */
 export const FLOOD_PENALTY_MS = 30_000;
 /** Streams the edge opens on one agent connection at most (a link with this many is not picked). */
 export const MAX_STREAMS_PER_CONNECTION = 1000;
-/** PINGs or SETTINGS frames per second an agent may send (an honest one sends almost none). */
-const MAX_CONTROL_FRAMES_PER_SECOND = 50;
-/** Bytes an agent may send in one second while no stream is open (its acknowledgements and pings: a few hundred). */
-const MAX_IDLE_BYTES_PER_SECOND = 256 * 1024;
-/** How often the counts are checked: a flood runs at most about this long. */
-const CHECK_MS = 100;
+/** Invalid frames (empty DATA frames without END_STREAM, frames nghttp2 rejects) a session takes before it ends. */
+export const MAX_INVALID_FRAMES = 100;
 
 /** The edge's side of an agent's HTTP/2 session: the limits node:http2 enforces itself. */
 export const SESSION_LIMITS: ClientSessionOptions & { maxSessionInvalidFrames: number; maxSessionRejectedStreams: number } = {
-  maxSessionInvalidFrames: 100,
+  maxSessionInvalidFrames: MAX_INVALID_FRAMES,
   maxSessionRejectedStreams: 10,
   maxReservedRemoteStreams: 0,
   maxOutstandingPings: 4,
@@ -39,47 +35,41 @@ export const SESSION_LIMITS: ClientSessionOptions & { maxSessionInvalidFrames: n
   maxSessionMemory: 32,
 };
 
-/**
- * Watches a session for floods; calls `abuse(reason)` once when one is seen (the caller closes the session).
- * `streams` tells how many streams the edge has open on it now and how many it ever opened (a window in which one
- * opened and closed is not idle: its answer was read in it). Returns the function that stops watching.
- */
-export function watchFloods(session: ClientHttp2Session, socket: TLSSocket, streams: () => { open: number; opened: number }, abuse: (reason: string) => void): () => void {
-  let pings = 0;
-  let settings = 0;
-  let bytes = socket.bytesRead;
-  let last = streams();
-  let done = false;
-  const report = (reason: string) => {
-    if (done) return;
-    done = true;
-    abuse(reason);
-  };
-  const onPing = () => {
-    if (++pings > MAX_CONTROL_FRAMES_PER_SECOND) report(`a PING flood (over ${MAX_CONTROL_FRAMES_PER_SECOND} in a second)`);
-  };
-  const onSettings = () => {
-    if (++settings > MAX_CONTROL_FRAMES_PER_SECOND) report(`a SETTINGS flood (over ${MAX_CONTROL_FRAMES_PER_SECOND} in a second)`);
-  };
-  session.on('ping', onPing);
-  session.on('remoteSettings', onSettings);
-  const timer = setInterval(() => {
-    const read = socket.bytesRead - bytes;
-    bytes = socket.bytesRead;
-    const now = streams();
-    const idle = last.open === 0 && now.open === 0 && now.opened === last.opened;
-    last = now;
-    if (idle && read > (MAX_IDLE_BYTES_PER_SECOND * CHECK_MS) / 1000) {
-      report(`${read} bytes of frames in ${CHECK_MS} ms with no stream open (a WINDOW_UPDATE, RST_STREAM or similar flood)`);
+/** Which agent connections this edge takes: a few per agent certificate, none from an agent serving a flood penalty. */
+export class AgentAdmission {
+  /** Agents that flooded this edge, with when they may connect again. */
+  private readonly penalties = new Map<string, number>();
+  /** Open connections per agent (certificate) on this edge. */
+  private readonly connections = new Map<string, number>();
+
+  /** Whether `socket` of `agent` is taken (counted until it closes); a refusal is logged and the caller closes it. */
+  admit(agent: AgentRecord, socket: TLSSocket): boolean {
+    const penalty = this.penalties.get(agent.id);
+    if (penalty && penalty > Date.now()) {
+      logger.warn({ agentId: agent.id, hubId: agent.hubId, remote: socket.remoteAddress }, `edge: agent connection refused: agent ${agent.id} flooded this edge; it may connect again in ${Math.ceil((penalty - Date.now()) / 1000)} s`);
+      return false;
     }
-    pings = Math.max(0, pings - (MAX_CONTROL_FRAMES_PER_SECOND * CHECK_MS) / 1000);
-    settings = Math.max(0, settings - (MAX_CONTROL_FRAMES_PER_SECOND * CHECK_MS) / 1000);
-  }, CHECK_MS);
-  timer.unref();
-  return () => {
-    done = true;
-    clearInterval(timer);
-    session.off('ping', onPing);
-    session.off('remoteSettings', onSettings);
-  };
+    if (penalty) this.penalties.delete(agent.id);
+    const held = (this.connections.get(agent.id) ?? 0) + 1;
+    if (held > MAX_CONNECTIONS_PER_AGENT) {
+      logger.warn(
+        { agentId: agent.id, hubId: agent.hubId, remote: socket.remoteAddress, limit: MAX_CONNECTIONS_PER_AGENT },
+        `edge: agent connection refused: agent ${agent.id} already holds ${MAX_CONNECTIONS_PER_AGENT} connections to this edge (the limit per agent certificate)`,
+      );
+      return false;
+    }
+    this.connections.set(agent.id, held);
+    socket.once('close', () => {
+      const left = (this.connections.get(agent.id) ?? 1) - 1;
+      if (left > 0) this.connections.set(agent.id, left);
+      else this.connections.delete(agent.id);
+    });
+    return true;
+  }
+
+  /** The agent flooded: logs why, and refuses its connections for FLOOD_PENALTY_MS (the caller closes this one). */
+  penalize(agent: AgentRecord, socket: TLSSocket, reason: string): void {
+    logger.warn({ agentId: agent.id, hubId: agent.hubId, remote: socket.remoteAddress }, `edge: agent connection closed: it sent ${reason}; it may connect again in ${FLOOD_PENALTY_MS / 1000} s`);
+    this.penalties.set(agent.id, Date.now() + FLOOD_PENALTY_MS);
+  }
 }
