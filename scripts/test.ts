@@ -1,8 +1,10 @@
 /**
  * `npm test`: boots one embedded PostgreSQL (with a migrated template database) and one redis-server for the whole
- * run, runs ava against them, and stops them. Each test file clones the template into a database of its own and
- * uses its own queue prefix (test/helpers/stack.ts), so files run in parallel without seeing each other.
- * Arguments are passed to ava (e.g. `npm test -- test/api/auth/auth.test.ts`).
+ * run, compiles the repository once into a tree the test files run from (scripts/testBuild.ts: no TypeScript loader
+ * in each test process), runs ava there against them, and stops them. Each test file clones the template into a
+ * database of its own and uses its own queue prefix (test/helpers/stack.ts), so files run in parallel without seeing
+ * each other. Arguments are passed to ava (e.g. `npm test -- test/api/auth/auth.test.ts`; a `.test.ts` path is run
+ * as its compiled `.test.js`).
  */
 import { spawn } from 'node:child_process';
 import { chmodSync, mkdtempSync, rmSync } from 'node:fs';
@@ -13,6 +15,7 @@ import { migrate } from '../shared/migrate.js';
 import { scanRun } from '../test/helpers/logScan.js';
 import { ensureCommands, REDIS_SERVER, startPostgres, startRedis } from './services/index.js';
 import { setting } from '../shared/settings.js';
+import { buildTestTree } from './testBuild.js';
 
 const TEMPLATE = 'edgehub_template';
 const work = mkdtempSync(path.join(os.tmpdir(), 'edgehub-test-'));
@@ -40,7 +43,13 @@ try {
   await migrator.close();
   console.log(`test services ready in ${((Date.now() - started) / 1000).toFixed(1)} s (PostgreSQL + redis-server on loopback)`);
 
-  const ava = spawn(process.execPath, [path.join('node_modules', 'ava', 'entrypoints', 'cli.mjs'), ...process.argv.slice(2)], {
+  const built = Date.now();
+  const tree = path.join(work, 'tree');
+  const compiled = buildTestTree(process.cwd(), tree);
+  console.log(`compiled ${compiled} TypeScript files for the test processes in ${((Date.now() - built) / 1000).toFixed(1)} s`);
+  const args = process.argv.slice(2).map((a) => (a.endsWith('.test.ts') ? a.replace(/\.ts$/, '.js') : a));
+  const ava = spawn(process.execPath, [path.join('node_modules', 'ava', 'entrypoints', 'cli.mjs'), ...args], {
+    cwd: tree,
     stdio: ['ignore', 'pipe', 'inherit'],
     env: {
       ...process.env,

@@ -1,5 +1,5 @@
 import path from 'node:path';
-import { fileURLToPath } from 'node:url';
+import { fileURLToPath, pathToFileURL } from 'node:url';
 import type { QueryInterface, Sequelize, Transaction } from 'sequelize';
 import { config } from './config.js';
 import { SequelizeStorage, Umzug } from 'umzug';
@@ -9,7 +9,16 @@ export interface MigrationContext {
   context: QueryInterface;
 }
 
-const migrationsGlob = path.join(path.dirname(fileURLToPath(import.meta.url)), 'migrations', '*.{ts,js}');
+type Migration = (params: MigrationContext) => Promise<unknown>;
+
+/**
+ * The migrations beside this module, in the form it runs in: the TypeScript sources, or the JavaScript they were
+ * compiled to (the test run's compiled tree holds both). Either way a migration is recorded by its source's name
+ * (`0001-foundation.ts`), so a database migrated by one form is up to date for the other.
+ */
+const here = fileURLToPath(import.meta.url);
+const migrationsGlob = path.join(path.dirname(here), 'migrations', `*${path.extname(here)}`);
+const recordedName = (name: string) => name.replace(/\.js$/, '.ts');
 
 /**
  * HUB_PUBLIC_FRONTEND_TEMPLATE is the urlTemplate of the standard frontend `public`, applied at every
@@ -36,7 +45,17 @@ async function applyPublicFrontendTemplate(sequelize: Sequelize, transaction: Tr
  */
 export async function migrate(sequelize: Sequelize, options: { to?: string } = {}): Promise<string[]> {
   const umzug = new Umzug({
-    migrations: { glob: migrationsGlob },
+    migrations: {
+      glob: migrationsGlob,
+      resolve: ({ name, path: file, context }) => {
+        const load = () => import(pathToFileURL(file as string).href) as Promise<{ up: Migration; down?: Migration }>;
+        return {
+          name: recordedName(name),
+          up: async () => (await load()).up({ context }),
+          down: async () => (await load()).down?.({ context }),
+        };
+      },
+    },
     context: sequelize.getQueryInterface(),
     storage: new SequelizeStorage({ sequelize, tableName: 'schema_migrations' }),
     logger: undefined,

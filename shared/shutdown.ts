@@ -1,3 +1,4 @@
+import { realpathSync } from 'node:fs';
 import { pathToFileURL } from 'node:url';
 import { logger } from './logger.js';
 
@@ -41,7 +42,18 @@ export function onShutdown(stop: () => Promise<void>, graceMs = 25_000): void {
   });
 }
 
-/** True when the module with this `import.meta.url` is the script node was started with. */
+/**
+ * True when the module with this `import.meta.url` is the script node was started with. Node loads the script from
+ * its real path (links followed) but leaves `process.argv[1]` as given, so both are compared as real paths.
+ */
 export function isMain(moduleUrl: string): boolean {
-  return process.argv[1] !== undefined && moduleUrl === pathToFileURL(process.argv[1]).href;
+  const script = process.argv[1];
+  if (script === undefined) return false;
+  let real: string;
+  try {
+    real = realpathSync(script);
+  } catch {
+    return false;
+  }
+  return moduleUrl === pathToFileURL(real).href;
 }

@@ -8,7 +8,7 @@ export const Badge = ({ status }) => html`<span class="badge ${tone(status)}">${
 /** An API error in words, announced to screen readers. */
 export const Problem = ({ error }) => (error ? html`<p class="problem" role="alert">${error.words ?? error.message}</p>` : null);
 
-/** Previous / next over a SPEC page envelope. */
+/** Previous / next over the API's page envelope. */
 export function Pager({ page, onPage, label }) {
   if (!page || page.totalPages <= 1) return null;
   const n = page.pageable.pageNumber;

@@ -21,9 +21,10 @@ import { edgeRequest, routedShare, startBackend, startTestEdge, type Backend } f
 import { signInAtIdp, startOidcProvider, type Idp } from '../helpers/identityProviders.js';
 import { type HubFixture, useStack, waitFor } from '../helpers/stack.js';
 import { curlRequest, keyAndCsr, selfSigned, tempFile } from '../helpers/tlsClient.js';
+import { repoRoot } from '../helpers/repo.js';
 
 const run = promisify(execFile);
-const root = path.resolve(path.dirname(new URL(import.meta.url).pathname), '../..');
+const root = repoRoot;
 
 const stack = useStack(test);
 stack.onStop(async () => {

@@ -7,8 +7,9 @@
 import { readdirSync, readFileSync, statSync } from 'node:fs';
 import path from 'node:path';
 import test from 'ava';
+import { repoRoot } from '../helpers/repo.js';
 
-const root = path.resolve(path.dirname(new URL(import.meta.url).pathname), '../..');
+const root = repoRoot;
 const SOURCES = ['api', 'workers', 'shared', 'edge', 'scripts', 'agent'];
 
 interface Rule {

@@ -15,9 +15,10 @@ import { SignJWT } from 'jose';
 import { activeSigningKey } from '../../shared/commands/signingKeys.js';
 import { opensslVerify, x509Text } from '../helpers/pki.js';
 import { type HubFixture, useStack } from '../helpers/stack.js';
+import { repoRoot } from '../helpers/repo.js';
 
 const runFile = promisify(execFile);
-const root = path.resolve(path.dirname(new URL(import.meta.url).pathname), '../..');
+const root = repoRoot;
 
 const stack = useStack(test);
 let hub: HubFixture;

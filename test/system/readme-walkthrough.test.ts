@@ -6,7 +6,6 @@
 import { chmodSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { fileURLToPath } from 'node:url';
 import test from 'ava';
 import { ensureCommands } from '../../scripts/services/index.js';
 import { startDevDns, type DevDns } from '../../scripts/dev-dns.js';
@@ -15,8 +14,9 @@ import type { Edge } from '../../edge/server.js';
 import { startTestEdge } from '../helpers/edge.js';
 import { startStack, type Stack } from '../helpers/stack.js';
 import { runWalkthrough, walkthroughBlocks } from '../helpers/walkthrough.js';
+import { repoRoot } from '../helpers/repo.js';
 
-const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
+const root = repoRoot;
 // the walk-through lives in docs/getting-started.md; the README links to it
 const readme = readFileSync(path.join(root, 'docs', 'getting-started.md'), 'utf8');
 

@@ -7,8 +7,9 @@ import path from 'node:path';
 import test from 'ava';
 import { configurationPage, CONFIGURATION_PAGE } from '../../scripts/docs-settings.js';
 import { ConfigError, readSettings, setting } from '../../shared/settings.js';
+import { repoRoot } from '../helpers/repo.js';
 
-const root = path.resolve(path.dirname(new URL(import.meta.url).pathname), '../..');
+const root = repoRoot;
 
 function* sources(dir: string): Generator<string> {
   for (const name of readdirSync(dir)) {

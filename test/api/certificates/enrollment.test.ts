@@ -21,7 +21,7 @@ const untilPast = async (instant: string) => {
 const enroll = (hub: HubFixture, body: unknown, headers: Record<string, string> = {}, prefix = hub.h2) =>
   stack.call('POST', `${prefix}/client-certificates/enroll`, { body, headers });
 
-test('enroll issues a certificate with the SPEC profile that openssl verifies; the token is spent', async (t) => {
+test('enroll issues a certificate with the documented profile that openssl verifies; the token is spent', async (t) => {
   const hub = await stack.hub();
   const { token, jwt, url } = await tokenWithJwt(hub, { name: 'edge-1', commonName: 'edge-1.example.com', organization: 'Acme', validYears: 2 });
   t.is(url, `${stack.baseUrl}/hub/v2/${hub.hubId}/client-certificates/enroll`);

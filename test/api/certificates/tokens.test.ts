@@ -163,7 +163,7 @@ test('hub isolation: another hub key is 403, another hub token id is 404', async
   t.is(noAuth.status, 401);
 });
 
-test('enrollment JWT: ES256 with kid and no jku, the SPEC claims, verifiable against the JWKS', async (t) => {
+test('enrollment JWT: ES256 with kid and no jku, the documented claims, verifiable against the JWKS', async (t) => {
   const hub = await stack.hub();
   const tok = await createToken(hub, { name: 'jwt-dev', commonName: 'dev.example.com', organizationalUnit: 'Edge', validYears: 2 });
   const r = await hub.call('GET', `${tokens(hub, 'h2')}/${tok.id}/enrollment-jwt`);

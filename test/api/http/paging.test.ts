@@ -14,7 +14,7 @@ test.before(async () => {
   await other.call('POST', `${other.h}/environments`, { body: { description: 'someone else' } });
 });
 
-test('default page is 20 with the SPEC envelope', async (t) => {
+test('default page is 20 with the documented envelope', async (t) => {
   const r = await hub.call('GET', `${hub.h}/environments`);
   t.is(r.status, 200);
   t.is(r.json.content.length, 20);

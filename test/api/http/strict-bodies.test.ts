@@ -1,7 +1,7 @@
 /**
  * Every request body is strict: an unknown property is a 400 `invalid_request` naming it (a typo of a security
  * setting, `{"mtls": true}`, must never make a public share). Table-driven over every operation the OpenAPI
- * document lists with a body; SPEC's documented bodies, aliases included, are still accepted.
+ * document lists with a body; the API's documented bodies, aliases included, are still accepted.
  */
 import test from 'ava';
 import { operations } from '../../../api/openapi/operations.js';
@@ -46,7 +46,7 @@ test.serial('several unknown properties are all named; nothing is written', asyn
   t.is((await hub.call('GET', `${hub.h}/environments`)).json.totalElements, before);
 });
 
-test.serial("SPEC's documented bodies are accepted, aliases included", async (t) => {
+test.serial("the API's documented bodies are accepted, aliases included", async (t) => {
   const env = await hub.call('POST', `${hub.h}/environments`, { body: { description: 'site' } });
   t.is(env.status, 201);
   const frontends = await hub.call('GET', `${hub.h}/frontends`);
@@ -55,7 +55,7 @@ test.serial("SPEC's documented bodies are accepted, aliases included", async (t)
   const tunnel = await hub.call('POST', `${hub.h2}/ipsec-tunnels`, { body: { name: 'office', peerPublicIp: '203.0.113.20', peerCidr: '192.168.60.0/24' } });
   t.is(tunnel.status, 202, tunnel.text);
   await waitFor(async () => (await hub.call('GET', `${hub.h2}/ipsec-tunnels/${tunnel.json.id}`)).json.status === 'DEPLOYED', { what: 'tunnel DEPLOYED' });
-  // envId: SPEC's alias of envZId
+  // envId: the documented alias of envZId
   const ipsecShare = await hub.call('POST', `${hub.h2}/ipsec-shares`, { body: { name: 'db', ipsecTunnelId: tunnel.json.id, envId: env.json.envZId, target: 'db.internal:5432', ingressPort: 5432 } });
   t.is(ipsecShare.status, 202, ipsecShare.text);
   const token = await hub.call('POST', `${hub.h}/certificate-request-tokens`, { body: { name: 'laptop', commonName: 'laptop', validYears: 1 } });

@@ -15,7 +15,7 @@ test('a new hub gets its issuing CA from a worker job, recorded as an execution 
   t.is(execution.error, null);
 });
 
-test('hub creation validates features and answers the CONTRACT shape', async (t) => {
+test('hub creation validates features and answers the operator API shape', async (t) => {
   const r = await stack.call('POST', '/admin/v1/hubs', { auth: stack.admin, body: { name: 'acme' } });
   t.is(r.status, 201);
   t.deepEqual(Object.keys(r.json).sort(), ['createdAt', 'features', 'id', 'name']);

@@ -37,7 +37,7 @@ test('hubs without the IPsec feature are refused on every IPsec route with 403 n
   t.is((await hub.call('GET', `${hub.h2}/ipsec-tunnels`)).status, 200);
 });
 
-test('tunnel-config has the SPEC shape, AWS defaults, a /30 inside CIDR and no pre-shared key', async (t) => {
+test('tunnel-config has the documented shape, AWS defaults, a /30 inside CIDR and no pre-shared key', async (t) => {
   const hub = await stack.hub({ ipsec: true });
   const release = hold('held-config');
   const created = await hub.call('POST', `${hub.h2}/ipsec-tunnels`, { body: tunnelBody({ name: 'held-config' }) });

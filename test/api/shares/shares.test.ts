@@ -29,7 +29,7 @@ test('frontends: the seeded public frontend and operator-created ones are listed
   }
 });
 
-test('create a share: every SPEC field, PROVISIONING then ACTIVE through a job', async (t) => {
+test('create a share: every documented field, PROVISIONING then ACTIVE through a job', async (t) => {
   const hub = await stack.hub();
   const env = await hub.call('POST', `${hub.h}/environments`, { body: { description: 'laptop' } });
   const created = await createShare(hub, share({ envZId: env.json.envZId }));
