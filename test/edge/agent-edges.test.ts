@@ -17,6 +17,7 @@ import { enrollAgent, newEnvironment, runAgent, startPrivateTarget } from '../he
 import { edgeRequest, publicFrontendCertificate, routedShare, startTestEdge } from '../helpers/edge.js';
 import { privateNetwork, type PrivateNetwork } from '../helpers/netns.js';
 import { type HubFixture, useStack, waitFor } from '../helpers/stack.js';
+import { scriptArgs } from '../helpers/script.js';
 
 const stack = useStack(test, { env: { HUB_EDGE_UPSTREAM_TIMEOUT_MS: '3000', HUB_EDGE_FLUSH_MS: '600000' } });
 stack.onStop(async () => {
@@ -40,7 +41,7 @@ test.before(async () => {
 /** An edge process whose agent address is the host's side of the veth at its own TLS port. */
 async function edgeProcess() {
   const [httpPort, httpsPort] = await Promise.all([freePort(), freePort()]);
-  const child = spawn(process.execPath, ['--import', 'tsx', 'edge/index.ts'], {
+  const child = spawn(process.execPath, scriptArgs('edge/index.ts'), {
     env: { ...process.env, HUB_PROCESS: 'edge', HUB_EDGE_HTTP_PORT: String(httpPort), HUB_EDGE_HTTPS_PORT: String(httpsPort), HUB_EDGE_AGENT_ADDRESSES: `${ns.hostIp}:${httpsPort}`, LOG_LEVEL: 'warn' },
     stdio: ['ignore', 'ignore', 'inherit'],
   });

@@ -17,6 +17,7 @@ import { edgehubCli, enrollAgent, newEnvironment, runAgent as startAgent, startP
 import { privateNetwork, type PrivateNetwork } from '../helpers/netns.js';
 import { resetConfig } from '../../shared/config.js';
 import { type HubFixture, useStack, waitFor } from '../helpers/stack.js';
+import { scriptArgs } from '../helpers/script.js';
 
 const stack = useStack(test, { env: { HUB_EDGE_UPSTREAM_TIMEOUT_MS: '3000', HUB_EDGE_FLUSH_MS: '600000' } });
 stack.onStop(async () => {
@@ -276,7 +277,7 @@ test.serial('two edge processes: the agent dials both and each serves the share;
   const { dir, id } = await enrolled(envZId);
   const [httpPort, httpsPort] = await Promise.all([freePort(), freePort()]);
   const spawnEdge = () => {
-    const child = spawn(process.execPath, ['--import', 'tsx', 'edge/index.ts'], {
+    const child = spawn(process.execPath, scriptArgs('edge/index.ts'), {
       env: { ...process.env, HUB_PROCESS: 'edge', HUB_EDGE_HTTP_PORT: String(httpPort), HUB_EDGE_HTTPS_PORT: String(httpsPort), LOG_LEVEL: 'warn' },
       stdio: ['ignore', 'ignore', 'inherit'],
     });

@@ -15,6 +15,7 @@ import { EchoClient, startGrpcServer, type ServerSeen } from '../helpers/grpc.js
 import { privateNetwork, type PrivateNetwork } from '../helpers/netns.js';
 import { type HubFixture, useStack, waitFor } from '../helpers/stack.js';
 import type { Edge } from '../../edge/server.js';
+import { scriptArgs } from '../helpers/script.js';
 
 const stack = useStack(test, { env: { HUB_EDGE_FLUSH_MS: '600000', HUB_EDGE_UPSTREAM_TIMEOUT_MS: '5000' } });
 const seen: ServerSeen = { cancelled: [], metadata: [] };
@@ -150,7 +151,7 @@ test.serial('an http1 share in front of a gRPC server fails the call cleanly (no
 test.serial('gRPC through an agent in a network namespace: the edge cannot reach the server, the agent carries every call', async (t) => {
   const ns: PrivateNetwork = await privateNetwork();
   cleanups.push(() => ns.remove());
-  const server = ns.spawn(process.execPath, ['--import', 'tsx', 'test/helpers/grpc.ts', '50051']);
+  const server = ns.spawn(process.execPath, scriptArgs('test/helpers/grpc.ts', '50051'));
   await new Promise<void>((resolve, reject) => {
     server.stdout!.on('data', (d: Buffer) => d.toString().includes('ready') && resolve());
     server.once('exit', (code) => reject(new Error(`the gRPC server exited ${code}`)));

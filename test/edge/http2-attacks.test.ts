@@ -13,6 +13,7 @@ import type { AttackKind, AttackSummary } from '../helpers/h2attack.js';
 import { FLAG, FRAME, frame, getHeaders, headerBlock, rawH2 } from '../helpers/h2.js';
 import { type HubFixture, useStack, waitFor } from '../helpers/stack.js';
 import { LATENCY_FLOOR_MS, underTwice } from '../helpers/latency.js';
+import { scriptArgs } from '../helpers/script.js';
 
 const stack = useStack(test, { env: { HUB_EDGE_FLUSH_MS: '600000' } });
 let reached = 0;
@@ -68,7 +69,7 @@ async function victimP99(ms: number): Promise<number> {
 
 /** The attacker's process, started and loaded; `go()` starts the attack and resolves with its summary. */
 async function attackerReady(kind: AttackKind, ms: number): Promise<{ go(): Promise<AttackSummary> }> {
-  const child = spawn(process.execPath, ['--import', 'tsx', 'test/helpers/h2attack.ts', kind, String(edge.httpsPort), attacked, String(ms)], { stdio: ['pipe', 'pipe', 'inherit'] });
+  const child = spawn(process.execPath, scriptArgs('test/helpers/h2attack.ts', kind, String(edge.httpsPort), attacked, String(ms)), { stdio: ['pipe', 'pipe', 'inherit'] });
   let out = '';
   const done = new Promise<AttackSummary>((resolve, reject) => {
     child.stdout.on('data', (d) => (out += d));

@@ -8,6 +8,7 @@ import test from 'ava';
 import { freePort } from '../../scripts/services/index.js';
 import { edgeRequest, publicFrontendId, startBackend, type Backend } from '../helpers/edge.js';
 import { type HubFixture, useStack, waitFor } from '../helpers/stack.js';
+import { scriptArgs } from '../helpers/script.js';
 
 const stack = useStack(test);
 let backend: Backend;
@@ -21,7 +22,7 @@ stack.onStop(async () => {
 
 async function spawnEdge(): Promise<{ port: number; child: ChildProcess; exited: Promise<unknown> }> {
   const port = await freePort();
-  const child = spawn(process.execPath, ['--import', 'tsx', 'edge/index.ts'], {
+  const child = spawn(process.execPath, scriptArgs('edge/index.ts'), {
     env: { ...process.env, HUB_PROCESS: 'edge', HUB_EDGE_HTTP_PORT: String(port), HUB_EDGE_HTTPS_PORT: '0', LOG_LEVEL: 'warn' },
     stdio: ['ignore', 'ignore', 'inherit'],
   });

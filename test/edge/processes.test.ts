@@ -3,6 +3,7 @@ import test from 'ava';
 import { freePort } from '../../scripts/services/index.js';
 import { edgeRequest, publicFrontendId, startBackend, type Backend } from '../helpers/edge.js';
 import { type HubFixture, useStack, waitFor } from '../helpers/stack.js';
+import { scriptArgs } from '../helpers/script.js';
 
 const stack = useStack(test);
 stack.onStop(async () => {
@@ -20,7 +21,7 @@ interface EdgeProcess {
 /** `node edge/index.ts` as the Procfile runs it, against the test database. */
 async function spawnEdge(env: Record<string, string> = {}): Promise<EdgeProcess> {
   const port = await freePort();
-  const child = spawn(process.execPath, ['--import', 'tsx', 'edge/index.ts'], {
+  const child = spawn(process.execPath, scriptArgs('edge/index.ts'), {
     env: { ...process.env, HUB_PROCESS: 'edge', HUB_EDGE_HTTP_PORT: String(port), HUB_EDGE_HTTPS_PORT: '0', LOG_LEVEL: 'warn', ...env },
     stdio: ['ignore', 'ignore', 'inherit'],
   });

@@ -7,10 +7,11 @@ import { mkdtempSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import type { PrivateNetwork } from './netns.js';
 import { waitFor, type HubFixture } from './stack.js';
+import { scriptArgs } from './script.js';
 
 /** The private target of a namespace (test/helpers/privateTarget.ts: HTTP on 8080, TCP echo on 9090 unless given), answering `name`. */
 export async function startPrivateTarget(ns: PrivateNetwork, name: string, ports: { http: number; tcp: number } = { http: 8080, tcp: 9090 }): Promise<ChildProcess> {
-  const child = ns.spawn(process.execPath, ['--import', 'tsx', 'test/helpers/privateTarget.ts', name, String(ports.http), String(ports.tcp)]);
+  const child = ns.spawn(process.execPath, scriptArgs('test/helpers/privateTarget.ts', name, String(ports.http), String(ports.tcp)));
   await new Promise<void>((resolve, reject) => {
     child.stdout!.on('data', (d: Buffer) => d.toString().includes('ready') && resolve());
     child.once('exit', (code) => reject(new Error(`the target in ${ns.name} exited (${code})`)));

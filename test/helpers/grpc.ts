@@ -88,7 +88,7 @@ export async function startGrpcServer(seen: ServerSeen, port = 0): Promise<{ por
 
 export const EchoClient = grpc.makeGenericClientConstructor(ECHO, 'Echo');
 
-if (process.argv[1]?.endsWith('grpc.ts')) {
+if (/grpc\.[jt]s$/.test(process.argv[1] ?? '')) {
   const seen: ServerSeen = { cancelled: [], metadata: [] };
   await startGrpcServer(seen, Number(process.argv[2]));
   process.stdout.write('ready\n');

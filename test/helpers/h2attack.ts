@@ -104,7 +104,7 @@ export async function attack(kind: AttackKind, port: number, authority: string, 
   return summary;
 }
 
-if (process.argv[1]?.endsWith('h2attack.ts')) {
+if (/h2attack\.[jt]s$/.test(process.argv[1] ?? '')) {
   const [kind, port, authority, ms] = process.argv.slice(2);
   // loaded (tsx's start costs CPU too): the test measures from the moment it says go
   process.stdout.write('ready\n');

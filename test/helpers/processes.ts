@@ -2,6 +2,7 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { once } from 'node:events';
 import { waitFor } from './stack.js';
+import { scriptArgs } from './script.js';
 
 export interface Spawned {
   child: ChildProcess;
@@ -15,7 +16,7 @@ export interface Spawned {
 
 /** `detached`: in a process group of its own (as a terminal runs a command), so that it can be signalled as a group. */
 export function spawnScript(script: string, env: Record<string, string | undefined>, options: { detached?: boolean } = {}): Spawned {
-  const child = spawn(process.execPath, ['--import', 'tsx', script], {
+  const child = spawn(process.execPath, scriptArgs(script), {
     env: { ...process.env, LOG_LEVEL: 'info', ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
     detached: options.detached ?? false,

@@ -6,6 +6,7 @@ import { requestEdge } from '../../api/middleware/requestEdge.js';
 import { freePort } from '../../scripts/services/index.js';
 import { ConfigError, loadConfig } from '../../shared/config.js';
 import { makeCall, useStack, waitFor } from '../helpers/stack.js';
+import { scriptArgs } from '../helpers/script.js';
 
 const stack = useStack(test, { workers: false });
 stack.onStop(async () => {
@@ -14,7 +15,7 @@ stack.onStop(async () => {
 const children: ChildProcess[] = [];
 
 function run(script: string, env: Record<string, string> = {}): ChildProcess {
-  const child = spawn(process.execPath, ['--import', 'tsx', script], { env: { ...process.env, LOG_LEVEL: 'info', ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+  const child = spawn(process.execPath, scriptArgs(script), { env: { ...process.env, LOG_LEVEL: 'info', ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
   children.push(child);
   return child;
 }
@@ -30,7 +31,7 @@ test('a bad configuration value is refused at start with a message naming it', (
   t.throws(() => loadConfig({ ...process.env, HUB_SCHEDULED_EXECUTION_RETENTION: 'weekly' }), { message: /HUB_SCHEDULED_EXECUTION_RETENTION/ });
   t.throws(() => loadConfig({ ...process.env, HUB_METRICS_RAW_RETENTION: 'P0D' }), { message: /HUB_METRICS_RAW_RETENTION/ });
   t.throws(() => loadConfig({ ...process.env, HUB_DNS_SERVERS: 'dns.example.com:53' }), { message: /ip:port/ }, 'resolvers are IP addresses');
-  const start = spawnSync(process.execPath, ['--import', 'tsx', 'scripts/start.ts'], { env: { ...process.env, PORT: '99999' }, encoding: 'utf8' });
+  const start = spawnSync(process.execPath, scriptArgs('scripts/start.ts'), { env: { ...process.env, PORT: '99999' }, encoding: 'utf8' });
   t.is(start.status, 2);
   t.regex(start.stderr, /PORT/);
 });

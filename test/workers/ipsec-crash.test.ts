@@ -3,6 +3,7 @@ import { once } from 'node:events';
 import test from 'ava';
 import pg from 'pg';
 import { useStack, waitFor } from '../helpers/stack.js';
+import { scriptArgs } from '../helpers/script.js';
 
 /**
  * Crash safety: a worker process is SIGKILLed while it provisions a tunnel; a new worker process recovers the
@@ -28,7 +29,7 @@ test.before(async () => {
 });
 
 function startWorker(): { child: ChildProcess; output: string[] } {
-  const child = spawn(process.execPath, ['--import', 'tsx', 'workers/index.ts'], {
+  const child = spawn(process.execPath, scriptArgs('workers/index.ts'), {
     env: {
       ...process.env,
       HUB_PROVISION_DELAY_MS: '1500',

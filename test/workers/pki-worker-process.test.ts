@@ -2,6 +2,7 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import test from 'ava';
 import { makeCsr, opensslVerify } from '../helpers/pki.js';
 import { useStack } from '../helpers/stack.js';
+import { scriptArgs } from '../helpers/script.js';
 
 // the API runs here without workers; issuance happens in a separate worker process, as in production
 const stack = useStack(test, { workers: false });
@@ -14,7 +15,7 @@ stack.onStop(async () => {
 });
 let worker: ChildProcess;
 test.before(async () => {
-  worker = spawn(process.execPath, ['--import', 'tsx', 'workers/index.ts'], { env: { ...process.env, HUB_PROCESS: 'worker' }, stdio: 'ignore' });
+  worker = spawn(process.execPath, scriptArgs('workers/index.ts'), { env: { ...process.env, HUB_PROCESS: 'worker' }, stdio: 'ignore' });
 });
 
 test('the web process waits for the worker process and answers with the issued certificate', async (t) => {

@@ -12,6 +12,7 @@ import { config } from '../../../shared/config.js';
 import pg from 'pg';
 import { freePort } from '../../../scripts/services/index.js';
 import { type Call, makeCall, useStack, waitFor } from '../../helpers/stack.js';
+import { scriptArgs } from '../../helpers/script.js';
 
 // the in-process stack makes the database and is the "third process" that changes things
 const stack = useStack(test, { workers: false });
@@ -26,7 +27,7 @@ const web: { child: ChildProcess; call: Call }[] = [];
 
 async function startWeb(): Promise<{ child: ChildProcess; call: Call }> {
   const port = await freePort();
-  const child = spawn(process.execPath, ['--import', 'tsx', 'api/server.ts'], {
+  const child = spawn(process.execPath, scriptArgs('api/server.ts'), {
     env: {
       ...process.env,
       PORT: String(port),

@@ -4,6 +4,7 @@ import test from 'ava';
 import pg from 'pg';
 import { startDnsServer, type TestDnsServer } from '../../helpers/dnsServer.js';
 import { useStack, waitFor } from '../../helpers/stack.js';
+import { scriptArgs } from '../../helpers/script.js';
 
 /**
  * A custom frontend waiting for its DNS records logs its first miss and then keeps quiet (debug
@@ -27,7 +28,7 @@ test.after.always(async () => {
 });
 
 test('a PENDING frontend logs its first DNS miss once, not one WARN line per check', async (t) => {
-  worker = spawn(process.execPath, ['--import', 'tsx', 'workers/index.ts'], { env: { ...process.env, LOG_LEVEL: 'info' }, stdio: ['ignore', 'pipe', 'pipe'] });
+  worker = spawn(process.execPath, scriptArgs('workers/index.ts'), { env: { ...process.env, LOG_LEVEL: 'info' }, stdio: ['ignore', 'pipe', 'pipe'] });
   let output = '';
   worker.stdout!.on('data', (d) => (output += d));
   worker.stderr!.on('data', (d) => (output += d));
