@@ -39,13 +39,14 @@ const fileLevel = setting('HUB_LOG_FILE_LEVEL') as pino.Level;
 export function processRole(script = process.argv[1] ?? ''): string {
   const named = setting('HUB_PROCESS');
   if (named) return named;
-  const entry = script.replace(/\\/g, '/');
+  // the source or the JavaScript compiled from it
+  const entry = script.replace(/\\/g, '/').replace(/\.[jt]s$/, '');
   for (const [suffix, role] of [
-    ['api/server.ts', 'web'],
-    ['workers/index.ts', 'worker'],
-    ['workers/clock.ts', 'clock'],
-    ['edge/index.ts', 'edge'],
-    ['scripts/migrate.ts', 'release'],
+    ['api/server', 'web'],
+    ['workers/index', 'worker'],
+    ['workers/clock', 'clock'],
+    ['edge/index', 'edge'],
+    ['scripts/migrate', 'release'],
   ] as const) {
     if (entry.endsWith(suffix)) return role;
   }
