@@ -18,7 +18,7 @@ import path from 'node:path';
 import autocannon from 'autocannon';
 import pg from 'pg';
 import { ensureCommands } from '../scripts/services/index.js';
-import { benchShares, benchWorkspace, cpuMs, cpuSplitMs, freePort, median, startEdgeProcess, startServices, startNginxProxy, startPlainBackend, stopChild } from './harness.js';
+import { benchShares, benchWorkspace, cpuSplitMs, freePort, median, schedCpuMs, startEdgeProcess, startServices, startNginxProxy, startPlainBackend, stopChild } from './harness.js';
 
 const CONNECTIONS = Number(process.env.BENCH_CONNECTIONS ?? 50);
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 10);
@@ -91,16 +91,16 @@ try {
     );
   // warm each (JIT, pools), then alternate so that a noisy moment does not favour one
   for (const p of proxies) await load(p.port, 2);
-  // CPU of a process and its children (the edge's workers, nginx's worker), from /proc
-  const treeCpuMs = (pid: number | undefined): { user: number; sys: number } => {
-    const total = cpuSplitMs(pid);
+  // CPU of a process and its children (the edge's workers, nginx's worker), from /proc: the total from the
+  // scheduler's clock (schedstat, precise), the kernel part from the tick counts (stat)
+  const treeCpuMs = (pid: number | undefined): { total: number; sys: number } => {
+    const total = { total: schedCpuMs(pid), sys: cpuSplitMs(pid).sys };
     for (const entry of readdirSync('/proc')) {
       if (!/^\d+$/.test(entry)) continue;
       try {
         if (readFileSync(`/proc/${entry}/stat`, 'utf8').split(') ')[1].split(' ')[1] === String(pid)) {
-          const child = cpuSplitMs(entry);
-          total.user += child.user;
-          total.sys += child.sys;
+          total.total += schedCpuMs(entry);
+          total.sys += cpuSplitMs(entry).sys;
         }
       } catch {
         /* gone */
@@ -125,18 +125,18 @@ try {
     const order = round % 2 ? [...proxies].reverse() : proxies;
     for (const p of order) {
       const runtimeBefore = p.metricsPort ? await edgeRuntime(p.metricsPort) : undefined;
-      const before = { proxy: treeCpuMs(p.pid), backend: cpuMs(backend.pid) };
+      const before = { proxy: treeCpuMs(p.pid), backend: schedCpuMs(backend.pid) };
       const r = await load(p.port, SECONDS);
       // a wrong answer is a failure; a handful of client time-outs on a loaded machine is reported, not fatal
       if (r.non2xx || r.errors > r.requests.total / 1000) throw new Error(`${p.name}: ${r.non2xx} non-2xx answers, ${r.errors} errors`);
       if (r.errors) console.error(`${p.name}: ${r.errors} client errors (time-outs) of ${r.requests.total} requests`);
       const after = treeCpuMs(p.pid);
-      const cpuMsUsed = after.user + after.sys - before.proxy.user - before.proxy.sys;
+      const cpuMsUsed = after.total - before.proxy.total;
       const x = m[p.name];
       x.results.push(r);
       x.cpu.push((cpuMsUsed * 1000) / r.requests.total);
       x.sys.push(((after.sys - before.proxy.sys) * 1000) / r.requests.total);
-      x.backend.push(((cpuMs(backend.pid) - before.backend) * 1000) / r.requests.total);
+      x.backend.push(((schedCpuMs(backend.pid) - before.backend) * 1000) / r.requests.total);
       if (p.metricsPort) {
         const runtime = await edgeRuntime(p.metricsPort);
         const gcMs = (runtime.gcSeconds - runtimeBefore!.gcSeconds) * 1000;
@@ -169,7 +169,12 @@ try {
     console.log(`       CPU ${median(x.cpu).toFixed(1)} µs per request (kernel ${median(x.sys).toFixed(1)}), the backend ${median(x.backend).toFixed(1)}; GC ${median(x.gc).toFixed(1)} µs per request (${(100 * median(x.gcShare)).toFixed(1)} % of its CPU); event-loop delay mean ${median(x.delayMean).toFixed(2)} ms, p99 ${median(x.delayP99).toFixed(2)} ms`);
   }
   console.log(`nginx: CPU ${median(m.nginx.cpu).toFixed(1)} µs per request (kernel ${median(m.nginx.sys).toFixed(1)})`);
-  if (edgeA) console.log(`A/B: edge - edge A = ${(median(m.edge.cpu) - median(m.edgeA.cpu)).toFixed(1)} µs CPU per request; req/s edge/edge A ${(rps('edge') / rps('edgeA')).toFixed(2)}`);
+  if (edgeA) {
+    // each round measures both edges back to back: the difference within a round moves less with the machine's load
+    // than either figure does
+    const paired = m.edge.cpu.map((cpu, i) => cpu - m.edgeA.cpu[i]);
+    console.log(`A/B: edge - edge A = ${(median(m.edge.cpu) - median(m.edgeA.cpu)).toFixed(1)} µs CPU per request (medians); per round ${paired.map((d) => d.toFixed(1)).join(', ')}, median ${median(paired).toFixed(1)}; req/s edge/edge A ${(rps('edge') / rps('edgeA')).toFixed(2)}`);
+  }
   console.log(`metered by the edges: rx ${metered.rx} B, tx ${metered.tx} B (the client counted ${edgeBytes} B received from the edge in the timed rounds${edgeA ? ', plus what edge A carried' : ''}, warm-up not included)`);
 } catch (err) {
   console.error(`bench:edge failed: ${(err as Error).stack ?? err}`);

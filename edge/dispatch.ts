@@ -65,7 +65,8 @@ const handle = (secure: boolean) => (req: IncomingMessage, res: ServerResponse) 
   const started = performance.now();
   let cancel: (() => void) | undefined;
   let admitted = false;
-  res.once('close', () => {
+  // 'close' comes once per answer: a plain listener, without the wrapper once() makes
+  res.on('close', () => {
     // a client gone before the answer ended takes the target request with it
     if (cancel && !answered(req, res)) cancel();
     if (admitted && route) limiter.leave(route.hubId);

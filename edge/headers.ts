@@ -40,21 +40,25 @@ export class BadRequest extends Error {
 /** The token a Connection header lists, lower-cased. */
 export function connectionTokens(values: (string | undefined)[]): Set<string> | undefined {
   let tokens: Set<string> | undefined;
-  for (const value of values) {
-    if (!value) continue;
-    for (const t of value.toLowerCase().split(',')) {
-      const token = t.trim();
-      if (token) (tokens ??= new Set()).add(token);
-    }
-  }
+  for (const value of values) if (value) tokens = addTokens(tokens, value);
   return tokens;
 }
 
-const valuesOf = (raw: string[], name: string) => {
-  const out: string[] = [];
-  for (let i = 0; i < raw.length; i += 2) if (raw[i].length === name.length && raw[i].toLowerCase() === name) out.push(raw[i + 1]);
-  return out;
-};
+/**
+ * `value`'s Connection tokens added to `tokens`. `keep-alive` and `close`, what nearly every Connection header says,
+ * name no other header worth a set: both are hop-by-hop already.
+ */
+function addTokens(tokens: Set<string> | undefined, value: string): Set<string> | undefined {
+  if (value.length <= 10) {
+    const v = value.toLowerCase();
+    if (v === 'keep-alive' || v === 'close') return tokens;
+  }
+  for (const t of value.toLowerCase().split(',')) {
+    const token = t.trim();
+    if (token) (tokens ??= new Set()).add(token);
+  }
+  return tokens;
+}
 
 /** How many times a header name occurs among raw header lines. */
 export function countOf(raw: string[], name: string): number {
@@ -74,7 +78,14 @@ export const clientAddress = (req: IncomingMessage) => {
  */
 export function requestHeaderLines(req: IncomingMessage, ctx: ForwardContext, via: string): string[] {
   const raw = req.rawHeaders;
-  const listed = connectionTokens(valuesOf(raw, 'connection'));
+  // the names a Connection header lists (most requests have none, or only keep-alive / close)
+  let listed: Set<string> | undefined;
+  let host: string | undefined;
+  for (let i = 0; i < raw.length; i += 2) {
+    const name = raw[i];
+    if (name.length === 10 && name.toLowerCase() === 'connection') listed = addTokens(listed, raw[i + 1]);
+    else if (host === undefined && name.length === 4 && name.toLowerCase() === 'host') host = raw[i + 1];
+  }
   const out: string[] = [];
   let viaSeen: string | undefined;
   for (let i = 0; i < raw.length; i += 2) {
@@ -92,7 +103,7 @@ export function requestHeaderLines(req: IncomingMessage, ctx: ForwardContext, vi
   }
   if (ctx.cookie?.value) out.push('cookie', ctx.cookie.value);
   out.push('x-forwarded-for', clientAddress(req), 'x-forwarded-proto', ctx.secure ? 'https' : 'http');
-  if (req.headers.host) out.push('x-forwarded-host', req.headers.host);
+  if (host) out.push('x-forwarded-host', host);
   out.push('via', viaSeen ? `${viaSeen}, ${via}` : via);
   if (ctx.identity) {
     for (const name in ctx.identity) {
@@ -123,19 +134,18 @@ export const hasBody = (req: IncomingMessage) =>
 /**
  * The target's answer header lines towards the client: hop-by-hop headers and those its Connection header lists are
  * dropped (never Content-Length, which frames what the client receives). Header names arrive from undici as bytes.
+ * `hostHeader`: the request's Host; a Set-Cookie is made host-only for it (hostOnlyCookie).
  */
-export function responseHeaderLines(raw: (Buffer | string)[], keepUpgrade = false, host?: string): string[] {
+export function responseHeaderLines(raw: (Buffer | string)[], keepUpgrade = false, hostHeader?: string): string[] {
   const out: string[] = [];
-  const names: string[] = [];
-  let connection: string[] | undefined;
+  let listed: Set<string> | undefined;
   for (let i = 0; i < raw.length; i += 2) {
-    const name = raw[i].toString('latin1');
-    names.push(name);
-    if (name.length === 10 && name.toLowerCase() === 'connection') (connection ??= []).push(raw[i + 1].toString('latin1'));
+    const name = raw[i];
+    if (name.length === 10 && name.toString('latin1').toLowerCase() === 'connection') listed = addTokens(listed, raw[i + 1].toString('latin1'));
   }
-  const listed = connectionTokens(connection ?? []);
+  let cookieDomain: string | undefined;
   for (let i = 0; i < raw.length; i += 2) {
-    const original = names[i >> 1];
+    const original = raw[i].toString('latin1');
     const name = original.toLowerCase();
     if (keepUpgrade && (name === 'upgrade' || name === 'connection')) {
       out.push(original, raw[i + 1].toString('latin1'));
@@ -144,7 +154,8 @@ export function responseHeaderLines(raw: (Buffer | string)[], keepUpgrade = fals
     if (HOP_BY_HOP.has(name)) continue;
     if (listed?.has(name) && !NOT_REMOVABLE.has(name)) continue;
     const value = raw[i + 1].toString('latin1');
-    out.push(original, host !== undefined && name === 'set-cookie' ? hostOnlyCookie(value, host) : value);
+    if (hostHeader !== undefined && name === 'set-cookie') out.push(original, hostOnlyCookie(value, (cookieDomain ??= cookieHost(hostHeader))));
+    else out.push(original, value);
   }
   return out;
 }

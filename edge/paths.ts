@@ -25,6 +25,8 @@ function decoded(segment: string): string {
  */
 export function resolveDotSegments(path: string): string {
   if (!path.startsWith('/')) throw new BadRequest('the request path must start with /');
+  // nothing to resolve without a dot, and nothing hidden without a percent sign (most paths)
+  if (!path.includes('.') && !path.includes('%')) return path;
   const input = path.split('/').slice(1);
   const out: string[] = [];
   for (let i = 0; i < input.length; i++) {

@@ -11,7 +11,7 @@ import type { Duplex } from 'node:stream';
 import type { Dispatcher } from 'undici';
 import { answer, answerSocket } from './answers.js';
 import { inTrailers, isBodyless, withoutLength } from './bodyless.js';
-import { BadRequest, clientAddress, cookieHost, declaredLength, hasBody, requestHeaderLines, responseHeaderLines, type ForwardContext } from './headers.js';
+import { BadRequest, clientAddress, declaredLength, hasBody, requestHeaderLines, responseHeaderLines, type ForwardContext } from './headers.js';
 import type { Capture, Tap } from './inspect/capture.js';
 import type { Meter } from './meter.js';
 import { targetPath } from './paths.js';
@@ -75,14 +75,26 @@ class Forwarding implements Dispatcher.DispatchHandler {
   private started = false;
   private bodyless = false;
   private cancelled = false;
-  retry: (() => void) | undefined;
+  /** May be sent once more (see IDEMPOTENT) when its connection closed before any answer came. */
+  retryable = false;
 
   constructor(
     private readonly res: ServerResponse,
     private readonly route: ShareRoute,
     private readonly options: ProxyOptions,
-    private readonly tap?: Tap,
+    private readonly tap: Tap | undefined,
+    private readonly dispatcher: Dispatcher,
+    private readonly request: Dispatcher.DispatchOptions,
   ) {}
+
+  /** Hands the request to the pool (a method, not a closure made per request). */
+  send(): void {
+    try {
+      this.dispatcher.dispatch(this.request, this);
+    } catch (err) {
+      this.onError(err as Error);
+    }
+  }
 
   onConnect(abort: (err?: Error) => void): void {
     this.abort = abort;
@@ -102,7 +114,7 @@ class Forwarding implements Dispatcher.DispatchHandler {
     this.bodyless = isBodyless(status, res.req?.method);
     try {
       // a target's cookies stay on the share's own host (headers.ts hostOnlyCookie)
-      const lines = responseHeaderLines(rawHeaders, false, cookieHost(res.req?.headers.host ?? (res.req?.headers[':authority'] as string | undefined)));
+      const lines = responseHeaderLines(rawHeaders, false, res.req?.headers.host ?? (res.req?.headers[':authority'] as string | undefined) ?? '');
       this.tap?.head(status, lines);
       res.writeHead(status, statusText || undefined, status === 204 ? withoutLength(lines) : lines);
       if (this.bodyless) res.end();
@@ -133,10 +145,9 @@ class Forwarding implements Dispatcher.DispatchHandler {
     if (this.bodyless) return;
     if (this.started && inTrailers(err)) return void this.res.end();
     const code = (err as NodeJS.ErrnoException).code ?? '';
-    if (!this.started && this.retry && RETRYABLE.has(code)) {
-      const again = this.retry;
-      this.retry = undefined;
-      return again();
+    if (!this.started && this.retryable && RETRYABLE.has(code)) {
+      this.retryable = false;
+      return this.send();
     }
     this.fail(err as NodeJS.ErrnoException);
   }
@@ -161,7 +172,7 @@ class Forwarding implements Dispatcher.DispatchHandler {
 class Upgrading implements Dispatcher.DispatchHandler {
   private controller: Dispatcher.DispatchController | undefined;
   private done = false;
-  /** The share's host (cookieHost), where the target's cookies stay. */
+  /** The request's Host: the target's cookies stay on the share's host (headers.ts hostOnlyCookie). */
   host = '';
 
   constructor(
@@ -294,22 +305,15 @@ export class Proxy {
     // an inspected share: the exchange is recorded as it goes by (the body teed, never held back)
     const tap = route.inspect ? this.options.capture?.begin(route, req, res, originForm(req.url), prepared.headers, clientAddress(req)) : undefined;
     if (tap && body) tap.body(body);
-    const forwarding = new Forwarding(res, route, this.options, tap);
     let dispatcher: Dispatcher;
     try {
       dispatcher = this.pools.dispatcher(route);
     } catch (err) {
       return void answer(res, ...failure(err as NodeJS.ErrnoException, route));
     }
-    const send = () => {
-      try {
-        dispatcher.dispatch({ method, path: prepared.path, headers: prepared.headers, body }, forwarding);
-      } catch (err) {
-        forwarding.onError(err as Error);
-      }
-    };
-    if (!body && IDEMPOTENT.has(method)) forwarding.retry = send;
-    send();
+    const forwarding = new Forwarding(res, route, this.options, tap, dispatcher, { method, path: prepared.path, headers: prepared.headers, body });
+    forwarding.retryable = !body && IDEMPOTENT.has(method);
+    forwarding.send();
     return () => forwarding.cancel();
   }
 
@@ -319,7 +323,7 @@ export class Proxy {
     const prepared = this.prepare(req, route, ctx);
     if (Array.isArray(prepared)) return answerSocket(socket, prepared[0], prepared[1], prepared[2]);
     const handler = new Upgrading(socket, head, route, this.meter, this.options, onSpliced);
-    handler.host = cookieHost(req.headers.host);
+    handler.host = req.headers.host ?? '';
     try {
       this.pools.dispatcher(route).dispatch({ method: req.method ?? 'GET', path: prepared.path, headers: prepared.headers, upgrade: String(req.headers.upgrade ?? 'websocket'), body: null }, handler);
     } catch (err) {

@@ -8,6 +8,7 @@
  * How a connection is made is the pool's connector: directly (under the egress policy, shared/egressHttp.ts) or,
  * for an environment served by agents, through one of its agents (given by `connectorFor`).
  */
+import { isIP } from 'node:net';
 import { Pool, type buildConnector, type Dispatcher } from 'undici';
 import type { EgressPolicy } from '../shared/egress.js';
 import { egressConnector } from '../shared/egressHttp.js';
@@ -27,6 +28,16 @@ export interface UpstreamOptions {
   ownPorts?: () => ReadonlySet<number>;
   /** A connector for routes that do not connect directly (agent-backed environments), with the key it is cached by. */
   connectorFor?: (route: ShareRoute) => { key: string; connect: buildConnector.connector } | undefined;
+}
+
+/**
+ * The TLS server name an https target is asked for and its certificate checked against: the target's own host name.
+ * undici would take it from the request's Host header, which the edge passes on unchanged (the share's public name,
+ * not the target's). An IP literal is sent no name (RFC 6066) and checked as an address.
+ */
+export function targetServerName(target: URL): string | undefined {
+  const name = target.hostname;
+  return name.startsWith('[') || isIP(name) ? undefined : name;
 }
 
 interface Entry {
@@ -55,8 +66,11 @@ export class UpstreamPools {
     const key = `${route.hubId} ${via ? via.key : 'direct'} ${route.target.origin}`;
     let entry = this.pools.get(key);
     if (!entry) {
+      const connect = via?.connect ?? this.direct;
+      const servername = targetServerName(route.target);
       const pool = new Pool(route.target.origin, {
-        connect: via?.connect ?? this.direct,
+        // every connection of the pool is to this target: its name, whatever Host a request carries
+        connect: route.target.protocol === 'https:' ? (opts, callback) => connect({ ...opts, servername }, callback) : connect,
         connections: this.options.connectionsPerTarget ?? 256,
         pipelining: 1,
         keepAliveTimeout: this.options.idleMs ?? 4_000,

@@ -222,6 +222,43 @@ test('an https target is reached over TLS and its certificate is verified: a sel
   t.is(reached, 0, 'no request was sent to a target whose certificate failed');
 });
 
+test("an https target is asked for its own name (TLS SNI), never the share's public name from the Host header; an address target for none", async (t) => {
+  const keyFile = await makeKey('ec256');
+  const { stdout: cert } = await promisify(execFile)('openssl', ['req', '-new', '-x509', '-key', keyFile, '-subj', '/CN=localhost', '-addext', 'subjectAltName=DNS:localhost,IP:127.0.0.1', '-days', '1']);
+  const names: string[] = [];
+  let handshakes = 0;
+  const server = https.createServer(
+    {
+      key: readFileSync(keyFile),
+      cert,
+      // called only when the client sent a name
+      SNICallback: (name, done) => {
+        names.push(name);
+        done(null, undefined as never);
+      },
+    },
+    (_req, res) => res.end('secret'),
+  );
+  server.on('connection', () => handshakes++);
+  server.on('tlsClientError', () => undefined);
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  closers.push(() => new Promise<void>((resolve) => server.close(() => resolve())));
+  const port = (server.address() as AddressInfo).port;
+
+  const byName = await routedShare(edge, hub, { target: `https://localhost:${port}` });
+  const answer = await edgeRequest(edge.httpPort!, byName.host);
+  // the certificate is self-signed, so the exchange still fails: what matters is the name the target was asked for
+  t.is(answer.status, 502);
+  t.deepEqual([...new Set(names)], ['localhost'], `the target saw ${JSON.stringify(names)}, the share is ${byName.host}`);
+
+  names.length = 0;
+  const before = handshakes;
+  const byAddress = await routedShare(edge, hub, { target: `https://127.0.0.1:${port}` });
+  t.is((await edgeRequest(edge.httpPort!, byAddress.host)).status, 502);
+  t.true(handshakes > before, 'the address target was connected to');
+  t.deepEqual(names, [], 'no name is sent to an address');
+});
+
 test('an upload slower than the answer timeout is not cut off: the deadline runs from the last byte sent', async (t) => {
   const target = await countingTarget(async (req, res) => res.end(String((await readBody(req)).length)));
   const { host } = await routedShare(edge, hub, { target: target.url });
