@@ -14,6 +14,10 @@ const REASONS: Record<number, string> = {
   508: 'Loop Detected',
 };
 
+/** The body of the edge's own answer on a response, for request inspection (edge/inspect/capture.ts). */
+const answerBodies = new WeakMap<ServerResponse, string>();
+export const edgeAnswerBody = (res: ServerResponse): string | undefined => answerBodies.get(res);
+
 /** An answer of the edge itself: JSON {error, message}. */
 export function answer(res: ServerResponse, status: number, error: EdgeError, message: string, headers: Record<string, string> = {}): void {
   if (res.headersSent) {
@@ -21,6 +25,7 @@ export function answer(res: ServerResponse, status: number, error: EdgeError, me
     return;
   }
   const body = JSON.stringify({ error, message });
+  answerBodies.set(res, body);
   res.writeHead(status, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body), 'cache-control': 'no-store', ...headers });
   res.end(body);
 }

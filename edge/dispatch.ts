@@ -11,6 +11,7 @@ import { logger } from '../shared/logger.js';
 import type { AccessControl } from './access/types.js';
 import { answer, answerSocket } from './answers.js';
 import { answered, revocable, settleExchange } from './http2.js';
+import type { Capture } from './inspect/capture.js';
 import type { HubLimiter } from './limits.js';
 import type { Meter } from './meter.js';
 import type { ForwardContext, Proxy } from './proxy.js';
@@ -29,10 +30,12 @@ export interface DispatchParts {
   meter: Meter;
   /** This edge's hop mark (loops are refused). */
   mark: string;
+  /** Records the exchanges of shares with `inspect`, the edge's refusals included (edge/inspect/capture.ts). */
+  capture?: Capture;
 }
 
 /** The request and upgrade handlers of the edge's listeners (`secure`: the TLS listener's). */
-export function requestDispatch({ routes, access, limiter, connections, proxy, meter, mark }: DispatchParts) {
+export function requestDispatch({ routes, access, limiter, connections, proxy, meter, mark, capture }: DispatchParts) {
 const identityOf = (route: ShareRoute, req: IncomingMessage, secure: boolean): { ok: true; headers?: Record<string, string> } | { ok: false; message: string } => {
   if (!route.mutualTls) return { ok: true };
   if (!secure) return { ok: false, message: 'this share requires mutual TLS: connect with https and present a client certificate of its hub' };
@@ -65,6 +68,8 @@ const handle = (secure: boolean) => (req: IncomingMessage, res: ServerResponse) 
   const started = performance.now();
   let cancel: (() => void) | undefined;
   let admitted = false;
+  // an inspected share's exchange is recorded from here, whatever answers it (the target or the edge's refusal)
+  const tap = route?.inspect ? capture?.begin(route, req) : undefined;
   // 'close' comes once per answer: a plain listener, without the wrapper once() makes
   res.on('close', () => {
     // a client gone before the answer ended takes the target request with it
@@ -72,6 +77,7 @@ const handle = (secure: boolean) => (req: IncomingMessage, res: ServerResponse) 
     if (admitted && route) limiter.leave(route.hubId);
     settleExchange(meter, req, socket, route);
     observeRequest(route?.frontendId ?? 'none', res.statusCode, (performance.now() - started) / 1000);
+    tap?.finish(res);
   });
   const refused = refusal(req, host);
   if (refused) return answer(res, ...refused);
@@ -80,7 +86,7 @@ const handle = (secure: boolean) => (req: IncomingMessage, res: ServerResponse) 
   if (!identity.ok) return answer(res, 403, 'forbidden', identity.message);
   if (!limiter.enter(route.hubId)) return answer(res, 503, 'overloaded', 'the hub has too many requests in progress on this edge; try again shortly', { 'retry-after': '1' });
   admitted = true;
-  const ctx: ForwardContext = { secure, identity: identity.headers };
+  const ctx: ForwardContext = { secure, identity: identity.headers, tap };
   if (!route.auth) {
     if (route.mutualTls) connections.watch(revocable(req, socket, true), guardOf(host, route, req, secure, undefined));
     else connections.unwatch(socket);

@@ -11,6 +11,7 @@
  * hop mark that lets an edge recognise a request it already forwarded (a loop).
  */
 import type { IncomingMessage } from 'node:http';
+import type { Tap } from './inspect/capture.js';
 
 /** RFC 9110 7.6.1 connection-specific headers, plus the de-facto ones; never forwarded in either direction. */
 export const HOP_BY_HOP = new Set(['connection', 'keep-alive', 'proxy-connection', 'proxy-authenticate', 'proxy-authorization', 'te', 'trailer', 'transfer-encoding', 'upgrade', 'http2-settings']);
@@ -30,6 +31,8 @@ export interface ForwardContext {
   identity?: Record<string, string>;
   /** Replaces the Cookie header (the edge's own session cookie removed); undefined drops it. */
   cookie?: { value: string | undefined };
+  /** An inspected share's exchange being recorded (edge/inspect/capture.ts). */
+  tap?: Tap;
 }
 
 /** An error in what the client sent, answered 400 by the edge. */

@@ -11,8 +11,8 @@ import type { Duplex } from 'node:stream';
 import type { Dispatcher } from 'undici';
 import { answer, answerSocket } from './answers.js';
 import { inTrailers, isBodyless, withoutLength } from './bodyless.js';
-import { BadRequest, clientAddress, declaredLength, hasBody, requestHeaderLines, responseHeaderLines, type ForwardContext } from './headers.js';
-import type { Capture, Tap } from './inspect/capture.js';
+import { BadRequest, declaredLength, hasBody, requestHeaderLines, responseHeaderLines, type ForwardContext } from './headers.js';
+import type { Tap } from './inspect/capture.js';
 import type { Meter } from './meter.js';
 import { targetPath } from './paths.js';
 import type { ShareRoute } from './types.js';
@@ -56,8 +56,6 @@ export interface ProxyOptions {
   /** Upgraded connections silent both ways for this long are closed. */
   upgradeIdleMs: number;
   onUpstreamError?: (route: ShareRoute, kind: string) => void;
-  /** Records the exchanges of shares with `inspect` (edge/inspect/capture.ts). */
-  capture?: Capture;
   /** Shares that speak HTTP/2 to their targets (edge/upstreamH2.ts). */
   h2?: { forward(req: IncomingMessage, res: ServerResponse, route: ShareRoute, ctx: ForwardContext): () => void; close(): Promise<void> };
 }
@@ -303,8 +301,8 @@ export class Proxy {
     if (body && length !== null) prepared.headers.push('content-length', String(length));
     if (!body) req.resume();
     // an inspected share: the exchange is recorded as it goes by (the body teed, never held back)
-    const tap = route.inspect ? this.options.capture?.begin(route, req, res, originForm(req.url), prepared.headers, clientAddress(req)) : undefined;
-    if (tap && body) tap.body(body);
+    const tap = ctx.tap;
+    tap?.forwarded(prepared.headers, body);
     let dispatcher: Dispatcher;
     try {
       dispatcher = this.pools.dispatcher(route);

@@ -117,7 +117,7 @@ export async function startEdge(options: EdgeOptions = {}): Promise<Edge> {
   const inspection = options.inspect === false || !config().redisUrl ? undefined : startInspection({ edge: id, routeOf: (zId) => routes.byShare(zId), pools, meter, via: `1.1 ${mark}` });
   const onUpstreamError = (route: ShareRoute, kind: string) => observeUpstreamError(route.frontendId, kind);
   const h2 = new UpstreamH2({ policy: egressPolicy(), timeoutMs: cfg.upstreamTimeoutMs, readTimeoutMs: cfg.upstreamReadTimeoutMs, ownPorts: () => ownPorts, connectorFor: (route) => agents.connectorFor(route), via: `1.1 ${mark}`, onUpstreamError });
-  const proxy = new Proxy(meter, pools, { capture: inspection?.capture, via: `1.1 ${mark}`, upgradeIdleMs: cfg.upgradeIdleTimeoutMs, onUpstreamError, h2 });
+  const proxy = new Proxy(meter, pools, { via: `1.1 ${mark}`, upgradeIdleMs: cfg.upgradeIdleTimeoutMs, onUpstreamError, h2 });
   // IPsec on strongSwan: the data plane runs in the edge that holds the IPsec host lock (edge/ipsec/host.ts)
   const ipsecConfig = config().ipsec;
   logger.info({ provider: ipsecConfig.provider, chosen: ipsecConfig.chosen }, `edge: IPsec provider ${ipsecConfig.provider}`);
@@ -150,7 +150,7 @@ export async function startEdge(options: EdgeOptions = {}): Promise<Edge> {
   meter.start();
   await ipsec?.start();
 
-  const { handle, upgrade } = requestDispatch({ routes, access, limiter, connections, proxy, meter, mark });
+  const { handle, upgrade } = requestDispatch({ routes, access, limiter, connections, proxy, meter, mark, capture: inspection?.capture });
 
   /** A listener as stop() sees it: the plain HTTP server, or the TLS server with the HTTP server behind it. */
   interface Listener {

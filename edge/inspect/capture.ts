@@ -2,19 +2,28 @@
  * Request inspection at the edge: the exchanges of shares with `inspect` are recorded into Redis
  * (shared/inspect/store.ts) without slowing the share.
  *
+ * - A tap starts when the request is routed to an inspected share (edge/dispatch.ts) and ends with the exchange, so
+ *   the edge's own refusals (login, mutual TLS, admission, egress policy, no agent) are recorded with their status and
+ *   answer, as well as the exchanges carried to the target.
  * - Bodies are teed, never buffered or held back: the request body's chunks are seen as the target's connection
  *   takes them (a second 'data' listener on the paused request, which undici resumes), the answer's as they are
  *   written to the client; each side counts every byte and keeps a copy of the first HUB_INSPECT_BODY_BYTES only.
- * - A finished exchange goes into a fixed-size queue (HUB_INSPECT_QUEUE entries, and at most 64 MiB of bodies); one
- *   writer drains it into Redis in pipelined batches (a few in flight), off the request's path. When the queue is full, Redis is not
- *   connected or a write fails, the exchange is dropped and counted by reason
+ * - A finished exchange is serialized once (one string: header lines as they crossed, credentials replaced, base64
+ *   only of a body that exists) into a fixed-size queue (HUB_INSPECT_QUEUE entries, and at most 64 MiB); one writer
+ *   drains it into Redis every FLUSH_MS (or at once when a batch is full) in pipelined batches, a few in flight, so
+ *   that the script call, the trims, the live message and the round trip are paid per batch, not per exchange. When
+ *   the queue is full, Redis is not connected or a write fails, the exchange is dropped and counted by reason
  *   (`edgehub_edge_inspect_dropped_total`): the share never waits for its inspector.
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Redis } from 'ioredis';
 import { logger } from '../../shared/logger.js';
-import { recordArgs, recordExchange, redactedPairs, serializeRecord, withRecordScript, type ExchangeRecord, type InspectLimits, type RecordedMessage } from '../../shared/inspect/store.js';
+import { type CapturedMessage, type InspectLimits, recordArgs, recordExchange, redactLines, serializeRecord, type StoredSummary, withRecordScript } from '../../shared/inspect/store.js';
 import { inspectDropped, inspectRecorded } from '../../shared/telemetry/index.js';
+import { CALLBACK_PATH } from '../access/login/index.js';
+import { edgeAnswerBody } from '../answers.js';
+import { clientAddress } from '../headers.js';
+import { originForm } from '../proxy.js';
 import type { ShareRoute } from '../types.js';
 
 export type DropReason = 'queue_full' | 'redis_unavailable' | 'redis_error';
@@ -25,11 +34,13 @@ const ORIGIN = performance.timeOrigin;
 const BATCH = 256;
 /** Batches awaiting Redis at once: a slow answer does not stop the queue from draining. */
 const IN_FLIGHT = 4;
+/** How long a finished exchange may wait for others to share its batch (well within the second a list may lag). */
+const FLUSH_MS = 10;
 
 /** Counts every byte of one body and keeps a copy of the first `limit`. */
 export class BodyTap {
   total = 0;
-  private kept: Buffer[] = [];
+  private kept: Buffer[] | undefined;
   private keptBytes = 0;
 
   constructor(private readonly limit: number) {}
@@ -38,7 +49,7 @@ export class BodyTap {
     this.total += chunk.length;
     if (this.keptBytes >= this.limit) return;
     const part = chunk.length <= this.limit - this.keptBytes ? chunk : chunk.subarray(0, this.limit - this.keptBytes);
-    this.kept.push(Buffer.from(part)); // a copy: the chunk's memory belongs to the socket it came from
+    (this.kept ??= []).push(Buffer.from(part)); // a copy: the chunk's memory belongs to the socket it came from
     this.keptBytes += part.length;
   }
 
@@ -46,9 +57,11 @@ export class BodyTap {
     return this.keptBytes;
   }
 
-  message(headers: [string, string][]): RecordedMessage {
-    const body = this.kept.length === 0 ? '' : (this.kept.length === 1 ? this.kept[0] : Buffer.concat(this.kept)).toString('base64');
-    return { headers, body, bodyTruncated: this.total > this.keptBytes };
+  /** The message with these (already redacted) header lines; base64 only when a body was kept. */
+  captured(lines: readonly string[]): CapturedMessage {
+    const kept = this.kept;
+    const body = kept === undefined ? '' : (kept.length === 1 ? kept[0] : Buffer.concat(kept)).toString('base64');
+    return { lines, body, bodyTruncated: this.total > this.keptBytes };
   }
 }
 
@@ -59,33 +72,58 @@ const headBytes = (startLine: number, lines: readonly string[]) => {
   return n;
 };
 
-/** One exchange being recorded: what the proxy tells it as the answer goes by. */
+/** The request's path as recorded: origin-form; the query of the edge's own login callback (a one-time code) is not kept. */
+function recordedPath(url: string | undefined): string {
+  let path: string;
+  try {
+    path = originForm(url);
+  } catch {
+    path = url ?? '/';
+  }
+  return path.startsWith(CALLBACK_PATH) && path.includes('?') ? `${path.slice(0, path.indexOf('?'))}?[redacted]` : path;
+}
+
+/** Header lines of an answer the edge wrote itself (no target answer went by). */
+function writtenLines(res: ServerResponse): string[] {
+  const headers = res.getHeaders();
+  const out: string[] = [];
+  for (const name in headers) {
+    const value = headers[name];
+    if (Array.isArray(value)) for (const v of value) out.push(name, String(v));
+    else if (value !== undefined) out.push(name, String(value));
+  }
+  return out;
+}
+
+/** One exchange being recorded, from routing to its end: what the proxy tells it as the answer goes by. */
 export class Tap {
   private readonly started = performance.now();
   private readonly at = Date.now();
-  private readonly t = ORIGIN + this.started;
-  private readonly requestBody: BodyTap;
-  private readonly responseBody: BodyTap;
+  private requestBody: BodyTap | undefined;
+  private responseBody: BodyTap | undefined;
+  /** The head sent to the target; undefined while (or when) the edge did not forward the request. */
+  private requestLines: string[] | undefined;
   private status: number | undefined;
   private responseLines: string[] | undefined;
+  /** Read now: the request lets go of its socket before the exchange ends. */
+  private readonly clientAddress: string;
 
   constructor(
     private readonly capture: Capture,
     private readonly route: ShareRoute,
     private readonly req: IncomingMessage,
-    private readonly path: string,
-    private readonly requestLines: string[],
-    private readonly clientAddress: string,
   ) {
-    this.requestBody = new BodyTap(capture.limits.bodyBytes);
-    this.responseBody = new BodyTap(capture.limits.bodyBytes);
+    this.clientAddress = clientAddress(req);
   }
 
-  /** The request body, seen as the target takes it: paused until undici resumes it, so nothing flows early. */
-  body(req: IncomingMessage): void {
-    const tap = this.requestBody;
-    req.pause();
-    req.on('data', (chunk: Buffer) => tap.add(chunk));
+  /** The request goes to the target with these header lines; its body, if any, is seen as the target takes it. */
+  forwarded(lines: string[], body: IncomingMessage | null): void {
+    this.requestLines = lines;
+    if (!body) return;
+    const tap = (this.requestBody = new BodyTap(this.capture.limits.bodyBytes));
+    // paused until undici resumes it, so nothing flows early
+    body.pause();
+    body.on('data', (chunk: Buffer) => tap.add(chunk));
   }
 
   head(status: number, lines: string[]): void {
@@ -94,31 +132,48 @@ export class Tap {
   }
 
   data(chunk: Buffer): void {
-    this.responseBody.add(chunk);
+    (this.responseBody ??= new BodyTap(this.capture.limits.bodyBytes)).add(chunk);
   }
 
-  /** The exchange is over (the answer ended, failed, or the client left): queued for the writer. */
+  /** The exchange is over (the answer ended, failed, or the client left): serialized and queued for the writer. */
   finish(res: ServerResponse): void {
-    // the edge's own answers (502, 504, 403 ...) are recorded with the head they went out with
-    const status = this.status ?? (res.headersSent ? res.statusCode : 499);
-    const lines = this.responseLines ?? (res.headersSent ? Object.entries(res.getHeaders()).flatMap(([n, v]) => (Array.isArray(v) ? v.flatMap((x) => [n, String(x)]) : [n, String(v)])) : []);
+    if (!this.capture.hasRoom()) return; // dropped and counted before any work is spent on it
     const req = this.req;
-    this.capture.enqueue(this.route, {
-      summary: {
-        at: new Date(this.at).toISOString(),
-        t: this.t,
-        method: req.method ?? 'GET',
-        path: this.path,
-        status,
-        ms: Math.round((performance.now() - this.started) * 10) / 10,
-        rxBytes: headBytes((req.method?.length ?? 3) + (req.url?.length ?? 1) + 10, req.rawHeaders) + this.requestBody.total,
-        txBytes: headBytes(13 + (res.statusMessage?.length ?? 0), lines) + this.responseBody.total,
-        clientAddress: this.clientAddress,
-        edge: this.capture.edge,
-      },
-      request: this.requestBody.message(redactedPairs(this.requestLines)),
-      response: this.responseBody.message(redactedPairs(lines)),
-    });
+    // the edge's own answers (a refusal, 502, 504 ...) are recorded with the head and body they went out with
+    let responseBody = this.responseBody;
+    let lines = this.responseLines;
+    if (lines === undefined) {
+      lines = res.headersSent ? writtenLines(res) : [];
+      const own = edgeAnswerBody(res);
+      if (own !== undefined && responseBody === undefined) (responseBody = new BodyTap(this.capture.limits.bodyBytes)).add(Buffer.from(own));
+    }
+    const status = this.status ?? (res.headersSent ? res.statusCode : 499);
+    const method = req.method ?? 'GET';
+    // a refused request is recorded as the client sent it; a forwarded one as the target received it
+    const requestLines = this.requestLines ?? req.rawHeaders;
+    const requestBody = this.requestBody;
+    const responseTotal = responseBody?.total ?? 0;
+    const summary: StoredSummary = {
+      at: this.at,
+      t: ORIGIN + this.started,
+      method,
+      path: recordedPath(req.url),
+      status,
+      ms: Math.round((performance.now() - this.started) * 10) / 10,
+      rxBytes: headBytes(method.length + (req.url?.length ?? 1) + 10, req.rawHeaders) + (requestBody?.total ?? 0),
+      txBytes: headBytes(13 + (res.statusMessage?.length ?? 0), lines) + responseTotal,
+      clientAddress: this.clientAddress,
+      edge: this.capture.edge,
+    };
+    const empty = { body: '', bodyTruncated: false };
+    this.capture.enqueue(
+      this.route,
+      serializeRecord(
+        summary,
+        requestBody ? requestBody.captured(redactLines(requestLines)) : { lines: redactLines(requestLines), ...empty },
+        responseBody ? responseBody.captured(redactLines(lines)) : { lines: redactLines(lines), ...empty },
+      ),
+    );
   }
 }
 
@@ -157,11 +212,9 @@ export class Capture {
     withRecordScript(options.redis);
   }
 
-  /** A tap for one exchange of an inspected share. */
-  begin(route: ShareRoute, req: IncomingMessage, res: ServerResponse, path: string, requestLines: string[], clientAddress: string): Tap {
-    const tap = new Tap(this, route, req, path, requestLines, clientAddress);
-    res.once('close', () => tap.finish(res));
-    return tap;
+  /** A tap for one exchange of an inspected share, from its routing; the caller calls its finish() when the response closes. */
+  begin(route: ShareRoute, req: IncomingMessage): Tap {
+    return new Tap(this, route, req);
   }
 
   private drop(reason: DropReason, n = 1): void {
@@ -169,18 +222,35 @@ export class Capture {
     inspectDropped.inc({ reason }, n);
   }
 
-  enqueue(route: ShareRoute, record: ExchangeRecord): void {
-    const bytes = record.request.body.length + record.response.body.length + 512;
-    if (this.queue.length >= this.limits.queue || this.queuedBytes + bytes > QUEUE_MAX_BYTES) return this.drop('queue_full');
-    const line = serializeRecord(record);
+  /** Whether the queue takes one more exchange; when not, the drop is counted. */
+  hasRoom(): boolean {
+    if (this.queue.length < this.limits.queue && this.queuedBytes < QUEUE_MAX_BYTES) return true;
+    this.drop('queue_full');
+    return false;
+  }
+
+  /** One serialized exchange (serializeRecord) for the writer, or dropped and counted when the queue is full. */
+  enqueue(route: ShareRoute, line: string): void {
+    if (this.queue.length >= this.limits.queue || this.queuedBytes + line.length > QUEUE_MAX_BYTES) return this.drop('queue_full');
     this.queue.push({ hubId: route.hubId, zId: route.zId, line, bytes: line.length });
     this.queuedBytes += line.length;
     if (!this.writing) {
       this.writing = true;
       if (!this.inFlight) this.idle = new Promise((resolve) => (this.wake = resolve));
-      setImmediate(() => void this.write());
+      this.timer = setTimeout(this.flush, FLUSH_MS);
+    } else if (this.timer && this.queue.length >= BATCH) {
+      // a full batch goes at once
+      clearTimeout(this.timer);
+      this.timer = undefined;
+      setImmediate(this.flush);
     }
   }
+
+  private timer: NodeJS.Timeout | undefined;
+  private readonly flush = () => {
+    this.timer = undefined;
+    void this.write();
+  };
 
   /** Drains the queue in pipelined batches, up to IN_FLIGHT batches awaiting Redis at once. */
   private async write(): Promise<void> {
@@ -237,9 +307,9 @@ export class Capture {
     }
   }
 
-  /** Records one exchange at once (a replay, whose caller waits for its id). */
-  record(route: ShareRoute, record: ExchangeRecord): Promise<string> {
-    return recordExchange(this.options.redis, this.options.prefix, route.hubId, route.zId, this.limits, record).then((id) => {
+  /** Records one serialized exchange at once (a replay, whose caller waits for its id). */
+  record(route: ShareRoute, line: string): Promise<string> {
+    return recordExchange(this.options.redis, this.options.prefix, route.hubId, route.zId, this.limits, line).then((id) => {
       this.counts.recorded++;
       inspectRecorded.inc();
       return id;

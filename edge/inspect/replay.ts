@@ -13,7 +13,7 @@
 import type { Redis } from 'ioredis';
 import type { Dispatcher } from 'undici';
 import { logger } from '../../shared/logger.js';
-import { getExchange, present, REDACTED, redactedPairs, replayKeys, summaryOf, type ExchangeRecord, type ReplayReply, type ReplayRequest } from '../../shared/inspect/store.js';
+import { getExchange, present, REDACTED, redactLines, replayKeys, serializeRecord, summaryOf, type ReplayReply, type ReplayRequest, type StoredSummary } from '../../shared/inspect/store.js';
 import { HOP_BY_HOP } from '../headers.js';
 import type { Meter } from '../meter.js';
 import { targetPath } from '../paths.js';
@@ -135,25 +135,24 @@ export class Replays {
     const rxBytes = headBytes(headers) + method.length + recorded.path.length + body.length;
     const txBytes = headBytes(responseLines) + response.total;
     this.options.meter.add(route, rxBytes, txBytes);
-    const record: ExchangeRecord = {
-      summary: {
-        at: new Date(at).toISOString(),
-        t,
-        method,
-        path: recorded.path,
-        status,
-        ms: Math.round((performance.now() - started) * 10) / 10,
-        rxBytes,
-        txBytes,
-        clientAddress: 'replay',
-        edge: capture.edge,
-        replayOf: recorded.id,
-      },
-      request: { headers: recorded.request.headers, body: recorded.request.body, bodyTruncated: false },
-      response: response.message(redactedPairs(responseLines)),
+    const summary: StoredSummary = {
+      at,
+      t,
+      method,
+      path: recorded.path,
+      status,
+      ms: Math.round((performance.now() - started) * 10) / 10,
+      rxBytes,
+      txBytes,
+      clientAddress: 'replay',
+      edge: capture.edge,
+      replayOf: recorded.id,
     };
-    const id = await capture.record(route, record);
-    return { replayId: request.replayId, ok: true, exchange: present(summaryOf(id, JSON.stringify(record.summary))) };
+    const id = await capture.record(
+      route,
+      serializeRecord(summary, { lines: recorded.request.headers.flat(), body: recorded.request.body, bodyTruncated: false }, response.captured(redactLines(responseLines))),
+    );
+    return { replayId: request.replayId, ok: true, exchange: present(summaryOf(id, JSON.stringify(summary))) };
   }
 
   async stop(): Promise<void> {

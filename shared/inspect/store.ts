@@ -40,12 +40,19 @@ export interface ExchangeDetail extends ExchangeSummary {
   response: RecordedMessage;
 }
 
-/** What an edge writes: the summary without its id (the stream gives it), a sort key, and the detail. */
-export interface ExchangeRecord {
-  summary: Omit<ExchangeSummary, 'id'> & { t: number };
-  request: RecordedMessage;
-  response: RecordedMessage;
+/**
+ * A message as an edge records it: its header lines as they crossed (flat name, value, name, value...), credentials
+ * already replaced (redactLines), and the kept body. Readers turn the lines into pairs (detailOf).
+ */
+export interface CapturedMessage {
+  lines: readonly string[];
+  /** base64 of the first HUB_INSPECT_BODY_BYTES bytes ('' for none). */
+  body: string;
+  bodyTruncated: boolean;
 }
+
+/** What the summaries stream holds: the summary without its id (the stream gives it), `at` as epoch ms, a sort key. */
+export type StoredSummary = Omit<ExchangeSummary, 'id' | 'at'> & { at: number; t: number };
 
 export interface InspectLimits {
   max: number;
@@ -105,9 +112,27 @@ export function withRecordScript(redis: Redis): WithRecord {
   return redis as WithRecord;
 }
 
-/** One exchange as the record script reads it: its summary JSON and its detail JSON on two lines. */
-export const serializeRecord = (record: ExchangeRecord): string =>
-  `${JSON.stringify(record.summary)}\n${JSON.stringify({ request: record.request, response: record.response })}`;
+/**
+ * One exchange as the record script reads it: its summary JSON and its detail JSON on two lines. The detail is one
+ * array, `[request lines, request body, request cut, response lines, response body, response cut]` (cut: 0 or 1),
+ * which the edge builds without a pair per header or an object per message.
+ */
+export const serializeRecord = (summary: StoredSummary, request: CapturedMessage, response: CapturedMessage): string =>
+  `${JSON.stringify(summary)}\n${JSON.stringify([request.lines, request.body, request.bodyTruncated ? 1 : 0, response.lines, response.body, response.bodyTruncated ? 1 : 0])}`;
+
+const pairsOf = (lines: readonly string[]): [string, string][] => {
+  const out: [string, string][] = [];
+  for (let i = 0; i < lines.length; i += 2) out.push([lines[i], lines[i + 1]]);
+  return out;
+};
+
+/** A stored detail as the API shows it (the array an edge writes, or the object form written before it). */
+export function detailOf(json: string): { request: RecordedMessage; response: RecordedMessage } {
+  const parsed = JSON.parse(json) as [string[], string, number, string[], string, number] | { request: RecordedMessage; response: RecordedMessage };
+  if (!Array.isArray(parsed)) return parsed;
+  const [ql, qb, qt, rl, rb, rt] = parsed;
+  return { request: { headers: pairsOf(ql), body: qb, bodyTruncated: qt === 1 }, response: { headers: pairsOf(rl), body: rb, bodyTruncated: rt === 1 } };
+}
 
 /** The arguments of one record call for several exchanges of one share (serialized), so that a pipeline can carry many. */
 export function recordArgs(prefix: string, hubId: string, zId: string, limits: InspectLimits, serialized: string[], ids = false): (string | number)[] {
@@ -115,16 +140,16 @@ export function recordArgs(prefix: string, hubId: string, zId: string, limits: I
   return [keys.summaries, keys.details, limits.max, limits.ttlMs, keys.live, serialized.join('\n'), ids ? 'ids' : 'count'];
 }
 
-/** Records one exchange now; resolves to its id. */
-export async function recordExchange(redis: Redis, prefix: string, hubId: string, zId: string, limits: InspectLimits, record: ExchangeRecord): Promise<string> {
-  const [id] = (await withRecordScript(redis).inspectRecord(...recordArgs(prefix, hubId, zId, limits, [serializeRecord(record)], true))) as string[];
+/** Records one serialized exchange now; resolves to its id. */
+export async function recordExchange(redis: Redis, prefix: string, hubId: string, zId: string, limits: InspectLimits, serialized: string): Promise<string> {
+  const [id] = (await withRecordScript(redis).inspectRecord(...recordArgs(prefix, hubId, zId, limits, [serialized], true))) as string[];
   return id;
 }
 
-/** A summary as the API shows it (the sort key stays inside). */
+/** A summary as the API shows it (the sort key stays inside; `at` as ISO 8601 whether stored as epoch ms or text). */
 export function summaryOf(id: string, json: string): ExchangeSummary & { t: number } {
-  const parsed = JSON.parse(json) as Omit<ExchangeSummary, 'id'> & { t: number };
-  return { id, ...parsed };
+  const parsed = JSON.parse(json) as Omit<ExchangeSummary, 'id' | 'at'> & { at: number | string; t: number };
+  return { id, ...parsed, at: typeof parsed.at === 'number' ? new Date(parsed.at).toISOString() : parsed.at };
 }
 
 export const present = ({ t: _t, ...summary }: ExchangeSummary & { t?: number }): ExchangeSummary => summary;
@@ -154,7 +179,7 @@ export async function getExchange(redis: Redis, prefix: string, hubId: string, z
   if (!summary.length || !detail.length) return undefined;
   const s = summaryOf(id, summary[0][1][1]);
   if (Date.parse(s.at) < Date.now() - limits.ttlMs) return undefined;
-  const d = JSON.parse(detail[0][1][1]) as { request: RecordedMessage; response: RecordedMessage };
+  const d = detailOf(detail[0][1][1]);
   return { ...present(s), request: d.request, response: d.response };
 }
 
@@ -173,11 +198,22 @@ export const REDACTED_HEADERS = new Set([
 ]);
 export const REDACTED = '[redacted]';
 
-/** Flat header lines (name, value, name, value...) as recorded pairs, credentials replaced. */
-export function redactedPairs(lines: readonly string[]): [string, string][] {
-  const out: [string, string][] = [];
-  for (let i = 0; i < lines.length; i += 2) out.push([lines[i], REDACTED_HEADERS.has(lines[i].toLowerCase()) ? REDACTED : lines[i + 1]]);
-  return out;
+/** The lengths of those names: most header names are not lower-cased to be looked up. */
+const REDACTED_LENGTHS = new Set([...REDACTED_HEADERS].map((name) => name.length));
+
+/**
+ * Flat header lines (name, value, name, value...) with credentials replaced: the same array when it holds none (it is
+ * only read), else a copy (the caller's lines, which may still be sent, are never changed).
+ */
+export function redactLines(lines: readonly string[]): readonly string[] {
+  let out: string[] | undefined;
+  for (let i = 0; i < lines.length; i += 2) {
+    const name = lines[i];
+    if (!REDACTED_LENGTHS.has(name.length) || !REDACTED_HEADERS.has(name.toLowerCase())) continue;
+    out ??= lines.slice();
+    out[i + 1] = REDACTED;
+  }
+  return out ?? lines;
 }
 
 /** A replay request an edge takes from the list, and its answer on `replyTo`. */
