@@ -1,7 +1,15 @@
-
+/**
+ * bench:edge-inspect: the edge with request inspection on for a share against the same edge with it off (and nginx as
+ * the reference), in the same run; see bench/README.md. BENCH_INSPECT_AB=<checkout> also starts that checkout's edge
+ * (another worktree, e.g. main) beside this one, on the same services, shares and secret key, and compares both edges' CPU per
+ * request, inspect off and on, and Redis's per inspected exchange, in alternating rounds of the same run.
+ */
+import { spawn } from 'node:child_process';
 import { readdirSync, readFileSync } from 'node:fs';
 import http from 'node:http';
+import path from 'node:path';
 import autocannon from 'autocannon';
+import { Redis } from 'ioredis';
 import pg from 'pg';
 import { ensureCommands } from '../scripts/services/index.js';
 import { benchShares, benchWorkspace, cpuMs, cpuSplitMs, freePort, median, startEdgeProcess, startServices, startNginxProxy, startPlainBackend, stopChild } from './harness.js';
@@ -38,6 +46,18 @@ try {
     LOG_LEVEL: 'warn',
   });
 
+  // another checkout's edge, for a same-run A/B of the capture
+  const abDir = process.env.BENCH_INSPECT_AB;
+  const abPort = abDir ? await freePort() : 0;
+  const abEdge = abDir
+    ? spawn(process.execPath, ['--import', 'tsx', 'edge/index.ts'], {
+        cwd: abDir,
+        env: { ...process.env, DATABASE_URL: services.databaseUrl, REDIS_URL: services.redisUrl, HUB_DATA_DIR: path.join(ws.work, 'data'), HUB_PROCESS: 'edge', HUB_EDGE_HTTP_PORT: String(abPort), HUB_EDGE_HTTPS_PORT: '0', LOG_LEVEL: 'warn' },
+        stdio: ['ignore', 'ignore', 'inherit'],
+      })
+    : undefined;
+  if (abEdge) ws.onCleanup(() => stopChild(abEdge));
+
   // nginx, the reference: the same backend, the same forwarding headers
   const { port: nginxPort, child: nginx } = await startNginxProxy(ws, backendPort);
 
@@ -52,7 +72,7 @@ try {
     }
     throw new Error(`nothing answered 200 on ${port}`);
   };
-  await Promise.all([ready(edgePort), ready(nginxPort)]);
+  await Promise.all([ready(edgePort), ready(nginxPort), ...(abEdge ? [ready(abPort)] : [])]);
   if (edge.exitCode !== null) throw new Error('the edge exited');
 
   const load = (port: number, seconds: number, as = host, overallRate?: number) =>
@@ -135,6 +155,36 @@ try {
   const p99 = (name: 'edge' | 'nginx' | 'inspect') => median(results[name].map((r) => r.latency.p99));
   const edgeBytes = results.edge.reduce((n, r) => n + r.throughput.total, 0);
 
+  // Redis's own account of the inspected rounds: calls and µs per call of each command
+  const redis = new Redis(services.redisUrl);
+  const commandStats = (await redis.info('commandstats'))
+    .split('\n')
+    .filter((l) => /^cmdstat_(evalsha|eval|xadd|xtrim|xrange|publish|pexpire)[:]/.test(l))
+    .map((l) => l.trim().replace(/,rejected_calls=\d+,failed_calls=\d+/, ''));
+
+  // same-run A/B against another checkout's edge at the fixed offered rate (batches and event-loop turns alike on both):
+  // CPU per request of each edge, inspect off and on, and Redis's
+  const ab: Record<'this' | 'other', { off: number[]; on: number[]; redis: number[]; rps: number[] }> = { this: { off: [], on: [], redis: [], rps: [] }, other: { off: [], on: [], redis: [], rps: [] } };
+  if (abEdge) {
+    for (let round = 0; round < ROUNDS; round++) {
+      for (const which of (round % 2 ? ['other', 'this'] : ['this', 'other']) as ('this' | 'other')[]) {
+        const [pid, port] = which === 'this' ? [edge.pid, edgePort] : [abEdge.pid, abPort];
+        let before = treeCpuMs(pid);
+        const off = await load(port, SECONDS, host, RATE);
+        let after = treeCpuMs(pid);
+        ab[which].off.push(((after.user + after.sys - before.user - before.sys) * 1000) / off.requests.total);
+        before = treeCpuMs(pid);
+        const redisBefore = cpuMs(services.redisPid);
+        const on = await load(port, SECONDS, inspectedHost, RATE);
+        after = treeCpuMs(pid);
+        ab[which].on.push(((after.user + after.sys - before.user - before.sys) * 1000) / on.requests.total);
+        ab[which].redis.push(((cpuMs(services.redisPid) - redisBefore) * 1000) / on.requests.total);
+        ab[which].rps.push(on.requests.average / off.requests.average);
+      }
+    }
+  }
+  redis.disconnect();
+
   // let the edge flush, then compare what it metered with what the client received
   await stopChild(edge);
   const metered = (await db.query(`SELECT coalesce(sum(rx),0)::bigint AS rx, coalesce(sum(tx),0)::bigint AS tx FROM usage_samples WHERE share_id = $1`, [zId])).rows[0];
@@ -158,6 +208,14 @@ try {
       `inspect on ${median(fixed.on.rps).toFixed(0)} req/s, p99 ${median(fixed.on.p99).toFixed(1)} ms (${(median(fixed.on.p99) / median(fixed.off.p99)).toFixed(2)}x), ${median(fixed.on.cpu).toFixed(0)} µs CPU/request; capture drops in these rounds: ${droppedAtRate}`,
   );
   console.log(`capture: recorded ${counter('edgehub_edge_inspect_recorded_total').join(', ') || 0}; dropped ${counter('edgehub_edge_inspect_dropped_total').join(', ') || 'none'}`);
+  console.log(`Redis commands (whole run): ${commandStats.join('; ')}`);
+  if (abEdge) {
+    const row = (name: string, r: (typeof ab)['this']) =>
+      `${name.padEnd(6)} edge CPU µs/request off ${median(r.off).toFixed(0)} → on ${median(r.on).toFixed(0)} (inspection +${(median(r.on) - median(r.off)).toFixed(0)}), redis-server ${median(r.redis).toFixed(0)} µs per exchange; on/off req/s ${median(r.rps).toFixed(2)}`;
+    console.log(`same-run A/B at a fixed ${RATE} req/s offered (${ROUNDS} x ${SECONDS} s each, alternating):`);
+    console.log(row('this', ab.this));
+    console.log(row(path.basename(abDir!), ab.other));
+  }
   console.log(`rounds: edge+inspect ${results.inspect.map((r) => r.requests.average.toFixed(0)).join(', ')}`);
   console.log(`rounds: edge ${results.edge.map((r) => r.requests.average.toFixed(0)).join(', ')}; nginx ${results.nginx.map((r) => r.requests.average.toFixed(0)).join(', ')}`);
 } catch (err) {

@@ -14,9 +14,9 @@ const REASONS: Record<number, string> = {
   508: 'Loop Detected',
 };
 
-/** The body of the edge's own answer on a response, for request inspection (edge/inspect/capture.ts). */
-const answerBodies = new WeakMap<ServerResponse, string>();
-export const edgeAnswerBody = (res: ServerResponse): string | undefined => answerBodies.get(res);
+/** The head fields and body of the edge's own answer on a response, for request inspection (edge/inspect/capture.ts). */
+const answers = new WeakMap<ServerResponse, { headers: Record<string, string | number>; body: string }>();
+export const edgeAnswer = (res: ServerResponse) => answers.get(res);
 
 /** An answer of the edge itself: JSON {error, message}. */
 export function answer(res: ServerResponse, status: number, error: EdgeError, message: string, headers: Record<string, string> = {}): void {
@@ -25,8 +25,9 @@ export function answer(res: ServerResponse, status: number, error: EdgeError, me
     return;
   }
   const body = JSON.stringify({ error, message });
-  answerBodies.set(res, body);
-  res.writeHead(status, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body), 'cache-control': 'no-store', ...headers });
+  const head = { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body), 'cache-control': 'no-store', ...headers };
+  answers.set(res, { headers: head, body });
+  res.writeHead(status, head);
   res.end(body);
 }
 

@@ -21,7 +21,7 @@ import { logger } from '../../shared/logger.js';
 import { type CapturedMessage, type InspectLimits, recordArgs, recordExchange, redactLines, serializeRecord, type StoredSummary, withRecordScript } from '../../shared/inspect/store.js';
 import { inspectDropped, inspectRecorded } from '../../shared/telemetry/index.js';
 import { CALLBACK_PATH } from '../access/login/index.js';
-import { edgeAnswerBody } from '../answers.js';
+import { edgeAnswer } from '../answers.js';
 import { clientAddress } from '../headers.js';
 import { originForm } from '../proxy.js';
 import type { ShareRoute } from '../types.js';
@@ -29,7 +29,7 @@ import type { ShareRoute } from '../types.js';
 export type DropReason = 'queue_full' | 'redis_unavailable' | 'redis_error';
 
 const QUEUE_MAX_BYTES = 64 * 1024 * 1024;
-/** Exchanges are ordered by when they reached their edge on this clock: epoch ms with the fraction of performance.now(). */
+/** Exchanges are ordered by when they reached their edge on this clock: epoch µs from performance.now(). */
 const ORIGIN = performance.timeOrigin;
 const BATCH = 256;
 /** Batches awaiting Redis at once: a slow answer does not stop the queue from draining. */
@@ -83,14 +83,15 @@ function recordedPath(url: string | undefined): string {
   return path.startsWith(CALLBACK_PATH) && path.includes('?') ? `${path.slice(0, path.indexOf('?'))}?[redacted]` : path;
 }
 
-/** Header lines of an answer the edge wrote itself (no target answer went by). */
-function writtenLines(res: ServerResponse): string[] {
-  const headers = res.getHeaders();
+/** Header lines of an answer the edge wrote itself (no target answer went by): those set on it, and those of answer(). */
+function writtenLines(res: ServerResponse, own: Record<string, string | number> | undefined): string[] {
   const out: string[] = [];
-  for (const name in headers) {
-    const value = headers[name];
-    if (Array.isArray(value)) for (const v of value) out.push(name, String(v));
-    else if (value !== undefined) out.push(name, String(value));
+  for (const headers of [res.getHeaders(), own ?? {}]) {
+    for (const name in headers) {
+      const value = headers[name];
+      if (Array.isArray(value)) for (const v of value) out.push(name, String(v));
+      else if (value !== undefined) out.push(name, String(value));
+    }
   }
   return out;
 }
@@ -143,9 +144,9 @@ export class Tap {
     let responseBody = this.responseBody;
     let lines = this.responseLines;
     if (lines === undefined) {
-      lines = res.headersSent ? writtenLines(res) : [];
-      const own = edgeAnswerBody(res);
-      if (own !== undefined && responseBody === undefined) (responseBody = new BodyTap(this.capture.limits.bodyBytes)).add(Buffer.from(own));
+      const own = edgeAnswer(res);
+      lines = res.headersSent ? writtenLines(res, own?.headers) : [];
+      if (own !== undefined && responseBody === undefined) (responseBody = new BodyTap(this.capture.limits.bodyBytes)).add(Buffer.from(own.body));
     }
     const status = this.status ?? (res.headersSent ? res.statusCode : 499);
     const method = req.method ?? 'GET';
@@ -155,11 +156,11 @@ export class Tap {
     const responseTotal = responseBody?.total ?? 0;
     const summary: StoredSummary = {
       at: this.at,
-      t: ORIGIN + this.started,
+      u: Math.round((ORIGIN + this.started) * 1000),
       method,
       path: recordedPath(req.url),
       status,
-      ms: Math.round((performance.now() - this.started) * 10) / 10,
+      d: Math.round((performance.now() - this.started) * 1000),
       rxBytes: headBytes(method.length + (req.url?.length ?? 1) + 10, req.rawHeaders) + (requestBody?.total ?? 0),
       txBytes: headBytes(13 + (res.statusMessage?.length ?? 0), lines) + responseTotal,
       clientAddress: this.clientAddress,

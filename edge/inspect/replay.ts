@@ -13,7 +13,7 @@
 import type { Redis } from 'ioredis';
 import type { Dispatcher } from 'undici';
 import { logger } from '../../shared/logger.js';
-import { getExchange, present, REDACTED, redactLines, replayKeys, serializeRecord, summaryOf, type ReplayReply, type ReplayRequest, type StoredSummary } from '../../shared/inspect/store.js';
+import { getExchange, present, REDACTED, redactLines, replayKeys, serializeRecord, summaryJson, summaryOf, type ReplayReply, type ReplayRequest, type StoredSummary } from '../../shared/inspect/store.js';
 import { HOP_BY_HOP } from '../headers.js';
 import type { Meter } from '../meter.js';
 import { targetPath } from '../paths.js';
@@ -112,7 +112,7 @@ export class Replays {
     const method = recorded.method;
     const response = new BodyTap(capture.limits.bodyBytes);
     const at = Date.now();
-    const t = performance.timeOrigin + performance.now();
+    const u = Math.round((performance.timeOrigin + performance.now()) * 1000);
     const started = performance.now();
     let status: number;
     let responseLines: string[] = [];
@@ -137,11 +137,11 @@ export class Replays {
     this.options.meter.add(route, rxBytes, txBytes);
     const summary: StoredSummary = {
       at,
-      t,
+      u,
+      d: Math.round((performance.now() - started) * 1000),
       method,
       path: recorded.path,
       status,
-      ms: Math.round((performance.now() - started) * 10) / 10,
       rxBytes,
       txBytes,
       clientAddress: 'replay',
@@ -152,7 +152,7 @@ export class Replays {
       route,
       serializeRecord(summary, { lines: recorded.request.headers.flat(), body: recorded.request.body, bodyTruncated: false }, response.captured(redactLines(responseLines))),
     );
-    return { replayId: request.replayId, ok: true, exchange: present(summaryOf(id, JSON.stringify(summary))) };
+    return { replayId: request.replayId, ok: true, exchange: present(summaryOf(id, summaryJson(summary))) };
   }
 
   async stop(): Promise<void> {

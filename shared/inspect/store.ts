@@ -51,8 +51,16 @@ export interface CapturedMessage {
   bodyTruncated: boolean;
 }
 
-/** What the summaries stream holds: the summary without its id (the stream gives it), `at` as epoch ms, a sort key. */
-export type StoredSummary = Omit<ExchangeSummary, 'id' | 'at'> & { at: number; t: number };
+/**
+ * What the summaries stream holds, in whole numbers (a fraction costs a double-to-text conversion per field): the
+ * summary without its id (the stream gives it), `at` in epoch ms, the sort key `u` (when the request reached its edge,
+ * epoch µs) and the duration `d` in µs for `ms`.
+ */
+export type StoredSummary = Omit<ExchangeSummary, 'id' | 'at' | 'ms'> & { at: number; u: number; d: number };
+
+/** A stored summary as one JSON text, written field by field (this runs once per recorded exchange). */
+export const summaryJson = (s: StoredSummary): string =>
+  `{"at":${s.at},"u":${s.u},"d":${s.d},"method":${JSON.stringify(s.method)},"path":${JSON.stringify(s.path)},"status":${s.status},"rxBytes":${s.rxBytes},"txBytes":${s.txBytes},"clientAddress":${JSON.stringify(s.clientAddress)},"edge":${JSON.stringify(s.edge)}${s.replayOf === undefined ? '' : `,"replayOf":${JSON.stringify(s.replayOf)}`}}`;
 
 export interface InspectLimits {
   max: number;
@@ -118,7 +126,7 @@ export function withRecordScript(redis: Redis): WithRecord {
  * which the edge builds without a pair per header or an object per message.
  */
 export const serializeRecord = (summary: StoredSummary, request: CapturedMessage, response: CapturedMessage): string =>
-  `${JSON.stringify(summary)}\n${JSON.stringify([request.lines, request.body, request.bodyTruncated ? 1 : 0, response.lines, response.body, response.bodyTruncated ? 1 : 0])}`;
+  `${summaryJson(summary)}\n${JSON.stringify([request.lines, request.body, request.bodyTruncated ? 1 : 0, response.lines, response.body, response.bodyTruncated ? 1 : 0])}`;
 
 const pairsOf = (lines: readonly string[]): [string, string][] => {
   const out: [string, string][] = [];
@@ -146,10 +154,26 @@ export async function recordExchange(redis: Redis, prefix: string, hubId: string
   return id;
 }
 
-/** A summary as the API shows it (the sort key stays inside; `at` as ISO 8601 whether stored as epoch ms or text). */
+type AnyStoredSummary = Omit<ExchangeSummary, 'id' | 'at' | 'ms'> & { at: number | string; u?: number; d?: number; t?: number; ms?: number };
+
+/** A summary as the API shows it, with its sort key `t` (epoch ms) inside; reads the earlier form (ISO `at`, `t`, `ms`) too. */
 export function summaryOf(id: string, json: string): ExchangeSummary & { t: number } {
-  const parsed = JSON.parse(json) as Omit<ExchangeSummary, 'id' | 'at'> & { at: number | string; t: number };
-  return { id, ...parsed, at: typeof parsed.at === 'number' ? new Date(parsed.at).toISOString() : parsed.at };
+  const p = JSON.parse(json) as AnyStoredSummary;
+  const summary: ExchangeSummary & { t: number } = {
+    id,
+    at: typeof p.at === 'number' ? new Date(p.at).toISOString() : p.at,
+    method: p.method,
+    path: p.path,
+    status: p.status,
+    ms: p.d !== undefined ? Math.round(p.d / 100) / 10 : (p.ms ?? 0),
+    rxBytes: p.rxBytes,
+    txBytes: p.txBytes,
+    clientAddress: p.clientAddress,
+    edge: p.edge,
+    t: p.u !== undefined ? p.u / 1000 : (p.t ?? 0),
+  };
+  if (p.replayOf !== undefined) summary.replayOf = p.replayOf;
+  return summary;
 }
 
 export const present = ({ t: _t, ...summary }: ExchangeSummary & { t?: number }): ExchangeSummary => summary;

@@ -217,7 +217,7 @@ test.serial('the capture drops (and counts) what Redis cannot take, and never ho
   const capture = new Capture({ redis: unreachable, prefix: 'unused', limits: { max: 10, ttlMs: 60_000, bodyBytes: 16, queue: 2 }, edge: 'test' });
   const route = { zId: 'z', hubId: 'h', envZId: 'e', frontendId: 'f', target: new URL('http://127.0.0.1:1'), mutualTls: false, auth: null, emailDomains: null, checkIntervalMs: 0, inspect: true, reach: 'edge' as const };
   const empty = { lines: [], body: '', bodyTruncated: false };
-  const line = serializeRecord({ at: Date.now(), t: 0, method: 'GET', path: '/', status: 200, ms: 1, rxBytes: 1, txBytes: 1, clientAddress: '', edge: 'test' }, empty, empty);
+  const line = serializeRecord({ at: Date.now(), u: 0, d: 1000, method: 'GET', path: '/', status: 200, rxBytes: 1, txBytes: 1, clientAddress: '', edge: 'test' }, empty, empty);
   for (let i = 0; i < 5; i++) if (capture.hasRoom()) capture.enqueue(route, line);
   await capture.flushed();
   t.is(capture.counts.dropped.queue_full, 3, 'the queue holds two');

@@ -9,6 +9,7 @@
  */
 import { randomBytes, timingSafeEqual } from 'node:crypto';
 import type { IncomingMessage, ServerResponse } from 'node:http';
+import { answer, type EdgeError } from '../../answers.js';
 import type { LoginProvider, ShareRoute } from '../../types.js';
 import { cookie, cookieName, LOGIN_COOKIE, OWN_COOKIES, parseCookies, sealer, SESSION_COOKIE, type LoginPayload, type SessionPayload } from './cookies.js';
 import { emailRefusal } from './emailRules.js';
@@ -161,12 +162,7 @@ export function createLogin(options: LoginOptions) {
         return { kind: 'handled' };
       } catch (err) {
         const refusal = err instanceof LoginRefusal ? err : new LoginRefusal(502, 'bad_gateway', `login failed: ${message(err)}`);
-        if (!res.headersSent) {
-          res.statusCode = refusal.status;
-          res.setHeader('content-type', 'application/json');
-          res.setHeader('cache-control', 'no-store');
-          res.end(JSON.stringify({ error: refusal.error, message: refusal.message }));
-        }
+        if (!res.headersSent) answer(res, refusal.status, refusal.error as EdgeError, refusal.message);
         return { kind: 'handled' };
       }
     },

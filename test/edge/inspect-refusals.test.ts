@@ -1,0 +1,128 @@
+/**
+ * The edge's own refusals of an inspected share appear in its requests list with their status and the edge's answer,
+ * through a real edge and real sockets: login (401), mutual TLS (403), per-hub admission (503), the egress policy
+ * (403), no agent connected (502). A refusal is recorded as the client sent it, credentials redacted; the query of
+ * the edge's own login callback (a one-time code) is not kept.
+ */
+import test from 'ava';
+import { edgeRequest, routedShare, useBackend, useTestEdge } from '../helpers/edge.js';
+import { type HubFixture, useStack, waitFor } from '../helpers/stack.js';
+
+// 127.0.0.2 is denied (a loopback address nothing listens on), so a share's target there is refused by the policy
+const stack = useStack(test, { env: { HUB_EGRESS_DENY: '127.0.0.2/32', HUB_EDGE_HUB_MAX_CONNECTIONS: '2', HUB_EDGE_FLUSH_MS: '600000' } });
+/** Requests to /hold wait until release() is called. */
+let held: (() => void)[] = [];
+const release = () => {
+  for (const go of held) go();
+  held = [];
+};
+const backend = useBackend(test, stack, (req, res) => {
+  if (req.url === '/hold') return void held.push(() => res.end('released'));
+  res.end('served');
+});
+const edge = useTestEdge(test, stack);
+let hub: HubFixture;
+
+test.before(async () => {
+  hub = await stack.hub();
+});
+test.after.always(release);
+
+interface Listed {
+  id: string;
+  path: string;
+  status: number;
+  method: string;
+}
+
+/** The share's list once it holds an exchange at `path` with `status`, and that exchange's detail. */
+async function recorded(zId: string, path: string, status: number) {
+  const found = await waitFor(
+    async () => {
+      const r = await hub.call('GET', `${hub.h}/shares/${zId}/requests`);
+      return r.status === 200 && (r.json as Listed[]).find((e) => e.path === path && e.status === status);
+    },
+    { what: `${path} listed with ${status}` },
+  );
+  const detail = await hub.call('GET', `${hub.h}/shares/${zId}/requests/${found.id}`);
+  const body = Buffer.from(detail.json.response.body, 'base64').toString();
+  return { summary: found as Listed, detail: detail.json, answer: body.startsWith('{') ? JSON.parse(body) : body };
+}
+
+const header = (pairs: [string, string][], name: string) => pairs.filter(([n]) => n.toLowerCase() === name).map(([, v]) => v);
+
+test.serial('mutual TLS: a request without a client certificate is answered 403 and listed with the reason', async (t) => {
+  const { zId, host } = await routedShare(edge, hub, { target: backend.url, mutualTls: true, inspect: true });
+  const r = await edgeRequest(edge.httpPort!, host, { path: '/mtls', headers: { authorization: 'Bearer never-kept', 'x-visible': 'kept' } });
+  t.is(r.status, 403);
+  const { summary, detail, answer } = await recorded(zId, '/mtls', 403);
+  t.is(summary.method, 'GET');
+  t.is(answer.error, 'forbidden');
+  t.regex(answer.message, /mutual TLS/);
+  t.deepEqual(header(detail.request.headers, 'authorization'), ['[redacted]']);
+  t.deepEqual(header(detail.request.headers, 'x-visible'), ['kept']);
+  t.false(JSON.stringify(detail).includes('never-kept'));
+  t.deepEqual(header(detail.response.headers, 'content-type'), ['application/json']);
+});
+
+test.serial('the egress policy: a denied target is answered 403 and listed with the reason', async (t) => {
+  const { zId, host } = await routedShare(edge, hub, { target: `http://127.0.0.2:${backend.port}`, inspect: true });
+  const r = await edgeRequest(edge.httpPort!, host, { method: 'POST', path: '/egress', body: 'sent' });
+  t.is(r.status, 403);
+  const { summary, answer } = await recorded(zId, '/egress', 403);
+  t.is(summary.method, 'POST');
+  t.regex(answer.message, /denied by the egress policy/);
+});
+
+test.serial('no agent connected: 502, listed with the reason', async (t) => {
+  const env = await hub.call('POST', `${hub.h}/environments`, { body: { description: 'agents only', reach: 'agent' } });
+  t.is(env.status, 201, env.text);
+  const { zId, host } = await routedShare(edge, hub, { target: backend.url, envZId: env.json.envZId, inspect: true });
+  const r = await edgeRequest(edge.httpPort!, host, { path: '/agentless' });
+  t.is(r.status, 502);
+  const { answer } = await recorded(zId, '/agentless', 502);
+  t.regex(answer.message, /no agent connected/);
+});
+
+test.serial("admission: a hub over its requests in progress is answered 503, listed; the held ones are listed when they end", async (t) => {
+  const { zId, host } = await routedShare(edge, hub, { target: backend.url, inspect: true });
+  const holding = [edgeRequest(edge.httpPort!, host, { path: '/hold' }), edgeRequest(edge.httpPort!, host, { path: '/hold' })];
+  await waitFor(async () => held.length === 2, { what: 'two requests held at the target' });
+  const r = await edgeRequest(edge.httpPort!, host, { path: '/third' });
+  t.is(r.status, 503);
+  release();
+  t.deepEqual((await Promise.all(holding)).map((a) => a.status), [200, 200]);
+  const { answer } = await recorded(zId, '/third', 503);
+  t.is(answer.error, 'overloaded');
+  await recorded(zId, '/hold', 200);
+});
+
+test.serial('login: a client without a session is answered 401, listed; the login callback is listed without its query', async (t) => {
+  const provider = await hub.call('POST', `${hub.h}/auth-providers`, {
+    body: { name: 'corp', type: 'OIDC', config: { clientId: 'placeholder', clientSecret: 'placeholder', issuerUrl: 'http://127.0.0.1:9', scopes: ['openid', 'email'] }, emailPatterns: ['*@example.com'] },
+  });
+  t.is(provider.status, 201, provider.text);
+  const { zId, host } = await routedShare(edge, hub, { target: backend.url, authProviderId: provider.json.id, inspect: true });
+  await waitFor(async () => edge.routes.lookup(host)?.auth?.id === provider.json.id, { what: 'the edge routing the share with its provider' });
+  const r = await edgeRequest(edge.httpPort!, host, { path: '/private', headers: { accept: 'application/json', cookie: 'app=never-kept' } });
+  t.is(r.status, 401);
+  const { detail, answer } = await recorded(zId, '/private', 401);
+  t.is(answer.error, 'unauthorized');
+  t.deepEqual(header(detail.request.headers, 'cookie'), ['[redacted]']);
+  const callback = await edgeRequest(edge.httpPort!, host, { path: '/.edgehub/oauth/callback?code=one-time-code&state=s' });
+  t.is(callback.status, 403, callback.text);
+  const listed = await recorded(zId, '/.edgehub/oauth/callback?[redacted]', 403);
+  t.false(JSON.stringify(listed).includes('one-time-code'));
+  // the share itself is never reached
+  t.is((await hub.call('GET', `${hub.h}/shares/${zId}/requests`)).json.filter((e: Listed) => e.status === 200).length, 0);
+});
+
+test.serial('a share without inspect records none of its refusals', async (t) => {
+  const { zId, host } = await routedShare(edge, hub, { target: backend.url, mutualTls: true });
+  t.is((await edgeRequest(edge.httpPort!, host, { path: '/quiet' })).status, 403);
+  // an inspected share's refusal sent after it is listed: the capture has seen the first one end
+  const inspected = await routedShare(edge, hub, { target: backend.url, mutualTls: true, inspect: true });
+  t.is((await edgeRequest(edge.httpPort!, inspected.host, { path: '/after' })).status, 403);
+  await recorded(inspected.zId, '/after', 403);
+  t.deepEqual((await hub.call('GET', `${hub.h}/shares/${zId}/requests`)).json, []);
+});
