@@ -22,7 +22,7 @@ import { type CapturedMessage, type InspectLimits, recordArgs, recordExchange, r
 import { inspectDropped, inspectRecorded } from '../../shared/telemetry/index.js';
 import { CALLBACK_PATH } from '../access/login/index.js';
 import { edgeAnswer } from '../answers.js';
-import { clientAddress } from '../headers.js';
+import { clientAddress, EDGE_SET_HEADERS } from '../headers.js';
 import { originForm } from '../proxy.js';
 import type { ShareRoute } from '../types.js';
 
@@ -81,6 +81,21 @@ function recordedPath(url: string | undefined): string {
     path = url ?? '/';
   }
   return path.startsWith(CALLBACK_PATH) && path.includes('?') ? `${path.slice(0, path.indexOf('?'))}?[redacted]` : path;
+}
+
+/**
+ * A refused request's header lines as the client sent them, without those only the edge may set towards a target
+ * (X-Forwarded-*, verified identities, and any name with `_`, which a live request loses too): a replay of it must not
+ * carry an identity the client claimed.
+ */
+function clientLines(raw: string[]): string[] {
+  const out: string[] = [];
+  for (let i = 0; i < raw.length; i += 2) {
+    const name = raw[i].toLowerCase();
+    if (name.includes('_') || EDGE_SET_HEADERS.has(name)) continue;
+    out.push(raw[i], raw[i + 1]);
+  }
+  return out;
 }
 
 /** Header lines of an answer the edge wrote itself (no target answer went by): those set on it, and those of answer(). */
@@ -150,8 +165,8 @@ export class Tap {
     }
     const status = this.status ?? (res.headersSent ? res.statusCode : 499);
     const method = req.method ?? 'GET';
-    // a refused request is recorded as the client sent it; a forwarded one as the target received it
-    const requestLines = this.requestLines ?? req.rawHeaders;
+    // a forwarded request is recorded as the target received it; a refused one as the client sent it (clientLines)
+    const requestLines = this.requestLines ?? clientLines(req.rawHeaders);
     const requestBody = this.requestBody;
     const responseTotal = responseBody?.total ?? 0;
     const summary: StoredSummary = {

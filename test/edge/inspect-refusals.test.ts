@@ -53,7 +53,10 @@ const header = (pairs: [string, string][], name: string) => pairs.filter(([n]) =
 
 test.serial('mutual TLS: a request without a client certificate is answered 403 and listed with the reason', async (t) => {
   const { zId, host } = await routedShare(edge, hub, { target: backend.url, mutualTls: true, inspect: true });
-  const r = await edgeRequest(edge.httpPort!, host, { path: '/mtls', headers: { authorization: 'Bearer never-kept', 'x-visible': 'kept' } });
+  const r = await edgeRequest(edge.httpPort!, host, {
+    path: '/mtls',
+    headers: { authorization: 'Bearer never-kept', 'x-visible': 'kept', 'x-forwarded-email': 'admin@example.com', x_forwarded_email: 'admin@example.com', 'x-client-certificate-name': 'admin' },
+  });
   t.is(r.status, 403);
   const { summary, detail, answer } = await recorded(zId, '/mtls', 403);
   t.is(summary.method, 'GET');
@@ -62,6 +65,8 @@ test.serial('mutual TLS: a request without a client certificate is answered 403 
   t.deepEqual(header(detail.request.headers, 'authorization'), ['[redacted]']);
   t.deepEqual(header(detail.request.headers, 'x-visible'), ['kept']);
   t.false(JSON.stringify(detail).includes('never-kept'));
+  // an identity the client claimed is not kept, so that a replay of it cannot carry it to the target
+  t.false(JSON.stringify(detail.request.headers).includes('admin'), JSON.stringify(detail.request.headers));
   t.deepEqual(header(detail.response.headers, 'content-type'), ['application/json']);
 });
 
