@@ -5,18 +5,22 @@
  * the edge's own login callback (a one-time code) is not kept.
  */
 import test from 'ava';
-import { edgeRequest, routedShare, useBackend, useTestEdge } from '../helpers/edge.js';
+import { edgeRequest, publicFrontendCertificate, routedShare, useBackend, useTestEdge } from '../helpers/edge.js';
+import { h2Request, h2Session } from '../helpers/h2.js';
 import { type HubFixture, useStack, waitFor } from '../helpers/stack.js';
 
 // 127.0.0.2 is denied (a loopback address nothing listens on), so a share's target there is refused by the policy
 const stack = useStack(test, { env: { HUB_EGRESS_DENY: '127.0.0.2/32', HUB_EDGE_HUB_MAX_CONNECTIONS: '2', HUB_EDGE_FLUSH_MS: '600000' } });
 /** Requests to /hold wait until release() is called. */
 let held: (() => void)[] = [];
+/** The headers of the requests the target received, by path. */
+const received = new Map<string, Record<string, string | string[] | undefined>>();
 const release = () => {
   for (const go of held) go();
   held = [];
 };
 const backend = useBackend(test, stack, (req, res) => {
+  received.set(req.url ?? '', req.headers);
   if (req.url === '/hold') return void held.push(() => res.end('released'));
   res.end('served');
 });
@@ -25,6 +29,7 @@ let hub: HubFixture;
 
 test.before(async () => {
   hub = await stack.hub();
+  await publicFrontendCertificate(stack.databaseUrl);
 });
 test.after.always(release);
 
@@ -68,6 +73,26 @@ test.serial('mutual TLS: a request without a client certificate is answered 403 
   // an identity the client claimed is not kept, so that a replay of it cannot carry it to the target
   t.false(JSON.stringify(detail.request.headers).includes('admin'), JSON.stringify(detail.request.headers));
   t.deepEqual(header(detail.response.headers, 'content-type'), ['application/json']);
+});
+
+test.serial('over HTTP/2 too; a replay of a refused request reaches the target without the identity its client claimed', async (t) => {
+  const { zId, host } = await routedShare(edge, hub, { target: backend.url, mutualTls: true, inspect: true });
+  const session = await h2Session(edge.httpsPort!, { servername: host });
+  try {
+    const r = await h2Request(session, { ':authority': host, ':path': '/h2-refused', 'x-forwarded-email': 'admin@example.com', 'x-visible': 'kept' });
+    t.is(r.status, 403);
+  } finally {
+    session.close();
+  }
+  const { summary, detail } = await recorded(zId, '/h2-refused', 403);
+  t.deepEqual(detail.request.headers.filter(([name]: [string, string]) => name.startsWith(':') || name === 'x-forwarded-email'), []);
+  t.deepEqual(header(detail.request.headers, 'x-visible'), ['kept']);
+  const replay = await hub.call('POST', `${hub.h}/shares/${zId}/requests/${summary.id}/replay`);
+  t.is(replay.status, 201, replay.text);
+  t.is(replay.json.status, 200);
+  const sent = received.get('/h2-refused');
+  t.is(sent?.['x-visible'], 'kept');
+  t.is(sent?.['x-forwarded-email'], undefined);
 });
 
 test.serial('the egress policy: a denied target is answered 403 and listed with the reason', async (t) => {
