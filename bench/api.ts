@@ -7,7 +7,7 @@
  *           one SELECT; BEGIN / INSERT token / INSERT name / COMMIT (and, for information, the two inserts as one
  *           autocommitted statement).
  *
- * Each round starts a fresh API process (as `npm start` runs the web process: `node --import tsx api/server.ts`) and
+ * Each round starts a fresh API process (as `npm start` runs the web process: compiled, `node api/server.js`) and
  * a fresh limit process, then measures on both, alternating: the first BENCH_COLD reads and creates after start
  * (cold: JIT, pools, prepared statements and their plans all made now), then BENCH_DURATION seconds of each (warm).
  * One hub, created fresh for the run, grows through all of it; nothing runs ANALYZE (a table growing from empty is

@@ -12,7 +12,7 @@ import autocannon from 'autocannon';
 import { Redis } from 'ioredis';
 import pg from 'pg';
 import { ensureCommands } from '../scripts/services/index.js';
-import { benchShares, benchWorkspace, cpuMs, cpuSplitMs, freePort, median, startEdgeProcess, startServices, startNginxProxy, startPlainBackend, stopChild } from './harness.js';
+import { benchShares, benchWorkspace, compiledScript, cpuMs, cpuSplitMs, freePort, median, startEdgeProcess, startServices, startNginxProxy, startPlainBackend, stopChild } from './harness.js';
 
 const CONNECTIONS = Number(process.env.BENCH_CONNECTIONS ?? 50);
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 10);
@@ -50,7 +50,7 @@ try {
   const abDir = process.env.BENCH_INSPECT_AB;
   const abPort = abDir ? await freePort() : 0;
   const abEdge = abDir
-    ? spawn(process.execPath, ['--import', 'tsx', 'edge/index.ts'], {
+    ? spawn(process.execPath, [compiledScript(ws, 'edge/index.ts', abDir)], {
         cwd: abDir,
         env: { ...process.env, DATABASE_URL: services.databaseUrl, REDIS_URL: services.redisUrl, HUB_DATA_DIR: path.join(ws.work, 'data'), HUB_PROCESS: 'edge', HUB_EDGE_HTTP_PORT: String(abPort), HUB_EDGE_HTTPS_PORT: '0', LOG_LEVEL: 'warn' },
         stdio: ['ignore', 'ignore', 'inherit'],

@@ -12,6 +12,7 @@ import pg from 'pg';
 import { Sequelize } from 'sequelize';
 import { freePort, startPostgres, startRedis } from '../scripts/services/index.js';
 import { migrate } from '../shared/migrate.js';
+import { buildTree } from '../scripts/build.js';
 
 export { freePort };
 
@@ -74,15 +75,32 @@ export function stopChild(child: ChildProcess): Promise<void> {
   });
 }
 
+const trees = new Map<string, string>();
+
 /**
- * `node --import tsx <script>` with `env` (stdout ignored, stderr inherited), stopped by the workspace's cleanUp().
- * BENCH_PROFILE=<dir> writes a V8 CPU profile of each process there; BENCH_NODE_FLAGS adds node flags to each (e.g.
- * `--perf-basic-prof` for `perf record`, `--trace-deopt`).
+ * The code in `dir` compiled as `npm start` compiles it (scripts/build.ts), built once per bench run in the workspace:
+ * the service's processes are measured the way npm start runs them, without a TypeScript loader.
+ */
+export function compiledScript(ws: BenchWorkspace, script: string, dir = '.'): string {
+  const key = path.resolve(dir);
+  let tree = trees.get(key);
+  if (!tree) {
+    tree = path.join(ws.work, `build-${trees.size}`);
+    buildTree(key, tree);
+    trees.set(key, tree);
+  }
+  return path.join(tree, script.replace(/\.ts$/, '.js'));
+}
+
+/**
+ * `<script>` of this checkout, compiled as `npm start` runs it, with `env` (stdout ignored, stderr inherited),
+ * stopped by the workspace's cleanUp(). BENCH_PROFILE=<dir> writes a V8 CPU profile of each process there;
+ * BENCH_NODE_FLAGS adds node flags to each (e.g. `--perf-basic-prof` for `perf record`, `--trace-deopt`).
  */
 export function startProcess(ws: BenchWorkspace, script: string, env: NodeJS.ProcessEnv): ChildProcess {
   const profile = process.env.BENCH_PROFILE ? ['--cpu-prof', `--cpu-prof-dir=${process.env.BENCH_PROFILE}`] : [];
   const flags = (process.env.BENCH_NODE_FLAGS ?? '').split(' ').filter(Boolean);
-  const child = spawn(process.execPath, [...profile, ...flags, '--import', 'tsx', script], { env, stdio: ['ignore', 'ignore', 'inherit'] });
+  const child = spawn(process.execPath, [...profile, ...flags, compiledScript(ws, script)], { env, stdio: ['ignore', 'ignore', 'inherit'] });
   ws.onCleanup(() => stopChild(child));
   return child;
 }
@@ -99,7 +117,7 @@ export async function startPlainBackend(ws: BenchWorkspace): Promise<{ port: num
   return { port, child };
 }
 
-/** `edge/index.ts` as the Procfile runs it, against the bench's services, with `env` on top (ports, TLS files). */
+/** `edge/index.ts` as npm start runs it, against the bench's services, with `env` on top (ports, TLS files). */
 export function startEdgeProcess(ws: BenchWorkspace, services: BenchServices, env: NodeJS.ProcessEnv): ChildProcess {
   return startProcess(ws, 'edge/index.ts', {
     ...process.env,

@@ -3,6 +3,8 @@
  * DATABASE_URL / REDIS_URL say otherwise, then migrations, then the web, worker, clock and edge processes (as the
  * Procfile runs them in production) under a supervisor that restarts any of them that dies (scripts/supervisor.ts).
  * WEB_CONCURRENCY sets how many web processes share the API port (default 1). Ctrl-C (or SIGTERM) stops every child.
+ * The children run from the repository compiled at each start into $HUB_DATA_DIR/build (scripts/build.ts: about a
+ * second, and no TypeScript loader in any child).
  */
 import path from 'node:path';
 import { config, ConfigError, resetConfig } from '../shared/config.js';
@@ -10,6 +12,7 @@ import { closeDb, initDb } from '../shared/db.js';
 import { migrate } from '../shared/migrate.js';
 import { portTaken, startPostgres, startRedis, type LocalPostgres, type LocalRedis } from './services/index.js';
 import { Supervisor, type ChildSpec } from './supervisor.js';
+import { buildTree } from './build.js';
 
 let cfg;
 let webProcesses: number;
@@ -68,13 +71,13 @@ async function answers(url: string, ms: number): Promise<boolean> {
   return false;
 }
 
-/** The children `npm start` runs and heals; one line per process type (the Procfile's entries). */
-const CHILDREN: ChildSpec[] = [
-  { name: 'web', script: 'api/server.ts', instances: webProcesses },
-  { name: 'worker', script: 'workers/index.ts' },
-  { name: 'clock', script: 'workers/clock.ts' },
+/** The children `npm start` runs and heals, from the compiled tree `tree`; one line per process type (the Procfile's entries). */
+const children = (tree: string): ChildSpec[] => [
+  { name: 'web', script: path.join(tree, 'api/server.js'), instances: webProcesses },
+  { name: 'worker', script: path.join(tree, 'workers/index.js') },
+  { name: 'clock', script: path.join(tree, 'workers/clock.js') },
   // each edge child a complete edge on the shared ports (under a supervisor the edge does not fork workers itself)
-  { name: 'edge', script: 'edge/index.ts', instances: cfg.edge.workers },
+  { name: 'edge', script: path.join(tree, 'edge/index.js'), instances: cfg.edge.workers },
 ];
 
 let supervisor: Supervisor | undefined;
@@ -117,7 +120,11 @@ try {
   await migrate(await initDb());
   await closeDb();
 
-  supervisor = new Supervisor(CHILDREN, { env, backoffMs: cfg.restartBackoff.minMs, maxBackoffMs: cfg.restartBackoff.maxMs, metricsBasePort: cfg.metricsListener?.port });
+  const built = Date.now();
+  const tree = path.join(path.resolve(cfg.dataDir), 'build');
+  const compiled = buildTree(process.cwd(), tree);
+  console.error(`edgehub: compiled ${compiled} TypeScript files into ${tree} in ${((Date.now() - built) / 1000).toFixed(1)} s`);
+  supervisor = new Supervisor(children(tree), { env, backoffMs: cfg.restartBackoff.minMs, maxBackoffMs: cfg.restartBackoff.maxMs, metricsBasePort: cfg.metricsListener?.port });
   supervisor.start();
   const base = `http://localhost:${cfg.port}`;
   console.log(`\nedgehub is starting at ${base}  (public base URL ${cfg.publicBaseUrl})`);

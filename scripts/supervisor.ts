@@ -15,7 +15,7 @@ import { backoffMs } from '../shared/backoff.js';
 export interface ChildSpec {
   /** Log name and HUB_PROCESS of the child. */
   name: string;
-  /** The script it runs (node --import tsx <script>). */
+  /** The script it runs: `node <script>` for JavaScript, `node --import tsx <script>` for TypeScript. */
   script: string;
   /** How many processes of it run at once (default 1). */
   instances?: number;
@@ -98,7 +98,7 @@ export class Supervisor {
 
   private spawn(slot: Slot): void {
     slot.timer = undefined;
-    cluster.setupPrimary({ exec: slot.spec.script, execArgv: ['--import', 'tsx'], silent: false });
+    cluster.setupPrimary({ exec: slot.spec.script, execArgv: slot.spec.script.endsWith('.ts') ? ['--import', 'tsx'] : [], silent: false });
     const worker = cluster.fork(slot.env);
     slot.worker = worker;
     slot.startedAt = Date.now();
