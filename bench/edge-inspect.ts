@@ -5,14 +5,13 @@
  * request, inspect off and on, and Redis's per inspected exchange, in alternating rounds of the same run.
  */
 import { spawn } from 'node:child_process';
-import { readdirSync, readFileSync } from 'node:fs';
 import http from 'node:http';
 import path from 'node:path';
 import autocannon from 'autocannon';
 import { Redis } from 'ioredis';
 import pg from 'pg';
 import { ensureCommands } from '../scripts/services/index.js';
-import { benchShares, benchWorkspace, compiledScript, cpuMs, cpuSplitMs, freePort, median, startEdgeProcess, startServices, startNginxProxy, startPlainBackend, stopChild } from './harness.js';
+import { benchShares, benchWorkspace, compiledScript, freePort, median, schedCpuMs, startEdgeProcess, startServices, startNginxProxy, startPlainBackend, stopChild, treeCpuMs } from './harness.js';
 
 const CONNECTIONS = Number(process.env.BENCH_CONNECTIONS ?? 50);
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 10);
@@ -84,48 +83,31 @@ try {
   await load(nginxPort, 2);
   await load(edgePort, 2, inspectedHost);
   const results: Record<'edge' | 'nginx' | 'inspect', autocannon.Result[]> = { edge: [], nginx: [], inspect: [] };
-  // CPU of a process and its children (the edge's workers, nginx's worker), from /proc
-  const treeCpuMs = (pid: number | undefined): { user: number; sys: number } => {
-    const total = cpuSplitMs(pid);
-    for (const entry of readdirSync('/proc')) {
-      if (!/^\d+$/.test(entry)) continue;
-      try {
-        if (readFileSync(`/proc/${entry}/stat`, 'utf8').split(') ')[1].split(' ')[1] === String(pid)) {
-          const child = cpuSplitMs(entry);
-          total.user += child.user;
-          total.sys += child.sys;
-        }
-      } catch {
-        /* gone */
-      }
-    }
-    return total;
-  };
   const cpuPerRequest: Record<'edge' | 'nginx' | 'backend', number[]> = { edge: [], nginx: [], backend: [] };
   const sysPerRequest: Record<'edge' | 'nginx', number[]> = { edge: [], nginx: [] };
   const inspectCpu: Record<'edge' | 'redis', number[]> = { edge: [], redis: [] };
   for (let round = 0; round < ROUNDS; round++) {
     for (const [name, port] of (round % 2 ? [['edge', edgePort], ['nginx', nginxPort]] : [['nginx', nginxPort], ['edge', edgePort]]) as ['edge' | 'nginx', number][]) {
       const proxyPid = name === 'edge' ? edge.pid : nginx.pid;
-      const before = { proxy: treeCpuMs(proxyPid), backend: cpuMs(backend.pid) };
+      const before = { proxy: treeCpuMs(proxyPid), backend: schedCpuMs(backend.pid) };
       const r = await load(port, SECONDS);
       // a wrong answer is a failure; a handful of client time-outs on a loaded machine is reported, not fatal
       if (r.non2xx || r.errors > r.requests.total / 1000) throw new Error(`${name}: ${r.non2xx} non-2xx answers, ${r.errors} errors`);
       if (r.errors) console.error(`${name}: ${r.errors} client errors (time-outs) of ${r.requests.total} requests`);
       results[name].push(r);
       const after = treeCpuMs(proxyPid);
-      cpuPerRequest[name].push(((after.user + after.sys - before.proxy.user - before.proxy.sys) * 1000) / r.requests.total);
+      cpuPerRequest[name].push(((after.total - before.proxy.total) * 1000) / r.requests.total);
       sysPerRequest[name].push(((after.sys - before.proxy.sys) * 1000) / r.requests.total);
-      if (name === 'edge') cpuPerRequest.backend.push(((cpuMs(backend.pid) - before.backend) * 1000) / r.requests.total);
+      if (name === 'edge') cpuPerRequest.backend.push(((schedCpuMs(backend.pid) - before.backend) * 1000) / r.requests.total);
     }
     // the inspected share, right after the edge's round with it off; the CPU it costs, the edge's and Redis's
-    const before = { edge: treeCpuMs(edge.pid), redis: cpuMs(services.redisPid) };
+    const before = { edge: treeCpuMs(edge.pid), redis: schedCpuMs(services.redisPid) };
     const r = await load(edgePort, SECONDS, inspectedHost);
     if (r.non2xx || r.errors > r.requests.total / 1000) throw new Error(`inspect: ${r.non2xx} non-2xx answers, ${r.errors} errors`);
     results.inspect.push(r);
     const after = treeCpuMs(edge.pid);
-    inspectCpu.edge.push(((after.user + after.sys - before.edge.user - before.edge.sys) * 1000) / r.requests.total);
-    inspectCpu.redis.push(((cpuMs(services.redisPid) - before.redis) * 1000) / r.requests.total);
+    inspectCpu.edge.push(((after.total - before.edge.total) * 1000) / r.requests.total);
+    inspectCpu.redis.push(((schedCpuMs(services.redisPid) - before.redis) * 1000) / r.requests.total);
   }
   const scrape = () => fetch(`http://127.0.0.1:${metricsPort}/metrics`).then((res) => res.text());
   const countersOf = (text: string, name: string) =>
@@ -145,7 +127,7 @@ try {
       const after = treeCpuMs(edge.pid);
       fixed[which].rps.push(r.requests.average);
       fixed[which].p99.push(r.latency.p99);
-      fixed[which].cpu.push(((after.user + after.sys - before.user - before.sys) * 1000) / r.requests.total);
+      fixed[which].cpu.push(((after.total - before.total) * 1000) / r.requests.total);
     }
   }
   const inspectMetrics = await scrape();
@@ -172,13 +154,13 @@ try {
         let before = treeCpuMs(pid);
         const off = await load(port, SECONDS, host, RATE);
         let after = treeCpuMs(pid);
-        ab[which].off.push(((after.user + after.sys - before.user - before.sys) * 1000) / off.requests.total);
+        ab[which].off.push(((after.total - before.total) * 1000) / off.requests.total);
         before = treeCpuMs(pid);
-        const redisBefore = cpuMs(services.redisPid);
+        const redisBefore = schedCpuMs(services.redisPid);
         const on = await load(port, SECONDS, inspectedHost, RATE);
         after = treeCpuMs(pid);
-        ab[which].on.push(((after.user + after.sys - before.user - before.sys) * 1000) / on.requests.total);
-        ab[which].redis.push(((cpuMs(services.redisPid) - redisBefore) * 1000) / on.requests.total);
+        ab[which].on.push(((after.total - before.total) * 1000) / on.requests.total);
+        ab[which].redis.push(((schedCpuMs(services.redisPid) - redisBefore) * 1000) / on.requests.total);
         ab[which].rps.push(on.requests.average / off.requests.average);
       }
     }

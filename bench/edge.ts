@@ -11,14 +11,13 @@
  * same-run A/B of a change to the edge.
  */
 import { spawn } from 'node:child_process';
-import { readdirSync, readFileSync } from 'node:fs';
 import http from 'node:http';
 import os from 'node:os';
 import path from 'node:path';
 import autocannon from 'autocannon';
 import pg from 'pg';
 import { ensureCommands } from '../scripts/services/index.js';
-import { benchShares, benchWorkspace, compiledScript, cpuSplitMs, freePort, median, schedCpuMs, startEdgeProcess, startServices, startNginxProxy, startPlainBackend, stopChild } from './harness.js';
+import { benchShares, benchWorkspace, compiledScript, freePort, median, schedCpuMs, startEdgeProcess, startServices, startNginxProxy, startPlainBackend, stopChild, treeCpuMs } from './harness.js';
 
 const CONNECTIONS = Number(process.env.BENCH_CONNECTIONS ?? 50);
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 10);
@@ -91,23 +90,6 @@ try {
     );
   // warm each (JIT, pools), then alternate so that a noisy moment does not favour one
   for (const p of proxies) await load(p.port, 2);
-  // CPU of a process and its children (the edge's workers, nginx's worker), from /proc: the total from the
-  // scheduler's clock (schedstat, precise), the kernel part from the tick counts (stat)
-  const treeCpuMs = (pid: number | undefined): { total: number; sys: number } => {
-    const total = { total: schedCpuMs(pid), sys: cpuSplitMs(pid).sys };
-    for (const entry of readdirSync('/proc')) {
-      if (!/^\d+$/.test(entry)) continue;
-      try {
-        if (readFileSync(`/proc/${entry}/stat`, 'utf8').split(') ')[1].split(' ')[1] === String(pid)) {
-          total.total += schedCpuMs(entry);
-          total.sys += cpuSplitMs(entry).sys;
-        }
-      } catch {
-        /* gone */
-      }
-    }
-    return total;
-  };
   // an edge's own view (prom-client's default metrics on its metrics port): GC seconds so far, and the event-loop
   // delay since the previous scrape (prom-client resets its delay histogram on each)
   const edgeRuntime = async (port: number) => {

@@ -298,6 +298,26 @@ export function schedCpuMs(pid: number | string | undefined): number {
   return ns / 1e6;
 }
 
+/**
+ * CPU milliseconds of a process and its children (the edge's workers, nginx's worker), from /proc: the total from the
+ * scheduler's clock (schedstat, precise), the kernel part from the tick counts (stat).
+ */
+export function treeCpuMs(pid: number | undefined): { total: number; sys: number } {
+  const total = { total: schedCpuMs(pid), sys: cpuSplitMs(pid).sys };
+  for (const entry of readdirSync('/proc')) {
+    if (!/^\d+$/.test(entry)) continue;
+    try {
+      if (readFileSync(`/proc/${entry}/stat`, 'utf8').split(') ')[1].split(' ')[1] === String(pid)) {
+        total.total += schedCpuMs(entry);
+        total.sys += cpuSplitMs(entry).sys;
+      }
+    } catch {
+      /* gone */
+    }
+  }
+  return total;
+}
+
 /** CPU milliseconds of a PostgreSQL instance: the postmaster, its live backends and parallel workers, and the reaped. */
 export function postgresCpuMs(dataDir: string): number {
   const postmaster = readFileSync(path.join(dataDir, 'postmaster.pid'), 'utf8').split('\n')[0].trim();
