@@ -1,4 +1,5 @@
 import type { Server } from 'node:http';
+import type { Socket } from 'node:net';
 import { config } from '../shared/config.js';
 import { closeDb, initDb } from '../shared/db.js';
 import { logger } from '../shared/logger.js';
@@ -21,12 +22,21 @@ export async function startServer(port = config().port): Promise<Server> {
   const app = createApp();
   const server = app.listen(port);
   server.keepAliveTimeout = 65_000;
+  const sockets = new Set<Socket>();
+  server.on('connection', (socket: Socket) => {
+    sockets.add(socket);
+    socket.once('close', () => sockets.delete(socket));
+  });
+  opened.set(server, sockets);
   await new Promise<void>((resolve, reject) => {
     server.once('listening', resolve);
     server.once('error', reject);
   });
   return server;
 }
+
+/** Each server's open connections, for a stop that must not wait on those that never sent a byte. */
+const opened = new WeakMap<Server, Set<Socket>>();
 
 /**
  * Stops accepting, lets the requests in flight finish, then closes what serving requests opened: the auth cache's
@@ -39,6 +49,9 @@ export async function stopServer(server: Server): Promise<void> {
     // open event streams (the request inspector's live view) end: their connections are then idle
     void closeInspectFeed().then(() => server.closeIdleConnections());
     server.closeIdleConnections();
+    // a connection that never sent a byte (a browser's preconnect, a client that aborted while connecting) is not
+    // idle to node:http: it would hold the stop until the headers timeout (a minute); it has nothing in flight
+    for (const socket of opened.get(server) ?? []) if (socket.bytesRead === 0) socket.destroy();
   });
   await stopAuthCache();
   await closeIssuanceEvents();
