@@ -196,7 +196,16 @@ test.serial("an h2 target's cookies stay on the share's own host: a Domain namin
     res.end('ok');
   });
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  cleanups.push(() => new Promise((resolve) => server.close(resolve)));
+  // the edge keeps its HTTP/2 session to a target open for reuse: close waits for sessions, so end them
+  const sessions = new Set<import('node:http2').ServerHttp2Session>();
+  server.on('session', (session) => sessions.add(session));
+  cleanups.push(
+    () =>
+      new Promise((resolve) => {
+        server.close(resolve);
+        for (const session of sessions) session.destroy();
+      }),
+  );
   const { host } = await routedShare(edge, hub, { name: 'cookies', target: `http://127.0.0.1:${(server.address() as { port: number }).port}`, targetProtocol: 'h2' });
   const r = await edgeRequest(edge.httpPort!, host);
   t.is(r.status, 200, r.text);
