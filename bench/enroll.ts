@@ -151,9 +151,15 @@ try {
   agent.destroy();
 
   // the measured processes, fresh, as npm start runs them
+  // what starting costs (module loading, pools): the cold phase starts when the web process answers; a worker still
+  // starting then holds the first enrollments back, and that wait is measured
+  const spawned = performance.now();
   const worker = startProcess(ws, 'workers/index.ts', { ...env, HUB_PROCESS: 'worker' });
   const web = startProcess(ws, 'api/server.ts', { ...env, HUB_PROCESS: 'web' });
   await waitUntilHealthy(base.origin, web);
+  const startMs = performance.now() - spawned;
+  const startCpu = { web: cpuMs(web.pid), worker: cpuMs(worker.pid) };
+  console.log(`start:         the web process answered ${(startMs / 1000).toFixed(2)} s after both were started; CPU so far: web ${startCpu.web.toFixed(0)} ms, worker ${startCpu.worker.toFixed(0)} ms`);
 
   const failures: string[] = [];
   const enrollOne = async (i: number) => {
