@@ -210,7 +210,7 @@ export async function startEdge(options: EdgeOptions = {}): Promise<Edge> {
     // agents of every edge learn of this one (and this one's agents of the others)
     if (gateway && httpsPort !== undefined) {
       const published = options.agentAddresses ?? (cfg.agentAddressesGiven ? cfg.agentAddresses : [`127.0.0.1:${httpsPort}`]);
-      live = new LiveEdges(pool, id, published, () => gateway.edgesChanged());
+      live = new LiveEdges(pool, id, published, () => gateway.edgesChanged(), cfg.heartbeatMs, 3 * cfg.heartbeatMs);
       await live.start();
     }
   } catch (err) {

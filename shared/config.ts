@@ -91,6 +91,8 @@ export interface EdgeConfig {
   /** urlTemplate of the standard frontend `public`, applied at every start (migrate). */
   publicFrontendTemplate: string;
   flushMs: number;
+  /** HUB_EDGE_HEARTBEAT_MS: liveness renewal among the edges; expiry after three missed. */
+  heartbeatMs: number;
   /** CIDRs no share target or health-check target may reach (checked on the address actually connected to). */
   egressDeny: string[];
   tlsCertFile?: string;
@@ -221,6 +223,7 @@ export function loadConfig(env?: NodeJS.ProcessEnv): Config {
       httpsPort: e.HUB_EDGE_HTTPS_PORT,
       publicFrontendTemplate: e.HUB_PUBLIC_FRONTEND_TEMPLATE ?? `http://{token}.share.localhost:${e.HUB_EDGE_HTTP_PORT}`,
       flushMs: e.HUB_EDGE_FLUSH_MS,
+      heartbeatMs: e.HUB_EDGE_HEARTBEAT_MS,
       egressDeny: parseCidrList(e.HUB_EGRESS_DENY),
       tlsCertFile: e.HUB_EDGE_TLS_CERT_FILE,
       agentAddresses: e.HUB_EDGE_AGENT_ADDRESSES.length ? e.HUB_EDGE_AGENT_ADDRESSES : [`127.0.0.1:${e.HUB_EDGE_HTTPS_PORT}`],

@@ -19,8 +19,8 @@ export class LiveEdges {
     /** This edge's own agent addresses. */
     readonly self: string[],
     private readonly onChange: () => void,
-    private readonly heartbeatMs = 5_000,
-    private readonly ttlMs = 15_000,
+    private readonly heartbeatMs: number,
+    private readonly ttlMs: number,
   ) {}
 
   /** Every live edge's agent addresses (this one's included), sorted. */

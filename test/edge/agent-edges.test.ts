@@ -19,7 +19,8 @@ import { privateNetwork, type PrivateNetwork } from '../helpers/netns.js';
 import { type HubFixture, useStack, waitFor } from '../helpers/stack.js';
 import { scriptArgs } from '../helpers/script.js';
 
-const stack = useStack(test, { env: { HUB_EDGE_UPSTREAM_TIMEOUT_MS: '3000', HUB_EDGE_FLUSH_MS: '600000' } });
+// edges renew their liveness every second (expiry after 3 s) instead of every 5 s (15 s)
+const stack = useStack(test, { env: { HUB_EDGE_UPSTREAM_TIMEOUT_MS: '3000', HUB_EDGE_FLUSH_MS: '600000', HUB_EDGE_HEARTBEAT_MS: '1000' } });
 stack.onStop(async () => {
   for (const c of cleanups.reverse()) await c().catch(() => undefined);
   await edge?.stop(1000);
@@ -77,7 +78,7 @@ test.serial('an agent given one edge connects to every live edge within 10 s, se
   }
   t.false(agent.lines.some((l) => new RegExp(`found edge ${address.replace(/\./g, '\\.')}`).test(l)), 'the given edge is not dialled twice');
 
-  // the third edge dies without cleaning up: once its liveness expires (15 s) the agent stops dialling it
+  // the third edge dies without cleaning up: once its liveness expires (3 s here) the agent stops dialling it
   third.child.kill('SIGKILL');
   await third.exited;
   await agent.printed(new RegExp(`stopped dialling edge ${third.address.replace(/\./g, '\\.')} \\(no longer live\\)`), 40_000);
