@@ -158,7 +158,8 @@ interface Received {
   message: WireMessage;
 }
 
-const stack = useStack(test, { env: { HUB_EDGE_UPSTREAM_TIMEOUT_MS: '3000', HUB_EDGE_UPSTREAM_READ_TIMEOUT_MS: '3000', HUB_EDGE_FLUSH_MS: '600000' } });
+// a target answer that never completes ends at the read timeout: 1 s on both proxies (a case waits that long)
+const stack = useStack(test, { env: { HUB_EDGE_UPSTREAM_TIMEOUT_MS: '1000', HUB_EDGE_UPSTREAM_READ_TIMEOUT_MS: '1000', HUB_EDGE_FLUSH_MS: '600000' } });
 stack.onStop(async () => {
   await edge?.stop(1000);
   await nginx?.stop();
@@ -224,7 +225,7 @@ function exchange(port: number, bytes: string): Promise<{ text: string; closed: 
 test.before(async () => {
   edge = await startTestEdge();
   const port = await startTarget();
-  nginx = await startNginx(port);
+  nginx = await startNginx(port, 1);
 });
 
 const REFUSALS = new Set([400, 413, 431, 500, 501, 502, 503, 504, 508]);

@@ -14,7 +14,8 @@ export interface Nginx {
   stop(): Promise<void>;
 }
 
-export async function startNginx(targetPort: number): Promise<Nginx> {
+/** `timeoutS`: nginx's connect and read timeouts towards the target (a test gives the edge the same). */
+export async function startNginx(targetPort: number, timeoutS = 3): Promise<Nginx> {
   const dir = mkdtempSync(path.join(process.env.TEST_WORK_DIR ?? os.tmpdir(), 'nginx-'));
   mkdirSync(path.join(dir, 'logs'), { recursive: true });
   const port = await freePort();
@@ -36,8 +37,8 @@ http {
       proxy_http_version 1.1;
       proxy_set_header Connection "";
       proxy_set_header Host $http_host;
-      proxy_read_timeout 3s;
-      proxy_connect_timeout 3s;
+      proxy_read_timeout ${timeoutS}s;
+      proxy_connect_timeout ${timeoutS}s;
       proxy_next_upstream off;
     }
   }
