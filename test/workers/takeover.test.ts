@@ -13,7 +13,8 @@ import { useStack, waitFor } from '../helpers/stack.js';
  * figure is reported (t.log); only a generous bound is asserted (the machine is shared and noisy).
  */
 
-const stack = useStack(test, { workers: false });
+// the in-process workers of the lock-renewal test hold a 2 s lock checked every second (the spawned ones keep the defaults)
+const stack = useStack(test, { workers: false, env: { HUB_JOB_LOCK_MS: '2000', HUB_STALLED_INTERVAL_MS: '1000' } });
 stack.onStop(async () => {
   for (const s of spawned) await s.kill();
 });
