@@ -47,7 +47,7 @@ export const API_ERROR_CODES = {
   EH_CSR_INVALID: 'the CSR is not a PEM PKCS#10 request this service accepts (the message says why: encoding, key, signature)',
   EH_CSR_SUBJECT_MISMATCH: 'the CSR subject disagrees with the certificate request token (the message names each mismatch)',
   EH_CERTIFICATE_INVALID: 'the uploaded certificate is not a PEM X.509 certificate that can be read',
-  EH_NAME_TAKEN: 'the name is already used by a certificate request token or client certificate of the hub',
+  EH_NAME_TAKEN: 'the name is taken in the hub: by a certificate request token or client certificate, or by another IPsec share',
   EH_AGENT_JWT_INVALID: 'the agent enrollment JWT does not verify or is not an enrollment of this hub (or it was deleted)',
   EH_AGENT_JWT_EXPIRED: 'the agent enrollment JWT has expired',
   EH_AGENT_JWT_SPENT: 'the agent enrollment JWT was already used',

@@ -1,6 +1,6 @@
 import { Op, Transaction } from 'sequelize';
 import { withTransaction } from '../db.js';
-import { badRequest, conflict, notFound, refusal } from '../errors.js';
+import { badRequest, notFound, refusal } from '../errors.js';
 import { newId } from '../ids.js';
 import { enqueue } from '../jobs.js';
 import { Environment } from '../models/Environment.js';
@@ -65,7 +65,7 @@ async function assertPublishable(hub: Pick<Hub, 'id'>, input: ShareInput, transa
 
 const portTaken = (input: ShareInput) =>
   refusal('EH_PORT_IN_USE', `ingressPort ${input.ingressPort} is already used on IPsec tunnel ${input.ipsecTunnelId} by another IPsec share`);
-const nameTaken = (input: ShareInput) => conflict(`an IPsec share named '${input.name}' already exists in this hub`);
+const nameTaken = (input: ShareInput) => refusal('EH_NAME_TAKEN', `an IPsec share named '${input.name}' already exists in this hub`);
 
 function translateUniqueViolation(err: unknown, input: ShareInput): never {
   const constraint = brokenConstraint(err);
