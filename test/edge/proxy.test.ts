@@ -5,6 +5,7 @@ import test from 'ava';
 import WebSocket, { WebSocketServer } from 'ws';
 import { edgeRequest, readBody, routedShare, startBackend, useBackend, useTestEdge } from '../helpers/edge.js';
 import { type HubFixture, useStack, waitFor } from '../helpers/stack.js';
+import { assertRefused } from '../helpers/refusals.js';
 
 const stack = useStack(test, { env: { HUB_EDGE_UPSTREAM_TIMEOUT_MS: '700', HUB_EDGE_FLUSH_MS: '600000' } });
 const backend = useBackend(test, stack, async (req, res) => {
@@ -104,9 +105,7 @@ test('502 when the target refuses or resets, 504 when it does not answer', async
   await closed.close(); // a port nothing listens on
   const refused = await routedShare(edge, hub, { target: closed.url });
   const r1 = await edgeRequest(edge.httpPort!, refused.host);
-  t.is(r1.status, 502);
-  t.is(r1.json.error, 'bad_gateway');
-  t.regex(r1.json.message, /ECONNREFUSED/);
+  assertRefused(t, r1, 502, 'bad_gateway', 'EH_TARGET_UNREACHABLE', 'ECONNREFUSED'); // names the cause
 
   const live = await routedShare(edge, hub, { target: backend.url });
   const reset = await edgeRequest(edge.httpPort!, live.host, { path: '/reset' });
