@@ -49,7 +49,7 @@ export function encodeRefusal(err: DomainError): string {
 }
 
 export function decodeRefusal(message: string): DomainError | undefined {
-  const match = /^(EH_[A-Z_]+): ([\s\S]*)$/.exec(message);
+  const match = /^(EH_[A-Z0-9_]+): ([\s\S]*)$/.exec(message);
   return match && match[1] in ERROR_CODES ? new DomainError(match[1] as ErrorCode, match[2]) : undefined;
 }
 
