@@ -1,7 +1,7 @@
 import type { ServerResponse } from 'node:http';
 import type { Duplex } from 'node:stream';
-
-export type EdgeError = 'not_found' | 'bad_gateway' | 'gateway_timeout' | 'forbidden' | 'unauthorized' | 'bad_request' | 'loop_detected' | 'overloaded';
+import { ANSWERS } from '../shared/errorAnswers.js';
+import type { ErrorCode } from '../shared/errors.js';
 
 const REASONS: Record<number, string> = {
   400: 'Bad Request',
@@ -18,24 +18,29 @@ const REASONS: Record<number, string> = {
 const answers = new WeakMap<ServerResponse, { headers: Record<string, string | number>; body: string }>();
 export const edgeAnswer = (res: ServerResponse) => answers.get(res);
 
-/** An answer of the edge itself: JSON {error, message}. */
-export function answer(res: ServerResponse, status: number, error: EdgeError, message: string, headers: Record<string, string> = {}): void {
+/**
+ * An answer of the edge itself: JSON {error, message}, with the status and `error` of its code (shared/errorAnswers.ts)
+ * and the code in the Edgehub-Error-Code header. Never on an answer that comes from a target.
+ */
+export function answer(res: ServerResponse, code: ErrorCode, message: string, headers: Record<string, string> = {}): void {
   if (res.headersSent) {
     res.destroy();
     return;
   }
+  const { status, error } = ANSWERS[code];
   const body = JSON.stringify({ error, message });
-  const head = { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body), 'cache-control': 'no-store', ...headers };
+  const head = { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body), 'cache-control': 'no-store', 'edgehub-error-code': code, ...headers };
   answers.set(res, { headers: head, body });
   res.writeHead(status, head);
   res.end(body);
 }
 
 /** The same answer written on a raw socket (an upgrade request has no ServerResponse); the connection closes. */
-export function answerSocket(socket: Duplex, status: number, error: EdgeError, message: string): void {
+export function answerSocket(socket: Duplex, code: ErrorCode, message: string): void {
   if (socket.destroyed) return;
+  const { status, error } = ANSWERS[code];
   const body = JSON.stringify({ error, message });
   socket.end(
-    `HTTP/1.1 ${status} ${REASONS[status] ?? 'Error'}\r\ncontent-type: application/json\r\ncontent-length: ${Buffer.byteLength(body)}\r\nconnection: close\r\n\r\n${body}`,
+    `HTTP/1.1 ${status} ${REASONS[status] ?? 'Error'}\r\ncontent-type: application/json\r\ncontent-length: ${Buffer.byteLength(body)}\r\nedgehub-error-code: ${code}\r\nconnection: close\r\n\r\n${body}`,
   );
 }

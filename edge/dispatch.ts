@@ -7,6 +7,7 @@ import http, { type IncomingMessage, type ServerResponse } from 'node:http';
 import type { Socket } from 'node:net';
 import type { Duplex } from 'node:stream';
 import type { TLSSocket } from 'node:tls';
+import type { ErrorCode } from '../shared/errors.js';
 import { logger } from '../shared/logger.js';
 import type { AccessControl } from './access/types.js';
 import { answer, answerSocket } from './answers.js';
@@ -36,10 +37,10 @@ export interface DispatchParts {
 
 /** The request and upgrade handlers of the edge's listeners (`secure`: the TLS listener's). */
 export function requestDispatch({ routes, access, limiter, connections, proxy, meter, mark, capture }: DispatchParts) {
-const identityOf = (route: ShareRoute, req: IncomingMessage, secure: boolean): { ok: true; headers?: Record<string, string> } | { ok: false; message: string } => {
+const identityOf = (route: ShareRoute, req: IncomingMessage, secure: boolean): { ok: true; headers?: Record<string, string> } | { ok: false; code: ErrorCode; message: string } => {
   if (!route.mutualTls) return { ok: true };
-  if (!secure) return { ok: false, message: 'this share requires mutual TLS: connect with https and present a client certificate of its hub' };
-  if (!access.mutualTls) return { ok: false, message: 'mutual TLS is not available on this edge' };
+  if (!secure) return { ok: false, code: 'EH_MTLS_REQUIRED', message: 'this share requires mutual TLS: connect with https and present a client certificate of its hub' };
+  if (!access.mutualTls) return { ok: false, code: 'EH_MTLS_UNAVAILABLE', message: 'mutual TLS is not available on this edge' };
   const decision = access.mutualTls.check(route.hubId, req.socket as TLSSocket);
   if (!decision.ok) return decision;
   return { ok: true, headers: { 'x-client-certificate-name': decision.identity.name, 'x-client-certificate-fingerprint': decision.identity.fingerprint } };
@@ -81,10 +82,10 @@ const handle = (secure: boolean) => (req: IncomingMessage, res: ServerResponse) 
   });
   const refused = refusal(req, host);
   if (refused) return answer(res, ...refused);
-  if (!route) return answer(res, 404, 'not_found', host ? `no share is published at ${host}` : 'the request names no host');
+  if (!route) return answer(res, 'EH_SHARE_NOT_PUBLISHED', host ? `no share is published at ${host}` : 'the request names no host');
   const identity = identityOf(route, req, secure);
-  if (!identity.ok) return answer(res, 403, 'forbidden', identity.message);
-  if (!limiter.enter(route.hubId)) return answer(res, 503, 'overloaded', 'the hub has too many requests in progress on this edge; try again shortly', { 'retry-after': '1' });
+  if (!identity.ok) return answer(res, identity.code, identity.message);
+  if (!limiter.enter(route.hubId)) return answer(res, 'EH_HUB_OVERLOADED', 'the hub has too many requests in progress on this edge; try again shortly', { 'retry-after': '1' });
   admitted = true;
   const ctx: ForwardContext = { secure, identity: identity.headers, tap };
   if (!route.auth) {
@@ -93,7 +94,7 @@ const handle = (secure: boolean) => (req: IncomingMessage, res: ServerResponse) 
     cancel = proxy.forward(req, res, route, ctx);
     return;
   }
-  if (!access.login) return answer(res, 401, 'unauthorized', 'this share requires login, which is not available on this edge');
+  if (!access.login) return answer(res, 'EH_LOGIN_UNAVAILABLE', 'this share requires login, which is not available on this edge');
   const login = access.login;
   const origin = `${secure ? 'https' : 'http'}://${req.headers.host}`;
   login
@@ -108,7 +109,7 @@ const handle = (secure: boolean) => (req: IncomingMessage, res: ServerResponse) 
     })
     .catch((err) => {
       logger.error({ err: (err as Error).message, zId: route.zId }, 'edge: login failed');
-      answer(res, 502, 'bad_gateway', 'the identity provider could not be reached');
+      answer(res, 'EH_IDP_UNREACHABLE', 'the identity provider could not be reached');
     });
 };
 
@@ -119,16 +120,16 @@ const upgrade = (secure: boolean) => (req: IncomingMessage, socket: Duplex, head
   if (refused) return answerSocket(socket, ...refused);
   if (!route) {
     meter.settle(socket as Socket, undefined);
-    return answerSocket(socket, 404, 'not_found', `no share is published at ${host}`);
+    return answerSocket(socket, 'EH_SHARE_NOT_PUBLISHED', `no share is published at ${host}`);
   }
   const identity = identityOf(route, req, secure);
-  if (!identity.ok) return answerSocket(socket, 403, 'forbidden', identity.message);
-  if (!limiter.enter(route.hubId)) return answerSocket(socket, 503, 'overloaded', 'the hub has too many connections in progress on this edge; try again shortly');
+  if (!identity.ok) return answerSocket(socket, identity.code, identity.message);
+  if (!limiter.enter(route.hubId)) return answerSocket(socket, 'EH_HUB_OVERLOADED', 'the hub has too many connections in progress on this edge; try again shortly');
   socket.once('close', () => limiter.leave(route.hubId));
   const ctx: ForwardContext = { secure, identity: identity.headers };
   const spliced = (email: string | undefined, until?: number) => (s: Duplex) => connections.watch(s, guardOf(host, route, req, secure, email, until));
   if (!route.auth) return proxy.upgrade(req, socket, head, route, ctx, spliced(undefined));
-  if (!access.login) return answerSocket(socket, 401, 'unauthorized', 'this share requires login, which is not available on this edge');
+  if (!access.login) return answerSocket(socket, 'EH_LOGIN_UNAVAILABLE', 'this share requires login, which is not available on this edge');
   // the login hook answers on a ServerResponse: give it one bound to this connection, and take the socket back
   // when it lets the request through
   const login = access.login;
@@ -146,7 +147,7 @@ const upgrade = (secure: boolean) => (req: IncomingMessage, socket: Duplex, head
       ctx.cookie = { value: login.stripCookies(req.headers.cookie) };
       proxy.upgrade(req, socket, head, route, ctx, spliced(outcome.email, outcome.until));
     })
-    .catch(() => answerSocket(socket, 502, 'bad_gateway', 'the identity provider could not be reached'));
+    .catch(() => answerSocket(socket, 'EH_IDP_UNREACHABLE', 'the identity provider could not be reached'));
 };
 
   return { handle, upgrade };

@@ -309,13 +309,13 @@ export function http2Front(handler: Handler, limits = H2_LIMITS): Http2Front {
       // nghttp2 takes any size (SETTINGS_MAX_HEADER_LIST_SIZE is advisory): refused here, as nginx does, with 400
       heads.get(req.stream.session!)?.();
       req.resume();
-      return answer(res as unknown as ServerResponse, 400, 'bad_request', `the request's header fields are over ${limits.maxHeaderListSize} bytes`);
+      return answer(res as unknown as ServerResponse, 'EH_REQUEST_HEADERS_TOO_LARGE', `the request's header fields are over ${limits.maxHeaderListSize} bytes`);
     }
     const malformed = normalise(req);
     const h1res = res as unknown as ServerResponse;
     if (malformed) {
       req.resume();
-      return answer(h1res, 400, 'bad_request', malformed);
+      return answer(h1res, 'EH_REQUEST_MALFORMED', malformed);
     }
     // HTTP/2 has no reason phrase: a status message given with the status is left out
     const writeHead = res.writeHead;

@@ -9,6 +9,8 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Socket } from 'node:net';
 import type { Duplex } from 'node:stream';
 import type { Dispatcher } from 'undici';
+import { ANSWERS } from '../shared/errorAnswers.js';
+import type { ErrorCode } from '../shared/errors.js';
 import { answer, answerSocket } from './answers.js';
 import { inTrailers, isBodyless, withoutLength } from './bodyless.js';
 import { BadRequest, declaredLength, hasBody, requestHeaderLines, responseHeaderLines, type ForwardContext } from './headers.js';
@@ -25,18 +27,29 @@ const TIMEOUT_CODES = new Set(['ETIMEDOUT', 'UND_ERR_HEADERS_TIMEOUT', 'UND_ERR_
 const IDEMPOTENT = new Set(['GET', 'HEAD', 'OPTIONS', 'TRACE', 'PUT', 'DELETE']);
 const RETRYABLE = new Set(['UND_ERR_SOCKET', 'ECONNRESET', 'EPIPE']);
 
-type Failure = [number, 'bad_gateway' | 'gateway_timeout' | 'forbidden' | 'bad_request', string];
+/** The edge's answer to a failed target exchange: status and `error` of its code (shared/errorAnswers.ts), message, code. */
+type Failure = [number, string, string, ErrorCode];
+
+const failed = (code: ErrorCode, message: string): Failure => [ANSWERS[code].status, ANSWERS[code].error, message, code];
+
+/** The agents' stream errors (edge/agents/gateway.ts) by their code. */
+const AGENT_FAILURES: Record<string, ErrorCode> = {
+  EDGE_NO_AGENT: 'EH_NO_AGENT',
+  EDGE_AGENT_REFUSED: 'EH_AGENT_REFUSED_TARGET',
+  EDGE_AGENT_UNREACHABLE: 'EH_AGENT_TARGET_UNREACHABLE',
+};
 
 /** Why a target exchange failed, as the edge's answer. */
 export function failure(err: NodeJS.ErrnoException, route: ShareRoute): Failure {
   const cause = (err.cause as NodeJS.ErrnoException | undefined) ?? err;
   const target = route.target;
-  if (err.code === 'EGRESS_DENIED' || cause.code === 'EGRESS_DENIED') return [403, 'forbidden', cause.message];
+  if (err.code === 'EGRESS_DENIED' || cause.code === 'EGRESS_DENIED') return failed('EH_EGRESS_DENIED', cause.message);
   // no agent connected, the agent refused the target or could not reach it: the reason, naming the environment
-  if (/^EDGE_(NO_AGENT|AGENT_)/.test(err.code ?? '') || /^EDGE_(NO_AGENT|AGENT_)/.test(cause.code ?? '')) return [502, 'bad_gateway', cause.message];
-  if (err instanceof BadRequest) return [400, 'bad_request', err.message];
-  if (TIMEOUT_CODES.has(err.code ?? '') || TIMEOUT_CODES.has(cause.code ?? '')) return [504, 'gateway_timeout', `the share's target ${target.host} did not answer in time`];
-  return [502, 'bad_gateway', `the share's target ${target.host} could not be reached (${cause.code ?? err.code ?? err.message})`];
+  const agent = AGENT_FAILURES[err.code ?? ''] ?? AGENT_FAILURES[cause.code ?? ''];
+  if (agent) return failed(agent, cause.message);
+  if (err instanceof BadRequest) return failed('EH_REQUEST_MALFORMED', err.message);
+  if (TIMEOUT_CODES.has(err.code ?? '') || TIMEOUT_CODES.has(cause.code ?? '')) return failed('EH_TARGET_TIMEOUT', `the share's target ${target.host} did not answer in time`);
+  return failed('EH_TARGET_UNREACHABLE', `the share's target ${target.host} could not be reached (${cause.code ?? err.code ?? err.message})`);
 }
 
 /** The request target in origin-form: an absolute-form one (`GET http://host/x`) keeps its path and query. */
@@ -154,9 +167,9 @@ class Forwarding implements Dispatcher.DispatchHandler {
     const res = this.res;
     if (res.destroyed || res.writableEnded) return;
     if (res.headersSent) return void res.destroy(); // the client sees a cut answer, never a forged end
-    const [status, code, message] = failure(err, this.route);
-    this.options.onUpstreamError?.(this.route, code);
-    answer(res, status, code, message);
+    const [, kind, message, code] = failure(err, this.route);
+    this.options.onUpstreamError?.(this.route, kind);
+    answer(res, code, message);
   }
 
   /** The client went away: the target exchange goes too. */
@@ -261,9 +274,9 @@ class Upgrading implements Dispatcher.DispatchHandler {
   onResponseError(_controller: Dispatcher.DispatchController, err: Error): void {
     this.done = true;
     if (this.answerHead) return void this.socket.destroy();
-    const [status, code, message] = failure(err as NodeJS.ErrnoException, this.route);
-    this.options.onUpstreamError?.(this.route, code);
-    answerSocket(this.socket, status, code, message);
+    const [, kind, message, code] = failure(err as NodeJS.ErrnoException, this.route);
+    this.options.onUpstreamError?.(this.route, kind);
+    answerSocket(this.socket, code, message);
   }
 }
 
@@ -292,8 +305,8 @@ export class Proxy {
     const prepared = this.prepare(req, route, ctx);
     if (Array.isArray(prepared)) {
       req.resume();
-      if (prepared[1] !== 'bad_request') this.options.onUpstreamError?.(route, prepared[1]);
-      return void answer(res, prepared[0], prepared[1], prepared[2]);
+      if (prepared[3] !== 'EH_REQUEST_MALFORMED') this.options.onUpstreamError?.(route, prepared[1]);
+      return void answer(res, prepared[3], prepared[2]);
     }
     const method = req.method ?? 'GET';
     const body = hasBody(req) ? req : null;
@@ -307,7 +320,8 @@ export class Proxy {
     try {
       dispatcher = this.pools.dispatcher(route);
     } catch (err) {
-      return void answer(res, ...failure(err as NodeJS.ErrnoException, route));
+      const [, , message, code] = failure(err as NodeJS.ErrnoException, route);
+      return void answer(res, code, message);
     }
     const forwarding = new Forwarding(res, route, this.options, tap, dispatcher, { method, path: prepared.path, headers: prepared.headers, body });
     forwarding.retryable = !body && IDEMPOTENT.has(method);
@@ -317,9 +331,9 @@ export class Proxy {
 
   /** An Upgrade request (WebSocket): relayed, then the two connections are spliced and metered until they close. */
   upgrade(req: IncomingMessage, socket: Duplex, head: Buffer, route: ShareRoute, ctx: ForwardContext, onSpliced: (socket: Duplex) => void = () => undefined): void {
-    if (route.targetProtocol === 'h2') return answerSocket(socket, 502, 'bad_gateway', 'this share speaks HTTP/2 to its target: upgrades (WebSocket) are not carried');
+    if (route.targetProtocol === 'h2') return answerSocket(socket, 'EH_UPGRADE_NOT_CARRIED', 'this share speaks HTTP/2 to its target: upgrades (WebSocket) are not carried');
     const prepared = this.prepare(req, route, ctx);
-    if (Array.isArray(prepared)) return answerSocket(socket, prepared[0], prepared[1], prepared[2]);
+    if (Array.isArray(prepared)) return answerSocket(socket, prepared[3], prepared[2]);
     const handler = new Upgrading(socket, head, route, this.meter, this.options, onSpliced);
     handler.host = req.headers.host ?? '';
     try {

@@ -4,6 +4,7 @@
  */
 import { createHmac } from 'node:crypto';
 import type { IncomingMessage } from 'node:http';
+import type { ErrorCode } from '../shared/errors.js';
 import { countOf } from './headers.js';
 import { routingHost } from './routes.js';
 
@@ -16,9 +17,9 @@ export function hopMark(secretKey: Buffer): string {
   return `edgehub-${createHmac('sha256', secretKey).update('edge hop mark').digest('hex').slice(0, 12)}`;
 }
 
-/** Why the request is refused (status, error, message), or undefined when it may be routed. `mark`: hopMark(). */
-export function requestRefusal(req: IncomingMessage, host: string, mark: string): [number, 'bad_request' | 'loop_detected', string] | undefined {
-  if (countOf(req.rawHeaders, 'host') > 1) return [400, 'bad_request', 'the request has more than one Host header'];
+/** Why the request is refused (code, message), or undefined when it may be routed. `mark`: hopMark(). */
+export function requestRefusal(req: IncomingMessage, host: string, mark: string): [ErrorCode, string] | undefined {
+  if (countOf(req.rawHeaders, 'host') > 1) return ['EH_REQUEST_MALFORMED', 'the request has more than one Host header'];
   const url = req.url ?? '/';
   if (!url.startsWith('/')) {
     let authority: string | undefined;
@@ -27,9 +28,9 @@ export function requestRefusal(req: IncomingMessage, host: string, mark: string)
     } catch {
       authority = undefined;
     }
-    if (authority === undefined || authority !== host) return [400, 'bad_request', 'the request target must be a path, or an absolute URL of the Host it names'];
+    if (authority === undefined || authority !== host) return ['EH_REQUEST_MALFORMED', 'the request target must be a path, or an absolute URL of the Host it names'];
   }
   const via = req.headers.via;
-  if (via && via.includes(mark)) return [508, 'loop_detected', "the request already passed through this edge: the share's target leads back to the edge"];
+  if (via && via.includes(mark)) return ['EH_LOOP_DETECTED', "the request already passed through this edge: the share's target leads back to the edge"];
   return undefined;
 }

@@ -154,8 +154,8 @@ export class UpstreamH2 {
       headers = this.head(req, route, ctx);
     } catch (err) {
       req.resume();
-      const [status, code, message] = failure(err as NodeJS.ErrnoException, route);
-      answer(res, status, code, message);
+      const [, , message, code] = failure(err as NodeJS.ErrnoException, route);
+      answer(res, code, message);
       return () => undefined;
     }
     const body = hasBody(req);
@@ -167,9 +167,9 @@ export class UpstreamH2 {
     const fail = (err: NodeJS.ErrnoException) => {
       if (cancelled || res.writableEnded) return;
       if (res.headersSent) return void res.destroy(); // a cut answer, never a forged end
-      const [status, code, message] = failure(err, route);
-      this.o.onUpstreamError?.(route, code);
-      answer(res, status, code, message);
+      const [, kind, message, code] = failure(err, route);
+      this.o.onUpstreamError?.(route, kind);
+      answer(res, code, message);
     };
     if (this.closed) {
       fail(Object.assign(new Error('the edge is stopping'), { code: 'ECONNRESET' }));

@@ -1,6 +1,6 @@
 import type { FindOptions, Model, ModelStatic, Order, WhereOptions } from 'sequelize';
 import { config } from './config.js';
-import { badRequest } from './errors.js';
+import { refusal } from './errors.js';
 
 /** A page asked for: zero-based page number, size, and the order (API field names, mapped to attributes by Sequelize). */
 export interface PageRequest {
@@ -46,7 +46,8 @@ export async function findPage<M extends Model>(
   const offset = req.page * req.size;
   const maxOffset = config().quotas.maxListOffset;
   if (offset > maxOffset) {
-    throw badRequest(
+    throw refusal(
+      'EH_LIST_TOO_DEEP',
       `page ${req.page} of size ${req.size} starts ${offset} rows deep; lists are read at most ${maxOffset} rows deep: narrow the list with filters or reverse the sort`,
     );
   }

@@ -2,7 +2,7 @@ import { timingSafeEqual } from 'node:crypto';
 import type { Context, Middleware, Next } from 'koa';
 import { config } from '../../shared/config.js';
 import { preparedQuery } from '../../shared/db.js';
-import { forbidden, notAuthorized, unauthorized } from '../../shared/errors.js';
+import { notAuthorized, refusal, unauthorized } from '../../shared/errors.js';
 import { safeEqual, sha256 } from '../../shared/secrets.js';
 import { cachedHub, cachedKey, peekHub, peekKey, type CachedHub, type CachedKey } from './authCache.js';
 
@@ -16,13 +16,13 @@ type Credentials = { scheme: 'bearer'; token: string } | { scheme: 'basic'; user
 export function parseAuthorization(header: string): Credentials {
   if (!header) throw unauthorized('bearer token missing or invalid: no Authorization header');
   const match = /^(Bearer|Basic) ([^\s]+)$/i.exec(header);
-  if (!match) throw unauthorized('malformed Authorization header: expected "Bearer <token>" or "Basic <base64(user:token)>"');
+  if (!match) throw refusal('EH_AUTHORIZATION_MALFORMED', 'malformed Authorization header: expected "Bearer <token>" or "Basic <base64(user:token)>"');
   const [, scheme, value] = match;
   if (scheme.toLowerCase() === 'bearer') return { scheme: 'bearer', token: value };
-  if (!/^[A-Za-z0-9+/]+={0,2}$/.test(value)) throw unauthorized('malformed Authorization header: Basic credentials are not base64');
+  if (!/^[A-Za-z0-9+/]+={0,2}$/.test(value)) throw refusal('EH_AUTHORIZATION_MALFORMED', 'malformed Authorization header: Basic credentials are not base64');
   const decoded = Buffer.from(value, 'base64').toString('utf8');
   const colon = decoded.indexOf(':');
-  if (colon <= 0 || colon === decoded.length - 1) throw unauthorized('malformed Authorization header: Basic credentials must be username:token');
+  if (colon <= 0 || colon === decoded.length - 1) throw refusal('EH_AUTHORIZATION_MALFORMED', 'malformed Authorization header: Basic credentials must be username:token');
   return { scheme: 'basic', username: decoded.slice(0, colon), token: decoded.slice(colon + 1) };
 }
 
@@ -98,7 +98,7 @@ function keyPrincipal(creds: Credentials, key: CachedKey | undefined): Principal
  */
 export const requireAdmin: Middleware = async (ctx, next) => {
   const principal = await authenticate(ctx.get('authorization'));
-  if (principal.kind !== 'admin') throw forbidden('the operator API needs the admin token');
+  if (principal.kind !== 'admin') throw refusal('EH_ADMIN_REQUIRED', 'the operator API needs the admin token');
   ctx.state.principal = principal;
   await next();
 };
@@ -140,7 +140,7 @@ function admitted(ctx: Context, principal: Principal, hub: CachedHub, next: Next
 /** Account routes without a hub in the path (e.g. `/account/frontends`): the API key's own hub. */
 export const requireAccount: Middleware = async (ctx, next) => {
   const principal = await authenticate(ctx.get('authorization'));
-  if (principal.kind !== 'apikey') throw notAuthorized('account routes need a hub API key; operators use /hub/{hubId}/...');
+  if (principal.kind !== 'apikey') throw refusal('EH_HUB_KEY_REQUIRED', 'account routes need a hub API key; operators use /hub/{hubId}/...');
   const hub = await findHubInfo(principal.hubId);
   if (!hub) throw notAuthorized();
   ctx.state.principal = principal;

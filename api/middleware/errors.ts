@@ -1,8 +1,9 @@
 import type { Context } from 'koa';
 import { ConnectionAcquireTimeoutError, ForeignKeyConstraintError, UniqueConstraintError, ValidationError as SequelizeValidationError } from 'sequelize';
 import { ZodError } from 'zod';
+import { ERROR_CODE_HEADER } from '../../shared/errorAnswers.js';
 import { DomainError } from '../../shared/errors.js';
-import { ANSWERS, HttpError } from '../errorAnswers.js';
+import { HttpError } from '../errorAnswers.js';
 import { formatZodError } from '../validate.js';
 import { requestLog } from './requestContext.js';
 
@@ -10,24 +11,23 @@ import { requestLog } from './requestContext.js';
 function answerOf(err: unknown): HttpError | undefined {
   if (err instanceof HttpError) return err;
   if (err instanceof DomainError) {
-    const { status, error } = ANSWERS[err.code];
-    return new HttpError(status, error, err.message, err.retryAfterSeconds === undefined ? {} : { 'Retry-After': String(err.retryAfterSeconds) });
+    return new HttpError(err.code, err.message, err.retryAfterSeconds === undefined ? {} : { 'Retry-After': String(err.retryAfterSeconds) });
   }
-  if (err instanceof ZodError) return new HttpError(400, 'invalid_request', formatZodError(err));
+  if (err instanceof ZodError) return new HttpError('EH_INVALID_REQUEST', formatZodError(err));
   if (err instanceof UniqueConstraintError) {
     const fields = Object.keys(err.fields ?? {}).filter((f) => f !== 'hub_id');
-    return new HttpError(409, 'conflict', fields.length ? `a resource with this ${fields.join(', ')} already exists` : 'the resource already exists');
+    return new HttpError('EH_CONFLICT', fields.length ? `a resource with this ${fields.join(', ')} already exists` : 'the resource already exists');
   }
-  if (err instanceof ForeignKeyConstraintError) return new HttpError(400, 'invalid_request', 'a referenced resource does not exist');
-  if (err instanceof SequelizeValidationError) return new HttpError(400, 'invalid_request', err.errors.map((e) => e.message).join('; '));
+  if (err instanceof ForeignKeyConstraintError) return new HttpError('EH_INVALID_REQUEST', 'a referenced resource does not exist');
+  if (err instanceof SequelizeValidationError) return new HttpError('EH_INVALID_REQUEST', err.errors.map((e) => e.message).join('; '));
   // every connection of the process's pool stayed busy for HUB_DB_ACQUIRE_TIMEOUT_MS: nothing was done, try again
   if (err instanceof ConnectionAcquireTimeoutError) {
-    return new HttpError(503, 'unavailable', 'the service is busy: no database connection was free in time; retry after 1 s', { 'Retry-After': '1' });
+    return new HttpError('EH_UNAVAILABLE', 'the service is busy: no database connection was free in time; retry after 1 s', { 'Retry-After': '1' });
   }
   const status = (err as { status?: number; expose?: boolean }).status;
   // errors raised by koa / raw-body with a client status (e.g. 400 from a bad header)
   if (typeof status === 'number' && status >= 400 && status < 500 && (err as { expose?: boolean }).expose) {
-    return new HttpError(status, status === 404 ? 'not_found' : 'invalid_request', (err as Error).message);
+    return status === 404 ? new HttpError('EH_NOT_FOUND', (err as Error).message) : new HttpError('EH_INVALID_REQUEST', (err as Error).message, {}, status);
   }
   return undefined;
 }
@@ -57,7 +57,7 @@ export async function answeringErrors(ctx: Context, next: () => Promise<unknown>
   try {
     await next();
     if (ctx.status === 404 && ctx.body === undefined) {
-      throw new HttpError(404, 'not_found', `no route for ${ctx.method} ${ctx.path}`);
+      throw new HttpError('EH_ROUTE_NOT_FOUND', `no route for ${ctx.method} ${ctx.path}`);
     }
   } catch (err) {
     mapError(ctx, err);
@@ -70,10 +70,12 @@ export function mapError(ctx: Context, err: unknown): void {
   if (known) {
     ctx.status = known.status;
     ctx.set(known.headers);
+    ctx.set(ERROR_CODE_HEADER, known.code);
     ctx.body = { error: known.error, message: known.message };
     return;
   }
   requestLog(ctx).error({ err: sanitisedError(err) }, 'unexpected error');
   ctx.status = 500;
+  ctx.set(ERROR_CODE_HEADER, 'EH_INTERNAL_ERROR');
   ctx.body = { error: 'internal_error', message: `unexpected error; quote request id ${ctx.state.requestId} when reporting it` };
 }

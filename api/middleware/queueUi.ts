@@ -1,8 +1,8 @@
 import { randomBytes } from 'node:crypto';
 import type { Context, Middleware, Next } from 'koa';
 import { config } from '../../shared/config.js';
-import { DomainError, forbidden } from '../../shared/errors.js';
-import { ANSWERS, HttpError } from '../errorAnswers.js';
+import { DomainError, refusal } from '../../shared/errors.js';
+import { HttpError } from '../errorAnswers.js';
 import { readyRedis } from '../../shared/redis.js';
 import { sha256 } from '../../shared/secrets.js';
 import { authenticate, type Principal } from './auth.js';
@@ -68,11 +68,11 @@ const ownOrigin = () => new URL(config().publicBaseUrl).origin;
 /** The three rules every write under /admin/queues meets; the first one missing is named. */
 async function checkWrite(ctx: Context): Promise<void> {
   const principal = await authenticateOrChallenge(ctx);
-  if (principal.kind !== 'admin') throw forbidden('the queue UI needs the admin token');
-  if (!ctx.is('application/json')) throw forbidden('a change through the queue UI must be sent as application/json');
+  if (principal.kind !== 'admin') throw refusal('EH_ADMIN_REQUIRED', 'the queue UI needs the admin token');
+  if (!ctx.is('application/json')) throw refusal('EH_ORIGIN_REFUSED', 'a change through the queue UI must be sent as application/json');
   const origin = ctx.get('origin');
   if (origin !== ownOrigin()) {
-    throw forbidden(`a change through the queue UI must come from ${ownOrigin()} (Origin: ${origin ? JSON.stringify(origin.slice(0, 200)) : 'none'})`);
+    throw refusal('EH_ORIGIN_REFUSED', `a change through the queue UI must come from ${ownOrigin()} (Origin: ${origin ? JSON.stringify(origin.slice(0, 200)) : 'none'})`);
   }
 }
 
@@ -80,7 +80,7 @@ async function authenticateOrChallenge(ctx: Context): Promise<Principal> {
   try {
     return await authenticate(ctx.get('authorization'));
   } catch (err) {
-    if (err instanceof DomainError) throw new HttpError(ANSWERS[err.code].status, ANSWERS[err.code].error, err.message, CHALLENGE);
+    if (err instanceof DomainError) throw new HttpError(err.code, err.message, CHALLENGE);
     throw err;
   }
 }
@@ -116,7 +116,7 @@ export function guardQueueUi(board: Middleware): Middleware {
       return board(ctx, next);
     }
     const principal = await authenticateOrChallenge(ctx);
-    if (principal.kind !== 'admin') throw forbidden('the queue UI needs the admin token');
+    if (principal.kind !== 'admin') throw refusal('EH_ADMIN_REQUIRED', 'the queue UI needs the admin token');
     ctx.state.principal = principal;
     if (!(await sessionIsOpen(ctx.cookies.get(QUEUES_COOKIE)))) {
       try {

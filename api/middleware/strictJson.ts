@@ -1,6 +1,6 @@
 import { isUtf8 } from 'node:buffer';
 import { getLocation, visit, type JSONPath } from 'jsonc-parser';
-import { badRequest } from '../../shared/errors.js';
+import { badRequest, refusal } from '../../shared/errors.js';
 import { jsonPath } from '../validate.js';
 
 /**
@@ -17,13 +17,13 @@ import { jsonPath } from '../validate.js';
  * jsonc-parser alone on every body costs several times JSON.parse.
  */
 export function parseStrictJson(body: Buffer): unknown {
-  if (!isUtf8(body)) throw badRequest(`request body is not valid UTF-8 (at ${jsonPath(pathAtByte(body, firstInvalidUtf8(body)))})`);
+  if (!isUtf8(body)) throw refusal('EH_MALFORMED_JSON', `request body is not valid UTF-8 (at ${jsonPath(pathAtByte(body, firstInvalidUtf8(body)))})`);
   const text = body.toString('utf8');
   let value: unknown;
   try {
     value = JSON.parse(text);
   } catch {
-    throw badRequest('request body is not valid JSON');
+    throw refusal('EH_MALFORMED_JSON', 'request body is not valid JSON');
   }
   const keys = countKeys(value);
   if (keys < 0) {
@@ -32,7 +32,7 @@ export function parseStrictJson(body: Buffer): unknown {
   }
   if (keys !== keysSpelled(text)) {
     const duplicate = firstDuplicate(text);
-    if (duplicate) throw badRequest(`property '${jsonPath(duplicate)}' appears more than once in its object`);
+    if (duplicate) throw refusal('EH_MALFORMED_JSON', `property '${jsonPath(duplicate)}' appears more than once in its object`);
   }
   return value;
 }

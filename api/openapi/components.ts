@@ -13,9 +13,9 @@ const nullableTimestamp = timestamp.nullable();
 const obj = <T extends z.ZodRawShape>(shape: T) => z.strictObject(shape);
 
 export const ErrorBody = obj({
-  error: z.string().meta({ description: 'machine-readable code: bad_request, unauthorized, forbidden, not_found, conflict, ...', example: 'not_found' }),
+  error: z.string().meta({ description: 'the kind of error, shared by several refusals: invalid_request, unauthorized, forbidden, not_found, conflict, ... (the `Edgehub-Error-Code` header tells them apart)', example: 'not_found' }),
   message: z.string().meta({ description: 'what is wrong, for people', example: "no share 'abc' in this hub" }),
-}).meta({ id: 'Error', description: 'Every error answer: `{error, message}`, never a stack trace.' });
+}).meta({ id: 'Error', description: 'Every error answer: `{error, message}`, never a stack trace; its code is in the `Edgehub-Error-Code` header.' });
 
 /** A page of `item`s (paged lists: `page`, `size`, `sort` query parameters). */
 export const page = <T extends z.ZodType>(item: T, name: string) =>

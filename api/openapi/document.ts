@@ -4,6 +4,8 @@
  */
 import { z } from 'zod';
 import { createDocument, type ZodOpenApiOperationObject, type ZodOpenApiPathsObject, type ZodOpenApiResponseObject } from 'zod-openapi';
+import { ANSWERS, ERROR_CODE_HEADER } from '../../shared/errorAnswers.js';
+import { API_ERROR_CODES, type ErrorCode } from '../../shared/errors.js';
 import { HUB_PREFIXES } from '../router.js';
 import { ErrorBody } from './components.js';
 import { operations, type Operation, type Scope, type Success } from './operations.js';
@@ -37,6 +39,18 @@ const ERROR_TEXT: Record<number, string> = {
   503: 'a dependency is unavailable, or no database connection was free in time (see Retry-After)',
 };
 
+/** The header every error answer carries: the codes of the catalogue the API answers with at `status`. */
+function errorCodeHeader(status: number) {
+  const codes = (Object.keys(API_ERROR_CODES) as ErrorCode[]).filter((code) => ANSWERS[code].status === status);
+  return {
+    [ERROR_CODE_HEADER]: {
+      description: 'the stable code of the refusal (docs/errors.md): tells apart what shares one `error` value',
+      required: true,
+      schema: { type: 'string' as const, ...(codes.length ? { enum: codes } : {}) },
+    },
+  };
+}
+
 /** The error statuses an operation can answer besides its own `errors` (503: any operation may find the pool busy). */
 export function errorStatuses(op: Operation): number[] {
   const statuses = [400, 404, 413, 429, 500, 503];
@@ -67,7 +81,7 @@ function operationObject(op: Operation, paths: string[]): ZodOpenApiOperationObj
   for (const [status, answer] of Object.entries(op.responses)) responses[status as `${number}`] = success(Number(status), answer as Success, op);
   for (const status of errorStatuses(op)) {
     if (`${status}` in op.responses) continue; // an answer of the operation's own (the liveness probe's 503)
-    responses[`${status}`] = { description: ERROR_TEXT[status] ?? 'error', content: { 'application/json': { schema: ErrorBody } } };
+    responses[`${status}`] = { description: ERROR_TEXT[status] ?? 'error', headers: errorCodeHeader(status), content: { 'application/json': { schema: ErrorBody } } };
   }
   return {
     tags: [op.tag],
@@ -107,7 +121,8 @@ export function buildDocument(): ReturnType<typeof createDocument> {
       version: '0.1.0',
       description:
         'Edge ingress management: shares, frontends, client certificates, IPsec, health checks, metrics. ' +
-        'Every hub-scoped path answers under both `/hub/{hubId}` and `/hub/v2/{hubId}`. Errors are `{error, message}`.',
+        'Every hub-scoped path answers under both `/hub/{hubId}` and `/hub/v2/{hubId}`. Errors are `{error, message}`, with ' +
+        'a stable code in the `Edgehub-Error-Code` header (docs/errors.md).',
     },
     servers: [{ url: '/', description: 'this server' }],
     tags: [...new Set(operations.map((o) => o.tag))].map((name) => ({ name })),

@@ -4,7 +4,7 @@ import { createShare, deleteShare, getIpsecShare, listIpsecShares, updateShare, 
 import { IPSEC_STATUSES } from '../../shared/commands/ipsecStates.js';
 import { createTunnel, deleteTunnel, getTunnel, listTunnels, preSharedKeyFor, tunnelConfiguration, type Accepted } from '../../shared/commands/ipsecTunnels.js';
 import { config } from '../../shared/config.js';
-import { badRequest, notAuthorized } from '../../shared/errors.js';
+import { badRequest, refusal } from '../../shared/errors.js';
 import { HttpError } from '../errorAnswers.js';
 import { hostPortProblem, parseCidr, parseIpv4, publicUnicastProblem } from '../../shared/ipsec/addresses.js';
 import { principalName } from '../middleware/auth.js';
@@ -16,7 +16,7 @@ import { body, fields, single } from '../validate.js';
 
 /** Every IPsec route passes this gate: hubs without the IPsec feature are refused (403 not_found, as for a hub without access). */
 const requireIpsec: Middleware = async (ctx, next) => {
-  if (!currentHub(ctx).features?.ipsec) throw notAuthorized('IPsec is not enabled for this hub');
+  if (!currentHub(ctx).features?.ipsec) throw refusal('EH_FEATURE_DISABLED', 'IPsec is not enabled for this hub');
   await next();
 };
 
@@ -189,7 +189,7 @@ export default function routes({ hub }: Routes) {
     ctx.body = presentTunnelConfig(tunnel, status);
   });
   hub.get(`${tunnels}/:id/sample-config`, requireIpsec, async (ctx) => {
-    if (!ctx.accepts('text/plain')) throw new HttpError(406, 'not_acceptable', 'the sample configuration is text/plain: send Accept: text/plain');
+    if (!ctx.accepts('text/plain')) throw new HttpError('EH_NOT_ACCEPTABLE', 'the sample configuration is text/plain: send Accept: text/plain');
     const vendor = String(single(ctx.query.vendor) ?? 'strongswan').toLowerCase();
     const render = SAMPLE_CONFIG_VENDORS[vendor as keyof typeof SAMPLE_CONFIG_VENDORS];
     if (!render) throw badRequest(`value for query parameter 'vendor' must be one of ${Object.keys(SAMPLE_CONFIG_VENDORS).join(', ')}`);

@@ -1,5 +1,5 @@
 import type { Context, Next } from 'koa';
-import { badRequest, notAuthorized } from '../../shared/errors.js';
+import { badRequest, refusal } from '../../shared/errors.js';
 import { DURATION } from '../../shared/durations.js';
 import { querySeries } from '../../shared/metrics/query.js';
 import { ipsecShareInHub, ipsecTunnelShareIds } from '../../shared/metrics/subjects.js';
@@ -17,7 +17,7 @@ const TUNNEL_WINDOWS: Record<string, { durationMs: number; stepMs: number }> = {
 };
 
 const requireIpsec = async (ctx: Context, next: Next) => {
-  if (!currentHub(ctx).features?.ipsec) throw notAuthorized('IPsec is not enabled for this hub');
+  if (!currentHub(ctx).features?.ipsec) throw refusal('EH_FEATURE_DISABLED', 'IPsec is not enabled for this hub');
   await next();
 };
 

@@ -14,6 +14,7 @@
 import { constants as cryptoConstants, X509Certificate } from 'node:crypto';
 import type { TLSSocket } from 'node:tls';
 import type pg from 'pg';
+import type { ErrorCode } from '../../shared/errors.js';
 import type { EdgeChange } from '../types.js';
 
 export interface ClientIdentity {
@@ -23,7 +24,7 @@ export interface ClientIdentity {
   certificateId: string;
 }
 
-export type MutualTlsDecision = { ok: true; identity: ClientIdentity } | { ok: false; message: string };
+export type MutualTlsDecision = { ok: true; identity: ClientIdentity } | { ok: false; code: ErrorCode; message: string };
 
 /**
  * Options for the edge's TLS server: ask every client for a certificate but let the request decide, and keep no
@@ -153,28 +154,28 @@ export class ClientCertificateRegistry {
 
   /** Whether the client on this TLS connection may reach a mutual-TLS share of `hubId`. Synchronous; no I/O. */
   check(hubId: string, socket: TLSSocket): MutualTlsDecision {
-    if (!socket || !(socket as TLSSocket).encrypted) return { ok: false, message: 'this share requires mutual TLS: connect over HTTPS with a client certificate' };
+    if (!socket || !(socket as TLSSocket).encrypted) return { ok: false, code: 'EH_MTLS_REQUIRED', message: 'this share requires mutual TLS: connect over HTTPS with a client certificate' };
     const peer = peerOf(socket);
-    if (!peer) return { ok: false, message: 'this share requires a client certificate and none was presented' };
+    if (!peer) return { ok: false, code: 'EH_MTLS_NO_CERT', message: 'this share requires a client certificate and none was presented' };
     const now = Date.now();
     const listed = this.byFingerprint.get(`${hubId} ${peer.fingerprint}`);
     if (listed) return this.admit(listed, now);
     const issuer = this.issuingCaOf(peer);
     if (issuer) {
-      if (issuer.hubId !== hubId) return { ok: false, message: 'the client certificate was issued for another hub' };
+      if (issuer.hubId !== hubId) return { ok: false, code: 'EH_MTLS_CERT_OTHER_HUB', message: 'the client certificate was issued for another hub' };
       const bySerial = this.issuedSerials.get(hubId)?.get(peer.serial);
       if (bySerial && bySerial.issuerId === issuer.id) {
         // listed by serial: judge validity by the certificate actually presented
         return this.admit({ ...bySerial, fingerprint: peer.fingerprint, notBefore: Date.parse(peer.certificate.validFrom), notAfter: Date.parse(peer.certificate.validTo) }, now);
       }
-      return { ok: false, message: 'the client certificate was deleted or is no longer listed in the hub' };
+      return { ok: false, code: 'EH_MTLS_CERT_DELETED', message: 'the client certificate was deleted or is no longer listed in the hub' };
     }
-    return { ok: false, message: 'the client certificate is not known to this hub' };
+    return { ok: false, code: 'EH_MTLS_CERT_UNKNOWN', message: 'the client certificate is not known to this hub' };
   }
 
   private admit(listed: Listed, now: number): MutualTlsDecision {
-    if (now >= listed.notAfter) return { ok: false, message: `the client certificate expired at ${iso(listed.notAfter)}` };
-    if (now < listed.notBefore) return { ok: false, message: `the client certificate is not valid before ${iso(listed.notBefore)}` };
+    if (now >= listed.notAfter) return { ok: false, code: 'EH_MTLS_CERT_EXPIRED', message: `the client certificate expired at ${iso(listed.notAfter)}` };
+    if (now < listed.notBefore) return { ok: false, code: 'EH_MTLS_CERT_NOT_YET_VALID', message: `the client certificate is not valid before ${iso(listed.notBefore)}` };
     return { ok: true, identity: { name: listed.name, fingerprint: listed.fingerprint, certificateId: listed.id } };
   }
 

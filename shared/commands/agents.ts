@@ -7,7 +7,7 @@ import { QueryTypes } from 'sequelize';
 import { config } from '../config.js';
 import { db, withTransaction } from '../db.js';
 import { durationMs } from '../durations.js';
-import { badRequest, forbidden, isDomainError, notFound } from '../errors.js';
+import { badRequest, isDomainError, notFound, refusal } from '../errors.js';
 import { newId, randomToken } from '../ids.js';
 import { enqueue } from '../jobs.js';
 import { hubCa, leafValidity } from './certificateAuthorities.js';
@@ -104,24 +104,24 @@ export async function enrollAgent(hubId: string, input: { jwt: string; csr: stri
   try {
     claims = await verifyEnrollmentJwt(input.jwt, hubId, verificationKey);
   } catch (err) {
-    if (err instanceof JwtRefusal) throw forbidden(err.message.replace(/^enrollment JWT/, 'agent enrollment JWT'));
+    if (err instanceof JwtRefusal) throw refusal(err.label === 'expired' ? 'EH_AGENT_JWT_EXPIRED' : 'EH_AGENT_JWT_INVALID', err.message.replace(/^enrollment JWT/, 'agent enrollment JWT'));
     throw err;
   }
   const [row] = await db().query<EnrollmentRow>(`SELECT id, env_z_id, expires_at, spent_at FROM agent_enrollments WHERE token_digest = :digest AND hub_id = :hubId`, {
     replacements: { digest: sha256(claims.sub), hubId },
     type: QueryTypes.SELECT,
   });
-  if (!row) throw forbidden('this JWT is not an agent enrollment of this hub (or it was deleted)');
-  if (row.spent_at) throw forbidden('this agent enrollment JWT was already used');
-  if (new Date(row.expires_at).getTime() <= Date.now()) throw forbidden('this agent enrollment JWT has expired');
+  if (!row) throw refusal('EH_AGENT_JWT_INVALID', 'this JWT is not an agent enrollment of this hub (or it was deleted)');
+  if (row.spent_at) throw refusal('EH_AGENT_JWT_SPENT', 'this agent enrollment JWT was already used');
+  if (new Date(row.expires_at).getTime() <= Date.now()) throw refusal('EH_AGENT_JWT_EXPIRED', 'this agent enrollment JWT has expired');
   let csr;
   try {
     csr = await parseCsr(input.csr);
   } catch (err) {
-    if (isDomainError(err)) throw badRequest(`csr: ${err.message}`);
+    if (isDomainError(err)) throw refusal('EH_CSR_INVALID', `csr: ${err.message}`);
     throw err;
   }
-  if (csr.keyDescription !== 'EC P-256') throw badRequest(`csr: an agent key must be ECDSA P-256 (this one is ${csr.keyDescription})`);
+  if (csr.keyDescription !== 'EC P-256') throw refusal('EH_CSR_INVALID', `csr: an agent key must be ECDSA P-256 (this one is ${csr.keyDescription})`);
   const agentId = newId();
   const execution = await enqueue({
     type: ENROLL_AGENT_JOB,
@@ -170,7 +170,7 @@ export async function issueAgentCertificate(hubId: string, p: EnrollAgentPayload
     }
     return rows.length > 0;
   });
-  if (!inserted) throw forbidden('this agent enrollment JWT was already used or has expired');
+  if (!inserted) throw refusal('EH_AGENT_JWT_SPENT', 'this agent enrollment JWT was already used or has expired');
   return { agentId: p.agentId };
 }
 

@@ -1,6 +1,6 @@
 import { ForeignKeyConstraintError } from 'sequelize';
 import { withTransaction } from '../db.js';
-import { badRequest, notFound } from '../errors.js';
+import { badRequest, notFound, refusal } from '../errors.js';
 import { newId } from '../ids.js';
 import { AuthProvider, type AuthProviderType } from '../models/AuthProvider.js';
 
@@ -95,13 +95,13 @@ export async function updateAuthProvider(hubId: string, id: string, patch: AuthP
 export async function deleteAuthProvider(hubId: string, id: string): Promise<void> {
   const provider = await findAuthProvider(hubId, id);
   const frontends = await CustomFrontendAuthProvider.count({ where: { hubId, authProviderId: id } });
-  if (frontends) throw badRequest(`auth provider '${id}' is attached to ${frontends} custom frontend(s); detach it first`);
+  if (frontends) throw refusal('EH_IN_USE', `auth provider '${id}' is attached to ${frontends} custom frontend(s); detach it first`);
   const shares = await Share.count({ where: { hubId, authProviderId: id } });
-  if (shares) throw badRequest(`auth provider '${id}' is used by ${shares} share(s); delete them first`);
+  if (shares) throw refusal('EH_IN_USE', `auth provider '${id}' is used by ${shares} share(s); delete them first`);
   try {
     await provider.destroy();
   } catch (err) {
-    if (err instanceof ForeignKeyConstraintError) throw badRequest(`auth provider '${id}' is in use by a custom frontend or share`);
+    if (err instanceof ForeignKeyConstraintError) throw refusal('EH_IN_USE', `auth provider '${id}' is in use by a custom frontend or share`);
     throw err;
   }
 }

@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { UniqueConstraintError } from 'sequelize';
 import { HUB_MATCHES, preparedQuery } from '../db.js';
-import { badRequest, conflict, invalidState, notFound } from '../errors.js';
+import { badRequest, invalidState, notFound, refusal } from '../errors.js';
 import { newId } from '../ids.js';
 import { CertificateRequestToken } from '../models/CertificateRequestToken.js';
 import { addIsoDuration } from '../durations.js';
@@ -24,7 +24,7 @@ export interface TokenInput {
 }
 
 export const nameTaken = (name: string) =>
-  conflict(`name '${name}' is already used by a certificate request token or client certificate in this hub`);
+  refusal('EH_NAME_TAKEN', `name '${name}' is already used by a certificate request token or client certificate in this hub`);
 
 /** Runs `fn`; a unique violation (the hub's name registry, pki_names) becomes a 409 naming the name. */
 export async function claimingName<T>(name: string, fn: () => Promise<T>): Promise<T> {
@@ -49,7 +49,7 @@ export function expiryFrom(input: Pick<TokenInput, 'expiresAt' | 'ttl'>, now = n
   const { tokenMaxTtl, tokenMaxTtlMs } = config().security;
   if (at && at.getTime() - now.getTime() > tokenMaxTtlMs) {
     const field = input.ttl !== undefined ? 'ttl' : 'expiresAt';
-    throw badRequest(`value for property '$.${field}' is beyond the maximum token lifetime ${tokenMaxTtl} (HUB_TOKEN_MAX_TTL)`);
+    throw refusal('EH_TOKEN_TTL_TOO_LONG', `value for property '$.${field}' is beyond the maximum token lifetime ${tokenMaxTtl} (HUB_TOKEN_MAX_TTL)`);
   }
   return at;
 }

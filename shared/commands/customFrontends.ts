@@ -1,7 +1,7 @@
 import { ForeignKeyConstraintError, Op, type Transaction } from 'sequelize';
 import { config } from '../config.js';
 import { withTransaction } from '../db.js';
-import { badRequest, invalidState, notFound } from '../errors.js';
+import { badRequest, invalidState, notFound, refusal } from '../errors.js';
 import { newId } from '../ids.js';
 import { enqueue } from '../jobs.js';
 import { CustomFrontend } from '../models/CustomFrontend.js';
@@ -119,13 +119,13 @@ export async function deleteCustomFrontend(hubId: string, id: string, deletedBy 
     const frontend = await CustomFrontend.findOne({ where: { hubId, id }, transaction, lock: transaction.LOCK.UPDATE });
     if (!frontend) throw notFound('custom frontend', id);
     const shares = await ShareFrontend.count({ where: { frontendId: frontend.frontendId }, transaction });
-    if (shares) throw badRequest(`custom frontend '${id}' carries ${shares} share(s); delete them first`);
+    if (shares) throw refusal('EH_IN_USE', `custom frontend '${id}' carries ${shares} share(s); delete them first`);
     await frontend.destroy({ transaction });
     // the provider clean-up is a job written with the delete (shared/commands/cleanup.ts)
     await enqueueHostingCleanup(hubId, id, frontend.hostname, deletedBy, transaction);
   }).catch((err) => {
     // a share created on it since the count: the foreign key refused the delete
-    if (err instanceof ForeignKeyConstraintError) throw badRequest(`custom frontend '${id}' carries shares; delete them first`);
+    if (err instanceof ForeignKeyConstraintError) throw refusal('EH_IN_USE', `custom frontend '${id}' carries shares; delete them first`);
     throw err;
   });
 }

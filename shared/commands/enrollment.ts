@@ -1,7 +1,7 @@
 import { createPublicKey, X509Certificate, type KeyObject } from 'node:crypto';
 import { QueryTypes, type InferAttributes } from 'sequelize';
 import { db, HUB_MATCHES, preparedQuery, withTransaction } from '../db.js';
-import { badRequest, isDomainError, notAuthorized, unauthorized } from '../errors.js';
+import { isDomainError, refusal, type ErrorCode } from '../errors.js';
 import { newId } from '../ids.js';
 import { CertificateRequestToken } from '../models/CertificateRequestToken.js';
 import { ClientCertificate } from '../models/ClientCertificate.js';
@@ -39,6 +39,16 @@ const tokenRefusal = (token: CertificateRequestToken | null, now = Date.now()): 
   if (token.expiresAt.getTime() <= now) return { path: '$.jwt', label: 'expired', message: 'the certificate request token of this JWT has expired' };
   return undefined;
 };
+
+/** The code of a refused enrollment JWT, by the label its violation carries. */
+const JWT_CODES: Record<string, ErrorCode> = {
+  revoked: 'EH_JWT_REVOKED',
+  spent: 'EH_JWT_SPENT',
+  expired: 'EH_JWT_EXPIRED',
+  wrong_hub: 'EH_JWT_WRONG_HUB',
+  unknown_key: 'EH_JWT_UNKNOWN_KEY',
+};
+const jwtRefused = (violation: Violation) => refusal(JWT_CODES[violation.label] ?? 'EH_JWT_INVALID', violation.message);
 
 /** A token's columns as a plain row, by its string (the enrollment hot path: no model machinery). */
 async function tokenByString(hubId: string, tokenString: string): Promise<CertificateRequestToken | null> {
@@ -117,17 +127,17 @@ export async function enrollWithJwt(
   input: { jwt: string; csr: string },
 ): Promise<{ certificate: InferAttributes<ClientCertificate>; replayed: boolean }> {
   const jwt = await checkJwt(hubId, input.jwt);
-  if (jwt.violation && !jwt.spent) throw notAuthorized(jwt.violation.message);
+  if (jwt.violation && !jwt.spent) throw jwtRefused(jwt.violation);
   const { csr, violation } = await checkCsr(input.csr);
   if (jwt.spent) {
     const issued = csr && (await issuedForSameKey(hubId, jwt.spent.id, csr));
-    if (!issued) throw notAuthorized((jwt.violation as Violation).message);
+    if (!issued) throw jwtRefused(jwt.violation as Violation);
     return { certificate: await findCertificate(hubId, issued), replayed: true };
   }
-  if (violation) throw badRequest(violation.message);
+  if (violation) throw refusal('EH_CSR_INVALID', violation.message);
   const t = jwt.token as CertificateRequestToken;
   const mismatches = subjectMismatches(csr as ParsedCsr, t);
-  if (mismatches.length) throw badRequest(mismatches.join('; '));
+  if (mismatches.length) throw refusal('EH_CSR_SUBJECT_MISMATCH', mismatches.join('; '));
   let issued: IssueResult;
   try {
     issued = await issueInWorker({
@@ -137,7 +147,7 @@ export async function enrollWithJwt(
     });
   } catch (err) {
     // spent meanwhile: by an earlier request of the same caller (same key) that is still being answered?
-    const earlier = isDomainError(err, 'EH_NOT_AUTHORIZED') ? await issuedForSameKey(hubId, t.id, csr as ParsedCsr) : undefined;
+    const earlier = isDomainError(err, 'EH_TOKEN_SPENT') ? await issuedForSameKey(hubId, t.id, csr as ParsedCsr) : undefined;
     if (!earlier) throw err;
     return { certificate: await findCertificate(hubId, earlier), replayed: true };
   }
@@ -152,8 +162,8 @@ function issuedCertificate(hubId: string, issued: IssueResult): Promise<Certific
 /** The token-in-path form: unknown or spent is 403, expired 401; no subject constraint. */
 async function usableToken(hubId: string, tokenString: string): Promise<CertificateRequestToken> {
   const token = await CertificateRequestToken.findOne({ where: { tokenDigest: sha256(tokenString), hubId } });
-  if (!token || token.spentAt) throw notAuthorized('certificate request token not found or already used');
-  if (token.expiresAt.getTime() <= Date.now()) throw unauthorized('certificate request token has expired');
+  if (!token || token.spentAt) throw refusal('EH_TOKEN_UNUSABLE', 'certificate request token not found or already used');
+  if (token.expiresAt.getTime() <= Date.now()) throw refusal('EH_TOKEN_EXPIRED', 'certificate request token has expired');
   return token;
 }
 
@@ -178,7 +188,7 @@ export async function redeemTokenInPath(
          WHERE id = :id AND hub_id = :hubId AND spent_at IS NULL AND expires_at > now() RETURNING name`,
         { replacements: { id: token.id, hubId }, type: QueryTypes.SELECT, transaction },
       );
-      if (!spent) throw notAuthorized('certificate request token not found or already used');
+      if (!spent) throw refusal('EH_TOKEN_UNUSABLE', 'certificate request token not found or already used');
       const cert = await ClientCertificate.create(
         { id: newId(), hubId, name, createdBy, certificateRequestTokenId: token.id, ...uploadedFields(info) },
         { transaction },

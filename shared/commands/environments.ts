@@ -6,7 +6,7 @@
  */
 import { QueryTypes } from 'sequelize';
 import { db, withTransaction } from '../db.js';
-import { badRequest, conflict, notFound } from '../errors.js';
+import { notFound, refusal } from '../errors.js';
 import { newId, randomToken } from '../ids.js';
 export { ENVIRONMENT_REACHES } from '../models/Environment.js';
 import { Environment, type EnvironmentReach } from '../models/Environment.js';
@@ -71,13 +71,13 @@ export async function deleteEnvironment(hubId: string, envZId: string): Promise<
   await withTransaction(async (transaction) => {
     const env = await Environment.findOne({ where: { hubId, envZId }, transaction, lock: transaction.LOCK.UPDATE });
     if (!env) throw notFound('environment', envZId);
-    if (env.isDefault) throw badRequest(`environment ${envZId} is the hub's default environment; it cannot be deleted`);
+    if (env.isDefault) throw refusal('EH_DEFAULT_ENVIRONMENT', `environment ${envZId} is the hub's default environment; it cannot be deleted`);
     const [counts] = await db().query<{ shares: number; ipsec: number }>(
       `SELECT (SELECT count(*) FROM shares WHERE hub_id = :hubId AND env_z_id = :envZId)::int AS shares,
               (SELECT count(*) FROM ipsec_shares WHERE hub_id = :hubId AND env_z_id = :envZId AND status <> 'DELETED')::int AS ipsec`,
       { replacements: { hubId, envZId }, transaction, type: QueryTypes.SELECT },
     );
-    if (counts.shares || counts.ipsec) throw conflict(`environment ${envZId} still hosts ${counts.shares} share(s) and ${counts.ipsec} IPsec share(s); delete them first`);
+    if (counts.shares || counts.ipsec) throw refusal('EH_ENVIRONMENT_NOT_EMPTY', `environment ${envZId} still hosts ${counts.shares} share(s) and ${counts.ipsec} IPsec share(s); delete them first`);
     await db().query(`DELETE FROM ipsec_shares WHERE hub_id = :hubId AND env_z_id = :envZId`, { replacements: { hubId, envZId }, transaction });
     await env.destroy({ transaction });
   });

@@ -2,7 +2,7 @@ import type { Transaction } from 'sequelize';
 import { config } from '../config.js';
 import { Op } from 'sequelize';
 import { withTransaction } from '../db.js';
-import { badRequest, notFound, quotaExceeded } from '../errors.js';
+import { badRequest, notFound, refusal } from '../errors.js';
 import { Hub } from '../models/Hub.js';
 import { newId } from '../ids.js';
 import { logger } from '../logger.js';
@@ -36,7 +36,7 @@ export interface HealthCheckResult extends ProbeOutcome {
 function scheduleRules(fields: Pick<HealthCheckFields, 'intervalSeconds' | 'target'>): void {
   const min = config().quotas.healthCheckMinIntervalSeconds;
   if (fields.intervalSeconds > 0 && fields.intervalSeconds < min) {
-    throw badRequest(`value for property '$.intervalSeconds' must be 0 (manual runs only) or at least ${min} seconds (got ${fields.intervalSeconds})`);
+    throw refusal('EH_CHECK_INTERVAL_TOO_SHORT', `value for property '$.intervalSeconds' must be 0 (manual runs only) or at least ${min} seconds (got ${fields.intervalSeconds})`);
   }
   if (fields.intervalSeconds > 0 && !fields.target) throw badRequest("property '$.target' is required when intervalSeconds is above 0");
 }
@@ -55,7 +55,7 @@ async function scheduledQuota(hubId: string, exceptId: string | null, transactio
     transaction,
   });
   if (scheduled >= max) {
-    throw quotaExceeded(`this hub already has ${scheduled} scheduled health checks, the most allowed (${max}); disable one or set its intervalSeconds to 0 first`);
+    throw refusal('EH_QUOTA_SCHEDULED_CHECKS', `this hub already has ${scheduled} scheduled health checks, the most allowed (${max}); disable one or set its intervalSeconds to 0 first`);
   }
 }
 

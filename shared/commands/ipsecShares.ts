@@ -1,6 +1,6 @@
 import { Op, Transaction } from 'sequelize';
 import { withTransaction } from '../db.js';
-import { badRequest, conflict, notFound } from '../errors.js';
+import { badRequest, notFound, refusal } from '../errors.js';
 import { newId } from '../ids.js';
 import { enqueue } from '../jobs.js';
 import { Environment } from '../models/Environment.js';
@@ -46,7 +46,7 @@ async function assertPublishable(hub: Pick<Hub, 'id'>, input: ShareInput, transa
   const tunnel = await IpsecTunnel.findOne({ where: { id: input.ipsecTunnelId, hubId: hub.id }, lock: Transaction.LOCK.SHARE, transaction });
   if (!tunnel) throw badRequest(`value for property '$.ipsecTunnelId' is invalid: no IPsec tunnel '${input.ipsecTunnelId}' in this hub`);
   if (tunnel.status !== 'DEPLOYED') {
-    throw badRequest(`IPsec tunnel ${tunnel.id} is ${tunnel.status}; shares can be published only on a DEPLOYED tunnel`);
+    throw refusal('EH_INVALID_STATE', `IPsec tunnel ${tunnel.id} is ${tunnel.status}; shares can be published only on a DEPLOYED tunnel`);
   }
   const environment = await Environment.findOne({ where: { envZId: input.envZId, hubId: hub.id }, transaction });
   if (!environment) throw badRequest(`value for property '$.envZId' is invalid: no environment '${input.envZId}' in this hub`);
@@ -64,8 +64,8 @@ async function assertPublishable(hub: Pick<Hub, 'id'>, input: ShareInput, transa
 }
 
 const portTaken = (input: ShareInput) =>
-  conflict(`ingressPort ${input.ingressPort} is already used on IPsec tunnel ${input.ipsecTunnelId} by another IPsec share`);
-const nameTaken = (input: ShareInput) => conflict(`an IPsec share named '${input.name}' already exists in this hub`);
+  refusal('EH_PORT_IN_USE', `ingressPort ${input.ingressPort} is already used on IPsec tunnel ${input.ipsecTunnelId} by another IPsec share`);
+const nameTaken = (input: ShareInput) => refusal('EH_NAME_TAKEN', `an IPsec share named '${input.name}' already exists in this hub`);
 
 function translateUniqueViolation(err: unknown, input: ShareInput): never {
   const constraint = brokenConstraint(err);

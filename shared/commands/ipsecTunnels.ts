@@ -1,7 +1,7 @@
 import { Op, Transaction } from 'sequelize';
 import { config } from '../config.js';
 import { withTransaction } from '../db.js';
-import { badRequest, conflict, notFound } from '../errors.js';
+import { badRequest, notFound, refusal } from '../errors.js';
 import { newId } from '../ids.js';
 import { enqueue } from '../jobs.js';
 import type { Execution } from '../models/Execution.js';
@@ -78,7 +78,7 @@ export async function createTunnel(hub: Pick<Hub, 'id'>, input: CreateTunnelInpu
     });
   } catch (err) {
     if (brokenConstraint(err) === 'ipsec_tunnels_hub_location_key') {
-      throw conflict(`this hub already has an IPsec tunnel ${where(locationId)}; one tunnel is allowed per hub and location`);
+      throw refusal('EH_TUNNEL_EXISTS', `this hub already has an IPsec tunnel ${where(locationId)}; one tunnel is allowed per hub and location`);
     }
     throw err;
   }
@@ -90,7 +90,7 @@ async function assertPinnableAddress(ip: string): Promise<void> {
   const problem = parsed === undefined ? 'must be an IPv4 address' : subnetAddressProblem(vpcCidr(config().vpcCidr), parsed);
   if (problem) throw badRequest(`value for property '$.nlbPrivateIp' is invalid: ${problem}`);
   const holder = await IpsecTunnel.findOne({ where: { nlbPrivateIp: ip, status: { [Op.ne]: 'DELETED' } } });
-  if (holder) throw conflict(`nlbPrivateIp ${ip} is already in use by another IPsec tunnel`);
+  if (holder) throw refusal('EH_ADDRESS_IN_USE', `nlbPrivateIp ${ip} is already in use by another IPsec tunnel`);
 }
 
 /** DEPLOYED|ERROR -> DELETING and a teardown execution; 400 while a live IPsec share targets the tunnel. */
@@ -102,7 +102,7 @@ export async function deleteTunnel(hub: Pick<Hub, 'id'>, id: string, createdBy: 
     tunnelStates.assert(tunnel, 'delete');
     const shares = await IpsecShare.count({ where: { ipsecTunnelId: id, status: { [Op.ne]: 'DELETED' } }, transaction });
     if (shares > 0) {
-      throw badRequest(`IPsec tunnel ${id} is still targeted by ${shares} IPsec share${shares > 1 ? 's' : ''}; delete ${shares > 1 ? 'them' : 'it'} first`);
+      throw refusal('EH_IN_USE', `IPsec tunnel ${id} is still targeted by ${shares} IPsec share${shares > 1 ? 's' : ''}; delete ${shares > 1 ? 'them' : 'it'} first`);
     }
     const from = tunnel.status;
     const deleting = await tunnelStates.apply(id, 'delete', { statusMessage: '' }, transaction);
@@ -121,7 +121,7 @@ export async function deleteTunnel(hub: Pick<Hub, 'id'>, id: string, createdBy: 
 
 function assertDeployed(tunnel: IpsecTunnel, what: string): void {
   if (tunnel.status !== 'DEPLOYED') {
-    throw badRequest(`IPsec tunnel ${tunnel.id} is ${tunnel.status}; the ${what} is available only when it is DEPLOYED`);
+    throw refusal('EH_INVALID_STATE', `IPsec tunnel ${tunnel.id} is ${tunnel.status}; the ${what} is available only when it is DEPLOYED`);
   }
 }
 

@@ -6,7 +6,7 @@
  */
 import { Transaction, UniqueConstraintError } from 'sequelize';
 import { db, HUB_MATCHES, preparedQuery, withTransaction } from '../db.js';
-import { conflict, notAuthorized, notFound } from '../errors.js';
+import { notFound, refusal } from '../errors.js';
 import { succeededSql } from '../jobs.js';
 import { ClientCertificate } from '../models/ClientCertificate.js';
 import { hubCa, leafValidity } from './certificateAuthorities.js';
@@ -28,7 +28,7 @@ export interface Issued {
   certificate?: Record<string, unknown>;
 }
 
-export const nameTaken = (name: string) => conflict(`name '${name}' is already used by a certificate request token or client certificate in this hub`);
+export const nameTaken = (name: string) => refusal('EH_NAME_TAKEN', `name '${name}' is already used by a certificate request token or client certificate in this hub`);
 
 /**
  * Signs the CSR with the hub's issuing CA (only the worker holds CA keys). The web process verified the CSR before
@@ -74,7 +74,7 @@ async function redeem(job: IssuingJob, hubId: string, p: Extract<IssuePayload, {
     REDEEM_SQL,
     [p.tokenId, hubId, id, info.pem, issuerId, info.fingerprintSha256, info.subject, info.serialNumber, info.notBefore, info.notAfter, job.createdBy, job.executionId, JSON.stringify(issued(id))],
   );
-  if (!row) throw notAuthorized('the certificate request token is spent, expired or deleted');
+  if (!row) throw refusal('EH_TOKEN_SPENT', 'the certificate request token is spent, expired or deleted');
   return row;
 }
 

@@ -1,6 +1,6 @@
 import { Job, QueueEvents } from 'bullmq';
 import { config } from '../config.js';
-import { DomainError, ERROR_CODES, unavailable, type ErrorCode } from '../errors.js';
+import { DomainError, ERROR_CODES, unavailable, type ErrorCode, refusal } from '../errors.js';
 import { enqueue } from '../jobs.js';
 import { closeWithConnection, queue } from '../queues.js';
 import { createRedis } from '../redis.js';
@@ -49,7 +49,7 @@ export function encodeRefusal(err: DomainError): string {
 }
 
 export function decodeRefusal(message: string): DomainError | undefined {
-  const match = /^(EH_[A-Z_]+): ([\s\S]*)$/.exec(message);
+  const match = /^(EH_[A-Z0-9_]+): ([\s\S]*)$/.exec(message);
   return match && match[1] in ERROR_CODES ? new DomainError(match[1] as ErrorCode, match[2]) : undefined;
 }
 
@@ -91,7 +91,7 @@ export async function waitForPkiJob<T>(jobId: string): Promise<T> {
   const deadline = Date.now() + waitMs();
   // the events connection retries for ever while Redis is away: the request must not wait with it
   const e = await before(queueEvents(), deadline, 'queue events not ready').catch(() => {
-    throw unavailable(`the job queue (Redis) cannot be reached; the request is kept as execution ${jobId} and runs once it is back`);
+    throw refusal('EH_QUEUE_UNAVAILABLE', `the job queue (Redis) cannot be reached; the request is kept as execution ${jobId} and runs once it is back`);
   });
   // a handle on the job by id (no round trip to read it): waitUntilFinished needs only the id and the queue
   const job = new Job(queue('pki'), '', {}, {}, jobId);
@@ -99,9 +99,9 @@ export async function waitForPkiJob<T>(jobId: string): Promise<T> {
     return (await before(job.waitUntilFinished(e, Math.max(1, deadline - Date.now())), deadline + 1000, 'timed out waiting for the job')) as T;
   } catch (err) {
     const message = (err as Error).message ?? '';
-    const refusal = decodeRefusal(message);
-    if (refusal) throw refusal;
-    if (/timed out/i.test(message)) throw unavailable(`certificate issuance is taking longer than expected; it continues as execution ${jobId}`);
+    const refused = decodeRefusal(message);
+    if (refused) throw refused;
+    if (/timed out/i.test(message)) throw refusal('EH_ISSUANCE_PENDING', `certificate issuance is taking longer than expected; it continues as execution ${jobId}`);
     throw unavailable(`certificate issuance failed (execution ${jobId}); retry later`);
   }
 }

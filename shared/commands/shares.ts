@@ -1,7 +1,7 @@
 import { config } from '../config.js';
 import { QueryTypes, UniqueConstraintError, type Transaction } from 'sequelize';
 import { withTransaction } from '../db.js';
-import { badRequest, conflict, notFound } from '../errors.js';
+import { badRequest, notFound, refusal } from '../errors.js';
 import { randomToken } from '../ids.js';
 import { enqueue } from '../jobs.js';
 import { enqueueShareCleanup } from './cleanup.js';
@@ -124,7 +124,7 @@ async function freeTcpPort(transaction: Transaction): Promise<number> {
       WHERE NOT EXISTS (SELECT 1 FROM shares WHERE tcp_port = p) ORDER BY p LIMIT 1`,
     { replacements: { from, to }, type: QueryTypes.SELECT, transaction },
   );
-  if (!rows.length) throw conflict(`every port of HUB_EDGE_TCP_PORTS (${from}-${to}) is held by a TCP share: delete one, or give the edge a wider range`);
+  if (!rows.length) throw refusal('EH_TCP_PORTS_EXHAUSTED', `every port of HUB_EDGE_TCP_PORTS (${from}-${to}) is held by a TCP share: delete one, or give the edge a wider range`);
   return rows[0].port;
 }
 

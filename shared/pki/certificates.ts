@@ -1,7 +1,7 @@
 import { createHash, randomBytes, sign, X509Certificate, type KeyObject } from 'node:crypto';
 import * as asn1js from 'asn1js';
 import { AlgorithmIdentifier, AuthorityKeyIdentifier, BasicConstraints, Certificate, Extension, ExtKeyUsage, PublicKeyInfo, Time, TimeType, type RelativeDistinguishedNames } from 'pkijs';
-import { badRequest } from '../errors.js';
+import { refusal } from '../errors.js';
 import { derToPem, pemToDer } from './der.js';
 
 /**
@@ -147,12 +147,12 @@ export const isCertificatePem = (pem: string) => /-----BEGIN CERTIFICATE-----/.t
 /** An uploaded PEM certificate, parsed; garbage is a 400 that says so. */
 export function parseUploadedCertificate(pem: string): CertificateInfo {
   const der = pemToDer(pem, ['CERTIFICATE']);
-  if (!der) throw badRequest('certificate must be a PEM block "-----BEGIN CERTIFICATE-----"');
+  if (!der) throw refusal('EH_CERTIFICATE_INVALID', 'certificate must be a PEM block "-----BEGIN CERTIFICATE-----"');
   let cert: X509Certificate;
   try {
     cert = new X509Certificate(der);
   } catch (err) {
-    throw badRequest(`certificate could not be parsed: ${(err as Error).message}`);
+    throw refusal('EH_CERTIFICATE_INVALID', `certificate could not be parsed: ${(err as Error).message}`);
   }
   return describeCertificate(cert);
 }

@@ -1,7 +1,7 @@
 import { createPublicKey, verify } from 'node:crypto';
 import * as asn1js from 'asn1js';
 import { CertificationRequest, RSAPublicKey } from 'pkijs';
-import { badRequest } from '../errors.js';
+import { refusal } from '../errors.js';
 import { assertDer, pemToDer } from './der.js';
 import { nameEntries, nameToString, subjectFields, type NameEntries, type SubjectFields } from './names.js';
 
@@ -52,18 +52,18 @@ export const csrStats = { signatureChecks: 0 };
 
 /** The CSR's DER from its PEM block, refused (400) unless it is exactly one DER structure with nothing after it. */
 function csrDer(pem: string): Buffer {
-  if (typeof pem !== 'string' || !isCsrPem(pem)) throw badRequest('CSR must be a PEM block "-----BEGIN CERTIFICATE REQUEST-----"');
+  if (typeof pem !== 'string' || !isCsrPem(pem)) throw refusal('EH_CSR_INVALID', 'CSR must be a PEM block "-----BEGIN CERTIFICATE REQUEST-----"');
   const der = pemToDer(pem, ['CERTIFICATE REQUEST', 'NEW CERTIFICATE REQUEST']);
-  if (!der) throw badRequest('CSR PEM is not valid base64 between its BEGIN and END lines');
+  if (!der) throw refusal('EH_CSR_INVALID', 'CSR PEM is not valid base64 between its BEGIN and END lines');
   try {
     assertDer(der);
   } catch (err) {
-    throw badRequest(`CSR is not a DER-encoded PKCS#10 certification request (${(err as Error).message})`);
+    throw refusal('EH_CSR_INVALID', `CSR is not a DER-encoded PKCS#10 certification request (${(err as Error).message})`);
   }
   return der;
 }
 
-const invalid = (reason: string) => badRequest(`CSR is not a valid PKCS#10 certification request (${reason})`);
+const invalid = (reason: string) => refusal('EH_CSR_INVALID', `CSR is not a valid PKCS#10 certification request (${reason})`);
 
 /**
  * The CSR of a PEM block, parsed by pkijs against the PKCS#10 schema (every field of the right type, nothing
@@ -83,7 +83,7 @@ function schemaParse(der: Buffer): CertificationRequest {
 function checkedCsr(pem: string): CertificationRequest {
   const der = csrDer(pem);
   const request = schemaParse(der);
-  if (request.version !== 0) throw badRequest(`CSR version must be 1 (encoded 0), got ${request.version}`);
+  if (request.version !== 0) throw refusal('EH_CSR_INVALID', `CSR version must be 1 (encoded 0), got ${request.version}`);
   // what the schema does not say: a DER structure that pkijs re-encodes to other bytes had elements it skipped (an
   // AlgorithmIdentifier with more than an algorithm and its parameters, fields after the signature, ...)
   if (!Buffer.from(request.toSchema(false).toBER()).equals(der)) throw invalid('it has elements the PKCS#10 schema does not have');
@@ -104,13 +104,13 @@ function keyPolicy(request: CertificationRequest): { description: string; type: 
   const info = request.subjectPublicKeyInfo;
   const algorithm = info.algorithm.algorithmId;
   const bits = info.subjectPublicKey.valueBlock.valueHexView;
-  if (bits.byteLength > KEY_MAX_BYTES) throw badRequest(`CSR public key is too large (${bits.byteLength} bytes); ${ACCEPTED}`);
+  if (bits.byteLength > KEY_MAX_BYTES) throw refusal('EH_CSR_INVALID', `CSR public key is too large (${bits.byteLength} bytes); ${ACCEPTED}`);
   if (algorithm === EC_PUBLIC_KEY) {
     const parameters: unknown = info.algorithm.algorithmParams;
     const curveOid = parameters instanceof asn1js.ObjectIdentifier ? parameters.getValue() : 'unknown';
     const curve = EC_CURVES[curveOid];
-    if (!curve) throw badRequest(`CSR public key is on EC curve ${CURVE_NAMES[curveOid] ?? curveOid}; ${ACCEPTED}`);
-    if (bits.byteLength !== 1 + 2 * curve.coordinateBytes || bits[0] !== 0x04) throw badRequest('CSR public key is not an uncompressed EC point');
+    if (!curve) throw refusal('EH_CSR_INVALID', `CSR public key is on EC curve ${CURVE_NAMES[curveOid] ?? curveOid}; ${ACCEPTED}`);
+    if (bits.byteLength !== 1 + 2 * curve.coordinateBytes || bits[0] !== 0x04) throw refusal('EH_CSR_INVALID', 'CSR public key is not an uncompressed EC point');
     return { description: `EC ${curve.name}`, type: 'ec' };
   }
   if (algorithm === RSA_ENCRYPTION) {
@@ -118,18 +118,18 @@ function keyPolicy(request: CertificationRequest): { description: string; type: 
     try {
       key = RSAPublicKey.fromBER(bits.slice());
     } catch {
-      throw badRequest('CSR public key could not be read');
+      throw refusal('EH_CSR_INVALID', 'CSR public key could not be read');
     }
     const size = bitLength(key.modulus.valueBlock.valueHexView);
-    if (size < 2048) throw badRequest(`CSR public key is RSA ${size} bits; at least 2048 bits are required`);
-    if (size > RSA_MAX_BITS) throw badRequest(`CSR public key is RSA ${size} bits; at most ${RSA_MAX_BITS} bits are accepted`);
+    if (size < 2048) throw refusal('EH_CSR_INVALID', `CSR public key is RSA ${size} bits; at least 2048 bits are required`);
+    if (size > RSA_MAX_BITS) throw refusal('EH_CSR_INVALID', `CSR public key is RSA ${size} bits; at most ${RSA_MAX_BITS} bits are accepted`);
     const exponent = key.publicExponent.valueBlock.valueHexView;
     if (bitLength(exponent) > 32 || key.publicExponent.valueBlock.valueDec !== RSA_EXPONENT) {
-      throw badRequest(`CSR public key has RSA public exponent ${BigInt(`0x${Buffer.from(exponent).toString('hex') || '0'}`)}; only 65537 is accepted`);
+      throw refusal('EH_CSR_INVALID', `CSR public key has RSA public exponent ${BigInt(`0x${Buffer.from(exponent).toString('hex') || '0'}`)}; only 65537 is accepted`);
     }
     return { description: `RSA ${size}`, type: 'rsa' };
   }
-  throw badRequest(`CSR public key type ${KEY_TYPE_NAMES[algorithm] ?? algorithm} is not accepted; ${ACCEPTED}`);
+  throw refusal('EH_CSR_INVALID', `CSR public key type ${KEY_TYPE_NAMES[algorithm] ?? algorithm} is not accepted; ${ACCEPTED}`);
 }
 
 const CURVE_NAMES: Record<string, string> = { '1.3.132.0.35': 'P-521 (secp521r1)', '1.3.132.0.10': 'secp256k1' };
@@ -156,13 +156,13 @@ export async function parseCsr(pem: string): Promise<ParsedCsr> {
   const { description, type } = keyPolicy(request);
   const signatureAlgorithm = request.signatureAlgorithm.algorithmId;
   const algorithm = SIGNATURE_ALGORITHMS[signatureAlgorithm];
-  if (!algorithm) throw badRequest(`CSR signature algorithm ${signatureAlgorithm} is not accepted; use SHA-256/384/512 with RSA or ECDSA`);
-  if (algorithm.keyType !== type) throw badRequest('CSR signature algorithm does not match its public key type');
+  if (!algorithm) throw refusal('EH_CSR_INVALID', `CSR signature algorithm ${signatureAlgorithm} is not accepted; use SHA-256/384/512 with RSA or ECDSA`);
+  if (algorithm.keyType !== type) throw refusal('EH_CSR_INVALID', 'CSR signature algorithm does not match its public key type');
   let subject: NameEntries;
   try {
     subject = nameEntries(request.subject);
   } catch (err) {
-    throw badRequest(`CSR subject could not be read (${(err as Error).message})`);
+    throw refusal('EH_CSR_INVALID', `CSR subject could not be read (${(err as Error).message})`);
   }
   csrStats.signatureChecks++;
   const spkiDer = Buffer.from(request.subjectPublicKeyInfo.toSchema().toBER());
@@ -171,9 +171,9 @@ export async function parseCsr(pem: string): Promise<ParsedCsr> {
     verified = signatureVerifies(request, algorithm.hash, spkiDer);
   } catch (err) {
     // the key is malformed (an EC point off its curve): node:crypto refused to import it
-    throw badRequest(`CSR signature could not be checked: ${(err as Error).message}`);
+    throw refusal('EH_CSR_INVALID', `CSR signature could not be checked: ${(err as Error).message}`);
   }
-  if (!verified) throw badRequest('CSR signature does not verify: it was not signed by the key it carries');
+  if (!verified) throw refusal('EH_CSR_INVALID', 'CSR signature does not verify: it was not signed by the key it carries');
   return { request, subject, subjectText: nameToString(subject), fields: subjectFields(subject), spkiDer, keyDescription: description };
 }
 

@@ -1,6 +1,7 @@
 import test from 'ava';
 import { edgeRequest, routedShare, useBackend, useTestEdge } from '../helpers/edge.js';
 import { type HubFixture, useStack } from '../helpers/stack.js';
+import { assertRefused } from '../helpers/refusals.js';
 
 // loopback is denied here, so the targets below can be denied without any traffic leaving the machine
 const stack = useStack(test, { env: { HUB_EGRESS_DENY: '127.0.0.1/32, ::1/128' } });
@@ -20,14 +21,13 @@ test('the edge answers 403 for a denied target: an IP literal, an IPv4-mapped IP
   for (const target of [backend.url, `http://[::ffff:127.0.0.1]:${backend.port}`, `http://localhost:${backend.port}`]) {
     const { host } = await routedShare(edge, hub, { target });
     const r = await edgeRequest(edge.httpPort!, host);
-    t.is(r.status, 403, target);
-    t.is(r.json.error, 'forbidden', target);
-    t.regex(r.json.message, /denied by the egress policy \((127\.0\.0\.1\/32|::1\/128)\)/, target);
+    assertRefused(t, r, 403, 'forbidden', 'EH_EGRESS_DENIED');
+    t.regex(r.json.message, /\((127\.0\.0\.1\/32|::1\/128)\)/, `${target}: names the rule that denied it (the point of this test)`);
   }
   // over a WebSocket upgrade too
   const { host } = await routedShare(edge, hub, { target: backend.url });
   const upgrade = await edgeRequest(edge.httpPort!, host, { headers: { connection: 'Upgrade', upgrade: 'websocket' } });
-  t.is(upgrade.status, 403);
+  assertRefused(t, upgrade, 403, 'forbidden', 'EH_EGRESS_DENIED');
   t.is(requests, 0, 'no request reached the denied target');
 });
 
@@ -55,8 +55,7 @@ test('0.0.0.0/8 and [::] connect to this host, so they are denied wherever loopb
   for (const target of [`http://0.0.0.0:${backend.port}`, `http://0.1.2.3:${backend.port}`, `http://[::]:${backend.port}`]) {
     const { host } = await routedShare(edge, hub, { target });
     const r = await edgeRequest(edge.httpPort!, host);
-    t.is(r.status, 403, `${target}: ${r.text}`);
-    t.regex(r.json.message, /denied by the egress policy/, target);
+    assertRefused(t, r, 403, 'forbidden', 'EH_EGRESS_DENIED');
   }
   t.is(requests, 0);
 });
@@ -68,7 +67,6 @@ test("login: the identity provider's discovery goes through the egress policy", 
   t.is(provider.status, 201, provider.text);
   const { host } = await routedShare(edge, hub, { target: 'http://203.0.113.10', authProviderId: provider.json.id });
   const r = await edgeRequest(edge.httpPort!, host, { headers: { accept: 'text/html' } });
-  t.is(r.status, 502, r.text);
-  t.regex(r.json.message, /EGRESS_DENIED/);
+  assertRefused(t, r, 502, 'bad_gateway', 'EH_IDP_UNREACHABLE', 'EGRESS_DENIED'); // names the cause
   t.is(requests, 0, 'the denied identity provider was never contacted');
 });

@@ -119,7 +119,9 @@ test.serial('a CONTINUATION flood is cut within a few frames; a header list over
   const block = headerBlock([[':method', 'GET'], [':scheme', 'https'], [':path', '/'], [':authority', attacked], ['x-big', 'b'.repeat(12_000)], ['x-big2', 'c'.repeat(5_000)]]);
   big.send(frame(FRAME.HEADERS, FLAG.END_STREAM, 1, block.subarray(0, 16_000)), frame(FRAME.CONTINUATION, FLAG.END_HEADERS, 1, block.subarray(16_000)));
   const refusal = await big.next((f) => f.stream === 1 && f.type === FRAME.DATA);
-  t.regex(refusal.payload.toString(), /header fields are over 16384 bytes/);
+  // the body of the edge's 400 names the limit (its code travels in the HPACK-coded head, not decoded here)
+  t.like(JSON.parse(refusal.payload.toString()), { error: 'bad_request' });
+  t.true(refusal.payload.toString().includes('over 16384 bytes'));
   t.is(reached, before, 'nothing reached the target');
   // a header list of 17 KiB in one frame of the default size is over SETTINGS_MAX_FRAME_SIZE: the connection ends
   big.send(getHeaders(3, attacked, [['x-big', 'b'.repeat(17_000)]]));

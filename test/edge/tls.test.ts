@@ -9,6 +9,7 @@ import { customFrontendRenewal } from '../../workers/schedules/customFrontends.j
 import { publishDnsRecords, startDnsServer, type TestDnsServer } from '../helpers/dnsServer.js';
 import { edgeRequest, routedShare, startTestEdge, useBackend, useTestEdge } from '../helpers/edge.js';
 import { type HubFixture, useStack, waitFor } from '../helpers/stack.js';
+import { assertRefused } from '../helpers/refusals.js';
 
 let dns: TestDnsServer;
 let hub: HubFixture;
@@ -125,10 +126,7 @@ test('a mutualTls share answers 403 over plain HTTP and to TLS clients without a
   t.is(created.json.mutualTls, true);
   const { host } = await routedShare(edge, hub, { target: backend.url, mutualTls: true });
   const plain = await edgeRequest(edge.httpPort!, host);
-  t.is(plain.status, 403);
-  t.is(plain.json.error, 'forbidden');
-  t.regex(plain.json.message, /mutual TLS/);
+  assertRefused(t, plain, 403, 'forbidden', 'EH_MTLS_REQUIRED');
   const anonymous = await edgeRequest(edge.httpsPort!, host, { tls: { ca: frontendCa } });
-  t.is(anonymous.status, 403);
-  t.is(anonymous.json.error, 'forbidden');
+  assertRefused(t, anonymous, 403, 'forbidden', 'EH_MTLS_NO_CERT');
 });

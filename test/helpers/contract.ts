@@ -68,10 +68,12 @@ export interface Observed {
   status: number;
   contentType: string | null;
   json: unknown;
+  /** The answer's Edgehub-Error-Code header (error answers carry one; docs/errors.md). */
+  errorCode?: string | null;
 }
 
 /** Throws when the response is not one the document allows; does nothing for paths the document does not have. */
-export function checkContract({ method, path, status, contentType, json }: Observed): void {
+export function checkContract({ method, path, status, contentType, json, errorCode }: Observed): void {
   const pathname = path.split('?')[0];
   const m = method.toLowerCase();
   const route = setup().find((r) => r.regex.test(pathname) && r.operations[m]);
@@ -81,6 +83,13 @@ export function checkContract({ method, path, status, contentType, json }: Obser
   const response = responses[String(status)];
   if (!response) {
     throw new Error(`OpenAPI contract: ${where} answered ${status}, a status the document does not list for it (it lists ${Object.keys(responses).join(', ')}). Add it in api/openapi/operations.ts or fix the route.`);
+  }
+  const codeHeader = (response as { headers?: Record<string, { schema?: { enum?: string[] } }> }).headers?.['Edgehub-Error-Code'];
+  if (codeHeader && errorCode !== undefined) {
+    const allowed = codeHeader.schema?.enum;
+    if (!errorCode || (allowed && !allowed.includes(errorCode))) {
+      throw new Error(`OpenAPI contract: ${where} answered ${status} with Edgehub-Error-Code '${errorCode}', the document lists ${allowed?.join(', ') ?? 'any code'}`);
+    }
   }
   if (!response.content) return; // no body documented (204)
   const [mediaType, media] = Object.entries(response.content)[0];

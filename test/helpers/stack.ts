@@ -111,7 +111,7 @@ export function makeCall(baseUrl: string, defaultAuth?: string): Call {
     }
     // every secret a test sends or receives is looked for in the run's logs afterwards (test/helpers/logScan.ts)
     registerExchangeSecrets(urlPath, options.body, { json, text });
-    if (options.contract !== false) checkContract({ method, path: urlPath, status: res.status, contentType: res.headers.get('content-type'), json });
+    if (options.contract !== false) checkContract({ method, path: urlPath, status: res.status, contentType: res.headers.get('content-type'), json, errorCode: res.headers.get('edgehub-error-code') });
     return { status: res.status, json, text, headers: res.headers };
   };
 }

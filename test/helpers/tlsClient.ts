@@ -64,6 +64,7 @@ export async function serverCertificate(): Promise<{ cert: string; key: string }
 
 export interface TlsAnswer {
   status: number;
+  headers: import('node:http').IncomingHttpHeaders;
   body: string;
   json: any;
   reused: boolean;
@@ -94,7 +95,7 @@ export function httpsRequest(url: string, options: { cert?: string; key?: string
           } catch {
             json = undefined;
           }
-          resolve({ status: res.statusCode ?? 0, body, json, reused });
+          resolve({ status: res.statusCode ?? 0, headers: res.headers, body, json, reused });
         });
         res.on('error', reject);
       },
@@ -105,14 +106,21 @@ export function httpsRequest(url: string, options: { cert?: string; key?: string
 }
 
 /** The same request through curl (`--cert`/`--key` files, `-k`); `resolve` maps host:port to 127.0.0.1. */
-export async function curlRequest(url: string, options: { certFile?: string; keyFile?: string; resolve?: string; headers?: Record<string, string> } = {}): Promise<{ status: number; body: string; json: any }> {
-  const args = ['-sS', '-k', '-o', '-', '-w', '\n%{http_code}'];
+export async function curlRequest(
+  url: string,
+  options: { certFile?: string; keyFile?: string; resolve?: string; headers?: Record<string, string> } = {},
+): Promise<{ status: number; headers: Record<string, string[]>; body: string; json: any }> {
+  const args = ['-sS', '-k', '-o', '-', '-w', '\n%{http_code}\n%{header_json}'];
   if (options.certFile) args.push('--cert', options.certFile);
   if (options.keyFile) args.push('--key', options.keyFile);
   if (options.resolve) args.push('--resolve', options.resolve);
   for (const [k, v] of Object.entries(options.headers ?? {})) args.push('-H', `${k}: ${v}`);
   args.push(url);
-  const { stdout } = await run('curl', args);
+  const { stdout: out } = await run('curl', args);
+  // the body, then a line with the status, then the answer's header fields as JSON (names in lower case)
+  const headersAt = out.lastIndexOf('\n{');
+  const headers = JSON.parse(out.slice(headersAt + 1)) as Record<string, string[]>;
+  const stdout = out.slice(0, headersAt);
   const at = stdout.lastIndexOf('\n');
   const body = stdout.slice(0, at);
   let json: any;
@@ -121,5 +129,5 @@ export async function curlRequest(url: string, options: { certFile?: string; key
   } catch {
     json = undefined;
   }
-  return { status: Number(stdout.slice(at + 1)), body, json };
+  return { status: Number(stdout.slice(at + 1)), headers, body, json };
 }

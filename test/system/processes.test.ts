@@ -7,6 +7,7 @@ import { freePort } from '../../scripts/services/index.js';
 import { ConfigError, loadConfig } from '../../shared/config.js';
 import { makeCall, useStack, waitFor } from '../helpers/stack.js';
 import { scriptArgs } from '../helpers/script.js';
+import { assertRefused } from '../helpers/refusals.js';
 
 const stack = useStack(test, { workers: false });
 stack.onStop(async () => {
@@ -71,8 +72,7 @@ test('an unexpected error is a 500 without detail, with the request id', async (
   const { port } = server.address() as { port: number };
   const r = await makeCall(`http://127.0.0.1:${port}`)('GET', '/boom');
   server.close();
-  t.is(r.status, 500);
-  t.is(r.json.error, 'internal_error');
+  assertRefused(t, r, 500, 'internal_error', 'EH_INTERNAL_ERROR');
   t.false(r.text.includes('secret internal detail'));
   t.true(r.json.message.includes(r.headers.get('x-request-id')!));
 });

@@ -4,6 +4,7 @@ import { processors } from '../../workers/processors/index.js';
 import { ownRedis, type StoppableRedis } from '../helpers/outage.js';
 import { makeCsr } from '../helpers/pki.js';
 import { useStack, waitFor } from '../helpers/stack.js';
+import { assertRefused } from '../helpers/refusals.js';
 
 /**
  * With Redis stopped, the web process's first wait for a job result used to block for ever on a
@@ -34,9 +35,7 @@ test('Redis stopped: issuing a certificate answers 503 within the wait, and comp
   ]);
   t.not(answer, 'hung', 'the request must be answered');
   if (answer === 'hung') return;
-  t.is(answer.status, 503, answer.text);
-  t.is(answer.json.error, 'unavailable');
-  t.regex(answer.json.message, /job queue \(Redis\) cannot be reached; the request is kept as execution \S+/);
+  assertRefused(t, answer, 503, 'unavailable', 'EH_QUEUE_UNAVAILABLE');
 
   // Redis back: the kept execution is swept into the queue and the certificate is issued
   await redis.start();

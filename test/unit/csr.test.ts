@@ -33,7 +33,7 @@ test('keys outside the policy are refused with a 400 that names what is accepted
   for (const [name, args] of [['ed25519', ['-algorithm', 'ED25519']], ['p521', ['-algorithm', 'EC', '-pkeyopt', 'ec_paramgen_curve:P-521']], ['rsa1024', ['-algorithm', 'RSA', '-pkeyopt', 'rsa_keygen_bits:1024']]] as const) {
     const pem = csr(name, [...args]);
     const err = (await t.throwsAsync(parseCsr(pem))) as Error & { code?: string };
-    t.is(err.code, 'EH_INVALID_REQUEST', name);
+    t.is(err.code, 'EH_CSR_INVALID', name);
     t.regex(err.message, /accepted|RSA/, name);
   }
 });
@@ -42,7 +42,7 @@ test('malformed CSRs are refused: not PEM, trailing bytes, a changed subject, a 
   const der = derOf(p256);
   const refused = async (pem: string, why: RegExp) => {
     const err = (await t.throwsAsync(parseCsr(pem))) as Error & { code?: string };
-    t.is(err.code, 'EH_INVALID_REQUEST');
+    t.is(err.code, 'EH_CSR_INVALID');
     t.regex(err.message, why);
   };
   await refused('hello', /PEM block/);

@@ -1,36 +1,61 @@
+import { readFileSync } from 'node:fs';
+import path from 'node:path';
 import test from 'ava';
 import type { Context } from 'koa';
-import { ANSWERS, HttpError } from '../../api/errorAnswers.js';
+import { HttpError } from '../../api/errorAnswers.js';
 import { mapError } from '../../api/middleware/errors.js';
+import { ERRORS_PAGE, errorsPage } from '../../scripts/docs-errors.js';
 import { decodeRefusal, encodeRefusal } from '../../shared/commands/pkiJobs.js';
-import { conflict, DomainError, ERROR_CODES, invalidState, isDomainError, notAuthorized, rateLimited, type ErrorCode } from '../../shared/errors.js';
+import { ANSWERS } from '../../shared/errorAnswers.js';
+import { API_ERROR_CODES, conflict, DomainError, EDGE_ERROR_CODES, ERROR_CODES, invalidState, isDomainError, notAuthorized, rateLimited, refusal, type ErrorCode } from '../../shared/errors.js';
+import { repoRoot } from '../helpers/repo.js';
 
 /** What mapError writes on a context: status, headers, body. */
 function answer(err: unknown) {
   const headers: Record<string, string> = {};
-  const ctx = { status: 0, body: undefined as unknown, state: { requestId: 'r1' }, set: (h: Record<string, string>) => Object.assign(headers, h) } as unknown as Context;
+  const set = (h: Record<string, string> | string, v?: string) => Object.assign(headers, typeof h === 'string' ? { [h]: v } : h);
+  const ctx = { status: 0, body: undefined as unknown, state: { requestId: 'r1' }, set } as unknown as Context;
   mapError(ctx, err);
   return { status: ctx.status, body: ctx.body as { error: string; message: string }, headers };
 }
 
 test('every code of the catalogue has one HTTP answer, with the published error values only', (t) => {
   t.deepEqual(Object.keys(ANSWERS).sort(), Object.keys(ERROR_CODES).sort());
-  const published = new Set(['invalid_request', 'unauthorized', 'not_found', 'forbidden', 'conflict', 'payload_too_large', 'unsupported_media_type', 'quota_exceeded', 'too_many_requests', 'unavailable']);
-  for (const [code, { status, error }] of Object.entries(ANSWERS)) {
-    t.true(published.has(error), `${code} -> ${error}`);
+  t.deepEqual(Object.keys(API_ERROR_CODES).filter((code) => code in EDGE_ERROR_CODES), [], 'a code is the API\'s or the edge\'s');
+  const api = new Set(['invalid_request', 'unauthorized', 'not_found', 'forbidden', 'not_acceptable', 'conflict', 'payload_too_large', 'unsupported_media_type', 'quota_exceeded', 'too_many_requests', 'internal_error', 'unavailable']);
+  const edge = new Set(['bad_request', 'unauthorized', 'forbidden', 'not_found', 'bad_gateway', 'overloaded', 'gateway_timeout', 'loop_detected']);
+  for (const [code, description] of Object.entries(ERROR_CODES)) {
+    const { status, error } = ANSWERS[code as ErrorCode];
+    t.true((code in EDGE_ERROR_CODES ? edge : api).has(error), `${code} -> ${error}`);
     t.true(status >= 400 && status < 600, code);
+    t.regex(code, /^EH_[A-Z0-9_]+$/);
+    t.true(description.length > 10 && !description.includes('\n'), `${code}: a one-line description`);
   }
 });
 
+test('docs/errors.md lists the catalogue as it is (npm run docs:errors)', (t) => {
+  const page = readFileSync(path.join(repoRoot, ERRORS_PAGE), 'utf8');
+  t.is(page, errorsPage(page), 'run `npm run docs:errors` and commit the page');
+  const listed = [...page.matchAll(/^\| `(EH_[A-Z0-9_]+)` \| (\d{3}) \| `([a-z_]+)` \|/gm)].map((m) => `${m[1]} ${m[2]} ${m[3]}`);
+  t.deepEqual(listed.sort(), Object.entries(ANSWERS).map(([code, a]) => `${code} ${a.status} ${a.error}`).sort());
+});
+
 test('domain errors become their answer; Retry-After where the error says when; a fault is a bare 500', (t) => {
-  t.deepEqual(answer(invalidState('IPsec tunnel', 'NEW', 'delete')).body, { error: 'invalid_request', message: 'IPsec tunnel is NEW; cannot delete from state NEW' });
+  const state = answer(invalidState('IPsec tunnel', 'NEW', 'delete'));
+  t.deepEqual(state.body, { error: 'invalid_request', message: 'IPsec tunnel is NEW; cannot delete from state NEW' });
+  t.is(state.headers['Edgehub-Error-Code'], 'EH_INVALID_STATE');
+  const expired = answer(refusal('EH_JWT_EXPIRED', 'enrollment JWT has expired'));
+  t.deepEqual([expired.status, expired.body.error, expired.headers['Edgehub-Error-Code']], [403, 'not_found', 'EH_JWT_EXPIRED']);
   t.is(answer(notAuthorized()).status, 403);
   t.is(answer(notAuthorized()).body.error, 'not_found');
   const limited = answer(rateLimited('too many failed authentications', 7));
   t.deepEqual([limited.status, limited.body.error, limited.headers['Retry-After']], [429, 'too_many_requests', '7']);
-  t.deepEqual(answer(new HttpError(406, 'not_acceptable', 'send Accept: text/plain')).body, { error: 'not_acceptable', message: 'send Accept: text/plain' });
+  const negotiation = answer(new HttpError('EH_NOT_ACCEPTABLE', 'send Accept: text/plain'));
+  t.deepEqual(negotiation.body, { error: 'not_acceptable', message: 'send Accept: text/plain' });
+  t.deepEqual([negotiation.status, negotiation.headers['Edgehub-Error-Code']], [406, 'EH_NOT_ACCEPTABLE']);
   const fault = answer(new TypeError('x is undefined'));
   t.is(fault.status, 500);
+  t.is(fault.headers['Edgehub-Error-Code'], 'EH_INTERNAL_ERROR');
   t.notRegex(fault.body.message, /undefined/);
 });
 

@@ -9,7 +9,7 @@
  */
 import { randomBytes, timingSafeEqual } from 'node:crypto';
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import { answer, type EdgeError } from '../../answers.js';
+import { answer } from '../../answers.js';
 import type { LoginProvider, ShareRoute } from '../../types.js';
 import { cookie, cookieName, LOGIN_COOKIE, OWN_COOKIES, parseCookies, sealer, SESSION_COOKIE, type LoginPayload, type SessionPayload } from './cookies.js';
 import { emailRefusal } from './emailRules.js';
@@ -85,16 +85,16 @@ export function createLogin(options: LoginOptions) {
     const flow = sealed.open<LoginPayload>(LOGIN_COOKIE, parseCookies(req.headers.cookie).get(loginCookie));
     const state = current.searchParams.get('state') ?? '';
     try {
-      if (!flow || flow.x < Date.now()) throw refuse('no login is in progress in this browser (or it took too long); open the share again to sign in');
-      if (flow.h !== ctx.host || flow.p !== provider.id) throw refuse('the login was started for another share or provider; open the share again to sign in');
-      if (!state || !equalStrings(state, flow.s)) throw refuse('the login state does not match this browser; open the share again to sign in');
-      if (usedStates.has(state)) throw refuse('this login response was already used; open the share again to sign in');
+      if (!flow || flow.x < Date.now()) throw refuse('EH_LOGIN_FLOW_INVALID', 'no login is in progress in this browser (or it took too long); open the share again to sign in');
+      if (flow.h !== ctx.host || flow.p !== provider.id) throw refuse('EH_LOGIN_FLOW_INVALID', 'the login was started for another share or provider; open the share again to sign in');
+      if (!state || !equalStrings(state, flow.s)) throw refuse('EH_LOGIN_FLOW_INVALID', 'the login state does not match this browser; open the share again to sign in');
+      if (usedStates.has(state)) throw refuse('EH_LOGIN_REPLAYED', 'this login response was already used; open the share again to sign in');
       remember(state, flow.x);
       const providerError = current.searchParams.get('error');
-      if (providerError) throw refuse(`the identity provider refused the login: ${providerError}${current.searchParams.get('error_description') ? ` (${current.searchParams.get('error_description')})` : ''}`);
+      if (providerError) throw refuse('EH_LOGIN_PROVIDER_REFUSED', `the identity provider refused the login: ${providerError}${current.searchParams.get('error_description') ? ` (${current.searchParams.get('error_description')})` : ''}`);
       const email = provider.type === 'GITHUB' ? await providers.githubEmail(provider, current, flow, ctx.origin + CALLBACK_PATH) : await providers.oidcEmail(provider, current, flow);
       const refusal = emailRefusal(email, route);
-      if (refusal) throw refuse(refusal);
+      if (refusal) throw refuse('EH_LOGIN_EMAIL_NOT_ALLOWED', refusal);
       const now = Date.now();
       const session: SessionPayload = { v: 1, e: email, h: ctx.host, p: provider.id, a: now, c: now + route.checkIntervalMs };
       res.statusCode = 302;
@@ -154,15 +154,15 @@ export function createLogin(options: LoginOptions) {
         const session = sessionOf(req, route, ctx);
         if (session) {
           const refusal = emailRefusal(session.e, route);
-          if (refusal) throw refuse(refusal);
+          if (refusal) throw refuse('EH_LOGIN_EMAIL_NOT_ALLOWED', refusal);
           return { kind: 'pass', email: session.e, until: Math.min(session.c, session.a + route.checkIntervalMs) };
         }
-        if (!isBrowser(req)) throw new LoginRefusal(401, 'unauthorized', 'this share requires login: open it in a browser, or send the session cookie of a login');
+        if (!isBrowser(req)) throw new LoginRefusal('EH_LOGIN_REQUIRED', 'this share requires login: open it in a browser, or send the session cookie of a login');
         await begin(req, res, route, ctx);
         return { kind: 'handled' };
       } catch (err) {
-        const refusal = err instanceof LoginRefusal ? err : new LoginRefusal(502, 'bad_gateway', `login failed: ${message(err)}`);
-        if (!res.headersSent) answer(res, refusal.status, refusal.error as EdgeError, refusal.message);
+        const refusal = err instanceof LoginRefusal ? err : new LoginRefusal('EH_IDP_UNREACHABLE', `login failed: ${message(err)}`);
+        if (!res.headersSent) answer(res, refusal.code, refusal.message);
         return { kind: 'handled' };
       }
     },

@@ -35,9 +35,9 @@ function providerUrl(raw: string, what: string): URL {
   try {
     url = new URL(raw);
   } catch {
-    throw new LoginRefusal(502, 'bad_gateway', `${what} is not a URL: ${raw}`);
+    throw new LoginRefusal('EH_IDP_UNREACHABLE', `${what} is not a URL: ${raw}`);
   }
-  if (url.protocol !== 'https:' && !(url.protocol === 'http:' && isLoopback(url))) throw new LoginRefusal(502, 'bad_gateway', `${what} must use https: ${raw}`);
+  if (url.protocol !== 'https:' && !(url.protocol === 'http:' && isLoopback(url))) throw new LoginRefusal('EH_IDP_UNREACHABLE', `${what} must use https: ${raw}`);
   return url;
 }
 
@@ -66,7 +66,7 @@ export function identityProviders(options: { endpoints?: Partial<LoginEndpoints>
 
   const issuerOf = (provider: LoginProvider): string => {
     if (provider.type === 'GOOGLE') return endpoints().googleIssuerUrl;
-    if (!provider.issuerUrl) throw new LoginRefusal(502, 'bad_gateway', 'the auth provider has no issuer URL');
+    if (!provider.issuerUrl) throw new LoginRefusal('EH_IDP_UNREACHABLE', 'the auth provider has no issuer URL');
     return provider.issuerUrl;
   };
 
@@ -95,7 +95,7 @@ export function identityProviders(options: { endpoints?: Partial<LoginEndpoints>
     try {
       metadata = await entry;
     } catch (err) {
-      throw new LoginRefusal(502, 'bad_gateway', `the identity provider's discovery failed: ${message(err)}`);
+      throw new LoginRefusal('EH_IDP_UNREACHABLE', `the identity provider's discovery failed: ${message(err)}`);
     }
     const methods = metadata.metadata.token_endpoint_auth_methods_supported ?? ['client_secret_basic'];
     const auth = methods.includes('client_secret_basic') ? oidc.ClientSecretBasic(provider.clientSecret) : oidc.ClientSecretPost(provider.clientSecret);
@@ -158,17 +158,17 @@ export function identityProviders(options: { endpoints?: Partial<LoginEndpoints>
       throw providerFailure(err);
     }
     const idToken = tokens.id_token;
-    if (!idToken) throw refuse('the identity provider returned no ID token');
+    if (!idToken) throw refuse('EH_LOGIN_PROVIDER_REFUSED', 'the identity provider returned no ID token');
     // the ID token once more with jose: signature by the issuer's keys, iss, aud, exp and our nonce
     const metadata = c.serverMetadata();
-    if (!metadata.jwks_uri) throw new LoginRefusal(502, 'bad_gateway', 'the identity provider publishes no jwks_uri');
+    if (!metadata.jwks_uri) throw new LoginRefusal('EH_IDP_UNREACHABLE', 'the identity provider publishes no jwks_uri');
     let claims: JWTPayload;
     try {
       ({ payload: claims } = await jwtVerify(idToken, jwksOf(metadata.jwks_uri), { issuer: metadata.issuer, audience: provider.clientId, requiredClaims: ['exp', 'iat', 'sub', 'nonce'] }));
     } catch (err) {
-      throw refuse(`the ID token did not verify: ${message(err)}`);
+      throw refuse('EH_LOGIN_PROVIDER_REFUSED', `the ID token did not verify: ${message(err)}`);
     }
-    if (claims.nonce !== flow.n) throw refuse('the ID token was issued for another login (nonce)');
+    if (claims.nonce !== flow.n) throw refuse('EH_LOGIN_PROVIDER_REFUSED', 'the ID token was issued for another login (nonce)');
     let email = claims.email;
     let verified = claims.email_verified;
     if (typeof email !== 'string' && metadata.userinfo_endpoint) {
@@ -180,14 +180,14 @@ export function identityProviders(options: { endpoints?: Partial<LoginEndpoints>
         throw providerFailure(err);
       }
     }
-    if (typeof email !== 'string' || !email.includes('@')) throw refuse('the identity provider did not share an email address (is the email scope allowed?)');
-    if (verified !== true && verified !== 'true') throw refuse(`the identity provider does not confirm that ${email} is verified`);
+    if (typeof email !== 'string' || !email.includes('@')) throw refuse('EH_LOGIN_EMAIL_UNVERIFIED', 'the identity provider did not share an email address (is the email scope allowed?)');
+    if (verified !== true && verified !== 'true') throw refuse('EH_LOGIN_EMAIL_UNVERIFIED', `the identity provider does not confirm that ${email} is verified`);
     return email.toLowerCase();
   }
 
   async function githubEmail(provider: LoginProvider, current: URL, flow: LoginPayload, redirectUri: string): Promise<string> {
     const code = current.searchParams.get('code');
-    if (!code) throw refuse('the login response carries no code');
+    if (!code) throw refuse('EH_LOGIN_PROVIDER_REFUSED', 'the login response carries no code');
     const { githubOAuthUrl, githubApiUrl } = endpoints();
     const tokenUrl = new URL('/login/oauth/access_token', providerUrl(githubOAuthUrl, 'the GitHub OAuth URL'));
     const answer = await fetchJson(tokenUrl, {
@@ -197,15 +197,15 @@ export function identityProviders(options: { endpoints?: Partial<LoginEndpoints>
     });
     // an answer that is JSON but not an object (null, a number) is a refusal, not a TypeError
     const token: Record<string, unknown> = answer && typeof answer === 'object' ? (answer as Record<string, unknown>) : {};
-    if (typeof token.access_token !== 'string') throw refuse(`GitHub refused the login: ${String(token.error ?? 'no access token')}${token.error_description ? ` (${String(token.error_description)})` : ''}`);
+    if (typeof token.access_token !== 'string') throw refuse('EH_LOGIN_PROVIDER_REFUSED', `GitHub refused the login: ${String(token.error ?? 'no access token')}${token.error_description ? ` (${String(token.error_description)})` : ''}`);
     const emailsUrl = new URL('user/emails', providerUrl(githubApiUrl.replace(/\/?$/, '/'), 'the GitHub API URL'));
     const emails = await fetchJson(emailsUrl, {
       headers: { accept: 'application/vnd.github+json', authorization: `Bearer ${token.access_token}`, 'user-agent': 'edgehub-edge', 'x-github-api-version': '2022-11-28' },
     });
-    if (!Array.isArray(emails)) throw new LoginRefusal(502, 'bad_gateway', 'GitHub did not list the account emails');
+    if (!Array.isArray(emails)) throw new LoginRefusal('EH_IDP_UNREACHABLE', 'GitHub did not list the account emails');
     const primary = emails.find((e: { primary?: boolean } | null) => e?.primary === true) as { email?: string; verified?: boolean } | undefined;
-    if (!primary || typeof primary.email !== 'string') throw refuse('the GitHub account has no primary email');
-    if (primary.verified !== true) throw refuse(`the GitHub account's primary email ${primary.email} is not verified`);
+    if (!primary || typeof primary.email !== 'string') throw refuse('EH_LOGIN_EMAIL_UNVERIFIED', 'the GitHub account has no primary email');
+    if (primary.verified !== true) throw refuse('EH_LOGIN_EMAIL_UNVERIFIED', `the GitHub account's primary email ${primary.email} is not verified`);
     return primary.email.toLowerCase();
   }
 
@@ -214,16 +214,16 @@ export function identityProviders(options: { endpoints?: Partial<LoginEndpoints>
     try {
       res = await egressFetch(url, { ...init, redirect: 'error', signal: AbortSignal.timeout(providerTimeoutMs) });
     } catch (err) {
-      throw new LoginRefusal(502, 'bad_gateway', `the identity provider could not be reached: ${message(err)}`);
+      throw new LoginRefusal('EH_IDP_UNREACHABLE', `the identity provider could not be reached: ${message(err)}`);
     }
     const text = await res.text();
     let body: unknown;
     try {
       body = JSON.parse(text);
     } catch {
-      throw new LoginRefusal(502, 'bad_gateway', `the identity provider answered ${res.status} without JSON`);
+      throw new LoginRefusal('EH_IDP_UNREACHABLE', `the identity provider answered ${res.status} without JSON`);
     }
-    if (!res.ok && !(body && typeof body === 'object' && 'error' in body)) throw new LoginRefusal(502, 'bad_gateway', `the identity provider answered ${res.status}`);
+    if (!res.ok && !(body && typeof body === 'object' && 'error' in body)) throw new LoginRefusal('EH_IDP_UNREACHABLE', `the identity provider answered ${res.status}`);
     return body;
   }
 

@@ -1,24 +1,24 @@
-/** A login that cannot go on: answered as JSON `{error, message}` with its status by the login flow. */
+import type { ErrorCode } from '../../../shared/errors.js';
 
+/** A login that cannot go on: answered by the login flow as the edge's answer of its code (JSON `{error, message}`). */
 export class LoginRefusal extends Error {
   constructor(
-    readonly status: 400 | 401 | 403 | 502,
-    readonly error: string,
+    readonly code: ErrorCode,
     message: string,
   ) {
     super(message);
   }
 }
 
-export const refuse = (message: string) => new LoginRefusal(403, 'forbidden', message);
+export const refuse = (code: ErrorCode, message: string) => new LoginRefusal(code, message);
 
 export function providerFailure(err: unknown): LoginRefusal {
   if (err instanceof LoginRefusal) return err;
   const e = err as { error?: string; error_description?: string; code?: string; cause?: { error?: string; error_description?: string } };
   const error = e.error ?? e.cause?.error;
-  if (error) return refuse(`the identity provider refused the login: ${error}${(e.error_description ?? e.cause?.error_description) ? ` (${e.error_description ?? e.cause?.error_description})` : ''}`);
-  if (e.code === 'OAUTH_RESPONSE_IS_NOT_CONFORM' || e.code === 'OAUTH_JWT_CLAIM_COMPARISON_FAILED' || e.code === 'OAUTH_INVALID_RESPONSE') return refuse(`the identity provider's answer did not verify: ${message(err)}`);
-  return new LoginRefusal(502, 'bad_gateway', `the identity provider could not complete the login: ${message(err)}`);
+  if (error) return refuse('EH_LOGIN_PROVIDER_REFUSED', `the identity provider refused the login: ${error}${(e.error_description ?? e.cause?.error_description) ? ` (${e.error_description ?? e.cause?.error_description})` : ''}`);
+  if (e.code === 'OAUTH_RESPONSE_IS_NOT_CONFORM' || e.code === 'OAUTH_JWT_CLAIM_COMPARISON_FAILED' || e.code === 'OAUTH_INVALID_RESPONSE') return refuse('EH_LOGIN_PROVIDER_REFUSED', `the identity provider's answer did not verify: ${message(err)}`);
+  return new LoginRefusal('EH_IDP_UNREACHABLE', `the identity provider could not complete the login: ${message(err)}`);
 }
 
 export function message(err: unknown): string {

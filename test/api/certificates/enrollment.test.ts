@@ -1,6 +1,8 @@
 import test from 'ava';
 import { makeCsr, makeSelfSigned, opensslVerify, tamperCsr, x509Text } from '../../helpers/pki.js';
 import { useStack, type HubFixture } from '../../helpers/stack.js';
+import type { ErrorCode } from '../../../shared/errors.js';
+import { assertRefused } from '../../helpers/refusals.js';
 
 const stack = useStack(test);
 
@@ -56,13 +58,12 @@ test('enroll issues a certificate with the documented profile that openssl verif
   t.is(issuance.length, 1, 'one issuance execution, recorded in the same statement as the certificate');
   t.like(issuance[0], { status: 'SUCCEEDED', result: { certificateId: r.json.id } });
   const jwtAgain = await hub.call('GET', `${hub.h2}/certificate-request-tokens/${token.id}/enrollment-jwt`);
-  t.is(jwtAgain.status, 400, 'no JWT for a spent token');
-  t.regex(jwtAgain.json.message, /spent/);
+  // no JWT for a spent token, no rename of it: refusals that name the state
+  assertRefused(t, jwtAgain, 400, 'invalid_request', 'EH_INVALID_STATE', 'spent');
   const rename = await hub.call('PATCH', `${hub.h}/certificate-request-tokens/${token.id}`, { body: { name: 'x' } });
-  t.is(rename.status, 400);
-  t.regex(rename.json.message, /spent/);
+  assertRefused(t, rename, 400, 'invalid_request', 'EH_INVALID_STATE', 'spent');
   // the certificate took the token's name: no new token may take it
-  t.is((await hub.call('POST', `${hub.h}/certificate-request-tokens`, { body: { name: 'edge-1' } })).status, 409);
+  assertRefused(t, await hub.call('POST', `${hub.h}/certificate-request-tokens`, { body: { name: 'edge-1' } }), 409, 'conflict', 'EH_NAME_TAKEN');
 });
 
 test('RSA 2048 and EC P-384 CSRs are accepted, also under the /hub prefix', async (t) => {
@@ -80,10 +81,8 @@ test('subject mismatches are a 400 naming each; validate-only lists them as viol
   const { jwt } = await tokenWithJwt(hub, { name: 'strict', commonName: 'a.example.com', organization: 'Acme', organizationalUnit: 'Ops' });
   const csr = await makeCsr('/CN=b.example.com/O=Acme/OU=Dev');
   const r = await enroll(hub, { jwt, csr });
-  t.is(r.status, 400);
-  t.is(r.json.error, 'invalid_request');
-  t.regex(r.json.message, /CN must be 'a\.example\.com'/);
-  t.regex(r.json.message, /OU must be 'Ops'/);
+  // the message names each mismatch
+  assertRefused(t, r, 400, 'invalid_request', 'EH_CSR_SUBJECT_MISMATCH', ["CN must be 'a.example.com'", "OU must be 'Ops'"]);
   t.notRegex(r.json.message, /\bO must/);
 
   const v = await enroll(hub, { jwt, csr }, { 'x-validate': 'true' });
@@ -116,17 +115,15 @@ test('bad CSRs are 400 naming why (and $.csr violations in validate-only mode)',
   ];
   for (const [what, csr, message] of cases) {
     const r = await enroll(hub, { jwt, csr });
-    t.is(r.status, 400, what);
-    t.is(r.json.error, 'invalid_request', what);
-    t.regex(r.json.message, message, what);
+    assertRefused(t, r, 400, 'invalid_request', 'EH_CSR_INVALID');
+    t.regex(r.json.message, message, `${what}: the message says why (the point of this test)`);
     const v = await enroll(hub, { jwt, csr }, { 'x-validate': 'true' });
     t.is(v.json.length, 1, what);
     t.like(v.json[0], { path: '$.csr' });
     t.regex(v.json[0].message, message, what);
   }
   const missing = await enroll(hub, { jwt });
-  t.is(missing.status, 400);
-  t.regex(missing.json.message, /csr/);
+  assertRefused(t, missing, 400, 'invalid_request', 'EH_INVALID_REQUEST', '$.csr');
   t.is((await hub.call('GET', `${hub.h}/client-certificates`)).json.totalElements, 0, 'nothing written');
 });
 
@@ -143,17 +140,16 @@ test('an expired, revoked, foreign-hub or forged JWT is 403 (and a $.jwt violati
   const claims = JSON.parse(Buffer.from(p, 'base64url').toString());
   const forged = [h, Buffer.from(JSON.stringify({ ...claims, sub: revoked.token.token })).toString('base64url'), s].join('.');
   await untilPast(expired.token.expiresAt);
-  const cases: [string, string, string][] = [
-    ['expired', expired.jwt, 'expired'],
-    ['revoked', revoked.jwt, 'revoked'],
-    ['other hub', foreign.jwt, 'wrong_hub'],
-    ['forged', forged, 'invalid_signature'],
-    ['garbage', 'not.a.jwt', 'malformed'],
+  const cases: [string, string, string, ErrorCode][] = [
+    ['expired', expired.jwt, 'expired', 'EH_JWT_EXPIRED'],
+    ['revoked', revoked.jwt, 'revoked', 'EH_JWT_REVOKED'],
+    ['other hub', foreign.jwt, 'wrong_hub', 'EH_JWT_WRONG_HUB'],
+    ['forged', forged, 'invalid_signature', 'EH_JWT_INVALID'],
+    ['garbage', 'not.a.jwt', 'malformed', 'EH_JWT_INVALID'],
   ];
-  for (const [what, jwt, label] of cases) {
+  for (const [what, jwt, label, code] of cases) {
     const r = await enroll(hub, { jwt, csr });
-    t.is(r.status, 403, what);
-    t.is(r.json.error, 'not_found', what);
+    assertRefused(t, r, 403, 'not_found', code);
     const v = await enroll(hub, { jwt, csr }, { 'x-validate': 'true' });
     t.is(v.status, 200);
     t.deepEqual(v.json.map((x: { path: string; label: string }) => [x.path, x.label]), [['$.jwt', label]], what);
@@ -185,8 +181,8 @@ test('token in path: CSR issues without subject constraint; CERTIFICATE stores t
   t.like(r.json, { name: 'legacy-csr', hubId: hub.hubId });
   t.true((await opensslVerify(r.json.value, r.json.chain)).ok);
   const replay = await stack.call('POST', tokenPath(hub.h2, a.token.token), { body: { type: 'CSR', value: await makeCsr('/CN=other') } });
-  t.is(replay.status, 403);
-  t.is((await enroll(hub, { jwt: a.jwt, csr: await makeCsr('/CN=must.not.matter') })).status, 403, 'the JWT of a spent token is dead');
+  assertRefused(t, replay, 403, 'not_found', 'EH_TOKEN_UNUSABLE');
+  assertRefused(t, await enroll(hub, { jwt: a.jwt, csr: await makeCsr('/CN=must.not.matter') }), 403, 'not_found', 'EH_JWT_SPENT'); // the JWT of a spent token is dead
 
   const b = await tokenWithJwt(hub, { name: 'legacy-cert' });
   const upload = await makeSelfSigned('/CN=uploaded');
@@ -202,7 +198,7 @@ test('token in path: CSR issues without subject constraint; CERTIFICATE stores t
   const garbage = await stack.call('POST', tokenPath(hub.h, d.token.token), { body: { type: 'CERTIFICATE', value: '-----BEGIN CERTIFICATE-----\nAAAA\n-----END CERTIFICATE-----\n' } });
   t.is(garbage.status, 400);
   const taken = await stack.call('POST', tokenPath(hub.h, d.token.token), { body: { type: 'CERTIFICATE', value: upload, name: 'my-upload' } });
-  t.is(taken.status, 409, 'name collision with a certificate');
+  assertRefused(t, taken, 409, 'conflict', 'EH_NAME_TAKEN'); // a name collision with a certificate
   const badType = await stack.call('POST', tokenPath(hub.h, d.token.token), { body: { type: 'PFX', value: upload } });
   t.is(badType.status, 400);
   t.is((await stack.call('POST', tokenPath(hub.h, d.token.token), { body: { type: 'CERTIFICATE', value: upload } })).status, 201, 'refusals did not spend it');
@@ -210,9 +206,8 @@ test('token in path: CSR issues without subject constraint; CERTIFICATE stores t
   const e = await hub.call('POST', `${hub.h}/certificate-request-tokens`, { body: { name: 'short', ttl: 'PT1S' } });
   await untilPast(e.json.expiresAt);
   const expired = await stack.call('POST', tokenPath(hub.h2, e.json.token), { body: { type: 'CSR', value: await makeCsr('/CN=x') } });
-  t.is(expired.status, 401);
-  t.is(expired.json.error, 'unauthorized');
+  assertRefused(t, expired, 401, 'unauthorized', 'EH_TOKEN_EXPIRED');
   const other = await stack.hub();
   const f = await tokenWithJwt(hub, { name: 'wrong-hub' });
-  t.is((await stack.call('POST', tokenPath(other.h2, f.token.token), { body: { type: 'CSR', value: await makeCsr('/CN=x') } })).status, 403);
+  assertRefused(t, await stack.call('POST', tokenPath(other.h2, f.token.token), { body: { type: 'CSR', value: await makeCsr('/CN=x') } }), 403, 'not_found', 'EH_TOKEN_UNUSABLE');
 });

@@ -2,6 +2,8 @@ import test from 'ava';
 import pg from 'pg';
 import { makeCsr, makeSelfSigned, opensslVerify, tamperCsr, x509Text } from '../../helpers/pki.js';
 import { useStack, type HubFixture } from '../../helpers/stack.js';
+import type { ErrorCode } from '../../../shared/errors.js';
+import { assertRefused } from '../../helpers/refusals.js';
 
 const stack = useStack(test);
 
@@ -55,21 +57,17 @@ test('create from a CSR issues through the worker; the chain verifies with opens
 
 test('garbage values, bad CSRs and bad fields are 400s that say why; nothing is written', async (t) => {
   const hub = await stack.hub();
-  const cases: [unknown, RegExp][] = [
-    [{ name: 'x', value: 'hello' }, /PEM certificate .* or a PEM CSR/],
-    [{ name: 'x', value: '-----BEGIN CERTIFICATE-----\nAAAA\n-----END CERTIFICATE-----\n' }, /could not be parsed/],
-    [{ name: 'x', value: tamperCsr(await makeCsr('/CN=x')) }, /signature/],
-    [{ name: 'x', value: await makeCsr('/CN=x', 'rsa1024') }, /2048/],
-    [{ name: 'x' }, /value/],
-    [{ value: await makeSelfSigned('/CN=x') }, /name/],
-    [{ name: '', value: 'x' }, /name/],
+  // a property's problem names the property; a certificate's or CSR's problem has a code of its own
+  const cases: [unknown, ErrorCode, string?][] = [
+    [{ name: 'x', value: 'hello' }, 'EH_INVALID_REQUEST', '$.value'],
+    [{ name: 'x', value: '-----BEGIN CERTIFICATE-----\nAAAA\n-----END CERTIFICATE-----\n' }, 'EH_CERTIFICATE_INVALID'],
+    [{ name: 'x', value: tamperCsr(await makeCsr('/CN=x')) }, 'EH_CSR_INVALID', 'signature'],
+    [{ name: 'x', value: await makeCsr('/CN=x', 'rsa1024') }, 'EH_CSR_INVALID', '2048'],
+    [{ name: 'x' }, 'EH_INVALID_REQUEST', '$.value'],
+    [{ value: await makeSelfSigned('/CN=x') }, 'EH_INVALID_REQUEST', '$.name'],
+    [{ name: '', value: 'x' }, 'EH_INVALID_REQUEST', '$.name'],
   ];
-  for (const [body, message] of cases) {
-    const r = await hub.call('POST', certs(hub), { body });
-    t.is(r.status, 400, JSON.stringify(body).slice(0, 60));
-    t.is(r.json.error, 'invalid_request');
-    t.regex(r.json.message, message);
-  }
+  for (const [body, code, names] of cases) assertRefused(t, await hub.call('POST', certs(hub), { body }), 400, 'invalid_request', code, names);
   t.is((await hub.call('GET', certs(hub))).json.totalElements, 0);
 });
 

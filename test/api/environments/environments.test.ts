@@ -1,5 +1,6 @@
 import test from 'ava';
 import { useStack } from '../../helpers/stack.js';
+import { assertRefused } from '../../helpers/refusals.js';
 
 const stack = useStack(test, { workers: false });
 
@@ -43,11 +44,9 @@ test('DELETE an environment: only one that hosts nothing; the default one stays;
   const share = await hub.call('POST', `${hub.h}/shares`, { body: { name: 'x', frontendIds: [frontends.json[0].id], target: 'http://127.0.0.1:9', envZId: used.json.envZId } });
   t.is(share.status, 201, share.text);
   const busy = await hub.call('DELETE', `${hub.h}/environments/${used.json.envZId}`);
-  t.is(busy.status, 409);
-  t.regex(busy.json.message, /1 share/);
+  assertRefused(t, busy, 409, 'conflict', 'EH_ENVIRONMENT_NOT_EMPTY', '1 share');
   // a share without envZId makes the hub's default environment, which cannot be deleted
   const inDefault = await hub.call('POST', `${hub.h}/shares`, { body: { name: 'y', frontendIds: [frontends.json[0].id], target: 'http://127.0.0.1:9' } });
   const refused = await hub.call('DELETE', `${hub.h}/environments/${inDefault.json.envZId}`);
-  t.is(refused.status, 400);
-  t.regex(refused.json.message, /default environment/);
+  assertRefused(t, refused, 400, 'invalid_request', 'EH_DEFAULT_ENVIRONMENT');
 });

@@ -2,6 +2,7 @@ import test from 'ava';
 import { RESERVED_INSIDE_CIDRS } from '../../../shared/providers/ipsecLocal.js';
 import { deployedTunnel, tunnelBody, useTestIpsecProvider, waitForStatus } from '../../helpers/ipsec.js';
 import { useStack } from '../../helpers/stack.js';
+import { assertRefused } from '../../helpers/refusals.js';
 
 // the provider first: its gates are released before the stack stops (a held job would keep the worker waiting)
 const provider = useTestIpsecProvider(test);
@@ -42,9 +43,7 @@ test('tunnel-config has the documented shape, AWS defaults, a /30 inside CIDR an
   const release = hold('held-config');
   const created = await hub.call('POST', `${hub.h2}/ipsec-tunnels`, { body: tunnelBody({ name: 'held-config' }) });
   const early = await hub.call('GET', `${hub.h2}/ipsec-tunnels/${created.json.id}/tunnel-config`);
-  t.is(early.status, 400);
-  t.is(early.json.error, 'invalid_request');
-  t.regex(early.json.message, /is NEW/);
+  assertRefused(t, early, 400, 'invalid_request', 'EH_INVALID_STATE', 'is NEW'); // names the state
   release();
   await waitForStatus(hub, `${hub.h2}/ipsec-tunnels/${created.json.id}`, 'DEPLOYED');
 
@@ -131,18 +130,15 @@ test('sample-config is a strongSwan configuration in text/plain carrying the tun
   t.true(generic.text.includes(`Pre-shared key            : ${psk}`), 'the same key in every vendor form');
   t.true(generic.text.includes(config.json.tunnels[0].insideCidr));
   const unknownVendor = await hub.call('GET', `${hub.h2}/ipsec-tunnels/${tunnel.id}/sample-config?vendor=cisco`, { headers: { accept: 'text/plain' } });
-  t.is(unknownVendor.status, 400);
-  t.regex(unknownVendor.json.message, /vendor.*strongswan, generic/);
+  assertRefused(t, unknownVendor, 400, 'invalid_request', 'EH_INVALID_REQUEST', ["'vendor'", 'strongswan, generic']);
 
   const json = await hub.call('GET', `${hub.h2}/ipsec-tunnels/${tunnel.id}/sample-config`, { headers: { accept: 'application/json' } });
-  t.is(json.status, 406);
-  t.is(json.json.error, 'not_acceptable');
+  assertRefused(t, json, 406, 'not_acceptable', 'EH_NOT_ACCEPTABLE');
 
   const release = hold('held-sample');
   const fresh = await hub.call('POST', `${hub.h2}/ipsec-tunnels`, { body: tunnelBody({ name: 'held-sample', locationId: 'other' }) });
   const early = await hub.call('GET', `${hub.h2}/ipsec-tunnels/${fresh.json.id}/sample-config`, { headers: { accept: 'text/plain' } });
-  t.is(early.status, 400);
-  t.regex(early.json.message, /is NEW/);
+  assertRefused(t, early, 400, 'invalid_request', 'EH_INVALID_STATE', 'is NEW');
   release();
 });
 
@@ -181,12 +177,11 @@ test('validation: name, peerPublicIp, peerCidr and nlbPrivateIp are checked and 
   ];
   for (const [over, message] of bad) {
     const r = await hub.call('POST', `${hub.h2}/ipsec-tunnels`, { body: tunnelBody(over) });
-    t.is(r.status, 400, JSON.stringify(over));
-    t.is(r.json?.error, 'invalid_request', JSON.stringify(over));
-    t.regex(r.json?.message ?? '', message, JSON.stringify(over));
+    assertRefused(t, r, 400, 'invalid_request', 'EH_INVALID_REQUEST');
+    t.regex(r.json?.message ?? '', message, `${JSON.stringify(over)}: names the property and why the address is refused (the point of this test)`);
   }
   const notJson = await hub.call('POST', `${hub.h2}/ipsec-tunnels`, { raw: '{"name":', headers: { 'content-type': 'application/json' } });
-  t.is(notJson.status, 400);
+  assertRefused(t, notJson, 400, 'invalid_request', 'EH_MALFORMED_JSON');
   t.is((await hub.call('GET', `${hub.h2}/ipsec-tunnels?status=NEW&status=DEPLOYED&status=ERROR&status=DELETED`)).json.totalElements, 0, 'nothing written');
   t.is((await hub.call('GET', `${hub.h}/executions?resourceType=ipsecTunnel`)).json.totalElements, 0, 'no execution either');
 

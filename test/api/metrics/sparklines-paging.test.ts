@@ -2,6 +2,7 @@
 import test from 'ava';
 import { useStack } from '../../helpers/stack.js';
 import { assertSeries, environment, get, HOUR, sampleMaker } from '../../helpers/usage.js';
+import { assertRefused } from '../../helpers/refusals.js';
 
 const stack = useStack(test, { workers: false, env: { HUB_SPARKLINES_MAX_SHARES: '3' } });
 
@@ -40,14 +41,12 @@ test('sparklines are capped per response, the cap is stated, and pages cover eve
   t.is(small.totalPages, 4);
   t.deepEqual((await get(hub, `${hub.h}/sparklines?page=5`)).sparklines, [], 'a page past the end is empty');
 
-  for (const [query, message] of [
-    ['size=4', /'size' must be at most 3 \(the most shares one sparklines response carries/],
-    ['size=x', /'size' must be a non-negative integer/],
-    ['page=-1', /'page' must be a non-negative integer/],
+  // each refusal names the query parameter (and the limit)
+  for (const [query, names] of [
+    ['size=4', ["'size'", 'at most 3']],
+    ['size=x', ["'size'"]],
+    ['page=-1', ["'page'"]],
   ] as const) {
-    const r = await hub.call('GET', `${hub.h}/sparklines?${query}`);
-    t.is(r.status, 400, query);
-    t.is(r.json.error, 'invalid_request');
-    t.regex(r.json.message, message);
+    assertRefused(t, await hub.call('GET', `${hub.h}/sparklines?${query}`), 400, 'invalid_request', 'EH_INVALID_REQUEST', [...names]);
   }
 });
