@@ -15,6 +15,11 @@ import type { Tap } from './inspect/capture.js';
 
 /** RFC 9110 7.6.1 connection-specific headers, plus the de-facto ones; never forwarded in either direction. */
 export const HOP_BY_HOP = new Set(['connection', 'keep-alive', 'proxy-connection', 'proxy-authenticate', 'proxy-authorization', 'te', 'trailer', 'transfer-encoding', 'upgrade', 'http2-settings']);
+/**
+ * The header naming the code of the edge's own refusals: a target's answer never carries it, so that a client can
+ * tell an answer of the edge from one of the target (a target that writes it has it removed).
+ */
+export const EDGE_CODE_HEADER = 'edgehub-error-code';
 
 /** Headers only the edge may set towards a target: a client's own are dropped, never passed on. */
 export const EDGE_SET_HEADERS = new Set(['x-forwarded-for', 'x-forwarded-proto', 'x-forwarded-host', 'x-client-certificate-name', 'x-client-certificate-fingerprint', 'x-forwarded-email']);
@@ -154,7 +159,7 @@ export function responseHeaderLines(raw: (Buffer | string)[], keepUpgrade = fals
       out.push(original, raw[i + 1].toString('latin1'));
       continue;
     }
-    if (HOP_BY_HOP.has(name)) continue;
+    if (HOP_BY_HOP.has(name) || name === EDGE_CODE_HEADER) continue;
     if (listed?.has(name) && !NOT_REMOVABLE.has(name)) continue;
     const value = raw[i + 1].toString('latin1');
     if (hostHeader !== undefined && name === 'set-cookie') out.push(original, hostOnlyCookie(value, (cookieDomain ??= cookieHost(hostHeader))));

@@ -21,7 +21,7 @@ import type { buildConnector } from 'undici';
 import type { EgressPolicy } from '../shared/egress.js';
 import { egressConnector } from '../shared/egressHttp.js';
 import { answer } from './answers.js';
-import { cookieHost, declaredLength, hasBody, HOP_BY_HOP, hostOnlyCookie, requestHeaderLines, type ForwardContext } from './headers.js';
+import { cookieHost, declaredLength, EDGE_CODE_HEADER, hasBody, HOP_BY_HOP, hostOnlyCookie, requestHeaderLines, type ForwardContext } from './headers.js';
 import { targetPath } from './paths.js';
 import { failure, originForm } from './proxy.js';
 import type { ShareRoute } from './types.js';
@@ -48,7 +48,7 @@ const TRAILER_FIELDS = new Set(['grpc-status', 'grpc-message', 'grpc-status-deta
 /** Answer fields passed to the client: no pseudo-fields, no connection-specific ones. */
 function passable(headers: IncomingHttpHeaders, into: Record<string, string | string[]> = {}, only?: (name: string) => boolean): Record<string, string | string[]> {
   for (const name in headers) {
-    if (name.charCodeAt(0) === 58 || HOP_BY_HOP.has(name)) continue;
+    if (name.charCodeAt(0) === 58 || HOP_BY_HOP.has(name) || name === EDGE_CODE_HEADER) continue;
     if (only && !only(name)) continue;
     const value = headers[name];
     if (value !== undefined) into[name] = value as string | string[];

@@ -56,6 +56,8 @@ export interface Config {
   issuanceWaitMs: number;
   /** BullMQ takeover of a dead worker's jobs: lock duration and stalled-job check interval. */
   takeover: { lockDuration: number; stalledInterval: number };
+  /** HUB_JOB_BACKOFF_MS: the first retry wait of a failed job (doubling). */
+  jobBackoffMs: number;
   certificateRenewalCron: string;
   healthCheckReconcileCron: string;
   /** A separate Prometheus listener of this process (undefined: off). */
@@ -254,6 +256,7 @@ export function loadConfig(env?: NodeJS.ProcessEnv): Config {
     dbPoolMax: e.HUB_DB_POOL_MAX,
     issuanceWaitMs: e.HUB_ISSUANCE_WAIT_MS,
     takeover: { lockDuration: e.HUB_JOB_LOCK_MS, stalledInterval: e.HUB_STALLED_INTERVAL_MS },
+    jobBackoffMs: e.HUB_JOB_BACKOFF_MS,
     certificateRenewalCron: e.HUB_CERTIFICATE_RENEWAL_CRON,
     healthCheckReconcileCron: e.HUB_HEALTH_CHECK_RECONCILE_CRON,
     metricsListener: e.HUB_METRICS_PORT === undefined ? undefined : { port: e.HUB_METRICS_PORT, host: e.HUB_METRICS_HOST },

@@ -1,5 +1,6 @@
 import type { JobsOptions } from 'bullmq';
 import { Op, type Transaction } from 'sequelize';
+import { config } from './config.js';
 import { preparedQuery } from './db.js';
 import { newId } from './ids.js';
 import { logger } from './logger.js';
@@ -26,12 +27,13 @@ export interface JobData {
   payload: Record<string, unknown>;
 }
 
-export const DEFAULT_JOB_OPTIONS: JobsOptions = {
+/** Five attempts, the first retry after HUB_JOB_BACKOFF_MS (1 s), doubling. */
+export const defaultJobOptions = (): JobsOptions => ({
   attempts: 5,
-  backoff: { type: 'exponential', delay: 1000 },
+  backoff: { type: 'exponential', delay: config().jobBackoffMs },
   removeOnComplete: { age: 3600, count: 5000 },
   removeOnFail: { age: 7 * 86400 },
-};
+});
 
 const DISPATCH_TIMEOUT_MS = 3000;
 
@@ -86,7 +88,7 @@ export async function dispatch(execution: Execution, options: EnqueueSpec['jobOp
   let timer: NodeJS.Timeout | undefined;
   try {
     await Promise.race([
-      queue(queueOfType(execution.type)).add(execution.type, data, { ...DEFAULT_JOB_OPTIONS, ...(stored ?? options), jobId: execution.processId }),
+      queue(queueOfType(execution.type)).add(execution.type, data, { ...defaultJobOptions(), ...(stored ?? options), jobId: execution.processId }),
       new Promise((_, reject) => {
         timer = setTimeout(() => reject(new Error('timed out adding the job')), DISPATCH_TIMEOUT_MS);
       }),

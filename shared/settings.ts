@@ -134,6 +134,7 @@ const SETTINGS = {
 
   // jobs and schedules
   HUB_QUEUE_PREFIX: entry(z.string().regex(/^[A-Za-z0-9_-]+$/).default('edgehub'), 'jobs and schedules', 'BullMQ and lock key prefix (lets several deployments share one Redis)'),
+  HUB_JOB_BACKOFF_MS: entry(int(10, 600_000, 1_000), 'jobs and schedules', "the wait before a failed job's first retry; it doubles with each of its five attempts"),
   HUB_JOB_LOCK_MS: entry(int(1000, 3_600_000, 8_000), 'jobs and schedules', "a job's lock duration: a dead worker's jobs are taken over within this plus the stalled interval"),
   HUB_STALLED_INTERVAL_MS: entry(int(500, 3_600_000, 4_000), 'jobs and schedules', 'how often workers look for jobs whose worker died'),
   HUB_ISSUANCE_WAIT_MS: entry(int(1, 600_000, 30_000), 'jobs and schedules', 'how long a request waits for its issuance or key rotation job (Redis connection included) before answering 503; the job still completes'),

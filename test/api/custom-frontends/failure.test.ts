@@ -15,7 +15,8 @@ let dns: TestDnsServer;
 test.before(async () => {
   dns = await startDnsServer();
 });
-const stack = useStack(test, () => ({ workers: false, env: { HUB_DNS_SERVERS: dns.server, HUB_DNS_CHECK_INTERVAL_MS: '100', HUB_DNS_WAIT: 'PT5S' } }));
+// failed attempts retried after 100 ms, 200 ms, ... instead of 1 s, 2 s, ...
+const stack = useStack(test, () => ({ workers: false, env: { HUB_DNS_SERVERS: dns.server, HUB_DNS_CHECK_INTERVAL_MS: '100', HUB_DNS_WAIT: 'PT5S', HUB_JOB_BACKOFF_MS: '100' } }));
 test.after.always(async () => {
   await dns?.close();
 });
