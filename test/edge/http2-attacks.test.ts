@@ -4,7 +4,7 @@
  * measured beside it; the edge ends each attacking connection (GOAWAY ENHANCE_YOUR_CALM, or nghttp2's own refusal),
  * and the other hub's p99 rises less than 2x against its p99 measured in the same test without the attack.
  */
-import { spawn } from 'node:child_process';
+import { type ChildProcess, spawn } from 'node:child_process';
 import http from 'node:http';
 import tls from 'node:tls';
 import test from 'ava';
@@ -16,21 +16,38 @@ import { LATENCY_FLOOR_MS, underTwice } from '../helpers/latency.js';
 import { scriptArgs } from '../helpers/script.js';
 
 const stack = useStack(test, { env: { HUB_EDGE_FLUSH_MS: '600000' } });
-let reached = 0;
-/** Requests for /hold (the streams attack's) that reached the target. */
-let held = 0;
-const holds = new Set<http.ServerResponse>();
-const backend = useBackend(test, stack, (req, res) => {
+/**
+ * The attacked share's target is a process of its own, so that what the attacks make it do (a hundred held streams
+ * per connection) is not work of this process, which serves the measured share's target and measures it. It counts
+ * what reached it (`GET /count`, asked directly).
+ */
+const ATTACKED_TARGET = `
+const http = require('node:http');
+let reached = 0, held = 0;
+const server = http.createServer((req, res) => {
+  if (req.url === '/count') return res.end(JSON.stringify({ reached, held }));
   reached++;
-  if (req.url === '/hold') {
-    held++;
-    holds.add(res);
-    res.once('close', () => holds.delete(res));
-    return void res.writeHead(200).write('open');
-  }
+  if (req.url === '/hold') { held++; return void res.writeHead(200).write('open'); }
   res.end('ok');
 });
-stack.onStop(async () => holds.forEach((r) => r.destroy()));
+server.listen(0, '127.0.0.1', () => process.stdout.write(server.address().port + '\\n'));
+`;
+let attackedTarget: { url: string; child: ChildProcess } | undefined;
+/** What reached the attacked share's target so far: every request, and those for /hold. */
+async function counts(): Promise<{ reached: number; held: number }> {
+  const res = await fetch(`${attackedTarget!.url}/count`);
+  return (await res.json()) as { reached: number; held: number };
+}
+async function startAttackedTarget(): Promise<void> {
+  const child = spawn(process.execPath, ['-e', ATTACKED_TARGET], { stdio: ['ignore', 'pipe', 'inherit'] });
+  const port = await new Promise<string>((resolve, reject) => {
+    child.stdout!.once('data', (d: Buffer) => resolve(d.toString().trim()));
+    child.once('exit', (code) => reject(new Error(`the attacked target exited ${code}`)));
+  });
+  attackedTarget = { url: `http://127.0.0.1:${port}`, child };
+}
+test.after.always(() => attackedTarget?.child.kill('SIGKILL'));
+const backend = useBackend(test, stack, (_req, res) => res.end('ok'));
 const edge = useTestEdge(test, stack);
 let attacker: HubFixture;
 let victim: HubFixture;
@@ -38,10 +55,11 @@ let attacked: string;
 let measured: string;
 
 test.before(async () => {
+  await startAttackedTarget();
   attacker = await stack.hub({ name: 'h2-attacker' });
   victim = await stack.hub({ name: 'h2-victim' });
   await publicFrontendCertificate(stack.databaseUrl);
-  attacked = (await routedShare(edge, attacker, { name: 'attacked', target: backend.url })).host;
+  attacked = (await routedShare(edge, attacker, { name: 'attacked', target: attackedTarget!.url })).host;
   measured = (await routedShare(edge, victim, { name: 'measured', target: backend.url })).host;
 });
 
@@ -114,7 +132,7 @@ test.serial('a CONTINUATION flood is cut within a few frames; a header list over
 
   // the flood made this address wait a moment before its next TLS connection (edge/http2.ts Penalties)
   await new Promise((r) => setTimeout(r, 1000));
-  const before = reached;
+  const { reached: before } = await counts();
   const big = await rawH2(edge.httpsPort!, attacked);
   const block = headerBlock([[':method', 'GET'], [':scheme', 'https'], [':path', '/'], [':authority', attacked], ['x-big', 'b'.repeat(12_000)], ['x-big2', 'c'.repeat(5_000)]]);
   big.send(frame(FRAME.HEADERS, FLAG.END_STREAM, 1, block.subarray(0, 16_000)), frame(FRAME.CONTINUATION, FLAG.END_HEADERS, 1, block.subarray(16_000)));
@@ -122,7 +140,7 @@ test.serial('a CONTINUATION flood is cut within a few frames; a header list over
   // the body of the edge's 400 names the limit (its code travels in the HPACK-coded head, not decoded here)
   t.like(JSON.parse(refusal.payload.toString()), { error: 'bad_request' });
   t.true(refusal.payload.toString().includes('over 16384 bytes'));
-  t.is(reached, before, 'nothing reached the target');
+  t.is((await counts()).reached, before, 'nothing reached the target');
   // a header list of 17 KiB in one frame of the default size is over SETTINGS_MAX_FRAME_SIZE: the connection ends
   big.send(getHeaders(3, attacked, [['x-big', 'b'.repeat(17_000)]]));
   const goawayBig = await big.next((f) => f.type === FRAME.GOAWAY);
@@ -146,11 +164,11 @@ for (const [kind, ending] of [
     const attacker = await attackerReady(kind, 2500);
     await victimP99(500); // warm
     const before = await victimP99(2000);
-    const reachedBefore = reached;
-    const heldBefore = held;
+    const { reached: reachedBefore, held: heldBefore } = await counts();
     const [summary, during] = await Promise.all([attacker.go(), victimP99(2000)]);
     const after = await victimP99(2000);
     const baseline = Math.max(before, after);
+    const { reached, held } = await counts();
     t.log(`${kind}: p99 ${during.toFixed(2)} ms under attack, ${before.toFixed(2)} / ${after.toFixed(2)} ms without; ${JSON.stringify(summary)}; ${reached - reachedBefore} requests reached the target`);
     t.true(summary.connections >= 1);
     // every connection was ended by the edge, not by the attacker's deadline alone
