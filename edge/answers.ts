@@ -35,12 +35,18 @@ export function answer(res: ServerResponse, code: ErrorCode, message: string, he
   res.end(body);
 }
 
+/** Who is told of the edge's own answer on a raw socket (an inspected share's upgrade request, edge/inspect/tap.ts). */
+export type SocketAnswerWatcher = (status: number, reason: string, lines: string[], body: string) => void;
+const socketWatchers = new WeakMap<Duplex, SocketAnswerWatcher>();
+export const watchSocketAnswer = (socket: Duplex, watcher: SocketAnswerWatcher | undefined) => void (watcher ? socketWatchers.set(socket, watcher) : socketWatchers.delete(socket));
+
 /** The same answer written on a raw socket (an upgrade request has no ServerResponse); the connection closes. */
 export function answerSocket(socket: Duplex, code: ErrorCode, message: string): void {
   if (socket.destroyed) return;
   const { status, error } = ANSWERS[code];
   const body = JSON.stringify({ error, message });
-  socket.end(
-    `HTTP/1.1 ${status} ${REASONS[status] ?? 'Error'}\r\ncontent-type: application/json\r\ncontent-length: ${Buffer.byteLength(body)}\r\nedgehub-error-code: ${code}\r\nconnection: close\r\n\r\n${body}`,
-  );
+  const reason = REASONS[status] ?? 'Error';
+  const length = Buffer.byteLength(body);
+  socket.end(`HTTP/1.1 ${status} ${reason}\r\ncontent-type: application/json\r\ncontent-length: ${length}\r\nedgehub-error-code: ${code}\r\nconnection: close\r\n\r\n${body}`);
+  socketWatchers.get(socket)?.(status, reason, ['content-type', 'application/json', 'content-length', String(length), 'edgehub-error-code', code, 'connection', 'close'], body);
 }

@@ -10,7 +10,7 @@ import type { TLSSocket } from 'node:tls';
 import type { ErrorCode } from '../shared/errors.js';
 import { logger } from '../shared/logger.js';
 import type { AccessControl } from './access/types.js';
-import { answer, answerSocket } from './answers.js';
+import { answer, answerSocket, watchSocketAnswer } from './answers.js';
 import { answered, revocable, settleExchange } from './http2.js';
 import type { Capture } from './inspect/capture.js';
 import type { HubLimiter } from './limits.js';
@@ -116,6 +116,9 @@ const handle = (secure: boolean) => (req: IncomingMessage, res: ServerResponse) 
 const upgrade = (secure: boolean) => (req: IncomingMessage, socket: Duplex, head: Buffer) => {
   const host = routingHost(req.headers.host);
   const route = routes.lookup(host);
+  // an inspected share's upgrade refused by the edge is recorded with its answer (one carried through is not)
+  const tap = route?.inspect ? capture?.begin(route, req) : undefined;
+  tap?.upgrading(socket);
   const refused = refusal(req, host);
   if (refused) return answerSocket(socket, ...refused);
   if (!route) {
@@ -127,7 +130,10 @@ const upgrade = (secure: boolean) => (req: IncomingMessage, socket: Duplex, head
   if (!limiter.enter(route.hubId)) return answerSocket(socket, 'EH_HUB_OVERLOADED', 'the hub has too many connections in progress on this edge; try again shortly');
   socket.once('close', () => limiter.leave(route.hubId));
   const ctx: ForwardContext = { secure, identity: identity.headers };
-  const spliced = (email: string | undefined, until?: number) => (s: Duplex) => connections.watch(s, guardOf(host, route, req, secure, email, until));
+  const spliced = (email: string | undefined, until?: number) => (s: Duplex) => {
+    watchSocketAnswer(s, undefined);
+    connections.watch(s, guardOf(host, route, req, secure, email, until));
+  };
   if (!route.auth) return proxy.upgrade(req, socket, head, route, ctx, spliced(undefined));
   if (!access.login) return answerSocket(socket, 'EH_LOGIN_UNAVAILABLE', 'this share requires login, which is not available on this edge');
   // the login hook answers on a ServerResponse: give it one bound to this connection, and take the socket back
@@ -139,7 +145,13 @@ const upgrade = (secure: boolean) => (req: IncomingMessage, socket: Duplex, head
     .handle(req, res, route, { host, secure, origin: `${secure ? 'https' : 'http'}://${req.headers.host}` })
     .then((outcome) => {
       if (outcome.kind === 'handled') {
-        res.once('finish', () => socket.end());
+        const done = () => {
+          socket.end();
+          tap?.finish(res);
+        };
+        // the answer may have been written (and finished) before this turn
+        if (res.writableFinished) done();
+        else res.once('finish', done);
         return;
       }
       res.detachSocket(socket as Socket);

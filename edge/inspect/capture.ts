@@ -16,12 +16,13 @@
  *   (`edgehub_edge_inspect_dropped_total`): the share never waits for its inspector.
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
+import type { Duplex } from 'node:stream';
 import type { Redis } from 'ioredis';
 import { logger } from '../../shared/logger.js';
 import { type CapturedMessage, type InspectLimits, recordArgs, recordExchange, redactLines, serializeRecord, type StoredSummary, withRecordScript } from '../../shared/inspect/store.js';
 import { inspectDropped, inspectRecorded } from '../../shared/telemetry/index.js';
 import { CALLBACK_PATH } from '../access/login/index.js';
-import { edgeAnswer } from '../answers.js';
+import { edgeAnswer, watchSocketAnswer } from '../answers.js';
 import { clientAddress, EDGE_SET_HEADERS } from '../headers.js';
 import { originForm } from '../proxy.js';
 import type { ShareRoute } from '../types.js';
@@ -154,7 +155,6 @@ export class Tap {
   /** The exchange is over (the answer ended, failed, or the client left): serialized and queued for the writer. */
   finish(res: ServerResponse): void {
     if (!this.capture.hasRoom()) return; // dropped and counted before any work is spent on it
-    const req = this.req;
     // the edge's own answers (a refusal, 502, 504 ...) are recorded with the head and body they went out with
     let responseBody = this.responseBody;
     let lines = this.responseLines;
@@ -163,7 +163,25 @@ export class Tap {
       lines = res.headersSent ? writtenLines(res, own?.headers) : [];
       if (own !== undefined && responseBody === undefined) (responseBody = new BodyTap(this.capture.limits.bodyBytes)).add(Buffer.from(own.body));
     }
-    const status = this.status ?? (res.headersSent ? res.statusCode : 499);
+    this.record(this.status ?? (res.headersSent ? res.statusCode : 499), res.statusMessage?.length ?? 0, lines, responseBody);
+  }
+
+  /**
+   * An upgrade request (WebSocket) of the share, from its routing: the edge's refusal of it on the raw socket
+   * (answers.ts answerSocket) is recorded with the answer it got; an upgrade carried through is not recorded.
+   */
+  upgrading(socket: Duplex): void {
+    watchSocketAnswer(socket, (status, reason, lines, body) => {
+      watchSocketAnswer(socket, undefined);
+      if (!this.capture.hasRoom()) return;
+      const responseBody = new BodyTap(this.capture.limits.bodyBytes);
+      responseBody.add(Buffer.from(body));
+      this.record(status, reason.length, lines, responseBody);
+    });
+  }
+
+  private record(status: number, reasonLength: number, lines: string[], responseBody: BodyTap | undefined): void {
+    const req = this.req;
     const method = req.method ?? 'GET';
     // a forwarded request is recorded as the target received it; a refused one as the client sent it (clientLines)
     const requestLines = this.requestLines ?? clientLines(req.rawHeaders);
@@ -177,7 +195,7 @@ export class Tap {
       status,
       d: Math.round((performance.now() - this.started) * 1000),
       rxBytes: headBytes(method.length + (req.url?.length ?? 1) + 10, req.rawHeaders) + (requestBody?.total ?? 0),
-      txBytes: headBytes(13 + (res.statusMessage?.length ?? 0), lines) + responseTotal,
+      txBytes: headBytes(13 + reasonLength, lines) + responseTotal,
       clientAddress: this.clientAddress,
       edge: this.capture.edge,
     };

@@ -2,8 +2,9 @@
  * The edge's own refusals of an inspected share appear in its requests list with their status and the edge's answer,
  * through a real edge and real sockets: login (401), mutual TLS (403), per-hub admission (503), the egress policy
  * (403), no agent connected (502). A refusal is recorded as the client sent it, credentials redacted; the query of
- * the edge's own login callback (a one-time code) is not kept.
+ * the edge's own login callback (a one-time code) is not kept. WebSocket upgrades the edge refuses are listed too (raw sockets).
  */
+import net from 'node:net';
 import test from 'ava';
 import { edgeRequest, publicFrontendCertificate, routedShare, useBackend, useTestEdge } from '../helpers/edge.js';
 import { h2Request, h2Session } from '../helpers/h2.js';
@@ -155,4 +156,71 @@ test.serial('a share without inspect records none of its refusals', async (t) =>
   t.is((await edgeRequest(edge.httpPort!, inspected.host, { path: '/after' })).status, 403);
   await recorded(inspected.zId, '/after', 403);
   t.deepEqual((await hub.call('GET', `${hub.h}/shares/${zId}/requests`)).json, []);
+});
+
+/** A WebSocket upgrade request on a raw socket: what came back once the edge closed it, or its 101 head and the echo of `ping`. */
+function upgradeRequest(port: number, host: string, path: string, headers: Record<string, string> = {}): Promise<string> {
+  return new Promise((resolve, reject) => {
+    const socket = net.connect(port, '127.0.0.1');
+    let text = '';
+    const lines = Object.entries({ host, upgrade: 'websocket', connection: 'Upgrade', 'sec-websocket-key': 'dGhlIHNhbXBsZSBub25jZQ==', 'sec-websocket-version': '13', ...headers });
+    socket.write(`GET ${path} HTTP/1.1\r\n${lines.map(([n, v]) => `${n}: ${v}\r\n`).join('')}\r\n`);
+    socket.on('data', (chunk) => {
+      text += chunk.toString('latin1');
+      if (text.startsWith('HTTP/1.1 101') && text.includes('\r\n\r\n')) {
+        if (!text.endsWith('ping')) return void (text.endsWith('\r\n\r\n') && socket.write('ping'));
+        socket.end();
+      }
+    });
+    socket.on('close', () => resolve(text));
+    socket.on('error', reject);
+    // a connection the edge leaves open fails the test here rather than hanging the file
+    setTimeout(() => {
+      reject(new Error(`the connection stayed open; received: ${text}`));
+      socket.destroy();
+    }, 10_000).unref();
+  });
+}
+
+test.serial("WebSocket upgrades: the edge's refusals are listed with their answer (egress policy, login); one carried through is not", async (t) => {
+  // the egress policy, on the raw socket (answerSocket)
+  const denied = await routedShare(edge, hub, { target: `http://127.0.0.2:${backend.port}`, inspect: true });
+  const refused = await upgradeRequest(edge.httpPort!, denied.host, '/ws/denied', { authorization: 'Bearer ws-secret' });
+  t.regex(refused, /^HTTP\/1\.1 403 /);
+  const { summary, detail, answer } = await recorded(denied.zId, '/ws/denied', 403);
+  t.is(summary.method, 'GET');
+  t.regex(answer.message, /denied by the egress policy/);
+  t.deepEqual(header(detail.request.headers, 'upgrade'), ['websocket']);
+  t.deepEqual(header(detail.request.headers, 'authorization'), ['[redacted]']);
+  t.deepEqual(header(detail.response.headers, 'content-type'), ['application/json']);
+  t.false(JSON.stringify(detail).includes('ws-secret'));
+
+  // login, answered on a response bound to the socket
+  const provider = await hub.call('POST', `${hub.h}/auth-providers`, {
+    body: { name: 'corp-ws', type: 'OIDC', config: { clientId: 'placeholder', clientSecret: 'placeholder', issuerUrl: 'http://127.0.0.1:9', scopes: ['openid', 'email'] }, emailPatterns: ['*@example.com'] },
+  });
+  t.is(provider.status, 201, provider.text);
+  const login = await routedShare(edge, hub, { target: backend.url, authProviderId: provider.json.id, inspect: true });
+  await waitFor(async () => edge.routes.lookup(login.host)?.auth?.id === provider.json.id, { what: 'the edge routing the share with its provider' });
+  t.regex(await upgradeRequest(edge.httpPort!, login.host, '/ws/private', { accept: 'application/json' }), /^HTTP\/1\.1 401 /);
+  t.is((await recorded(login.zId, '/ws/private', 401)).answer.error, 'unauthorized');
+
+  // carried through to a target that takes it: a stream, not an exchange, so not listed
+  const target = net.createServer((socket) => {
+    socket.once('data', () => {
+      socket.write('HTTP/1.1 101 Switching Protocols\r\nupgrade: websocket\r\nconnection: Upgrade\r\n\r\n');
+      socket.on('data', (chunk) => socket.write(chunk));
+    });
+  });
+  await new Promise<void>((resolve) => target.listen(0, '127.0.0.1', resolve));
+  const carried = await routedShare(edge, hub, { target: `http://127.0.0.1:${(target.address() as net.AddressInfo).port}`, inspect: true });
+  const text = await upgradeRequest(edge.httpPort!, carried.host, '/ws/carried');
+  t.regex(text, /^HTTP\/1\.1 101 /);
+  t.true(text.endsWith('ping'), 'the spliced connection carries data both ways');
+  // a refusal sent after it is listed, so the capture has seen the upgrade end
+  t.regex(await upgradeRequest(edge.httpPort!, denied.host, '/ws/after'), /^HTTP\/1\.1 403 /);
+  await recorded(denied.zId, '/ws/after', 403);
+  await edge.inspection!.capture.flushed();
+  t.deepEqual((await hub.call('GET', `${hub.h}/shares/${carried.zId}/requests`)).json, []);
+  target.close();
 });
