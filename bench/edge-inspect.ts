@@ -148,6 +148,11 @@ try {
   // CPU per request of each edge, inspect off and on, and Redis's
   const ab: Record<'this' | 'other', { off: number[]; on: number[]; redis: number[]; rps: number[] }> = { this: { off: [], on: [], redis: [], rps: [] }, other: { off: [], on: [], redis: [], rps: [] } };
   if (abEdge) {
+    // the other edge has not carried the rounds above: warm it (JIT, pools) as this one is, so that neither pays for it
+    for (const seconds of [SECONDS, SECONDS]) {
+      await load(abPort, seconds);
+      await load(abPort, seconds, inspectedHost);
+    }
     for (let round = 0; round < ROUNDS; round++) {
       for (const which of (round % 2 ? ['other', 'this'] : ['this', 'other']) as ('this' | 'other')[]) {
         const [pid, port] = which === 'this' ? [edge.pid, edgePort] : [abEdge.pid, abPort];
