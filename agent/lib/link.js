@@ -14,6 +14,7 @@ import http2 from 'node:http2';
 import net from 'node:net';
 import tls from 'node:tls';
 import { AGENT_ALPN, authorityOf, EDGES_PATH, ERROR_HEADER, MAX_EDGES, parseAuthority, TARGETS_PATH } from './protocol.js';
+import { pump } from './pump.js';
 
 /** What this side accepts per stream and per connection before the edge must wait (back-pressure). */
 const STREAM_WINDOW = 1 << 20;
@@ -257,8 +258,8 @@ export class EdgeLink {
       if (stream.destroyed) return void socket.destroy();
       stream.respond({ ':status': 200 });
       // both ways with back-pressure; an end on one side ends the other (half-close), a reset resets
-      socket.pipe(stream);
-      stream.pipe(socket);
+      pump(socket, stream);
+      pump(stream, socket);
     });
     socket.on('error', (/** @type {NodeJS.ErrnoException} */ err) => {
       if (!connected) {

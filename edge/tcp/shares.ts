@@ -18,6 +18,7 @@ import tls, { type TLSSocket } from 'node:tls';
 import type pg from 'pg';
 import type { buildConnector } from 'undici';
 import { authorityOf } from '../../agent/lib/protocol.js';
+import { pump } from '../../agent/lib/pump.js';
 import type { EgressPolicy } from '../../shared/egress.js';
 import { egressConnector } from '../../shared/egressHttp.js';
 import { logger } from '../../shared/logger.js';
@@ -242,9 +243,8 @@ export class TcpShares {
         if (!client.writableEnded) client.end();
         client.destroySoon();
       });
-      client.pipe(upstream);
-      upstream.pipe(client);
-      client.resume();
+      pump(client, upstream);
+      pump(upstream, client);
     });
   }
 }
