@@ -82,6 +82,8 @@ const edgeId = () => `${hostname()}/${process.pid}/${randomUUID().slice(0, 8)}`;
 /** The edge: routes each request by Host to its share's target, after its access checks. */
 export async function startEdge(options: EdgeOptions = {}): Promise<Edge> {
   const cfg = config().edge;
+  // HUB_EDGE_HOST: several edges on one host, each listening on an address of its own
+  options = { ...options, host: options.host ?? cfg.host };
   const url = options.databaseUrl ?? databaseUrl();
   const pool = new pg.Pool({ connectionString: url, max: 4, application_name: 'edgehub-edge' });
   pool.on('error', (err) => logger.warn({ err: err.message }, 'edge: idle database connection failed'));

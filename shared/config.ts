@@ -90,6 +90,8 @@ export interface EdgeConfig {
   /** 0 turns a listener off. */
   httpPort: number;
   httpsPort: number;
+  /** The address every listener of the edge binds (HUB_EDGE_HOST); undefined: all. */
+  host: string | undefined;
   /** urlTemplate of the standard frontend `public`, applied at every start (migrate). */
   publicFrontendTemplate: string;
   flushMs: number;
@@ -223,6 +225,7 @@ export function loadConfig(env?: NodeJS.ProcessEnv): Config {
     edge: {
       httpPort: e.HUB_EDGE_HTTP_PORT,
       httpsPort: e.HUB_EDGE_HTTPS_PORT,
+      host: e.HUB_EDGE_HOST,
       publicFrontendTemplate: e.HUB_PUBLIC_FRONTEND_TEMPLATE ?? `http://{token}.share.localhost:${e.HUB_EDGE_HTTP_PORT}`,
       flushMs: e.HUB_EDGE_FLUSH_MS,
       heartbeatMs: e.HUB_EDGE_HEARTBEAT_MS,

@@ -4,6 +4,7 @@
  * shared/config.ts shapes the parsed values for the code, and docs/configuration.md is generated from this list
  * (`npm run docs:settings`; a test fails when the page and the schema differ).
  */
+import { isIP } from 'node:net';
 import { z } from 'zod';
 import { durationMs } from './durations.js';
 
@@ -70,6 +71,12 @@ const SETTINGS = {
 
   // the edge
   HUB_EDGE_HTTP_PORT: entry(port(8000), 'edge', "the edge's plain HTTP listener; `0` turns it off"),
+  HUB_EDGE_HOST: entry(
+    optionalString.refine((v) => v === undefined || isIP(v) !== 0, 'must be an IP address, e.g. 10.0.0.5 or ::'),
+    'edge',
+    "the address the edge's listeners bind (HTTP, TLS and every TCP share's port): several edges on one host, each on an address of its own, each listening on every TCP share's port",
+    'all addresses',
+  ),
   HUB_EDGE_HTTPS_PORT: entry(port(8443), 'edge', "the edge's TLS listener (certificate chosen by SNI; ALPN `h2`, then `http/1.1`); agents dial it too; `0` turns it off"),
   HUB_PUBLIC_FRONTEND_TEMPLATE: entry(
     optionalString.pipe(z.string().regex(/^https?:\/\/\{token\}\.[a-z0-9.-]+(:\d{1,5})?\/?$/, 'must be an http(s) URL whose host is {token}.<domain>, e.g. http://{token}.share.localhost:8000').optional()),

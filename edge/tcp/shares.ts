@@ -3,8 +3,8 @@
  * HUB_EDGE_TCP_PORTS the API gave it) and carries each connection to the share's target as bytes, directly under the
  * egress policy or through one of the environment's agents (a CONNECT stream), exactly as HTTP targets are reached.
  *
- * - Half-close both ways: each side may end its sending while it still reads (allowHalfOpen everywhere; `pipe`
- *   passes an end on as an end).
+ * - Half-close both ways: each side may end its sending while it still reads (allowHalfOpen everywhere; the
+ *   pump, agent/lib/pump.js, passes an end on as an end).
  * - Mutual TLS (`mutualTls: true`): the port speaks TLS with the share's host certificate (SNI, or the share's host
  *   when the client names none) and admits only a client certificate of the share's hub (edge/access/mutualTls.ts);
  *   others are closed before a byte reaches the target. Revoking the certificate closes its open connections.
@@ -187,9 +187,10 @@ export class TcpShares {
     this.o.ownPorts.delete(Number(listener.signature.split(' ')[0]));
     // the port refuses from now on, and what was open through it closes
     const closed = new Promise<void>((resolve) => listener.server.close(() => resolve()));
-    for (const c of listener.connections) c.destroy();
-    // a reset, not a polite end: the client learns at once that nothing more comes or goes
+    // a reset, not a polite end: the client learns at once that nothing more comes or goes (reset first: a socket
+    // destroyed first would only have sent a FIN, which a half-open client takes for the end of the target's data)
     for (const s of listener.sockets) s.resetAndDestroy();
+    for (const c of listener.connections) c.destroy();
     await closed;
   }
 
