@@ -70,7 +70,11 @@ export interface ProxyOptions {
   upgradeIdleMs: number;
   onUpstreamError?: (route: ShareRoute, kind: string) => void;
   /** Shares that speak HTTP/2 to their targets (edge/upstreamH2.ts). */
-  h2?: { forward(req: IncomingMessage, res: ServerResponse, route: ShareRoute, ctx: ForwardContext): () => void; close(): Promise<void> };
+  h2?: {
+    forward(req: IncomingMessage, res: ServerResponse, route: ShareRoute, ctx: ForwardContext): () => void;
+    upgrade(req: IncomingMessage, socket: Duplex, head: Buffer, route: ShareRoute, ctx: ForwardContext, spliced: (client: Duplex) => void): void;
+    close(): Promise<void>;
+  };
 }
 
 const clientWentAway = () => Object.assign(new Error('the client went away'), { code: 'ECONNABORTED' });
@@ -331,7 +335,16 @@ export class Proxy {
 
   /** An Upgrade request (WebSocket): relayed, then the two connections are spliced and metered until they close. */
   upgrade(req: IncomingMessage, socket: Duplex, head: Buffer, route: ShareRoute, ctx: ForwardContext, onSpliced: (socket: Duplex) => void = () => undefined): void {
-    if (route.targetProtocol === 'h2') return answerSocket(socket, 'EH_UPGRADE_NOT_CARRIED', 'this share speaks HTTP/2 to its target: upgrades (WebSocket) are not carried');
+    if (route.targetProtocol === 'h2') {
+      if (!this.options.h2) return answerSocket(socket, 'EH_UPGRADE_NOT_CARRIED', 'this edge does not speak HTTP/2 to targets: upgrades (WebSocket) to this share are not carried');
+      // a WebSocket as an extended CONNECT stream (edge/upstreamH2.ts), spliced, metered and timed out as here
+      return this.options.h2.upgrade(req, socket, head, route, ctx, (client) => {
+        const s = client as Socket;
+        if (typeof s.setTimeout === 'function') s.setTimeout(this.options.upgradeIdleMs, () => s.destroy());
+        this.meter.track(s, route);
+        onSpliced(client);
+      });
+    }
     const prepared = this.prepare(req, route, ctx);
     if (Array.isArray(prepared)) return answerSocket(socket, prepared[3], prepared[2]);
     const handler = new Upgrading(socket, head, route, this.meter, this.options, onSpliced);

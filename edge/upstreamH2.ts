@@ -13,14 +13,16 @@
  * stream, as gRPC sends an error) is passed on as headers and trailers, which every gRPC client reads alike and an
  * HTTP/1.1 client can receive (chunked, with trailers).
  */
+import { createHash } from 'node:crypto';
 import http2, { type ClientHttp2Session, type ClientHttp2Stream, type IncomingHttpHeaders, type OutgoingHttpHeaders } from 'node:http2';
-import type { IncomingMessage, ServerResponse } from 'node:http';
+import { type IncomingMessage, type ServerResponse, STATUS_CODES } from 'node:http';
 import type { Duplex } from 'node:stream';
 import tls from 'node:tls';
 import type { buildConnector } from 'undici';
 import type { EgressPolicy } from '../shared/egress.js';
 import { egressConnector } from '../shared/egressHttp.js';
-import { answer } from './answers.js';
+import { pump } from '../agent/lib/pump.js';
+import { answer, answerSocket } from './answers.js';
 import { cookieHost, declaredLength, EDGE_CODE_HEADER, hasBody, HOP_BY_HOP, hostOnlyCookie, requestHeaderLines, type ForwardContext } from './headers.js';
 import { targetPath } from './paths.js';
 import { failure, originForm } from './proxy.js';
@@ -58,6 +60,8 @@ function passable(headers: IncomingHttpHeaders, into: Record<string, string | st
 
 export class UpstreamH2 {
   private readonly sessions = new Map<string, Promise<ClientHttp2Session>>();
+  /** Resolves once the target's SETTINGS arrived (whether it allows extended CONNECT is known then). */
+  private readonly settled = new WeakMap<ClientHttp2Session, Promise<void>>();
   private readonly direct: buildConnector.connector;
   private closed = false;
 
@@ -108,6 +112,7 @@ export class UpstreamH2 {
         maxHeaderListPairs: 256,
       });
       session.setLocalWindowSize?.(8 << 20);
+      this.settled.set(session, new Promise<void>((resolve) => (session.once('remoteSettings', () => resolve()), session.once('close', () => resolve()))));
       const forget = () => {
         if (this.sessions.get(key) === pending) this.sessions.delete(key);
       };
@@ -247,6 +252,95 @@ export class UpstreamH2 {
       // the client went away (or reset its stream): the target's stream is reset too
       if (up && !up.closed) up.close(http2.constants.NGHTTP2_CANCEL);
     };
+  }
+
+  /**
+   * A WebSocket (an HTTP/1.1 `Upgrade: websocket`) to a share that speaks HTTP/2 to its target: carried as an
+   * extended CONNECT stream (`:protocol: websocket`, RFC 8441) when the target allows it (its SETTINGS carry
+   * SETTINGS_ENABLE_CONNECT_PROTOCOL), the client answered 101 with the Sec-WebSocket-Accept its key calls for (over
+   * HTTP/2 there is no key nor accept: the edge, where HTTP/1.1 ends, computes it), then bytes both ways. A target
+   * that does not allow it is answered 501 `not_implemented` (EH_UPGRADE_NOT_SUPPORTED_BY_TARGET: the edge cannot
+   * carry it there), as is an upgrade to anything but WebSocket. `spliced` is called with the client's socket once bytes flow (metering, idle timeout).
+   */
+  upgrade(req: IncomingMessage, socket: Duplex, head: Buffer, route: ShareRoute, ctx: ForwardContext, spliced: (client: Duplex) => void): void {
+    socket.on('error', () => undefined);
+    const key = req.headers['sec-websocket-key'];
+    if (String(req.headers.upgrade ?? '').toLowerCase() !== 'websocket' || typeof key !== 'string') {
+      return answerSocket(socket, 'EH_UPGRADE_NOT_SUPPORTED_BY_TARGET', `this share speaks HTTP/2 to its target: only WebSocket upgrades are carried (Upgrade: ${String(req.headers.upgrade ?? '')})`);
+    }
+    let headers: OutgoingHttpHeaders;
+    try {
+      headers = this.head(req, route, ctx);
+    } catch (err) {
+      const [, , message, code] = failure(err as NodeJS.ErrnoException, route);
+      return answerSocket(socket, code, message);
+    }
+    headers[':method'] = 'CONNECT';
+    headers[':protocol'] = 'websocket';
+    for (const name of ['sec-websocket-key', 'content-length', 'te']) delete headers[name];
+    // what the client sends before the answer waits (at most 64 KiB, as for HTTP/1.1 targets)
+    const early: Buffer[] = [head];
+    let earlyBytes = head.length;
+    const hold = (chunk: Buffer) => {
+      earlyBytes += chunk.length;
+      if (earlyBytes > 64 * 1024) return void socket.destroy();
+      early.push(chunk);
+    };
+    socket.on('data', hold);
+    const fail = (err: NodeJS.ErrnoException) => {
+      const [, kind, message, code] = failure(err, route);
+      this.o.onUpstreamError?.(route, kind);
+      answerSocket(socket, code, message);
+    };
+    if (this.closed) return fail(Object.assign(new Error('the edge is stopping'), { code: 'ECONNRESET' }));
+    this.session(route)
+      .then(async (session) => {
+        await Promise.race([this.settled.get(session), new Promise((r) => setTimeout(r, this.o.timeoutMs))]);
+        if (socket.destroyed) return;
+        if (!session.remoteSettings.enableConnectProtocol) {
+          return answerSocket(socket, 'EH_UPGRADE_NOT_SUPPORTED_BY_TARGET', "this share's target speaks HTTP/2 and does not accept WebSockets over it (it does not allow extended CONNECT, RFC 8441)");
+        }
+        const stream = session.request(headers, { endStream: false });
+        stream.on('error', () => undefined);
+        const timer = setTimeout(() => {
+          stream.close(http2.constants.NGHTTP2_CANCEL);
+          fail(Object.assign(new Error('no answer head in time'), { code: 'ETIMEDOUT' }));
+        }, this.o.timeoutMs);
+        let answered = false;
+        socket.once('close', () => stream.close(http2.constants.NGHTTP2_CANCEL));
+        stream.once('close', () => {
+          clearTimeout(timer);
+          if (!answered) return fail(Object.assign(new Error(`the target reset the stream (code ${stream.rstCode ?? 0})`), { code: 'ECONNRESET' }));
+          // a reset goes on as a reset; a clean end was passed on by the pump
+          if (stream.rstCode && stream.rstCode !== http2.constants.NGHTTP2_NO_ERROR) socket.destroy();
+        });
+        stream.once('response', (answerHeaders) => {
+          clearTimeout(timer);
+          answered = true;
+          const status = Number(answerHeaders[':status']);
+          const out = passable(answerHeaders);
+          if (status !== 200) {
+            // the target declined: its answer goes back as it is, and the connection closes
+            let text = `HTTP/1.1 ${status} ${STATUS_CODES[status] ?? ''}\r\n`;
+            for (const [name, value] of Object.entries(out)) for (const v of [value].flat()) text += `${name}: ${v}\r\n`;
+            socket.off('data', hold);
+            socket.write(`${text}connection: close\r\n\r\n`, 'latin1');
+            stream.on('data', (chunk: Buffer) => socket.write(chunk));
+            stream.once('end', () => socket.end());
+            return;
+          }
+          const accept = createHash('sha1').update(`${key}258EAFA5-E914-47DA-95CA-C5AB0DC85B11`).digest('base64');
+          let text = `HTTP/1.1 101 Switching Protocols\r\nupgrade: websocket\r\nconnection: Upgrade\r\nsec-websocket-accept: ${accept}\r\n`;
+          for (const name of ['sec-websocket-protocol', 'sec-websocket-extensions']) if (out[name] !== undefined) text += `${name}: ${[out[name]].flat().join(', ')}\r\n`;
+          socket.write(`${text}\r\n`, 'latin1');
+          socket.off('data', hold);
+          for (const chunk of early) if (chunk.length) stream.write(chunk);
+          pump(socket, stream);
+          pump(stream, socket);
+          spliced(socket);
+        });
+      })
+      .catch((err) => fail(err as NodeJS.ErrnoException));
   }
 
   async close(): Promise<void> {

@@ -106,4 +106,5 @@ export const ANSWERS: Record<ErrorCode, ErrorAnswer> = {
   EH_TARGET_UNREACHABLE: badGateway,
   EH_TARGET_TIMEOUT: { status: 504, error: 'gateway_timeout' },
   EH_UPGRADE_NOT_CARRIED: badGateway,
+  EH_UPGRADE_NOT_SUPPORTED_BY_TARGET: { status: 501, error: 'not_implemented' },
 };

@@ -96,6 +96,7 @@ export const EDGE_ERROR_CODES = {
   EH_TARGET_UNREACHABLE: "the share's target could not be reached or answered something that cannot be passed on",
   EH_TARGET_TIMEOUT: "the share's target did not answer in time",
   EH_UPGRADE_NOT_CARRIED: 'the share speaks HTTP/2 to its target: upgrades (WebSocket) are not carried',
+  EH_UPGRADE_NOT_SUPPORTED_BY_TARGET: "the share speaks HTTP/2 to its target, which does not accept WebSockets over it (no extended CONNECT, RFC 8441), or the upgrade is not a WebSocket",
 } as const;
 
 /** The whole catalogue: every code and what it means. */
