@@ -193,6 +193,53 @@ test.serial("a deleted share's port refuses at once and its open connections clo
   for (const s of [shares[0], shares[2], again]) await hub.call('DELETE', `${hub.h}/shares/${s.zId}`);
 });
 
+test.serial('a client that does not read: the edge stops reading the target (what waits stays bounded), then carries it all once the client reads', async (t) => {
+  const total = 256 << 20;
+  let accepted = 0;
+  let finished: Promise<void> = Promise.resolve();
+  // a target that sends 256 MiB as fast as its connection takes them
+  const server = net.createServer((socket) => {
+    socket.on('error', () => undefined);
+    const chunk = Buffer.alloc(1 << 20, 1);
+    finished = new Promise<void>((resolve) => {
+      const more = () => {
+        while (accepted < total) {
+          accepted += chunk.length;
+          if (!socket.write(chunk)) return void socket.once('drain', more);
+        }
+        socket.end(resolve);
+      };
+      more();
+    });
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  cleanups.push(() => new Promise((r) => server.close(r)));
+  const share = await tcpShare(hub, { name: 'tcp-slow', target: `tcp://127.0.0.1:${(server.address() as net.AddressInfo).port}` });
+  const client = plain(share.port);
+  client.pause();
+  // the target's sending stops once every buffer on the way is full: kernel buffers and at most 256 KiB in the edge
+  let last = -1;
+  await waitFor(
+    async () => {
+      await new Promise((r) => setTimeout(r, 300));
+      const settled = accepted > 0 && accepted === last;
+      last = accepted;
+      return settled;
+    },
+    { timeoutMs: 20_000, what: "the target's sending to stop" },
+  );
+  t.true(accepted < 64 << 20, `the target got ${accepted >> 20} MiB out while the client read nothing`);
+  // once read, everything arrives
+  let got = 0;
+  client.on('data', (d: Buffer) => (got += d.length));
+  const ended = new Promise<void>((resolve) => client.once('end', () => resolve()));
+  client.resume();
+  await ended;
+  await finished;
+  t.is(got, total);
+  await hub.call('DELETE', `${hub.h}/shares/${share.zId}`);
+});
+
 test.serial('through an agent in a network namespace: the echo server the edge cannot reach, 64 MiB each way byte-exact', async (t) => {
   const ns = await privateNetwork();
   cleanups.push(() => ns.remove());
