@@ -11,6 +11,10 @@
  *   per read), which cost more than the copy. What one connection buffers stays bounded: at most `limit` plus one
  *   turn of reads per direction, and an HTTP/2 source paused stops returning flow-control credit to its sender.
  * - An end is passed on as an end (half-close); errors and closes are the caller's, as with `pipe`.
+ *
+ * Why not `pipe` (bench:tcp, 512 MiB transfers, same run against `pipe`, 2026-11-26): the edge's CPU per MiB of a
+ * direct TCP share 1.81 ms against 2.38, through an agent 3.07 against 3.52, the agent's own 1.37 against 2.27;
+ * throughput of a direct share 642 against 506 MiB/s, through an agent 349 against 266 MiB/s.
  */
 
 /** Bytes waiting in the destination at which the source pauses. */
