@@ -184,15 +184,21 @@ try {
   // warm-up (JIT, pools), measured slice by slice until it stops getting cheaper
   let warmed = COLD;
   const slices: number[] = [];
+  /** Each slice's CPU per enrollment by process (web/worker/PostgreSQL/Redis), to see which one is still warming. */
+  const parts: string[] = [];
   const stable = () => slices.length >= 3 && Math.max(...slices.slice(-3)) <= 1.05 * Math.min(...slices.slice(-3));
   while (warmed - COLD < WARMUP_MAX && (warmed - COLD < WARMUP || !stable())) {
     const n = Math.min(WARMUP_SLICE, WARMUP_MAX - (warmed - COLD));
-    const before = sumCpu(serviceCpu());
+    const at = serviceCpu();
+    const before = sumCpu(at);
     await timed(n, CONCURRENCY, (i) => enrollOne(warmed + i));
-    slices.push((sumCpu(serviceCpu()) - before) / n);
+    const now = serviceCpu();
+    slices.push((sumCpu(now) - before) / n);
+    parts.push([now.web - at.web, now.worker - at.worker, now.postgres - at.postgres, now.redis - at.redis].map((x) => (x / n).toFixed(1)).join('/'));
     warmed += n;
   }
   console.log(`warm-up:       ${warmed - COLD} enrollments, service CPU ms per enrollment by slice of ${WARMUP_SLICE}: ${slices.map((x) => x.toFixed(2)).join(' ')}${stable() ? ' (stable)' : ' (not stable: BENCH_WARMUP_MAX reached)'}`);
+  console.log(`               by process (web/worker/PostgreSQL/Redis): ${parts.join(' ')}`);
   const cpuBefore = { ...serviceCpu(), bench: process.cpuUsage() };
   const ms = await timed(ENROLLMENTS, CONCURRENCY, (i) => enrollOne(warmed + i));
   const benchCpu = process.cpuUsage(cpuBefore.bench);
