@@ -63,7 +63,7 @@ export const RULES: Rule[] = [
     name: 'server-takes-only-the-protocol',
     why: "the server imports the agent package's protocol module (one definition of what edge and agent agree on) and its byte pump (one carrier of TCP bytes for both; the package must stay self-contained, so it lives there), nothing else of it",
     from: /^(api|workers|shared|edge|scripts)\//,
-    to: /^agent\/(?!lib\/(protocol\.ts|pump\.js)$)/,
+    to: /^agent\/(?!lib\/(protocol|pump)\.ts$)/,
   },
   {
     name: 'pki-pure',
