@@ -29,7 +29,9 @@ const stack = useStack(test, () => ({
 }));
 stack.onStop(async () => {
   for (const c of cleanups.reverse()) await c().catch(() => undefined);
+  // the edge stops while the namespace still exists, so that its connections to the agents there can end
   await edge?.stop(1000);
+  await ns?.remove();
   delete process.env.HUB_EDGE_AGENT_ADDRESSES;
   resetConfig();
 });
@@ -44,7 +46,6 @@ test.before(async () => {
   edge = await startTestEdge({ host: '0.0.0.0', httpPort: ports.http, httpsPort: ports.https });
   hub = await stack.hub();
   ns = await privateNetwork();
-  cleanups.push(() => ns.remove());
   await startPrivateTarget(ns, 'private');
   await publicFrontendCertificate(stack.databaseUrl);
   apiPort = new URL(stack.baseUrl).port;
