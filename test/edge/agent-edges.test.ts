@@ -24,8 +24,11 @@ const stack = useStack(test, { env: { HUB_EDGE_UPSTREAM_TIMEOUT_MS: '3000', HUB_
 stack.onStop(async () => {
   for (const c of cleanups.reverse()) await c().catch(() => undefined);
   await edge?.stop(1000);
+  // removed once the edge has stopped, so that its connections into them could end
+  for (const n of namespaces) await n.remove().catch(() => undefined);
 });
 const cleanups: (() => Promise<unknown>)[] = [];
+const namespaces: PrivateNetwork[] = [];
 const work = mkdtempSync(path.join(process.env.TEST_WORK_DIR ?? os.tmpdir(), 'edges-'));
 let edge: Edge;
 let hub: HubFixture;
@@ -33,7 +36,7 @@ let ns: PrivateNetwork;
 
 test.before(async () => {
   ns = await privateNetwork();
-  cleanups.push(() => ns.remove());
+  namespaces.push(ns);
   hub = await stack.hub();
   await startPrivateTarget(ns, 'A');
   await publicFrontendCertificate(stack.databaseUrl);

@@ -23,8 +23,11 @@ const stack = useStack(test, { env: { HUB_EDGE_UPSTREAM_TIMEOUT_MS: '3000', HUB_
 stack.onStop(async () => {
   for (const c of cleanups.reverse()) await c().catch(() => undefined);
   await edge?.stop(1000);
+  // removed once the edge has stopped, so that its connections into them could end
+  for (const n of namespaces) await n.remove().catch(() => undefined);
 });
 const cleanups: (() => Promise<unknown>)[] = [];
+const namespaces: PrivateNetwork[] = [];
 const work = mkdtempSync(path.join(process.env.TEST_WORK_DIR ?? os.tmpdir(), 'reach-'));
 let edge: Edge;
 let hub: HubFixture;
@@ -45,7 +48,7 @@ test.before(async () => {
   edge = await startTestEdge({ host: '0.0.0.0' });
   hub = await stack.hub();
   ns = await privateNetwork();
-  cleanups.push(() => ns.remove());
+  namespaces.push(ns);
   // the private target on the same address and port inside the namespace
   await startPrivateTarget(ns, 'private', { http: port, tcp: port + 1 > 65535 ? port - 1 : port + 1 });
   await publicFrontendCertificate(stack.databaseUrl);

@@ -25,10 +25,13 @@ let hub: HubFixture;
 let target: Awaited<ReturnType<typeof startGrpcServer>>;
 let ca: Buffer;
 const cleanups: (() => Promise<unknown>)[] = [];
+const namespaces: PrivateNetwork[] = [];
 stack.onStop(async () => {
   for (const c of cleanups.reverse()) await c().catch(() => undefined);
   target?.server.forceShutdown();
   await edge?.stop(1000);
+  // removed once the edge has stopped, so that its connections into them could end
+  for (const n of namespaces) await n.remove().catch(() => undefined);
 });
 
 test.before(async () => {
@@ -150,7 +153,7 @@ test.serial('an http1 share in front of a gRPC server fails the call cleanly (no
 
 test.serial('gRPC through an agent in a network namespace: the edge cannot reach the server, the agent carries every call', async (t) => {
   const ns: PrivateNetwork = await privateNetwork();
-  cleanups.push(() => ns.remove());
+  namespaces.push(ns);
   const server = ns.spawn(process.execPath, scriptArgs('test/helpers/grpc.ts', '50051'));
   await new Promise<void>((resolve, reject) => {
     server.stdout!.on('data', (d: Buffer) => d.toString().includes('ready') && resolve());

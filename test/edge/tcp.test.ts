@@ -13,7 +13,7 @@ import tls from 'node:tls';
 import test from 'ava';
 import { enrollAgent, newEnvironment, runAgent, startPrivateTarget } from '../helpers/agents.js';
 import { freeRange, publicFrontendCertificate, publicFrontendId, startTestEdge } from '../helpers/edge.js';
-import { privateNetwork } from '../helpers/netns.js';
+import { privateNetwork, type PrivateNetwork } from '../helpers/netns.js';
 import { type HubFixture, useStack, waitFor } from '../helpers/stack.js';
 import { keyAndCsr } from '../helpers/tlsClient.js';
 import type { Edge } from '../../edge/server.js';
@@ -26,9 +26,12 @@ let edge: Edge;
 let hub: HubFixture;
 let other: HubFixture;
 const cleanups: (() => Promise<unknown>)[] = [];
+const namespaces: PrivateNetwork[] = [];
 stack.onStop(async () => {
   for (const c of cleanups.reverse()) await c().catch(() => undefined);
   await edge?.stop(1000);
+  // removed once the edge has stopped, so that its connections into them could end
+  for (const n of namespaces) await n.remove().catch(() => undefined);
 });
 
 /** A target: `echo` sends everything back; `summary` reads to the end, then answers with a count and hash. */
@@ -242,7 +245,7 @@ test.serial('a client that does not read: the edge stops reading the target (wha
 
 test.serial('through an agent in a network namespace: the echo server the edge cannot reach, 64 MiB each way byte-exact', async (t) => {
   const ns = await privateNetwork();
-  cleanups.push(() => ns.remove());
+  namespaces.push(ns);
   await startPrivateTarget(ns, 'tcp');
   const envZId = await newEnvironment(hub);
   const { dir } = await enrollAgent(hub, envZId, mkdtempSync(path.join(process.env.TEST_WORK_DIR ?? os.tmpdir(), 'tcp-agent-')));

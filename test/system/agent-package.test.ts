@@ -26,10 +26,13 @@ const stack = useStack(test, { env: { HUB_EDGE_FLUSH_MS: '600000' } });
 stack.onStop(async () => {
   for (const c of cleanups.reverse()) await c().catch(() => undefined);
   await edge?.stop(1000);
+  // removed once the edge has stopped, so that its connections into them could end
+  for (const n of namespaces) await n.remove().catch(() => undefined);
   delete process.env.HUB_EDGE_AGENT_ADDRESSES;
   resetConfig();
 });
 const cleanups: (() => Promise<unknown>)[] = [];
+const namespaces: PrivateNetwork[] = [];
 const work = mkdtempSync(path.join(os.tmpdir(), 'agent-package-'));
 let edge: Edge;
 let hub: HubFixture;
@@ -40,7 +43,7 @@ test.before(async () => {
   edge = await startTestEdge({ host: '0.0.0.0' });
   hub = await stack.hub();
   ns = await privateNetwork();
-  cleanups.push(() => ns.remove());
+  namespaces.push(ns);
   await startPrivateTarget(ns, 'elsewhere');
   await publicFrontendCertificate(stack.databaseUrl);
   apiPort = new URL(stack.baseUrl).port;
