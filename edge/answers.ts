@@ -1,19 +1,8 @@
-import type { ServerResponse } from 'node:http';
+import { type ServerResponse, STATUS_CODES } from 'node:http';
 import type { Duplex } from 'node:stream';
 import { ANSWERS } from '../shared/errorAnswers.js';
 import type { ErrorCode } from '../shared/errors.js';
-
-const REASONS: Record<number, string> = {
-  400: 'Bad Request',
-  401: 'Unauthorized',
-  403: 'Forbidden',
-  404: 'Not Found',
-  501: 'Not Implemented',
-  502: 'Bad Gateway',
-  503: 'Service Unavailable',
-  504: 'Gateway Timeout',
-  508: 'Loop Detected',
-};
+import { EDGE_CODE_HEADER } from './headers.js';
 
 /** The head fields and body of the edge's own answer on a response, for request inspection (edge/inspect/capture.ts). */
 const answers = new WeakMap<ServerResponse, { headers: Record<string, string | number>; body: string }>();
@@ -30,13 +19,13 @@ export function answer(res: ServerResponse, code: ErrorCode, message: string, he
   }
   const { status, error } = ANSWERS[code];
   const body = JSON.stringify({ error, message });
-  const head = { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body), 'cache-control': 'no-store', 'edgehub-error-code': code, ...headers };
+  const head = { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body), 'cache-control': 'no-store', [EDGE_CODE_HEADER]: code, ...headers };
   answers.set(res, { headers: head, body });
   res.writeHead(status, head);
   res.end(body);
 }
 
-/** Who is told of the edge's own answer on a raw socket (an inspected share's upgrade request, edge/inspect/tap.ts). */
+/** Who is told of the edge's own answer on a raw socket (an inspected share's upgrade request, edge/inspect/capture.ts). */
 export type SocketAnswerWatcher = (status: number, reason: string, lines: string[], body: string) => void;
 const socketWatchers = new WeakMap<Duplex, SocketAnswerWatcher>();
 export const watchSocketAnswer = (socket: Duplex, watcher: SocketAnswerWatcher | undefined) => void (watcher ? socketWatchers.set(socket, watcher) : socketWatchers.delete(socket));
@@ -46,8 +35,8 @@ export function answerSocket(socket: Duplex, code: ErrorCode, message: string): 
   if (socket.destroyed) return;
   const { status, error } = ANSWERS[code];
   const body = JSON.stringify({ error, message });
-  const reason = REASONS[status] ?? 'Error';
+  const reason = STATUS_CODES[status] ?? 'Error';
   const length = Buffer.byteLength(body);
-  socket.end(`HTTP/1.1 ${status} ${reason}\r\ncontent-type: application/json\r\ncontent-length: ${length}\r\nedgehub-error-code: ${code}\r\nconnection: close\r\n\r\n${body}`);
-  socketWatchers.get(socket)?.(status, reason, ['content-type', 'application/json', 'content-length', String(length), 'edgehub-error-code', code, 'connection', 'close'], body);
+  socket.end(`HTTP/1.1 ${status} ${reason}\r\ncontent-type: application/json\r\ncontent-length: ${length}\r\n${EDGE_CODE_HEADER}: ${code}\r\nconnection: close\r\n\r\n${body}`);
+  socketWatchers.get(socket)?.(status, reason, ['content-type', 'application/json', 'content-length', String(length), EDGE_CODE_HEADER, code, 'connection', 'close'], body);
 }

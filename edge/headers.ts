@@ -11,6 +11,7 @@
  * hop mark that lets an edge recognise a request it already forwarded (a loop).
  */
 import type { IncomingMessage } from 'node:http';
+import { ERROR_CODE_HEADER } from '../shared/errorAnswers.js';
 import type { Tap } from './inspect/capture.js';
 
 /** RFC 9110 7.6.1 connection-specific headers, plus the de-facto ones; never forwarded in either direction. */
@@ -19,7 +20,7 @@ export const HOP_BY_HOP = new Set(['connection', 'keep-alive', 'proxy-connection
  * The header naming the code of the edge's own refusals: a target's answer never carries it, so that a client can
  * tell an answer of the edge from one of the target (a target that writes it has it removed).
  */
-export const EDGE_CODE_HEADER = 'edgehub-error-code';
+export const EDGE_CODE_HEADER = ERROR_CODE_HEADER.toLowerCase();
 
 /** Headers only the edge may set towards a target: a client's own are dropped, never passed on. */
 export const EDGE_SET_HEADERS = new Set(['x-forwarded-for', 'x-forwarded-proto', 'x-forwarded-host', 'x-client-certificate-name', 'x-client-certificate-fingerprint', 'x-forwarded-email']);

@@ -27,10 +27,16 @@ const TIMEOUT_CODES = new Set(['ETIMEDOUT', 'UND_ERR_HEADERS_TIMEOUT', 'UND_ERR_
 const IDEMPOTENT = new Set(['GET', 'HEAD', 'OPTIONS', 'TRACE', 'PUT', 'DELETE']);
 const RETRYABLE = new Set(['UND_ERR_SOCKET', 'ECONNRESET', 'EPIPE']);
 
-/** The edge's answer to a failed target exchange: status and `error` of its code (shared/errorAnswers.ts), message, code. */
-type Failure = [number, string, string, ErrorCode];
+/** The edge's answer to a failed target exchange: its code (status and `error` from shared/errorAnswers.ts) and message. */
+export interface Failure {
+  code: ErrorCode;
+  message: string;
+}
 
-const failed = (code: ErrorCode, message: string): Failure => [ANSWERS[code].status, ANSWERS[code].error, message, code];
+const failed = (code: ErrorCode, message: string): Failure => ({ code, message });
+
+/** A failure's `error` value, the kind the upstream-error counter is labelled with. */
+export const failureKind = (f: Failure) => ANSWERS[f.code].error;
 
 /** The agents' stream errors (edge/agents/gateway.ts) by their code. */
 const AGENT_FAILURES: Record<string, ErrorCode> = {
@@ -171,9 +177,9 @@ class Forwarding implements Dispatcher.DispatchHandler {
     const res = this.res;
     if (res.destroyed || res.writableEnded) return;
     if (res.headersSent) return void res.destroy(); // the client sees a cut answer, never a forged end
-    const [, kind, message, code] = failure(err, this.route);
-    this.options.onUpstreamError?.(this.route, kind);
-    answer(res, code, message);
+    const f = failure(err, this.route);
+    this.options.onUpstreamError?.(this.route, failureKind(f));
+    answer(res, f.code, f.message);
   }
 
   /** The client went away: the target exchange goes too. */
@@ -278,9 +284,9 @@ class Upgrading implements Dispatcher.DispatchHandler {
   onResponseError(_controller: Dispatcher.DispatchController, err: Error): void {
     this.done = true;
     if (this.answerHead) return void this.socket.destroy();
-    const [, kind, message, code] = failure(err as NodeJS.ErrnoException, this.route);
-    this.options.onUpstreamError?.(this.route, kind);
-    answerSocket(this.socket, code, message);
+    const f = failure(err as NodeJS.ErrnoException, this.route);
+    this.options.onUpstreamError?.(this.route, failureKind(f));
+    answerSocket(this.socket, f.code, f.message);
   }
 }
 
@@ -307,10 +313,10 @@ export class Proxy {
   forward(req: IncomingMessage, res: ServerResponse, route: ShareRoute, ctx: ForwardContext): (() => void) | undefined {
     if (route.targetProtocol === 'h2' && this.options.h2) return this.options.h2.forward(req, res, route, ctx);
     const prepared = this.prepare(req, route, ctx);
-    if (Array.isArray(prepared)) {
+    if ('code' in prepared) {
       req.resume();
-      if (prepared[3] !== 'EH_REQUEST_MALFORMED') this.options.onUpstreamError?.(route, prepared[1]);
-      return void answer(res, prepared[3], prepared[2]);
+      if (prepared.code !== 'EH_REQUEST_MALFORMED') this.options.onUpstreamError?.(route, failureKind(prepared));
+      return void answer(res, prepared.code, prepared.message);
     }
     const method = req.method ?? 'GET';
     const body = hasBody(req) ? req : null;
@@ -324,8 +330,8 @@ export class Proxy {
     try {
       dispatcher = this.pools.dispatcher(route);
     } catch (err) {
-      const [, , message, code] = failure(err as NodeJS.ErrnoException, route);
-      return void answer(res, code, message);
+      const f = failure(err as NodeJS.ErrnoException, route);
+      return void answer(res, f.code, f.message);
     }
     const forwarding = new Forwarding(res, route, this.options, tap, dispatcher, { method, path: prepared.path, headers: prepared.headers, body });
     forwarding.retryable = !body && IDEMPOTENT.has(method);
@@ -346,7 +352,7 @@ export class Proxy {
       });
     }
     const prepared = this.prepare(req, route, ctx);
-    if (Array.isArray(prepared)) return answerSocket(socket, prepared[3], prepared[2]);
+    if ('code' in prepared) return answerSocket(socket, prepared.code, prepared.message);
     const handler = new Upgrading(socket, head, route, this.meter, this.options, onSpliced);
     handler.host = req.headers.host ?? '';
     try {

@@ -25,7 +25,7 @@ import { pump } from '../agent/lib/pump.js';
 import { answer, answerSocket } from './answers.js';
 import { cookieHost, declaredLength, EDGE_CODE_HEADER, hasBody, HOP_BY_HOP, hostOnlyCookie, requestHeaderLines, type ForwardContext } from './headers.js';
 import { targetPath } from './paths.js';
-import { failure, originForm } from './proxy.js';
+import { failure, failureKind, originForm } from './proxy.js';
 import type { ShareRoute } from './types.js';
 
 export interface UpstreamH2Options {
@@ -159,8 +159,8 @@ export class UpstreamH2 {
       headers = this.head(req, route, ctx);
     } catch (err) {
       req.resume();
-      const [, , message, code] = failure(err as NodeJS.ErrnoException, route);
-      answer(res, code, message);
+      const f = failure(err as NodeJS.ErrnoException, route);
+      answer(res, f.code, f.message);
       return () => undefined;
     }
     const body = hasBody(req);
@@ -172,9 +172,9 @@ export class UpstreamH2 {
     const fail = (err: NodeJS.ErrnoException) => {
       if (cancelled || res.writableEnded) return;
       if (res.headersSent) return void res.destroy(); // a cut answer, never a forged end
-      const [, kind, message, code] = failure(err, route);
-      this.o.onUpstreamError?.(route, kind);
-      answer(res, code, message);
+      const f = failure(err, route);
+      this.o.onUpstreamError?.(route, failureKind(f));
+      answer(res, f.code, f.message);
     };
     if (this.closed) {
       fail(Object.assign(new Error('the edge is stopping'), { code: 'ECONNRESET' }));
@@ -272,8 +272,8 @@ export class UpstreamH2 {
     try {
       headers = this.head(req, route, ctx);
     } catch (err) {
-      const [, , message, code] = failure(err as NodeJS.ErrnoException, route);
-      return answerSocket(socket, code, message);
+      const f = failure(err as NodeJS.ErrnoException, route);
+      return answerSocket(socket, f.code, f.message);
     }
     headers[':method'] = 'CONNECT';
     headers[':protocol'] = 'websocket';
@@ -288,9 +288,9 @@ export class UpstreamH2 {
     };
     socket.on('data', hold);
     const fail = (err: NodeJS.ErrnoException) => {
-      const [, kind, message, code] = failure(err, route);
-      this.o.onUpstreamError?.(route, kind);
-      answerSocket(socket, code, message);
+      const f = failure(err, route);
+      this.o.onUpstreamError?.(route, failureKind(f));
+      answerSocket(socket, f.code, f.message);
     };
     if (this.closed) return fail(Object.assign(new Error('the edge is stopping'), { code: 'ECONNRESET' }));
     this.session(route)

@@ -18,6 +18,7 @@ import { HOP_BY_HOP } from '../headers.js';
 import type { Meter } from '../meter.js';
 import { targetPath } from '../paths.js';
 import { failure, originForm } from '../proxy.js';
+import { ANSWERS } from '../../shared/errorAnswers.js';
 import type { ShareRoute } from '../types.js';
 import type { UpstreamPools } from '../upstream.js';
 import { BodyTap, type Capture } from './capture.js';
@@ -126,9 +127,9 @@ export class Replays {
       }
       for await (const chunk of answer.body) response.add(chunk as Buffer);
     } catch (err) {
-      const [code, kind, message] = failure(err as NodeJS.ErrnoException, route);
-      status = code;
-      const text = Buffer.from(JSON.stringify({ error: kind, message }));
+      const { code, message } = failure(err as NodeJS.ErrnoException, route);
+      status = ANSWERS[code].status;
+      const text = Buffer.from(JSON.stringify({ error: ANSWERS[code].error, message }));
       responseLines = ['content-type', 'application/json', 'content-length', String(text.length)];
       response.add(text);
     }
