@@ -295,7 +295,9 @@ export class UpstreamH2 {
     if (this.closed) return fail(Object.assign(new Error('the edge is stopping'), { code: 'ECONNRESET' }));
     this.session(route)
       .then(async (session) => {
-        await Promise.race([this.settled.get(session), new Promise((r) => setTimeout(r, this.o.timeoutMs))]);
+        let waited: NodeJS.Timeout | undefined;
+        await Promise.race([this.settled.get(session), new Promise((r) => (waited = setTimeout(r, this.o.timeoutMs)))]);
+        clearTimeout(waited);
         if (socket.destroyed) return;
         if (!session.remoteSettings.enableConnectProtocol) {
           return answerSocket(socket, 'EH_UPGRADE_NOT_SUPPORTED_BY_TARGET', "this share's target speaks HTTP/2 and does not accept WebSockets over it (it does not allow extended CONNECT, RFC 8441)");
@@ -325,8 +327,7 @@ export class UpstreamH2 {
             for (const [name, value] of Object.entries(out)) for (const v of [value].flat()) text += `${name}: ${v}\r\n`;
             socket.off('data', hold);
             socket.write(`${text}connection: close\r\n\r\n`, 'latin1');
-            stream.on('data', (chunk: Buffer) => socket.write(chunk));
-            stream.once('end', () => socket.end());
+            pump(stream, socket);
             return;
           }
           const accept = createHash('sha1').update(`${key}258EAFA5-E914-47DA-95CA-C5AB0DC85B11`).digest('base64');
