@@ -4,6 +4,7 @@ import { DomainError, ERROR_CODES, unavailable, type ErrorCode, refusal } from '
 import { enqueue } from '../jobs.js';
 import { closeWithConnection, queue } from '../queues.js';
 import { createRedis } from '../redis.js';
+import type { ParsedCsr } from '../pki/csr.js';
 
 /**
  * Certificate issuance runs in the worker (it holds the CA keys); the web process enqueues a job and waits for its
@@ -15,12 +16,19 @@ export const ISSUE_JOB = 'pki.issueCertificate';
 export const ROTATE_JOB = 'pki.rotateSigningKey';
 export const CREATE_HUB_CA_JOB = 'pki.createHubCa';
 
-/** `csr` was verified by the web process (proof of possession, key policy); `subject` is its subject as text. */
-export type IssuePayload = { csr: string; subject: string; validYears: number } & (
+/**
+ * What the worker signs: the subject Name and the SubjectPublicKeyInfo of a CSR the web process verified (proof of
+ * possession, key policy, subject constraints), as the requester encoded them (base64 DER), and the subject as text.
+ * The worker never parses the CSR again.
+ */
+export type IssuePayload = { subject: string; subjectDer: string; spki: string; validYears: number } & (
   | { mode: 'create'; name: string }
   | { mode: 'redeem'; tokenId: string }
   | { mode: 'replace'; certificateId: string; name: string }
 );
+
+/** The part of an IssuePayload that comes from the verified CSR. */
+export const issueRequestOf = (csr: ParsedCsr) => ({ subject: csr.subjectText, subjectDer: csr.subjectDer.toString('base64'), spki: csr.spkiDer.toString('base64') });
 
 export interface IssueResult {
   certificateId: string;
