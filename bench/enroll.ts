@@ -87,6 +87,20 @@ async function deviceCsr(commonName: string): Promise<string> {
   return derToPem(request.toSchema(true).toBER(), 'CERTIFICATE REQUEST');
 }
 
+/** Calls of each command Redis has processed so far (its own counts, from INFO commandstats; scripts' calls included). */
+function redisCommands(url: string): Map<string, number> {
+  const stats = execFileSync('redis-cli', ['-u', url, 'info', 'commandstats'], { encoding: 'utf8' });
+  return new Map([...stats.matchAll(/^cmdstat_([^:]+):calls=(\d+)/gm)].map((m) => [m[1], Number(m[2])]));
+}
+
+/** The commands Redis ran between two counts, per enrollment: the total and the most frequent. */
+function commandsPer(before: Map<string, number>, after: Map<string, number>, n: number): string {
+  const delta = [...after].map(([name, calls]) => [name, (calls - (before.get(name) ?? 0)) / n] as const).filter(([, d]) => d > 0);
+  const total = delta.reduce((sum, [, d]) => sum + d, 0);
+  const top = delta.sort((a, b) => b[1] - a[1]).slice(0, 8);
+  return `${total.toFixed(1)} (${top.map(([name, d]) => `${name} ${d.toFixed(1)}`).join(', ')})`;
+}
+
 /** Raw ECDSA P-256 / SHA-256 signatures per second over a TBSCertificate-sized input, for `ms` milliseconds. */
 function rawSignRate(ms: number): number {
   const { privateKey } = generateKeyPairSync('ec', { namedCurve: 'prime256v1' });
@@ -173,6 +187,7 @@ try {
   // cold: the first enrollments the fresh processes serve, no warm-up
   const coldBefore = serviceCpu();
   const splitBefore = { web: cpuSplitMs(web.pid), worker: cpuSplitMs(worker.pid) };
+  const commandsBefore = redisCommands(services.redisUrl);
   const coldMs = await timed(COLD, COLD_CONCURRENCY, (i) => enrollOne(i));
   const coldCpu = (sumCpu(serviceCpu()) - sumCpu(coldBefore)) / COLD;
   const coldRate = COLD / (coldMs / 1000);
@@ -180,10 +195,13 @@ try {
   const coldWorker = (cpuMs(worker.pid) - coldBefore.worker) / COLD;
   const kernel = (pid: number | undefined, before: { sys: number }) => ((cpuSplitMs(pid).sys - before.sys) / COLD).toFixed(2);
   const coldKernel = { web: kernel(web.pid, splitBefore.web), worker: kernel(worker.pid, splitBefore.worker) };
+  // counted, not timed: what a change of the protocol with Redis is worth whatever the machine's load
+  const coldCommands = commandsPer(commandsBefore, redisCommands(services.redisUrl), COLD);
   if (failures.length) throw new Error(`${failures.length} cold enrollments failed, e.g. ${failures[0]}`);
   const coldSigns = rawSignRate(1000);
   console.log(`cold:          the first ${COLD} enrollments after start, ${COLD_CONCURRENCY} concurrent clients, no warm-up: ${coldRate.toFixed(0)} enrollments/s (target >= 300: ${coldRate >= 300 ? 'met' : 'NOT met'})`);
   console.log(`               ratio ${(coldRate / coldSigns).toFixed(4)} of raw signs/s (${coldSigns.toFixed(0)}, measured right after); service CPU ${coldCpu.toFixed(2)} ms per enrollment (web ${coldWeb.toFixed(2)}, of it kernel ${coldKernel.web}; worker ${coldWorker.toFixed(2)}, of it kernel ${coldKernel.worker}); load average ${os.loadavg()[0].toFixed(1)}`);
+  console.log(`               Redis commands per enrollment: ${coldCommands}`);
 
   if (ENROLLMENTS === 0) {
     // BENCH_ENROLLMENTS=0: the cold measurement only (e.g. with BENCH_PROFILE, a profile of the cold phase alone)
