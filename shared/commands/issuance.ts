@@ -10,9 +10,7 @@ import { notFound, refusal } from '../errors.js';
 import { succeededSql } from '../jobs.js';
 import { ClientCertificate } from '../models/ClientCertificate.js';
 import { hubCa, leafValidity } from './certificateAuthorities.js';
-import type { PublicKeyInfo, RelativeDistinguishedNames } from 'pkijs';
-import { certificatePem, issueCertificate, publicKeyInfo, type CertificateInfo } from '../pki/certificates.js';
-import { nameEntries, nameFromDer, nameToString } from '../pki/names.js';
+import { certificatePem, issueCertificate, partsToCertify, type CertificateInfo } from '../pki/certificates.js';
 import type { IssuePayload } from './pkiJobs.js';
 import { CERTIFICATE_COLUMNS } from './clientCertificates.js';
 
@@ -36,29 +34,26 @@ export const nameTaken = (name: string) => refusal('EH_NAME_TAKEN', `name '${nam
  * The subject stored beside the certificate (its text) must be the one certified; a job whose parts do not read is
  * refused for good (retrying cannot mend it).
  */
-function requested(p: IssuePayload): { subject: RelativeDistinguishedNames; publicKey: PublicKeyInfo } {
-  let subject: RelativeDistinguishedNames;
-  let publicKey: PublicKeyInfo;
-  let text: string;
+function requested(p: IssuePayload): ReturnType<typeof partsToCertify> {
+  let parts: ReturnType<typeof partsToCertify>;
   try {
-    subject = nameFromDer(Buffer.from(p.subjectDer, 'base64'));
-    publicKey = publicKeyInfo(Buffer.from(p.spki, 'base64'));
-    text = nameToString(nameEntries(subject));
+    parts = partsToCertify(Buffer.from(p.subjectDer, 'base64'), Buffer.from(p.spki, 'base64'));
   } catch (err) {
     throw refusal('EH_CSR_INVALID', `the subject or key to certify could not be read (${(err as Error).message})`);
   }
-  if (text !== p.subject) throw refusal('EH_CSR_INVALID', `the subject to certify (${text}) is not the subject that was checked (${p.subject})`);
-  return { subject, publicKey };
+  if (parts.subjectText !== p.subject) throw refusal('EH_CSR_INVALID', `the subject to certify (${parts.subjectText}) is not the subject that was checked (${p.subject})`);
+  return parts;
 }
 
 /** Signs the CSR's subject and key with the hub's issuing CA (only the worker holds CA keys). */
 async function sign(hubId: string, p: IssuePayload): Promise<{ info: CertificateInfo; issuerId: string }> {
-  const { subject, publicKey } = requested(p);
+  const { subject, publicKey, publicKeyDer } = requested(p);
   const ca = await hubCa(hubId);
   const { notBefore, notAfter } = leafValidity(p.validYears);
   const issued = await issueCertificate({
     subject,
     publicKey,
+    publicKeyDer,
     issuer: ca.signer,
     notBefore,
     notAfter,

@@ -3,6 +3,7 @@ import * as asn1js from 'asn1js';
 import { AlgorithmIdentifier, AuthorityKeyIdentifier, BasicConstraints, Certificate, Extension, ExtKeyUsage, PublicKeyInfo, RelativeDistinguishedNames, Time, TimeType } from 'pkijs';
 import { refusal } from '../errors.js';
 import { derToPem, pemToDer } from './der.js';
+import { nameEntries, nameFromDer, nameToString } from './names.js';
 
 /**
  * Certificates built from pkijs's X.509 schema, in the exact profile the API documents for generated certificates, and signed with node:crypto
@@ -59,6 +60,15 @@ export function keyIdentifier(publicKey: PublicKeyInfo): Buffer {
 
 /** A public key from its SubjectPublicKeyInfo DER (what node:crypto exports). */
 export const publicKeyInfo = (spkiDer: Buffer) => PublicKeyInfo.fromBER(new Uint8Array(spkiDer));
+
+/**
+ * The subject Name and SubjectPublicKeyInfo of a verified CSR, from their DER, as issueCertificate takes them (both
+ * certified as they were encoded), and the subject as text. Throws when either does not read.
+ */
+export function partsToCertify(subjectDer: Buffer, spkiDer: Buffer) {
+  const subject = nameFromDer(subjectDer);
+  return { subject, publicKey: publicKeyInfo(spkiDer), publicKeyDer: spkiDer, subjectText: nameToString(nameEntries(subject)) };
+}
 
 /** 16 random bytes, positive and minimally encoded: 126 bits of randomness. */
 function randomSerial(): Buffer {
