@@ -116,8 +116,11 @@ function checkedCsr(pem: string): ReadCsr {
   const { request, tree } = read;
   if (request.version !== 0) throw refusal('EH_CSR_INVALID', `CSR version must be 1 (encoded 0), got ${request.version}`);
   const [info, signatureAlgorithm] = children(tree);
-  const [, , spki, attributes] = children(info);
+  const [, subject, spki, attributes] = children(info);
+  // every AttributeTypeAndValue of the subject a type and a value, nothing more (the Name is certified as it is)
+  const nameSkipped = children(subject).some((rdn) => children(rdn).some((atv) => children(atv).length !== 2));
   const skipped =
+    nameSkipped ||
     children(tree).length !== 3 ||
     !isAlgorithmIdentifier(signatureAlgorithm) ||
     children(info).length > 4 ||
@@ -207,7 +210,8 @@ export async function parseCsr(pem: string): Promise<ParsedCsr> {
     throw refusal('EH_CSR_INVALID', `CSR subject could not be read (${(err as Error).message})`);
   }
   csrStats.signatureChecks++;
-  // the key and the name as the requester encoded them (strict DER, every element accounted for by checkedCsr)
+  // the key and the name as the requester encoded them and signed them (strict DER, every element accounted for by
+  // checkedCsr): what the certificate will carry
   const [, subjectElement, spkiElement] = children(children(tree)[0]) as asn1js.BaseBlock[];
   const spkiDer = Buffer.from(spkiElement.valueBeforeDecodeView);
   const subjectDer = Buffer.from(subjectElement.valueBeforeDecodeView);

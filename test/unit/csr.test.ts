@@ -97,6 +97,16 @@ test('inside the signed part: elements the schema skips and an EC point off its 
   );
   await refused(
     resigned(([version, subject, spki, attributes]) => {
+      const [rdn, ...rest] = parts(subject);
+      const [atv] = parts(rdn);
+      const extra = element(0x30, ...parts(atv), Buffer.from([0x05, 0x00]));
+      return [version, element(0x30, element(0x31, extra), ...rest), spki, attributes];
+    }),
+    skipped,
+    'a third element in an AttributeTypeAndValue of the subject',
+  );
+  await refused(
+    resigned(([version, subject, spki, attributes]) => {
       const [algorithm, key] = parts(spki);
       const offCurve = Buffer.from(key);
       offCurve[offCurve.length - 1] ^= 0x01;
