@@ -19,6 +19,8 @@ export interface EnqueueSpec {
   transaction?: Transaction;
   /** Overrides of the default attempts/backoff. */
   jobOptions?: Pick<JobsOptions, 'attempts' | 'backoff' | 'delay' | 'priority'>;
+  /** The execution's id (and its job's), when the caller needs it before the job is added: a fresh one otherwise. */
+  id?: string;
 }
 
 export interface JobData {
@@ -46,7 +48,7 @@ const DISPATCH_TIMEOUT_MS = 3000;
  */
 export async function enqueue(spec: EnqueueSpec): Promise<Execution> {
   queueOfType(spec.type); // fail on an unknown queue before writing anything
-  const id = newId();
+  const id = spec.id ?? newId();
   const fields = {
     id,
     processId: id,

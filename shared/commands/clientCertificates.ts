@@ -7,7 +7,7 @@ import { ClientCertificate } from '../models/ClientCertificate.js';
 import { isCertificatePem, parseUploadedCertificate, type CertificateInfo } from '../pki/certificates.js';
 import { cached, pkiCache } from '../pki/cache.js';
 import { isCsrPem, parseCsr } from '../pki/csr.js';
-import { issueInWorker } from './pkiJobs.js';
+import { issueInWorker, issueRequestOf } from './pkiJobs.js';
 import { HUB_MATCHES, preparedQuery } from '../db.js';
 import { claimingName, nameTaken } from './certificateRequestTokens.js';
 import { findPage, type Page, type PageRequest } from '../paging.js';
@@ -18,13 +18,13 @@ export interface CertificateInput {
   validYears?: number;
 }
 
-type Value = { kind: 'certificate'; info: CertificateInfo } | { kind: 'csr'; pem: string; subject: string };
+type Value = { kind: 'certificate'; info: CertificateInfo } | { kind: 'csr'; request: ReturnType<typeof issueRequestOf> };
 
 /** A PEM certificate (upload) or a PEM CSR (to be issued); anything else is a 400 that says which was expected. */
 export async function readValue(value: string): Promise<Value> {
   if (isCertificatePem(value)) return { kind: 'certificate', info: parseUploadedCertificate(value) };
   // a bad CSR is refused here, before any job
-  if (isCsrPem(value)) return { kind: 'csr', pem: value, subject: (await parseCsr(value)).subjectText };
+  if (isCsrPem(value)) return { kind: 'csr', request: issueRequestOf(await parseCsr(value)) };
   throw badRequest("value for property '$.value' must be a PEM certificate (-----BEGIN CERTIFICATE-----) or a PEM CSR (-----BEGIN CERTIFICATE REQUEST-----)");
 }
 
@@ -128,7 +128,7 @@ export async function createCertificate(hubId: string, input: Required<Pick<Cert
   }
   // a fast answer for the common collision; the worker's transaction is what guarantees it
   if (!(await nameIsFree(hubId, input.name))) throw nameTaken(input.name);
-  const { certificateId } = await issueInWorker({ hubId, payload: { mode: 'create', csr: value.pem, subject: value.subject, name: input.name, validYears: input.validYears ?? 1 }, createdBy });
+  const { certificateId } = await issueInWorker({ hubId, payload: { mode: 'create', ...value.request, name: input.name, validYears: input.validYears ?? 1 }, createdBy });
   return findCertificate(hubId, certificateId);
 }
 
@@ -139,7 +139,7 @@ export async function updateCertificate(hubId: string, id: string, input: Certif
   const value = input.value === undefined ? undefined : await readValue(input.value);
   if (value?.kind === 'csr') {
     if (!(await nameIsFree(hubId, name, id))) throw nameTaken(name);
-    await issueInWorker({ hubId, payload: { mode: 'replace', csr: value.pem, subject: value.subject, certificateId: id, name, validYears: input.validYears ?? 1 }, createdBy, resourceId: id });
+    await issueInWorker({ hubId, payload: { mode: 'replace', ...value.request, certificateId: id, name, validYears: input.validYears ?? 1 }, createdBy, resourceId: id });
     return findCertificate(hubId, id);
   }
   const changes = { name, ...(value ? uploadedFields(value.info) : {}) };

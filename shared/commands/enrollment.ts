@@ -9,7 +9,7 @@ import { parseUploadedCertificate } from '../pki/certificates.js';
 import { parseCsr, subjectMismatches, type ParsedCsr } from '../pki/csr.js';
 import { JwtRefusal, verifyEnrollmentJwt } from '../pki/enrollmentJwt.js';
 import { verificationKey } from './signingKeys.js';
-import { issueInWorker, type IssueResult } from './pkiJobs.js';
+import { issueInWorker, issueRequestOf, type IssueResult } from './pkiJobs.js';
 import { sha256 } from '../secrets.js';
 import { claimingName } from './certificateRequestTokens.js';
 import { certificateFromReply, findCertificate, uploadedFields, type CertificateWithChain } from './clientCertificates.js';
@@ -142,7 +142,7 @@ export async function enrollWithJwt(
   try {
     issued = await issueInWorker({
       hubId,
-      payload: { mode: 'redeem', csr: input.csr, subject: (csr as ParsedCsr).subjectText, tokenId: t.id, validYears: t.validYears },
+      payload: { mode: 'redeem', ...issueRequestOf(csr as ParsedCsr), tokenId: t.id, validYears: t.validYears },
       createdBy: `certificate-request-token:${t.name}`,
     });
   } catch (err) {
@@ -176,7 +176,7 @@ export async function redeemTokenInPath(
   const createdBy = `certificate-request-token:${token.name}`;
   if (input.type === 'CSR') {
     const csr = await parseCsr(input.value);
-    const payload = { mode: 'redeem' as const, csr: input.value, subject: csr.subjectText, tokenId: token.id, validYears: token.validYears };
+    const payload = { mode: 'redeem' as const, ...issueRequestOf(csr), tokenId: token.id, validYears: token.validYears };
     return issuedCertificate(hubId, await issueInWorker({ hubId, payload, createdBy }));
   }
   const info = parseUploadedCertificate(input.value);

@@ -10,8 +10,7 @@ import { notFound, refusal } from '../errors.js';
 import { succeededSql } from '../jobs.js';
 import { ClientCertificate } from '../models/ClientCertificate.js';
 import { hubCa, leafValidity } from './certificateAuthorities.js';
-import { certificatePem, issueCertificate, type CertificateInfo } from '../pki/certificates.js';
-import { readCsr } from '../pki/csr.js';
+import { certificatePem, issueCertificate, partsToCertify, type CertificateInfo } from '../pki/certificates.js';
 import type { IssuePayload } from './pkiJobs.js';
 import { CERTIFICATE_COLUMNS } from './clientCertificates.js';
 
@@ -31,16 +30,30 @@ export interface Issued {
 export const nameTaken = (name: string) => refusal('EH_NAME_TAKEN', `name '${name}' is already used by a certificate request token or client certificate in this hub`);
 
 /**
- * Signs the CSR with the hub's issuing CA (only the worker holds CA keys). The web process verified the CSR before
- * enqueueing; here it is only taken apart.
+ * The subject and key to certify, from the job: the parts of a CSR the web process verified, as they were encoded.
+ * The subject stored beside the certificate (its text) must be the one certified; a job whose parts do not read is
+ * refused for good (retrying cannot mend it).
  */
+function requested(p: IssuePayload): ReturnType<typeof partsToCertify> {
+  let parts: ReturnType<typeof partsToCertify>;
+  try {
+    parts = partsToCertify(Buffer.from(p.subjectDer, 'base64'), Buffer.from(p.spki, 'base64'));
+  } catch (err) {
+    throw refusal('EH_CSR_INVALID', `the subject or key to certify could not be read (${(err as Error).message})`);
+  }
+  if (parts.subjectText !== p.subject) throw refusal('EH_CSR_INVALID', `the subject to certify (${parts.subjectText}) is not the subject that was checked (${p.subject})`);
+  return parts;
+}
+
+/** Signs the CSR's subject and key with the hub's issuing CA (only the worker holds CA keys). */
 async function sign(hubId: string, p: IssuePayload): Promise<{ info: CertificateInfo; issuerId: string }> {
-  const csr = readCsr(p.csr);
+  const { subject, publicKey, publicKeyDer } = requested(p);
   const ca = await hubCa(hubId);
   const { notBefore, notAfter } = leafValidity(p.validYears);
   const issued = await issueCertificate({
-    subject: csr.subject,
-    publicKey: csr.subjectPublicKeyInfo,
+    subject,
+    publicKey,
+    publicKeyDer,
     issuer: ca.signer,
     notBefore,
     notAfter,

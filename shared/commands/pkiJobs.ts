@@ -1,9 +1,12 @@
+import type { EventEmitter } from 'node:events';
 import { Job, QueueEvents } from 'bullmq';
 import { config } from '../config.js';
 import { DomainError, ERROR_CODES, unavailable, type ErrorCode, refusal } from '../errors.js';
+import { newId } from '../ids.js';
 import { enqueue } from '../jobs.js';
 import { closeWithConnection, queue } from '../queues.js';
 import { createRedis } from '../redis.js';
+import type { ParsedCsr } from '../pki/csr.js';
 
 /**
  * Certificate issuance runs in the worker (it holds the CA keys); the web process enqueues a job and waits for its
@@ -15,12 +18,19 @@ export const ISSUE_JOB = 'pki.issueCertificate';
 export const ROTATE_JOB = 'pki.rotateSigningKey';
 export const CREATE_HUB_CA_JOB = 'pki.createHubCa';
 
-/** `csr` was verified by the web process (proof of possession, key policy); `subject` is its subject as text. */
-export type IssuePayload = { csr: string; subject: string; validYears: number } & (
+/**
+ * What the worker signs: the subject Name and the SubjectPublicKeyInfo of a CSR the web process verified (proof of
+ * possession, key policy, subject constraints), as the requester encoded them (base64 DER), and the subject as text.
+ * The worker never parses the CSR again.
+ */
+export type IssuePayload = { subject: string; subjectDer: string; spki: string; validYears: number } & (
   | { mode: 'create'; name: string }
   | { mode: 'redeem'; tokenId: string }
   | { mode: 'replace'; certificateId: string; name: string }
 );
+
+/** The part of an IssuePayload that comes from the verified CSR. */
+export const issueRequestOf = (csr: ParsedCsr) => ({ subject: csr.subjectText, subjectDer: csr.subjectDer.toString('base64'), spki: csr.spkiDer.toString('base64') });
 
 export interface IssueResult {
   certificateId: string;
@@ -86,17 +96,13 @@ function queueEvents(): Promise<QueueEvents> {
   return events;
 }
 
-/** Waits for a pki job and returns its result; a refusal becomes its DomainError again, anything else EH_UNAVAILABLE. */
-export async function waitForPkiJob<T>(jobId: string): Promise<T> {
-  const deadline = Date.now() + waitMs();
-  // the events connection retries for ever while Redis is away: the request must not wait with it
-  const e = await before(queueEvents(), deadline, 'queue events not ready').catch(() => {
-    throw refusal('EH_QUEUE_UNAVAILABLE', `the job queue (Redis) cannot be reached; the request is kept as execution ${jobId} and runs once it is back`);
-  });
-  // a handle on the job by id (no round trip to read it): waitUntilFinished needs only the id and the queue
-  const job = new Job(queue('pki'), '', {}, {}, jobId);
+const queueUnavailable = (jobId: string) =>
+  refusal('EH_QUEUE_UNAVAILABLE', `the job queue (Redis) cannot be reached; the request is kept as execution ${jobId} and runs once it is back`);
+
+/** The end of a wait for a pki job: its result, or its refusal as the DomainError again, anything else EH_UNAVAILABLE. */
+async function outcome<T>(jobId: string, finished: Promise<unknown>, deadline: number): Promise<T> {
   try {
-    return (await before(job.waitUntilFinished(e, Math.max(1, deadline - Date.now())), deadline + 1000, 'timed out waiting for the job')) as T;
+    return (await before(finished, deadline + 1000, 'timed out waiting for the job')) as T;
   } catch (err) {
     const message = (err as Error).message ?? '';
     const refused = decodeRefusal(message);
@@ -106,19 +112,75 @@ export async function waitForPkiJob<T>(jobId: string): Promise<T> {
   }
 }
 
+/** Waits for a pki job that may already exist (or have finished): registers for its end, then asks Redis for its state. */
+export async function waitForPkiJob<T>(jobId: string): Promise<T> {
+  const deadline = Date.now() + waitMs();
+  // the events connection retries for ever while Redis is away: the request must not wait with it
+  const e = await before(queueEvents(), deadline, 'queue events not ready').catch(() => {
+    throw queueUnavailable(jobId);
+  });
+  // a handle on the job by id (no round trip to read it): waitUntilFinished needs only the id and the queue
+  const job = new Job(queue('pki'), '', {}, {}, jobId);
+  return outcome<T>(jobId, job.waitUntilFinished(e, Math.max(1, deadline - Date.now())), deadline);
+}
+
+/**
+ * The end of a job that does not exist yet, heard on `e`: listening before the job is added, the wait cannot miss
+ * its end, so it needs none of waitUntilFinished's look-up of the job's state (a Redis script per job).
+ */
+function listenForEnd(queueEvents: QueueEvents, jobId: string, deadline: number): { finished: Promise<unknown>; stop(): void } {
+  // the per-job event names are not in QueueEvents's typed listener list
+  const e = queueEvents as unknown as EventEmitter;
+  const completed = `completed:${jobId}`;
+  const failed = `failed:${jobId}`;
+  let stop = () => {};
+  const finished = new Promise((resolve, reject) => {
+    const onCompleted = (args: { returnvalue: unknown }) => {
+      stop();
+      resolve(args.returnvalue);
+    };
+    const onFailed = (args: { failedReason: string }) => {
+      stop();
+      reject(new Error(args.failedReason));
+    };
+    const timer = setTimeout(() => onFailed({ failedReason: `job ${jobId} timed out before finishing` }), Math.max(1, deadline - Date.now()));
+    stop = () => {
+      clearTimeout(timer);
+      e.off(completed, onCompleted);
+      e.off(failed, onFailed);
+    };
+    e.on(completed, onCompleted);
+    e.on(failed, onFailed);
+  });
+  return { finished, stop };
+}
+
 /** Enqueues an issuance job (one execution) and waits for the certificate id. */
 export async function issueInWorker(spec: { hubId: string; payload: IssuePayload; createdBy: string; resourceId?: string }): Promise<IssueResult> {
-  const execution = await enqueue({
-    type: ISSUE_JOB,
-    hubId: spec.hubId,
-    resourceType: 'clientCertificate',
-    resourceId: spec.resourceId,
-    payload: spec.payload as unknown as Record<string, unknown>,
-    createdBy: spec.createdBy,
-    // a refusal is final; only infrastructure failures are worth a retry, and the caller is waiting
-    jobOptions: { attempts: 3, backoff: { type: 'fixed', delay: 200 } },
-  });
-  return waitForPkiJob<IssueResult>(execution.processId);
+  const id = newId();
+  const deadline = Date.now() + waitMs();
+  // the events connection retries for ever while Redis is away: the request does not wait with it, but the execution
+  // is still recorded (the sweeper adds its job once Redis is back)
+  const e = await before(queueEvents(), deadline, 'queue events not ready').catch(() => undefined);
+  const end = e && listenForEnd(e, id, deadline);
+  try {
+    await enqueue({
+      id,
+      type: ISSUE_JOB,
+      hubId: spec.hubId,
+      resourceType: 'clientCertificate',
+      resourceId: spec.resourceId,
+      payload: spec.payload as unknown as Record<string, unknown>,
+      createdBy: spec.createdBy,
+      // a refusal is final; only infrastructure failures are worth a retry, and the caller is waiting
+      jobOptions: { attempts: 3, backoff: { type: 'fixed', delay: 200 } },
+    });
+  } catch (err) {
+    end?.stop();
+    throw err;
+  }
+  if (!end) throw queueUnavailable(id);
+  return outcome<IssueResult>(id, end.finished, deadline);
 }
 
 /**

@@ -1,8 +1,9 @@
 import { createHash, randomBytes, sign, X509Certificate, type KeyObject } from 'node:crypto';
 import * as asn1js from 'asn1js';
-import { AlgorithmIdentifier, AuthorityKeyIdentifier, BasicConstraints, Certificate, Extension, ExtKeyUsage, PublicKeyInfo, Time, TimeType, type RelativeDistinguishedNames } from 'pkijs';
+import { AlgorithmIdentifier, AuthorityKeyIdentifier, BasicConstraints, Certificate, Extension, ExtKeyUsage, PublicKeyInfo, RelativeDistinguishedNames, Time, TimeType } from 'pkijs';
 import { refusal } from '../errors.js';
 import { derToPem, pemToDer } from './der.js';
+import { nameEntries, nameFromDer, nameToString } from './names.js';
 
 /**
  * Certificates built from pkijs's X.509 schema, in the exact profile the API documents for generated certificates, and signed with node:crypto
@@ -35,8 +36,11 @@ export type Profile =
   | { kind: 'ca'; pathLength?: number };
 
 export interface IssueRequest {
+  /** A parsed Name: its bytes are certified as they are. */
   subject: RelativeDistinguishedNames;
   publicKey: PublicKeyInfo;
+  /** The key's SubjectPublicKeyInfo DER when it is at hand (it is certified as it is instead of encoded again). */
+  publicKeyDer?: Uint8Array;
   issuer: Signer;
   notBefore: Date;
   notAfter: Date;
@@ -57,6 +61,15 @@ export function keyIdentifier(publicKey: PublicKeyInfo): Buffer {
 /** A public key from its SubjectPublicKeyInfo DER (what node:crypto exports). */
 export const publicKeyInfo = (spkiDer: Buffer) => PublicKeyInfo.fromBER(new Uint8Array(spkiDer));
 
+/**
+ * The subject Name and SubjectPublicKeyInfo of a verified CSR, from their DER, as issueCertificate takes them (both
+ * certified as they were encoded), and the subject as text. Throws when either does not read.
+ */
+export function partsToCertify(subjectDer: Buffer, spkiDer: Buffer) {
+  const subject = nameFromDer(subjectDer);
+  return { subject, publicKey: publicKeyInfo(spkiDer), publicKeyDer: spkiDer, subjectText: nameToString(nameEntries(subject)) };
+}
+
 /** 16 random bytes, positive and minimally encoded: 126 bits of randomness. */
 function randomSerial(): Buffer {
   const serial = randomBytes(16);
@@ -72,14 +85,60 @@ const KEY_USAGE = new asn1js.BitString({ valueHex: Uint8Array.of(0b1000_0110), u
 
 const extension = (extnID: string, critical: boolean, value: { toBER(): ArrayBuffer }) => new Extension({ extnID, critical, extnValue: value.toBER() });
 
+/**
+ * An element already DER-encoded, written as it is inside the elements asn1js encodes around it. asn1js's RawData
+ * returns its bytes but does not write them into the writer of the element it sits in (asn1js 4.0.0), which would
+ * leave them out.
+ */
+class Encoded extends asn1js.RawData {
+  override toBER(sizeOnly?: boolean, writer?: asn1js.ViewWriter): ArrayBuffer {
+    const der = super.toBER(sizeOnly);
+    writer?.write(der);
+    return der;
+  }
+}
+
+/**
+ * A pkijs object whose schema is its DER as it is. Certificate.encodeTBS asks each part for its schema: a parsed
+ * Name answers by parsing its kept bytes again (every issuance, the issuer's and the subject's), a key and an
+ * extension by building their elements again; a fresh process runs all of that in V8's slow tiers.
+ */
+function asEncoded<T extends { toSchema(): unknown }>(object: T, der: Uint8Array | ArrayBuffer): T {
+  const encoded = new Encoded({ data: der });
+  object.toSchema = () => encoded;
+  return object;
+}
+
+/** The extensions every client certificate has, encoded once: keyUsage and extKeyUsage serverAuth. */
+const KU_EXTENSION = asEncoded(extension(OID.keyUsage, true, KEY_USAGE), extension(OID.keyUsage, true, KEY_USAGE).toSchema().toBER());
+const EKU_EXTENSION = (() => {
+  const eku = extension(OID.extKeyUsage, false, new ExtKeyUsage({ keyPurposes: [OID.serverAuth] }).toSchema());
+  return asEncoded(eku, eku.toSchema().toBER());
+})();
+
+/** What a signer puts in every certificate it signs, encoded once per signer: its name and authorityKeyIdentifier. */
+const signerParts = new WeakMap<Signer, { issuer: RelativeDistinguishedNames; aki: Extension }>();
+function partsOf(signer: Signer) {
+  let parts = signerParts.get(signer);
+  if (!parts) {
+    const aki = extension(OID.authorityKeyIdentifier, false, new AuthorityKeyIdentifier({ keyIdentifier: new asn1js.OctetString({ valueHex: new Uint8Array(signer.keyIdentifier) }) }).toSchema());
+    parts = { issuer: encodedName(signer.name), aki: asEncoded(aki, aki.toSchema().toBER()) };
+    signerParts.set(signer, parts);
+  }
+  return parts;
+}
+
+/** A parsed Name as its bytes (pkijs keeps them); a Name built from its fields is encoded once. */
+const encodedName = (name: RelativeDistinguishedNames) =>
+  asEncoded(new RelativeDistinguishedNames(), name.valueBeforeDecode.byteLength ? name.valueBeforeDecode : name.toSchema().toBER());
+
 function extensions(req: IssueRequest): Extension[] {
   const ski = extension(OID.subjectKeyIdentifier, false, new asn1js.OctetString({ valueHex: new Uint8Array(keyIdentifier(req.publicKey)) }));
-  const aki = extension(OID.authorityKeyIdentifier, false, new AuthorityKeyIdentifier({ keyIdentifier: new asn1js.OctetString({ valueHex: new Uint8Array(req.issuer.keyIdentifier) }) }).toSchema());
-  const ku = extension(OID.keyUsage, true, KEY_USAGE);
-  if (req.profile.kind === 'client') return [ku, extension(OID.extKeyUsage, false, new ExtKeyUsage({ keyPurposes: [OID.serverAuth] }).toSchema()), ski, aki];
+  const { aki } = partsOf(req.issuer);
+  if (req.profile.kind === 'client') return [KU_EXTENSION, EKU_EXTENSION, ski, aki];
   const pathLength = req.profile.pathLength;
   const constraints = new BasicConstraints(pathLength === undefined ? { cA: true } : { cA: true, pathLenConstraint: pathLength });
-  return [extension(OID.basicConstraints, true, constraints.toSchema()), ku, ski, aki];
+  return [extension(OID.basicConstraints, true, constraints.toSchema()), KU_EXTENSION, ski, aki];
 }
 
 /** X.509 Time: UTCTime through 2049, GeneralizedTime from 2050 (RFC 5280 4.1.2.5), whole seconds. */
@@ -100,21 +159,21 @@ export async function issueCertificate(req: IssueRequest): Promise<Issued> {
   const certificate = new Certificate({
     version: 2,
     serialNumber: new asn1js.Integer({ valueHex: new Uint8Array(serial) }),
-    issuer: req.issuer.name,
-    subject: req.subject,
+    issuer: partsOf(req.issuer).issuer,
+    subject: encodedName(req.subject),
     notBefore: time(req.notBefore),
     notAfter: time(req.notAfter),
-    subjectPublicKeyInfo: req.publicKey,
+    subjectPublicKeyInfo: req.publicKeyDer ? asEncoded(new PublicKeyInfo(), req.publicKeyDer) : req.publicKey,
     extensions: extensions(req),
   });
   // RFC 5758 3.2: ecdsa-with-SHA256 has no parameters, the same in the TBS (signature) and around it
   certificate.signature = new AlgorithmIdentifier({ algorithmId: ECDSA_WITH_SHA256 });
   certificate.signatureAlgorithm = new AlgorithmIdentifier({ algorithmId: ECDSA_WITH_SHA256 });
-  const tbsSchema = certificate.encodeTBS();
-  const tbs = Buffer.from(tbsSchema.toBER());
+  const tbs = Buffer.from(certificate.encodeTBS().toBER());
   const signature = sign('sha256', tbs, req.issuer.privateKey);
+  // the TBSCertificate as it was signed, not encoded a second time
   const der = Buffer.from(
-    new asn1js.Sequence({ value: [tbsSchema, certificate.signatureAlgorithm.toSchema(), new asn1js.BitString({ valueHex: new Uint8Array(signature) })] }).toBER(),
+    new asn1js.Sequence({ value: [new Encoded({ data: tbs }) as unknown as asn1js.BaseBlock, certificate.signatureAlgorithm.toSchema(), new asn1js.BitString({ valueHex: new Uint8Array(signature) })] }).toBER(),
   );
   return { der, serialNumber: serial.toString('hex'), fingerprintSha256: createHash('sha256').update(der).digest('hex') };
 }

@@ -1,8 +1,10 @@
 import test from 'ava';
 import { execFileSync } from 'node:child_process';
+import { sign } from 'node:crypto';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
+import * as asn1js from 'asn1js';
 import { parseCsr, subjectMismatches } from '../../shared/pki/csr.js';
 
 const dir = mkdtempSync(path.join(os.tmpdir(), 'csr-unit-'));
@@ -53,4 +55,64 @@ test('malformed CSRs are refused: not PEM, trailing bytes, a changed subject, a 
   changed[at] = 'D'.charCodeAt(0);
   await refused(pemOf(changed), /signature does not verify/);
   t.is(readFileSync(path.join(dir, 'p256.key'), 'utf8').includes('PRIVATE KEY'), true);
+});
+
+/** A DER element around raw content, written by hand (the alterations below are what no ASN.1 library writes). */
+function element(tag: number, ...parts: Buffer[]): Buffer {
+  const content = Buffer.concat(parts);
+  const n = content.length;
+  const length = n < 0x80 ? [n] : n < 0x100 ? [0x81, n] : [0x82, n >> 8, n & 0xff];
+  return Buffer.concat([Buffer.from([tag, ...length]), content]);
+}
+
+/** The bytes of each child of a parsed constructed element, as they were. */
+const parts = (der: Buffer | Uint8Array) =>
+  (asn1js.fromBER(new Uint8Array(der)).result as asn1js.Sequence).valueBlock.value.map((e) => Buffer.from((e as asn1js.BaseBlock).valueBeforeDecodeView));
+
+/** The P-256 CSR with its CertificationRequestInfo's children changed, signed again with its key (so the signature holds). */
+function resigned(alter: (info: Buffer[]) => Buffer[]): string {
+  const [info, algorithm] = parts(derOf(p256));
+  const newInfo = element(0x30, ...alter(parts(info)));
+  const signature = sign('sha256', newInfo, readFileSync(path.join(dir, 'p256.key'), 'utf8'));
+  return pemOf(element(0x30, newInfo, algorithm, element(0x03, Buffer.from([0]), signature)));
+}
+
+test('inside the signed part: elements the schema skips and an EC point off its curve are refused', async (t) => {
+  const refused = async (pem: string, why: RegExp, what: string) => {
+    const err = (await t.throwsAsync(parseCsr(pem), undefined, what)) as Error & { code?: string };
+    t.is(err.code, 'EH_CSR_INVALID', what);
+    t.regex(err.message, why, what);
+  };
+  // the re-signing itself keeps a CSR valid
+  t.is((await parseCsr(resigned((info) => info))).fields.commonName, 'device-1');
+  const skipped = /it has elements the PKCS#10 schema does not have/;
+  await refused(resigned((info) => [...info, element(0x30)]), skipped, 'an element after the attributes');
+  await refused(
+    resigned(([version, subject, spki, attributes]) => {
+      const [algorithm, key] = parts(spki);
+      return [version, subject, element(0x30, element(0x30, ...parts(algorithm), Buffer.from([0x05, 0x00])), key), attributes];
+    }),
+    skipped,
+    "a third element in the key's AlgorithmIdentifier",
+  );
+  await refused(
+    resigned(([version, subject, spki, attributes]) => {
+      const [rdn, ...rest] = parts(subject);
+      const [atv] = parts(rdn);
+      const extra = element(0x30, ...parts(atv), Buffer.from([0x05, 0x00]));
+      return [version, element(0x30, element(0x31, extra), ...rest), spki, attributes];
+    }),
+    skipped,
+    'a third element in an AttributeTypeAndValue of the subject',
+  );
+  await refused(
+    resigned(([version, subject, spki, attributes]) => {
+      const [algorithm, key] = parts(spki);
+      const offCurve = Buffer.from(key);
+      offCurve[offCurve.length - 1] ^= 0x01;
+      return [version, subject, element(0x30, algorithm, offCurve), attributes];
+    }),
+    /CSR signature could not be checked/,
+    'an EC point off its curve',
+  );
 });

@@ -6,8 +6,9 @@ import { CREATE_HUB_CA_JOB, encodeRefusal, ISSUE_JOB, ROTATE_JOB, type IssuePayl
 import { rotateSigningKey } from '../../shared/commands/signingKeys.js';
 import { defineProcessor, NO_PAYLOAD, permanentFailure } from '../processor.js';
 
-/** What issueInWorker enqueues (IssuePayload): the CSR, its subject, the validity, and what the issuance is for. */
-const issueBase = { csr: z.string().min(1).max(65536), subject: z.string().max(4096), validYears: z.number().int().positive() };
+/** What issueInWorker enqueues (IssuePayload): the CSR's subject and key (base64 DER), the validity, and what the issuance is for. */
+const base64 = z.string().min(1).max(8192).regex(/^[A-Za-z0-9+/]+={0,2}$/);
+const issueBase = { subject: z.string().max(4096), subjectDer: base64, spki: base64, validYears: z.number().int().positive() };
 const name = z.string().min(1).max(200);
 const issuePayload = z.discriminatedUnion('mode', [
   z.object({ ...issueBase, mode: z.literal('create'), name }).strict(),
