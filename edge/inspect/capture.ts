@@ -8,18 +8,20 @@
  * - Bodies are teed, never buffered or held back: the request body's chunks are seen as the target's connection
  *   takes them (a second 'data' listener on the paused request, which undici resumes), the answer's as they are
  *   written to the client; each side counts every byte and keeps a copy of the first HUB_INSPECT_BODY_BYTES only.
- * - A finished exchange is serialized once (one string: header lines as they crossed, credentials replaced, base64
- *   only of a body that exists) into a fixed-size queue (HUB_INSPECT_QUEUE entries, and at most 64 MiB); one writer
- *   drains it into Redis every FLUSH_MS (or at once when a batch is full) in pipelined batches, a few in flight, so
- *   that the script call, the trims, the live message and the round trip are paid per batch, not per exchange. When
- *   the queue is full, Redis is not connected or a write fails, the exchange is dropped and counted by reason
- *   (`edgehub_edge_inspect_dropped_total`): the share never waits for its inspector.
+ * - A finished exchange is queued as it is (its summary and its detail: header lines as they crossed, credentials
+ *   replaced, base64 only of a body that exists) in a fixed-size queue (HUB_INSPECT_QUEUE entries, and at most 64 MiB);
+ *   one writer drains it into Redis every FLUSH_MS (or at once when a batch is full) in pipelined batches, a few in
+ *   flight. Each batch of a share is serialized once (one JSON text for its summaries, one for its details) and
+ *   stored as one entry (shared/inspect/store.ts), so that the serialization, the script call, the trims, the live
+ *   message and the round trip are paid per batch, not per exchange. When the queue is full, Redis is not connected
+ *   or a write fails, the exchange is dropped and counted by reason (`edgehub_edge_inspect_dropped_total`): the share
+ *   never waits for its inspector.
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Duplex } from 'node:stream';
 import type { Redis } from 'ioredis';
 import { logger } from '../../shared/logger.js';
-import { type CapturedMessage, type InspectLimits, recordArgs, recordExchange, redactLines, serializeRecord, type StoredSummary, withRecordScript } from '../../shared/inspect/store.js';
+import { BATCH, type CapturedMessage, ENTRY_BYTES, type InspectLimits, type RecordedExchange, recordArgs, recordedBytes, recordedExchange, recordExchange, redactLines, type StoredSummary, withRecordScript } from '../../shared/inspect/store.js';
 import { inspectDropped, inspectRecorded } from '../../shared/telemetry/index.js';
 import { CALLBACK_PATH } from '../access/login/index.js';
 import { edgeAnswer, watchSocketAnswer } from '../answers.js';
@@ -32,7 +34,6 @@ export type DropReason = 'queue_full' | 'redis_unavailable' | 'redis_error';
 const QUEUE_MAX_BYTES = 64 * 1024 * 1024;
 /** Exchanges are ordered by when they reached their edge on this clock: epoch µs from performance.now(). */
 const ORIGIN = performance.timeOrigin;
-const BATCH = 256;
 /** Batches awaiting Redis at once: a slow answer does not stop the queue from draining. */
 const IN_FLIGHT = 4;
 /** How long a finished exchange may wait for others to share its batch (well within the second a list may lag). */
@@ -202,7 +203,7 @@ export class Tap {
     const empty = { body: '', bodyTruncated: false };
     this.capture.enqueue(
       this.route,
-      serializeRecord(
+      recordedExchange(
         summary,
         requestBody ? requestBody.captured(redactLines(requestLines)) : { lines: redactLines(requestLines), ...empty },
         responseBody ? responseBody.captured(redactLines(lines)) : { lines: redactLines(lines), ...empty },
@@ -211,11 +212,11 @@ export class Tap {
   }
 }
 
-/** A finished exchange waiting for the writer, already serialized: one string to keep (and for the GC to move), not a graph. */
+/** A finished exchange waiting for the writer, with its share and its size. */
 interface Queued {
   hubId: string;
   zId: string;
-  line: string;
+  exchange: RecordedExchange;
   bytes: number;
 }
 
@@ -263,11 +264,12 @@ export class Capture {
     return false;
   }
 
-  /** One serialized exchange (serializeRecord) for the writer, or dropped and counted when the queue is full. */
-  enqueue(route: ShareRoute, line: string): void {
-    if (this.queue.length >= this.limits.queue || this.queuedBytes + line.length > QUEUE_MAX_BYTES) return this.drop('queue_full');
-    this.queue.push({ hubId: route.hubId, zId: route.zId, line, bytes: line.length });
-    this.queuedBytes += line.length;
+  /** One finished exchange for the writer, or dropped and counted when the queue is full. */
+  enqueue(route: ShareRoute, exchange: RecordedExchange): void {
+    const bytes = recordedBytes(exchange);
+    if (this.queue.length >= this.limits.queue || this.queuedBytes + bytes > QUEUE_MAX_BYTES) return this.drop('queue_full');
+    this.queue.push({ hubId: route.hubId, zId: route.zId, exchange, bytes });
+    this.queuedBytes += bytes;
     if (!this.writing) {
       this.writing = true;
       if (!this.inFlight) this.idle = new Promise((resolve) => (this.wake = resolve));
@@ -310,24 +312,29 @@ export class Capture {
     if (this.inFlight === 0) this.wake?.();
   }
 
-  /** One pipeline: a script call per share of the batch. */
+  /** One pipeline: a script call per share of the batch (more when a share's details outgrow an entry). */
   private async send(batch: Queued[]): Promise<void> {
-    const byShare = new Map<string, Queued[]>();
+    const entries: Queued[][] = [];
+    const open = new Map<string, { entry: Queued[]; bytes: number }>();
     for (const q of batch) {
       const key = `${q.hubId} ${q.zId}`;
-      const group = byShare.get(key);
-      if (group) group.push(q);
-      else byShare.set(key, [q]);
+      let current = open.get(key);
+      if (!current || current.bytes + q.bytes > ENTRY_BYTES) {
+        current = { entry: [], bytes: 0 };
+        open.set(key, current);
+        entries.push(current.entry);
+      }
+      current.entry.push(q);
+      current.bytes += q.bytes;
     }
-    const groups = [...byShare.values()];
     const pipeline = this.options.redis.pipeline();
     const scripted = pipeline as unknown as { inspectRecord(...args: unknown[]): void };
-    for (const group of groups) scripted.inspectRecord(...recordArgs(this.options.prefix, group[0].hubId, group[0].zId, this.limits, group.map((q) => q.line)));
+    for (const entry of entries) scripted.inspectRecord(...recordArgs(this.options.prefix, entry[0].hubId, entry[0].zId, this.limits, entry.map((q) => q.exchange)));
     try {
       const results = (await pipeline.exec()) ?? [];
       let failed = 0;
-      groups.forEach((group, i) => {
-        if (!results[i] || results[i][0]) failed += group.length;
+      entries.forEach((entry, i) => {
+        if (!results[i] || results[i][0]) failed += entry.length;
       });
       if (failed) {
         this.drop('redis_error', failed);
@@ -341,9 +348,9 @@ export class Capture {
     }
   }
 
-  /** Records one serialized exchange at once (a replay, whose caller waits for its id). */
-  record(route: ShareRoute, line: string): Promise<string> {
-    return recordExchange(this.options.redis, this.options.prefix, route.hubId, route.zId, this.limits, line).then((id) => {
+  /** Records one exchange at once (a replay, whose caller waits for its id). */
+  record(route: ShareRoute, exchange: RecordedExchange): Promise<string> {
+    return recordExchange(this.options.redis, this.options.prefix, route.hubId, route.zId, this.limits, exchange).then((id) => {
       this.counts.recorded++;
       inspectRecorded.inc();
       return id;

@@ -13,7 +13,7 @@
 import type { Redis } from 'ioredis';
 import type { Dispatcher } from 'undici';
 import { logger } from '../../shared/logger.js';
-import { getExchange, present, REDACTED, redactLines, replayKeys, serializeRecord, summaryJson, summaryOf, type ReplayReply, type ReplayRequest, type StoredSummary } from '../../shared/inspect/store.js';
+import { getExchange, present, REDACTED, recordedExchange, redactLines, replayKeys, summaryOf, type ReplayReply, type ReplayRequest, type StoredSummary } from '../../shared/inspect/store.js';
 import { HOP_BY_HOP } from '../headers.js';
 import type { Meter } from '../meter.js';
 import { targetPath } from '../paths.js';
@@ -151,9 +151,9 @@ export class Replays {
     };
     const id = await capture.record(
       route,
-      serializeRecord(summary, { lines: recorded.request.headers.flat(), body: recorded.request.body, bodyTruncated: false }, response.captured(redactLines(responseLines))),
+      recordedExchange(summary, { lines: recorded.request.headers.flat(), body: recorded.request.body, bodyTruncated: false }, response.captured(redactLines(responseLines))),
     );
-    return { replayId: request.replayId, ok: true, exchange: present(summaryOf(id, summaryJson(summary))) };
+    return { replayId: request.replayId, ok: true, exchange: present(summaryOf(id, summary)) };
   }
 
   async stop(): Promise<void> {

@@ -6,7 +6,7 @@
 import { config } from '../config.js';
 import { badRequest, DomainError, notFound, unavailable } from '../errors.js';
 import { inspectFeed } from '../inspect/feed.js';
-import { getExchange, inspectKeys, isEntryId, listExchanges, present, summaryOf, type ExchangeDetail, type ExchangeSummary } from '../inspect/store.js';
+import { exchangesAfter, getExchange, inspectKeys, listExchanges, liveSummaries, parseExchangeId, type ExchangeDetail, type ExchangeSummary } from '../inspect/store.js';
 import { readyRedis } from '../redis.js';
 import { findShare } from './shares.js';
 
@@ -43,23 +43,13 @@ export async function replayRequest(hubId: string, zId: string, id: string): Pro
 export async function followRequests(hubId: string, zId: string, send: (summary: ExchangeSummary) => void): Promise<() => void> {
   await findShare(hubId, zId);
   return inspectFeed().listen(inspectKeys(config().queuePrefix, hubId, zId).live, (message) => {
-    for (const line of message.split('\n')) {
-      const space = line.indexOf(' ');
-      const id = line.slice(0, space);
-      if (!isEntryId(id)) continue;
-      try {
-        send(present(summaryOf(id, line.slice(space + 1))));
-      } catch {
-        /* not a summary */
-      }
-    }
+    for (const summary of liveSummaries(message)) send(summary);
   });
 }
 
 /** Summaries recorded after `lastId` (a reconnecting stream's Last-Event-ID), oldest first. */
 export async function requestsAfter(hubId: string, zId: string, lastId: string): Promise<ExchangeSummary[]> {
-  if (!isEntryId(lastId)) return [];
+  if (!parseExchangeId(lastId)) return [];
   const redis = await redisOrUnavailable();
-  const entries = await redis.xrange(inspectKeys(config().queuePrefix, hubId, zId).summaries, `(${lastId}`, '+', 'COUNT', limits().max);
-  return entries.map(([entryId, fields]) => present(summaryOf(entryId, fields[1])));
+  return exchangesAfter(redis, config().queuePrefix, hubId, zId, lastId, limits().max);
 }

@@ -8,7 +8,7 @@ import http from 'node:http';
 import { Redis } from 'ioredis';
 import test from 'ava';
 import { Capture } from '../../edge/inspect/capture.js';
-import { inspectKeys, serializeRecord } from '../../shared/inspect/store.js';
+import { inspectKeys, recordedExchange } from '../../shared/inspect/store.js';
 import { registry } from '../../shared/telemetry/index.js';
 import { edgeRequest, readBody, routedShare, useBackend, useTestEdge } from '../helpers/edge.js';
 import { type HubFixture, useStack, waitFor } from '../helpers/stack.js';
@@ -149,10 +149,16 @@ test.serial("a hub over its limit loses its own oldest exchanges, never another 
   try {
     const keys = inspectKeys(process.env.HUB_QUEUE_PREFIX!, hub.hubId, mine.zId);
     t.true(keys.summaries.includes(hub.hubId) && keys.summaries.includes(mine.zId));
-    const [summaries, details] = [await redis.xlen(keys.summaries), await redis.xlen(keys.details)];
-    t.true(summaries >= MAX && summaries < MAX * 30, `${summaries} summaries kept`);
-    t.true(details <= summaries, `${details} details`);
-    t.true((await redis.pttl(keys.summaries)) > 0, 'the stream expires after the TTL without writes');
+    // one entry per batch in each of the three streams, the same ids; the counts say how many exchanges are kept
+    const ids = async (key: string) => (await redis.xrange(key, '-', '+')).map(([id]) => id);
+    const [summaries, details, counts] = [await ids(keys.summaries), await ids(keys.details), await ids(keys.counts)];
+    t.deepEqual(details, summaries, 'the details follow the summaries');
+    t.deepEqual(counts, summaries);
+    const batches = (await redis.xrange(keys.counts, '-', '+')).map(([, fields]) => Number(fields[1]));
+    const kept = batches.reduce((n, c) => n + c, 0);
+    // every batch kept is needed for the newest MAX: without the oldest, fewer than MAX would be left
+    t.true(kept >= MAX && kept - batches[0] < MAX, `${kept} exchanges kept in batches of ${batches.join(', ')}`);
+    for (const key of [keys.summaries, keys.details, keys.counts]) t.true((await redis.pttl(key)) > 0, 'the streams expire after the TTL without writes');
   } finally {
     redis.disconnect();
   }
@@ -217,8 +223,8 @@ test.serial('the capture drops (and counts) what Redis cannot take, and never ho
   const capture = new Capture({ redis: unreachable, prefix: 'unused', limits: { max: 10, ttlMs: 60_000, bodyBytes: 16, queue: 2 }, edge: 'test' });
   const route = { zId: 'z', hubId: 'h', envZId: 'e', frontendId: 'f', target: new URL('http://127.0.0.1:1'), mutualTls: false, auth: null, emailDomains: null, checkIntervalMs: 0, inspect: true, reach: 'edge' as const };
   const empty = { lines: [], body: '', bodyTruncated: false };
-  const line = serializeRecord({ at: Date.now(), u: 0, d: 1000, method: 'GET', path: '/', status: 200, rxBytes: 1, txBytes: 1, clientAddress: '', edge: 'test' }, empty, empty);
-  for (let i = 0; i < 5; i++) if (capture.hasRoom()) capture.enqueue(route, line);
+  const exchange = recordedExchange({ at: Date.now(), u: 0, d: 1000, method: 'GET', path: '/', status: 200, rxBytes: 1, txBytes: 1, clientAddress: '', edge: 'test' }, empty, empty);
+  for (let i = 0; i < 5; i++) if (capture.hasRoom()) capture.enqueue(route, exchange);
   await capture.flushed();
   t.is(capture.counts.dropped.queue_full, 3, 'the queue holds two');
   t.is(capture.counts.dropped.redis_unavailable, 2);
@@ -226,4 +232,61 @@ test.serial('the capture drops (and counts) what Redis cannot take, and never ho
   t.regex(metrics, /reason="queue_full"[^\n]* [1-9]/);
   t.regex(metrics, /reason="redis_unavailable"[^\n]* [1-9]/);
   unreachable.disconnect();
+});
+
+test.serial('exchanges of one batch share an entry: each is read by its id, a stream resumes inside a batch, the one-entry form is still read', async (t) => {
+  const { zId, host } = await routedShare(edge, hub, { target: backend.url, inspect: true });
+  // three exchanges queued at once go in one batch entry
+  const capture = edge.inspection!.capture;
+  const route = { zId, hubId: hub.hubId, envZId: 'e', frontendId: 'f', target: new URL(backend.url), mutualTls: false, auth: null, emailDomains: null, checkIntervalMs: 0, inspect: true, reach: 'edge' as const };
+  for (const n of [1, 2, 3]) {
+    const summary = { at: Date.now(), u: Date.now() * 1000 + n, d: 1000, method: 'GET', path: `/batch/${n}`, status: 200, rxBytes: 1, txBytes: 1, clientAddress: '127.0.0.1', edge: 'test' };
+    capture.enqueue(route, recordedExchange(summary, { lines: ['host', host], body: '', bodyTruncated: false }, { lines: [], body: '', bodyTruncated: false }));
+  }
+  await capture.flushed();
+  const list = (await listed(hub, zId, 3)) as { id: string; path: string }[];
+  const redis = new Redis(process.env.REDIS_URL!);
+  try {
+    const keys = inspectKeys(process.env.HUB_QUEUE_PREFIX!, hub.hubId, zId);
+    const entries = await redis.xrange(keys.summaries, '-', '+');
+    t.is(entries.length, 1, 'one entry for the three');
+    t.deepEqual(list.map((e) => e.id).sort(), [0, 1, 2].map((i) => `${entries[0][0]}.${i}`));
+    for (const e of list) t.is((await hub.call('GET', `${hub.h}/shares/${zId}/requests/${e.id}`)).json.path, e.path);
+    for (const bad of [`${entries[0][0]}.3`, `${entries[0][0]}.x`, `${entries[0][0]}.`, `${entries[0][0]}.00001`, `${entries[0][0]}.01`]) t.is((await hub.call('GET', `${hub.h}/shares/${zId}/requests/${bad}`)).status, 404, bad);
+
+    // details past ENTRY_BYTES start another entry: reading one exchange never parses more than about that
+    for (const n of [4, 5, 6]) {
+      const summary = { at: Date.now(), u: Date.now() * 1000 + n, d: 1000, method: 'POST', path: `/big/${n}`, status: 200, rxBytes: 1, txBytes: 1, clientAddress: '127.0.0.1', edge: 'test' };
+      capture.enqueue(route, recordedExchange(summary, { lines: ['host', host], body: 'QUJD'.repeat(150_000), bodyTruncated: true }, { lines: [], body: '', bodyTruncated: false }));
+    }
+    await capture.flushed();
+    t.is((await redis.xlen(keys.summaries)) - 1, 3, 'three entries of 600 kB');
+    const big = (await hub.call('GET', `${hub.h}/shares/${zId}/requests`)).json.filter((e: { path: string }) => e.path.startsWith('/big/'));
+    t.is(big.length, 3);
+    for (const e of big) t.is((await hub.call('GET', `${hub.h}/shares/${zId}/requests/${e.id}`)).json.request.body.length, 600_000);
+    for (const [, fields] of (await redis.xrange(keys.details, '-', '+')).slice(1)) t.is(JSON.parse(fields[1]).length, 1);
+
+    // a reconnecting stream gets the rest of the batch its last event was in, and nothing before
+    const oldest = `${entries[0][0]}.0`;
+    const controller = new AbortController();
+    const res = await fetch(`${stack.baseUrl}${hub.h}/shares/${zId}/requests/live`, { headers: { authorization: hub.bearer, 'last-event-id': oldest }, signal: controller.signal });
+    const reader = res.body!.getReader();
+    let text = '';
+    while ((text.match(/event: exchange/g) ?? []).length < 2) text += Buffer.from((await reader.read()).value!).toString();
+    controller.abort();
+    t.deepEqual([...text.matchAll(/^id: (.*)$/gm)].map((m) => m[1]).slice(0, 2), [`${entries[0][0]}.1`, `${entries[0][0]}.2`]);
+
+    // an entry of the earlier form (one exchange each, fields `s` and `d`) is listed and read by its entry id
+    const at = Date.now();
+    const summary = { at, u: at * 1000 + 999_000, d: 1500, method: 'GET', path: '/earlier', status: 200, rxBytes: 10, txBytes: 20, clientAddress: '127.0.0.1', edge: 'e' };
+    const id = await redis.xadd(keys.summaries, '*', 's', JSON.stringify(summary));
+    await redis.xadd(keys.details, id!, 'd', JSON.stringify([['host', host], '', 0, ['content-type', 'text/plain'], 'aGk=', 0]));
+    const earlier = (await requests(hub, zId)).json.find((e: { path: string }) => e.path === '/earlier');
+    t.is(earlier?.id, id);
+    const detail = (await hub.call('GET', `${hub.h}/shares/${zId}/requests/${id}`)).json;
+    t.deepEqual(detail.response, { headers: [['content-type', 'text/plain']], body: 'aGk=', bodyTruncated: false });
+    t.is((await hub.call('GET', `${hub.h}/shares/${zId}/requests/${id}.0`)).status, 404, 'the earlier form has no index');
+  } finally {
+    redis.disconnect();
+  }
 });
