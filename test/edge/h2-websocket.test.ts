@@ -3,7 +3,8 @@
  * extended CONNECT stream (RFC 8441) to a target that allows it (SETTINGS_ENABLE_CONNECT_PROTOCOL): 101 with the
  * Sec-WebSocket-Accept of the client's key, the target seeing `:protocol: websocket` and the subprotocols asked for,
  * bytes echoed both ways, metered. A target that does not allow extended CONNECT: 501 `not_implemented` as a JSON
- * error, and the connection closes; the target sees no stream.
+ * error, and the connection closes; the target sees no stream. A target that declines the stream (any status but
+ * 200): its answer goes back as it is, and the connection closes.
  */
 import { createHash, randomBytes } from 'node:crypto';
 import http2, { type IncomingHttpHeaders } from 'node:http2';
@@ -38,6 +39,11 @@ async function h2Target(connect: boolean): Promise<{ port: number; seen: Incomin
     seen.push(headers);
     stream.on('error', () => undefined);
     if (headers[':method'] !== 'CONNECT') return void stream.respond({ ':status': 404 }, { endStream: true });
+    if (headers[':path'] === '/declined') {
+      // a refusal with a body, and a header only the edge may set on its own answers
+      stream.respond({ ':status': 403, 'content-type': 'text/plain', 'x-reason': 'room closed', 'edgehub-error-code': 'EH_FAKE' });
+      return void stream.end('room closed');
+    }
     stream.respond({ ':status': 200, 'sec-websocket-protocol': String(headers['sec-websocket-protocol'] ?? '').split(',')[0]!.trim() });
     stream.pipe(stream);
   });
@@ -48,7 +54,7 @@ async function h2Target(connect: boolean): Promise<{ port: number; seen: Incomin
 }
 
 /** An upgrade request on a raw socket: resolves with the answer head, the socket and what followed the head. */
-function upgrade(host: string, key: string): Promise<{ head: string; socket: net.Socket; rest: Buffer; closed: Promise<void> }> {
+function upgrade(host: string, key: string, path = '/chat?room=1'): Promise<{ head: string; socket: net.Socket; rest: Buffer; closed: Promise<void> }> {
   return new Promise((resolve, reject) => {
     const socket = net.connect({ host: '127.0.0.1', port: edge.httpPort! });
     const closed = new Promise<void>((r) => socket.once('close', () => r()));
@@ -63,7 +69,7 @@ function upgrade(host: string, key: string): Promise<{ head: string; socket: net
     socket.on('data', onData);
     socket.once('error', reject);
     socket.write(
-      `GET /chat?room=1 HTTP/1.1\r\nHost: ${host}\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Version: 13\r\nSec-WebSocket-Key: ${key}\r\nSec-WebSocket-Protocol: chat, superchat\r\n\r\n`,
+      `GET ${path} HTTP/1.1\r\nHost: ${host}\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Version: 13\r\nSec-WebSocket-Key: ${key}\r\nSec-WebSocket-Protocol: chat, superchat\r\n\r\n`,
     );
   });
 }
@@ -127,4 +133,20 @@ test.serial('a WebSocket to an HTTP/2 target that does not allow extended CONNEC
   t.regex(body.message, /extended CONNECT/);
   await closed;
   t.is(target.seen.length, 0);
+});
+
+test.serial("a WebSocket the HTTP/2 target declines: its status, headers and body go back as it answered (never the edge's own code header), then the connection closes", async (t) => {
+  const target = await h2Target(true);
+  const { host } = await routedShare(edge, hub, { target: `http://127.0.0.1:${target.port}`, targetProtocol: 'h2' });
+  const { head, socket, rest, closed } = await upgrade(host, randomBytes(16).toString('base64'), '/declined');
+  t.regex(head, /^HTTP\/1\.1 403 Forbidden\r\n/);
+  t.regex(head, /\r\nx-reason: room closed\r?(\n|$)/i);
+  t.regex(head, /\r\nconnection: close\r?(\n|$)/i);
+  t.notRegex(head, /edgehub-error-code/i, "a target's answer never carries the edge's code header");
+  t.notRegex(head, /sec-websocket-accept|upgrade:/i);
+  let body = rest;
+  socket.on('data', (d: Buffer) => (body = Buffer.concat([body, d])));
+  await closed;
+  t.is(body.toString(), 'room closed');
+  t.is(target.seen.at(-1)![':protocol'], 'websocket');
 });
