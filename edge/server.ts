@@ -194,7 +194,14 @@ export async function startEdge(options: EdgeOptions = {}): Promise<Edge> {
         app.emit('connection', socket);
       });
       server.on('tlsClientError', () => undefined);
-      server.on('connection', (raw: Socket) => h2front.admits(raw.remoteAddress) || raw.destroy());
+      // every connection of the listener, so that a stop can cut those no server behind it knows of yet (a client
+      // still in its TLS handshake, which the listener's close would otherwise wait for until its handshake timeout)
+      const raws = new Set<Socket>();
+      server.on('connection', (raw: Socket) => {
+        if (!h2front.admits(raw.remoteAddress)) return raw.destroy();
+        raws.add(raw);
+        raw.once('close', () => raws.delete(raw));
+      });
       httpsPort = await listen(server, wantHttps, options.host);
       ownPorts.add(httpsPort);
       listeners.push({
@@ -206,6 +213,7 @@ export async function startEdge(options: EdgeOptions = {}): Promise<Edge> {
         closeAll: () => {
           app.closeAllConnections();
           h2front.destroy();
+          for (const raw of raws) raw.destroy();
         },
       });
     }
