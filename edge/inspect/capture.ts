@@ -10,7 +10,7 @@
  *   written to the client; each side counts every byte and keeps a copy of the first HUB_INSPECT_BODY_BYTES only.
  * - A finished exchange is queued as it is (its summary and its detail: header lines as they crossed, credentials
  *   replaced, base64 only of a body that exists) in a fixed-size queue (HUB_INSPECT_QUEUE entries, and at most 64 MiB);
- *   one writer drains it into Redis every FLUSH_MS (or at once when a batch is full) in pipelined batches, a few in
+ *   one writer drains it into Redis every FLUSH_MS (or at once when FULL are queued) in pipelined batches, a few in
  *   flight. Each batch of a share is serialized once (one JSON text for its summaries, one for its details) and
  *   stored as one entry (shared/inspect/store.ts), so that the serialization, the script call, the trims, the live
  *   message and the round trip are paid per batch, not per exchange. When the queue is full, Redis is not connected
@@ -36,6 +36,8 @@ const QUEUE_MAX_BYTES = 64 * 1024 * 1024;
 const ORIGIN = performance.timeOrigin;
 /** Batches awaiting Redis at once: a slow answer does not stop the queue from draining. */
 const IN_FLIGHT = 4;
+/** Exchanges queued that start the writer at once, without waiting for FLUSH_MS. */
+const FULL = 256;
 /** How long a finished exchange may wait for others to share its batch (well within the second a list may lag). */
 const FLUSH_MS = 10;
 
@@ -274,8 +276,8 @@ export class Capture {
       this.writing = true;
       if (!this.inFlight) this.idle = new Promise((resolve) => (this.wake = resolve));
       this.timer = setTimeout(this.flush, FLUSH_MS);
-    } else if (this.timer && this.queue.length >= BATCH) {
-      // a full batch goes at once
+    } else if (this.timer && this.queue.length >= FULL) {
+      // a full queue goes at once
       clearTimeout(this.timer);
       this.timer = undefined;
       setImmediate(this.flush);
@@ -288,7 +290,7 @@ export class Capture {
     void this.write();
   };
 
-  /** Drains the queue in pipelined batches, up to IN_FLIGHT batches awaiting Redis at once. */
+  /** Drains the queue in pipelined batches of at most BATCH, up to IN_FLIGHT batches awaiting Redis at once. */
   private async write(): Promise<void> {
     const redis = this.options.redis;
     while (this.queue.length) {
@@ -307,6 +309,8 @@ export class Capture {
         wake?.();
         if (!this.writing && this.inFlight === 0) this.wake?.();
       });
+      // the requests that came in meanwhile are served before the next batch is serialized
+      if (this.queue.length) await new Promise((resolve) => setImmediate(resolve));
     }
     this.writing = false;
     if (this.inFlight === 0) this.wake?.();
