@@ -2,7 +2,9 @@
  * A share target for agent tests, run inside a private network (test/helpers/netns.ts) on that namespace's
  * loopback: `node --import tsx test/helpers/privateTarget.ts <name> <httpPort> <tcpPort>`. HTTP: GET /whoami (its
  * name), POST /echo (the body back, streamed), GET /bytes?n=N (N bytes of a known pattern), GET /slow (its name
- * after 300 ms), WebSocket echo on /ws; TCP: an echo server. Prints `ready` once both listen.
+ * after 300 ms), WebSocket echo on /ws; TCP: an echo server, and on the next port one that speaks first and closes
+ * at once (256 KiB of the /bytes pattern, then its end; not when that port is the HTTP one). Prints `ready` once all
+ * listen.
  */
 import http from 'node:http';
 import net from 'node:net';
@@ -47,5 +49,14 @@ const server = http.createServer((req, res) => {
 const wss = new WebSocketServer({ server, path: '/ws' });
 wss.on('connection', (socket) => socket.on('message', (data) => socket.send(`${name}:${data.toString()}`)));
 const tcp = net.createServer((socket) => socket.pipe(socket));
-server.listen(Number(httpPort), '127.0.0.1', () => tcp.listen(Number(tcpPort), '127.0.0.1', () => process.stdout.write('ready\n')));
+const speaker = net.createServer((socket) => {
+  socket.on('error', () => undefined);
+  socket.end(pattern(256 * 1024, 0));
+});
+// the next port, unless the HTTP server has it (a caller's choice of ports near the top of the range)
+const speakerPort = Number(tcpPort) + 1;
+const ready = () => process.stdout.write('ready\n');
+server.listen(Number(httpPort), '127.0.0.1', () =>
+  tcp.listen(Number(tcpPort), '127.0.0.1', () => (speakerPort === Number(httpPort) || speakerPort > 65535 ? ready() : speaker.listen(speakerPort, '127.0.0.1', ready))),
+);
 process.on('SIGTERM', () => process.exit(0));
