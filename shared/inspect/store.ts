@@ -209,7 +209,12 @@ export function summaryOf(id: string, p: AnyStoredSummary): ExchangeSummary & { 
  */
 export function entrySummaries(entry: string, fields: string[]): (ExchangeSummary & { t: number })[] {
   if (fields[0] === 's') return [summaryOf(entry, JSON.parse(fields[1]) as AnyStoredSummary)];
-  const batch = JSON.parse(fields[1]) as AnyStoredSummary[];
+  return batchSummaries(entry, fields[1]);
+}
+
+/** The summaries of a batch (its JSON array), each with its id: the entry id and its place. */
+function batchSummaries(entry: string, json: string): (ExchangeSummary & { t: number })[] {
+  const batch = JSON.parse(json) as AnyStoredSummary[];
   return batch.map((s, i) => summaryOf(exchangeId(entry, i), s));
 }
 
@@ -219,7 +224,7 @@ export function liveSummaries(message: string): ExchangeSummary[] {
   const entry = message.slice(0, space);
   if (!parseExchangeId(entry) || message[space + 1] !== '[') return [];
   try {
-    return entrySummaries(entry, ['b', message.slice(space + 1)]).map(present);
+    return batchSummaries(entry, message.slice(space + 1)).map(present);
   } catch {
     return [];
   }
@@ -292,11 +297,10 @@ export async function exchangesAfter(redis: Redis, prefix: string, hubId: string
   const entries = await redis.xrange(inspectKeys(prefix, hubId, zId).summaries, at.entry, '+', 'COUNT', max);
   const out: ExchangeSummary[] = [];
   for (const [entry, fields] of entries) {
-    for (const s of entrySummaries(entry, fields)) {
-      // the rest of the batch the last one seen was in, then the later batches
-      if (entry === at.entry && (s.id === lastId || parseExchangeId(s.id)!.index <= at.index)) continue;
-      out.push(present(s));
-    }
+    // the rest of the batch the last one seen was in (an entry of the one-exchange form has nothing after it), then
+    // the later batches whole: a batch's summaries are in the order of their indexes
+    const from = entry === at.entry ? at.index + 1 : 0;
+    for (const s of entrySummaries(entry, fields).slice(from)) out.push(present(s));
   }
   return out.slice(0, max);
 }
