@@ -39,6 +39,10 @@ test.before(async () => {
 
 const requests = (h: HubFixture, zId: string) => h.call('GET', `${h.h}/shares/${zId}/requests`);
 /** Waits until the share's list holds `n` exchanges (the capture writes asynchronously). */
+/** A route of an inspected share, for exchanges handed to a Capture directly. */
+const inspectedRoute = (hubId: string, zId: string, target: string) =>
+  ({ zId, hubId, envZId: 'e', frontendId: 'f', target: new URL(target), mutualTls: false, auth: null, emailDomains: null, checkIntervalMs: 0, inspect: true, reach: 'edge' }) as const;
+
 const listed = (h: HubFixture, zId: string, n: number) =>
   waitFor(async () => {
     const r = await requests(h, zId);
@@ -221,7 +225,7 @@ test.serial('the live stream sends new exchanges as Server-Sent Events', async (
 test.serial('the capture drops (and counts) what Redis cannot take, and never holds a request back', async (t) => {
   const unreachable = new Redis('redis://127.0.0.1:1', { lazyConnect: true, enableOfflineQueue: false, maxRetriesPerRequest: 0 });
   const capture = new Capture({ redis: unreachable, prefix: 'unused', limits: { max: 10, ttlMs: 60_000, bodyBytes: 16, queue: 2 }, edge: 'test' });
-  const route = { zId: 'z', hubId: 'h', envZId: 'e', frontendId: 'f', target: new URL('http://127.0.0.1:1'), mutualTls: false, auth: null, emailDomains: null, checkIntervalMs: 0, inspect: true, reach: 'edge' as const };
+  const route = inspectedRoute('h', 'z', 'http://127.0.0.1:1');
   const empty = { lines: [], body: '', bodyTruncated: false };
   const exchange = recordedExchange({ at: Date.now(), u: 0, d: 1000, method: 'GET', path: '/', status: 200, rxBytes: 1, txBytes: 1, clientAddress: '', edge: 'test' }, empty, empty);
   for (let i = 0; i < 5; i++) if (capture.hasRoom()) capture.enqueue(route, exchange);
@@ -238,7 +242,7 @@ test.serial('exchanges of one batch share an entry: each is read by its id, a st
   const { zId, host } = await routedShare(edge, hub, { target: backend.url, inspect: true });
   // three exchanges queued at once go in one batch entry
   const capture = edge.inspection!.capture;
-  const route = { zId, hubId: hub.hubId, envZId: 'e', frontendId: 'f', target: new URL(backend.url), mutualTls: false, auth: null, emailDomains: null, checkIntervalMs: 0, inspect: true, reach: 'edge' as const };
+  const route = inspectedRoute(hub.hubId, zId, backend.url);
   for (const n of [1, 2, 3]) {
     const summary = { at: Date.now(), u: Date.now() * 1000 + n, d: 1000, method: 'GET', path: `/batch/${n}`, status: 200, rxBytes: 1, txBytes: 1, clientAddress: '127.0.0.1', edge: 'test' };
     capture.enqueue(route, recordedExchange(summary, { lines: ['host', host], body: '', bodyTruncated: false }, { lines: [], body: '', bodyTruncated: false }));
