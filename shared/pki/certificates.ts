@@ -109,12 +109,12 @@ function asEncoded<T extends { toSchema(): unknown }>(object: T, der: Uint8Array
   return object;
 }
 
+/** A pkijs object encoded now, once: its schema is those bytes from then on. */
+const encodedOnce = <T extends { toSchema(): { toBER(): ArrayBuffer } }>(object: T): T => asEncoded(object, object.toSchema().toBER());
+
 /** The extensions every client certificate has, encoded once: keyUsage and extKeyUsage serverAuth. */
-const KU_EXTENSION = asEncoded(extension(OID.keyUsage, true, KEY_USAGE), extension(OID.keyUsage, true, KEY_USAGE).toSchema().toBER());
-const EKU_EXTENSION = (() => {
-  const eku = extension(OID.extKeyUsage, false, new ExtKeyUsage({ keyPurposes: [OID.serverAuth] }).toSchema());
-  return asEncoded(eku, eku.toSchema().toBER());
-})();
+const KU_EXTENSION = encodedOnce(extension(OID.keyUsage, true, KEY_USAGE));
+const EKU_EXTENSION = encodedOnce(extension(OID.extKeyUsage, false, new ExtKeyUsage({ keyPurposes: [OID.serverAuth] }).toSchema()));
 
 /** What a signer puts in every certificate it signs, encoded once per signer: its name and authorityKeyIdentifier. */
 const signerParts = new WeakMap<Signer, { issuer: RelativeDistinguishedNames; aki: Extension }>();
@@ -122,7 +122,7 @@ function partsOf(signer: Signer) {
   let parts = signerParts.get(signer);
   if (!parts) {
     const aki = extension(OID.authorityKeyIdentifier, false, new AuthorityKeyIdentifier({ keyIdentifier: new asn1js.OctetString({ valueHex: new Uint8Array(signer.keyIdentifier) }) }).toSchema());
-    parts = { issuer: encodedName(signer.name), aki: asEncoded(aki, aki.toSchema().toBER()) };
+    parts = { issuer: encodedName(signer.name), aki: encodedOnce(aki) };
     signerParts.set(signer, parts);
   }
   return parts;
