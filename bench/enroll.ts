@@ -188,8 +188,11 @@ try {
   const coldBefore = serviceCpu();
   const splitBefore = { web: cpuSplitMs(web.pid), worker: cpuSplitMs(worker.pid) };
   const commandsBefore = redisCommands(services.redisUrl);
+  const coldBench = process.cpuUsage();
   const coldMs = await timed(COLD, COLD_CONCURRENCY, (i) => enrollOne(i));
-  const coldCpu = (sumCpu(serviceCpu()) - sumCpu(coldBefore)) / COLD;
+  const coldBenchCpu = process.cpuUsage(coldBench);
+  const coldAfter = serviceCpu();
+  const coldCpu = (sumCpu(coldAfter) - sumCpu(coldBefore)) / COLD;
   const coldRate = COLD / (coldMs / 1000);
   const coldWeb = (cpuMs(web.pid) - coldBefore.web) / COLD;
   const coldWorker = (cpuMs(worker.pid) - coldBefore.worker) / COLD;
@@ -201,6 +204,8 @@ try {
   const coldSigns = rawSignRate(1000);
   console.log(`cold:          the first ${COLD} enrollments after start, ${COLD_CONCURRENCY} concurrent clients, no warm-up: ${coldRate.toFixed(0)} enrollments/s (target >= 300: ${coldRate >= 300 ? 'met' : 'NOT met'})`);
   console.log(`               ratio ${(coldRate / coldSigns).toFixed(4)} of raw signs/s (${coldSigns.toFixed(0)}, measured right after); service CPU ${coldCpu.toFixed(2)} ms per enrollment (web ${coldWeb.toFixed(2)}, of it kernel ${coldKernel.web}; worker ${coldWorker.toFixed(2)}, of it kernel ${coldKernel.worker}); load average ${os.loadavg()[0].toFixed(1)}`);
+  const coldPer = (ms: number) => (ms / COLD).toFixed(2);
+  console.log(`               PostgreSQL ${coldPer(coldAfter.postgres - coldBefore.postgres)}, Redis ${coldPer(coldAfter.redis - coldBefore.redis)} ms per enrollment; load generator (this process) ${coldPer((coldBenchCpu.user + coldBenchCpu.system) / 1000)} ms`);
   console.log(`               Redis commands per enrollment: ${coldCommands}`);
 
   if (ENROLLMENTS === 0) {
