@@ -22,6 +22,13 @@ import { parseAllowPattern, parseAuthority, targetAuthority } from './protocol.j
 import { AgentRunner } from './run.js';
 
 /**
+ * The host a TCP client dials for a share's endpoint. A TCP share is found by its port alone, and a name under
+ * `.localhost` (a local service's frontends) is loopback by definition (RFC 6761) but not answered by every system
+ * resolver (glibc without nss-myhostname: `nc` and `openssl` fail on it), so the line printed names `localhost`.
+ * @param {string} hostname
+ */
+export const dialHost = (hostname) => (hostname === 'localhost' || hostname.endsWith('.localhost') ? 'localhost' : hostname);
+/**
  * @typedef {object} ShareOptions
  * @property {string} target
  * @property {string} dir
@@ -262,13 +269,14 @@ export async function share(options) {
   options.log(`share ${created.zId}: ${created.frontendEndpoint} -> ${target.href} (Ctrl-C ${options.name ? 'stops serving it; the reserved share is kept' : 'ends it'})`);
   if (options.tcp && !options.mtls) {
     const { hostname, port } = new URL(created.frontendEndpoint);
-    options.log(`connect with any TCP client, e.g.: nc ${hostname} ${port}`);
+    options.log(`connect with any TCP client, e.g.: nc ${dialHost(hostname)} ${port}`);
   }
   if (options.mtls && identity) {
     const client = await clientCertificate(api, hub, options.dir, baseUrl.host);
     if (options.tcp) {
       const { hostname, port } = new URL(created.frontendEndpoint);
-      options.log(`openssl s_client -connect ${hostname}:${port}${client.ca ? ` -CAfile ${client.ca}` : ''} -cert ${client.cert} -key ${client.key}`);
+      const sni = dialHost(hostname) === hostname ? '' : ` -servername ${hostname}`;
+      options.log(`openssl s_client -connect ${dialHost(hostname)}:${port}${sni}${client.ca ? ` -CAfile ${client.ca}` : ''} -cert ${client.cert} -key ${client.key}`);
     } else options.log(`curl ${client.ca ? `--cacert ${client.ca} ` : ''}--cert ${client.cert} --key ${client.key} ${created.frontendEndpoint}`);
   }
   try {

@@ -4,7 +4,7 @@
  * host's side of the veth (HUB_EDGE_AGENT_ADDRESSES); the target listens on the namespace's loopback. The edge's
  * ports are the configured ones, so the addresses the service prints are the ones that answer.
  */
-import { execFile } from 'node:child_process';
+import { execFile, spawn } from 'node:child_process';
 import net from 'node:net';
 import { existsSync, mkdtempSync } from 'node:fs';
 import os from 'node:os';
@@ -201,9 +201,9 @@ test.serial('a failed first run leaves nothing behind and names the setting to c
 });
 
 /** Sends `text` over a TCP connection to the edge's port, half-closes, and resolves with everything that came back. */
-function echoThrough(port: number, text: string): Promise<string> {
+function echoThrough(port: number, text: string, host = '127.0.0.1'): Promise<string> {
   return new Promise((resolve, reject) => {
-    const socket = net.connect(port, '127.0.0.1', () => socket.end(text));
+    const socket = net.connect(port, host, () => socket.end(text));
     let got = '';
     socket.setTimeout(5000, () => socket.destroy(new Error('no answer within 5 s')));
     socket.on('data', (d) => (got += d));
@@ -218,15 +218,61 @@ test.serial('--tcp: prints tcp://HOST:PORT and a line to connect with; bytes cro
   const url = new URL(endpoint);
   t.is(url.protocol, 'tcp:');
   t.true(Number(url.port) >= ports.tcp && Number(url.port) <= ports.tcp + 1, endpoint);
-  t.regex(await waitFor(async () => /^connect with .*$/m.exec(run.out())?.[0], { what: 'the connect line' }), new RegExp(`nc ${url.hostname} ${url.port}$`));
+  const line = await waitFor(async () => /^connect with .*$/m.exec(run.out())?.[0], { what: 'the connect line' });
+  // the line's host is one this machine's resolver answers (a `.localhost` frontend's name is printed as localhost)
+  const [, dialed, dialedPort] = /nc (\S+) (\d+)$/.exec(line) ?? [];
+  t.is(dialedPort, url.port, line);
+  t.is(dialed, url.hostname.endsWith('.localhost') ? 'localhost' : url.hostname, line);
   const share_ = await hub.call('GET', `${hub.h}/shares/${zId}`);
   t.like(share_.json, { protocol: 'tcp', frontendEndpoint: endpoint });
   const text = 'through the agent to the echo server, and back';
-  t.is(await waitFor(async () => (await echoThrough(Number(url.port), text).catch(() => '')) || undefined, { what: 'the echo through the TCP share' }), text);
+  t.is(await waitFor(async () => (await echoThrough(Number(url.port), text, dialed).catch(() => '')) || undefined, { what: 'the echo through the TCP share, by the line printed' }), text);
   run.child.kill('SIGINT');
   t.is(await run.exited, 0, run.err());
   t.is((await hub.call('GET', `${hub.h}/shares/${zId}`)).status, 404, 'deleted on Ctrl-C');
   await waitFor(async () => (await echoThrough(Number(url.port), 'x').catch(() => 'refused')) === 'refused', { what: 'the port refusing' });
+});
+
+/**
+ * `openssl s_client ARGS -quiet` (the printed line's arguments) sending `text`: what came back once it holds `text`,
+ * or '' when the connection ended or 5 s passed without it.
+ */
+function sClient(args: string[], text: string): Promise<string> {
+  return new Promise((resolve) => {
+    const child = spawn('openssl', [...args, '-quiet', '-verify_return_error'], { stdio: ['pipe', 'pipe', 'ignore'] });
+    let got = '';
+    const done = (value: string) => {
+      clearTimeout(timer);
+      child.kill();
+      resolve(value);
+    };
+    const timer = setTimeout(() => done(''), 5000);
+    child.stdout.on('data', (d) => {
+      got += d;
+      if (got.includes(text)) done(got.trim());
+    });
+    child.once('exit', () => done(''));
+    child.stdin.on('error', () => undefined);
+    child.stdin.write(`${text}\n`);
+  });
+}
+
+test.serial('--tcp --mtls: the printed openssl line carries bytes with the enrolled certificate; a client without one gets none', async (t) => {
+  const run = share(['9090', '--tcp', '--mtls', '--dir', dirOf('tcp-mtls')]);
+  const { endpoint } = await run.up();
+  const url = new URL(endpoint);
+  t.is(url.protocol, 'tcp:');
+  const line = await waitFor(async () => /^openssl s_client .*$/m.exec(run.out())?.[0], { what: 'the openssl line' });
+  // a `.localhost` frontend's name is dialed as localhost and sent as SNI
+  t.regex(line, new RegExp(`^openssl s_client -connect localhost:${url.port} -servername ${url.hostname.replaceAll('.', '\\.')} -CAfile \\S+ -cert \\S+\\.crt -key \\S+\\.key$`));
+  const args = line.split(/\s+/).slice(1);
+  const text = 'mutual TLS through the agent, and back';
+  t.is(await waitFor(async () => (await sClient(args, text)) || undefined, { what: 'the echo through the printed openssl line' }), text);
+  // the same line without the certificate and its key: the edge closes before a byte reaches the target
+  const withoutCertificate = args.filter((a, i) => !['-cert', '-key'].includes(a) && !['-cert', '-key'].includes(args[i - 1]));
+  t.is(await sClient(withoutCertificate, text), '', 'no client certificate: nothing comes back');
+  run.child.kill('SIGINT');
+  t.is(await run.exited, 0, run.err());
 });
 
 test.serial('--inspect: the requests that reach the share are recorded, and another share of the run records nothing', async (t) => {
