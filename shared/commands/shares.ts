@@ -112,6 +112,11 @@ function targetRefusal(input: ShareInput): string | undefined {
     return "value for property '$.target' must be tcp://HOST:PORT for a TCP share";
   }
   if (input.targetProtocol === 'h2') return "property '$.targetProtocol' is for HTTP shares: a TCP share carries bytes";
+  return loginRefusal(input);
+}
+
+/** Why login options cannot go on a TCP share (create or update), or undefined. */
+function loginRefusal(input: Pick<ShareInput, 'authProviderId' | 'oauthEmailDomains' | 'oauthAuthorizationCheckInterval'>): string | undefined {
   if (input.authProviderId || input.oauthEmailDomains?.length || input.oauthAuthorizationCheckInterval) return "properties '$.authProviderId', '$.oauthEmailDomains' and '$.oauthAuthorizationCheckInterval' are for HTTP shares: a TCP share admits by mutual TLS";
   return undefined;
 }
@@ -194,11 +199,15 @@ async function createShareOnce(hubId: string, input: ShareInput, createdBy: stri
 /**
  * Changes a share's access rules and inspection in one conditional update of its row; the row's trigger tells every
  * edge, which applies them to new requests and asks open connections again (a share made mutual-TLS or given a
- * login drops the clients that no longer qualify). The public address follows mutualTls (TLS listener or not).
+ * login drops the clients that no longer qualify). An HTTP share's public address follows mutualTls (TLS listener
+ * or not); a TCP share keeps its address and port, and takes no login (400, as on create).
  */
 export async function updateShare(hubId: string, zId: string, input: ShareUpdate): Promise<ShareView> {
   const share = await findShare(hubId, zId);
+  const tcp = share.get('protocol') === 'tcp';
   refuseInspection({ protocol: share.get('protocol'), targetProtocol: share.get('targetProtocol') }, input.inspect);
+  const login = tcp ? loginRefusal(input) : undefined;
+  if (login) throw badRequest(login);
   const authProviderId = input.authProviderId === undefined ? share.authProviderId : input.authProviderId;
   const authProvider = authProviderId ? await AuthProvider.findOne({ where: { hubId, id: authProviderId } }) : null;
   if (authProviderId && !authProvider) throw badRequest(`value for property '$.authProviderId' names no auth provider of this hub: '${authProviderId}'`);
@@ -218,7 +227,8 @@ export async function updateShare(hubId: string, zId: string, input: ShareUpdate
   if (input.mutualTls !== undefined && input.mutualTls !== share.mutualTls) {
     const frontend = await Frontend.findByPk(share.frontendId);
     changes.mutualTls = input.mutualTls;
-    if (frontend) changes.frontendEndpoint = endpointOf(frontend.urlTemplate, zId, input.mutualTls);
+    // a TCP share keeps its tcp://HOST:PORT (its own port speaks TLS or not); an HTTP share moves between listeners
+    if (frontend && !tcp) changes.frontendEndpoint = endpointOf(frontend.urlTemplate, zId, input.mutualTls);
   }
   const [, rows] = await Share.update(changes, { where: { hubId, zId }, returning: true });
   if (!rows.length) throw notFound('share', zId);

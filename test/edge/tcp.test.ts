@@ -170,6 +170,39 @@ test.serial("mutual TLS: the hub's client certificate is carried; none or anothe
   await hub.call('DELETE', `${hub.h}/shares/${share.zId}`);
 });
 
+test.serial('PATCH of a TCP share: mutual TLS on and off keeps its tcp:// address and port (the port speaks TLS, then plain); login options are 400s naming them, nothing changed', async (t) => {
+  const echo = await target('echo');
+  const share = await tcpShare(hub, { name: 'tcp-patched', target: `tcp://127.0.0.1:${echo.port}` });
+  const read = async () => (await hub.call('GET', `${hub.h}/shares/${share.zId}`)).json;
+  const endpoint = (await read()).frontendEndpoint;
+  t.is(endpoint, `tcp://${share.host}:${share.port}`);
+
+  const on = await hub.call('PATCH', `${hub.h}/shares/${share.zId}`, { body: { mutualTls: true } });
+  t.is(on.status, 200, on.text);
+  t.like(on.json, { mutualTls: true, frontendEndpoint: endpoint });
+  t.is((await read()).frontendEndpoint, endpoint);
+  // the same port now speaks TLS: plain bytes get nothing back
+  await waitFor(async () => (await exchange(plain(share.port), Buffer.from('plain'))).length === 0, { what: 'the port speaking TLS' });
+
+  const off = await hub.call('PATCH', `${hub.h}/shares/${share.zId}`, { body: { mutualTls: false } });
+  t.like(off.json, { mutualTls: false, frontendEndpoint: endpoint });
+  await waitFor(async () => (await exchange(plain(share.port), Buffer.from('plain again'))).toString() === 'plain again', { what: 'the port plain again' });
+
+  const provider = await hub.call('POST', `${hub.h}/auth-providers`, {
+    body: { name: 'tcp-login', type: 'GITHUB', config: { clientId: 'placeholder', clientSecret: 'placeholder' } },
+  });
+  t.is(provider.status, 201, provider.text);
+  for (const body of [{ authProviderId: provider.json.id }, { authProviderId: provider.json.id, oauthEmailDomains: ['example.com'] }, { oauthAuthorizationCheckInterval: 'PT1H' }]) {
+    const r = await hub.call('PATCH', `${hub.h}/shares/${share.zId}`, { body: { ...body, mutualTls: true } });
+    t.is(r.status, 400, r.text);
+    t.is(r.json.error, 'invalid_request');
+    t.regex(r.json.message, /authProviderId.*for HTTP shares: a TCP share admits by mutual TLS/);
+  }
+  t.like(await read(), { mutualTls: false, authProviderId: null, frontendEndpoint: endpoint }, 'nothing of a refused PATCH written');
+  await hub.call('DELETE', `${hub.h}/shares/${share.zId}`);
+  await hub.call('DELETE', `${hub.h}/auth-providers/${provider.json.id}`);
+});
+
 test.serial("a deleted share's port refuses at once and its open connections close; the port is given again; an exhausted range is 409 naming HUB_EDGE_TCP_PORTS", async (t) => {
   const echo = await target('echo');
   const shares: { zId: string; port: number; host: string }[] = [];

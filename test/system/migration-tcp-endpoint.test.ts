@@ -1,0 +1,53 @@
+/**
+ * Upgrading a database with TCP shares: migration 1402 gives back the tcp://HOST:PORT address of a TCP share whose
+ * address an earlier update of its mutualTls had turned into the https:// address of the HTTP TLS listener (its host
+ * kept, its port the one it holds), leaves the others as they are, and from then on the database refuses a TCP
+ * share whose address is not tcp:// on its own port.
+ */
+import { randomBytes } from 'node:crypto';
+import test from 'ava';
+import pg from 'pg';
+import { Sequelize } from 'sequelize';
+import { migrate } from '../../shared/migrate.js';
+
+const BEFORE = '1401-tcp-shares.ts';
+
+test('1402: a TCP share with an https:// address gets tcp://HOST:ITS-PORT back; the database keeps it so', async (t) => {
+  const base = process.env.TEST_POSTGRES_URL;
+  if (!base) throw new Error('run the tests with `npm test`');
+  const name = `tcp_endpoint_${randomBytes(5).toString('hex')}`;
+  const admin = new pg.Client({ connectionString: base });
+  await admin.connect();
+  await admin.query(`CREATE DATABASE ${name}`);
+  await admin.end();
+  const sequelize = new Sequelize(base.replace(/\/[^/]*$/, `/${name}`), { logging: false });
+  try {
+    const applied = await migrate(sequelize, { to: BEFORE });
+    t.is(applied.at(-1), BEFORE);
+    const share = (zId: string, endpoint: string, protocol: string, port: number | null) =>
+      `('${zId}', 'hub_t', 'e1', 'share ${zId}', 'f1', '${endpoint}', '${protocol === 'tcp' ? 'tcp://10.0.0.5:22' : 'http://10.0.0.5/'}', 'ACTIVE', 't', '${protocol}', ${port ?? 'NULL'})`;
+    await sequelize.query(`
+      INSERT INTO hubs (id, name) VALUES ('hub_t', 't');
+      INSERT INTO environments (env_z_id, hub_id, description, created_by) VALUES ('e1', 'hub_t', '', 't');
+      INSERT INTO shares (z_id, hub_id, env_z_id, name, frontend_id, frontend_endpoint, target, status, created_by, protocol, tcp_port) VALUES
+        ${share('broken', 'https://broken.share.localhost:8443', 'tcp', 20001)},
+        ${share('brokenback', 'http://brokenback.share.example.com:8000', 'tcp', 20002)},
+        ${share('fine', 'tcp://fine.share.localhost:20003', 'tcp', 20003)},
+        ${share('web', 'https://web.share.localhost:8443', 'http', null)};
+    `);
+    await migrate(sequelize);
+    const [rows] = await sequelize.query(`SELECT z_id, frontend_endpoint FROM shares ORDER BY z_id`);
+    t.deepEqual(rows, [
+      { z_id: 'broken', frontend_endpoint: 'tcp://broken.share.localhost:20001' },
+      { z_id: 'brokenback', frontend_endpoint: 'tcp://brokenback.share.example.com:20002' },
+      { z_id: 'fine', frontend_endpoint: 'tcp://fine.share.localhost:20003' },
+      { z_id: 'web', frontend_endpoint: 'https://web.share.localhost:8443' },
+    ]);
+    // the database refuses a TCP share's address that is not tcp:// on its own port
+    await t.throwsAsync(sequelize.query(`UPDATE shares SET frontend_endpoint = 'https://fine.share.localhost:8443' WHERE z_id = 'fine'`));
+    await t.throwsAsync(sequelize.query(`UPDATE shares SET tcp_port = 20009 WHERE z_id = 'fine'`));
+    await sequelize.query(`UPDATE shares SET frontend_endpoint = 'http://web.share.localhost:8000' WHERE z_id = 'web'`);
+  } finally {
+    await sequelize.close();
+  }
+});
