@@ -1,11 +1,51 @@
-// Creating a share, and a share's settings: access mode (public, mutual TLS, login with an auth provider and the
-// email domains it admits) and request inspection. Everything goes through POST and PATCH H/shares.
+// Creating a share, and a share's settings: what it carries (HTTP, HTTP/2 to the target for gRPC, or TCP streams),
+// access mode (public, mutual TLS, login with an auth provider and the email domains it admits) and request
+// inspection. Everything goes through POST and PATCH H/shares.
 import { useState } from 'preact/hooks';
 import { api } from './api.js';
 import { html } from './html.js';
 import { Problem, usePoll } from './parts.js';
 
 const items = (page) => (Array.isArray(page) ? page : (page?.content ?? []));
+
+/**
+ * What a share carries. `protocol: "tcp"` carries TCP streams to a tcp:// target (no login, nothing to inspect);
+ * `targetProtocol: "h2"` speaks HTTP/2 to the target (gRPC), whose exchanges are not recorded.
+ */
+export const KINDS = [
+  { id: 'http', label: 'HTTP', example: 'http://localhost:3000' },
+  { id: 'h2', label: 'HTTP/2 to the target (gRPC)', example: 'http://localhost:50051' },
+  { id: 'tcp', label: 'TCP (SSH, databases, any TCP service)', example: 'tcp://localhost:22' },
+];
+
+/** A share's kind, one of KINDS' ids. */
+export const kindOf = (share) => (share?.protocol === 'tcp' ? 'tcp' : share?.targetProtocol === 'h2' ? 'h2' : 'http');
+
+/** A kind in a few words, for lists; undefined for plain HTTP. */
+export const kindWords = (share) => ({ tcp: 'TCP', h2: 'HTTP/2 to the target' })[kindOf(share)];
+
+/**
+ * The address a TCP client dials: a share's port alone finds it, and a name under `.localhost` (a local service's
+ * frontends) is loopback by definition but not answered by every system resolver, so it is shown as localhost.
+ */
+const dialHost = (hostname) => (hostname === 'localhost' || hostname.endsWith('.localhost') ? 'localhost' : hostname);
+
+/** A share's public address: a link for HTTP, the tcp:// address and a line to connect with for TCP. */
+export function PublicAddress({ share }) {
+  if (kindOf(share) !== 'tcp') return html`<a href=${share.frontendEndpoint} target="_blank" rel="noopener noreferrer">${share.frontendEndpoint}</a>`;
+  let line = '';
+  try {
+    const { hostname, port } = new URL(share.frontendEndpoint);
+    const host = dialHost(hostname);
+    line = share.mutualTls ? `openssl s_client -connect ${host}:${port}${host === hostname ? '' : ` -servername ${hostname}`} -cert NAME.crt -key NAME.key` : `nc ${host} ${port}`;
+  } catch {
+    /* not a URL yet (no frontend): the address alone */
+  }
+  return html`<code>${share.frontendEndpoint}</code>${line ? html`<div class="sub">connect: <code data-connect>${line}</code></div>` : null}`;
+}
+
+/** The body fields of a kind for create. */
+const kindBody = (kind) => (kind === 'tcp' ? { protocol: 'tcp' } : kind === 'h2' ? { targetProtocol: 'h2' } : {});
 
 /** The share's access settings as the form edits them. */
 export const accessOf = (share) => ({
@@ -15,29 +55,35 @@ export const accessOf = (share) => ({
   inspect: Boolean(share?.inspect),
 });
 
-/** The body fields of `access` for create or PATCH. */
-export function accessBody(access) {
-  const login = access.mode === 'login';
+/**
+ * The body fields of `access` for create or PATCH of a share of `kind`: a TCP share has no login, and only an HTTP
+ * share's exchanges are recorded (the API refuses the others, so they are not sent).
+ */
+export function accessBody(access, kind = 'http') {
+  const login = kind !== 'tcp' && access.mode === 'login';
   const domains = access.domains.split(/[\s,]+/).filter(Boolean);
   return {
     mutualTls: access.mode === 'mtls',
-    authProviderId: login ? access.authProviderId || null : null,
+    ...(kind !== 'tcp' ? { authProviderId: login ? access.authProviderId || null : null } : {}),
     ...(login ? { oauthEmailDomains: domains.length ? domains : null } : {}),
-    inspect: access.inspect,
+    ...(kind === 'http' ? { inspect: access.inspect } : {}),
   };
 }
 
-/** Access mode radios, the login's provider and domains, and the inspect switch. */
-export function AccessFields({ base, value, onChange, idPrefix }) {
+/** Access mode radios, the login's provider and domains, and the inspect switch, as they apply to `kind`. */
+export function AccessFields({ base, value, onChange, idPrefix, kind = 'http' }) {
   const providers = usePoll(() => api(`${base}/auth-providers?size=100`), [base], 0);
   const set = (patch) => onChange({ ...value, ...patch });
   const list = items(providers.data);
+  const tcp = kind === 'tcp';
   return html`<fieldset class="access">
     <legend>Who may reach it</legend>
-    <label class="check"><input type="radio" name=${`${idPrefix}-mode`} checked=${value.mode === 'public'} onChange=${() => set({ mode: 'public' })} /> Public: anyone with the address</label>
-    <label class="check"><input type="radio" name=${`${idPrefix}-mode`} checked=${value.mode === 'mtls'} onChange=${() => set({ mode: 'mtls' })} /> Mutual TLS: only clients presenting a client certificate of this hub</label>
-    <label class="check"><input type="radio" name=${`${idPrefix}-mode`} checked=${value.mode === 'login'} disabled=${!list.length} onChange=${() => set({ mode: 'login', authProviderId: value.authProviderId || list[0]?.id || '' })} /> Login with an identity provider${list.length ? '' : ' (add an auth provider first: POST /auth-providers)'}</label>
-    ${value.mode === 'login'
+    <label class="check"><input type="radio" name=${`${idPrefix}-mode`} checked=${value.mode === 'public' || (tcp && value.mode === 'login')} onChange=${() => set({ mode: 'public' })} /> Public: anyone with the address</label>
+    <label class="check"><input type="radio" name=${`${idPrefix}-mode`} checked=${value.mode === 'mtls'} onChange=${() => set({ mode: 'mtls' })} /> Mutual TLS: only clients presenting a client certificate of this hub${tcp ? ' (the port speaks TLS)' : ''}</label>
+    ${tcp
+      ? html`<p class="sub">Login applies to HTTP shares: a TCP share admits by address or by client certificate.</p>`
+      : html`<label class="check"><input type="radio" name=${`${idPrefix}-mode`} checked=${value.mode === 'login'} disabled=${!list.length} onChange=${() => set({ mode: 'login', authProviderId: value.authProviderId || list[0]?.id || '' })} /> Login with an identity provider${list.length ? '' : ' (add an auth provider first: POST /auth-providers)'}</label>`}
+    ${!tcp && value.mode === 'login'
       ? html`<div class="login-rules">
           <label for=${`${idPrefix}-provider`}>Auth provider</label>
           <select id=${`${idPrefix}-provider`} value=${value.authProviderId} onChange=${(e) => set({ authProviderId: e.currentTarget.value })}>
@@ -47,7 +93,9 @@ export function AccessFields({ base, value, onChange, idPrefix }) {
           <input id=${`${idPrefix}-domains`} placeholder="example.com, example.org" value=${value.domains} onInput=${(e) => set({ domains: e.currentTarget.value })} />
         </div>`
       : null}
-    <label class="check"><input type="checkbox" checked=${value.inspect} onChange=${(e) => set({ inspect: e.currentTarget.checked })} /> Inspect requests (record the last exchanges to read and replay them)</label>
+    ${kind === 'http'
+      ? html`<label class="check"><input type="checkbox" checked=${value.inspect} onChange=${(e) => set({ inspect: e.currentTarget.checked })} /> Inspect requests (record the last exchanges to read and replay them)</label>`
+      : null}
   </fieldset>`;
 }
 
@@ -55,7 +103,8 @@ export function CreateShare({ base, onMade, onCancel }) {
   const envs = usePoll(() => api(`${base}/environments?size=100`), [base], 0);
   const frontends = usePoll(() => api(`${base}/frontends`), [base], 0);
   const [name, setName] = useState('');
-  const [target, setTarget] = useState('http://localhost:3000');
+  const [kind, setKind] = useState('http');
+  const [target, setTarget] = useState(KINDS[0].example);
   const [envZId, setEnv] = useState('');
   const [access, setAccess] = useState(accessOf(undefined));
   const [error, setError] = useState(undefined);
@@ -68,7 +117,8 @@ export function CreateShare({ base, onMade, onCancel }) {
     try {
       const frontend = fronts.find((f) => f.publicName === 'public') ?? fronts[0];
       if (!frontend) throw new Error('no frontend is available to this hub');
-      const made = await api(`${base}/shares`, { method: 'POST', body: { name: name.trim(), target: target.trim(), frontendIds: [frontend.id], ...(envZId ? { envZId } : {}), ...accessBody(access) } });
+      const body = { name: name.trim(), target: target.trim(), frontendIds: [frontend.id], ...(envZId ? { envZId } : {}), ...kindBody(kind), ...accessBody(access, kind) };
+      const made = await api(`${base}/shares`, { method: 'POST', body });
       onMade(made);
     } catch (err) {
       setError(err);
@@ -76,20 +126,29 @@ export function CreateShare({ base, onMade, onCancel }) {
       setBusy(false);
     }
   };
+  // a target still at the previous kind's example follows the kind
+  const chooseKind = (next) => {
+    if (KINDS.some((k) => k.example === target.trim())) setTarget(KINDS.find((k) => k.id === next).example);
+    setKind(next);
+  };
   return html`<form class="card form" onSubmit=${submit} aria-label="New share">
     <h3>New share</h3>
     <div class="grid">
       <label for="share-name">Share name</label>
       <input id="share-name" required value=${name} onInput=${(e) => setName(e.currentTarget.value)} />
+      <label for="share-kind">It carries</label>
+      <select id="share-kind" value=${kind} onChange=${(e) => chooseKind(e.currentTarget.value)}>
+        ${KINDS.map((k) => html`<option value=${k.id}>${k.label}</option>`)}
+      </select>
       <label for="share-target">Target URL</label>
-      <input id="share-target" required type="url" value=${target} onInput=${(e) => setTarget(e.currentTarget.value)} />
+      <input id="share-target" required type="url" placeholder=${KINDS.find((k) => k.id === kind).example} value=${target} onInput=${(e) => setTarget(e.currentTarget.value)} />
       <label for="share-env">Environment</label>
       <select id="share-env" value=${envZId} onChange=${(e) => setEnv(e.currentTarget.value)}>
         <option value="">the hub's default environment</option>
         ${items(envs.data).filter((e) => !e.default).map((e) => html`<option value=${e.envZId}>${e.description} (${e.envZId})</option>`)}
       </select>
     </div>
-    <${AccessFields} base=${base} value=${access} onChange=${setAccess} idPrefix="new" />
+    <${AccessFields} base=${base} value=${access} onChange=${setAccess} idPrefix="new" kind=${kind} />
     <div class="actions"><button type="submit" disabled=${busy}>${busy ? 'Creating…' : 'Create share'}</button> <button type="button" onClick=${onCancel}>Cancel</button></div>
     <${Problem} error=${error} />
   </form>`;
@@ -104,7 +163,7 @@ export function ShareSettings({ base, share, onSaved }) {
     setError(undefined);
     setSaved(false);
     try {
-      const updated = await api(`${base}/shares/${share.zId}`, { method: 'PATCH', body: accessBody(access) });
+      const updated = await api(`${base}/shares/${share.zId}`, { method: 'PATCH', body: accessBody(access, kindOf(share)) });
       setSaved(true);
       onSaved(updated);
     } catch (err) {
@@ -112,7 +171,7 @@ export function ShareSettings({ base, share, onSaved }) {
     }
   };
   return html`<form class="form" onSubmit=${save} aria-label="Share settings">
-    <${AccessFields} base=${base} value=${access} onChange=${(v) => (setSaved(false), setAccess(v))} idPrefix="edit" />
+    <${AccessFields} base=${base} value=${access} onChange=${(v) => (setSaved(false), setAccess(v))} idPrefix="edit" kind=${kindOf(share)} />
     <div class="actions"><button type="submit">Save settings</button> ${saved ? html`<span role="status" class="sub">Saved: every edge applies it within 2 s.</span>` : null}</div>
     <${Problem} error=${error} />
   </form>`;

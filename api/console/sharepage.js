@@ -6,8 +6,14 @@ import { when } from './format.js';
 import { html } from './html.js';
 import { Badge, Problem, Section, usePoll } from './parts.js';
 import { Requests } from './requests.js';
-import { ShareSettings } from './shareform.js';
+import { kindOf, kindWords, PublicAddress, ShareSettings } from './shareform.js';
 import { TrafficChart, WindowPicker, windowOf } from './traffic.js';
+
+/** Why a share's exchanges are not recorded, by kind (HTTP shares' are, when inspection is on). */
+const NOT_RECORDED = {
+  tcp: 'A TCP share carries streams of bytes, not requests: there is nothing to record or replay.',
+  h2: 'Inspection records HTTP/1.1 exchanges with the target; a share that speaks HTTP/2 to its target (gRPC) is not recorded.',
+};
 
 export function SharePage({ base, zId }) {
   const share = usePoll(() => api(`${base}/shares/${zId}`), [base, zId], 5_000);
@@ -21,15 +27,15 @@ export function SharePage({ base, zId }) {
     <p class="crumbs"><a href="#/shares">Shares</a> / ${s.name}</p>
     <header class="share-head">
       <h2>${s.name} <${Badge} status=${s.status} /></h2>
-      <p><a href=${s.frontendEndpoint} target="_blank" rel="noopener noreferrer">${s.frontendEndpoint}</a> → <code>${s.backendProxyEndpoint}</code></p>
-      <p class="sub">${s.zId} · environment <code>${s.envZId}</code> · created ${when(s.createdAt)} by ${s.createdBy}</p>
+      <p><${PublicAddress} share=${s} /> → <code>${s.backendProxyEndpoint}</code></p>
+      <p class="sub">${s.zId}${kindWords(s) ? ` · ${kindWords(s)}` : ''} · environment <code>${s.envZId}</code> · created ${when(s.createdAt)} by ${s.createdBy}</p>
     </header>
     <${Section} title="Traffic" actions=${html`<${WindowPicker} value=${windowId} onChange=${setWindow} label="Traffic window" />`}>
       <${Problem} error=${series.error} />
       <${TrafficChart} samples=${series.data?.samples} window=${w} label=${`Traffic of ${s.name}`} />
     </${Section}>
     <${Section} title="Requests">
-      <${Requests} base=${base} share=${s} />
+      ${NOT_RECORDED[kindOf(s)] ? html`<p class="empty">${NOT_RECORDED[kindOf(s)]}</p>` : html`<${Requests} base=${base} share=${s} />`}
     </${Section}>
     <${Section} title="Settings">
       <${ShareSettings} key=${s.zId} base=${base} share=${s} onSaved=${() => share.reload()} />

@@ -1,11 +1,12 @@
-// Shares: status, public address, environment, access rules, and live rx/tx (one sparklines call per refresh).
+// Shares: status, what each carries, public address, environment, access rules, and live rx/tx (one sparklines call
+// per refresh).
 import { useState } from 'preact/hooks';
 import { api } from './api.js';
 import { when } from './format.js';
 import { html } from './html.js';
 import { ShareStatus, useEnvironmentStates } from './environments.js';
 import { Pager, Problem, Section, usePoll } from './parts.js';
-import { CreateShare } from './shareform.js';
+import { CreateShare, kindWords, PublicAddress } from './shareform.js';
 import { TrafficChart, WindowPicker, windowOf } from './traffic.js';
 
 const access = (s) => {
@@ -38,9 +39,9 @@ export function Shares({ base }) {
       <tbody>
         ${shares.map(
           (s) => html`<tr key=${s.zId} data-share=${s.zId}>
-            <th scope="row"><a href=${`#/shares/${s.zId}`}>${s.name}</a><div class="sub">${s.zId} · ${when(s.createdAt)}</div></th>
+            <th scope="row"><a href=${`#/shares/${s.zId}`}>${s.name}</a><div class="sub">${s.zId}${kindWords(s) ? ` · ${kindWords(s)}` : ''} · ${when(s.createdAt)}</div></th>
             <td data-label="Status"><${ShareStatus} share=${s} env=${envs.get(s.envZId)} /></td>
-            <td data-label="Public address"><a href=${s.frontendEndpoint} target="_blank" rel="noopener noreferrer">${s.frontendEndpoint}</a><div class="sub">→ ${s.backendProxyEndpoint}</div></td>
+            <td data-label="Public address"><${PublicAddress} share=${s} /><div class="sub">→ ${s.backendProxyEndpoint}</div></td>
             <td data-label="Environment"><code>${s.envZId}</code></td>
             <td data-label="Access">${access(s)}</td>
             <td data-label=${`Traffic (${w.label})`}><${TrafficChart} compact samples=${lines.data ? (byId.get(s.zId) ?? []) : undefined} window=${w} label=${`Traffic of ${s.name}`} /></td>
