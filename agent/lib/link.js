@@ -192,12 +192,17 @@ export class EdgeLink {
         const parsed = typeof t === 'string' ? parseAuthority(t) : undefined;
         if (parsed) next.add(authorityOf(parsed.host, parsed.port));
       }
+      const before = this.targets;
       this.targets = next;
       stream.respond({ ':status': 204 }, { endStream: true });
+      const count = `${next.size} target${next.size === 1 ? '' : 's'}`;
       if (!this.up) {
         this.up = true;
         const { identity } = this.options;
-        this.options.log(`connected to edge ${this.address} (agent ${identity.id}, environment ${identity.envZId}, ${next.size} target${next.size === 1 ? '' : 's'})`);
+        this.options.log(`connected to edge ${this.address} (agent ${identity.id}, environment ${identity.envZId}, ${count})`);
+      } else if (before.size !== next.size || [...next].some((t) => !before.has(t))) {
+        // a share made or deleted after the connection (edgehub share connects before the edge has loaded its share)
+        this.options.log(`edge ${this.address}: ${count} now`);
       }
     });
   }

@@ -225,6 +225,8 @@ test.serial('--tcp: prints tcp://HOST:PORT and a line to connect with; bytes cro
   t.is(dialed, url.hostname.endsWith('.localhost') ? 'localhost' : url.hostname, line);
   const share_ = await hub.call('GET', `${hub.h}/shares/${zId}`);
   t.like(share_.json, { protocol: 'tcp', frontendEndpoint: endpoint });
+  // the agent says it carries its one target, at connection or once the edge has loaded the new share
+  await waitFor(async () => /(, 1 target\)|: 1 target now)$/m.test(run.out()), { what: `the agent's line with its target (${run.out()})` });
   const text = 'through the agent to the echo server, and back';
   t.is(await waitFor(async () => (await echoThrough(Number(url.port), text, dialed).catch(() => '')) || undefined, { what: 'the echo through the TCP share, by the line printed' }), text);
   run.child.kill('SIGINT');
