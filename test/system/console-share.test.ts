@@ -8,9 +8,10 @@
 import { mkdirSync } from 'node:fs';
 import path from 'node:path';
 import test from 'ava';
-import { chromium, type Browser, type Page } from 'playwright-core';
+import type { Browser, Page } from 'playwright-core';
 import type { Edge } from '../../edge/server.js';
 import { edgeRequest, publicFrontendCertificate, readBody, startBackend, startTestEdge, type Backend } from '../helpers/edge.js';
+import { launchChromium, signedIn as openConsole } from '../helpers/console.js';
 import { type HubFixture, useStack, waitFor } from '../helpers/stack.js';
 import { keyAndCsr } from '../helpers/tlsClient.js';
 
@@ -45,26 +46,10 @@ test.before(async () => {
   });
   hub = await stack.hub({ name: 'acme' });
   await publicFrontendCertificate(stack.databaseUrl);
-  browser = await chromium.launch({
-    executablePath: '/usr/bin/chromium',
-    args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'],
-  });
+  browser = await launchChromium();
 });
 
-type Watched = Page & { problems: string[] };
-
-async function signedIn(credential: string): Promise<Watched> {
-  const context = await browser.newContext({ viewport: { width: 1440, height: 900 } });
-  const page = (await context.newPage()) as Watched;
-  page.problems = [];
-  page.on('pageerror', (err) => page.problems.push(err.message));
-  page.on('console', (m) => m.type() === 'error' && page.problems.push(m.text()));
-  await page.goto(`${stack.baseUrl}/console`);
-  await page.getByLabel('API key or admin token').fill(credential);
-  await page.getByRole('button', { name: 'Sign in' }).click();
-  await page.getByRole('button', { name: 'Sign out' }).waitFor();
-  return page;
-}
+const signedIn = (credential: string) => openConsole(browser, stack.baseUrl, credential);
 
 const shot = (page: Page, name: string) => page.screenshot({ path: path.join(OUT, `${String(++step).padStart(2, '0')}-${name}.png`), fullPage: true });
 

@@ -7,9 +7,10 @@
 import { mkdirSync } from 'node:fs';
 import path from 'node:path';
 import test from 'ava';
-import { chromium, type Browser, type Page } from 'playwright-core';
+import type { Browser, Page } from 'playwright-core';
 import type { Edge } from '../../edge/server.js';
 import { edgeRequest, routedShare, startBackend, startTestEdge, type Backend } from '../helpers/edge.js';
+import { launchChromium, signedIn as openConsole } from '../helpers/console.js';
 import { type HubFixture, useStack, waitFor } from '../helpers/stack.js';
 
 const OUT = path.resolve('test-output', 'console');
@@ -33,25 +34,10 @@ test.before(async () => {
   backend = await startBackend((_req, res) => res.end('x'.repeat(5000)));
   hub = await stack.hub({ ipsec: true, name: 'acme' });
   share = await routedShare(edge, hub, { name: 'website', target: backend.url });
-  browser = await chromium.launch({
-    executablePath: '/usr/bin/chromium',
-    args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'],
-  });
+  browser = await launchChromium();
 });
 
-async function signedIn(credential: string, viewport = { width: 1366, height: 768 }): Promise<Page> {
-  const context = await browser.newContext({ viewport });
-  const page = await context.newPage();
-  const problems: string[] = [];
-  page.on('pageerror', (err) => problems.push(err.message));
-  page.on('console', (m) => m.type() === 'error' && problems.push(m.text()));
-  await page.goto(`${stack.baseUrl}/console`);
-  await page.getByLabel('API key or admin token').fill(credential);
-  await page.getByRole('button', { name: 'Sign in' }).click();
-  await page.getByRole('button', { name: 'Sign out' }).waitFor();
-  (page as Page & { problems: string[] }).problems = problems;
-  return page;
-}
+const signedIn = (credential: string, viewport = { width: 1366, height: 768 }) => openConsole(browser, stack.baseUrl, credential, viewport);
 
 const shot = (page: Page, name: string) => page.screenshot({ path: path.join(OUT, `${name}.png`), fullPage: true });
 
@@ -73,7 +59,7 @@ test.serial('a hub signs in and sees its share; traffic through the edge moves i
   await waitFor(async () => Number(await row.locator('.sparkline').getAttribute('data-bytes')) > before + 5 * 5000, { timeoutMs: 30_000, what: 'the sparkline moving' });
   t.regex(await row.locator('figcaption').innerText(), /tx \d/);
   await shot(page, 'hub-shares');
-  t.deepEqual((page as Page & { problems: string[] }).problems, []);
+  t.deepEqual(page.problems, []);
   await page.context().close();
 });
 
@@ -104,7 +90,7 @@ test.serial("a hub creates a certificate request token and reads the recipient's
   await page.getByLabel('Status').selectOption('SUCCEEDED');
   await waitFor(async () => (await page.locator('tbody tr').count()) > 0, { what: 'executions listed' });
   t.false((await page.locator('tbody').innerText()).includes('FAILED'));
-  t.deepEqual((page as Page & { problems: string[] }).problems, []);
+  t.deepEqual(page.problems, []);
   await page.context().close();
 });
 
@@ -122,7 +108,7 @@ test.serial("reach: an environment reached only through agents shows it, and its
   const card = page.locator(`article[data-env="${env.json.envZId}"]`);
   await card.waitFor();
   t.regex(await card.locator('[data-reach]').innerText(), /reach: agents \(none connected\)/);
-  t.deepEqual((page as Page & { problems: string[] }).problems, []);
+  t.deepEqual(page.problems, []);
   await page.context().close();
 });
 
@@ -151,7 +137,7 @@ test.serial('the operator signs in, creates a hub and a key (shown once); a phon
   await page.getByRole('button', { name: 'Sign out' }).click();
   await page.getByLabel('API key or admin token').waitFor();
   t.is(await page.evaluate(() => sessionStorage.length), 0);
-  t.deepEqual((page as Page & { problems: string[] }).problems, []);
+  t.deepEqual(page.problems, []);
   await page.context().close();
 });
 

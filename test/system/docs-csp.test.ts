@@ -7,7 +7,8 @@
 import { mkdirSync } from 'node:fs';
 import path from 'node:path';
 import test from 'ava';
-import { chromium, type Browser } from 'playwright-core';
+import type { Browser } from 'playwright-core';
+import { launchChromium } from '../helpers/console.js';
 import { useStack } from '../helpers/stack.js';
 
 const OUT = path.resolve('test-output', 'docs');
@@ -16,10 +17,7 @@ let browser: Browser;
 stack.onStop(async () => browser?.close());
 
 test.before(async () => {
-  browser = await chromium.launch({
-    executablePath: '/usr/bin/chromium',
-    args: ['--headless', '--no-sandbox', '--disable-gpu', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'],
-  });
+  browser = await launchChromium();
 });
 
 test('the docs page has a CSP that allows only its own scripts, styles and data: images', async (t) => {

@@ -8,7 +8,8 @@
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import test from 'ava';
-import { chromium, type Browser, type BrowserContext } from 'playwright-core';
+import type { Browser, BrowserContext } from 'playwright-core';
+import { launchChromium } from '../helpers/console.js';
 import { resetConfig } from '../../shared/config.js';
 import { BOARD_QUEUES, queue } from '../../shared/queues.js';
 import { routedShare, startBackend, useTestEdge, type Backend } from '../helpers/edge.js';
@@ -63,10 +64,7 @@ test.serial.before(async () => {
   const hub = await stack.hub({ name: 'evil' });
   const share = await routedShare(edge, hub, { name: 'evil', target: attacker.url });
   shareOrigin = `http://${share.host}:${edge.httpPort}`;
-  browser = await chromium.launch({
-    executablePath: '/usr/bin/chromium',
-    args: ['--headless', '--no-sandbox', '--disable-gpu', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync', '--host-resolver-rules=MAP *.localhost 127.0.0.1'],
-  });
+  browser = await launchChromium(['--host-resolver-rules=MAP *.localhost 127.0.0.1']);
   operator = await browser.newContext({ httpCredentials: { username: 'admin', password: stack.adminToken, origin: api } });
 });
 
