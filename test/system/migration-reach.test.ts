@@ -3,23 +3,15 @@
  * or had one (its enrollment spent, the agent since revoked), becomes 'agent' (its shares stay closed to the edge's
  * own network); one that never had an agent becomes 'edge'.
  */
-import { randomBytes } from 'node:crypto';
 import test from 'ava';
-import pg from 'pg';
 import { Sequelize } from 'sequelize';
 import { migrate } from '../../shared/migrate.js';
+import { scratchDatabase } from '../helpers/scratchDatabase.js';
 
 const BEFORE_REACH = '1002-secret-key-probe.ts';
 
 test('1100: environments that have or had agents get reach agent, the others reach edge', async (t) => {
-  const base = process.env.TEST_POSTGRES_URL;
-  if (!base) throw new Error('run the tests with `npm test`');
-  const name = `reach_${randomBytes(5).toString('hex')}`;
-  const admin = new pg.Client({ connectionString: base });
-  await admin.connect();
-  await admin.query(`CREATE DATABASE ${name}`);
-  await admin.end();
-  const sequelize = new Sequelize(base.replace(/\/[^/]*$/, `/${name}`), { logging: false });
+  const sequelize = new Sequelize(await scratchDatabase('reach'), { logging: false });
   try {
     const applied = await migrate(sequelize, { to: BEFORE_REACH });
     t.is(applied.at(-1), BEFORE_REACH);

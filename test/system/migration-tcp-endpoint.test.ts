@@ -4,23 +4,15 @@
  * kept, its port the one it holds), leaves the others as they are, and from then on the database refuses a TCP
  * share whose address is not tcp:// on its own port.
  */
-import { randomBytes } from 'node:crypto';
 import test from 'ava';
-import pg from 'pg';
 import { Sequelize } from 'sequelize';
 import { migrate } from '../../shared/migrate.js';
+import { scratchDatabase } from '../helpers/scratchDatabase.js';
 
 const BEFORE = '1401-tcp-shares.ts';
 
 test('1402: a TCP share with an https:// address gets tcp://HOST:ITS-PORT back; the database keeps it so', async (t) => {
-  const base = process.env.TEST_POSTGRES_URL;
-  if (!base) throw new Error('run the tests with `npm test`');
-  const name = `tcp_endpoint_${randomBytes(5).toString('hex')}`;
-  const admin = new pg.Client({ connectionString: base });
-  await admin.connect();
-  await admin.query(`CREATE DATABASE ${name}`);
-  await admin.end();
-  const sequelize = new Sequelize(base.replace(/\/[^/]*$/, `/${name}`), { logging: false });
+  const sequelize = new Sequelize(await scratchDatabase('tcp_endpoint'), { logging: false });
   try {
     const applied = await migrate(sequelize, { to: BEFORE });
     t.is(applied.at(-1), BEFORE);

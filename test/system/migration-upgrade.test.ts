@@ -12,6 +12,7 @@ import { resetConfig } from '../../shared/config.js';
 import { migrate } from '../../shared/migrate.js';
 import { registerSecret } from '../helpers/logScan.js';
 import { makeCsr } from '../helpers/pki.js';
+import { scratchDatabase } from '../helpers/scratchDatabase.js';
 import { makeCall, startStack, type Stack } from '../helpers/stack.js';
 
 const BEFORE_SEALING = '0800-signing-key-revocation.ts';
@@ -27,14 +28,7 @@ const tokens = [
 for (const t of tokens) registerSecret('token string', t.token);
 
 test.before(async () => {
-  const base = process.env.TEST_POSTGRES_URL;
-  if (!base) throw new Error('run the tests with `npm test`');
-  const name = `upgrade_${randomBytes(5).toString('hex')}`;
-  const admin = new pg.Client({ connectionString: base });
-  await admin.connect();
-  await admin.query(`CREATE DATABASE ${name}`);
-  await admin.end();
-  databaseUrl = base.replace(/\/[^/]*$/, `/${name}`);
+  databaseUrl = await scratchDatabase('upgrade');
 
   // the same HUB_SECRET_KEY for the migration and the service that reads its output
   process.env.HUB_SECRET_KEY = secretKey;
