@@ -17,8 +17,7 @@
  */
 import type { ChildProcess } from 'node:child_process';
 import os from 'node:os';
-import autocannon from 'autocannon';
-import { benchWorkspace, cpuMs, freePort, jsonClient, median, migratedDatabase, postgresCpuMs, spawnApiIn, startServices, stopChild, waitUntilHealthy } from './harness.js';
+import { benchWorkspace, cpuMs, freePort, jsonClient, loadTest, median, migratedDatabase, postgresCpuMs, spawnApiIn, startServices, stopChild, waitUntilHealthy } from './harness.js';
 
 const ws = benchWorkspace({ budgetMs: 25 * 60_000 });
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 4);
@@ -62,7 +61,7 @@ try {
     const f = fixtures[side];
     const before = cpuMs(api.child.pid);
     const pgBefore = postgresCpuMs(services.postgresDataDir);
-    const r = await autocannon(
+    const r = await loadTest(
       PATH === 'read'
         ? { url: `${api.url}/hub/${f.hub}/certificate-request-tokens/${f.tokenId}`, connections: 20, ...load, headers: { authorization: f.authorization } }
         : {
@@ -76,7 +75,7 @@ try {
     );
     if (r.non2xx || r.errors) throw new Error(`${side}: non-2xx ${r.non2xx}, errors ${r.errors}`);
     return {
-      rps: r.requests.total / r.duration,
+      rps: r.rps,
       p99: r.latency.p99,
       us: ((cpuMs(api.child.pid) - before) * 1000) / r.requests.total,
       pgUs: ((postgresCpuMs(services.postgresDataDir) - pgBefore) * 1000) / r.requests.total,

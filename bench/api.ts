@@ -21,10 +21,9 @@
  */
 import path from 'node:path';
 import os from 'node:os';
-import autocannon from 'autocannon';
 import pg from 'pg';
 import type { ChildProcess } from 'node:child_process';
-import { benchWorkspace, cpuMs, freePort, jsonClient, median, postgresCpuMs, startProcess, startServices, stopChild, waitUntilHealthy } from './harness.js';
+import { benchWorkspace, cpuMs, freePort, jsonClient, loadTest, median, postgresCpuMs, startProcess, startServices, stopChild, waitUntilHealthy } from './harness.js';
 
 const DURATION = Number(process.env.BENCH_DURATION ?? 10);
 const COLD = Number(process.env.BENCH_COLD ?? 2000);
@@ -112,7 +111,7 @@ try {
 
   async function measure(target: { url: string; connections: number; method?: 'POST'; headers: Record<string, string>; process: ChildProcess }, load: { amount: number } | { duration: number }): Promise<Measured> {
     const cpuBefore = { server: cpuMs(target.process.pid), postgres: postgresCpuMs(services.postgresDataDir) };
-    const result = await autocannon({
+    const result = await loadTest({
       url: target.url,
       connections: target.connections,
       ...load,
@@ -122,7 +121,7 @@ try {
     });
     const done = result.requests.total;
     return {
-      rps: done / result.duration,
+      rps: result.rps,
       p99: result.latency.p99,
       bad: result.non2xx + result.errors + result.timeouts,
       server: ((cpuMs(target.process.pid) - cpuBefore.server) * 1000) / done,
