@@ -3,7 +3,8 @@
  * applications). The agent package (agent/, Node's built-ins only) is bundled into one CommonJS file by esbuild,
  * turned into a preparation blob by `node --experimental-sea-config`, and injected into a copy of this Node binary
  * by postject. The result, agent/dist/edgehub-linux-x64 (the platform and architecture of the Node that ran this),
- * is what the API serves at /downloads/edgehub-linux-x64.
+ * is what the API serves at /downloads/edgehub-linux-x64, as long as agent/ has not changed since (the digest of its
+ * files is written beside it).
  */
 import { execFileSync } from 'node:child_process';
 import { chmodSync, copyFileSync, mkdirSync, mkdtempSync, rmSync, statSync, writeFileSync } from 'node:fs';
@@ -11,9 +12,11 @@ import { createRequire } from 'node:module';
 import os from 'node:os';
 import path from 'node:path';
 import { build } from 'esbuild';
-import { AGENT_BINARY, AGENT_DIR } from '../shared/commands/downloads.js';
+import { AGENT_BINARY, AGENT_BINARY_DIGEST, AGENT_DIR, agentDigest } from '../shared/commands/downloads.js';
 
 const started = Date.now();
+// the agent files as they are now: what the executable is built from, and what the service checks before serving it
+const digest = agentDigest();
 const work = mkdtempSync(path.join(os.tmpdir(), 'edgehub-sea-'));
 try {
   const entry = path.join(work, 'entry.mjs');
@@ -33,6 +36,7 @@ try {
   execFileSync(process.execPath, [postject, aside, 'NODE_SEA_BLOB', blob, '--sentinel-fuse', 'NODE_SEA_FUSE_fce680ab2cc467b6e072b8b5df1996b2'], { stdio: ['ignore', 'ignore', 'inherit'] });
   rmSync(AGENT_BINARY, { force: true });
   execFileSync('mv', [aside, AGENT_BINARY]);
+  writeFileSync(AGENT_BINARY_DIGEST, `${digest}\n`);
   console.log(`built ${AGENT_BINARY} (${(statSync(AGENT_BINARY).size / 1e6).toFixed(1)} MB, ${process.platform}-${process.arch}) in ${((Date.now() - started) / 1000).toFixed(1)} s`);
 } finally {
   rmSync(work, { recursive: true, force: true });

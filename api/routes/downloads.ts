@@ -1,7 +1,7 @@
 import { createReadStream, statSync } from 'node:fs';
 import type { Context } from 'koa';
 import { agentBinary, agentTarball } from '../../shared/commands/downloads.js';
-import { notFound } from '../../shared/errors.js';
+import { refusal } from '../../shared/errors.js';
 import type { Routes } from '../router.js';
 
 function send(ctx: Context, file: string, type: string, name: string): void {
@@ -18,8 +18,8 @@ export default function routes({ open }: Routes) {
     send(ctx, await agentTarball(), 'application/gzip', 'edgehub-agent.tgz');
   });
   open.get('/downloads/edgehub-linux-x64', async (ctx) => {
-    const file = agentBinary();
-    if (!file) throw notFound('the single executable (it is built on the service by npm run build:agent-binary)');
-    send(ctx, file, 'application/octet-stream', 'edgehub-linux-x64');
+    const binary = agentBinary();
+    if ('missing' in binary) throw refusal('EH_NOT_FOUND', binary.missing);
+    send(ctx, binary.file, 'application/octet-stream', 'edgehub-linux-x64');
   });
 }

@@ -23,6 +23,8 @@ const run = promisify(execFile);
 export const AGENT_DIR = fileURLToPath(new URL('../../agent/', import.meta.url));
 /** Where `npm run build:agent-binary` writes the single executable. */
 export const AGENT_BINARY = path.join(AGENT_DIR, 'dist', 'edgehub-linux-x64');
+/** Beside it, the digest of the agent's files it was built from (agentDigest). */
+export const AGENT_BINARY_DIGEST = `${AGENT_BINARY}.digest`;
 
 /** The files npm packs (package.json's `files`, plus package.json), sorted: what the digest covers. */
 function packedFiles(): string[] {
@@ -38,7 +40,8 @@ function packedFiles(): string[] {
   return [...new Set(out)].sort();
 }
 
-function digest(): string {
+/** A digest of the agent package's files: what the tarball's name and the single executable's build carry. */
+export function agentDigest(): string {
   const hash = createHash('sha256');
   for (const rel of packedFiles()) hash.update(rel).update('\0').update(readFileSync(path.join(AGENT_DIR, rel))).update('\0');
   return hash.digest('hex').slice(0, 16);
@@ -49,7 +52,7 @@ let building: { key: string; done: Promise<string> } | undefined;
 /** The path of the packed agent package (packed now when this content was never packed). */
 export async function agentTarball(): Promise<string> {
   const dir = path.join(config().dataDir, 'downloads');
-  const key = digest();
+  const key = agentDigest();
   const file = path.join(dir, `edgehub-agent-${key}.tgz`);
   if (existsSync(file)) return file;
   if (building?.key === key) return building.done;
@@ -81,7 +84,14 @@ export async function agentTarball(): Promise<string> {
   return done;
 }
 
-/** The single executable when it was built, else undefined. */
-export function agentBinary(): string | undefined {
-  return existsSync(AGENT_BINARY) ? AGENT_BINARY : undefined;
+/**
+ * The single executable when it was built from the agent files this service has, else why not. One built from other
+ * files (an upgrade of the service without a new build) would hand users an agent older or newer than the package and
+ * the edges they talk to: it is not served until it is built again.
+ */
+export function agentBinary(): { file: string } | { missing: string } {
+  if (!existsSync(AGENT_BINARY)) return { missing: 'the single executable is not built on this service (npm run build:agent-binary builds it)' };
+  const built = existsSync(AGENT_BINARY_DIGEST) ? readFileSync(AGENT_BINARY_DIGEST, 'utf8').trim() : '';
+  if (built !== agentDigest()) return { missing: 'the single executable on this service was built from another version of the agent: build it again (npm run build:agent-binary)' };
+  return { file: AGENT_BINARY };
 }

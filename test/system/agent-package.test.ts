@@ -8,14 +8,14 @@
  * the test's log) and runs with an empty environment (`env -i`), where no `node` is on any PATH.
  */
 import { execFile, } from 'node:child_process';
-import { mkdtempSync, readFileSync, statSync } from 'node:fs';
+import { mkdtempSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { promisify } from 'node:util';
 import test from 'ava';
 import type { Edge } from '../../edge/server.js';
 import { resetConfig } from '../../shared/config.js';
-import { AGENT_BINARY } from '../../shared/commands/downloads.js';
+import { AGENT_BINARY, AGENT_BINARY_DIGEST } from '../../shared/commands/downloads.js';
 import { startPrivateTarget } from '../helpers/agents.js';
 import { edgeRequest, publicFrontendCertificate, startTestEdge } from '../helpers/edge.js';
 import { privateNetwork, type PrivateNetwork } from '../helpers/netns.js';
@@ -133,6 +133,17 @@ test.serial('the single executable: built by npm run build:agent-binary, served,
     await fs.writeFile(served, Buffer.from(await res.arrayBuffer()), { mode: 0o755 });
   });
   t.true(readFileSync(served).equals(readFileSync(AGENT_BINARY)));
+  // an executable built from other agent files (a service upgraded without a new build) is not served
+  const digest = readFileSync(AGENT_BINARY_DIGEST, 'utf8');
+  writeFileSync(AGENT_BINARY_DIGEST, '0000000000000000\n');
+  try {
+    const stale = await fetch(`${stack.baseUrl}/downloads/edgehub-linux-x64`);
+    t.is(stale.status, 404);
+    t.regex(((await stale.json()) as { message: string }).message, /built from another version of the agent: build it again \(npm run build:agent-binary\)/);
+  } finally {
+    writeFileSync(AGENT_BINARY_DIGEST, digest);
+  }
+  t.is((await fetch(`${stack.baseUrl}/downloads/edgehub-linux-x64`, { method: 'HEAD' })).status, 200, 'served again once it matches');
   const help = await runFile('env', ['-i', served, '--help']);
   t.regex(help.stdout, /edgehub share <target>/);
   const home = mkdtempSync(path.join(work, 'sea-home-'));
