@@ -7,6 +7,7 @@ import type { MigrationContext } from '../migrate.js';
  *   get their tcp:// address back, their host kept, their port the one they hold);
  * - it carries bytes: no login (an earlier update let an auth provider onto one; the edge never asked a TCP client to
  *   log in, so clearing it changes nothing that was enforced), no HTTP/2 towards the target, no request inspection.
+ * And what the API already refused: inspection of a share that speaks HTTP/2 to its target (not recorded).
  */
 export async function up({ context: q }: MigrationContext): Promise<void> {
   await q.sequelize.query(`
@@ -20,6 +21,7 @@ export async function up({ context: q }: MigrationContext): Promise<void> {
     ALTER TABLE shares ADD CONSTRAINT shares_tcp_carries_bytes
       CHECK (protocol <> 'tcp' OR (auth_provider_id IS NULL AND oauth_email_domains IS NULL AND oauth_check_interval IS NULL
                                    AND target_protocol = 'http1' AND NOT inspect));
+    ALTER TABLE shares ADD CONSTRAINT shares_inspect_http1_targets CHECK (NOT (inspect AND target_protocol = 'h2'));
   `);
 }
 

@@ -46,6 +46,9 @@ test('1402: a TCP share with an https:// address gets tcp://HOST:ITS-PORT back; 
       await t.throwsAsync(sequelize.query(`UPDATE shares SET ${change} WHERE z_id = 'fine'`), undefined, change);
     }
     await sequelize.query(`UPDATE shares SET frontend_endpoint = 'http://web.share.localhost:8000' WHERE z_id = 'web'`);
+    // an HTTP share may speak HTTP/2 to its target, or be inspected, not both
+    await sequelize.query(`UPDATE shares SET target_protocol = 'h2' WHERE z_id = 'web'`);
+    await t.throwsAsync(sequelize.query(`UPDATE shares SET inspect = true WHERE z_id = 'web'`));
   } finally {
     await sequelize.close();
   }
