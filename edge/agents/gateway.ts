@@ -167,6 +167,10 @@ export class AgentGatewayServer implements AgentGateway {
         // the agent took its targets (and says it is connected): it carries streams from now on
         link.ready = true;
         resolve();
+        // a change while this list was on its way (a share made as the agent connected) was not sent: send it now
+        setImmediate(() => {
+          if (!link.session.destroyed && !link.session.closed) this.refresh(link);
+        });
       });
       stream.once('error', (err) => {
         clearTimeout(timer);
@@ -190,16 +194,19 @@ export class AgentGatewayServer implements AgentGateway {
     return sending;
   }
 
-  /** The environments' targets changed (a share created, changed or deleted): each agent is told its new list. */
+  /**
+   * The environments' targets changed (a share created, changed or deleted): each agent is told its new list. An
+   * agent still taking its first list is told once it has taken it (push checks again when it is acknowledged).
+   */
   targetsChanged(): void {
-    for (const links of this.byEnv.values()) {
-      for (const link of links) {
-        if (!link.ready) continue;
-        const now = new Set(this.o.targetsOf(link.agent.hubId, link.agent.envZId));
-        if (now.size === link.acked.size && [...now].every((t) => link.acked.has(t))) continue;
-        void this.push(link).catch((err) => logger.warn({ agentId: link.agent.id, err: (err as Error).message }, 'edge: agent targets not updated'));
-      }
-    }
+    for (const links of this.byEnv.values()) for (const link of links) if (link.ready) this.refresh(link);
+  }
+
+  /** Sends a link its targets again when they are not the ones it acknowledged. */
+  private refresh(link: Link): void {
+    const now = new Set(this.o.targetsOf(link.agent.hubId, link.agent.envZId));
+    if (now.size === link.acked.size && [...now].every((t) => link.acked.has(t))) return;
+    void this.push(link).catch((err) => logger.warn({ agentId: link.agent.id, err: (err as Error).message }, 'edge: agent targets not updated'));
   }
 
   /**
