@@ -7,7 +7,7 @@
  * as its compiled `.test.js`).
  */
 import { spawn } from 'node:child_process';
-import { chmodSync, mkdtempSync, rmSync } from 'node:fs';
+import { chmodSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { Sequelize } from 'sequelize';
@@ -48,6 +48,62 @@ try {
   const compiled = buildTestTree(process.cwd(), tree);
   console.log(`compiled ${compiled} TypeScript files for the test processes in ${((Date.now() - built) / 1000).toFixed(1)} s`);
   const args = process.argv.slice(2).map((a) => (a.endsWith('.test.ts') ? a.replace(/\.ts$/, '.js') : a));
+  // a whole run has two phases: the browser tests run after the others, alone. Chromium cancels its requests in flight
+  // (net::ERR_NETWORK_CHANGED) whenever an address of the host comes or goes, which the agent and IPsec tests do as
+  // they make and remove their network namespaces: run beside them, a console page lost a module half loaded.
+  const phases = args.some((a) => !a.startsWith('-')) ? [args] : browserLast(args);
+  let passed = 0;
+  let failed = 0;
+  code = 0;
+  for (const phase of phases) {
+    const run = await runAva(tree, phase);
+    passed += run.passed;
+    failed += run.failed;
+    code = code || run.code;
+  }
+  const scan = scanRun(path.join(work, 'logs'));
+  console.log(`log scan: ${scan.secrets} secrets looked for in ${scan.files} log files (${(scan.bytes / 1e6).toFixed(1)} MB)`);
+  if (scan.leaks.length) {
+    for (const l of scan.leaks.slice(0, 20)) console.log(`  ✘ a ${l.kind} (${l.preview}) is in ${path.basename(l.file)} line ${l.line}`);
+    console.log(`✘ log scan: ${scan.leaks.length} secret(s) found in the logs`);
+    failed++;
+    code = code || 1;
+  }
+  if (code !== 0 && failed === 0) failed = 1;
+  console.log(`\n${passed} passed, ${failed} failed`);
+  if (passed === 0 && code === 0) code = 1;
+} finally {
+  await redis.stop();
+  await pg.stop().catch(() => undefined);
+  // TEST_KEEP_WORK=1 keeps the logs and data of a run to read after it
+  if (setting('TEST_KEEP_WORK')) console.log(`work directory kept: ${work}`);
+  else rmSync(work, { recursive: true, force: true });
+}
+process.exit(code);
+
+/** The test files (compiled names), those that drive chromium last: two phases of ava's arguments. */
+function browserLast(flags: string[]): string[][] {
+  const files: string[] = [];
+  const walk = (dir: string) => {
+    for (const entry of readdirSync(dir, { withFileTypes: true })) {
+      const full = path.join(dir, entry.name);
+      if (entry.isDirectory()) walk(full);
+      else if (entry.name.endsWith('.test.ts')) files.push(full);
+    }
+  };
+  walk('test');
+  const browser = (file: string) => /from 'playwright-core'|helpers\/console\.js'/.test(readFileSync(file, 'utf8'));
+  const compiled = (file: string) => file.replace(/\.ts$/, '.js');
+  const first = files.filter((f) => !browser(f)).map(compiled).sort();
+  const last = files.filter(browser).map(compiled).sort();
+  return [
+    [...flags, ...first],
+    [...flags, ...last],
+  ].filter((phase) => phase.length > flags.length);
+}
+
+/** One ava run in the compiled tree: its exit code and its counts, from its own summary. */
+async function runAva(tree: string, args: string[]): Promise<{ code: number; passed: number; failed: number }> {
   const ava = spawn(process.execPath, [path.join('node_modules', 'ava', 'entrypoints', 'cli.mjs'), ...args], {
     cwd: tree,
     stdio: ['ignore', 'pipe', 'inherit'],
@@ -77,27 +133,8 @@ try {
       if (mark === '✔' || mark === '✘') marks[mark]++;
     }
   });
-  code = await new Promise<number>((resolve) => ava.once('exit', (c) => resolve(c ?? 1)));
+  const exit = await new Promise<number>((resolve) => ava.once('exit', (c) => resolve(c ?? 1)));
   // a closing line any CI can read, from ava's own summary
   const summary = (re: RegExp) => Number(re.exec(tail)?.[1] ?? 0);
-  const passed = Math.max(summary(/(\d+) tests? passed/), marks['✔']);
-  let failed = Math.max(summary(/(\d+) tests? failed/), marks['✘']);
-  const scan = scanRun(path.join(work, 'logs'));
-  console.log(`log scan: ${scan.secrets} secrets looked for in ${scan.files} log files (${(scan.bytes / 1e6).toFixed(1)} MB)`);
-  if (scan.leaks.length) {
-    for (const l of scan.leaks.slice(0, 20)) console.log(`  ✘ a ${l.kind} (${l.preview}) is in ${path.basename(l.file)} line ${l.line}`);
-    console.log(`✘ log scan: ${scan.leaks.length} secret(s) found in the logs`);
-    failed++;
-    code = code || 1;
-  }
-  if (code !== 0 && failed === 0) failed = 1;
-  console.log(`\n${passed} passed, ${failed} failed`);
-  if (passed === 0 && code === 0) code = 1;
-} finally {
-  await redis.stop();
-  await pg.stop().catch(() => undefined);
-  // TEST_KEEP_WORK=1 keeps the logs and data of a run to read after it
-  if (setting('TEST_KEEP_WORK')) console.log(`work directory kept: ${work}`);
-  else rmSync(work, { recursive: true, force: true });
+  return { code: exit, passed: Math.max(summary(/(\d+) tests? passed/), marks['✔']), failed: Math.max(summary(/(\d+) tests? failed/), marks['✘']) };
 }
-process.exit(code);
