@@ -37,11 +37,16 @@ export interface DispatchParts {
 
 /** The request and upgrade handlers of the edge's listeners (`secure`: the TLS listener's). */
 export function requestDispatch({ routes, access, limiter, connections, proxy, meter, mark, capture }: DispatchParts) {
-const identityOf = (route: ShareRoute, req: IncomingMessage, secure: boolean): { ok: true; headers?: Record<string, string> } | { ok: false; code: ErrorCode; message: string } => {
+/**
+ * Whether the connection may reach `route`: its client certificate for a mutual-TLS share. `connection` is the one the
+ * request came on, taken when the request arrived: an HTTP/1.1 request's `req.socket` is gone once the exchange is
+ * over, and revocation asks again later.
+ */
+const identityOf = (route: ShareRoute, connection: Duplex | undefined, secure: boolean): { ok: true; headers?: Record<string, string> } | { ok: false; code: ErrorCode; message: string } => {
   if (!route.mutualTls) return { ok: true };
   if (!secure) return { ok: false, code: 'EH_MTLS_REQUIRED', message: 'this share requires mutual TLS: connect with https and present a client certificate of its hub' };
   if (!access.mutualTls) return { ok: false, code: 'EH_MTLS_UNAVAILABLE', message: 'mutual TLS is not available on this edge' };
-  const decision = access.mutualTls.check(route.hubId, req.socket as TLSSocket);
+  const decision = access.mutualTls.check(route.hubId, connection as TLSSocket);
   if (!decision.ok) return decision;
   return { ok: true, headers: { 'x-client-certificate-name': decision.identity.name, 'x-client-certificate-fingerprint': decision.identity.fingerprint } };
 };
@@ -49,11 +54,11 @@ const identityOf = (route: ShareRoute, req: IncomingMessage, secure: boolean): {
 const refusal = (req: IncomingMessage, host: string) => requestRefusal(req, host, mark);
 
 /** The rule that keeps an open connection of `route` (reached at `host`) admitted; see edge/revocation.ts. */
-const guardOf = (host: string, route: ShareRoute, req: IncomingMessage, secure: boolean, email: string | undefined, until?: number): Guard => () => {
+const guardOf = (host: string, route: ShareRoute, connection: Duplex, secure: boolean, email: string | undefined, until?: number): Guard => () => {
   if (until !== undefined && Date.now() >= until) return 'the login session is due to be checked again';
   const current = routes.lookup(host);
   if (!current || current.zId !== route.zId) return 'the share is no longer published at this address';
-  const identity = identityOf(current, req, secure);
+  const identity = identityOf(current, connection, secure);
   if (!identity.ok) return identity.message;
   if (email !== undefined && current.auth) {
     if (current.auth.id !== route.auth?.id) return "the share's auth provider changed";
@@ -83,13 +88,13 @@ const handle = (secure: boolean) => (req: IncomingMessage, res: ServerResponse) 
   const refused = refusal(req, host);
   if (refused) return answer(res, ...refused);
   if (!route) return answer(res, 'EH_SHARE_NOT_PUBLISHED', host ? `no share is published at ${host}` : 'the request names no host');
-  const identity = identityOf(route, req, secure);
+  const identity = identityOf(route, socket, secure);
   if (!identity.ok) return answer(res, identity.code, identity.message);
   if (!limiter.enter(route.hubId)) return answer(res, 'EH_HUB_OVERLOADED', 'the hub has too many requests in progress on this edge; try again shortly', { 'retry-after': '1' });
   admitted = true;
   const ctx: ForwardContext = { secure, identity: identity.headers, tap };
   if (!route.auth) {
-    if (route.mutualTls) connections.watch(revocable(req, socket, true), guardOf(host, route, req, secure, undefined));
+    if (route.mutualTls) connections.watch(revocable(req, socket, true), guardOf(host, route, socket, secure, undefined));
     else connections.unwatch(socket);
     cancel = proxy.forward(req, res, route, ctx);
     return;
@@ -104,7 +109,7 @@ const handle = (secure: boolean) => (req: IncomingMessage, res: ServerResponse) 
       ctx.identity = { ...ctx.identity, 'x-forwarded-email': outcome.email };
       ctx.cookie = { value: login.stripCookies(req.headers.cookie) };
       if (res.destroyed) return; // the client left during the login check
-      connections.watch(revocable(req, socket, route.mutualTls), guardOf(host, route, req, secure, outcome.email, outcome.until));
+      connections.watch(revocable(req, socket, route.mutualTls), guardOf(host, route, socket, secure, outcome.email, outcome.until));
       cancel = proxy.forward(req, res, route, ctx);
     })
     .catch((err) => {
@@ -125,14 +130,14 @@ const upgrade = (secure: boolean) => (req: IncomingMessage, socket: Duplex, head
     meter.settle(socket as Socket, undefined);
     return answerSocket(socket, 'EH_SHARE_NOT_PUBLISHED', `no share is published at ${host}`);
   }
-  const identity = identityOf(route, req, secure);
+  const identity = identityOf(route, socket, secure);
   if (!identity.ok) return answerSocket(socket, identity.code, identity.message);
   if (!limiter.enter(route.hubId)) return answerSocket(socket, 'EH_HUB_OVERLOADED', 'the hub has too many connections in progress on this edge; try again shortly');
   socket.once('close', () => limiter.leave(route.hubId));
   const ctx: ForwardContext = { secure, identity: identity.headers };
   const spliced = (email: string | undefined, until?: number) => (s: Duplex) => {
     watchSocketAnswer(s, undefined);
-    connections.watch(s, guardOf(host, route, req, secure, email, until));
+    connections.watch(s, guardOf(host, route, socket, secure, email, until));
   };
   if (!route.auth) return proxy.upgrade(req, socket, head, route, ctx, spliced(undefined));
   if (!access.login) return answerSocket(socket, 'EH_LOGIN_UNAVAILABLE', 'this share requires login, which is not available on this edge');
