@@ -2,6 +2,7 @@
  * The edge in tests: an in-process edge on free loopback ports against the stack's database, raw HTTP(S) requests
  * to it with any Host (Node's resolver does not map *.localhost to loopback), and shares made ACTIVE and routed.
  */
+import { readFileSync } from 'node:fs';
 import net from 'node:net';
 import http, { type IncomingHttpHeaders } from 'node:http';
 import https from 'node:https';
@@ -158,10 +159,15 @@ export function readBody(req: http.IncomingMessage): Promise<Buffer> {
   });
 }
 
-/** `n` consecutive ports nothing listens on now (for HUB_EDGE_TCP_PORTS); the first of them. */
+/** `n` consecutive ports nothing listens on now and nothing is handed later (for HUB_EDGE_TCP_PORTS); the first of them. */
 export async function freeRange(n: number): Promise<number> {
+  // below the kernel's ephemeral range: a port there is never handed out as some connection's source port or to a
+  // listen on port 0 between this check and the test's own listen (in the range, a port free now was taken later)
+  const ephemeralStart = Number(readFileSync('/proc/sys/net/ipv4/ip_local_port_range', 'utf8').trim().split(/\s+/)[0]) || 32_768;
+  const low = 10_000;
+  const span = Math.max(1_000, ephemeralStart - low - n);
   for (;;) {
-    const base = 40_000 + Math.floor(Math.random() * 20_000);
+    const base = low + Math.floor(Math.random() * span);
     const servers: net.Server[] = [];
     try {
       for (let i = 0; i < n; i++) {
