@@ -275,8 +275,9 @@ export async function share(options) {
     const client = await clientCertificate(api, hub, options.dir, baseUrl.host);
     if (options.tcp) {
       const { hostname, port } = new URL(created.frontendEndpoint);
-      const sni = dialHost(hostname) === hostname ? '' : ` -servername ${hostname}`;
-      options.log(`openssl s_client -connect ${dialHost(hostname)}:${port}${sni}${client.ca ? ` -CAfile ${client.ca}` : ''} -cert ${client.cert} -key ${client.key}`);
+      const host = dialHost(hostname);
+      const sni = host === hostname ? '' : ` -servername ${hostname}`;
+      options.log(`openssl s_client -connect ${host}:${port}${sni}${client.ca ? ` -CAfile ${client.ca}` : ''} -cert ${client.cert} -key ${client.key}`);
     } else options.log(`curl ${client.ca ? `--cacert ${client.ca} ` : ''}--cert ${client.cert} --key ${client.key} ${created.frontendEndpoint}`);
   }
   try {
