@@ -6,12 +6,12 @@
 import test from 'ava';
 import { Sequelize } from 'sequelize';
 import { migrate } from '../../shared/migrate.js';
-import { scratchDatabase } from '../helpers/scratchDatabase.js';
+import { emptyDatabase } from '../helpers/emptyDatabase.js';
 
 const BEFORE_REACH = '1002-secret-key-probe.ts';
 
 test('1100: environments that have or had agents get reach agent, the others reach edge', async (t) => {
-  const sequelize = new Sequelize(await scratchDatabase('reach'), { logging: false });
+  const sequelize = new Sequelize(await emptyDatabase('reach'), { logging: false });
   try {
     const applied = await migrate(sequelize, { to: BEFORE_REACH });
     t.is(applied.at(-1), BEFORE_REACH);

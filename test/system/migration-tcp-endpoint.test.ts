@@ -8,12 +8,12 @@
 import test from 'ava';
 import { Sequelize } from 'sequelize';
 import { migrate } from '../../shared/migrate.js';
-import { scratchDatabase } from '../helpers/scratchDatabase.js';
+import { emptyDatabase } from '../helpers/emptyDatabase.js';
 
 const BEFORE = '1401-tcp-shares.ts';
 
 test('1402: a TCP share with an https:// address gets tcp://HOST:ITS-PORT back; the database keeps it so', async (t) => {
-  const sequelize = new Sequelize(await scratchDatabase('tcp_endpoint'), { logging: false });
+  const sequelize = new Sequelize(await emptyDatabase('tcp_endpoint'), { logging: false });
   try {
     const applied = await migrate(sequelize, { to: BEFORE });
     t.is(applied.at(-1), BEFORE);

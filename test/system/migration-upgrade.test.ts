@@ -12,7 +12,7 @@ import { resetConfig } from '../../shared/config.js';
 import { migrate } from '../../shared/migrate.js';
 import { registerSecret } from '../helpers/logScan.js';
 import { makeCsr } from '../helpers/pki.js';
-import { scratchDatabase } from '../helpers/scratchDatabase.js';
+import { emptyDatabase } from '../helpers/emptyDatabase.js';
 import { makeCall, startStack, type Stack } from '../helpers/stack.js';
 
 const BEFORE_SEALING = '0800-signing-key-revocation.ts';
@@ -28,7 +28,7 @@ const tokens = [
 for (const t of tokens) registerSecret('token string', t.token);
 
 test.before(async () => {
-  databaseUrl = await scratchDatabase('upgrade');
+  databaseUrl = await emptyDatabase('upgrade');
 
   // the same HUB_SECRET_KEY for the migration and the service that reads its output
   process.env.HUB_SECRET_KEY = secretKey;

@@ -5,7 +5,7 @@
 import { randomBytes } from 'node:crypto';
 import pg from 'pg';
 
-export async function scratchDatabase(prefix: string): Promise<string> {
+export async function emptyDatabase(prefix: string): Promise<string> {
   const base = process.env.TEST_POSTGRES_URL;
   if (!base) throw new Error('run the tests with `npm test` (it starts PostgreSQL for them)');
   const name = `${prefix}_${randomBytes(5).toString('hex')}`;
