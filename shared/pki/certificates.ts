@@ -2,8 +2,7 @@ import { createHash, randomBytes, sign, X509Certificate, type KeyObject } from '
 import * as asn1js from 'asn1js';
 import { AlgorithmIdentifier, AuthorityKeyIdentifier, BasicConstraints, Certificate, Extension, ExtKeyUsage, PublicKeyInfo, RelativeDistinguishedNames, Time, TimeType } from 'pkijs';
 import { refusal } from '../errors.js';
-import { derToPem, pemToDer } from './der.js';
-import { nameEntries, nameFromDer, nameToString } from './names.js';
+import { assertDer, derToPem, pemToDer, readElement } from './der.js';
 
 /**
  * Certificates built from pkijs's X.509 schema, in the exact profile the API documents for generated certificates, and signed with node:crypto
@@ -36,11 +35,10 @@ export type Profile =
   | { kind: 'ca'; pathLength?: number };
 
 export interface IssueRequest {
-  /** A parsed Name: its bytes are certified as they are. */
-  subject: RelativeDistinguishedNames;
-  publicKey: PublicKeyInfo;
-  /** The key's SubjectPublicKeyInfo DER when it is at hand (it is certified as it is instead of encoded again). */
-  publicKeyDer?: Uint8Array;
+  /** The subject: a Name pkijs parsed or built, or a Name's DER. Either way its bytes are certified as they are. */
+  subject: RelativeDistinguishedNames | Uint8Array;
+  /** The key: a PublicKeyInfo, or a SubjectPublicKeyInfo's DER (certified as it is, not encoded again). */
+  publicKey: PublicKeyInfo | Uint8Array;
   issuer: Signer;
   notBefore: Date;
   notAfter: Date;
@@ -53,21 +51,44 @@ export interface Issued {
   fingerprintSha256: string;
 }
 
+/**
+ * The subjectPublicKey bits of a SubjectPublicKeyInfo's DER (SEQUENCE { AlgorithmIdentifier, BIT STRING }), read from
+ * the two elements' headers. Throws unless it is strict DER of that shape with whole bytes of key.
+ */
+function subjectPublicKeyBits(spkiDer: Uint8Array): Buffer {
+  const der = Buffer.from(spkiDer.buffer, spkiDer.byteOffset, spkiDer.byteLength);
+  assertDer(der);
+  const spki = readElement(der);
+  if (spki.tag !== 0x30) throw new Error('a SubjectPublicKeyInfo is a SEQUENCE');
+  const algorithm = readElement(spki.content);
+  const bits = algorithm.raw.length < spki.content.length ? readElement(spki.content, algorithm.raw.length) : undefined;
+  if (algorithm.tag !== 0x30 || bits?.tag !== 0x03 || algorithm.raw.length + bits.raw.length !== spki.content.length) {
+    throw new Error('a SubjectPublicKeyInfo is an AlgorithmIdentifier and a BIT STRING');
+  }
+  if (bits.content[0] !== 0) throw new Error('subjectPublicKey BIT STRING with unused bits');
+  return bits.content.subarray(1);
+}
+
 /** RFC 5280 4.2.1.2 method 1: SHA-1 of the subjectPublicKey bits. */
-export function keyIdentifier(publicKey: PublicKeyInfo): Buffer {
-  return createHash('sha1').update(publicKey.subjectPublicKey.valueBlock.valueHexView).digest();
+export function keyIdentifier(publicKey: PublicKeyInfo | Uint8Array): Buffer {
+  const bits = publicKey instanceof Uint8Array ? subjectPublicKeyBits(publicKey) : publicKey.subjectPublicKey.valueBlock.valueHexView;
+  return createHash('sha1').update(bits).digest();
 }
 
 /** A public key from its SubjectPublicKeyInfo DER (what node:crypto exports). */
 export const publicKeyInfo = (spkiDer: Buffer) => PublicKeyInfo.fromBER(new Uint8Array(spkiDer));
 
 /**
- * The subject Name and SubjectPublicKeyInfo of a verified CSR, from their DER, as issueCertificate takes them (both
- * certified as they were encoded), and the subject as text. Throws when either does not read.
+ * The subject Name and SubjectPublicKeyInfo of a CSR the web process verified, from their DER, as issueCertificate
+ * takes them: certified as they were encoded and signed, so not parsed into objects again (a fresh worker would run
+ * that ASN.1 code in V8's slow tiers for every issuance). What is checked: both are strict DER, the Name a SEQUENCE
+ * (of RDNs) and the key a SEQUENCE of an AlgorithmIdentifier and a BIT STRING. Throws when either is not.
  */
-export function partsToCertify(subjectDer: Buffer, spkiDer: Buffer) {
-  const subject = nameFromDer(subjectDer);
-  return { subject, publicKey: publicKeyInfo(spkiDer), publicKeyDer: spkiDer, subjectText: nameToString(nameEntries(subject)) };
+export function partsToCertify(subjectDer: Buffer, spkiDer: Buffer): { subject: Uint8Array; publicKey: Uint8Array } {
+  assertDer(subjectDer);
+  if (subjectDer[0] !== 0x30) throw new Error('a Name is a SEQUENCE');
+  subjectPublicKeyBits(spkiDer);
+  return { subject: subjectDer, publicKey: spkiDer };
 }
 
 /** 16 random bytes, positive and minimally encoded: 126 bits of randomness. */
@@ -128,9 +149,12 @@ function partsOf(signer: Signer) {
   return parts;
 }
 
-/** A parsed Name as its bytes (pkijs keeps them); a Name built from its fields is encoded once. */
-const encodedName = (name: RelativeDistinguishedNames) =>
-  asEncoded(new RelativeDistinguishedNames(), name.valueBeforeDecode.byteLength ? name.valueBeforeDecode : name.toSchema().toBER());
+/** A Name's DER, or a parsed Name as its bytes (pkijs keeps them); a Name built from its fields is encoded once. */
+const encodedName = (name: RelativeDistinguishedNames | Uint8Array) =>
+  asEncoded(
+    new RelativeDistinguishedNames(),
+    name instanceof Uint8Array ? name : name.valueBeforeDecode.byteLength ? name.valueBeforeDecode : name.toSchema().toBER(),
+  );
 
 function extensions(req: IssueRequest): Extension[] {
   const ski = extension(OID.subjectKeyIdentifier, false, new asn1js.OctetString({ valueHex: new Uint8Array(keyIdentifier(req.publicKey)) }));
@@ -163,7 +187,7 @@ export async function issueCertificate(req: IssueRequest): Promise<Issued> {
     subject: encodedName(req.subject),
     notBefore: time(req.notBefore),
     notAfter: time(req.notAfter),
-    subjectPublicKeyInfo: req.publicKeyDer ? asEncoded(new PublicKeyInfo(), req.publicKeyDer) : req.publicKey,
+    subjectPublicKeyInfo: req.publicKey instanceof Uint8Array ? asEncoded(new PublicKeyInfo(), req.publicKey) : req.publicKey,
     extensions: extensions(req),
   });
   // RFC 5758 3.2: ecdsa-with-SHA256 has no parameters, the same in the TBS (signature) and around it

@@ -1,8 +1,7 @@
 /**
  * An issuance job carries the parts of a CSR the web process verified (its subject Name and key as encoded, and the
  * subject as text), not the CSR: the worker certifies those bytes without parsing a CSR again. What it still checks:
- * the subject text stored beside the certificate is the Name it certifies, and parts that do not read are a refusal
- * for good (no retry, nothing written), not a crash.
+ * parts that are not a Name and a key in strict DER are a refusal for good (no retry, nothing written), not a crash.
  */
 import { X509Certificate } from 'node:crypto';
 import test from 'ava';
@@ -13,7 +12,7 @@ import { useStack } from '../helpers/stack.js';
 
 const stack = useStack(test);
 
-test('the worker certifies the Name and key it was given, and refuses parts that disagree or do not read', async (t) => {
+test('the worker certifies the Name and key it was given, byte for byte, and refuses parts that do not read', async (t) => {
   const hub = await stack.hub();
   const parts = issueRequestOf(await parseCsr(await makeCsr('/CN=parts.example.com/O=Acme')));
   const issue = (name: string, changes: Partial<IssuePayload>) =>
@@ -25,11 +24,15 @@ test('the worker certifies the Name and key it was given, and refuses parts that
   const cert = new X509Certificate(row.certificate_pem);
   t.is(cert.subject, 'CN=parts.example.com\nO=Acme');
   t.true(cert.publicKey.export({ type: 'spki', format: 'der' }).equals(Buffer.from(parts.spki, 'base64')), 'the key certified is the one checked');
+  t.true(cert.raw.includes(Buffer.from(parts.subjectDer, 'base64')), 'the Name certified is the bytes checked');
 
   const refused: [string, Partial<IssuePayload>, RegExp][] = [
-    ['a subject text that is not the Name', { subject: 'CN=someone-else.example.com, O=Acme' }, /is not the subject that was checked/],
     ['a Name that does not read', { subjectDer: Buffer.from('not a name').toString('base64') }, /could not be read/],
+    ['a Name that is not a SEQUENCE', { subjectDer: Buffer.from([0x31, 0x00]).toString('base64') }, /could not be read \(a Name is a SEQUENCE\)/],
+    ['a Name with bytes after it', { subjectDer: Buffer.concat([Buffer.from(parts.subjectDer, 'base64'), Buffer.from([0x05, 0x00])]).toString('base64') }, /trailing data/],
     ['a key that does not read', { spki: Buffer.from([0x30, 0x03, 0x02, 0x01, 0x00]).toString('base64') }, /could not be read/],
+    ['a key without its BIT STRING', { spki: Buffer.from([0x30, 0x05, 0x30, 0x03, 0x06, 0x01, 0x2a]).toString('base64') }, /an AlgorithmIdentifier and a BIT STRING/],
+    ['a key with unused bits', { spki: Buffer.from([0x30, 0x09, 0x30, 0x03, 0x06, 0x01, 0x2a, 0x03, 0x02, 0x01, 0x80]).toString('base64') }, /unused bits/],
   ];
   for (const [i, [what, changes, why]] of refused.entries()) {
     const err = (await t.throwsAsync(issue(`parts-refused-${i}`, changes), undefined, what)) as Error & { code?: string };
