@@ -8,13 +8,14 @@
  *   npm run bench:enroll          (BENCH_COLD, BENCH_COLD_CONCURRENCY, BENCH_ENROLLMENTS, BENCH_CONCURRENCY, BENCH_WARMUP, BENCH_WARMUP_MAX)
  *   BENCH_ENROLLMENTS=0 npm run bench:enroll      (the cold measurement only)
  *
- * Cold first, as a user meets it: the tokens and JWTs are made by a set-up web process, which then stops; a fresh web
- * and a fresh worker process (as `npm start` runs them) serve the first BENCH_COLD (600) enrollments at
+ * Cold first, as a user meets it: the tokens and JWTs are made by a set-up web process, which then stops; fresh web,
+ * worker, clock and edge processes (all that `npm start` runs; the edge reads every certificate issued, for mutual
+ * TLS, and the clock's timers run) serve the first BENCH_COLD (600) enrollments at
  * BENCH_COLD_CONCURRENCY (16), with no warm-up (the hub's issuing CA is made by the first of them). Then the warm
  * measurement on the same processes: warm-up slices until stable, then BENCH_ENROLLMENTS. Both are printed with
  * their ratio to the raw sign rate measured in the same run. Target: >= 300 enrollments/s cold.
  *
- * Starts its own embedded PostgreSQL, redis-server, API and worker processes, and stops them.
+ * Starts its own embedded PostgreSQL, redis-server, API, worker, clock and edge processes, and stops them.
  */
 import { execFileSync } from 'node:child_process';
 import { writeFileSync } from 'node:fs';
@@ -171,7 +172,17 @@ try {
   const spawned = performance.now();
   const worker = startProcess(ws, 'workers/index.ts', { ...env, HUB_PROCESS: 'worker' });
   const web = startProcess(ws, 'api/server.ts', { ...env, HUB_PROCESS: 'web' });
+  const clock = startProcess(ws, 'workers/clock.ts', { ...env, HUB_PROCESS: 'clock' });
+  const edgePort = await freePort();
+  const edge = startProcess(ws, 'edge/index.ts', { ...env, HUB_PROCESS: 'edge', HUB_EDGE_HTTP_PORT: String(edgePort), HUB_EDGE_HTTPS_PORT: String(await freePort()) });
   await waitUntilHealthy(base.origin, web);
+  // the edge listens once it has loaded what it serves (routes, certificates): any answer will do
+  for (const deadline = Date.now() + 30_000; ; ) {
+    const answered = await fetch(`http://127.0.0.1:${edgePort}/`).then((r) => r.arrayBuffer().then(() => true), () => false);
+    if (answered) break;
+    if (Date.now() > deadline || edge.exitCode !== null) throw new Error('the edge did not start');
+    await new Promise((r) => setTimeout(r, 100));
+  }
   const startMs = performance.now() - spawned;
   const startCpu = { web: cpuMs(web.pid), worker: cpuMs(worker.pid) };
   console.log(`start:         the web process answered ${(startMs / 1000).toFixed(2)} s after both were started; CPU so far: web ${startCpu.web.toFixed(0)} ms, worker ${startCpu.worker.toFixed(0)} ms`);
@@ -182,8 +193,15 @@ try {
     if (r.status !== 201) failures.push(`${r.status} ${JSON.stringify(r.json)}`);
   };
   const pgDir = services.postgresDataDir;
-  const serviceCpu = () => ({ web: cpuMs(web.pid), worker: cpuMs(worker.pid), postgres: postgresCpuMs(pgDir), redis: cpuMs(services.redisPid) });
-  const sumCpu = (c: ReturnType<typeof serviceCpu>) => c.web + c.worker + c.postgres + c.redis;
+  const serviceCpu = () => ({
+    web: cpuMs(web.pid),
+    worker: cpuMs(worker.pid),
+    postgres: postgresCpuMs(pgDir),
+    redis: cpuMs(services.redisPid),
+    edge: cpuMs(edge.pid),
+    clock: cpuMs(clock.pid),
+  });
+  const sumCpu = (c: ReturnType<typeof serviceCpu>) => c.web + c.worker + c.postgres + c.redis + c.edge + c.clock;
   // cold: the first enrollments the fresh processes serve, no warm-up
   const coldBefore = serviceCpu();
   const splitBefore = { web: cpuSplitMs(web.pid), worker: cpuSplitMs(worker.pid) };
@@ -205,7 +223,9 @@ try {
   console.log(`cold:          the first ${COLD} enrollments after start, ${COLD_CONCURRENCY} concurrent clients, no warm-up: ${coldRate.toFixed(0)} enrollments/s (target >= 300: ${coldRate >= 300 ? 'met' : 'NOT met'})`);
   console.log(`               ratio ${(coldRate / coldSigns).toFixed(4)} of raw signs/s (${coldSigns.toFixed(0)}, measured right after); service CPU ${coldCpu.toFixed(2)} ms per enrollment (web ${coldWeb.toFixed(2)}, of it kernel ${coldKernel.web}; worker ${coldWorker.toFixed(2)}, of it kernel ${coldKernel.worker}); load average ${os.loadavg()[0].toFixed(1)}`);
   const coldPer = (ms: number) => (ms / COLD).toFixed(2);
-  console.log(`               PostgreSQL ${coldPer(coldAfter.postgres - coldBefore.postgres)}, Redis ${coldPer(coldAfter.redis - coldBefore.redis)} ms per enrollment; load generator (this process) ${coldPer((coldBenchCpu.user + coldBenchCpu.system) / 1000)} ms`);
+  console.log(
+    `               PostgreSQL ${coldPer(coldAfter.postgres - coldBefore.postgres)}, Redis ${coldPer(coldAfter.redis - coldBefore.redis)}, edge ${coldPer(coldAfter.edge - coldBefore.edge)}, clock ${coldPer(coldAfter.clock - coldBefore.clock)} ms per enrollment; load generator (this process) ${coldPer((coldBenchCpu.user + coldBenchCpu.system) / 1000)} ms`,
+  );
   console.log(`               Redis commands per enrollment: ${coldCommands}`);
 
   if (ENROLLMENTS === 0) {
@@ -227,11 +247,11 @@ try {
     await timed(n, CONCURRENCY, (i) => enrollOne(warmed + i));
     const now = serviceCpu();
     slices.push((sumCpu(now) - before) / n);
-    parts.push([now.web - at.web, now.worker - at.worker, now.postgres - at.postgres, now.redis - at.redis].map((x) => (x / n).toFixed(1)).join('/'));
+    parts.push([now.web - at.web, now.worker - at.worker, now.postgres - at.postgres, now.redis - at.redis, now.edge - at.edge].map((x) => (x / n).toFixed(1)).join('/'));
     warmed += n;
   }
   console.log(`warm-up:       ${warmed - COLD} enrollments, service CPU ms per enrollment by slice of ${WARMUP_SLICE}: ${slices.map((x) => x.toFixed(2)).join(' ')}${stable() ? ' (stable)' : ' (not stable: BENCH_WARMUP_MAX reached)'}`);
-  console.log(`               by process (web/worker/PostgreSQL/Redis): ${parts.join(' ')}`);
+  console.log(`               by process (web/worker/PostgreSQL/Redis/edge): ${parts.join(' ')}`);
   const cpuBefore = { ...serviceCpu(), bench: process.cpuUsage() };
   const ms = await timed(ENROLLMENTS, CONCURRENCY, (i) => enrollOne(warmed + i));
   const benchCpu = process.cpuUsage(cpuBefore.bench);
@@ -241,9 +261,10 @@ try {
     worker: perEnrollMs(cpuMs(worker.pid) - cpuBefore.worker),
     postgres: perEnrollMs(postgresCpuMs(pgDir) - cpuBefore.postgres),
     redis: perEnrollMs(cpuMs(services.redisPid) - cpuBefore.redis),
+    edge: perEnrollMs(cpuMs(edge.pid) - cpuBefore.edge + cpuMs(clock.pid) - cpuBefore.clock),
     client: perEnrollMs((benchCpu.user + benchCpu.system) / 1000),
   };
-  const serviceCpuMs = Number(cpu.web) + Number(cpu.worker) + Number(cpu.postgres) + Number(cpu.redis);
+  const serviceCpuMs = Number(cpu.web) + Number(cpu.worker) + Number(cpu.postgres) + Number(cpu.redis) + Number(cpu.edge);
   if (failures.length) throw new Error(`${failures.length} enrollments failed, e.g. ${failures[0]}`);
   const count = await request(base, 'GET', `/hub/${hubId}/client-certificates?size=1`, undefined, bearer);
   if (count.json.totalElements !== warmed + ENROLLMENTS) throw new Error(`expected ${warmed + ENROLLMENTS} certificates, found ${count.json.totalElements}`);
@@ -253,7 +274,7 @@ try {
   console.log(`warm:          ${ENROLLMENTS} with ${CONCURRENCY} concurrent clients in ${(ms / 1000).toFixed(2)} s`);
   console.log(`end to end:    ${enrollRate.toFixed(0)} enrollments/s   (target >= 300)`);
   console.log(`baseline:      ${signRate.toFixed(0)} raw ECDSA P-256 signs/s (node:crypto, one core, same run)`);
-  console.log(`cpu per enrollment: web ${cpu.web} ms, worker ${cpu.worker} ms, PostgreSQL ${cpu.postgres} ms, Redis ${cpu.redis} ms; load generator ${cpu.client} ms`);
+  console.log(`cpu per enrollment: web ${cpu.web} ms, worker ${cpu.worker} ms, PostgreSQL ${cpu.postgres} ms, Redis ${cpu.redis} ms, edge and clock ${cpu.edge} ms; load generator ${cpu.client} ms`);
   const cores = os.availableParallelism();
   console.log(`capacity:      ${((cores * 1000) / serviceCpuMs).toFixed(0)} enrollments/s if the service had all ${cores} cores to itself (${serviceCpuMs.toFixed(2)} CPU ms each; load average ${os.loadavg()[0].toFixed(1)} during the run)`);
   console.log(`ratio:         ${(enrollRate / signRate).toFixed(4)} (enrollments per raw signature time)`);

@@ -53,7 +53,9 @@ export class ChangeRouting {
     if (change.table === 'agents') work.push(t.directory.reload().then(() => t.gateway?.directoryChanged()));
     if (change.table === 'edge_processes') work.push(t.live()?.changed());
     this.applied = Promise.all([this.applied, ...work]).catch((err) => logger.error({ err: (err as Error).message, change }, 'edge: change not applied'));
-    if (REVOCATION_TABLES.has(change.table)) void this.applied.then(() => (t.connections.sweep(), t.tcp.sweep()));
+    // a certificate added revokes nothing (its hub's CA, rows changed or deleted may): no pass over open connections
+    const revokes = REVOCATION_TABLES.has(change.table) && !(change.table === 'client_certificates' && change.op === 'INSERT');
+    if (revokes) void this.applied.then(() => (t.connections.sweep(), t.tcp.sweep()));
     if (change.table === 'shares' || change.table === 'share_frontends' || FULL_RELOAD_TABLES.has(change.table)) void this.applied.then(() => t.gateway?.targetsChanged());
   }
 

@@ -39,6 +39,17 @@ export interface EdgeChange {
   op: 'INSERT' | 'UPDATE' | 'DELETE';
   hubId: string | null;
   id: string | null;
+  /** A client certificate's notification carries the row as the edge keeps it (timestamps as JSON text). */
+  certificate?: {
+    id: string;
+    hub_id: string;
+    name: string;
+    fingerprint_sha256: string;
+    serial_number: string;
+    issuer_id: string | null;
+    not_before: string;
+    not_after: string;
+  };
 }
 
 export const EDGE_CHANNEL = 'edgehub_edge';

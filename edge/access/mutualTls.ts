@@ -138,6 +138,13 @@ export class ClientCertificateRegistry {
   /** Incremental refresh from a change notification: one certificate by id, else the hub, else everything. */
   onChange(change: EdgeChange): Promise<void> {
     if (change.table === 'client_certificates') {
+      const carried = change.certificate;
+      // the notification carries the row (added or changed): kept as it says, in order with loads and reads
+      if (carried && change.op !== 'DELETE') return this.serialised(() => this.keep(carried));
+      if (change.id && change.op === 'DELETE') {
+        const id = change.id;
+        return this.serialised(async () => this.remove(id));
+      }
       if (change.id) return this.serialised(() => this.refreshCertificate(change.id as string));
       if (change.hubId) return this.serialised(() => this.refreshHub(change.hubId as string));
       return this.load();
@@ -223,6 +230,13 @@ export class ClientCertificateRegistry {
     for (const listed of [...this.byId.values()]) if (listed.hubId === hubId) this.remove(listed.id);
     this.issuedSerials.delete(hubId);
     this.cas.delete(hubId);
+  }
+
+  /** A certificate row as a change notification carried it. */
+  private async keep(row: NonNullable<EdgeChange['certificate']>): Promise<void> {
+    this.add(toListed({ ...row, not_before: new Date(row.not_before), not_after: new Date(row.not_after) }));
+    // an issued certificate may name a CA this process has not seen yet (a hub's first issuance)
+    if (row.issuer_id && !this.cas.has(row.hub_id)) await this.refreshCa(row.hub_id);
   }
 
   private async refreshCertificate(id: string): Promise<void> {

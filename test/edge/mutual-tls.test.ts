@@ -10,6 +10,8 @@ import type { TLSSocket } from 'node:tls';
 import test from 'ava';
 import pg from 'pg';
 import { ClientCertificateRegistry, mutualTlsServerOptions } from '../../edge/access/mutualTls.js';
+import { ChangeFeed } from '../../edge/changes.js';
+import type { EdgeChange } from '../../edge/types.js';
 import { type HubFixture, useStack } from '../helpers/stack.js';
 import { curlRequest, httpsRequest, keyAndCsr, selfSigned, serverCertificate, tempFile } from '../helpers/tlsClient.js';
 import { assertRefused } from '../helpers/refusals.js';
@@ -160,4 +162,59 @@ test('the hub registry refreshes one hub on a change without an id, and a full r
   await registry.load();
   const r = await httpsRequest(`${base}/${hubA.hubId}`, { cert: c.cert, key: c.key });
   assertRefused(t, r, 403, 'forbidden', 'EH_MTLS_CERT_DELETED');
+});
+
+test.serial("a certificate's change notification carries what the edge keeps: enrolled, renamed and deleted with no query", async (t) => {
+  const statements: string[] = [];
+  const counting = Object.create(pool) as pg.Pool;
+  counting.query = ((text: string, values?: unknown[]) => {
+    statements.push(text);
+    return pool.query(text, values);
+  }) as pg.Pool['query'];
+  const fresh = new ClientCertificateRegistry(counting);
+  await generated(hubA, 'carried-first'); // the hub's issuing CA exists before the registry loads
+  await fresh.load();
+  const feed = new ChangeFeed(stack.databaseUrl);
+  const changes: EdgeChange[] = [];
+  feed.on('change', (c) => {
+    if (c.table === 'client_certificates') changes.push(c);
+  });
+  await feed.start();
+  const previous = registry;
+  registry = fresh;
+  try {
+    const next = async (op: EdgeChange['op']) => {
+      for (let i = 0; i < 100 && !changes.some((c) => c.op === op); i++) await new Promise((r) => setTimeout(r, 20));
+      const change = changes.find((c) => c.op === op) as EdgeChange;
+      changes.length = 0;
+      return change;
+    };
+    const tok = await hubA.call('POST', `${hubA.h}/certificate-request-tokens`, { body: { name: 'carried', commonName: 'carried' } });
+    const jwt = await hubA.call('GET', `${hubA.h2}/certificate-request-tokens/${tok.json.id}/enrollment-jwt`);
+    const { keyPem, csrPem } = await keyAndCsr('/CN=carried');
+    const enrolled = await stack.call('POST', `${hubA.h2}/client-certificates/enroll`, { body: { jwt: jwt.json.jwt, csr: csrPem } });
+    t.is(enrolled.status, 201, enrolled.text);
+    statements.length = 0;
+
+    const inserted = await next('INSERT');
+    t.like(inserted.certificate, { id: enrolled.json.id, hub_id: hubA.hubId, name: 'carried', fingerprint_sha256: enrolled.json.fingerprintSha256 });
+    await fresh.onChange(inserted);
+    const admitted = await httpsRequest(`${base}/${hubA.hubId}`, { cert: enrolled.json.value, key: keyPem });
+    t.is(admitted.status, 200, admitted.body);
+    t.is(admitted.json.identity.name, 'carried');
+
+    t.is((await hubA.call('PATCH', `${hubA.h}/client-certificates/${enrolled.json.id}`, { body: { name: 'carried-renamed' } })).status, 200);
+    await fresh.onChange(await next('UPDATE'));
+    t.is((await httpsRequest(`${base}/${hubA.hubId}`, { cert: enrolled.json.value, key: keyPem })).json.identity.name, 'carried-renamed');
+
+    t.is((await hubA.call('DELETE', `${hubA.h}/client-certificates/${enrolled.json.id}`)).status, 200);
+    const deleted = await next('DELETE');
+    t.is(deleted.certificate, undefined, 'a deletion names the row alone');
+    await fresh.onChange(deleted);
+    assertRefused(t, await httpsRequest(`${base}/${hubA.hubId}`, { cert: enrolled.json.value, key: keyPem }), 403, 'forbidden', 'EH_MTLS_CERT_DELETED');
+    t.deepEqual(statements, [], 'the registry read nothing');
+  } finally {
+    registry = previous;
+    await feed.stop();
+  }
 });
