@@ -12,6 +12,7 @@ import autocannon from 'autocannon';
 import pg from 'pg';
 import { Sequelize } from 'sequelize';
 import { freePort, startPostgres, startRedis } from '../scripts/services/index.js';
+import { gcFlags } from '../shared/config.js';
 import { migrate } from '../shared/migrate.js';
 import { buildTree } from '../scripts/build.js';
 
@@ -95,12 +96,16 @@ export function compiledScript(ws: BenchWorkspace, script: string, dir = '.'): s
 
 /**
  * `<script>` of this checkout, compiled as `npm start` runs it, with `env` (stdout ignored, stderr inherited),
- * stopped by the workspace's cleanUp(). BENCH_PROFILE=<dir> writes a V8 CPU profile of each process there;
+ * stopped by the workspace's cleanUp(), with the node flags npm start gives its children (HUB_GC_THREADS: `parallel`
+ * measures Node's default collector). BENCH_PROFILE=<dir> writes a V8 CPU profile of each process there;
  * BENCH_NODE_FLAGS adds node flags to each (e.g. `--perf-basic-prof` for `perf record`, `--trace-deopt`).
  */
 export function startProcess(ws: BenchWorkspace, script: string, env: NodeJS.ProcessEnv): ChildProcess {
   const profile = process.env.BENCH_PROFILE ? ['--cpu-prof', `--cpu-prof-dir=${process.env.BENCH_PROFILE}`] : [];
-  const flags = (process.env.BENCH_NODE_FLAGS ?? '').split(' ').filter(Boolean);
+  // the flags npm start gives its children (HUB_GC_THREADS), then any the bench is asked for
+  const mode = env.HUB_GC_THREADS ?? process.env.HUB_GC_THREADS ?? 'auto';
+  const startFlags = mode === 'single' || mode === 'parallel' || mode === 'auto' ? gcFlags(mode) : [];
+  const flags = [...startFlags, ...(process.env.BENCH_NODE_FLAGS ?? '').split(' ').filter(Boolean)];
   const child = spawn(process.execPath, [...profile, ...flags, compiledScript(ws, script)], { env, stdio: ['ignore', 'ignore', 'inherit'] });
   ws.onCleanup(() => stopChild(child));
   return child;

@@ -124,7 +124,7 @@ try {
   const tree = path.join(path.resolve(cfg.dataDir), 'build');
   const compiled = buildTree(process.cwd(), tree);
   console.error(`edgehub: compiled ${compiled} TypeScript files into ${tree} in ${((Date.now() - built) / 1000).toFixed(1)} s`);
-  supervisor = new Supervisor(children(tree), { env, backoffMs: cfg.restartBackoff.minMs, maxBackoffMs: cfg.restartBackoff.maxMs, metricsBasePort: cfg.metricsListener?.port });
+  supervisor = new Supervisor(children(tree), { env, backoffMs: cfg.restartBackoff.minMs, maxBackoffMs: cfg.restartBackoff.maxMs, metricsBasePort: cfg.metricsListener?.port, execArgv: cfg.nodeFlags });
   supervisor.start();
   const base = `http://localhost:${cfg.port}`;
   console.log(`\nedgehub is starting at ${base}  (public base URL ${cfg.publicBaseUrl})`);

@@ -34,6 +34,8 @@ export interface SupervisorOptions {
   /** This many consecutive early exits are reported as a crash loop (default 5). */
   crashLoopAfter?: number;
   log?: (line: string) => void;
+  /** Node flags for every child (e.g. the garbage collector's). */
+  execArgv?: string[];
 }
 
 interface Slot {
@@ -62,6 +64,7 @@ export class Supervisor {
   private readonly stableMs: number;
   private readonly crashLoopAfter: number;
   private readonly log: (line: string) => void;
+  private readonly execArgv: string[];
 
   constructor(
     specs: ChildSpec[],
@@ -73,6 +76,7 @@ export class Supervisor {
     this.stableMs = options.stableMs ?? 30_000;
     this.crashLoopAfter = options.crashLoopAfter ?? 5;
     this.log = options.log ?? ((line) => console.error(line));
+    this.execArgv = options.execArgv ?? [];
     const metricsBase = options.metricsBasePort;
     for (const spec of specs) {
       const n = spec.instances ?? 1;
@@ -98,7 +102,7 @@ export class Supervisor {
 
   private spawn(slot: Slot): void {
     slot.timer = undefined;
-    cluster.setupPrimary({ exec: slot.spec.script, execArgv: slot.spec.script.endsWith('.ts') ? ['--import', 'tsx'] : [], silent: false });
+    cluster.setupPrimary({ exec: slot.spec.script, execArgv: [...this.execArgv, ...(slot.spec.script.endsWith('.ts') ? ['--import', 'tsx'] : [])], silent: false });
     const worker = cluster.fork(slot.env);
     slot.worker = worker;
     slot.startedAt = Date.now();

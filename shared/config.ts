@@ -1,5 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import { existsSync, linkSync, mkdirSync, readFileSync, unlinkSync, writeFileSync } from 'node:fs';
+import os from 'node:os';
 import path from 'node:path';
 import ipaddr from 'ipaddr.js';
 import { durationMs } from './durations.js';
@@ -64,6 +65,8 @@ export interface Config {
   metricsListener?: { port: number; host: string };
   /** npm start: web processes, and its restart back-off of dead children. */
   webConcurrency: number;
+  /** Node flags of the processes npm start runs (HUB_GC_THREADS). */
+  nodeFlags: string[];
   restartBackoff: { minMs: number; maxMs: number };
   showSecrets: boolean;
   /** Request inspection: exchanges kept per share (count, age), bytes of each body kept, the capture queue per edge. */
@@ -264,6 +267,7 @@ export function loadConfig(env?: NodeJS.ProcessEnv): Config {
     healthCheckReconcileCron: e.HUB_HEALTH_CHECK_RECONCILE_CRON,
     metricsListener: e.HUB_METRICS_PORT === undefined ? undefined : { port: e.HUB_METRICS_PORT, host: e.HUB_METRICS_HOST },
     webConcurrency: e.WEB_CONCURRENCY,
+    nodeFlags: gcFlags(e.HUB_GC_THREADS),
     restartBackoff: { minMs: e.HUB_RESTART_BACKOFF_MS, maxMs: e.HUB_RESTART_BACKOFF_MAX_MS },
     showSecrets: e.HUB_SHOW_SECRETS,
     inspect: { max: e.HUB_INSPECT_MAX, ttlMs: durationMs(e.HUB_INSPECT_TTL)!, bodyBytes: e.HUB_INSPECT_BODY_BYTES, queue: e.HUB_INSPECT_QUEUE },
@@ -289,4 +293,12 @@ export function config(): Config {
 /** For tests and the start script: forget the cached configuration so the next call re-reads the environment. */
 export function resetConfig(): void {
   current = undefined;
+}
+
+/**
+ * The garbage collector's flags for a service process: single-threaded when asked, or on a machine of 2 cores or
+ * fewer (`auto`), where each process's collector helpers only take turns with the service's own threads.
+ */
+export function gcFlags(mode: 'auto' | 'single' | 'parallel', cores = os.availableParallelism()): string[] {
+  return mode === 'single' || (mode === 'auto' && cores <= 2) ? ['--single-threaded-gc'] : [];
 }

@@ -62,6 +62,11 @@ const SETTINGS = {
   HUB_RESTART_BACKOFF_MS: entry(int(1, 600_000, 1000), 'processes', "`npm start`'s first wait before restarting a child that died; doubles per crash"),
   HUB_RESTART_BACKOFF_MAX_MS: entry(int(1, 3_600_000, 30_000), 'processes', "`npm start`'s longest wait before restarting a child"),
   HUB_DB_POOL_MAX: entry(int(1, 1000, 10), 'processes', "PostgreSQL connections of a process's one pool, opened on demand and closed after 10 s idle"),
+  HUB_GC_THREADS: entry(
+    z.enum(['auto', 'single', 'parallel']).default('auto'),
+    'processes',
+    "how V8 collects garbage in the processes `npm start` runs: `single` on each process's own thread (`--single-threaded-gc`), `parallel` with helper threads (Node's default); `auto` is `single` on a machine of 2 cores or fewer, where the helper threads of every process's collector compete with the service's own work (a fifth less CPU per enrollment in the first minute after a start, measured with bench:enroll)",
+  ),
   HUB_EDGE_WORKERS: entry(optionalInt(1, 64), 'processes', "processes of the edge sharing its ports (under `npm start`, children `edge.1`, `edge.2`, ...; the Procfile's `edge` forks them itself)", '`1`'),
   HUB_EDGE_WORKER_INDEX: entry(optionalInt(0, 63), 'processes', 'set by the edge for each of its forked processes (places its metrics port); not for operators', 'none'),
   HUB_DEBUG_SERVICES: entry(flag, 'processes', "print the embedded PostgreSQL's own messages while `npm start` and `npm test` run it"),

@@ -1,9 +1,10 @@
-import { mkdtempSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import test from 'ava';
 import { freePort } from '../../scripts/services/index.js';
 import { Supervisor } from '../../scripts/supervisor.js';
+import { gcFlags } from '../../shared/config.js';
 import { pidAlive, spawnScript, type Spawned } from '../helpers/processes.js';
 import { makeCall, useStack, waitFor } from '../helpers/stack.js';
 
@@ -30,6 +31,7 @@ test('npm start: a SIGKILLed worker is restarted, the API keeps answering, the t
     HUB_EDGE_HTTPS_PORT: String(await freePort()),
     HUB_PROVISION_DELAY_MS: '1500',
     WEB_CONCURRENCY: '2',
+    HUB_GC_THREADS: 'single',
   });
   spawned.push(start);
   const call = makeCall(`http://127.0.0.1:${port}`);
@@ -37,6 +39,7 @@ test('npm start: a SIGKILLed worker is restarted, the API keeps answering, the t
   await start.waitForLine(/web\.1 started \(pid \d+/, 'web.1');
   await start.waitForLine(/web\.2 started \(pid \d+/, 'web.2');
   const workerPid = Number((await start.waitForLine(/worker started \(pid (\d+)/, 'the worker'))[1]);
+  t.true(readFileSync(`/proc/${workerPid}/cmdline`, 'utf8').split('\0').includes('--single-threaded-gc'), 'HUB_GC_THREADS reaches the children');
   await waitFor(async () => (await call('GET', '/healthz').catch(() => ({ status: 0 }))).status === 200, { what: 'the API', timeoutMs: 60_000 });
 
   const hub = await call('POST', '/admin/v1/hubs', { auth: admin, body: { name: 'supervised', features: { ipsec: true } } });
@@ -123,4 +126,31 @@ test('a child that dies at once, again and again, is reported as crash-looping a
   const loop = lines.find((l) => /CRASH-LOOPING/.test(l))!;
   t.regex(loop, /broken is CRASH-LOOPING: it died 4 times in a row/);
   t.regex(loop, /last: exit code 3/);
+});
+
+test("every child runs with the node flags it is given; the collector's are single-threaded on 2 cores or fewer", async (t) => {
+  t.deepEqual(gcFlags('auto', 2), ['--single-threaded-gc']);
+  t.deepEqual(gcFlags('auto', 1), ['--single-threaded-gc']);
+  t.deepEqual(gcFlags('auto', 4), []);
+  t.deepEqual(gcFlags('single', 64), ['--single-threaded-gc']);
+  t.deepEqual(gcFlags('parallel', 2), []);
+
+  const dir = mkdtempSync(path.join(process.env.TEST_WORK_DIR ?? os.tmpdir(), 'flags-'));
+  const script = path.join(dir, 'flags.mjs');
+  const out = path.join(dir, 'flags.json');
+  writeFileSync(script, `import { writeFileSync } from 'node:fs';\nwriteFileSync(${JSON.stringify(out)}, JSON.stringify(process.execArgv));\nsetInterval(() => {}, 1000);\n`);
+  const supervisor = new Supervisor([{ name: 'flagged', script }], { env: { ...process.env }, execArgv: ['--single-threaded-gc'], log: () => undefined });
+  supervisor.start();
+  try {
+    const argv = await waitFor(async () => {
+      try {
+        return JSON.parse(readFileSync(out, 'utf8')) as string[];
+      } catch {
+        return undefined;
+      }
+    }, { what: 'the child to write its flags' });
+    t.deepEqual(argv, ['--single-threaded-gc']);
+  } finally {
+    await supervisor.stop();
+  }
 });
