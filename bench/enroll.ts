@@ -125,7 +125,8 @@ try {
   const env: NodeJS.ProcessEnv = {
     ...process.env,
     NODE_ENV: 'production',
-    LOG_LEVEL: 'warn',
+    // npm start's level: the web process writes an access line per request
+    LOG_LEVEL: 'info',
     PORT: String(port),
     DATABASE_URL: databaseUrl,
     REDIS_URL: services.redisUrl,
