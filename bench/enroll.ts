@@ -135,7 +135,6 @@ try {
     HUB_SECRET_KEY: randomBytes(32).toString('hex'),
     PUBLIC_BASE_URL: base.origin,
     HUB_QUEUE_PREFIX: 'bench',
-    HUB_DB_POOL_MAX: process.env.HUB_DB_POOL_MAX ?? '20',
   };
   // the set-up's own web process: hub, key, tokens and JWTs; stopped before the measured processes start
   const setupWeb = startProcess(ws, 'api/server.ts', { ...env, HUB_PROCESS: 'web', BENCH_PROFILE: '' });
