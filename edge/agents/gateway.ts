@@ -206,7 +206,11 @@ export class AgentGatewayServer implements AgentGateway {
   private refresh(link: Link): void {
     const now = new Set(this.o.targetsOf(link.agent.hubId, link.agent.envZId));
     if (now.size === link.acked.size && [...now].every((t) => link.acked.has(t))) return;
-    void this.push(link).catch((err) => logger.warn({ agentId: link.agent.id, err: (err as Error).message }, 'edge: agent targets not updated'));
+    void this.push(link).catch((err) => {
+      // an agent that is going away (its connection closed meanwhile) needs no list: said, not warned
+      const gone = link.session.destroyed || link.session.closed;
+      logger[gone ? 'info' : 'warn']({ agentId: link.agent.id, err: (err as Error).message }, 'edge: agent targets not updated');
+    });
   }
 
   /**
