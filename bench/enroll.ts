@@ -19,13 +19,11 @@
  */
 import { execFileSync } from 'node:child_process';
 import { writeFileSync } from 'node:fs';
-import { generateKeyPairSync, randomBytes, sign, webcrypto } from 'node:crypto';
+import { generateKeyPairSync, randomBytes, sign } from 'node:crypto';
 import http from 'node:http';
 import os from 'node:os';
 import path from 'node:path';
-import { CertificationRequest } from 'pkijs';
-import { derToPem } from '../shared/pki/der.js';
-import { buildName, OID } from '../shared/pki/names.js';
+import { deviceCsr } from './deviceCsr.js';
 import { benchWorkspace, cpuMs, cpuSplitMs, freePort, postgresCpuMs, startProcess, startServices, stopChild, timed, waitUntilHealthy } from './harness.js';
 
 const COLD = Number(process.env.BENCH_COLD ?? 600);
@@ -77,15 +75,6 @@ function request(base: URL, method: string, urlPath: string, body?: unknown, aut
     req.on('error', reject);
     req.end(payload);
   });
-}
-
-/** A PKCS#10 CSR for a fresh EC P-256 key, signed with it (as a device would make one), built with pkijs. */
-async function deviceCsr(commonName: string): Promise<string> {
-  const keys = await webcrypto.subtle.generateKey({ name: 'ECDSA', namedCurve: 'P-256' }, false, ['sign', 'verify']);
-  const request = new CertificationRequest({ subject: buildName([[OID.commonName, commonName], [OID.organization, 'Bench']]) });
-  await request.subjectPublicKeyInfo.importKey(keys.publicKey);
-  await request.sign(keys.privateKey, 'SHA-256');
-  return derToPem(request.toSchema(true).toBER(), 'CERTIFICATE REQUEST');
 }
 
 /** Calls of each command Redis has processed so far (its own counts, from INFO commandstats; scripts' calls included). */

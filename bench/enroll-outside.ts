@@ -1,0 +1,188 @@
+/**
+ * Cold enrollment measured from outside, the way a user meets it: `npm start` of this checkout on a data folder of its
+ * own (embedded PostgreSQL, its redis-server, web, worker, clock and edge, with everything npm start chooses: flags,
+ * log level, pools), a hub with BENCH_COLD (600) certificate request tokens and their JWTs made through the API, then
+ * `npm start` again, and the first BENCH_COLD enrollments after that start at BENCH_COLD_CONCURRENCY (16), each
+ * device with its own key. Printed: enrollments/s and the CPU each process spent per enrollment (from /proc), so that
+ * bench:enroll's cold line can be checked against it.
+ *
+ *   npm run bench:enroll-outside        (BENCH_COLD, BENCH_COLD_CONCURRENCY)
+ */
+import { spawn, type ChildProcess } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import { readdirSync, readFileSync } from 'node:fs';
+import http from 'node:http';
+import os from 'node:os';
+import path from 'node:path';
+import { deviceCsr } from './deviceCsr.js';
+import { benchWorkspace, cpuMs, freePort, postgresCpuMs, timed } from './harness.js';
+
+const COLD = Number(process.env.BENCH_COLD ?? 600);
+const COLD_CONCURRENCY = Number(process.env.BENCH_COLD_CONCURRENCY ?? 16);
+
+const ws = benchWorkspace({ budgetMs: 10 * 60_000 });
+const agent = new http.Agent({ keepAlive: true, maxSockets: 64 });
+
+function request(port: number, method: string, urlPath: string, body?: unknown, auth?: string): Promise<{ status: number; json: any }> {
+  const payload = body === undefined ? undefined : Buffer.from(JSON.stringify(body));
+  return new Promise((resolve, reject) => {
+    const req = http.request(
+      {
+        agent,
+        host: '127.0.0.1',
+        port,
+        method,
+        path: urlPath,
+        headers: {
+          accept: 'application/json',
+          ...(payload ? { 'content-type': 'application/json', 'content-length': payload.length } : {}),
+          ...(auth ? { authorization: auth } : {}),
+        },
+      },
+      (res) => {
+        const chunks: Buffer[] = [];
+        res.on('data', (c) => chunks.push(c));
+        res.on('end', () => {
+          const text = Buffer.concat(chunks).toString();
+          resolve({ status: res.statusCode ?? 0, json: text ? JSON.parse(text) : undefined });
+        });
+      },
+    );
+    req.on('error', reject);
+    req.end(payload);
+  });
+}
+
+interface Started {
+  child: ChildProcess;
+  output: () => string;
+}
+
+/** `npm start` in a process group of its own (stopped as Ctrl-C stops it), its output kept to read the children's pids. */
+function npmStart(env: NodeJS.ProcessEnv): Started {
+  const child = spawn('npm', ['start'], { cwd: process.cwd(), env, stdio: ['ignore', 'pipe', 'pipe'], detached: true });
+  let out = '';
+  child.stdout!.on('data', (d: Buffer) => (out = (out + d.toString()).slice(-200_000)));
+  child.stderr!.on('data', (d: Buffer) => (out = (out + d.toString()).slice(-200_000)));
+  ws.onCleanup(() => stop({ child, output: () => out }));
+  return { child, output: () => out };
+}
+
+async function stop(s: Started): Promise<void> {
+  if (s.child.exitCode !== null || s.child.signalCode !== null) return;
+  const exited = new Promise((r) => s.child.once('exit', r));
+  try {
+    process.kill(-s.child.pid!, 'SIGINT');
+  } catch {
+    return;
+  }
+  await exited;
+}
+
+/** Until the API answers /healthz and the edge answers on its port (any status), or the start fails. */
+async function ready(s: Started, apiPort: number, edgePort: number): Promise<void> {
+  const deadline = Date.now() + 120_000;
+  for (const url of [`http://127.0.0.1:${apiPort}/healthz`, `http://127.0.0.1:${edgePort}/`]) {
+    for (;;) {
+      const ok = await fetch(url).then((r) => r.arrayBuffer().then(() => url.endsWith('/') || r.ok), () => false);
+      if (ok) break;
+      if (Date.now() > deadline || s.child.exitCode !== null) throw new Error(`npm start did not come up:\n${s.output().slice(-3000)}`);
+      await new Promise((r) => setTimeout(r, 100));
+    }
+  }
+}
+
+/** The processes npm start runs, by role, from the lines it prints (`edgehub: web started (pid N)`, ...). */
+function pidsOf(s: Started): Record<string, number[]> {
+  const roles: Record<string, number[]> = {};
+  for (const m of s.output().matchAll(/edgehub: ([a-z-]+)(?:\.\d+)? started \(pid (\d+)/g)) (roles[m[1]] ??= []).push(Number(m[2]));
+  return roles;
+}
+
+/** npm start's own node process (the supervisor): the process of the group whose command line runs scripts/start. */
+function supervisorPid(group: number): number | undefined {
+  for (const entry of readdirSync('/proc')) {
+    if (!/^\d+$/.test(entry)) continue;
+    try {
+      const stat = readFileSync(`/proc/${entry}/stat`, 'utf8');
+      const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+      const cmdline = readFileSync(`/proc/${entry}/cmdline`, 'utf8');
+      if (Number(fields[2]) === group && /node/.test(cmdline) && cmdline.includes('scripts/start')) return Number(entry);
+    } catch {
+      /* gone */
+    }
+  }
+  return undefined;
+}
+
+try {
+  const apiPort = await freePort();
+  const edgePort = await freePort();
+  const dataDir = path.join(ws.work, 'data');
+  const adminToken = randomBytes(24).toString('base64url');
+  const env: NodeJS.ProcessEnv = {
+    ...process.env,
+    PORT: String(apiPort),
+    HUB_EDGE_HTTP_PORT: String(edgePort),
+    HUB_EDGE_HTTPS_PORT: String(await freePort()),
+    HUB_DATA_DIR: dataDir,
+    HUB_ADMIN_TOKEN: adminToken,
+    PUBLIC_BASE_URL: `http://127.0.0.1:${apiPort}`,
+  };
+
+  // set-up through the API of a first start: a hub, a key, a token and its JWT per enrollment
+  const setup = npmStart(env);
+  await ready(setup, apiPort, edgePort);
+  const admin = `Bearer ${adminToken}`;
+  const hub = await request(apiPort, 'POST', '/admin/v1/hubs', { name: 'outside' }, admin);
+  const key = await request(apiPort, 'POST', `/admin/v1/hubs/${hub.json.id}/api-keys`, { name: 'bench' }, admin);
+  const bearer = `Bearer ${key.json.token}`;
+  const hubId: string = hub.json.id;
+  const jwts: string[] = new Array(COLD);
+  const csrs = await Promise.all(Array.from({ length: COLD }, (_, i) => deviceCsr(`device-${i}.outside.example`)));
+  await timed(COLD, 16, async (i) => {
+    const tok = await request(apiPort, 'POST', `/hub/${hubId}/certificate-request-tokens`, { name: `device-${i}`, commonName: `device-${i}.outside.example` }, bearer);
+    if (tok.status !== 201) throw new Error(`token: ${tok.status} ${JSON.stringify(tok.json)}`);
+    const jwt = await request(apiPort, 'GET', `/hub/v2/${hubId}/certificate-request-tokens/${tok.json.id}/enrollment-jwt`, undefined, bearer);
+    if (jwt.status !== 200) throw new Error(`jwt: ${jwt.status} ${JSON.stringify(jwt.json)}`);
+    jwts[i] = jwt.json.jwt;
+  });
+  await stop(setup);
+  agent.destroy();
+
+  // the measured start: the first enrollments after it
+  const started = performance.now();
+  const s = npmStart(env);
+  await ready(s, apiPort, edgePort);
+  console.log(`start:   npm start answered (API and edge) ${((performance.now() - started) / 1000).toFixed(2)} s after it was run`);
+  const roles = pidsOf(s);
+  const supervisor = supervisorPid(s.child.pid!);
+  const pgDir = path.join(dataDir, 'postgres');
+  const cpu = () => {
+    const out: Record<string, number> = { supervisor: cpuMs(supervisor), postgres: postgresCpuMs(pgDir) };
+    for (const [role, pids] of Object.entries(roles)) out[role] = pids.reduce((sum, pid) => sum + cpuMs(pid), 0);
+    return out;
+  };
+  const before = cpu();
+  const failures: string[] = [];
+  const ms = await timed(COLD, COLD_CONCURRENCY, async (i) => {
+    const r = await request(apiPort, 'POST', `/hub/v2/${hubId}/client-certificates/enroll`, { jwt: jwts[i], csr: csrs[i] });
+    if (r.status !== 201) failures.push(`${r.status} ${JSON.stringify(r.json)}`);
+  });
+  const after = cpu();
+  if (failures.length) throw new Error(`${failures.length} enrollments failed, e.g. ${failures[0]}`);
+  const rate = COLD / (ms / 1000);
+  const per = Object.keys(after)
+    .map((k) => [k, (after[k] - before[k]) / COLD] as const)
+    .sort((a, b) => b[1] - a[1]);
+  const total = per.reduce((sum, [, v]) => sum + v, 0);
+  console.log(`cold:    the first ${COLD} enrollments after npm start, ${COLD_CONCURRENCY} concurrent clients: ${rate.toFixed(0)} enrollments/s (target >= 300: ${rate >= 300 ? 'met' : 'NOT met'})`);
+  console.log(`         CPU per enrollment ${total.toFixed(2)} ms: ${per.map(([k, v]) => `${k} ${v.toFixed(2)}`).join(', ')}; load average ${os.loadavg()[0].toFixed(1)}`);
+  await stop(s);
+  await ws.cleanUp();
+  process.exit(rate >= 300 ? 0 : 1);
+} catch (err) {
+  console.error(`bench failed: ${(err as Error).message}`);
+  await ws.cleanUp();
+  process.exit(2);
+}
