@@ -65,7 +65,7 @@ const SETTINGS = {
   HUB_GC_THREADS: entry(
     z.enum(['auto', 'single', 'parallel']).default('auto'),
     'processes',
-    "how V8 collects garbage in the processes `npm start` runs: `single` on each process's own thread (`--single-threaded-gc`), `parallel` with helper threads (Node's default); `auto` is `single` on a machine of 2 cores or fewer, where the helper threads of every process's collector compete with the service's own work (a fifth less CPU per enrollment in the first minute after a start, measured with bench:enroll)",
+    "how V8 collects garbage in the processes `npm start` runs: `single` on each process's own thread (`--single-threaded-gc`), `parallel` with helper threads (Node's default); `auto` is `single` on a machine of 2 cores or fewer, where the helper threads of every process's collector compete with the service's own work (about an eighth less CPU per enrollment over the first 600 after a start, measured with bench:enroll)",
   ),
   HUB_EDGE_WORKERS: entry(optionalInt(1, 64), 'processes', "processes of the edge sharing its ports (under `npm start`, children `edge.1`, `edge.2`, ...; the Procfile's `edge` forks them itself)", '`1`'),
   HUB_EDGE_WORKER_INDEX: entry(optionalInt(0, 63), 'processes', 'set by the edge for each of its forked processes (places its metrics port); not for operators', 'none'),
