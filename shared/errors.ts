@@ -151,3 +151,10 @@ export const invalidState = (what: string, state: string, action: string) =>
  * runner logs the first one and keeps the rest at debug level.
  */
 export class StillWaiting extends Error {}
+
+/**
+ * A run whose handler claims its execution in its own statement (see `claimsExecution` in workers/processor.ts) found
+ * that it was not the job's to claim: finished meanwhile, or its data not the job's. The runner then takes the usual
+ * way (the execution row decides), which a job must also take when it carries no copy of who asked.
+ */
+export class NotClaimed extends Error {}

@@ -27,6 +27,8 @@ export interface JobData {
   executionId: string;
   hubId: string | null;
   payload: Record<string, unknown>;
+  /** Who asked (the execution's `createdBy`), for a job that claims its execution in its own statement and checks it there. */
+  createdBy?: string;
 }
 
 /** Five attempts, the first retry after HUB_JOB_BACKOFF_MS (1 s), doubling. */
@@ -86,7 +88,7 @@ export async function enqueue(spec: EnqueueSpec): Promise<Execution> {
  */
 export async function dispatch(execution: Execution, options: EnqueueSpec['jobOptions'] = {}): Promise<boolean> {
   const stored = (execution.jobOptions ?? undefined) as EnqueueSpec['jobOptions'] | undefined;
-  const data: JobData = { executionId: execution.id, hubId: execution.hubId, payload: execution.payload };
+  const data: JobData = { executionId: execution.id, hubId: execution.hubId, payload: execution.payload, createdBy: execution.createdBy };
   let timer: NodeJS.Timeout | undefined;
   try {
     await Promise.race([

@@ -8,8 +8,11 @@ import type { JobData } from '../shared/jobs.js';
 import type { Logger } from '../shared/logger.js';
 import type { Execution } from '../shared/models/Execution.js';
 
+/** What a handler knows of its execution: the row's, or for a run that claims it, the job's copy (checked when claimed). */
+export type RunExecution = Pick<Execution, 'id' | 'hubId' | 'payload' | 'createdBy'>;
+
 export interface JobContext {
-  execution: Execution;
+  execution: RunExecution;
   job: Job<JobData>;
   hubId: string | null;
   payload: Record<string, unknown>;
@@ -47,6 +50,14 @@ export interface ProcessorDefinition {
   onFinalFailure?(ctx: JobContext, error: Error): Promise<void>;
   /** Jobs of this queue run at most this many at once per worker process (the queue takes the largest). */
   concurrency?: number;
+  /**
+   * True for the runs (by payload) whose handler's one statement claims the execution itself: it goes on only while the
+   * execution is still to run and is the job's (its type, payload and who asked, as the job carries them), and marks
+   * it SUCCEEDED with this attempt and its start; when the execution was not the job's to claim it throws NotClaimed.
+   * The runner then does not mark the execution RUNNING first (one statement and one commit fewer per run, which goes
+   * QUEUED -> SUCCEEDED); on NotClaimed it takes the usual way, where the execution row decides.
+   */
+  claimsExecution?(payload: Record<string, unknown>): boolean;
 }
 
 export const defineProcessor = (d: ProcessorDefinition): ProcessorDefinition => d;

@@ -10,22 +10,24 @@ import {
   recordScheduledExecution,
   startExecution,
 } from '../shared/commands/executions.js';
-import { StillWaiting } from '../shared/errors.js';
+import { NotClaimed, StillWaiting } from '../shared/errors.js';
 import type { JobData } from '../shared/jobs.js';
 import { logger, type Logger } from '../shared/logger.js';
 import { closeWithConnection, queueOfType, type QueueName } from '../shared/queues.js';
 import { createRedis } from '../shared/redis.js';
 import { jobsTotal, observeJob } from '../shared/telemetry/index.js';
-import type { JobContext, ProcessorDefinition } from './processor.js';
+import type { JobContext, ProcessorDefinition, RunExecution } from './processor.js';
 
 export { succeededSql } from '../shared/jobs.js';
 
 const id = z.string().min(1).max(200);
+/** Who asked: a principal (`key:...`, `admin`, `certificate-request-token:<name>`, ...). */
+const principal = z.string().min(1).max(300);
 const scheduledSchema = z.object({ resourceType: id.optional(), resourceId: id.optional(), createdBy: id }).strict();
 
 /** The whole of a job's data for this processor: what `dispatch` (or the job scheduler) writes, and nothing else. */
 function jobDataSchema(def: ProcessorDefinition): ZodType {
-  const ofExecution = z.object({ executionId: id, hubId: id.nullable(), payload: def.payload }).strict();
+  const ofExecution = z.object({ executionId: id, hubId: id.nullable(), payload: def.payload, createdBy: principal.optional() }).strict();
   // a scheduled run that the sweeper re-adds carries its execution's id like any other job
   return def.scheduled ? z.union([z.object({ hubId: id.nullable(), payload: def.payload, scheduled: scheduledSchema }).strict(), ofExecution]) : ofExecution;
 }
@@ -57,6 +59,15 @@ const errorMessage = (err: unknown) => (err instanceof Error ? err.message : Str
 export async function runExecution(def: ProcessorDefinition, job: Job<JobData>): Promise<unknown> {
   const executionId = job.data.executionId ?? (await recordScheduledRun(job as unknown as Job<ScheduledJobData>));
   const attempt = job.attemptsMade + 1;
+  const { hubId, payload, createdBy } = job.data;
+  if (job.data.executionId !== undefined && createdBy !== undefined && def.claimsExecution?.(payload)) {
+    try {
+      // the handler's statement claims the execution (and checks that it is this job's): nothing to mark first
+      return await run(def, job, { id: executionId, hubId, payload, createdBy }, attempt);
+    } catch (err) {
+      if (!(err instanceof NotClaimed)) throw err;
+    }
+  }
   const execution = await startExecution(executionId, attempt, def.type);
   if (!execution) {
     const existing = await executionById(executionId);
@@ -68,13 +79,19 @@ export async function runExecution(def: ProcessorDefinition, job: Job<JobData>):
     logger.info({ executionId, status: existing?.status ?? 'missing' }, 'job skipped: execution already finished or gone');
     return { skipped: existing?.status ?? 'missing' };
   }
+  // the execution row is the truth (the job's copy was checked against the schema, and must agree with it anyway)
+  return run(def, job, { id: execution.id, hubId: execution.hubId, payload: (execution.payload as Record<string, unknown>) ?? {}, createdBy: execution.createdBy }, attempt);
+}
+
+/** The handler on its execution, then the outcome recorded: SUCCEEDED, or FAILED / back to QUEUED with the error. */
+async function run(def: ProcessorDefinition, job: Job<JobData>, execution: RunExecution, attempt: number): Promise<unknown> {
+  const executionId = execution.id;
   let log: Logger | undefined;
   const ctx: JobContext = {
     execution,
     job,
-    // the execution row is the truth (the job's copy was checked against the schema, and must agree with it anyway)
     hubId: execution.hubId,
-    payload: (execution.payload as Record<string, unknown>) ?? {},
+    payload: execution.payload,
     attempt,
     // made on first use: most runs log nothing, and a child logger costs a redaction pass over its bindings
     get log() {
@@ -86,13 +103,14 @@ export async function runExecution(def: ProcessorDefinition, job: Job<JobData>):
     if (!ctx.succeeded) await executionSucceeded(executionId, result);
     return ctx.reply ? { ...result, ...ctx.reply } : result;
   } catch (err) {
+    if (err instanceof NotClaimed) throw err;
     const final = err instanceof UnrecoverableError || attempt >= (job.opts.attempts ?? 1);
     // an expected wait (DNS records not there yet) is said once, then kept at debug level
     if (err instanceof StillWaiting && !final) ctx.log[attempt === 1 ? 'info' : 'debug']({ reason: errorMessage(err) }, 'still waiting; will check again');
     else ctx.log.warn({ err: errorMessage(err), final }, 'job failed');
     try {
       if (final) await finalizeFailure(def, ctx, err as Error);
-      else await executionRequeued(executionId, errorMessage(err));
+      else await executionRequeued(executionId, errorMessage(err), attempt);
     } catch (recordErr) {
       // PostgreSQL away: the job still fails with its own error, which the clock's reconciliation writes later
       ctx.log.error({ err: errorMessage(recordErr) }, 'could not record the job failure; reconciliation will');
@@ -126,7 +144,7 @@ async function recordScheduledRun(job: Job<ScheduledJobData>): Promise<string> {
  */
 export async function finalizeFailure(def: ProcessorDefinition, ctx: JobContext, err: Error): Promise<void> {
   await def.onFinalFailure?.(ctx, err);
-  await executionFailed(ctx.execution.id, errorMessage(err));
+  await executionFailed(ctx.execution.id, errorMessage(err), ctx.attempt);
 }
 
 export interface WorkerOptions {

@@ -1,8 +1,10 @@
 /**
  * Executions: the job monitor and audit trail of a hub. Reads for the API, and the state changes the job runner
- * makes: QUEUED -> RUNNING -> SUCCEEDED | FAILED, or back to QUEUED while a retry waits. The runner's two statements
- * per job are prepared (they run for every job); the rest go through the model.
+ * makes: QUEUED -> RUNNING -> SUCCEEDED | FAILED, or back to QUEUED while a retry waits (a run whose own statement
+ * claims its execution goes QUEUED -> SUCCEEDED). The runner's two statements per job are prepared (they run for
+ * every job); the rest go through the model.
  */
+import { col, fn } from 'sequelize';
 import { preparedQuery } from '../db.js';
 import { notFound } from '../errors.js';
 import { newId } from '../ids.js';
@@ -55,13 +57,19 @@ export async function executionSucceeded(id: string, result: Record<string, unkn
   );
 }
 
-/** Back to QUEUED with the attempt's error, while a retry waits. */
-export async function executionRequeued(id: string, error: string): Promise<void> {
-  await Execution.update({ status: 'QUEUED', error }, { where: { id, status: 'RUNNING' } });
+/** The attempts column raised to `attempt` (never lowered: a stalled job's settlement counts the attempts made). */
+const attemptsAtLeast = (attempt: number | undefined) => (attempt ? { attempts: fn('GREATEST', col('attempts'), attempt) as unknown as number } : {});
+
+/**
+ * Back to QUEUED with the attempt's error, while a retry waits (a run that claims its execution in its own statement
+ * leaves it QUEUED until then: its attempt is counted here).
+ */
+export async function executionRequeued(id: string, error: string, attempt?: number): Promise<void> {
+  await Execution.update({ status: 'QUEUED', error, ...attemptsAtLeast(attempt) }, { where: { id, status: ['QUEUED', 'RUNNING'] } });
 }
 
-export async function executionFailed(id: string, error: string): Promise<void> {
-  await Execution.update({ status: 'FAILED', error, finishedAt: new Date() }, { where: { id, status: ['QUEUED', 'RUNNING'] } });
+export async function executionFailed(id: string, error: string, attempt?: number): Promise<void> {
+  await Execution.update({ status: 'FAILED', error, finishedAt: new Date(), ...attemptsAtLeast(attempt) }, { where: { id, status: ['QUEUED', 'RUNNING'] } });
 }
 
 /** A run of a scheduled job (a BullMQ job scheduler's), recorded as its own execution when it first starts. */

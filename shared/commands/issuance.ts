@@ -1,17 +1,16 @@
 /**
  * Issuing a client certificate (the worker's part of enrollment, CSR signing and replacement; only the worker holds CA
- * keys): the CSR signed with the hub's issuing CA, then stored. A redemption spends its token, stores the certificate,
- * hands the token's name to it and marks the job's execution SUCCEEDED in ONE statement, so of many concurrent
- * redemptions exactly one gets a certificate.
+ * keys): the CSR signed with the hub's issuing CA, then stored. A redemption claims the job's execution, spends its
+ * token, stores the certificate, hands the token's name to it and marks the execution SUCCEEDED in ONE statement, so
+ * of many concurrent redemptions exactly one gets a certificate.
  */
 import { Transaction, UniqueConstraintError } from 'sequelize';
 import { db, HUB_MATCHES, preparedQuery, withTransaction } from '../db.js';
-import { notFound, refusal } from '../errors.js';
-import { succeededSql } from '../jobs.js';
+import { notFound, NotClaimed, refusal } from '../errors.js';
 import { ClientCertificate } from '../models/ClientCertificate.js';
 import { hubCa, leafValidity } from './certificateAuthorities.js';
 import { certificatePem, issueCertificate, partsToCertify, type CertificateInfo } from '../pki/certificates.js';
-import type { IssuePayload } from './pkiJobs.js';
+import { ISSUE_JOB, type IssuePayload } from './pkiJobs.js';
 import { CERTIFICATE_COLUMNS } from './clientCertificates.js';
 
 /** The job an issuance runs in: its execution (the certificate's id for new ones), who asked, which attempt. */
@@ -72,25 +71,46 @@ function certificateFields(info: CertificateInfo, issuerId: string) {
 }
 
 /**
- * Spends the token, stores its certificate and hands the token's name to it, as ONE statement (one transaction): the
- * conditional update lets exactly one of many concurrent redemptions through; the others find the token spent and
- * insert nothing. Foreign keys are checked at the end of the statement, when the certificate row exists.
+ * Claims the execution, spends the token, stores its certificate and hands the token's name to it, as ONE statement
+ * (one transaction): the conditional update lets exactly one of many concurrent redemptions through; the others find
+ * the token spent and insert nothing. The claim holds the execution while it is still to run and is this job's (its
+ * type, its payload and who asked, as the job carries them; for a run the runner started they are the row's own), and
+ * marks it SUCCEEDED with this attempt: so the runner need not mark it RUNNING first. Foreign keys are checked at the
+ * end of the statement, when the certificate row exists.
  */
 async function redeem(job: IssuingJob, hubId: string, p: Extract<IssuePayload, { mode: 'redeem' }>, id: string, signed: Awaited<ReturnType<typeof sign>>): Promise<Record<string, unknown>> {
   const { info, issuerId } = signed;
-  const [row] = await preparedQuery<Record<string, unknown>>(
-    'pki_redeem',
-    REDEEM_SQL,
-    [p.tokenId, hubId, id, info.pem, issuerId, info.fingerprintSha256, info.subject, info.serialNumber, info.notBefore, info.notAfter, job.createdBy, job.executionId, JSON.stringify(issued(id))],
-  );
-  if (!row) throw refusal('EH_TOKEN_SPENT', 'the certificate request token is spent, expired or deleted');
-  return row;
+  const [row] = await preparedQuery<Record<string, unknown> & { claimed: boolean }>('pki_redeem', REDEEM_SQL, [
+    p.tokenId,
+    hubId,
+    id,
+    info.pem,
+    issuerId,
+    info.fingerprintSha256,
+    info.subject,
+    info.serialNumber,
+    info.notBefore,
+    info.notAfter,
+    job.createdBy,
+    job.executionId,
+    JSON.stringify(issued(id)),
+    job.attempt,
+    JSON.stringify(p),
+  ]);
+  if (!row.claimed) throw new NotClaimed(`execution ${job.executionId} is not this job's to claim`);
+  if (row.id === null) throw refusal('EH_TOKEN_SPENT', 'the certificate request token is spent, expired or deleted');
+  const { claimed: _claimed, ...certificate } = row;
+  return certificate;
 }
 
 /** The redemption's one statement (rows found by their keys alone: see HUB_MATCHES in shared/db.ts). */
-export const REDEEM_SQL = `WITH spent AS (
+export const REDEEM_SQL = `WITH claimed AS (
+       SELECT id FROM executions
+       WHERE id = $12 AND type = '${ISSUE_JOB}' AND status IN ('QUEUED', 'RUNNING') AND created_by = $11 AND payload = $15::jsonb
+       FOR UPDATE
+     ), spent AS (
        UPDATE certificate_request_tokens SET spent_at = now(), updated_at = now()
-       WHERE id = $1 AND ${HUB_MATCHES('$2')} AND spent_at IS NULL AND expires_at > now()
+       WHERE id = $1 AND ${HUB_MATCHES('$2')} AND spent_at IS NULL AND expires_at > now() AND EXISTS (SELECT 1 FROM claimed)
        RETURNING id, name
      ), certificate AS (
        INSERT INTO client_certificates (id, hub_id, name, source, certificate_pem, issuer_id, fingerprint_sha256, subject,
@@ -102,9 +122,12 @@ export const REDEEM_SQL = `WITH spent AS (
        UPDATE pki_names SET token_id = NULL, certificate_id = (SELECT id FROM certificate)
        WHERE token_id = $1 AND ${HUB_MATCHES('$2')} AND EXISTS (SELECT 1 FROM certificate)
      ), finished AS (
-       ${succeededSql('$12', '$13', 'EXISTS (SELECT 1 FROM certificate)')}
+       UPDATE executions SET status = 'SUCCEEDED', result = $13::jsonb, error = NULL, finished_at = now(), attempts = $14,
+         started_at = COALESCE(started_at, now())
+       WHERE id = $12 AND status IN ('QUEUED', 'RUNNING') AND EXISTS (SELECT 1 FROM certificate)
      )
-     SELECT ${CERTIFICATE_COLUMNS} FROM certificate`;
+     SELECT EXISTS (SELECT 1 FROM claimed) AS claimed, c.*
+     FROM (SELECT 1) AS one LEFT JOIN (SELECT ${CERTIFICATE_COLUMNS} FROM certificate) AS c ON true`;
 
 /** What an issuance job records on its execution. */
 const issued = (certificateId: string) => ({ certificateId });

@@ -21,6 +21,8 @@ const issue = defineProcessor({
   payload: issuePayload,
   // issuance is CPU-light (one ECDSA signature) and waits mostly on PostgreSQL: many at once keep both cores busy
   concurrency: 64,
+  // a redemption's one statement claims its execution (issuance.ts): no RUNNING mark before it
+  claimsExecution: (payload) => payload.mode === 'redeem',
   async handle(ctx) {
     const p = ctx.payload as unknown as IssuePayload;
     let done;
