@@ -171,7 +171,8 @@ function time(date: Date): Time {
   return new Time({ type: value.getUTCFullYear() < 2050 ? TimeType.UTCTime : TimeType.GeneralizedTime, value });
 }
 
-const ECDSA_WITH_SHA256 = '1.2.840.10045.4.3.2';
+/** ecdsa-with-SHA256 without parameters (RFC 5758 3.2), encoded once: the same in the TBS (signature) and around it. */
+const ECDSA_WITH_SHA256 = encodedOnce(new AlgorithmIdentifier({ algorithmId: '1.2.840.10045.4.3.2' }));
 
 /**
  * A version 3 certificate from the schema, signed by the issuer (ECDSA P-256, SHA-256). The TBSCertificate is encoded
@@ -190,9 +191,8 @@ export async function issueCertificate(req: IssueRequest): Promise<Issued> {
     subjectPublicKeyInfo: req.publicKey instanceof Uint8Array ? asEncoded(new PublicKeyInfo(), req.publicKey) : req.publicKey,
     extensions: extensions(req),
   });
-  // RFC 5758 3.2: ecdsa-with-SHA256 has no parameters, the same in the TBS (signature) and around it
-  certificate.signature = new AlgorithmIdentifier({ algorithmId: ECDSA_WITH_SHA256 });
-  certificate.signatureAlgorithm = new AlgorithmIdentifier({ algorithmId: ECDSA_WITH_SHA256 });
+  certificate.signature = ECDSA_WITH_SHA256;
+  certificate.signatureAlgorithm = ECDSA_WITH_SHA256;
   const tbs = Buffer.from(certificate.encodeTBS().toBER());
   const signature = sign('sha256', tbs, req.issuer.privateKey);
   // the TBSCertificate as it was signed, not encoded a second time
