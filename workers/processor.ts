@@ -55,7 +55,8 @@ export interface ProcessorDefinition {
    * execution is still to run and is the job's (its type, payload and who asked, as the job carries them), and marks
    * it SUCCEEDED with this attempt and its start; when the execution was not the job's to claim it throws NotClaimed.
    * The runner then does not mark the execution RUNNING first (one statement and one commit fewer per run, which goes
-   * QUEUED -> SUCCEEDED); on NotClaimed it takes the usual way, where the execution row decides.
+   * QUEUED -> SUCCEEDED). When such a run fails in any way (NotClaimed included) nothing is recorded of it: the runner
+   * takes the usual way, where the execution row's data runs and its outcome is recorded.
    */
   claimsExecution?(payload: Record<string, unknown>): boolean;
 }

@@ -63,9 +63,10 @@ export async function runExecution(def: ProcessorDefinition, job: Job<JobData>):
   if (job.data.executionId !== undefined && createdBy !== undefined && def.claimsExecution?.(payload)) {
     try {
       // the handler's statement claims the execution (and checks that it is this job's): nothing to mark first
-      return await run(def, job, { id: executionId, hubId, payload, createdBy }, attempt);
+      return await run(def, job, { id: executionId, hubId, payload, createdBy }, attempt, { claiming: true });
     } catch (err) {
-      if (!(err instanceof NotClaimed)) throw err;
+      // not claimed, or failed on the job's own data: only the usual way (the row's data) records an outcome
+      if (!(err instanceof NotClaimed)) logger.debug({ executionId, err: errorMessage(err) }, 'claiming run failed; running the execution the usual way');
     }
   }
   const execution = await startExecution(executionId, attempt, def.type);
@@ -83,8 +84,12 @@ export async function runExecution(def: ProcessorDefinition, job: Job<JobData>):
   return run(def, job, { id: execution.id, hubId: execution.hubId, payload: (execution.payload as Record<string, unknown>) ?? {}, createdBy: execution.createdBy }, attempt);
 }
 
-/** The handler on its execution, then the outcome recorded: SUCCEEDED, or FAILED / back to QUEUED with the error. */
-async function run(def: ProcessorDefinition, job: Job<JobData>, execution: RunExecution, attempt: number): Promise<unknown> {
+/**
+ * The handler on its execution, then the outcome recorded: SUCCEEDED, or FAILED / back to QUEUED with the error. A
+ * claiming run records nothing when it fails: its data is the job's, and a failure may come of data that is not the
+ * execution's; the caller runs the execution the usual way then.
+ */
+async function run(def: ProcessorDefinition, job: Job<JobData>, execution: RunExecution, attempt: number, { claiming = false } = {}): Promise<unknown> {
   const executionId = execution.id;
   let log: Logger | undefined;
   const ctx: JobContext = {
@@ -103,7 +108,7 @@ async function run(def: ProcessorDefinition, job: Job<JobData>, execution: RunEx
     if (!ctx.succeeded) await executionSucceeded(executionId, result);
     return ctx.reply ? { ...result, ...ctx.reply } : result;
   } catch (err) {
-    if (err instanceof NotClaimed) throw err;
+    if (claiming || err instanceof NotClaimed) throw err;
     const final = err instanceof UnrecoverableError || attempt >= (job.opts.attempts ?? 1);
     // an expected wait (DNS records not there yet) is said once, then kept at debug level
     if (err instanceof StillWaiting && !final) ctx.log[attempt === 1 ? 'info' : 'debug']({ reason: errorMessage(err) }, 'still waiting; will check again');

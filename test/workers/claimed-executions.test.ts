@@ -2,7 +2,8 @@
  * A redemption's one statement claims its execution: the runner does not mark it RUNNING first, and the execution
  * goes QUEUED -> SUCCEEDED with its attempt and its start. The claim holds only while the execution is still to run
  * and is the job's (type, payload, who asked): a job whose data is not its execution's, or that carries no copy of
- * who asked, or that comes again after the execution finished, takes the usual way, where the row decides. Status
+ * who asked, or that comes again after the execution finished, or whose run fails, takes the usual way, where the row
+ * decides and the outcome is recorded. Status
  * changes are read from a trigger this test puts on the executions table of its own database.
  */
 import { X509Certificate } from 'node:crypto';
@@ -114,7 +115,18 @@ test.serial('a job without a copy of who asked (added before this version) runs 
   t.is(rows[0].n, 1);
 });
 
-test.serial('a claimed redemption whose token was spent meanwhile fails for good with the refusal, its attempt counted', async (t) => {
+test.serial("a job whose own data cannot be issued fails nothing: the execution's data is issued, the usual way", async (t) => {
+  const hub = await stack.hub();
+  const held = await heldRedemption(hub, 'forged-unreadable');
+  const forged = { ...held.payload, subjectDer: Buffer.from('not a name').toString('base64') };
+  const job = await queue('pki').add('pki.issueCertificate', { executionId: held.id, hubId: hub.hubId, payload: forged, createdBy: held.createdBy }, { jobId: held.id });
+  await waitFor(async () => (await job.getState()) === 'completed', { what: 'the job' });
+  t.like(await executionRow(held.id), { status: 'SUCCEEDED', attempts: 1, error: null });
+  t.deepEqual(await transitions(held.id), ['QUEUED -> RUNNING', 'RUNNING -> SUCCEEDED']);
+  t.is(await spkiOf(held.id), held.payload.spki);
+});
+
+test.serial('a redemption whose token was spent meanwhile fails for good with the refusal, recorded the usual way, its attempt counted', async (t) => {
   const hub = await stack.hub();
   const held = await heldRedemption(hub, 'spent-meanwhile');
   await stack.sql.query('UPDATE certificate_request_tokens SET spent_at = now() WHERE id = $1', [held.payload.tokenId]);
@@ -124,5 +136,5 @@ test.serial('a claimed redemption whose token was spent meanwhile fails for good
   const row = await executionRow(held.id);
   t.like(row, { status: 'FAILED', attempts: 1 });
   t.regex(row.error, /EH_TOKEN_SPENT/);
-  t.deepEqual(await transitions(held.id), ['QUEUED -> FAILED'], 'claimed by no statement, failed by the runner');
+  t.deepEqual(await transitions(held.id), ['QUEUED -> RUNNING', 'RUNNING -> FAILED'], 'the failure recorded by the usual way, on the row');
 });
