@@ -49,6 +49,22 @@ const DISPATCH_TIMEOUT_MS = 3000;
  * clock's sweeper adds it later; the caller's request still succeeds.
  */
 export async function enqueue(spec: EnqueueSpec): Promise<Execution> {
+  const { execution } = await record(spec);
+  return execution();
+}
+
+/** What a job is dispatched from: the stored execution's id, type, data and options. */
+export type Dispatchable = Pick<Execution, 'id' | 'processId' | 'type' | 'hubId' | 'payload' | 'jobOptions' | 'createdBy'>;
+
+/**
+ * enqueue() for a caller that needs only the execution's id (an issuance that waits for its job): the same row and
+ * job, without building the model.
+ */
+export async function enqueueJob(spec: EnqueueSpec): Promise<string> {
+  return (await record(spec)).id;
+}
+
+async function record(spec: EnqueueSpec): Promise<{ id: string; execution: () => Execution }> {
   queueOfType(spec.type); // fail on an unknown queue before writing anything
   const id = spec.id ?? newId();
   const fields = {
@@ -64,29 +80,27 @@ export async function enqueue(spec: EnqueueSpec): Promise<Execution> {
     jobOptions: spec.jobOptions && Object.keys(spec.jobOptions).length ? { ...spec.jobOptions } : null,
     createdBy: spec.createdBy,
   };
-  let execution: Execution;
   if (spec.transaction) {
-    execution = await Execution.create(fields, { transaction: spec.transaction });
-  } else {
-    // the common path, once per job: a prepared statement instead of the model's generic insert
-    const [row] = await preparedQuery<{ created_at: Date }>(
-      'executions_insert',
-      `INSERT INTO executions (id, process_id, hub_id, type, resource_type, resource_id, status, payload, created_by, job_options)
-       VALUES ($1, $1, $2, $3, $4, $5, 'QUEUED', $6, $7, $8) RETURNING created_at`,
-      [id, fields.hubId, fields.type, fields.resourceType, fields.resourceId, JSON.stringify(fields.payload), fields.createdBy, fields.jobOptions && JSON.stringify(fields.jobOptions)],
-    );
-    execution = Execution.build({ ...fields, createdAt: row.created_at, attempts: 0, error: null, result: null }, { isNewRecord: false });
+    const created = await Execution.create(fields, { transaction: spec.transaction });
+    spec.transaction.afterCommit(() => dispatch(created).then(() => undefined));
+    return { id, execution: () => created };
   }
-  if (spec.transaction) spec.transaction.afterCommit(() => dispatch(execution).then(() => undefined));
-  else await dispatch(execution);
-  return execution;
+  // the common path, once per job: a prepared statement instead of the model's generic insert
+  const [row] = await preparedQuery<{ created_at: Date }>(
+    'executions_insert',
+    `INSERT INTO executions (id, process_id, hub_id, type, resource_type, resource_id, status, payload, created_by, job_options)
+     VALUES ($1, $1, $2, $3, $4, $5, 'QUEUED', $6, $7, $8) RETURNING created_at`,
+    [id, fields.hubId, fields.type, fields.resourceType, fields.resourceId, JSON.stringify(fields.payload), fields.createdBy, fields.jobOptions && JSON.stringify(fields.jobOptions)],
+  );
+  await dispatch(fields);
+  return { id, execution: () => Execution.build({ ...fields, createdAt: row.created_at, attempts: 0, error: null, result: null }, { isNewRecord: false }) };
 }
 
 /**
  * Adds the job of an execution with the options stored on it (`options` only where none are stored). Never throws:
  * returns false when Redis did not take it (the sweeper retries).
  */
-export async function dispatch(execution: Execution, options: EnqueueSpec['jobOptions'] = {}): Promise<boolean> {
+export async function dispatch(execution: Dispatchable, options: EnqueueSpec['jobOptions'] = {}): Promise<boolean> {
   const stored = (execution.jobOptions ?? undefined) as EnqueueSpec['jobOptions'] | undefined;
   const data: JobData = { executionId: execution.id, hubId: execution.hubId, payload: execution.payload, createdBy: execution.createdBy };
   let timer: NodeJS.Timeout | undefined;

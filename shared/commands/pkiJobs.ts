@@ -3,7 +3,7 @@ import { Job, QueueEvents } from 'bullmq';
 import { config } from '../config.js';
 import { DomainError, ERROR_CODES, unavailable, type ErrorCode, refusal } from '../errors.js';
 import { newId } from '../ids.js';
-import { enqueue } from '../jobs.js';
+import { enqueueJob } from '../jobs.js';
 import { closeWithConnection, queue } from '../queues.js';
 import { createRedis } from '../redis.js';
 import type { ParsedCsr } from '../pki/csr.js';
@@ -164,7 +164,7 @@ export async function issueInWorker(spec: { hubId: string; payload: IssuePayload
   const e = await before(queueEvents(), deadline, 'queue events not ready').catch(() => undefined);
   const end = e && listenForEnd(e, id, deadline);
   try {
-    await enqueue({
+    await enqueueJob({
       id,
       type: ISSUE_JOB,
       hubId: spec.hubId,
