@@ -15,7 +15,7 @@ import http from 'node:http';
 import os from 'node:os';
 import path from 'node:path';
 import { deviceCsr } from './deviceCsr.js';
-import { benchWorkspace, cpuMs, freePort, postgresCpuMs, timed } from './harness.js';
+import { benchWorkspace, cpuMs, freePort, jsonRequest, postgresCpuMs, timed, waitUntilAnswering } from './harness.js';
 
 const COLD = Number(process.env.BENCH_COLD ?? 600);
 const COLD_CONCURRENCY = Number(process.env.BENCH_COLD_CONCURRENCY ?? 16);
@@ -23,35 +23,7 @@ const COLD_CONCURRENCY = Number(process.env.BENCH_COLD_CONCURRENCY ?? 16);
 const ws = benchWorkspace({ budgetMs: 10 * 60_000 });
 const agent = new http.Agent({ keepAlive: true, maxSockets: 64 });
 
-function request(port: number, method: string, urlPath: string, body?: unknown, auth?: string): Promise<{ status: number; json: any }> {
-  const payload = body === undefined ? undefined : Buffer.from(JSON.stringify(body));
-  return new Promise((resolve, reject) => {
-    const req = http.request(
-      {
-        agent,
-        host: '127.0.0.1',
-        port,
-        method,
-        path: urlPath,
-        headers: {
-          accept: 'application/json',
-          ...(payload ? { 'content-type': 'application/json', 'content-length': payload.length } : {}),
-          ...(auth ? { authorization: auth } : {}),
-        },
-      },
-      (res) => {
-        const chunks: Buffer[] = [];
-        res.on('data', (c) => chunks.push(c));
-        res.on('end', () => {
-          const text = Buffer.concat(chunks).toString();
-          resolve({ status: res.statusCode ?? 0, json: text ? JSON.parse(text) : undefined });
-        });
-      },
-    );
-    req.on('error', reject);
-    req.end(payload);
-  });
-}
+const request = jsonRequest.bind(null, agent);
 
 interface Started {
   child: ChildProcess;
@@ -80,16 +52,11 @@ async function stop(s: Started): Promise<void> {
 }
 
 /** Until the API answers /healthz and the edge answers on its port (any status), or the start fails. */
-async function ready(s: Started, apiPort: number, edgePort: number): Promise<void> {
+async function ready(s: Started, api: URL, edgePort: number): Promise<void> {
   const deadline = Date.now() + 120_000;
-  for (const url of [`http://127.0.0.1:${apiPort}/healthz`, `http://127.0.0.1:${edgePort}/`]) {
-    for (;;) {
-      const ok = await fetch(url).then((r) => r.arrayBuffer().then(() => url.endsWith('/') || r.ok), () => false);
-      if (ok) break;
-      if (Date.now() > deadline || s.child.exitCode !== null) throw new Error(`npm start did not come up:\n${s.output().slice(-3000)}`);
-      await new Promise((r) => setTimeout(r, 100));
-    }
-  }
+  const options = { alive: () => s.child.exitCode === null, failure: () => `npm start did not come up:\n${s.output().slice(-3000)}` };
+  await waitUntilAnswering(`${api.origin}/healthz`, { ...options, ok: true, timeoutMs: deadline - Date.now() });
+  await waitUntilAnswering(`http://127.0.0.1:${edgePort}/`, { ...options, timeoutMs: deadline - Date.now() });
 }
 
 /** The processes npm start runs, by role, from the lines it prints (`edgehub: web started (pid N)`, ...). */
@@ -117,6 +84,7 @@ function supervisorPid(group: number): number | undefined {
 
 try {
   const apiPort = await freePort();
+  const api = new URL(`http://127.0.0.1:${apiPort}`);
   const edgePort = await freePort();
   const dataDir = path.join(ws.work, 'data');
   const adminToken = randomBytes(24).toString('base64url');
@@ -127,23 +95,23 @@ try {
     HUB_EDGE_HTTPS_PORT: String(await freePort()),
     HUB_DATA_DIR: dataDir,
     HUB_ADMIN_TOKEN: adminToken,
-    PUBLIC_BASE_URL: `http://127.0.0.1:${apiPort}`,
+    PUBLIC_BASE_URL: api.origin,
   };
 
   // set-up through the API of a first start: a hub, a key, a token and its JWT per enrollment
   const setup = npmStart(env);
-  await ready(setup, apiPort, edgePort);
+  await ready(setup, api, edgePort);
   const admin = `Bearer ${adminToken}`;
-  const hub = await request(apiPort, 'POST', '/admin/v1/hubs', { name: 'outside' }, admin);
-  const key = await request(apiPort, 'POST', `/admin/v1/hubs/${hub.json.id}/api-keys`, { name: 'bench' }, admin);
+  const hub = await request(api, 'POST', '/admin/v1/hubs', { name: 'outside' }, admin);
+  const key = await request(api, 'POST', `/admin/v1/hubs/${hub.json.id}/api-keys`, { name: 'bench' }, admin);
   const bearer = `Bearer ${key.json.token}`;
   const hubId: string = hub.json.id;
   const jwts: string[] = new Array(COLD);
   const csrs = await Promise.all(Array.from({ length: COLD }, (_, i) => deviceCsr(`device-${i}.outside.example`)));
   await timed(COLD, 16, async (i) => {
-    const tok = await request(apiPort, 'POST', `/hub/${hubId}/certificate-request-tokens`, { name: `device-${i}`, commonName: `device-${i}.outside.example` }, bearer);
+    const tok = await request(api, 'POST', `/hub/${hubId}/certificate-request-tokens`, { name: `device-${i}`, commonName: `device-${i}.outside.example` }, bearer);
     if (tok.status !== 201) throw new Error(`token: ${tok.status} ${JSON.stringify(tok.json)}`);
-    const jwt = await request(apiPort, 'GET', `/hub/v2/${hubId}/certificate-request-tokens/${tok.json.id}/enrollment-jwt`, undefined, bearer);
+    const jwt = await request(api, 'GET', `/hub/v2/${hubId}/certificate-request-tokens/${tok.json.id}/enrollment-jwt`, undefined, bearer);
     if (jwt.status !== 200) throw new Error(`jwt: ${jwt.status} ${JSON.stringify(jwt.json)}`);
     jwts[i] = jwt.json.jwt;
   });
@@ -153,7 +121,7 @@ try {
   // the measured start: the first enrollments after it
   const started = performance.now();
   const s = npmStart(env);
-  await ready(s, apiPort, edgePort);
+  await ready(s, api, edgePort);
   console.log(`start:   npm start answered (API and edge) ${((performance.now() - started) / 1000).toFixed(2)} s after it was run`);
   const roles = pidsOf(s);
   const supervisor = supervisorPid(s.child.pid!);
@@ -166,7 +134,7 @@ try {
   const before = cpu();
   const failures: string[] = [];
   const ms = await timed(COLD, COLD_CONCURRENCY, async (i) => {
-    const r = await request(apiPort, 'POST', `/hub/v2/${hubId}/client-certificates/enroll`, { jwt: jwts[i], csr: csrs[i] });
+    const r = await request(api, 'POST', `/hub/v2/${hubId}/client-certificates/enroll`, { jwt: jwts[i], csr: csrs[i] });
     if (r.status !== 201) failures.push(`${r.status} ${JSON.stringify(r.json)}`);
   });
   const after = cpu();

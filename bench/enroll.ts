@@ -24,7 +24,7 @@ import http from 'node:http';
 import os from 'node:os';
 import path from 'node:path';
 import { deviceCsr } from './deviceCsr.js';
-import { benchWorkspace, cpuMs, cpuSplitMs, freePort, postgresCpuMs, startProcess, startServices, stopChild, timed, waitUntilHealthy } from './harness.js';
+import { benchWorkspace, cpuMs, cpuSplitMs, freePort, jsonRequest, postgresCpuMs, startProcess, startServices, stopChild, timed, waitUntilAnswering, waitUntilHealthy } from './harness.js';
 
 const COLD = Number(process.env.BENCH_COLD ?? 600);
 const COLD_CONCURRENCY = Number(process.env.BENCH_COLD_CONCURRENCY ?? 16);
@@ -46,36 +46,7 @@ const { work } = ws;
 
 const agent = new http.Agent({ keepAlive: true, maxSockets: 256 });
 
-/** A small JSON HTTP client on a keep-alive agent (lighter than fetch, so the load generator takes less CPU). */
-function request(base: URL, method: string, urlPath: string, body?: unknown, auth?: string): Promise<{ status: number; json: any }> {
-  const payload = body === undefined ? undefined : Buffer.from(JSON.stringify(body));
-  return new Promise((resolve, reject) => {
-    const req = http.request(
-      {
-        agent,
-        host: base.hostname,
-        port: base.port,
-        method,
-        path: urlPath,
-        headers: {
-          accept: 'application/json',
-          ...(payload ? { 'content-type': 'application/json', 'content-length': payload.length } : {}),
-          ...(auth ? { authorization: auth } : {}),
-        },
-      },
-      (res) => {
-        const chunks: Buffer[] = [];
-        res.on('data', (c) => chunks.push(c));
-        res.on('end', () => {
-          const text = Buffer.concat(chunks).toString();
-          resolve({ status: res.statusCode ?? 0, json: text ? JSON.parse(text) : undefined });
-        });
-      },
-    );
-    req.on('error', reject);
-    req.end(payload);
-  });
-}
+const request = jsonRequest.bind(null, agent);
 
 /** Calls of each command Redis has processed so far (its own counts, from INFO commandstats; scripts' calls included). */
 function redisCommands(url: string): Map<string, number> {
@@ -166,12 +137,7 @@ try {
   const edge = startProcess(ws, 'edge/index.ts', { ...env, HUB_PROCESS: 'edge', HUB_EDGE_HTTP_PORT: String(edgePort), HUB_EDGE_HTTPS_PORT: String(await freePort()) });
   await waitUntilHealthy(base.origin, web);
   // the edge listens once it has loaded what it serves (routes, certificates): any answer will do
-  for (const deadline = Date.now() + 30_000; ; ) {
-    const answered = await fetch(`http://127.0.0.1:${edgePort}/`).then((r) => r.arrayBuffer().then(() => true), () => false);
-    if (answered) break;
-    if (Date.now() > deadline || edge.exitCode !== null) throw new Error('the edge did not start');
-    await new Promise((r) => setTimeout(r, 100));
-  }
+  await waitUntilAnswering(`http://127.0.0.1:${edgePort}/`, { alive: () => edge.exitCode === null, failure: 'the edge did not start' });
   const startMs = performance.now() - spawned;
   const startCpu = { web: cpuMs(web.pid), worker: cpuMs(worker.pid) };
   console.log(`start:         the web process answered ${(startMs / 1000).toFixed(2)} s after both were started; CPU so far: web ${startCpu.web.toFixed(0)} ms, worker ${startCpu.worker.toFixed(0)} ms`);

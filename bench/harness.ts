@@ -6,6 +6,7 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { chmodSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import http from 'node:http';
 import os from 'node:os';
 import path from 'node:path';
 import autocannon from 'autocannon';
@@ -136,19 +137,61 @@ export function startEdgeProcess(ws: BenchWorkspace, services: BenchServices, en
 }
 
 /** Polls `${baseUrl}/healthz` until it answers 2xx; fails after 30 s or once `child` (the API process) has exited. */
-export async function waitUntilHealthy(baseUrl: string, child: ChildProcess): Promise<void> {
-  const deadline = Date.now() + 30_000;
+export function waitUntilHealthy(baseUrl: string, child: ChildProcess): Promise<void> {
+  return waitUntilAnswering(`${baseUrl}/healthz`, { ok: true, alive: () => child.exitCode === null, failure: 'the API did not start' });
+}
+
+/**
+ * Polls `url` every 100 ms until it answers (with a 2xx when `ok`; any status otherwise), and throws `failure` once
+ * `timeoutMs` have passed or `alive()` says the process behind it has gone.
+ */
+export async function waitUntilAnswering(
+  url: string,
+  { ok = false, alive, failure, timeoutMs = 30_000 }: { ok?: boolean; alive: () => boolean; failure: string | (() => string); timeoutMs?: number },
+): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
   for (;;) {
     try {
-      const res = await fetch(`${baseUrl}/healthz`);
+      const res = await fetch(url);
       await res.arrayBuffer();
-      if (res.ok) return;
+      if (res.ok || !ok) return;
     } catch {
       /* not listening yet */
     }
-    if (Date.now() > deadline || child.exitCode !== null) throw new Error('the API did not start');
+    if (Date.now() > deadline || !alive()) throw new Error(typeof failure === 'string' ? failure : failure());
     await new Promise((r) => setTimeout(r, 100));
   }
+}
+
+/** A small JSON client on a keep-alive agent (lighter than fetch, so a load generator takes less CPU): status and body. */
+export function jsonRequest(agent: http.Agent, base: URL, method: string, urlPath: string, body?: unknown, auth?: string): Promise<{ status: number; json: any }> {
+  const payload = body === undefined ? undefined : Buffer.from(JSON.stringify(body));
+  return new Promise((resolve, reject) => {
+    const req = http.request(
+      {
+        agent,
+        host: base.hostname,
+        port: base.port,
+        method,
+        path: urlPath,
+        headers: {
+          accept: 'application/json',
+          ...(payload ? { 'content-type': 'application/json', 'content-length': payload.length } : {}),
+          ...(auth ? { authorization: auth } : {}),
+        },
+      },
+      (res) => {
+        const chunks: Buffer[] = [];
+        res.on('data', (c) => chunks.push(c));
+        res.on('end', () => {
+          const text = Buffer.concat(chunks).toString();
+          resolve({ status: res.statusCode ?? 0, json: text ? JSON.parse(text) : undefined });
+        });
+      },
+    );
+    req.on('error', reject);
+    req.end(payload);
+  });
 }
 
 /** A JSON client for `baseUrl` with a fixed authorization header; a string body is sent as it is. */

@@ -40,16 +40,19 @@ export interface EdgeChange {
   hubId: string | null;
   id: string | null;
   /** A client certificate's notification carries the row as the edge keeps it (timestamps as JSON text). */
-  certificate?: {
-    id: string;
-    hub_id: string;
-    name: string;
-    fingerprint_sha256: string;
-    serial_number: string;
-    issuer_id: string | null;
-    not_before: string;
-    not_after: string;
-  };
+  certificate?: CertificateRow<string>;
+}
+
+/** A client certificate's columns the edge keeps (mutual TLS), its validity as `T`: Date as read, text as notified. */
+export interface CertificateRow<T = Date> {
+  id: string;
+  hub_id: string;
+  name: string;
+  fingerprint_sha256: string;
+  serial_number: string;
+  issuer_id: string | null;
+  not_before: T;
+  not_after: T;
 }
 
 export const EDGE_CHANNEL = 'edgehub_edge';

@@ -172,13 +172,3 @@ export async function pruneMachineExecutions(retainMs: number, batch = 5000): Pr
     if (rows.length < batch) return deleted;
   }
 }
-
-/**
- * A data-modifying CTE that marks a run's execution SUCCEEDED with `result` (its parameters: the execution id and the
- * result as JSON text), for a handler whose final write is one statement; `when` is a condition of that statement
- * (e.g. that its insert happened).
- */
-export function succeededSql(idParam: string, resultParam: string, when = 'true'): string {
-  return `UPDATE executions SET status = 'SUCCEEDED', result = ${resultParam}::jsonb, error = NULL, finished_at = now()
-       WHERE id = ${idParam} AND status = 'RUNNING' AND ${when}`;
-}

@@ -25,8 +25,9 @@ export interface JobContext {
    */
   reply?: Record<string, unknown>;
   /**
-   * Set by a handler whose last statement also marked this execution SUCCEEDED with the result it returns (see
-   * `succeededSql`): one statement (and one commit) instead of two; the runner then writes nothing more.
+   * Set by a handler whose last statement also marked this execution SUCCEEDED with the result it returns (as the
+   * certificate redemption's does, shared/commands/issuance.ts): one statement (and one commit) instead of two; the
+   * runner then writes nothing more.
    */
   succeeded?: boolean;
 }

@@ -18,8 +18,6 @@ import { createRedis } from '../shared/redis.js';
 import { jobsTotal, observeJob } from '../shared/telemetry/index.js';
 import type { JobContext, ProcessorDefinition, RunExecution } from './processor.js';
 
-export { succeededSql } from '../shared/jobs.js';
-
 const id = z.string().min(1).max(200);
 /** Who asked: a principal (`key:...`, `admin`, `certificate-request-token:<name>`, ...). */
 const principal = z.string().min(1).max(300);

@@ -15,7 +15,7 @@ import { constants as cryptoConstants, X509Certificate } from 'node:crypto';
 import type { TLSSocket } from 'node:tls';
 import type pg from 'pg';
 import type { ErrorCode } from '../../shared/errors.js';
-import type { EdgeChange } from '../types.js';
+import type { CertificateRow, EdgeChange } from '../types.js';
 
 export interface ClientIdentity {
   name: string;
@@ -63,17 +63,6 @@ interface Peer {
 }
 
 const CERTIFICATE_COLUMNS = `id, hub_id, name, fingerprint_sha256, serial_number, issuer_id, not_before, not_after`;
-
-interface CertificateRow {
-  id: string;
-  hub_id: string;
-  name: string;
-  fingerprint_sha256: string;
-  serial_number: string;
-  issuer_id: string | null;
-  not_before: Date;
-  not_after: Date;
-}
 
 const normaliseSerial = (serial: string) => serial.toLowerCase().replace(/^0+(?=.)/, '');
 
@@ -233,7 +222,7 @@ export class ClientCertificateRegistry {
   }
 
   /** A certificate row as a change notification carried it. */
-  private async keep(row: NonNullable<EdgeChange['certificate']>): Promise<void> {
+  private async keep(row: CertificateRow<string>): Promise<void> {
     this.add(toListed({ ...row, not_before: new Date(row.not_before), not_after: new Date(row.not_after) }));
     // an issued certificate may name a CA this process has not seen yet (a hub's first issuance)
     if (row.issuer_id && !this.cas.has(row.hub_id)) await this.refreshCa(row.hub_id);

@@ -53,12 +53,11 @@ export interface Issued {
 
 /**
  * The subjectPublicKey bits of a SubjectPublicKeyInfo's DER (SEQUENCE { AlgorithmIdentifier, BIT STRING }), read from
- * the two elements' headers. Throws unless it is strict DER of that shape with whole bytes of key.
+ * the two elements' headers (partsToCertify checks the whole as strict DER first). Throws unless it has that shape
+ * with whole bytes of key.
  */
 function subjectPublicKeyBits(spkiDer: Uint8Array): Buffer {
-  const der = Buffer.from(spkiDer.buffer, spkiDer.byteOffset, spkiDer.byteLength);
-  assertDer(der);
-  const spki = readElement(der);
+  const spki = readElement(Buffer.from(spkiDer.buffer, spkiDer.byteOffset, spkiDer.byteLength));
   if (spki.tag !== 0x30) throw new Error('a SubjectPublicKeyInfo is a SEQUENCE');
   const algorithm = readElement(spki.content);
   const bits = algorithm.raw.length < spki.content.length ? readElement(spki.content, algorithm.raw.length) : undefined;
@@ -87,6 +86,7 @@ export const publicKeyInfo = (spkiDer: Buffer) => PublicKeyInfo.fromBER(new Uint
 export function partsToCertify(subjectDer: Buffer, spkiDer: Buffer): { subject: Uint8Array; publicKey: Uint8Array } {
   assertDer(subjectDer);
   if (subjectDer[0] !== 0x30) throw new Error('a Name is a SEQUENCE');
+  assertDer(spkiDer);
   subjectPublicKeyBits(spkiDer);
   return { subject: subjectDer, publicKey: spkiDer };
 }
