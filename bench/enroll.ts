@@ -24,7 +24,7 @@ import http from 'node:http';
 import os from 'node:os';
 import path from 'node:path';
 import { deviceCsr } from './deviceCsr.js';
-import { benchWorkspace, cpuMs, cpuSplitMs, freePort, jsonRequest, postgresCpuMs, startProcess, startServices, stopChild, timed, waitUntilAnswering, waitUntilHealthy } from './harness.js';
+import { benchWorkspace, cpuMs, cpuSplitMs, mainThreadCpuMs, freePort, jsonRequest, postgresCpuMs, startProcess, startServices, stopChild, timed, waitUntilAnswering, waitUntilHealthy } from './harness.js';
 
 const COLD = Number(process.env.BENCH_COLD ?? 600);
 const COLD_CONCURRENCY = Number(process.env.BENCH_COLD_CONCURRENCY ?? 16);
@@ -160,6 +160,7 @@ try {
   // cold: the first enrollments the fresh processes serve, no warm-up
   const coldBefore = serviceCpu();
   const splitBefore = { web: cpuSplitMs(web.pid), worker: cpuSplitMs(worker.pid) };
+  const mainBefore = { web: mainThreadCpuMs(web.pid), worker: mainThreadCpuMs(worker.pid) };
   const commandsBefore = redisCommands(services.redisUrl);
   const coldBench = process.cpuUsage();
   const coldMs = await timed(COLD, COLD_CONCURRENCY, (i) => enrollOne(i));
@@ -171,12 +172,13 @@ try {
   const coldWorker = (cpuMs(worker.pid) - coldBefore.worker) / COLD;
   const kernel = (pid: number | undefined, before: { sys: number }) => ((cpuSplitMs(pid).sys - before.sys) / COLD).toFixed(2);
   const coldKernel = { web: kernel(web.pid, splitBefore.web), worker: kernel(worker.pid, splitBefore.worker) };
+  const coldMain = { web: ((mainThreadCpuMs(web.pid) - mainBefore.web) / COLD).toFixed(2), worker: ((mainThreadCpuMs(worker.pid) - mainBefore.worker) / COLD).toFixed(2) };
   // counted, not timed: what a change of the protocol with Redis is worth whatever the machine's load
   const coldCommands = commandsPer(commandsBefore, redisCommands(services.redisUrl), COLD);
   if (failures.length) throw new Error(`${failures.length} cold enrollments failed, e.g. ${failures[0]}`);
   const coldSigns = rawSignRate(1000);
   console.log(`cold:          the first ${COLD} enrollments after start, ${COLD_CONCURRENCY} concurrent clients, no warm-up: ${coldRate.toFixed(0)} enrollments/s (target >= 300: ${coldRate >= 300 ? 'met' : 'NOT met'})`);
-  console.log(`               ratio ${(coldRate / coldSigns).toFixed(4)} of raw signs/s (${coldSigns.toFixed(0)}, measured right after); service CPU ${coldCpu.toFixed(2)} ms per enrollment (web ${coldWeb.toFixed(2)}, of it kernel ${coldKernel.web}; worker ${coldWorker.toFixed(2)}, of it kernel ${coldKernel.worker}); load average ${os.loadavg()[0].toFixed(1)}`);
+  console.log(`               ratio ${(coldRate / coldSigns).toFixed(4)} of raw signs/s (${coldSigns.toFixed(0)}, measured right after); service CPU ${coldCpu.toFixed(2)} ms per enrollment (web ${coldWeb.toFixed(2)}, of it kernel ${coldKernel.web}, main thread ${coldMain.web}; worker ${coldWorker.toFixed(2)}, of it kernel ${coldKernel.worker}, main thread ${coldMain.worker}); load average ${os.loadavg()[0].toFixed(1)}`);
   const coldPer = (ms: number) => (ms / COLD).toFixed(2);
   console.log(
     `               PostgreSQL ${coldPer(coldAfter.postgres - coldBefore.postgres)}, Redis ${coldPer(coldAfter.redis - coldBefore.redis)}, edge ${coldPer(coldAfter.edge - coldBefore.edge)}, clock ${coldPer(coldAfter.clock - coldBefore.clock)} ms per enrollment; load generator (this process) ${coldPer((coldBenchCpu.user + coldBenchCpu.system) / 1000)} ms`,
@@ -207,7 +209,7 @@ try {
   }
   console.log(`warm-up:       ${warmed - COLD} enrollments, service CPU ms per enrollment by slice of ${WARMUP_SLICE}: ${slices.map((x) => x.toFixed(2)).join(' ')}${stable() ? ' (stable)' : ' (not stable: BENCH_WARMUP_MAX reached)'}`);
   console.log(`               by process (web/worker/PostgreSQL/Redis/edge): ${parts.join(' ')}`);
-  const cpuBefore = { ...serviceCpu(), bench: process.cpuUsage() };
+  const cpuBefore = { ...serviceCpu(), bench: process.cpuUsage(), webMain: mainThreadCpuMs(web.pid), workerMain: mainThreadCpuMs(worker.pid) };
   const ms = await timed(ENROLLMENTS, CONCURRENCY, (i) => enrollOne(warmed + i));
   const benchCpu = process.cpuUsage(cpuBefore.bench);
   const perEnrollMs = (cpuMillis: number) => (cpuMillis / ENROLLMENTS).toFixed(2);
@@ -218,6 +220,8 @@ try {
     redis: perEnrollMs(cpuMs(services.redisPid) - cpuBefore.redis),
     edge: perEnrollMs(cpuMs(edge.pid) - cpuBefore.edge + cpuMs(clock.pid) - cpuBefore.clock),
     client: perEnrollMs((benchCpu.user + benchCpu.system) / 1000),
+    webMain: perEnrollMs(mainThreadCpuMs(web.pid) - cpuBefore.webMain),
+    workerMain: perEnrollMs(mainThreadCpuMs(worker.pid) - cpuBefore.workerMain),
   };
   const serviceCpuMs = Number(cpu.web) + Number(cpu.worker) + Number(cpu.postgres) + Number(cpu.redis) + Number(cpu.edge);
   if (failures.length) throw new Error(`${failures.length} enrollments failed, e.g. ${failures[0]}`);
@@ -229,7 +233,7 @@ try {
   console.log(`warm:          ${ENROLLMENTS} with ${CONCURRENCY} concurrent clients in ${(ms / 1000).toFixed(2)} s`);
   console.log(`end to end:    ${enrollRate.toFixed(0)} enrollments/s   (target >= 300)`);
   console.log(`baseline:      ${signRate.toFixed(0)} raw ECDSA P-256 signs/s (node:crypto, one core, same run)`);
-  console.log(`cpu per enrollment: web ${cpu.web} ms, worker ${cpu.worker} ms, PostgreSQL ${cpu.postgres} ms, Redis ${cpu.redis} ms, edge and clock ${cpu.edge} ms; load generator ${cpu.client} ms`);
+  console.log(`cpu per enrollment: web ${cpu.web} ms (main thread ${cpu.webMain}), worker ${cpu.worker} ms (main thread ${cpu.workerMain}), PostgreSQL ${cpu.postgres} ms, Redis ${cpu.redis} ms, edge and clock ${cpu.edge} ms; load generator ${cpu.client} ms`);
   const cores = os.availableParallelism();
   console.log(`capacity:      ${((cores * 1000) / serviceCpuMs).toFixed(0)} enrollments/s if the service had all ${cores} cores to itself (${serviceCpuMs.toFixed(2)} CPU ms each; load average ${os.loadavg()[0].toFixed(1)} during the run)`);
   console.log(`ratio:         ${(enrollRate / signRate).toFixed(4)} (enrollments per raw signature time)`);

@@ -348,6 +348,20 @@ export function schedCpuMs(pid: number | string | undefined): number {
 }
 
 /**
+ * CPU milliseconds the main thread of a process has run so far (schedstat): the JavaScript, the collector when it runs
+ * single-threaded, the kernel's work for its system calls; what the process's total adds beyond it is its helper
+ * threads (V8's optimizing compiler and parallel collector, libuv's pool).
+ */
+export function mainThreadCpuMs(pid: number | string | undefined): number {
+  if (pid === undefined) return NaN;
+  try {
+    return Number(readFileSync(`/proc/${pid}/task/${pid}/schedstat`, 'utf8').split(' ')[0]) / 1e6;
+  } catch {
+    return NaN;
+  }
+}
+
+/**
  * CPU milliseconds of a process and its children (the edge's workers, nginx's worker), from /proc: the total from the
  * scheduler's clock (schedstat, precise), the kernel part from the tick counts (stat).
  */
