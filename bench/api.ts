@@ -19,11 +19,10 @@
  *                           default 2000; BENCH_ROUNDS, default 2; BENCH_SCENARIOS=read,create to run one; LOG_LEVEL,
  *                           default info; BENCH_PROFILE=<dir> writes CPU profiles of the processes)
  */
-import path from 'node:path';
 import os from 'node:os';
 import pg from 'pg';
 import type { ChildProcess } from 'node:child_process';
-import { benchWorkspace, cpuMs, freePort, jsonClient, loadTest, median, postgresCpuMs, startProcess, startServices, stopChild, waitUntilHealthy } from './harness.js';
+import { benchWorkspace, cpuMs, freePort, jsonClient, loadTest, median, postgresCpuMs, startProcess, startServices, stopChild, waitUntilHealthy, webEnv } from './harness.js';
 
 const DURATION = Number(process.env.BENCH_DURATION ?? 10);
 const COLD = Number(process.env.BENCH_COLD ?? 2000);
@@ -48,17 +47,7 @@ let names = 0;
 try {
   const services = await startServices(ws);
   const adminToken = 'bench-admin-token-0123456789';
-  const apiEnv = (port: number): NodeJS.ProcessEnv => ({
-    ...process.env,
-    DATABASE_URL: services.databaseUrl,
-    REDIS_URL: services.redisUrl,
-    HUB_ADMIN_TOKEN: adminToken,
-    HUB_SECRET_KEY: '11'.repeat(32),
-    HUB_DATA_DIR: path.join(ws.work, 'data'),
-    PORT: String(port),
-    LOG_LEVEL: process.env.LOG_LEVEL ?? 'info',
-    HUB_PROCESS: 'web',
-  });
+  const apiEnv = (port: number) => webEnv(ws, services, port, adminToken);
 
   // the hub, its key and the token to read are made by a process of their own, so the measured ones start cold
   const setupPort = await freePort();

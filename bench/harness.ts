@@ -208,6 +208,25 @@ export function jsonClient(baseUrl: string, authorization: string) {
 }
 
 /**
+ * The environment of a web process the benches start: the bench's services (or `databaseUrl`), the admin token, a
+ * fixed secret key, `npm start`'s log level unless LOG_LEVEL says otherwise, then `extra`.
+ */
+export function webEnv(ws: BenchWorkspace, services: BenchServices, port: number, adminToken: string, extra: Record<string, string> = {}, databaseUrl = services.databaseUrl): NodeJS.ProcessEnv {
+  return {
+    ...process.env,
+    DATABASE_URL: databaseUrl,
+    REDIS_URL: services.redisUrl,
+    HUB_ADMIN_TOKEN: adminToken,
+    HUB_SECRET_KEY: '11'.repeat(32),
+    HUB_DATA_DIR: path.join(ws.work, 'data'),
+    PORT: String(port),
+    LOG_LEVEL: process.env.LOG_LEVEL ?? 'info',
+    HUB_PROCESS: 'web',
+    ...extra,
+  };
+}
+
+/**
  * An API process run from the code in `dir` (a checkout, for the A/B benches), against the bench's services, with
  * `extra` environment on top; resolves once it answers /healthz. Every process of one run shares one secret key, so
  * each reads what the other wrote.
@@ -216,18 +235,7 @@ async function startApiIn(ws: BenchWorkspace, services: BenchServices, dir: stri
   const port = await freePort();
   const child = spawn(process.execPath, ['--import', 'tsx', 'api/server.ts'], {
     cwd: dir,
-    env: {
-      ...process.env,
-      DATABASE_URL: services.databaseUrl,
-      REDIS_URL: services.redisUrl,
-      HUB_ADMIN_TOKEN: adminToken,
-      HUB_SECRET_KEY: '11'.repeat(32),
-      HUB_DATA_DIR: path.join(ws.work, 'data'),
-      PORT: String(port),
-      LOG_LEVEL: process.env.LOG_LEVEL ?? 'info',
-      HUB_PROCESS: 'web',
-      ...extra,
-    },
+    env: webEnv(ws, services, port, adminToken, extra),
     stdio: ['ignore', 'ignore', 'inherit'],
   });
   ws.onCleanup(() => stopChild(child));
@@ -265,19 +273,7 @@ export function spawnApiIn(ws: BenchWorkspace, services: BenchServices, dir: str
   const profile = process.env.BENCH_PROFILE ? ['--cpu-prof', `--cpu-prof-dir=${process.env.BENCH_PROFILE}`] : [];
   const child = spawn(process.execPath, [...profile, '--import', 'tsx', 'api/server.ts'], {
     cwd: dir,
-    env: {
-      ...process.env,
-      DATABASE_URL: databaseUrl,
-      REDIS_URL: services.redisUrl,
-      HUB_ADMIN_TOKEN: adminToken,
-      HUB_SECRET_KEY: '11'.repeat(32),
-      HUB_DATA_DIR: path.join(ws.work, 'data'),
-      HUB_QUEUE_PREFIX: `ab${port}`,
-      PORT: String(port),
-      LOG_LEVEL: process.env.LOG_LEVEL ?? 'info',
-      HUB_PROCESS: 'web',
-      ...extra,
-    },
+    env: webEnv(ws, services, port, adminToken, { HUB_QUEUE_PREFIX: `ab${port}`, ...extra }, databaseUrl),
     stdio: ['ignore', 'ignore', 'inherit'],
   });
   ws.onCleanup(() => stopChild(child));
