@@ -96,18 +96,20 @@ export function compiledScript(ws: BenchWorkspace, script: string, dir = '.'): s
 }
 
 /**
- * `<script>` of this checkout, compiled as `npm start` runs it, with `env` (stdout ignored, stderr inherited),
- * stopped by the workspace's cleanUp(), with the node flags npm start gives its children (HUB_GC_THREADS: `parallel`
- * measures Node's default collector). BENCH_PROFILE=<dir> writes a V8 CPU profile of each process there;
- * BENCH_NODE_FLAGS adds node flags to each (e.g. `--perf-basic-prof` for `perf record`, `--trace-deopt`).
+ * `<script>` of the checkout in `dir` (default this one), compiled as `npm start` runs it, with `env` (stdout ignored,
+ * stderr inherited), stopped by the workspace's cleanUp(), with the node flags npm start gives its children
+ * (HUB_GC_THREADS: `parallel` measures Node's default collector). BENCH_PROFILE=<dir> writes a V8 CPU profile of each
+ * process there (`env.BENCH_PROFILE: ''` leaves a set-up process out); BENCH_NODE_FLAGS adds node flags to each (e.g.
+ * `--perf-basic-prof` for `perf record`, `--trace-deopt`).
  */
-export function startProcess(ws: BenchWorkspace, script: string, env: NodeJS.ProcessEnv): ChildProcess {
-  const profile = process.env.BENCH_PROFILE ? ['--cpu-prof', `--cpu-prof-dir=${process.env.BENCH_PROFILE}`] : [];
+export function startProcess(ws: BenchWorkspace, script: string, env: NodeJS.ProcessEnv, dir = '.'): ChildProcess {
+  const profileDir = env.BENCH_PROFILE ?? process.env.BENCH_PROFILE;
+  const profile = profileDir ? ['--cpu-prof', `--cpu-prof-dir=${profileDir}`] : [];
   // the flags npm start gives its children (HUB_GC_THREADS), then any the bench is asked for
   const mode = env.HUB_GC_THREADS ?? process.env.HUB_GC_THREADS ?? 'auto';
   const startFlags = mode === 'single' || mode === 'parallel' || mode === 'auto' ? gcFlags(mode) : [];
   const flags = [...startFlags, ...(process.env.BENCH_NODE_FLAGS ?? '').split(' ').filter(Boolean)];
-  const child = spawn(process.execPath, [...profile, ...flags, compiledScript(ws, script)], { env, stdio: ['ignore', 'ignore', 'inherit'] });
+  const child = spawn(process.execPath, [...profile, ...flags, compiledScript(ws, script, dir)], { cwd: dir, env, stdio: ['ignore', 'ignore', 'inherit'] });
   ws.onCleanup(() => stopChild(child));
   return child;
 }
@@ -227,18 +229,13 @@ export function webEnv(ws: BenchWorkspace, services: BenchServices, port: number
 }
 
 /**
- * An API process run from the code in `dir` (a checkout, for the A/B benches), against the bench's services, with
- * `extra` environment on top; resolves once it answers /healthz. Every process of one run shares one secret key, so
- * each reads what the other wrote.
+ * An API process run from the code in `dir` (a checkout, for the A/B benches), compiled as `npm start` runs it,
+ * against the bench's services, with `extra` environment on top; resolves once it answers /healthz. Every process of
+ * one run shares one secret key, so each reads what the other wrote.
  */
 async function startApiIn(ws: BenchWorkspace, services: BenchServices, dir: string, adminToken: string, extra: Record<string, string> = {}): Promise<{ url: string; child: ChildProcess }> {
   const port = await freePort();
-  const child = spawn(process.execPath, ['--import', 'tsx', 'api/server.ts'], {
-    cwd: dir,
-    env: webEnv(ws, services, port, adminToken, extra),
-    stdio: ['ignore', 'ignore', 'inherit'],
-  });
-  ws.onCleanup(() => stopChild(child));
+  const child = startProcess(ws, 'api/server.ts', webEnv(ws, services, port, adminToken, extra), dir);
   const url = `http://127.0.0.1:${port}`;
   await waitUntilHealthy(url, child);
   return { url, child };
@@ -268,16 +265,12 @@ export async function migratedDatabase(services: BenchServices, name: string, di
   return url;
 }
 
-/** An API process from `dir` on `databaseUrl` (not yet waited for), for benches that start their sides again per round. */
+/**
+ * An API process from `dir` on `databaseUrl` (not yet waited for), compiled as `npm start` runs it, for benches that
+ * start their sides again per round.
+ */
 export function spawnApiIn(ws: BenchWorkspace, services: BenchServices, dir: string, databaseUrl: string, port: number, adminToken: string, extra: Record<string, string> = {}): ChildProcess {
-  const profile = process.env.BENCH_PROFILE ? ['--cpu-prof', `--cpu-prof-dir=${process.env.BENCH_PROFILE}`] : [];
-  const child = spawn(process.execPath, [...profile, '--import', 'tsx', 'api/server.ts'], {
-    cwd: dir,
-    env: webEnv(ws, services, port, adminToken, { HUB_QUEUE_PREFIX: `ab${port}`, ...extra }, databaseUrl),
-    stdio: ['ignore', 'ignore', 'inherit'],
-  });
-  ws.onCleanup(() => stopChild(child));
-  return child;
+  return startProcess(ws, 'api/server.ts', webEnv(ws, services, port, adminToken, { HUB_QUEUE_PREFIX: `ab${port}`, ...extra }, databaseUrl), dir);
 }
 
 /** `count` shares of the hub at `h` (its first frontend, one new environment), created through the API 8 at a time: the environment and the zIds in order. */
