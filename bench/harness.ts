@@ -321,19 +321,23 @@ export function cpuSplitMs(pid: number | string | undefined): { user: number; sy
  */
 export function schedCpuMs(pid: number | string | undefined): number {
   if (pid === undefined) return NaN;
-  let ns = 0;
+  let tids: string[];
   try {
-    for (const tid of readdirSync(`/proc/${pid}/task`)) {
-      try {
-        ns += Number(readFileSync(`/proc/${pid}/task/${tid}/schedstat`, 'utf8').split(' ')[0]);
-      } catch {
-        /* the thread exited */
-      }
-    }
+    tids = readdirSync(`/proc/${pid}/task`);
   } catch {
     return NaN;
   }
-  return ns / 1e6;
+  // a thread that exited meanwhile counts nothing
+  return tids.reduce((sum, tid) => sum + (threadCpuMs(pid, tid) || 0), 0);
+}
+
+/** CPU milliseconds one thread of a process has run so far (its schedstat); NaN when it is gone. */
+function threadCpuMs(pid: number | string, tid: number | string): number {
+  try {
+    return Number(readFileSync(`/proc/${pid}/task/${tid}/schedstat`, 'utf8').split(' ')[0]) / 1e6;
+  } catch {
+    return NaN;
+  }
 }
 
 /**
@@ -342,12 +346,7 @@ export function schedCpuMs(pid: number | string | undefined): number {
  * threads (V8's optimizing compiler and parallel collector, libuv's pool).
  */
 export function mainThreadCpuMs(pid: number | string | undefined): number {
-  if (pid === undefined) return NaN;
-  try {
-    return Number(readFileSync(`/proc/${pid}/task/${pid}/schedstat`, 'utf8').split(' ')[0]) / 1e6;
-  } catch {
-    return NaN;
-  }
+  return pid === undefined ? NaN : threadCpuMs(pid, pid);
 }
 
 /**

@@ -58,9 +58,6 @@ export function nameToString(name: NameEntries): string {
   return name.map((atv) => `${SHORT_NAMES[atv.type] ?? atv.type}=${atv.value}`).join(', ');
 }
 
-/** A Name from its DER (pkijs keeps the bytes and encodes them as they were). */
-export const nameFromDer = (der: Buffer) => RelativeDistinguishedNames.fromBER(new Uint8Array(der));
-
 /**
  * A name from (attribute type OID, value) pairs, values as UTF8String, one RDN each (`O=edgehub, CN=...`). pkijs
  * would encode a name built from its fields as one multi-valued RDN (`O=edgehub + CN=...`), so the name is parsed
