@@ -1,6 +1,3 @@
-import { createBullBoard } from '@bull-board/api';
-import { BullMQAdapter } from '@bull-board/api/bullMQAdapter';
-import { KoaAdapter } from '@bull-board/koa';
 import Koa from 'koa';
 import { BOARD_QUEUES, queue } from '../shared/queues.js';
 import { jsonBody } from './middleware/body.js';
@@ -11,12 +8,37 @@ import { createRoutes } from './router.js';
 import { routeModules } from './routes/index.js';
 import { config } from '../shared/config.js';
 
-function queueBoard(): Koa.Middleware {
+/**
+ * bull-board's Koa middleware over every queue, read-only: the UI shows queues and jobs but cannot add, retry,
+ * promote, clean or remove one (docs/security.md).
+ */
+async function loadBoard(): Promise<Koa.Middleware> {
+  const [{ createBullBoard }, { BullMQAdapter }, { KoaAdapter }] = await Promise.all([
+    import('@bull-board/api'),
+    import('@bull-board/api/bullMQAdapter'),
+    import('@bull-board/koa'),
+  ]);
   const serverAdapter = new KoaAdapter();
   serverAdapter.setBasePath(QUEUES_PREFIX);
-  // read-only: the UI shows queues and jobs but cannot add, retry, promote, clean or remove one (docs/security.md)
   createBullBoard({ queues: BOARD_QUEUES.map((n) => new BullMQAdapter(queue(n), { readOnlyMode: true })), serverAdapter });
-  return guardQueueUi(serverAdapter.registerPlugin() as unknown as Koa.Middleware);
+  return serverAdapter.registerPlugin() as unknown as Koa.Middleware;
+}
+
+/**
+ * The queue UI under its guard. bull-board (its Koa server with views and static files) is loaded by the first
+ * request the guard lets through, not at every start of the API: it is a third of a second of a web process's start
+ * for a page operators open now and then.
+ */
+function queueBoard(): Koa.Middleware {
+  let board: Promise<Koa.Middleware> | undefined;
+  const lazyBoard: Koa.Middleware = async (ctx, next) => {
+    board ??= loadBoard().catch((err) => {
+      board = undefined;
+      throw err;
+    });
+    return (await board)(ctx, next);
+  };
+  return guardQueueUi(lazyBoard);
 }
 
 export function createApp(): Koa {

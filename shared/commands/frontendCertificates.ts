@@ -2,11 +2,19 @@ import { config } from '../config.js';
 import { AcmeAccount } from '../models/AcmeAccount.js';
 import { AcmeValidationRecord } from '../models/AcmeValidationRecord.js';
 import { FrontendIssuer } from '../models/FrontendIssuer.js';
-import { createLocalCa, localCertificateIssuer, type CaMaterial, type IssuedCertificate } from '../providers/certificateIssuer.js';
-import { acmeCertificateIssuer, newAcmeAccountKey, type AcmeAccountKey } from '../providers/certificateIssuerAcme.js';
+import type { CaMaterial, IssuedCertificate } from '../providers/certificateIssuer.js';
+import type { AcmeAccountKey } from '../providers/certificateIssuerAcme.js';
 import { normalizeName } from '../providers/dns.js';
 import type { ValidationZone } from '../providers/dnsValidationZone.js';
 import { decryptSecret, encryptSecret } from '../secrets.js';
+
+/**
+ * The issuers, loaded on first use: @peculiar/x509 and acme-client (with axios and their DI container) cost a
+ * process about a quarter of a second of CPU to load, and only a frontend's certificate needs them, not every start
+ * of the API, the edge, the worker and the clock.
+ */
+const localIssuer = () => import('../providers/certificateIssuer.js');
+const acmeIssuer = () => import('../providers/certificateIssuerAcme.js');
 
 /**
  * What the certificate issuers keep: the service's own frontend CA, the ACME account and the DNS-01 validation
@@ -19,7 +27,7 @@ const LOCAL_CA = 'local';
 export async function localFrontendCa(): Promise<CaMaterial> {
   let row = await FrontendIssuer.findByPk(LOCAL_CA);
   if (!row) {
-    const created = await createLocalCa();
+    const created = await (await localIssuer()).createLocalCa();
     await FrontendIssuer.findOrCreate({
       where: { name: LOCAL_CA },
       defaults: { name: LOCAL_CA, certificatePem: created.certificatePem, privateKeySealed: encryptSecret(created.privateKeyPem) },
@@ -46,6 +54,7 @@ export const validationRecords: ValidationZone = {
 /** The account of this ACME directory: its key created once (concurrent first uses agree on the row that won). */
 async function acmeAccount(directoryUrl: string): Promise<AcmeAccountKey> {
   const existing = await AcmeAccount.findByPk(directoryUrl);
+  const { newAcmeAccountKey } = await acmeIssuer();
   const [row] = existing
     ? [existing]
     : await AcmeAccount.findOrCreate({ where: { directoryUrl }, defaults: { directoryUrl, accountUrl: null, privateKeySealed: encryptSecret(newAcmeAccountKey()) } });
@@ -54,6 +63,7 @@ async function acmeAccount(directoryUrl: string): Promise<AcmeAccountKey> {
 
 /** A wildcard server certificate for the domain from the service's own frontend CA (the edge's standard frontends). */
 export async function issueFromLocalCa(hostname: string): Promise<IssuedCertificate> {
+  const { localCertificateIssuer } = await localIssuer();
   return localCertificateIssuer(await localFrontendCa()).issue({ hostname, validationName: '', validationValue: '' });
 }
 
@@ -65,6 +75,7 @@ export async function issueFrontendCertificate(input: { hostname: string; valida
   const settings = config().acme;
   if (!settings) return issueFromLocalCa(input.hostname);
   const account = await acmeAccount(settings.directoryUrl);
+  const { acmeCertificateIssuer } = await acmeIssuer();
   const issued = await acmeCertificateIssuer(settings, account, validationRecords).issue(input);
   if (!account.accountUrl && issued.accountUrl) {
     await AcmeAccount.update({ accountUrl: issued.accountUrl }, { where: { directoryUrl: settings.directoryUrl, accountUrl: null } });
