@@ -11,7 +11,7 @@ import { decryptSecret, encryptSecret } from '../secrets.js';
 /**
  * The issuers, loaded on first use: @peculiar/x509 and acme-client (with axios and their DI container) cost a
  * process about a quarter of a second of CPU to load, and only a frontend's certificate needs them, not every start
- * of the API, the edge, the worker and the clock.
+ * of the API, the worker and the clock.
  */
 const localIssuer = () => import('../providers/certificateIssuer.js');
 const acmeIssuer = () => import('../providers/certificateIssuerAcme.js');
