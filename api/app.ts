@@ -46,6 +46,10 @@ export function createApp(): Koa {
   app.silent = true; // errors middleware logs; Koa's default stderr dump would print stacks
   const { routes, middleware: routeMiddleware } = createRoutes();
   for (const register of routeModules) register(routes);
+  // The queues the API adds jobs to, made now with their producer connections: a connection that was ready once
+  // refuses commands at once while Redis is away (the execution stays QUEUED and the sweeper re-adds its job), where
+  // a queue first made during an outage would hold its calls until Redis is back.
+  for (const name of BOARD_QUEUES) queue(name);
 
   const security = config().security;
   // request id, security headers, error mapping, access line and HTTP metrics in one pass (requestEdge.ts)
