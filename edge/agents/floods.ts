@@ -50,12 +50,17 @@ export interface FloodWatch {
   peak(): number;
 }
 
-/** node:http2 errors that are nghttp2's verdict on the agent's frames, and what they mean. */
+/**
+ * node:http2 errors that are nghttp2's verdict on the agent's frames, and what they mean. A protocol error is frames
+ * HTTP/2 forbids, or, with the nghttp2 of newer Node versions (1.69 in Node 22), more frames that change nothing
+ * (PRIORITY, unknown types) than its own limit allows: nghttp2 ends such a session before the overhead budget here
+ * does, and the error does not say which of the two it was.
+ */
 function verdict(err: Error & { code?: string }): string | undefined {
   if (err.code === 'ERR_HTTP2_TOO_MANY_INVALID_FRAMES') return `over ${MAX_INVALID_FRAMES} invalid frames (such as empty DATA frames on an open stream)`;
   if (err.code !== 'ERR_HTTP2_ERROR') return undefined;
   if (/CONTINUATION/i.test(err.message)) return `an endless header block (${err.message})`;
-  return `frames HTTP/2 forbids (${err.message})`;
+  return `frames nghttp2 refused (${err.message}: frames HTTP/2 forbids, or more frames that change nothing than it allows)`;
 }
 
 /** Watches `session` (over `socket`) for floods; calls `abuse(reason)` once when one is seen (the caller closes it). */

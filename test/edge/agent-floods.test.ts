@@ -108,12 +108,18 @@ function slowAnswer(): Promise<{ status: number; ended: Promise<void> }> {
   });
 }
 
+/**
+ * The reason each flood is closed for. PRIORITY and unknown frames change nothing in nghttp2, whose newer versions
+ * (1.69, in Node 22) end a session that sends too many of them by themselves, before the edge's overhead budget does
+ * (1.61, in Node 20, reads them silently): either reason closes the session.
+ */
+const REFUSED_BY_NGHTTP2 = /frames nghttp2 refused \(Protocol error: /;
 const EXPECTED: Record<string, RegExp> = {
   WINDOW_UPDATE: /that its streams' data does not explain/,
-  PRIORITY: /that its streams' data does not explain/,
+  PRIORITY: new RegExp(`that its streams' data does not explain|${REFUSED_BY_NGHTTP2.source}`),
   RST_STREAM: /that its streams' data does not explain/,
   EMPTY_DATA: /that its streams' data does not explain/,
-  UNKNOWN: /that its streams' data does not explain/,
+  UNKNOWN: new RegExp(`that its streams' data does not explain|${REFUSED_BY_NGHTTP2.source}`),
   EMPTY_DATA_OPEN: /over 100 invalid frames/,
   CONTINUATION: /an endless header block/,
   PING: /a PING flood/,
@@ -167,8 +173,9 @@ test.serial('a frame HTTP/2 forbids (CONTINUATION without HEADERS) makes the edg
   t.log(`${(result.sent / 1e6).toFixed(1)} MB written before the edge closed the connection`);
   t.true(result.closedByEdge, 'the edge closed the session');
   t.true(result.sent < 16e6, 'the edge stopped reading');
-  // what nghttp2 read before it stopped may already be over the overhead budget (a flood); else the ping ends it
-  const closing = logged(/^edge: agent (did not answer a ping; connection closed$|connection closed: it sent \d+ bytes of frames)/).filter((l) => l.agentId === id);
+  // what nghttp2 read before it stopped may already be over the overhead budget (a flood); else the ping ends it;
+  // newer nghttp2 (Node 22) reports the forbidden frame as a protocol error, which ends the session at once
+  const closing = logged(/^edge: agent (did not answer a ping; connection closed$|connection closed: it sent (\d+ bytes of frames|frames nghttp2 refused \(Protocol error: ))/).filter((l) => l.agentId === id);
   t.is(closing.length, 1, 'one log line says why the session ended');
   t.log(closing[0]?.msg);
 });
