@@ -5,7 +5,7 @@ import { preparedQuery } from './db.js';
 import { newId } from './ids.js';
 import { logger } from './logger.js';
 import { Execution } from './models/Execution.js';
-import { queue, queueOfType } from './queues.js';
+import { connectedQueue, queueOfType } from './queues.js';
 
 export interface EnqueueSpec {
   /** `<queue>.<name>`, e.g. `ipsec.provisionTunnel`. */
@@ -104,11 +104,13 @@ export async function dispatch(execution: Dispatchable, options: EnqueueSpec['jo
   const stored = (execution.jobOptions ?? undefined) as EnqueueSpec['jobOptions'] | undefined;
   const data: JobData = { executionId: execution.id, hubId: execution.hubId, payload: execution.payload, createdBy: execution.createdBy };
   let timer: NodeJS.Timeout | undefined;
+  const deadline = Date.now() + DISPATCH_TIMEOUT_MS;
   try {
+    const q = await connectedQueue(queueOfType(execution.type), DISPATCH_TIMEOUT_MS);
     await Promise.race([
-      queue(queueOfType(execution.type)).add(execution.type, data, { ...defaultJobOptions(), ...(stored ?? options), jobId: execution.processId }),
+      q.add(execution.type, data, { ...defaultJobOptions(), ...(stored ?? options), jobId: execution.processId }),
       new Promise((_, reject) => {
-        timer = setTimeout(() => reject(new Error('timed out adding the job')), DISPATCH_TIMEOUT_MS);
+        timer = setTimeout(() => reject(new Error('timed out adding the job')), Math.max(0, deadline - Date.now()));
       }),
     ]);
     return true;
@@ -136,7 +138,7 @@ export async function sweepExecutions(olderThanMs = 10_000, limit = 500): Promis
   for (const execution of stale) {
     let job;
     try {
-      job = await queue(queueOfType(execution.type)).getJob(execution.processId);
+      job = await (await connectedQueue(queueOfType(execution.type), DISPATCH_TIMEOUT_MS)).getJob(execution.processId);
     } catch (err) {
       logger.warn({ err: (err as Error).message }, 'sweeper cannot reach Redis; trying again next tick');
       break;

@@ -1,4 +1,5 @@
 import { Queue } from 'bullmq';
+import type { Redis } from 'ioredis';
 import { config } from './config.js';
 import { createRedis } from './redis.js';
 
@@ -21,16 +22,46 @@ export function queueOfType(type: string): QueueName {
 }
 
 const queues = new Map<QueueName, Queue>();
+/** The queues whose producer connection has been ready at least once. */
+const connected = new WeakSet<Queue>();
 
 export function queue(name: QueueName): Queue {
   let q = queues.get(name);
   if (!q) {
-    q = new Queue(name, { connection: createRedis('producer'), prefix: config().queuePrefix });
-    q.on('error', () => {
+    const connection = createRedis('producer');
+    const made = new Queue(name, { connection, prefix: config().queuePrefix });
+    connection.once('ready', () => connected.add(made));
+    made.on('error', () => {
       /* surfaced through failed add() calls */
     });
-    queues.set(name, q);
+    queues.set(name, made);
+    q = made;
   }
+  return q;
+}
+
+/**
+ * The queue `name` once its producer connection has been ready at least once, or a rejection after `timeoutMs`.
+ * BullMQ holds every call of a queue until its connection is first ready, however long Redis is away; after that, the
+ * connection refuses at once while Redis is away (no offline queue). So a queue first made during an outage would
+ * keep each call waiting, and each job's data with it, until Redis is back. Callers that must not wait through an
+ * outage (adding a job, the sweeper's look-up) take the queue from here: nothing of theirs is left waiting.
+ */
+export async function connectedQueue(name: QueueName, timeoutMs: number): Promise<Queue> {
+  const q = queue(name);
+  if (connected.has(q)) return q;
+  const connection = q.opts.connection as unknown as Redis;
+  await new Promise<void>((resolve, reject) => {
+    const onReady = () => {
+      clearTimeout(timer);
+      resolve();
+    };
+    const timer = setTimeout(() => {
+      connection.off('ready', onReady);
+      reject(new Error(`the job queue's connection to Redis is not ready (${connection.status})`));
+    }, timeoutMs);
+    connection.once('ready', onReady);
+  });
   return q;
 }
 
