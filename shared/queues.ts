@@ -40,28 +40,62 @@ export function queue(name: QueueName): Queue {
   return q;
 }
 
+/** The connection attempt a never-ready queue's callers wait on together: it settles when the attempt ends. */
+const attempts = new WeakMap<Queue, Promise<void>>();
+
+const notReady = (connection: Redis) => new Error(`the job queue's connection to Redis is not ready (${connection.status})`);
+
+function attemptOf(q: Queue, connection: Redis): Promise<void> {
+  let attempt = attempts.get(q);
+  if (!attempt) {
+    attempt = new Promise<void>((resolve, reject) => {
+      const settle = (err?: Error) => {
+        connection.off('ready', onReady);
+        connection.off('close', onClose);
+        attempts.delete(q);
+        if (err) reject(err);
+        else resolve();
+      };
+      const onReady = () => settle();
+      const onClose = () => settle(notReady(connection));
+      connection.once('ready', onReady);
+      connection.once('close', onClose);
+    });
+    attempt.catch(() => undefined); // each caller sees the rejection through its own race
+    attempts.set(q, attempt);
+  }
+  return attempt;
+}
+
 /**
- * The queue `name` once its producer connection has been ready at least once, or a rejection after `timeoutMs`.
- * BullMQ holds every call of a queue until its connection is first ready, however long Redis is away; after that, the
- * connection refuses at once while Redis is away (no offline queue). So a queue first made during an outage would
- * keep each call waiting, and each job's data with it, until Redis is back. Callers that must not wait through an
- * outage (adding a job, the sweeper's look-up) take the queue from here: nothing of theirs is left waiting.
+ * The queue `name` once its producer connection has been ready at least once; else a rejection, at once when Redis
+ * was already found away, or when the connection attempt under way fails, or after `timeoutMs`. BullMQ holds every
+ * call of a queue until its connection is first ready, however long Redis is away; after that, the connection
+ * refuses at once while Redis is away (no offline queue). So a queue first made during an outage would keep each
+ * call waiting, and each job's data with it, until Redis is back. Callers that must not wait through an outage
+ * (adding a job, the sweeper's look-up) take the queue from here: nothing of theirs is left waiting.
  */
 export async function connectedQueue(name: QueueName, timeoutMs: number): Promise<Queue> {
   const q = queue(name);
   if (connected.has(q)) return q;
   const connection = q.opts.connection as unknown as Redis;
-  await new Promise<void>((resolve, reject) => {
-    const onReady = () => {
-      clearTimeout(timer);
-      resolve();
-    };
-    const timer = setTimeout(() => {
-      connection.off('ready', onReady);
-      reject(new Error(`the job queue's connection to Redis is not ready (${connection.status})`));
-    }, timeoutMs);
-    connection.once('ready', onReady);
-  });
+  if (connection.status === 'ready') {
+    connected.add(q);
+    return q;
+  }
+  // between attempts (Redis refused the last one): no wait
+  if (connection.status !== 'connecting' && connection.status !== 'connect' && connection.status !== 'wait') throw notReady(connection);
+  let timer: NodeJS.Timeout | undefined;
+  try {
+    await Promise.race([
+      attemptOf(q, connection),
+      new Promise((_, reject) => {
+        timer = setTimeout(() => reject(notReady(connection)), timeoutMs);
+      }),
+    ]);
+  } finally {
+    clearTimeout(timer);
+  }
   return q;
 }
 
