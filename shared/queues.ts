@@ -79,6 +79,7 @@ export async function connectedQueue(name: QueueName, timeoutMs: number): Promis
   const q = queue(name);
   if (connected.has(q)) return q;
   const connection = q.opts.connection as unknown as Redis;
+  // ioredis sets the status at once and emits 'ready' on the next tick: ready already, not yet in `connected`
   if (connection.status === 'ready') {
     connected.add(q);
     return q;
