@@ -5,7 +5,7 @@ import { preparedQuery } from './db.js';
 import { newId } from './ids.js';
 import { logger } from './logger.js';
 import { Execution } from './models/Execution.js';
-import { connectedQueue, queueOfType } from './queues.js';
+import { connectedQueue, QUEUE_READY_TIMEOUT_MS, queueOfType } from './queues.js';
 
 export interface EnqueueSpec {
   /** `<queue>.<name>`, e.g. `ipsec.provisionTunnel`. */
@@ -38,8 +38,6 @@ export const defaultJobOptions = (): JobsOptions => ({
   removeOnComplete: { age: 3600, count: 5000 },
   removeOnFail: { age: 7 * 86400 },
 });
-
-const DISPATCH_TIMEOUT_MS = 3000;
 
 /**
  * Records an execution (status QUEUED) and adds its BullMQ job with job id = execution id, so a second dispatch of
@@ -104,9 +102,9 @@ export async function dispatch(execution: Dispatchable, options: EnqueueSpec['jo
   const stored = (execution.jobOptions ?? undefined) as EnqueueSpec['jobOptions'] | undefined;
   const data: JobData = { executionId: execution.id, hubId: execution.hubId, payload: execution.payload, createdBy: execution.createdBy };
   let timer: NodeJS.Timeout | undefined;
-  const deadline = Date.now() + DISPATCH_TIMEOUT_MS;
+  const deadline = Date.now() + QUEUE_READY_TIMEOUT_MS;
   try {
-    const q = await connectedQueue(queueOfType(execution.type), DISPATCH_TIMEOUT_MS);
+    const q = await connectedQueue(queueOfType(execution.type), QUEUE_READY_TIMEOUT_MS);
     await Promise.race([
       q.add(execution.type, data, { ...defaultJobOptions(), ...(stored ?? options), jobId: execution.processId }),
       new Promise((_, reject) => {
@@ -138,7 +136,7 @@ export async function sweepExecutions(olderThanMs = 10_000, limit = 500): Promis
   for (const execution of stale) {
     let job;
     try {
-      job = await (await connectedQueue(queueOfType(execution.type), DISPATCH_TIMEOUT_MS)).getJob(execution.processId);
+      job = await (await connectedQueue(queueOfType(execution.type))).getJob(execution.processId);
     } catch (err) {
       logger.warn({ err: (err as Error).message }, 'sweeper cannot reach Redis; trying again next tick');
       break;

@@ -67,15 +67,19 @@ function attemptOf(q: Queue, connection: Redis): Promise<void> {
   return attempt;
 }
 
+/** How long a caller of connectedQueue waits, at most, for a connection attempt under way. */
+export const QUEUE_READY_TIMEOUT_MS = 3000;
+
 /**
  * The queue `name` once its producer connection has been ready at least once; else a rejection, at once when Redis
  * was already found away, or when the connection attempt under way fails, or after `timeoutMs`. BullMQ holds every
  * call of a queue until its connection is first ready, however long Redis is away; after that, the connection
  * refuses at once while Redis is away (no offline queue). So a queue first made during an outage would keep each
  * call waiting, and each job's data with it, until Redis is back. Callers that must not wait through an outage
- * (adding a job, the sweeper's look-up) take the queue from here: nothing of theirs is left waiting.
+ * (adding a job, the sweeper's and the reconciliation's look-ups, a health check's job scheduler) take the queue
+ * from here: nothing of theirs is left waiting.
  */
-export async function connectedQueue(name: QueueName, timeoutMs: number): Promise<Queue> {
+export async function connectedQueue(name: QueueName, timeoutMs = QUEUE_READY_TIMEOUT_MS): Promise<Queue> {
   const q = queue(name);
   if (connected.has(q)) return q;
   const connection = q.opts.connection as unknown as Redis;

@@ -4,7 +4,7 @@ import { preparedQuery } from '../shared/db.js';
 import { dispatch, type JobData } from '../shared/jobs.js';
 import { logger } from '../shared/logger.js';
 import { Execution } from '../shared/models/Execution.js';
-import { queue, queueOfType } from '../shared/queues.js';
+import { connectedQueue, queueOfType } from '../shared/queues.js';
 import type { JobContext, ProcessorDefinition } from './processor.js';
 import { finalizeFailure } from './runner.js';
 
@@ -52,7 +52,7 @@ export async function reconcileExecutions(processors: ProcessorDefinition[], old
     for (const execution of stale) {
       let job: Job<JobData> | undefined, state: string | undefined;
       try {
-        job = await queue(queueOfType(execution.type)).getJob(execution.processId);
+        job = await (await connectedQueue(queueOfType(execution.type))).getJob(execution.processId);
         state = job ? await job.getState() : undefined;
       } catch (err) {
         logger.warn({ err: errorMessage(err) }, 'reconciliation cannot reach Redis; trying again next tick');

@@ -9,7 +9,7 @@ import { logger } from '../logger.js';
 import { Execution } from '../models/Execution.js';
 import { HealthCheck } from '../models/HealthCheck.js';
 import { httpProber, type ProbeOutcome } from '../providers/httpProbe.js';
-import { queue } from '../queues.js';
+import { connectedQueue } from '../queues.js';
 import { findPage, type Page, type PageRequest } from '../paging.js';
 
 export const SCHEDULED_RUN_JOB = 'health-checks.scheduledRun';
@@ -211,7 +211,7 @@ export async function syncSchedule(check: HealthCheck): Promise<void> {
       await removeSchedule(check.id);
       return;
     }
-    await queue('health-checks').upsertJobScheduler(
+    await (await connectedQueue('health-checks')).upsertJobScheduler(
       schedulerId(check.id),
       { every: check.intervalSeconds * 1000 },
       {
@@ -231,7 +231,7 @@ export async function syncSchedule(check: HealthCheck): Promise<void> {
 
 export async function removeSchedule(healthCheckId: string): Promise<void> {
   try {
-    await queue('health-checks').removeJobScheduler(schedulerId(healthCheckId));
+    await (await connectedQueue('health-checks')).removeJobScheduler(schedulerId(healthCheckId));
   } catch (err) {
     logger.warn({ healthCheckId, err: (err as Error).message }, 'health check schedule not removed; reconciliation will retry');
   }
@@ -240,7 +240,7 @@ export async function removeSchedule(healthCheckId: string): Promise<void> {
 /** Makes Redis's job schedulers match the database: one per scheduled check, none for anything else. */
 export async function reconcileSchedules(): Promise<{ upserted: number; removed: number }> {
   // Redis first: a check created after this listing cannot have its fresh scheduler mistaken for a stale one
-  const existing = await queue('health-checks').getJobSchedulers(0, -1);
+  const existing = await (await connectedQueue('health-checks')).getJobSchedulers(0, -1);
   const wanted = await HealthCheck.findAll({ where: { enabled: true }, attributes: ['id', 'hubId', 'enabled', 'intervalSeconds', 'target'] });
   const scheduled = wanted.filter((c) => c.intervalSeconds > 0 && c.target);
   const wantedIds = new Set(scheduled.map((c) => schedulerId(c.id)));

@@ -1,0 +1,63 @@
+import test from 'ava';
+import { reconcileSchedules } from '../../shared/commands/healthChecks.js';
+import { connectedQueue } from '../../shared/queues.js';
+import { Execution } from '../../shared/models/Execution.js';
+import { reconcileExecutions } from '../../workers/reconcile.js';
+import { processors } from '../../workers/processors/index.js';
+import { ownRedis, type StoppableRedis } from '../helpers/outage.js';
+import { useStack, waitFor } from '../helpers/stack.js';
+
+/**
+ * A web process (or a clock) started while Redis is away: its queues have never had a ready connection, and BullMQ
+ * holds every call of such a queue until Redis comes. Requests and passes that touch a queue must not wait with it:
+ * PostgreSQL is the truth, and the clock's reconciliations repair Redis once it is back.
+ */
+
+let redis: StoppableRedis;
+test.before(async () => {
+  redis = await ownRedis();
+  await redis.stop();
+});
+const stack = useStack(test, () => ({ workers: false, env: { REDIS_URL: redis.url, HUB_HEALTH_CHECK_MIN_INTERVAL_SECONDS: '1' } }));
+test.after.always(async () => {
+  await redis?.stop();
+});
+
+/** `work` within `ms`, or the test fails saying what hung (instead of ava's timeout). */
+async function within<T>(ms: number, what: string, work: Promise<T>): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  try {
+    return await Promise.race([work, new Promise<never>((_, reject) => (timer = setTimeout(() => reject(new Error(`${what} still waiting after ${ms} ms`)), ms)))]);
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
+test.serial('health-check schedules and the clock reconciliation do not wait for a Redis that was never there', async (t) => {
+  const hub = await stack.hub();
+  const body = { name: 'api', method: 'GET', path: '/health', expectedStatus: 200, target: 'http://127.0.0.1:9/', intervalSeconds: 60 };
+  const created = await within(5000, 'creating a scheduled check', hub.call('POST', `${hub.h}/health-checks`, { body }));
+  t.is(created.status, 201, created.text);
+  const gone = await within(5000, 'creating a second one', hub.call('POST', `${hub.h}/health-checks`, { body: { ...body, name: 'gone' } }));
+  t.is(gone.status, 201, gone.text);
+  const disabled = await within(5000, 'disabling it', hub.call('PATCH', `${hub.h}/health-checks/${gone.json.id}`, { body: { enabled: false } }));
+  t.is(disabled.status, 200, disabled.text);
+  t.is((await within(5000, 'deleting it', hub.call('DELETE', `${hub.h}/health-checks/${gone.json.id}`))).status, 204);
+
+  // the clock's passes give up at once (or after their wait), they do not sit on the outage
+  await t.throwsAsync(within(5000, 'reconciling schedules', reconcileSchedules()), { message: /redis|connection|reach/i });
+  const outcome = await within(5000, 'reconciling executions', reconcileExecutions(processors, 0));
+  t.deepEqual(outcome, { readded: 0, failed: 0, succeeded: 0 }, 'nothing settled without Redis');
+  const caJob = await Execution.findOne({ where: { hubId: hub.hubId } });
+  t.is(caJob?.status, 'QUEUED', 'the hub CA job waits in PostgreSQL');
+
+  await redis.start();
+  const healthChecks = await waitFor(() => connectedQueue('health-checks').catch(() => undefined), { what: 'the queue connected' });
+  // nothing of the outage lands late: a call that had waited would have gone first on the fresh connection
+  t.deepEqual(await healthChecks.getJobSchedulers(0, -1), [], 'no schedule call waited through the outage');
+
+  // the reconciliation then makes Redis match the database: the enabled check's scheduler, none for the other
+  t.deepEqual(await waitFor(() => reconcileSchedules().catch(() => undefined), { what: 'a reconciliation with Redis back' }), { upserted: 1, removed: 0 });
+  const schedulers = await healthChecks.getJobSchedulers(0, -1);
+  t.deepEqual(schedulers.map((s) => [s.key, s.every]), [[`health-check:${created.json.id}`, 60_000]]);
+});
