@@ -1,5 +1,6 @@
 import Koa from 'koa';
-import { BOARD_QUEUES, queue } from '../shared/queues.js';
+import { unavailable } from '../shared/errors.js';
+import { BOARD_QUEUES, queue, queuesReady } from '../shared/queues.js';
 import { jsonBody } from './middleware/body.js';
 import { guardQueueUi, QUEUES_PREFIX } from './middleware/queueUi.js';
 import { requestEdge } from './middleware/requestEdge.js';
@@ -32,6 +33,11 @@ async function loadBoard(): Promise<Koa.Middleware> {
 function queueBoard(): Koa.Middleware {
   let board: Promise<Koa.Middleware> | undefined;
   const lazyBoard: Koa.Middleware = async (ctx, next) => {
+    // the board's API reads the queues from Redis: while Redis is away it answers 503 at once, where bull-board's
+    // calls would wait for it (queues never connected) or fail inside the library (a connection lost)
+    if (ctx.path.startsWith(`${QUEUES_PREFIX}/api/`) && !(await queuesReady(BOARD_QUEUES))) {
+      throw unavailable('the job queues (Redis) cannot be reached; the queue UI shows them once Redis is back', 5);
+    }
     board ??= loadBoard().catch((err) => {
       board = undefined;
       throw err;

@@ -104,6 +104,20 @@ export async function connectedQueue(name: QueueName, timeoutMs = QUEUE_READY_TI
   return q;
 }
 
+/**
+ * Whether the producer connection of each queue `names` is ready now: false at once while Redis is away, after a wait
+ * of at most `timeoutMs` for a first connection attempt under way. For readers that would otherwise wait for Redis
+ * (a queue never connected holds its calls) or fail inside a library (a connection lost refuses them).
+ */
+export async function queuesReady(names: readonly QueueName[], timeoutMs = QUEUE_READY_TIMEOUT_MS): Promise<boolean> {
+  try {
+    const queues = await Promise.all(names.map((name) => connectedQueue(name, timeoutMs)));
+    return queues.every((q) => (q.opts.connection as unknown as Redis).status === 'ready');
+  } catch {
+    return false;
+  }
+}
+
 /** Closes a BullMQ Queue/Worker/QueueEvents and the connection we gave it (BullMQ leaves given connections open). */
 export async function closeWithConnection(owner: { close(): Promise<void>; opts: { connection?: unknown } }): Promise<void> {
   await owner.close().catch(() => undefined);

@@ -34,6 +34,10 @@ test.serial('healthz is 200 while PostgreSQL and Redis answer, 503 when Redis is
   t.is(down.json.status, 'unavailable');
   t.is(down.json.postgres, 'ok');
   t.regex(down.json.redis, /unavailable/);
+  // the queue UI's reads say so too (bull-board's own calls would fail inside it)
+  const board = await stack.call('GET', '/admin/queues/api/queues', { auth: stack.admin, contract: false });
+  t.is(board.status, 503, board.text);
+  t.is(board.json.error, 'unavailable');
 
   // an enqueue while Redis is away leaves the execution QUEUED (the request does not hang or fail) ...
   const hubRes = await stack.call('POST', '/admin/v1/hubs', { auth: stack.admin, body: { name: 'while-down' } });
@@ -47,7 +51,7 @@ test.serial('healthz is 200 while PostgreSQL and Redis answer, 503 when Redis is
   // the 'system' queue was first made during the outage: its add gave up instead of waiting for Redis (no call of the
   // outage lands late, its job's data kept all along); its connection is ready now, so an add still waiting would
   // have gone first on it
-  const system = await connectedQueue('system', 10_000);
+  const system = await waitFor(() => connectedQueue('system').catch(() => undefined), { what: 'the system queue connected' });
   t.is(await system.getJob(execution.processId), undefined, 'no add waited through the outage');
 
   // ... and the sweeper hands it to Redis once it is back

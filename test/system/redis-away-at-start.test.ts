@@ -33,7 +33,7 @@ async function within<T>(ms: number, what: string, work: Promise<T>): Promise<T>
   }
 }
 
-test.serial('health-check schedules and the clock reconciliation do not wait for a Redis that was never there', async (t) => {
+test.serial('health-check schedules, the queue UI and the clock reconciliation do not wait for a Redis that was never there', async (t) => {
   const hub = await stack.hub();
   const body = { name: 'api', method: 'GET', path: '/health', expectedStatus: 200, target: 'http://127.0.0.1:9/', intervalSeconds: 60 };
   const created = await within(5000, 'creating a scheduled check', hub.call('POST', `${hub.h}/health-checks`, { body }));
@@ -43,6 +43,13 @@ test.serial('health-check schedules and the clock reconciliation do not wait for
   const disabled = await within(5000, 'disabling it', hub.call('PATCH', `${hub.h}/health-checks/${gone.json.id}`, { body: { enabled: false } }));
   t.is(disabled.status, 200, disabled.text);
   t.is((await within(5000, 'deleting it', hub.call('DELETE', `${hub.h}/health-checks/${gone.json.id}`))).status, 204);
+
+  const board = await within(8000, 'the queue UI', stack.call('GET', '/admin/queues/api/queues', { auth: stack.admin, contract: false }));
+  t.is(board.status, 503, board.text);
+  t.is(board.json.error, 'unavailable');
+  t.is(board.headers.get('retry-after'), '5');
+  const page = await within(8000, 'the queue UI page', stack.call('GET', '/admin/queues', { auth: stack.admin, contract: false }));
+  t.is(page.status, 200, 'the page itself loads; its calls say why the queues are missing');
 
   // the clock's passes give up at once (or after their wait), they do not sit on the outage
   await t.throwsAsync(within(5000, 'reconciling schedules', reconcileSchedules()), { message: /redis|connection|reach/i });
