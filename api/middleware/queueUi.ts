@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import type { Context, Middleware, Next } from 'koa';
 import { config } from '../../shared/config.js';
-import { DomainError, refusal } from '../../shared/errors.js';
+import { DomainError, refusal, unavailable } from '../../shared/errors.js';
 import { HttpError } from '../errorAnswers.js';
 import { readyRedis } from '../../shared/redis.js';
 import { sha256 } from '../../shared/secrets.js';
@@ -52,7 +52,9 @@ async function sessionIsOpen(value: string | undefined): Promise<boolean> {
 
 /** Revokes every queue UI session (SCAN, not KEYS: the keyspace holds the queues too). */
 export async function revokeQueueSessions(): Promise<number> {
-  const client = await readyRedis();
+  const client = await readyRedis().catch(() => {
+    throw unavailable('Redis, where queue UI sessions are kept, cannot be reached; no session was revoked', 5);
+  });
   let cursor = '0';
   let removed = 0;
   do {

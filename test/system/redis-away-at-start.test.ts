@@ -50,6 +50,9 @@ test.serial('health-check schedules, the queue UI and the clock reconciliation d
   t.is(board.headers.get('retry-after'), '5');
   const page = await within(8000, 'the queue UI page', stack.call('GET', '/admin/queues', { auth: stack.admin, contract: false }));
   t.is(page.status, 200, 'the page itself loads; its calls say why the queues are missing');
+  const signOut = await stack.call('POST', '/admin/queues/sign-out', { auth: stack.admin, headers: { origin: stack.baseUrl }, body: {}, contract: false });
+  t.is(signOut.status, 503, signOut.text);
+  t.regex(signOut.json.message, /no session was revoked/);
 
   // the clock's passes give up at once (or after their wait), they do not sit on the outage
   await t.throwsAsync(within(5000, 'reconciling schedules', reconcileSchedules()), { message: /redis|connection|reach/i });
