@@ -103,18 +103,27 @@ function refusal(err: unknown): JwtRefusal {
  */
 export async function verifyEnrollmentJwt(jwt: string, hubId: string, keyOf: (kid: string) => Promise<KeyObject | undefined>): Promise<EnrollmentClaims> {
   let payload: JWTPayload;
+  // a key that could not be looked up (the database away) is no fault of the JWT: that error goes on as it is
+  let lookupFailed: { err: unknown } | undefined;
   try {
     ({ payload } = await jwtVerify(
       jwt,
       async (header) => {
         if (typeof header.kid !== 'string') throw new JwtRefusal('invalid', 'enrollment JWT header has no kid');
-        const key = await keyOf(header.kid);
+        let key: KeyObject | undefined;
+        try {
+          key = await keyOf(header.kid);
+        } catch (err) {
+          lookupFailed = { err };
+          throw err;
+        }
         if (!key) throw new JwtRefusal('unknown_key', `enrollment JWT is signed by key '${header.kid}', which is not in the public key set`);
         return key;
       },
       { algorithms: ['ES256'], issuer: JWT_ISSUER, audience: hubId, requiredClaims: ['exp', 'sub'] },
     ));
   } catch (err) {
+    if (lookupFailed) throw lookupFailed.err;
     throw refusal(err);
   }
   if (typeof payload.sub !== 'string' || payload.sub === '') throw new JwtRefusal('invalid', "enrollment JWT claim 'sub' is missing");

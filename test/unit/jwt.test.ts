@@ -44,3 +44,11 @@ test('refusals carry the labels violations report', async (t) => {
   await refusedWith(t, await es((j) => j.setIssuer('hub').setAudience('h1').setSubject('t').setExpirationTime('1h'), { alg: 'ES256' }), 'h1', 'invalid');
   await refusedWith(t, await es((j) => j.setIssuer('hub').setAudience('h1').setSubject('').setExpirationTime('1h')), 'h1', 'invalid');
 });
+
+test('a key look-up that fails is no refusal of the JWT: its error goes on as it is', async (t) => {
+  const jwt = await signJwt({}, { hubId: 'h1', subject: 'tok', expiresAt: inAnHour() }, key);
+  const down = Object.assign(new Error('connect ECONNREFUSED 127.0.0.1:5432'), { code: 'ECONNREFUSED' });
+  const err = await t.throwsAsync(verifyEnrollmentJwt(jwt, 'h1', async () => Promise.reject(down)));
+  t.is(err, down);
+  t.false(err instanceof JwtRefusal);
+});
