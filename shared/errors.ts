@@ -21,7 +21,7 @@ export const API_ERROR_CODES = {
   EH_UNSUPPORTED_MEDIA_TYPE: 'the request body is not JSON',
   EH_QUOTA_EXCEEDED: 'a tenant quota is used up (the message names it and how to get under it)',
   EH_RATE_LIMITED: 'too many requests or failed authentications from one address; retry after the given time',
-  EH_UNAVAILABLE: 'a dependency (PostgreSQL, Redis, a worker) did not answer in time; retry later',
+  EH_UNAVAILABLE: 'a dependency (PostgreSQL, Redis, a worker) did not answer in time or cannot be reached; retry later (`Retry-After` says when)',
   // the API's HTTP layer
   EH_ROUTE_NOT_FOUND: 'no route of the API answers this method and path',
   EH_NOT_ACCEPTABLE: "the answer's media type is not one the request accepts (the message names the one to ask for)",

@@ -1,11 +1,41 @@
 import type { Context } from 'koa';
-import { ConnectionAcquireTimeoutError, ForeignKeyConstraintError, UniqueConstraintError, ValidationError as SequelizeValidationError } from 'sequelize';
+import {
+  ConnectionAcquireTimeoutError,
+  ConnectionError,
+  ForeignKeyConstraintError,
+  UniqueConstraintError,
+  ValidationError as SequelizeValidationError,
+} from 'sequelize';
 import { ZodError } from 'zod';
 import { ERROR_CODE_HEADER } from '../../shared/errorAnswers.js';
 import { DomainError } from '../../shared/errors.js';
 import { HttpError } from '../errorAnswers.js';
 import { formatZodError } from '../validate.js';
 import { requestLog } from './requestContext.js';
+
+/** PostgreSQL's codes for a server that is not taking this connection: connection exceptions, shutdown, start-up, too many connections. */
+const UNREACHABLE_SQLSTATES = new Set(['57P01', '57P02', '57P03', '53300']);
+/** The socket's codes for a server that cannot be reached. */
+const UNREACHABLE_SOCKET_CODES = new Set(['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EHOSTUNREACH', 'ENETUNREACH', 'ENOTFOUND', 'EPIPE']);
+
+/**
+ * Whether an error says the database could not be reached, rather than that a statement failed: Sequelize's
+ * connection errors, and what pg throws itself (a statement of a hot path runs on pg directly) for a refused or
+ * lost connection, a server shutting down or starting, a database closed to connections (`ALLOW_CONNECTIONS false`,
+ * how maintenance keeps clients out), too many connections. The codes are read on the error and on what it wraps.
+ */
+export function isDatabaseUnreachable(err: unknown): boolean {
+  if (err instanceof ConnectionError) return true;
+  for (let e = err as { code?: unknown; message?: unknown; original?: unknown; parent?: unknown; cause?: unknown } | undefined, depth = 0; e && depth < 4; depth++) {
+    const code = typeof e.code === 'string' ? e.code : '';
+    if (code.startsWith('08') || UNREACHABLE_SQLSTATES.has(code) || UNREACHABLE_SOCKET_CODES.has(code)) return true;
+    const message = typeof e.message === 'string' ? e.message : '';
+    if (code === '55000' && /not currently accepting connections/.test(message)) return true;
+    if (/^Connection terminated( unexpectedly| due to connection timeout)?$/.test(message)) return true;
+    e = (e.original ?? e.parent ?? e.cause) as typeof e;
+  }
+  return false;
+}
 
 /** The HTTP answer of an error: the catalogue's for a domain error, the library's refusals as the API's own. */
 function answerOf(err: unknown): HttpError | undefined {
@@ -23,6 +53,10 @@ function answerOf(err: unknown): HttpError | undefined {
   // every connection of the process's pool stayed busy for HUB_DB_ACQUIRE_TIMEOUT_MS: nothing was done, try again
   if (err instanceof ConnectionAcquireTimeoutError) {
     return new HttpError('EH_UNAVAILABLE', 'the service is busy: no database connection was free in time; retry after 1 s', { 'Retry-After': '1' });
+  }
+  // PostgreSQL is away or refuses connections: the service cannot answer now, which is no error in the request
+  if (isDatabaseUnreachable(err)) {
+    return new HttpError('EH_UNAVAILABLE', 'the database (PostgreSQL) cannot be reached; retry after 5 s', { 'Retry-After': '5' });
   }
   const status = (err as { status?: number; expose?: boolean }).status;
   // errors raised by koa / raw-body with a client status (e.g. 400 from a bad header)
@@ -49,6 +83,14 @@ export function sanitisedError(err: unknown): Record<string, unknown> {
   return out;
 }
 
+let unreachableSince = 0;
+/** A warning that the database cannot be reached, at most one each 5 s (every request fails alike meanwhile). */
+function noteUnreachable(ctx: Context, err: unknown): void {
+  if (Date.now() - unreachableSince < 5000) return;
+  unreachableSince = Date.now();
+  requestLog(ctx).warn({ err: sanitisedError(err) }, 'the database cannot be reached: answering 503');
+}
+
 /**
  * Runs the rest of the request; every error leaves as `{error, message}` (an unexpected one is logged with the
  * request id and answered 500 bare), and a request no route answered as a 404 naming it.
@@ -66,6 +108,7 @@ export async function answeringErrors(ctx: Context, next: () => Promise<unknown>
 
 /** The answer for an error thrown by the request's handling (see answeringErrors). */
 export function mapError(ctx: Context, err: unknown): void {
+  if (isDatabaseUnreachable(err)) noteUnreachable(ctx, err);
   const known = answerOf(err);
   if (known) {
     ctx.status = known.status;
