@@ -13,26 +13,31 @@ import { HttpError } from '../errorAnswers.js';
 import { formatZodError } from '../validate.js';
 import { requestLog } from './requestContext.js';
 
-/** PostgreSQL's codes for a server that is not taking this connection: connection exceptions, shutdown, start-up, too many connections. */
+/** PostgreSQL's codes for a server that is not taking this connection: shutdown, start-up, too many connections (and class 08). */
 const UNREACHABLE_SQLSTATES = new Set(['57P01', '57P02', '57P03', '53300']);
-/** The socket's codes for a server that cannot be reached. */
+/** The socket's codes for a server that cannot be reached, counted only inside a Sequelize error (a fetch fails alike). */
 const UNREACHABLE_SOCKET_CODES = new Set(['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EHOSTUNREACH', 'ENETUNREACH', 'ENOTFOUND', 'EPIPE']);
+
+type Wrapped = { code?: unknown; message?: unknown; original?: unknown; parent?: unknown };
 
 /**
  * Whether an error says the database could not be reached, rather than that a statement failed: Sequelize's
- * connection errors, and what pg throws itself (a statement of a hot path runs on pg directly) for a refused or
+ * connection errors, and what pg says itself (a statement of a hot path runs on a pooled pg client directly) of a
  * lost connection, a server shutting down or starting, a database closed to connections (`ALLOW_CONNECTIONS false`,
- * how maintenance keeps clients out), too many connections. The codes are read on the error and on what it wraps.
+ * how maintenance keeps clients out), too many connections. Sequelize keeps pg's error in `original`/`parent`; other
+ * libraries' errors (an identity provider's discovery, a probe) are never read as the database's.
  */
 export function isDatabaseUnreachable(err: unknown): boolean {
   if (err instanceof ConnectionError) return true;
-  for (let e = err as { code?: unknown; message?: unknown; original?: unknown; parent?: unknown; cause?: unknown } | undefined, depth = 0; e && depth < 4; depth++) {
+  let e = err as Wrapped | undefined;
+  for (let depth = 0; e && typeof e === 'object' && depth < 3; depth++) {
     const code = typeof e.code === 'string' ? e.code : '';
-    if (code.startsWith('08') || UNREACHABLE_SQLSTATES.has(code) || UNREACHABLE_SOCKET_CODES.has(code)) return true;
     const message = typeof e.message === 'string' ? e.message : '';
+    if (/^08[0-9A-Z]{3}$/.test(code) || UNREACHABLE_SQLSTATES.has(code)) return true;
+    if (depth > 0 && UNREACHABLE_SOCKET_CODES.has(code)) return true;
     if (code === '55000' && /not currently accepting connections/.test(message)) return true;
     if (/^Connection terminated( unexpectedly| due to connection timeout)?$/.test(message)) return true;
-    e = (e.original ?? e.parent ?? e.cause) as typeof e;
+    e = (e.original ?? e.parent) as Wrapped | undefined;
   }
   return false;
 }

@@ -3,12 +3,13 @@ import path from 'node:path';
 import test from 'ava';
 import type { Context } from 'koa';
 import { HttpError } from '../../api/errorAnswers.js';
-import { mapError } from '../../api/middleware/errors.js';
+import { isDatabaseUnreachable, mapError } from '../../api/middleware/errors.js';
 import { ERRORS_PAGE, errorsPage } from '../../scripts/docs-errors.js';
 import { decodeRefusal, encodeRefusal } from '../../shared/commands/pkiJobs.js';
 import { ANSWERS } from '../../shared/errorAnswers.js';
 import { API_ERROR_CODES, conflict, DomainError, EDGE_ERROR_CODES, ERROR_CODES, invalidState, isDomainError, notAuthorized, rateLimited, refusal, type ErrorCode } from '../../shared/errors.js';
 import { repoRoot } from '../helpers/repo.js';
+import { ConnectionRefusedError, DatabaseError, UniqueConstraintError } from 'sequelize';
 
 /** What mapError writes on a context: status, headers, body. */
 function answer(err: unknown) {
@@ -69,4 +70,25 @@ test("a worker's refusal crosses the queue with its code", (t) => {
   t.is(decodeRefusal('TypeError: x'), undefined);
   t.true(isDomainError(back, 'EH_CONFLICT'));
   t.false(isDomainError(back, 'EH_NOT_FOUND'));
+});
+
+test('the database unreachable is told from a failed statement and from other libraries\' network errors', (t) => {
+  const pgError = (code: string, message: string) => Object.assign(new Error(message), { code });
+  const wrapped = (e: Error) => new DatabaseError(e as never);
+  // unreachable: Sequelize's connection errors, pg's own codes and messages, wrapped or not
+  t.true(isDatabaseUnreachable(new ConnectionRefusedError(pgError('ECONNREFUSED', 'connect ECONNREFUSED 127.0.0.1:5432') as never)));
+  t.true(isDatabaseUnreachable(pgError('57P01', 'terminating connection due to administrator command')));
+  t.true(isDatabaseUnreachable(wrapped(pgError('57P03', 'the database system is starting up'))));
+  t.true(isDatabaseUnreachable(wrapped(pgError('08006', 'connection failure'))));
+  t.true(isDatabaseUnreachable(pgError('55000', 'database "x" is not currently accepting connections')));
+  t.true(isDatabaseUnreachable(new Error('Connection terminated unexpectedly')));
+  t.true(isDatabaseUnreachable(wrapped(pgError('ECONNRESET', 'read ECONNRESET'))));
+  // not: a statement that failed, another library's network error, a socket error of unknown origin
+  t.false(isDatabaseUnreachable(wrapped(pgError('23505', 'duplicate key value violates unique constraint'))));
+  t.false(isDatabaseUnreachable(new UniqueConstraintError({})));
+  t.false(isDatabaseUnreachable(pgError('55000', 'object not in prerequisite state')));
+  t.false(isDatabaseUnreachable(Object.assign(new TypeError('fetch failed'), { cause: pgError('ECONNREFUSED', 'connect ECONNREFUSED 10.0.0.1:443') })));
+  t.false(isDatabaseUnreachable(pgError('ECONNRESET', 'read ECONNRESET')));
+  t.false(isDatabaseUnreachable(undefined));
+  t.false(isDatabaseUnreachable('a string'));
 });
