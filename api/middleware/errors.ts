@@ -42,6 +42,13 @@ export function isDatabaseUnreachable(err: unknown): boolean {
   return false;
 }
 
+/** The SQLSTATE of a PostgreSQL error, as pg reports it or as Sequelize wraps it. */
+function sqlStateOf(err: unknown): string | undefined {
+  const e = err as Wrapped | undefined;
+  const code = (e?.original as Wrapped | undefined)?.code ?? (e?.parent as Wrapped | undefined)?.code ?? e?.code;
+  return typeof code === 'string' && /^[0-9A-Z]{5}$/.test(code) ? code : undefined;
+}
+
 /** The HTTP answer of an error: the catalogue's for a domain error, the library's refusals as the API's own. */
 function answerOf(err: unknown): HttpError | undefined {
   if (err instanceof HttpError) return err;
@@ -58,6 +65,11 @@ function answerOf(err: unknown): HttpError | undefined {
   // every connection of the process's pool stayed busy for HUB_DB_ACQUIRE_TIMEOUT_MS: nothing was done, try again
   if (err instanceof ConnectionAcquireTimeoutError) {
     return new HttpError('EH_UNAVAILABLE', 'the service is busy: no database connection was free in time; retry after 1 s', { 'Retry-After': '1' });
+  }
+  // a value PostgreSQL cannot store as text (U+0000 above all) reached a statement: the request's fault, whichever
+  // field or path parameter carried it
+  if (sqlStateOf(err) === '22021' || sqlStateOf(err) === '22P05') {
+    return new HttpError('EH_INVALID_REQUEST', 'a value in the request contains a character that cannot be stored (such as NUL, U+0000)');
   }
   // PostgreSQL is away or refuses connections: the service cannot answer now, which is no error in the request
   if (isDatabaseUnreachable(err)) {
