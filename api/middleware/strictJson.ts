@@ -17,6 +17,8 @@ import { jsonPath } from '../validate.js';
  * jsonc-parser alone on every body costs several times JSON.parse.
  */
 export function parseStrictJson(body: Buffer): unknown {
+  // first, as everything after it walks the value or the text recursively: a body nested deeper than any of ours
+  if (nestingDepth(body) > MAX_DEPTH) throw refusal('EH_MALFORMED_JSON', `request body is nested more than ${MAX_DEPTH} levels deep`);
   if (!isUtf8(body)) throw refusal('EH_MALFORMED_JSON', `request body is not valid UTF-8 (at ${jsonPath(pathAtByte(body, firstInvalidUtf8(body)))})`);
   const text = body.toString('utf8');
   let value: unknown;
@@ -35,6 +37,32 @@ export function parseStrictJson(body: Buffer): unknown {
     if (duplicate) throw refusal('EH_MALFORMED_JSON', `property '${jsonPath(duplicate)}' appears more than once in its object`);
   }
   return value;
+}
+
+/** The deepest nesting a request body may have: the API's own bodies go three levels deep. */
+export const MAX_DEPTH = 64;
+
+/**
+ * How deep the arrays and objects of a JSON text nest, read from its bytes in one pass (strings skipped, escapes
+ * included; a UTF-8 sequence never holds an ASCII byte, so bytes that are not UTF-8 cannot mislead it). It stops as
+ * soon as the depth passes MAX_DEPTH: a body of 100,000 open brackets would otherwise overflow the stack of the
+ * recursive walks below (500) instead of being refused.
+ */
+function nestingDepth(bytes: Buffer): number {
+  let depth = 0;
+  let deepest = 0;
+  let inString = false;
+  for (let i = 0; i < bytes.length; i++) {
+    const b = bytes[i];
+    if (inString) {
+      if (b === 0x5c) i++;
+      else if (b === 0x22) inString = false;
+    } else if (b === 0x22) inString = true;
+    else if (b === 0x5b || b === 0x7b) {
+      if (++depth > deepest && (deepest = depth) > MAX_DEPTH) return deepest;
+    } else if (b === 0x5d || b === 0x7d) depth--;
+  }
+  return deepest;
 }
 
 /** ES2024's String.prototype.isWellFormed (V8 11.x, Node 20): false for a string with an unpaired surrogate. */

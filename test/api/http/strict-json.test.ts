@@ -55,3 +55,14 @@ test('keys named __proto__ are counted like any other (JSON.parse makes them own
   t.throws(() => parseStrictJson(Buffer.from('{"__proto__":1,"__proto__":2}')), { message: /property '\$\.__proto__' appears more than once/ });
   t.throws(() => parseStrictJson(Buffer.from('{"a":[{"x":1},{"x":2,"x":3}]}')), { message: /property '\$\.a\[1\]\.x' appears more than once/ });
 });
+
+test('nesting: up to 64 levels is read, deeper is a 400 before any walk of the value (100,000 levels answered, not a stack overflow)', (t) => {
+  const nested = (n: number) => `${'{"a":'.repeat(n)}1${'}'.repeat(n)}`;
+  t.truthy(parseStrictJson(Buffer.from(nested(64))));
+  t.deepEqual(parseStrictJson(Buffer.from(`{"s":"${'['.repeat(1000)}\\"{{"}`)), { s: `${'['.repeat(1000)}"{{` }, 'brackets in strings, escaped quotes included, do not count');
+  for (const body of [nested(65), '['.repeat(100_000) + ']'.repeat(100_000), Buffer.concat([Buffer.from('['.repeat(100_000)), Buffer.from([0xff])])]) {
+    const err = t.throws(() => parseStrictJson(Buffer.from(body)));
+    t.is((err as { code?: string }).code, 'EH_MALFORMED_JSON');
+    t.is(err?.message, 'request body is nested more than 64 levels deep');
+  }
+});
