@@ -3,7 +3,7 @@ import { RateLimiterMemory, RateLimiterRedis, RateLimiterRes, type RateLimiterAb
 import { config } from '../../shared/config.js';
 import { isDomainError, rateLimited } from '../../shared/errors.js';
 import { logger } from '../../shared/logger.js';
-import { readyRedis } from '../../shared/redis.js';
+import { redis } from '../../shared/redis.js';
 import type { SecurityConfig } from '../../shared/config.js';
 
 /**
@@ -17,8 +17,9 @@ import type { SecurityConfig } from '../../shared/config.js';
  *   are the enrollment hot path, where a Redis round trip per request would cost throughput; each web process
  *   enforces the limit on its own, so behind N web processes an address may send up to N x the limit.
  *
- * Both answer 429 `too_many_requests` with Retry-After (seconds). A limit of 0 turns the limiter off. When Redis does
- * not answer, failures are not counted (the service stays up; the limit is a brake, not a lock).
+ * Both answer 429 `too_many_requests` with Retry-After (seconds). A limit of 0 turns the limiter off. While Redis does
+ * not answer (or has not been reached since the start), failures are counted in this process's memory instead, at
+ * once: a 401 never waits for Redis, and the brake holds per process meanwhile.
  */
 
 const tooMany = (what: string, msBeforeNext: number) => {
@@ -54,30 +55,31 @@ const isAuthFailure = (err: unknown) => isDomainError(err, 'EH_UNAUTHORIZED');
 export function authFailureThrottle(settings: Pick<SecurityConfig, 'authFailureLimit' | 'authFailureWindowSeconds'>): Middleware {
   if (settings.authFailureLimit === 0) return (_ctx, next) => next();
   let limiter: RateLimiterAbstract | undefined;
-  const counter = async () =>
-    (limiter ??= new RateLimiterRedis({
-      // the shared connection fails fast: wait for it to be ready the first time
-      storeClient: await readyRedis(),
-      keyPrefix: `${config().queuePrefix}:auth-failures`,
-      points: settings.authFailureLimit,
-      duration: settings.authFailureWindowSeconds,
-    }));
+  // made at the first request, so that the shared connection is up by the first failure; it fails fast (no offline
+  // queue), before its first connect too: the insurance counts while it is not ready
+  const counter = () => {
+    if (limiter) return limiter;
+    const options = { keyPrefix: `${config().queuePrefix}:auth-failures`, points: settings.authFailureLimit, duration: settings.authFailureWindowSeconds };
+    limiter = new RateLimiterRedis({ ...options, storeClient: redis(), insuranceLimiter: new RateLimiterMemory(options) });
+    return limiter;
+  };
   const blocked = new BlockList();
   const what = 'too many failed authentications from this address';
 
   async function countFailure(address: string): Promise<void> {
     try {
-      await (await counter()).consume(address);
+      await counter().consume(address);
     } catch (res) {
       if (res instanceof RateLimiterRes) {
         blocked.block(address, res.msBeforeNext);
         throw tooMany(what, res.msBeforeNext);
       }
-      logger.warn({ err: (res as Error).message }, 'authentication failure not counted: Redis did not answer');
+      logger.warn({ err: (res as Error).message }, 'authentication failure not counted');
     }
   }
 
   return async (ctx: Context, next) => {
+    if (!limiter) counter();
     const left = blocked.empty ? 0 : blocked.msLeft(ctx.ip);
     if (left > 0 && ctx.path !== '/healthz') throw tooMany(what, left);
     try {

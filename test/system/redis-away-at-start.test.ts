@@ -1,3 +1,4 @@
+import http from 'node:http';
 import test from 'ava';
 import { reconcileSchedules } from '../../shared/commands/healthChecks.js';
 import { connectedQueue } from '../../shared/queues.js';
@@ -18,7 +19,7 @@ test.before(async () => {
   redis = await ownRedis();
   await redis.stop();
 });
-const stack = useStack(test, () => ({ workers: false, env: { REDIS_URL: redis.url, HUB_HEALTH_CHECK_MIN_INTERVAL_SECONDS: '1' } }));
+const stack = useStack(test, () => ({ workers: false, env: { REDIS_URL: redis.url, HUB_HEALTH_CHECK_MIN_INTERVAL_SECONDS: '1', HUB_AUTH_FAILURE_LIMIT: '5' } }));
 test.after.always(async () => {
   await redis?.stop();
 });
@@ -33,7 +34,19 @@ async function within<T>(ms: number, what: string, work: Promise<T>): Promise<T>
   }
 }
 
-test.serial('health-check schedules, the queue UI and the clock reconciliation do not wait for a Redis that was never there', async (t) => {
+/** A GET from a local address of the caller's choosing (the throttles key on it), timed. */
+function getFrom(localAddress: string, path: string, authorization: string): Promise<{ status: number; ms: number; retryAfter?: string }> {
+  const started = performance.now();
+  return new Promise((resolve, reject) => {
+    const req = http.get(`${stack.baseUrl}${path}`, { localAddress, headers: { authorization, accept: 'application/json' } }, (res) => {
+      res.resume();
+      res.on('end', () => resolve({ status: res.statusCode ?? 0, ms: performance.now() - started, retryAfter: res.headers['retry-after'] }));
+    });
+    req.on('error', reject);
+  });
+}
+
+test.serial('health-check schedules, the queue UI, the authentication throttle and the clock reconciliation do not wait for a Redis that was never there', async (t) => {
   const hub = await stack.hub();
   const body = { name: 'api', method: 'GET', path: '/health', expectedStatus: 200, target: 'http://127.0.0.1:9/', intervalSeconds: 60 };
   const created = await within(5000, 'creating a scheduled check', hub.call('POST', `${hub.h}/health-checks`, { body }));
@@ -53,6 +66,13 @@ test.serial('health-check schedules, the queue UI and the clock reconciliation d
   const signOut = await stack.call('POST', '/admin/queues/sign-out', { auth: stack.admin, headers: { origin: stack.baseUrl }, body: {}, contract: false });
   t.is(signOut.status, 503, signOut.text);
   t.regex(signOut.json.message, /no session was revoked/);
+
+  // failed authentications are counted in memory meanwhile, at once (from an address of their own: 127.0.0.2)
+  const answers: { status: number; ms: number; retryAfter?: string }[] = [];
+  for (let i = 0; i < 6; i++) answers.push(await getFrom('127.0.0.2', `${hub.h}/health-checks`, 'Bearer not-a-key'));
+  t.deepEqual(answers.map((a) => a.status), [401, 401, 401, 401, 401, 429]);
+  t.true(answers.every((a) => a.ms < 1000), `no 401 waits for Redis: ${answers.map((a) => a.ms).join(', ')} ms`);
+  t.truthy(answers[5].retryAfter);
 
   // the clock's passes give up at once (or after their wait), they do not sit on the outage
   await t.throwsAsync(within(5000, 'reconciling schedules', reconcileSchedules()), { message: /redis|connection|reach/i });
