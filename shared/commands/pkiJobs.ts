@@ -112,16 +112,43 @@ async function outcome<T>(jobId: string, finished: Promise<unknown>, deadline: n
   }
 }
 
-/** Waits for a pki job that may already exist (or have finished): registers for its end, then asks Redis for its state. */
+/**
+ * Waits for a pki job that may already exist (or have finished): registers for its end, then asks Redis for its state.
+ * Not BullMQ's `waitUntilFinished`: it asks for the state inside an async Promise executor, so a Redis that fails the
+ * question (away, its connection refusing at once) leaves an unhandled rejection, which ends the process.
+ */
 export async function waitForPkiJob<T>(jobId: string): Promise<T> {
   const deadline = Date.now() + waitMs();
   // the events connection retries for ever while Redis is away: the request must not wait with it
   const e = await before(queueEvents(), deadline, 'queue events not ready').catch(() => {
     throw queueUnavailable(jobId);
   });
-  // a handle on the job by id (no round trip to read it): waitUntilFinished needs only the id and the queue
-  const job = new Job(queue('pki'), '', {}, {}, jobId);
-  return outcome<T>(jobId, job.waitUntilFinished(e, Math.max(1, deadline - Date.now())), deadline);
+  // listening before asking: an end between the two cannot be missed
+  const end = listenForEnd(e, jobId, deadline);
+  let state: { state: string; returnvalue?: unknown; failedReason?: string } | undefined;
+  const asked = finishedState(jobId);
+  asked.catch(() => undefined); // answered after the deadline: nobody waits for it then
+  try {
+    state = await before(asked, deadline, 'the job state was not read in time');
+  } catch {
+    end.stop();
+    throw queueUnavailable(jobId);
+  }
+  if (state?.state === 'completed' || state?.state === 'failed') {
+    end.stop();
+    const ended = state.state === 'completed' ? Promise.resolve(state.returnvalue) : Promise.reject(new Error(state.failedReason || 'the job failed'));
+    return outcome<T>(jobId, ended, deadline);
+  }
+  // waiting, active, delayed, or not added yet (the sweeper adds it once Redis takes it): its end is heard
+  return outcome<T>(jobId, end.finished, deadline);
+}
+
+/** The job's state with its outcome, or undefined when Redis has no such job. */
+async function finishedState(jobId: string): Promise<{ state: string; returnvalue?: unknown; failedReason?: string } | undefined> {
+  const job = await Job.fromId(queue('pki'), jobId);
+  if (!job) return undefined;
+  const state = await job.getState();
+  return { state, returnvalue: job.returnvalue, failedReason: job.failedReason };
 }
 
 /**
@@ -152,6 +179,8 @@ function listenForEnd(queueEvents: QueueEvents, jobId: string, deadline: number)
     e.on(completed, onCompleted);
     e.on(failed, onFailed);
   });
+  // a caller that learnt the end another way (the job's state) or gave up does not await it: its failure is no crash
+  finished.catch(() => undefined);
   return { finished, stop };
 }
 
