@@ -6,10 +6,30 @@
 import { randomUUID } from 'node:crypto';
 import type { Redis } from 'ioredis';
 import { config } from '../config.js';
+import { unavailable } from '../errors.js';
 import { createRedis, readyRedis } from '../redis.js';
 import { replayKeys, type ReplayReply, type ReplayRequest } from './store.js';
 
 type Listener = (message: string) => void;
+
+/** How long a request waits for the subscriber connection before it is refused 503. */
+const SUBSCRIBE_WAIT_MS = 2000;
+
+/** `work`, or 503 `unavailable` once SUBSCRIBE_WAIT_MS have passed (the work itself goes on). */
+async function bounded<T>(work: Promise<T>): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  work.catch(() => undefined); // settled later, after a refusal: nobody waits for it then
+  try {
+    return await Promise.race([
+      work,
+      new Promise<never>((_, reject) => {
+        timer = setTimeout(() => reject(unavailable('Redis, where inspected requests are kept, is not reachable', 5)), SUBSCRIBE_WAIT_MS);
+      }),
+    ]);
+  } finally {
+    clearTimeout(timer);
+  }
+}
 
 class InspectFeed {
   private sub: Redis | undefined;
@@ -39,13 +59,28 @@ class InspectFeed {
     return this.ready;
   }
 
-  /** Calls `fn` with each message of `channel` until the returned function is called. */
+  /**
+   * Calls `fn` with each message of `channel` until the returned function is called. The subscriber connection queues
+   * its commands while Redis is away (so that open streams are subscribed again when it is back): a new listener
+   * does not wait with them, it is refused 503 after SUBSCRIBE_WAIT_MS.
+   */
   async listen(channel: string, fn: Listener): Promise<() => void> {
-    await this.subscriber();
+    await bounded(this.subscriber());
     let set = this.listeners.get(channel);
     if (!set) {
-      this.listeners.set(channel, (set = new Set()));
-      await this.sub!.subscribe(channel);
+      const fresh = new Set<Listener>();
+      this.listeners.set(channel, fresh);
+      try {
+        await bounded(this.sub!.subscribe(channel));
+      } catch (err) {
+        // nobody else joined meanwhile: no channel is left subscribed for no one once Redis is back
+        if (!fresh.size && this.listeners.get(channel) === fresh) {
+          this.listeners.delete(channel);
+          void this.sub?.unsubscribe(channel).catch(() => undefined);
+        }
+        throw err;
+      }
+      set = fresh;
     }
     set.add(fn);
     return () => {
@@ -59,7 +94,7 @@ class InspectFeed {
 
   /** Hands a replay to whichever edge takes it first; its answer, or undefined when none came within `timeoutMs`. */
   async replay(request: Omit<ReplayRequest, 'replayId' | 'replyTo' | 'deadline'>, timeoutMs: number): Promise<ReplayReply | undefined> {
-    await this.subscriber();
+    await bounded(this.subscriber());
     const replayId = randomUUID();
     const full: ReplayRequest = { ...request, replayId, replyTo: this.replyChannel, deadline: Date.now() + timeoutMs };
     const text = JSON.stringify(full);
