@@ -7,72 +7,21 @@
  */
 import test from 'ava';
 import type { ZodType } from 'zod';
-import { operations, type Operation } from '../../../api/openapi/operations.js';
-import { publicFrontendId } from '../../helpers/edge.js';
+import type { Operation } from '../../../api/openapi/operations.js';
 import { rawConversation } from '../../helpers/raw.js';
-import { makeCsr } from '../../helpers/pki.js';
-import { type HubFixture, useStack, waitFor } from '../../helpers/stack.js';
+import { type Sweep, sweepFixture } from '../../helpers/apiSweep.js';
+import { useStack } from '../../helpers/stack.js';
 
 // the throttles would answer 429 to most of the sweep after its first refusals: off, so every request meets its handler
 const stack = useStack(test, { env: { HUB_AUTH_FAILURE_LIMIT: '0', HUB_UNAUTH_RATE_LIMIT: '0' } });
-let hub: HubFixture;
-/** A real resource per path parameter, by the collection it follows. */
-const ids: Record<string, string> = {};
-
+let sweep: Sweep;
 test.before(async () => {
-  hub = await stack.hub({ ipsec: true });
-  const must = async (r: Promise<{ status: number; json: any; text: string }>, what: string) => {
-    const answer = await r;
-    if (answer.status >= 300) throw new Error(`${what}: ${answer.status} ${answer.text}`);
-    return answer.json;
-  };
-  const env = await must(hub.call('POST', `${hub.h}/environments`, { body: { description: 'fuzz' } }), 'environment');
-  ids.environments = env.envZId;
-  const share = await must(hub.call('POST', `${hub.h}/shares`, { body: { name: 'fuzz', frontendIds: [await publicFrontendId(hub)], target: 'http://127.0.0.1:9' } }), 'share');
-  ids.shares = share.zId;
-  const token = await must(hub.call('POST', `${hub.h}/certificate-request-tokens`, { body: { name: 'fuzz' } }), 'token');
-  ids['certificate-request-tokens'] = token.id;
-  ids.tokenString = token.token;
-  const check = await must(hub.call('POST', `${hub.h}/health-checks`, { body: { name: 'fuzz', method: 'GET', path: '/', expectedStatus: 200, target: 'http://127.0.0.1:9' } }), 'health check');
-  ids['health-checks'] = check.id;
-  const tunnel = await must(hub.call('POST', `${hub.h2}/ipsec-tunnels`, { body: { name: 'fuzz', peerPublicIp: '203.0.113.90', peerCidr: '10.90.0.0/16' } }), 'tunnel');
-  ids['ipsec-tunnels'] = tunnel.id;
-  await waitFor(async () => (await hub.call('GET', `${hub.h2}/ipsec-tunnels/${tunnel.id}`)).json.status === 'DEPLOYED', { what: 'tunnel DEPLOYED' });
-  const ipsecShare = await must(
-    hub.call('POST', `${hub.h2}/ipsec-shares`, { body: { name: 'fuzz', ipsecTunnelId: tunnel.id, envZId: env.envZId, target: 'db.internal:5432', ingressPort: 5432 } }),
-    'ipsec share',
-  );
-  ids['ipsec-shares'] = ipsecShare.id;
-  const cert = await must(
-    hub.call('POST', `${hub.h}/client-certificates`, { body: { value: await makeCsr('/CN=fuzz'), name: 'fuzz-cert' } }),
-    'client certificate',
-  );
-  ids['client-certificates'] = cert.id;
-  ids['api-keys'] = hub.keyId;
-  const jwt = await must(hub.call('GET', `${hub.h2}/certificate-request-tokens/${token.id}/enrollment-jwt`), 'enrollment JWT');
-  const frontendId = await publicFrontendId(hub);
-  const csr = await makeCsr('/CN=fuzz-base');
-  // a valid body per create, so that one hostile field at a time meets the handler and not only the schema
-  Object.assign(BASES, {
-    'POST /admin/v1/hubs': { name: 'fuzz-hub' },
-    'POST /admin/v1/hubs/:hubId/api-keys': { name: 'fuzz-key' },
-    'POST /admin/v1/frontends': { publicName: 'fuzz-frontend', urlTemplate: 'https://{token}.fuzz.example' },
-    'POST /environments': { description: 'fuzz' },
-    'POST /shares': { name: 'fuzz-2', frontendIds: [frontendId], target: 'http://127.0.0.1:9' },
-    'POST /certificate-request-tokens': { name: 'fuzz-2', commonName: 'fuzz', validYears: 1 },
-    'POST /health-checks': { name: 'fuzz-2', method: 'GET', path: '/', expectedStatus: 200, target: 'http://127.0.0.1:9', intervalSeconds: 0 },
-    'POST /ipsec-tunnels': { name: 'fuzz-2', peerPublicIp: '203.0.113.91', peerCidr: '10.91.0.0/16' },
-    'POST /ipsec-shares': { name: 'fuzz-2', ipsecTunnelId: ids['ipsec-tunnels'], envZId: ids.environments, target: 'db.internal:5433', ingressPort: 5433 },
-    'POST /client-certificates': { value: csr, name: 'fuzz-cert-2' },
-    'POST /custom-frontends': { hostname: 'fuzz.example.com' },
-    'POST /auth-providers': { name: 'fuzz', type: 'OIDC', config: { clientId: 'c', clientSecret: 's', issuerUrl: 'http://127.0.0.1:9', scopes: ['openid'] }, emailPatterns: ['*@example.com'] },
-    'POST /hub/v2/:hubId/client-certificates/enroll': { jwt: jwt.jwt, csr },
-  });
+  sweep = await sweepFixture(stack);
 });
-
-/** Valid bodies by `METHOD path` (the hub's routes without their prefix). */
-const BASES: Record<string, Record<string, unknown>> = {};
-const baseOf = (op: Operation) => BASES[`${op.method.toUpperCase()} ${Array.isArray(op.path) ? op.path[0] : op.path}`] ?? {};
+const pathOf = (op: Operation, odd?: string) => sweep.pathOf(op, odd);
+const authOf = (op: Operation) => sweep.authOf(op);
+const baseOf = (op: Operation) => sweep.baseOf(op);
+const ordered = () => sweep.ordered();
 
 /** The hostile values each field gets in turn. */
 const HOSTILE: unknown[] = [
@@ -119,28 +68,6 @@ function fieldsOf(schema: ZodType | undefined): string[] {
   return [];
 }
 
-/** The concrete path of an operation: each parameter a real id (by the collection before it) or `odd`. */
-function pathOf(op: Operation, odd?: string): string {
-  const raw = Array.isArray(op.path) ? op.path[0] : op.path;
-  const parts = raw.replace(/\\:/g, '\u0001').split('/');
-  const concrete = parts
-    .map((part, i) =>
-      part.replace(/:([A-Za-z]+)/g, (_m, name: string) => {
-        if (name === 'hubId') return hub.hubId;
-        if (odd !== undefined) return encodeURIComponent(odd);
-        if (name === 'token') return ids.tokenString;
-        if (name === 'envZId') return ids.environments;
-        if (name === 'shareId' || name === 'zId') return ids.shares;
-        return ids[parts[i - 1]] ?? 'no-such-id';
-      }),
-    )
-    .join('/')
-    .replace(/\u0001/g, ':');
-  return op.scope === 'hub' ? `${hub.h2}${concrete}` : concrete;
-}
-
-const authOf = (op: Operation) => (op.scope === 'admin' ? stack.admin : op.scope === 'open' ? undefined : hub.bearer);
-
 function assertAnswer(t: import('ava').ExecutionContext, what: string, r: { status: number; json: any; text: string }, failures: string[]): void {
   if (r.status === 429) failures.push(`${what}: throttled, so not tested: ${r.text.slice(0, 100)}`);
   else if (r.status >= 500) failures.push(`${what}: ${r.status} ${r.text.slice(0, 300)}`);
@@ -148,7 +75,6 @@ function assertAnswer(t: import('ava').ExecutionContext, what: string, r: { stat
   t.pass();
 }
 
-const ordered = () => [...operations.filter((o) => o.method !== 'delete'), ...operations.filter((o) => o.method === 'delete')];
 
 test.serial('hostile bodies and query strings on every operation: never a 5xx, every refusal {error, message}', async (t) => {
   const failures: string[] = [];
@@ -184,7 +110,6 @@ test.serial('hostile bodies and query strings on every operation: never a 5xx, e
     }
   }
   t.true(sent > 1000, `${sent} requests`);
-  t.true(Object.keys(BASES).every((key) => operations.some((op) => `${op.method.toUpperCase()} ${Array.isArray(op.path) ? op.path[0] : op.path}` === key)), 'every base body names an operation');
   t.deepEqual(failures, []);
 });
 
@@ -238,8 +163,8 @@ test.serial('hostile raw bodies: deep nesting, odd encodings and media types: ne
 test.serial('hostile request heads, byte for byte: every answer below 500, the API\'s own refusals {error, message}', async (t) => {
   const port = Number(new URL(stack.baseUrl).port);
   const basic = (s: string) => `Basic ${Buffer.from(s, 'latin1').toString('base64')}`;
-  const get = `${hub.h2}/certificate-request-tokens`;
-  const post = `${hub.h2}/environments`;
+  const get = `${sweep.hub.h2}/certificate-request-tokens`;
+  const post = `${sweep.hub.h2}/environments`;
   const head = (lines: string[], body = '') => Buffer.concat([Buffer.from(`${lines.join('\r\n')}\r\n\r\n`, 'latin1'), Buffer.from(body)]);
   const authHeads = [
     'Basic !!!',
@@ -247,43 +172,43 @@ test.serial('hostile request heads, byte for byte: every answer below 500, the A
     'Basic ',
     basic('admin'),
     basic(':'),
-    basic(`${hub.username}:`),
-    basic(`:${hub.token}`),
-    basic(`${hub.username}:${'x'.repeat(8000)}`),
-    basic(`${hub.username}\u00ff:${hub.token}`),
+    basic(`${sweep.hub.username}:`),
+    basic(`:${sweep.hub.token}`),
+    basic(`${sweep.hub.username}:${'x'.repeat(8000)}`),
+    basic(`${sweep.hub.username}\u00ff:${sweep.hub.token}`),
     `Bearer ${'a'.repeat(12_000)}`,
     'Bearer',
     'Bearer  ',
-    `Bearer ${hub.token} extra`,
-    `bearer ${hub.token}`,
-    `Bearer\t${hub.token}`,
+    `Bearer ${sweep.hub.token} extra`,
+    `bearer ${sweep.hub.token}`,
+    `Bearer\t${sweep.hub.token}`,
     'Negotiate YIIB',
-    `Bearer ${hub.token}\u00ff`,
+    `Bearer ${sweep.hub.token}\u00ff`,
     `Bearer ${stack.adminToken}`,
   ];
   const requests: [string, Buffer][] = [
     ...authHeads.map((a): [string, Buffer] => [`Authorization: ${a.slice(0, 40)}`, head([`GET ${get} HTTP/1.1`, 'Host: x', `Authorization: ${a}`, 'Connection: close'])]),
-    ['two Authorization headers', head([`GET ${get} HTTP/1.1`, 'Host: x', `Authorization: Bearer ${hub.token}`, 'Authorization: Bearer other', 'Connection: close'])],
-    ['no Host', head([`GET ${get} HTTP/1.1`, `Authorization: Bearer ${hub.token}`, 'Connection: close'])],
-    ['a Host of 4,000 bytes', head([`GET ${get} HTTP/1.1`, `Host: ${'h'.repeat(4000)}`, `Authorization: Bearer ${hub.token}`, 'Connection: close'])],
-    ['an absolute-form target', head([`GET http://evil.example${get} HTTP/1.1`, 'Host: x', `Authorization: Bearer ${hub.token}`, 'Connection: close'])],
-    ['a target with %zz', head([`GET ${get}/%zz HTTP/1.1`, 'Host: x', `Authorization: Bearer ${hub.token}`, 'Connection: close'])],
-    ['a target with encoded dot segments', head([`GET ${hub.h2}/..%2f..%2f..%2fadmin/v1/hubs HTTP/1.1`, 'Host: x', `Authorization: Bearer ${hub.token}`, 'Connection: close'])],
+    ['two Authorization headers', head([`GET ${get} HTTP/1.1`, 'Host: x', `Authorization: Bearer ${sweep.hub.token}`, 'Authorization: Bearer other', 'Connection: close'])],
+    ['no Host', head([`GET ${get} HTTP/1.1`, `Authorization: Bearer ${sweep.hub.token}`, 'Connection: close'])],
+    ['a Host of 4,000 bytes', head([`GET ${get} HTTP/1.1`, `Host: ${'h'.repeat(4000)}`, `Authorization: Bearer ${sweep.hub.token}`, 'Connection: close'])],
+    ['an absolute-form target', head([`GET http://evil.example${get} HTTP/1.1`, 'Host: x', `Authorization: Bearer ${sweep.hub.token}`, 'Connection: close'])],
+    ['a target with %zz', head([`GET ${get}/%zz HTTP/1.1`, 'Host: x', `Authorization: Bearer ${sweep.hub.token}`, 'Connection: close'])],
+    ['a target with encoded dot segments', head([`GET ${sweep.hub.h2}/..%2f..%2f..%2fadmin/v1/hubs HTTP/1.1`, 'Host: x', `Authorization: Bearer ${sweep.hub.token}`, 'Connection: close'])],
     ['OPTIONS *', head(['OPTIONS * HTTP/1.1', 'Host: x', 'Connection: close'])],
-    ['an unknown method', head([`BREW ${get} HTTP/1.1`, 'Host: x', `Authorization: Bearer ${hub.token}`, 'Connection: close'])],
-    ['HTTP/1.0 without Host', head([`GET ${get} HTTP/1.0`, `Authorization: Bearer ${hub.token}`])],
-    ['an odd Accept', head([`GET ${get} HTTP/1.1`, 'Host: x', 'Accept: */*;q=abc, text/html;level=', `Authorization: Bearer ${hub.token}`, 'Connection: close'])],
-    ['Accept text/html only', head([`GET ${get} HTTP/1.1`, 'Host: x', 'Accept: text/html', `Authorization: Bearer ${hub.token}`, 'Connection: close'])],
-    ['an odd cookie', head([`GET ${get} HTTP/1.1`, 'Host: x', `Cookie: ${'a=%zz; '.repeat(500)}edgehub_queues=\u00ff`, `Authorization: Bearer ${hub.token}`, 'Connection: close'])],
-    ['X-Forwarded-For noise', head([`GET ${get} HTTP/1.1`, 'Host: x', 'X-Forwarded-For: ::ffff:not-an-ip, , 999.1.1.1', 'X-Forwarded-Proto: gopher', `Authorization: Bearer ${hub.token}`, 'Connection: close'])],
-    ['Expect: 100-continue', head([`POST ${post} HTTP/1.1`, 'Host: x', 'Expect: 100-continue', 'Content-Type: application/json', 'Content-Length: 2', `Authorization: Bearer ${hub.token}`, 'Connection: close'], '{}')],
-    ['an unknown Expect', head([`POST ${post} HTTP/1.1`, 'Host: x', 'Expect: teapot', 'Content-Type: application/json', 'Content-Length: 2', `Authorization: Bearer ${hub.token}`, 'Connection: close'], '{}')],
-    ['a negative Content-Length', head([`POST ${post} HTTP/1.1`, 'Host: x', 'Content-Type: application/json', 'Content-Length: -1', `Authorization: Bearer ${hub.token}`, 'Connection: close'], '{}')],
-    ['two Content-Lengths', head([`POST ${post} HTTP/1.1`, 'Host: x', 'Content-Type: application/json', 'Content-Length: 2', 'Content-Length: 3', `Authorization: Bearer ${hub.token}`, 'Connection: close'], '{}')],
-    ['chunked with a bad chunk', head([`POST ${post} HTTP/1.1`, 'Host: x', 'Content-Type: application/json', 'Transfer-Encoding: chunked', `Authorization: Bearer ${hub.token}`, 'Connection: close'], 'zz\r\n{}\r\n0\r\n\r\n')],
-    ['chunked and Content-Length', head([`POST ${post} HTTP/1.1`, 'Host: x', 'Content-Type: application/json', 'Transfer-Encoding: chunked', 'Content-Length: 2', `Authorization: Bearer ${hub.token}`, 'Connection: close'], '2\r\n{}\r\n0\r\n\r\n')],
-    ['a gzip body that is not gzip', head([`POST ${post} HTTP/1.1`, 'Host: x', 'Content-Type: application/json', 'Content-Encoding: gzip', 'Content-Length: 2', `Authorization: Bearer ${hub.token}`, 'Connection: close'], '{}')],
-    ['a body on GET', head([`GET ${get} HTTP/1.1`, 'Host: x', 'Content-Type: application/json', 'Content-Length: 9', `Authorization: Bearer ${hub.token}`, 'Connection: close'], '{"a":"b"}')],
+    ['an unknown method', head([`BREW ${get} HTTP/1.1`, 'Host: x', `Authorization: Bearer ${sweep.hub.token}`, 'Connection: close'])],
+    ['HTTP/1.0 without Host', head([`GET ${get} HTTP/1.0`, `Authorization: Bearer ${sweep.hub.token}`])],
+    ['an odd Accept', head([`GET ${get} HTTP/1.1`, 'Host: x', 'Accept: */*;q=abc, text/html;level=', `Authorization: Bearer ${sweep.hub.token}`, 'Connection: close'])],
+    ['Accept text/html only', head([`GET ${get} HTTP/1.1`, 'Host: x', 'Accept: text/html', `Authorization: Bearer ${sweep.hub.token}`, 'Connection: close'])],
+    ['an odd cookie', head([`GET ${get} HTTP/1.1`, 'Host: x', `Cookie: ${'a=%zz; '.repeat(500)}edgehub_queues=\u00ff`, `Authorization: Bearer ${sweep.hub.token}`, 'Connection: close'])],
+    ['X-Forwarded-For noise', head([`GET ${get} HTTP/1.1`, 'Host: x', 'X-Forwarded-For: ::ffff:not-an-ip, , 999.1.1.1', 'X-Forwarded-Proto: gopher', `Authorization: Bearer ${sweep.hub.token}`, 'Connection: close'])],
+    ['Expect: 100-continue', head([`POST ${post} HTTP/1.1`, 'Host: x', 'Expect: 100-continue', 'Content-Type: application/json', 'Content-Length: 2', `Authorization: Bearer ${sweep.hub.token}`, 'Connection: close'], '{}')],
+    ['an unknown Expect', head([`POST ${post} HTTP/1.1`, 'Host: x', 'Expect: teapot', 'Content-Type: application/json', 'Content-Length: 2', `Authorization: Bearer ${sweep.hub.token}`, 'Connection: close'], '{}')],
+    ['a negative Content-Length', head([`POST ${post} HTTP/1.1`, 'Host: x', 'Content-Type: application/json', 'Content-Length: -1', `Authorization: Bearer ${sweep.hub.token}`, 'Connection: close'], '{}')],
+    ['two Content-Lengths', head([`POST ${post} HTTP/1.1`, 'Host: x', 'Content-Type: application/json', 'Content-Length: 2', 'Content-Length: 3', `Authorization: Bearer ${sweep.hub.token}`, 'Connection: close'], '{}')],
+    ['chunked with a bad chunk', head([`POST ${post} HTTP/1.1`, 'Host: x', 'Content-Type: application/json', 'Transfer-Encoding: chunked', `Authorization: Bearer ${sweep.hub.token}`, 'Connection: close'], 'zz\r\n{}\r\n0\r\n\r\n')],
+    ['chunked and Content-Length', head([`POST ${post} HTTP/1.1`, 'Host: x', 'Content-Type: application/json', 'Transfer-Encoding: chunked', 'Content-Length: 2', `Authorization: Bearer ${sweep.hub.token}`, 'Connection: close'], '2\r\n{}\r\n0\r\n\r\n')],
+    ['a gzip body that is not gzip', head([`POST ${post} HTTP/1.1`, 'Host: x', 'Content-Type: application/json', 'Content-Encoding: gzip', 'Content-Length: 2', `Authorization: Bearer ${sweep.hub.token}`, 'Connection: close'], '{}')],
+    ['a body on GET', head([`GET ${get} HTTP/1.1`, 'Host: x', 'Content-Type: application/json', 'Content-Length: 9', `Authorization: Bearer ${sweep.hub.token}`, 'Connection: close'], '{"a":"b"}')],
   ];
   const failures: string[] = [];
   for (const [what, bytes] of requests) {
