@@ -1,6 +1,7 @@
 import { Queue } from 'bullmq';
 import type { Redis } from 'ioredis';
 import { config } from './config.js';
+import { logger } from './logger.js';
 import { createRedis } from './redis.js';
 
 /**
@@ -118,11 +119,29 @@ export async function queuesReady(names: readonly QueueName[], timeoutMs = QUEUE
   }
 }
 
-/** Closes a BullMQ Queue/Worker/QueueEvents and the connection we gave it (BullMQ leaves given connections open). */
-export async function closeWithConnection(owner: { close(): Promise<void>; opts: { connection?: unknown } }): Promise<void> {
-  await owner.close().catch(() => undefined);
-  const connection = owner.opts.connection as { quit?: () => Promise<unknown>; disconnect?: () => void } | undefined;
-  await connection?.quit?.().catch(() => connection.disconnect?.());
+/** How long a BullMQ Queue, Worker or QueueEvents is given to close before its connection is dropped. */
+export const CLOSE_GRACE_MS = 5000;
+
+/**
+ * Closes a BullMQ Queue/Worker/QueueEvents and the connection we gave it (BullMQ leaves given connections open).
+ * BullMQ's close() does not return while the connection is reconnecting, nor for a moment after Redis is back (a
+ * worker measured: 10 s and more), so a process stopping during an outage would wait out its whole grace period: it
+ * waits CLOSE_GRACE_MS at most (a worker's running jobs finish within it, or are taken over once their lock expires,
+ * as after a crash), then drops the connection. A connection that is not ready is dropped, not asked to QUIT (the
+ * command would wait in its queue for Redis).
+ */
+export async function closeWithConnection(owner: { close(): Promise<void>; opts: { connection?: unknown } }, graceMs = CLOSE_GRACE_MS): Promise<void> {
+  let timer: NodeJS.Timeout | undefined;
+  const closed = owner.close().then(
+    () => true,
+    () => true,
+  );
+  const inTime = await Promise.race([closed, new Promise<boolean>((resolve) => (timer = setTimeout(() => resolve(false), graceMs)))]);
+  clearTimeout(timer);
+  const connection = owner.opts.connection as { status?: string; quit?: () => Promise<unknown>; disconnect?: () => void } | undefined;
+  if (!inTime) logger.warn({ graceMs, redis: connection?.status }, 'a job queue did not close in time; its connection is dropped');
+  if (!inTime || connection?.status !== 'ready') connection?.disconnect?.();
+  else await connection.quit?.().catch(() => connection.disconnect?.());
 }
 
 export function allQueues(): Queue[] {

@@ -1,7 +1,9 @@
 import http from 'node:http';
 import test from 'ava';
 import { reconcileSchedules } from '../../shared/commands/healthChecks.js';
-import { connectedQueue } from '../../shared/queues.js';
+import { QueueEvents } from 'bullmq';
+import { closeWithConnection, connectedQueue } from '../../shared/queues.js';
+import { createRedis } from '../../shared/redis.js';
 import { Execution } from '../../shared/models/Execution.js';
 import { reconcileExecutions } from '../../workers/reconcile.js';
 import { processors } from '../../workers/processors/index.js';
@@ -73,6 +75,14 @@ test.serial('health-check schedules, the queue UI, the authentication throttle a
   t.deepEqual(answers.map((a) => a.status), [401, 401, 401, 401, 401, 429]);
   t.true(answers.every((a) => a.ms < 1000), `no 401 waits for Redis: ${answers.map((a) => a.ms).join(', ')} ms`);
   t.truthy(answers[5].retryAfter);
+
+  // a reader of queue events closes in bounded time while its connection retries (BullMQ's close() alone waits for
+  // Redis): the stop of a process during an outage does not wait out its grace period
+  const reader = new QueueEvents('pki', { connection: createRedis('worker'), prefix: 'outage-close' });
+  reader.on('error', () => undefined);
+  const closing = Date.now();
+  await within(5000, 'closing a queue events reader', closeWithConnection(reader, 1000));
+  t.true(Date.now() - closing < 3000, `closed in ${Date.now() - closing} ms`);
 
   // the clock's passes give up at once (or after their wait), they do not sit on the outage
   await t.throwsAsync(within(5000, 'reconciling schedules', reconcileSchedules()), { message: /redis|connection|reach/i });
