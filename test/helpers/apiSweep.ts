@@ -18,7 +18,7 @@ export interface Sweep {
   pathOf(op: Operation, odd?: string): string;
   /** The Authorization its scope takes. */
   authOf(op: Operation): string | undefined;
-  /** Every operation, deletions last (so that the others meet existing resources). */
+  /** Every operation, deletions last (so that the others meet existing resources), the operator's very last. */
   ordered(): Operation[];
 }
 
@@ -104,6 +104,11 @@ export async function sweepFixture(stack: Stack): Promise<Sweep> {
     baseOf: (op) => BASES[keyOf(op)] ?? {},
     pathOf,
     authOf: (op) => (op.scope === 'admin' ? stack.admin : op.scope === 'open' ? undefined : hub.bearer),
-    ordered: () => [...operations.filter((o) => o.method !== 'delete'), ...operations.filter((o) => o.method === 'delete')],
+    // the hub's own deletions before the operator's (a deleted API key or hub would answer the rest 401)
+    ordered: () => [
+      ...operations.filter((o) => o.method !== 'delete'),
+      ...operations.filter((o) => o.method === 'delete' && o.scope !== 'admin'),
+      ...operations.filter((o) => o.method === 'delete' && o.scope === 'admin'),
+    ],
   };
 }
