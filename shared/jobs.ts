@@ -6,6 +6,7 @@ import { newId } from './ids.js';
 import { logger } from './logger.js';
 import { Execution } from './models/Execution.js';
 import { connectedQueue, QUEUE_READY_TIMEOUT_MS, queueOfType } from './queues.js';
+import { settleWithin } from './timeouts.js';
 
 export interface EnqueueSpec {
   /** `<queue>.<name>`, e.g. `ipsec.provisionTunnel`. */
@@ -101,22 +102,15 @@ async function record(spec: EnqueueSpec): Promise<{ id: string; execution: () =>
 export async function dispatch(execution: Dispatchable, options: EnqueueSpec['jobOptions'] = {}): Promise<boolean> {
   const stored = (execution.jobOptions ?? undefined) as EnqueueSpec['jobOptions'] | undefined;
   const data: JobData = { executionId: execution.id, hubId: execution.hubId, payload: execution.payload, createdBy: execution.createdBy };
-  let timer: NodeJS.Timeout | undefined;
   const deadline = Date.now() + QUEUE_READY_TIMEOUT_MS;
   try {
     const q = await connectedQueue(queueOfType(execution.type), QUEUE_READY_TIMEOUT_MS);
-    await Promise.race([
-      q.add(execution.type, data, { ...defaultJobOptions(), ...(stored ?? options), jobId: execution.processId }),
-      new Promise((_, reject) => {
-        timer = setTimeout(() => reject(new Error('timed out adding the job')), Math.max(0, deadline - Date.now()));
-      }),
-    ]);
+    const added = q.add(execution.type, data, { ...defaultJobOptions(), ...(stored ?? options), jobId: execution.processId });
+    await settleWithin(added, deadline - Date.now(), () => new Error('timed out adding the job'));
     return true;
   } catch (err) {
     logger.warn({ executionId: execution.id, type: execution.type, err: (err as Error).message }, 'job not dispatched; the sweeper will retry');
     return false;
-  } finally {
-    clearTimeout(timer);
   }
 }
 

@@ -3,6 +3,7 @@ import type { Redis } from 'ioredis';
 import { config } from './config.js';
 import { logger } from './logger.js';
 import { createRedis } from './redis.js';
+import { settleWithin } from './timeouts.js';
 
 /**
  * Every queue of the system. A job type is `<queue>.<name>` (e.g. `ipsec.provisionTunnel`); its processor lives in
@@ -62,7 +63,6 @@ function attemptOf(q: Queue, connection: Redis): Promise<void> {
       connection.once('ready', onReady);
       connection.once('close', onClose);
     });
-    attempt.catch(() => undefined); // each caller sees the rejection through its own race
     attempts.set(q, attempt);
   }
   return attempt;
@@ -91,17 +91,7 @@ export async function connectedQueue(name: QueueName, timeoutMs = QUEUE_READY_TI
   }
   // between attempts (Redis refused the last one): no wait
   if (connection.status !== 'connecting' && connection.status !== 'connect' && connection.status !== 'wait') throw notReady(connection);
-  let timer: NodeJS.Timeout | undefined;
-  try {
-    await Promise.race([
-      attemptOf(q, connection),
-      new Promise((_, reject) => {
-        timer = setTimeout(() => reject(notReady(connection)), timeoutMs);
-      }),
-    ]);
-  } finally {
-    clearTimeout(timer);
-  }
+  await settleWithin(attemptOf(q, connection), timeoutMs, () => notReady(connection));
   return q;
 }
 
@@ -131,13 +121,11 @@ export const CLOSE_GRACE_MS = 5000;
  * command would wait in its queue for Redis).
  */
 export async function closeWithConnection(owner: { close(): Promise<void>; opts: { connection?: unknown } }, graceMs = CLOSE_GRACE_MS): Promise<void> {
-  let timer: NodeJS.Timeout | undefined;
-  const closed = owner.close().then(
+  const closed = owner.close().catch(() => undefined);
+  const inTime = await settleWithin(closed, graceMs, () => new Error('not closed in time')).then(
     () => true,
-    () => true,
+    () => false,
   );
-  const inTime = await Promise.race([closed, new Promise<boolean>((resolve) => (timer = setTimeout(() => resolve(false), graceMs)))]);
-  clearTimeout(timer);
   const connection = owner.opts.connection as { status?: string; quit?: () => Promise<unknown>; disconnect?: () => void } | undefined;
   if (!inTime) logger.warn({ graceMs, redis: connection?.status }, 'a job queue did not close in time; its connection is dropped');
   if (!inTime || connection?.status !== 'ready') connection?.disconnect?.();

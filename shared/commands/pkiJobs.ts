@@ -6,6 +6,7 @@ import { newId } from '../ids.js';
 import { enqueueJob } from '../jobs.js';
 import { closeWithConnection, queue } from '../queues.js';
 import { createRedis } from '../redis.js';
+import { settleWithin } from '../timeouts.js';
 import type { ParsedCsr } from '../pki/csr.js';
 
 /**
@@ -45,13 +46,7 @@ export interface IssueResult {
 const waitMs = () => config().issuanceWaitMs;
 
 /** `promise`, or a rejection with `message` once `deadline` (epoch ms) has passed. */
-function before<T>(promise: Promise<T>, deadline: number, message: string): Promise<T> {
-  let timer: NodeJS.Timeout | undefined;
-  const expired = new Promise<never>((_, reject) => {
-    timer = setTimeout(() => reject(new Error(message)), Math.max(0, deadline - Date.now()));
-  });
-  return Promise.race([promise, expired]).finally(() => clearTimeout(timer));
-}
+const before = <T>(promise: Promise<T>, deadline: number, message: string): Promise<T> => settleWithin(promise, deadline - Date.now(), () => new Error(message));
 
 /** A refusal as the failed job's message (`<code>: <message>`), which the waiting web process turns back into it. */
 export function encodeRefusal(err: DomainError): string {
@@ -126,10 +121,8 @@ export async function waitForPkiJob<T>(jobId: string): Promise<T> {
   // listening before asking: an end between the two cannot be missed
   const end = listenForEnd(e, jobId, deadline);
   let state: { state: string; returnvalue?: unknown; failedReason?: string } | undefined;
-  const asked = finishedState(jobId);
-  asked.catch(() => undefined); // answered after the deadline: nobody waits for it then
   try {
-    state = await before(asked, deadline, 'the job state was not read in time');
+    state = await before(finishedState(jobId), deadline, 'the job state was not read in time');
   } catch {
     end.stop();
     throw queueUnavailable(jobId);

@@ -8,6 +8,7 @@ import type { Redis } from 'ioredis';
 import { config } from '../config.js';
 import { unavailable } from '../errors.js';
 import { createRedis, readyRedis } from '../redis.js';
+import { settleWithin } from '../timeouts.js';
 import { replayKeys, type ReplayReply, type ReplayRequest } from './store.js';
 
 type Listener = (message: string) => void;
@@ -16,20 +17,8 @@ type Listener = (message: string) => void;
 const SUBSCRIBE_WAIT_MS = 2000;
 
 /** `work`, or 503 `unavailable` once SUBSCRIBE_WAIT_MS have passed (the work itself goes on). */
-async function bounded<T>(work: Promise<T>): Promise<T> {
-  let timer: NodeJS.Timeout | undefined;
-  work.catch(() => undefined); // settled later, after a refusal: nobody waits for it then
-  try {
-    return await Promise.race([
-      work,
-      new Promise<never>((_, reject) => {
-        timer = setTimeout(() => reject(unavailable('Redis, where inspected requests are kept, is not reachable', 5)), SUBSCRIBE_WAIT_MS);
-      }),
-    ]);
-  } finally {
-    clearTimeout(timer);
-  }
-}
+const bounded = <T>(work: Promise<T>): Promise<T> =>
+  settleWithin(work, SUBSCRIBE_WAIT_MS, () => unavailable('Redis, where inspected requests are kept, is not reachable', 5));
 
 class InspectFeed {
   private sub: Redis | undefined;
