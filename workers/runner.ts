@@ -13,6 +13,7 @@ import {
 import { NotClaimed, StillWaiting } from '../shared/errors.js';
 import type { JobData } from '../shared/jobs.js';
 import { logger, type Logger } from '../shared/logger.js';
+import { logThrottle } from '../shared/logThrottle.js';
 import { closeWithConnection, queueOfType, type QueueName } from '../shared/queues.js';
 import { createRedis } from '../shared/redis.js';
 import { jobsTotal, observeJob } from '../shared/telemetry/index.js';
@@ -55,7 +56,32 @@ const errorMessage = (err: unknown) => (err instanceof Error ? err.message : Str
  * a retry waits). A job whose execution is already finished or gone does nothing, so a duplicate cannot redo work.
  */
 export async function runExecution(def: ProcessorDefinition, job: Job<JobData>): Promise<unknown> {
-  const executionId = job.data.executionId ?? (await recordScheduledRun(job as unknown as Job<ScheduledJobData>));
+  try {
+    return await startAndRun(def, job);
+  } catch (err) {
+    if (!(err instanceof NotStarted)) throw err;
+    // PostgreSQL away: every job fails alike before its handler; BullMQ retries it, the clock's reconciliation settles it
+    notStarted(err.message, (repeated) => logger.warn({ type: def.type, jobId: job.id, err: err.message, repeated }, 'job not started: its execution could not be read or recorded'));
+    throw err.cause;
+  }
+}
+
+/** A failure to read or record a job's execution, before its handler ran. */
+class NotStarted extends Error {
+  constructor(readonly cause: unknown) {
+    super(errorMessage(cause));
+  }
+}
+const notStarting = <T>(step: Promise<T>): Promise<T> =>
+  step.catch((err) => {
+    throw new NotStarted(err);
+  });
+
+const workerErrors = logThrottle(5000);
+const notStarted = logThrottle(5000);
+
+async function startAndRun(def: ProcessorDefinition, job: Job<JobData>): Promise<unknown> {
+  const executionId = job.data.executionId ?? (await notStarting(recordScheduledRun(job as unknown as Job<ScheduledJobData>)));
   const attempt = job.attemptsMade + 1;
   const { hubId, payload, createdBy } = job.data;
   if (job.data.executionId !== undefined && createdBy !== undefined && def.claimsExecution?.(payload)) {
@@ -67,9 +93,9 @@ export async function runExecution(def: ProcessorDefinition, job: Job<JobData>):
       if (!(err instanceof NotClaimed)) logger.debug({ executionId, err: errorMessage(err) }, 'claiming run failed; running the execution the usual way');
     }
   }
-  const execution = await startExecution(executionId, attempt, def.type);
+  const execution = await notStarting(startExecution(executionId, attempt, def.type));
   if (!execution) {
-    const existing = await executionById(executionId);
+    const existing = await notStarting(executionById(executionId));
     if (existing && existing.type !== def.type) {
       const refusal = `job refused: its execution ${executionId} is a '${existing.type}', not a '${def.type}'`;
       logger.warn({ type: def.type, jobId: job.id, refusal }, 'job refused');
@@ -196,7 +222,11 @@ export function startWorkers({ processors, queues }: WorkerOptions): Worker[] {
         runRetryDelay: 1000,
       },
     );
-    worker.on('error', (err) => logger.error({ queue: name, err: errorMessage(err) }, 'worker error'));
+    // every queue's worker reports each reconnection attempt while Redis is away: one line per 5 s says it
+    worker.on('error', (err) => {
+      const message = errorMessage(err);
+      workerErrors(message, (repeated) => logger.error({ queue: name, err: message, repeated }, 'worker error'));
+    });
     // A job that stalled too often fails without running the processor: settle its execution here.
     worker.on('failed', (job, err) => {
       if (!job || !/stalled/i.test(err.message)) return;

@@ -9,6 +9,7 @@ import {
 import { ZodError } from 'zod';
 import { ERROR_CODE_HEADER } from '../../shared/errorAnswers.js';
 import { DomainError } from '../../shared/errors.js';
+import { logThrottle } from '../../shared/logThrottle.js';
 import { HttpError } from '../errorAnswers.js';
 import { formatZodError } from '../validate.js';
 import { requestLog } from './requestContext.js';
@@ -100,12 +101,10 @@ export function sanitisedError(err: unknown): Record<string, unknown> {
   return out;
 }
 
-let unreachableSince = 0;
+const unreachable = logThrottle(5000);
 /** A warning that the database cannot be reached, at most one each 5 s (every request fails alike meanwhile). */
 function noteUnreachable(ctx: Context, err: unknown): void {
-  if (Date.now() - unreachableSince < 5000) return;
-  unreachableSince = Date.now();
-  requestLog(ctx).warn({ err: sanitisedError(err) }, 'the database cannot be reached: answering 503');
+  unreachable('database', (repeated) => requestLog(ctx).warn({ err: sanitisedError(err), repeated }, 'the database cannot be reached: answering 503'));
 }
 
 /**
