@@ -21,6 +21,7 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Duplex } from 'node:stream';
 import type { Redis } from 'ioredis';
 import { logger } from '../../shared/logger.js';
+import { logThrottle } from '../../shared/logThrottle.js';
 import { BATCH, type CapturedMessage, ENTRY_BYTES, type InspectLimits, type RecordedExchange, recordArgs, recordedBytes, recordedExchange, recordExchange, redactLines, type StoredSummary, withRecordScript } from '../../shared/inspect/store.js';
 import { inspectDropped, inspectRecorded } from '../../shared/telemetry/index.js';
 import { CALLBACK_PATH } from '../access/login/index.js';
@@ -230,6 +231,8 @@ export interface CaptureOptions {
   edge: string;
 }
 
+const dropsSaid = logThrottle(5000);
+
 export class Capture {
   private queue: Queued[] = [];
   private queuedBytes = 0;
@@ -254,9 +257,11 @@ export class Capture {
     return new Tap(this, route, req);
   }
 
-  private drop(reason: DropReason, n = 1): void {
+  private drop(reason: DropReason, n = 1, err?: string): void {
     this.counts.dropped[reason] += n;
     inspectDropped.inc({ reason }, n);
+    // at most one line per reason each 5 s: an outage of Redis or a flood would otherwise write one per batch
+    dropsSaid(reason, (repeated) => logger.warn({ reason, exchanges: n, repeated, err }, 'edge: inspected exchanges not recorded'));
   }
 
   /** Whether the queue takes one more exchange; when not, the drop is counted. */
@@ -340,15 +345,11 @@ export class Capture {
       entries.forEach((entry, i) => {
         if (!results[i] || results[i][0]) failed += entry.length;
       });
-      if (failed) {
-        this.drop('redis_error', failed);
-        logger.warn({ failed, err: results.find(([e]) => e)?.[0]?.message }, 'edge: inspected exchanges not recorded');
-      }
+      if (failed) this.drop('redis_error', failed, results.find(([e]) => e)?.[0]?.message);
       this.counts.recorded += batch.length - failed;
       inspectRecorded.inc(batch.length - failed);
     } catch (err) {
-      this.drop('redis_error', batch.length);
-      logger.warn({ err: (err as Error).message, exchanges: batch.length }, 'edge: inspected exchanges not recorded');
+      this.drop('redis_error', batch.length, (err as Error).message);
     }
   }
 

@@ -165,6 +165,9 @@ test.serial('the worker, the clock and the edge stay up through a PostgreSQL out
   // each queue's worker retries its connection several times a second: the log says so a few times, not each time
   const workerErrors = linesSince(mark, 'worker', /worker error/);
   t.true(workerErrors >= 1 && workerErrors <= 8, `worker error lines during the Redis outage: ${workerErrors}`);
+  // the edge dropped the inspected exchanges it could not record, and said so (not once per batch)
+  const dropped = linesSince(mark, 'edge', /inspected exchanges not recorded/);
+  t.true(dropped >= 1 && dropped <= 4, `edge lines about exchanges not recorded during the Redis outage: ${dropped}`);
   await scheduledRunAfter(check.json.id, redisBack, 'a scheduled run after Redis is back empty');
   await issue('after-redis');
   const last = await share('after-redis');
