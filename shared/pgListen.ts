@@ -1,7 +1,10 @@
 import pg from 'pg';
 import { backoffMs } from './backoff.js';
+import { logThrottle } from './logThrottle.js';
 import { applicationName, databaseUrl } from './db.js';
 import { logger } from './logger.js';
+
+const listenFailures = logThrottle(30_000);
 
 export interface Listener {
   /** True while the LISTEN connection is up: only then can a cache trust that it hears of every change. */
@@ -72,7 +75,9 @@ export function listen(
       live = true;
       resolveReady();
     } catch (err) {
-      logger.warn({ err: (err as Error).message, channel }, 'could not listen for change notifications; retrying');
+      const message = (err as Error).message;
+      // retried every 2 s at most while PostgreSQL is away: said once each 30 s
+      listenFailures(`${channel} ${message}`, (repeated) => logger.warn({ err: message, channel, repeated }, 'could not listen for change notifications; retrying'));
       lost(c);
     }
   }

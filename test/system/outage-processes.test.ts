@@ -143,6 +143,9 @@ test.serial('the worker, the clock and the edge stay up through a PostgreSQL out
   // the worker said that its jobs could not start, a few times, not once per job (a scheduled run each second)
   const notStarted = linesSince(mark, 'worker', /job not started/);
   t.true(notStarted >= 1 && notStarted <= 8, `worker lines about jobs not started during the PostgreSQL outage: ${notStarted}`);
+  // the edge's change notifications retry every 2 s at most; the log says so once per error
+  const relisten = linesSince(mark, 'edge', /could not listen for change notifications/);
+  t.true(relisten >= 1 && relisten <= 3, `edge lines about listening again during the PostgreSQL outage: ${relisten}`);
   await scheduledRunAfter(check.json.id, pgBack, 'a scheduled run after PostgreSQL is back');
   await issue('after-postgres');
   await share('after-postgres');
