@@ -3,12 +3,18 @@
  * `connectedAt`, `lastSeenAt`, `edges`): one row per (agent, edge) in agent_connections, inserted when the agent's
  * first connection to this edge is up, refreshed by a heartbeat, deleted when its last one goes. An edge that dies
  * without cleaning up leaves rows that stop being refreshed, and the API stops counting them after AGENT_SEEN_MS.
+ * The heartbeat writes the row of every agent connected here, not only refreshes rows that exist: an agent that
+ * connected while PostgreSQL was away (its insert failed) is shown connected at the first heartbeat after it is back.
  */
 import type pg from 'pg';
 import { logger } from '../../shared/logger.js';
+import { logThrottle } from '../../shared/logThrottle.js';
+
+const notWritten = logThrottle(30_000);
 
 export class Presence {
-  private readonly counts = new Map<string, number>();
+  /** Per agent connected here: its connections, the address it dialled, and since when. */
+  private readonly counts = new Map<string, { n: number; address: string; since: Date }>();
   private readonly timer: NodeJS.Timeout;
   private work: Promise<unknown> = Promise.resolve();
 
@@ -25,14 +31,21 @@ export class Presence {
   private run(sql: string, params: unknown[]): Promise<unknown> {
     this.work = this.work
       .then(() => this.pool.query(sql, params))
-      .catch((err) => logger.warn({ err: (err as Error).message }, 'edge: agent presence not written'));
+      .catch((err) => {
+        const message = (err as Error).message;
+        // a heartbeat every 5 s while PostgreSQL is away: said once each 30 s per error
+        notWritten(message, (repeated) => logger.warn({ err: message, repeated }, 'edge: agent presence not written'));
+      });
     return this.work;
   }
 
   connected(agentId: string, edgeAddress: string): Promise<unknown> {
-    const n = (this.counts.get(agentId) ?? 0) + 1;
-    this.counts.set(agentId, n);
-    if (n > 1) return this.work;
+    const known = this.counts.get(agentId);
+    if (known) {
+      known.n++;
+      return this.work;
+    }
+    this.counts.set(agentId, { n: 1, address: edgeAddress, since: new Date() });
     return this.run(
       `INSERT INTO agent_connections (agent_id, edge_id, edge_address) SELECT $1, $2, $3 WHERE EXISTS (SELECT 1 FROM agents WHERE id = $1)
        ON CONFLICT (agent_id, edge_id) DO UPDATE SET edge_address = EXCLUDED.edge_address, connected_at = now(), last_seen_at = now()`,
@@ -41,9 +54,10 @@ export class Presence {
   }
 
   disconnected(agentId: string): Promise<unknown> {
-    const n = (this.counts.get(agentId) ?? 0) - 1;
-    if (n > 0) {
-      this.counts.set(agentId, n);
+    const known = this.counts.get(agentId);
+    const n = (known?.n ?? 0) - 1;
+    if (known && n > 0) {
+      known.n = n;
       return this.work;
     }
     this.counts.delete(agentId);
@@ -52,7 +66,16 @@ export class Presence {
 
   private heartbeat(): void {
     if (!this.counts.size) return;
-    void this.run(`UPDATE agent_connections SET last_seen_at = now() WHERE edge_id = $1 AND agent_id = ANY($2)`, [this.edgeId, [...this.counts.keys()]]);
+    const ids = [...this.counts.keys()];
+    const held = ids.map((id) => this.counts.get(id)!);
+    // agents deleted meanwhile are not written back (the join); a row a failed delete left behind takes this
+    // connection's address and time
+    void this.run(
+      `INSERT INTO agent_connections (agent_id, edge_id, edge_address, connected_at)
+       SELECT a.id, $1, x.address, x.since FROM unnest($2::text[], $3::text[], $4::timestamptz[]) AS x(id, address, since) JOIN agents a ON a.id = x.id
+       ON CONFLICT (agent_id, edge_id) DO UPDATE SET last_seen_at = now(), edge_address = EXCLUDED.edge_address, connected_at = EXCLUDED.connected_at`,
+      [this.edgeId, ids, held.map((h) => h.address), held.map((h) => h.since)],
+    );
   }
 
   /** The edge stops: its rows go. */

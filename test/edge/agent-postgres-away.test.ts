@@ -1,0 +1,80 @@
+/**
+ * An agent through a PostgreSQL outage: the edge checks agents against what it holds in memory, so a share served
+ * through an agent keeps answering, and an agent that starts (or whose connection drops) while the database is away
+ * connects and serves. Once the database is back, the API shows that agent connected (the edge's heartbeat
+ * writes what it could not write during the outage), and a revocation still closes its connections.
+ */
+import { mkdtempSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import test from 'ava';
+import type { Edge } from '../../edge/server.js';
+import { edgeRequest, publicFrontendCertificate, routedShare, startTestEdge } from '../helpers/edge.js';
+import { enrollAgent, newEnvironment, runAgent, startPrivateTarget, type RunningAgent } from '../helpers/agents.js';
+import { privateNetwork, type PrivateNetwork } from '../helpers/netns.js';
+import { stopDatabase } from '../helpers/outage.js';
+import { type HubFixture, useStack, waitFor } from '../helpers/stack.js';
+
+const stack = useStack(test, { env: { HUB_EDGE_UPSTREAM_TIMEOUT_MS: '3000' } });
+stack.onStop(async () => {
+  for (const c of cleanups.reverse()) await c().catch(() => undefined);
+  await edge?.stop(1000);
+});
+let edge: Edge;
+let hub: HubFixture;
+let ns: PrivateNetwork;
+const work = mkdtempSync(path.join(process.env.TEST_WORK_DIR ?? os.tmpdir(), 'agents-'));
+const cleanups: (() => Promise<unknown>)[] = [];
+
+test.before(async () => {
+  edge = await startTestEdge({ host: '0.0.0.0' });
+  hub = await stack.hub();
+  ns = await privateNetwork();
+  cleanups.push(() => ns.remove());
+  await startPrivateTarget(ns, 'A');
+  await publicFrontendCertificate(stack.databaseUrl);
+});
+
+function agentIn(dir: string): RunningAgent {
+  const agent = runAgent(ns, dir, [edge.httpsPort!]);
+  cleanups.push(() => agent.stop('SIGKILL'));
+  return agent;
+}
+
+const connectedInApi = async (envZId: string) => {
+  const r = await hub.call('GET', `${hub.h}/environments/${envZId}`);
+  return r.status === 200 && r.json.agents.length === 1 && r.json.agents[0].connected === true;
+};
+
+test.serial('PostgreSQL away: the share keeps answering through its agent, an agent that starts then serves, and the API shows it connected once the database is back', async (t) => {
+  const envZId = await newEnvironment(hub);
+  const { host } = await routedShare(edge, hub, { target: 'http://127.0.0.1:8080', envZId });
+  const { dir, id } = await enrollAgent(hub, envZId, work);
+  const first = agentIn(dir);
+  await first.printed(/connected to edge/);
+  t.is((await edgeRequest(edge.httpPort!, host, { path: '/whoami' })).text, 'A');
+  await waitFor(() => connectedInApi(envZId), { what: 'the agent connected in the API' });
+  // stopped before the outage: its presence is gone
+  await first.stop('SIGKILL');
+  await waitFor(async () => !(await connectedInApi(envZId)), { what: 'the stopped agent shown disconnected' });
+
+  const outageStarted = Date.now();
+  const outage = await stopDatabase(stack.databaseUrl);
+  try {
+    t.is((await edgeRequest(edge.httpPort!, host)).status, 502, 'no agent: 502 (the share fails closed)');
+    // the agent starts during the outage: the edge takes it from what it holds
+    const second = agentIn(dir);
+    await second.printed(/connected to edge/);
+    await waitFor(async () => (await edgeRequest(edge.httpPort!, host, { path: '/whoami' })).text === 'A', { timeoutMs: 5000, what: 'the agent serving during the outage' });
+  } finally {
+    await outage.end();
+  }
+  // its presence could not be written during the outage: the next heartbeat (every 5 s) writes it, with its own time
+  await waitFor(() => connectedInApi(envZId), { timeoutMs: 15_000, intervalMs: 250, what: 'the agent shown connected once PostgreSQL is back' });
+  const shown = (await hub.call('GET', `${hub.h}/environments/${envZId}`)).json.agents[0];
+  t.true(Date.parse(shown.connectedAt) >= outageStarted - 1000, `connectedAt ${shown.connectedAt} is this connection's`);
+
+  // and a revocation after the outage still closes it out
+  t.is((await hub.call('DELETE', `${hub.h}/environments/${envZId}/agents/${id}`)).status, 204);
+  await waitFor(async () => (await edgeRequest(edge.httpPort!, host)).status === 502, { timeoutMs: 5000, what: 'the revoked agent no longer carrying the share' });
+});
