@@ -3,6 +3,7 @@ import { createLocalJWKSet, decodeProtectedHeader, jwtVerify } from 'jose';
 import pg from 'pg';
 import { makeCsr } from '../../helpers/pki.js';
 import { useStack, waitFor, type HubFixture } from '../../helpers/stack.js';
+import { lastScheduledRotation, rotationCatchUp, rotationOverdue } from '../../../workers/schedules/signingKeyRotation.js';
 
 const stack = useStack(test);
 
@@ -64,7 +65,7 @@ test.serial('a superseded key is dropped once every JWT it signed has expired', 
 test.serial('two rotation requests for the same key are one job and one rotation', async (t) => {
   const before = await kids();
   await stack.stopWorkers();
-  const { default: schedule } = await import('../../../workers/schedules/signingKeyRotation.js');
+  const { rotationSchedule: schedule } = await import('../../../workers/schedules/signingKeyRotation.js');
   await Promise.all([schedule.run(), schedule.run(), schedule.run()]);
   await stack.startWorkers();
   const client = new pg.Client({ connectionString: stack.databaseUrl });
@@ -86,6 +87,42 @@ test.serial('two rotation requests for the same key are one job and one rotation
   } finally {
     await client.end();
   }
+});
+
+test('the last scheduled rotation is read from the cron expression, in the time zone node-cron reads it in', (t) => {
+  const now = new Date(2026, 10, 27, 3, 15, 0);
+  t.deepEqual(lastScheduledRotation(now, '0 0 1 * *'), new Date(2026, 10, 1, 0, 0, 0));
+  t.deepEqual(lastScheduledRotation(now, '0 4 * * *'), new Date(2026, 10, 26, 4, 0, 0));
+  t.deepEqual(lastScheduledRotation(now, '30 */5 * * * *'), new Date(2026, 10, 27, 3, 10, 30));
+});
+
+test.serial('a missed rotation (the clock down or a store away at its tick) is made up by the next catch-up, once', async (t) => {
+  await rotate(); // an active key made now
+  t.false(await rotationOverdue(), 'a key made after the last scheduled rotation is not overdue');
+  const executions = async () =>
+    (await stack.sql.query("SELECT id, status, result FROM executions WHERE type = 'pki.rotateSigningKey' AND created_by = 'clock' ORDER BY created_at")).rows;
+  const before = (await executions()).length;
+  await rotationCatchUp.run();
+  t.is((await executions()).length, before, 'nothing to make up: no rotation asked for');
+
+  // the active key is older than the last scheduled rotation: that tick was missed
+  const { rows } = await stack.sql.query<{ kid: string }>(
+    "UPDATE signing_keys SET created_at = $1::timestamptz - interval '1 second' WHERE status = 'ACTIVE' RETURNING kid",
+    [lastScheduledRotation()],
+  );
+  t.true(await rotationOverdue());
+  await rotationCatchUp.run();
+  await rotationCatchUp.run(); // a second catch-up before the job ran asks for the same rotation
+  const done = await waitFor(async () => {
+    const all = (await executions()).slice(before);
+    return all.length && all.every((e) => e.status === 'SUCCEEDED') ? all : undefined;
+  }, { what: 'the catch-up rotation' });
+  t.is(done.length, 1, 'one rotation');
+  t.not(done[0].result.kid, rows[0].kid);
+  t.true((await kids()).includes(done[0].result.kid));
+  t.false(await rotationOverdue(), 'made up');
+  await rotationCatchUp.run();
+  t.is((await executions()).length, before + 1, 'and not made up twice');
 });
 
 test('the rotation endpoint is for the operator only', async (t) => {
