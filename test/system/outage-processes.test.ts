@@ -4,7 +4,8 @@
  * up: no library's stray rejection and no unanswered connection error ends it, and the edge keeps serving the routes
  * it has. Once the store is back, each resumes without a restart: scheduled health checks run again (after Redis
  * comes back empty the clock puts their schedulers back), the worker issues certificates, the edge follows a new
- * share and records inspected requests again.
+ * share and records inspected requests again, and a live stream of inspected requests opened before the outage
+ * carries them again.
  */
 import test from 'ava';
 import { freePort } from '../../scripts/services/index.js';
@@ -150,6 +151,21 @@ test.serial('the worker, the clock and the edge stay up through a PostgreSQL out
   await issue('after-postgres');
   await share('after-postgres');
 
+  // a live stream of the first share, open through the Redis outage
+  const live = await fetch(`${stack.baseUrl}${hub.h}/shares/${first.zId}/requests/live`, { headers: { authorization: hub.bearer } });
+  t.is(live.status, 200);
+  let streamed = '';
+  const reader = live.body!.getReader();
+  void (async () => {
+    for (;;) {
+      const { value, done } = await reader.read().catch(() => ({ value: undefined, done: true }));
+      if (done) return;
+      streamed += Buffer.from(value!).toString();
+    }
+  })();
+  await edgeRequest(edgePort, first.host, { path: '/live-before-redis-outage' });
+  await waitFor(async () => streamed.includes('/live-before-redis-outage'), { what: 'the live stream carrying an exchange' });
+
   // Redis away (and back empty): the queues, the schedulers, the clock's tick locks and the inspection store are gone
   mark = logMark();
   await redis.stop();
@@ -174,6 +190,12 @@ test.serial('the worker, the clock and the edge stay up through a PostgreSQL out
   await scheduledRunAfter(check.json.id, redisBack, 'a scheduled run after Redis is back empty');
   await issue('after-redis');
   const last = await share('after-redis');
+  // the stream opened before the outage carries exchanges again (its subscription is made again on reconnection)
+  await waitFor(async () => {
+    await edgeRequest(edgePort, first.host, { path: '/live-after-redis-outage' });
+    return streamed.includes('/live-after-redis-outage');
+  }, { what: 'the open live stream carrying exchanges after Redis is back', timeoutMs: 15_000, intervalMs: 500 });
+  await reader.cancel();
   // inspection records again: a request after the outage is listed
   await edgeRequest(edgePort, last.host, { path: '/after-redis' });
   await waitFor(async () => {
