@@ -86,6 +86,8 @@ export interface SecurityConfig {
   signingKeyCacheMs: number;
   statementTimeoutMs: number;
   acquireTimeoutMs: number;
+  /** How often a LISTEN connection is checked; silent for half of it, it is dropped and made again. */
+  listenPingMs: number;
 }
 
 /** The edge (data plane). */
@@ -257,6 +259,7 @@ export function loadConfig(env?: NodeJS.ProcessEnv): Config {
       signingKeyCacheMs: e.HUB_SIGNING_KEY_CACHE_MS,
       statementTimeoutMs: e.HUB_DB_STATEMENT_TIMEOUT_MS,
       acquireTimeoutMs: e.HUB_DB_ACQUIRE_TIMEOUT_MS,
+      listenPingMs: e.HUB_DB_LISTEN_PING_MS,
     },
     trustProxy: e.HUB_TRUST_PROXY,
     dbPoolMax: e.HUB_DB_POOL_MAX,
