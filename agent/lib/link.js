@@ -27,6 +27,12 @@ const MAX_BACKOFF_MS = 5_000;
 const STABLE_MS = 5_000;
 const CONNECT_TIMEOUT_MS = 10_000;
 const MAX_MESSAGE_BODY = 1 << 20;
+/**
+ * A PING to the edge every this many ms, and the connection given up when the previous one is still unanswered: a
+ * path that went silent (a NAT or firewall that forgot the connection, an edge that hangs) is noticed within two
+ * intervals, where TCP would take many minutes. EDGEHUB_AGENT_PING_MS overrides it (at least 100).
+ */
+const PING_MS = Math.max(100, Number(process.env.EDGEHUB_AGENT_PING_MS) || 10_000);
 
 /**
  * @typedef {object} LinkOptions
@@ -105,7 +111,10 @@ export class EdgeLink {
       server.on('session', (session) => {
         this.session = session;
         session.on('error', () => undefined);
-        session.once('connect', () => session.setLocalWindowSize(SESSION_WINDOW));
+        session.once('connect', () => {
+          session.setLocalWindowSize(SESSION_WINDOW);
+          this.heartbeat(socket, session, (why) => (reason = why));
+        });
       });
       server.on('stream', (stream, headers) => this.serve(stream, headers));
       server.emit('connection', socket);
@@ -131,6 +140,33 @@ export class EdgeLink {
       this.options.log(wasUp ? `reconnecting to edge ${this.address} in ${(delay / 1000).toFixed(1)} s` : `cannot connect to edge ${this.address}: ${why}${hint}; retrying in ${(delay / 1000).toFixed(1)} s`);
       this.timer = setTimeout(() => this.dial(), delay);
     });
+  }
+
+  /**
+   * PINGs the edge every PING_MS; when one is still unanswered at the next, the connection is destroyed (and dialled
+   * again), with `setReason` told why.
+   * @param {tls.TLSSocket} socket
+   * @param {import('node:http2').Http2Session} session
+   * @param {(why: string) => void} setReason
+   */
+  heartbeat(socket, session, setReason) {
+    let unanswered = false;
+    const timer = setInterval(() => {
+      if (unanswered) {
+        setReason(`no answer from the edge within ${(PING_MS / 1000).toFixed(1)} s`);
+        return void socket.destroy();
+      }
+      unanswered = true;
+      try {
+        session.ping((err) => {
+          if (!err) unanswered = false;
+        });
+      } catch {
+        // the session is closing: its socket's close redials
+      }
+    }, PING_MS);
+    timer.unref();
+    socket.once('close', () => clearInterval(timer));
   }
 
   /** Exponential from 250 ms to 5 s, each wait drawn between half and all of it (agents do not reconnect in step). */

@@ -16,6 +16,8 @@ export interface PrivateNetwork {
   hostIp: string;
   /** The namespace's address on the veth. */
   nsIp: string;
+  /** Takes the host's side of the veth down (`false`: every packet between the two is lost, silently) or up again. */
+  link(up: boolean): Promise<void>;
   /** Starts a process inside the namespace. */
   spawn(command: string, args: string[], options?: { env?: NodeJS.ProcessEnv; cwd?: string }): ChildProcess;
   remove(): Promise<void>;
@@ -75,6 +77,7 @@ export async function privateNetwork(prefix = 'ehag'): Promise<PrivateNetwork> {
     name,
     hostIp,
     nsIp,
+    link: (up) => ip('link', 'set', hostIf, up ? 'up' : 'down'),
     spawn(command, args, options = {}) {
       const child = spawn('ip', ['netns', 'exec', name, command, ...args], { env: options.env ?? process.env, cwd: options.cwd, stdio: ['ignore', 'pipe', 'pipe'] });
       children.add(child);
