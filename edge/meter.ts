@@ -1,8 +1,11 @@
 import type { Socket } from 'node:net';
 import { logger } from '../shared/logger.js';
+import { logThrottle } from '../shared/logThrottle.js';
 import type { UsageRow } from '../shared/metrics/store.js';
 import { observeBytes } from './telemetry.js';
 import type { ShareRoute } from './types.js';
+
+const flushFailures = logThrottle(30_000);
 
 interface Counter {
   hubId: string;
@@ -140,7 +143,9 @@ export class Meter {
     } catch (err) {
       this.totals.flushedRows += stored;
       this.pending = batch.slice(stored).concat(this.pending);
-      logger.warn({ err: (err as Error).message, waiting: this.pending.length }, 'edge: usage flush failed; will retry');
+      const message = (err as Error).message;
+      // a flush every HUB_EDGE_FLUSH_MS while the store is away: said once each 30 s per error
+      flushFailures(message, (repeated) => logger.warn({ err: message, waiting: this.pending.length, repeated }, 'edge: usage flush failed; will retry'));
     }
   }
 
