@@ -5,7 +5,7 @@
  * it has. Once the store is back, each resumes without a restart: scheduled health checks run again (after Redis
  * comes back empty the clock puts their schedulers back), the worker issues certificates, the edge follows a new
  * share and records inspected requests again, and a live stream of inspected requests opened before the outage
- * carries them again.
+ * carries them again, and a replay goes through the edge.
  */
 import test from 'ava';
 import { freePort } from '../../scripts/services/index.js';
@@ -198,9 +198,13 @@ test.serial('the worker, the clock and the edge stay up through a PostgreSQL out
   await reader.cancel();
   // inspection records again: a request after the outage is listed
   await edgeRequest(edgePort, last.host, { path: '/after-redis' });
-  await waitFor(async () => {
+  const recorded = await waitFor(async () => {
     const r = await hub.call('GET', `${hub.h}/shares/${last.zId}/requests`);
-    return r.status === 200 && r.json.some((e: { path: string }) => e.path === '/after-redis');
+    return r.status === 200 && r.json.find((e: { path: string }) => e.path === '/after-redis');
   }, { what: 'an inspected request after Redis is back', timeoutMs: 10_000 });
+  // and the edge takes replays again (its blocking read of the replay list was made again on reconnection)
+  const replay = await hub.call('POST', `${hub.h}/shares/${last.zId}/requests/${recorded.id}/replay`);
+  t.is(replay.status, 201, replay.text);
+  t.is(replay.json.status, 200);
   assertAllUp(t, 'at the end');
 });
