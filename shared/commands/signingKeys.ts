@@ -228,8 +228,12 @@ export async function verificationKey(kid: string): Promise<KeyObject | undefine
  * next id in the series (`rotate-signing-key-<kid>-2`, `-3`, ...), so there is one rotation at a time and any
  * number over time.
  */
-export async function requestRotation(createdBy: string): Promise<Execution> {
+export async function requestRotation(createdBy: string): Promise<Execution>;
+/** Only while `supersedes` is still the active key (undefined when another replaced it meanwhile). */
+export async function requestRotation(createdBy: string, supersedes: string): Promise<Execution | undefined>;
+export async function requestRotation(createdBy: string, supersedes?: string): Promise<Execution | undefined> {
   const active = await ensureActiveKeyRow();
+  if (supersedes !== undefined && active.kid !== supersedes) return undefined;
   const base = `rotate-signing-key-${active.kid}`;
   const tried = (await Execution.findAll({ where: { resourceType: 'signingKey', resourceId: active.kid, type: ROTATE_JOB }, attributes: ['id', 'status'] }))
     .filter((e) => e.id === base || (e.id.startsWith(`${base}-`) && /^\d+$/.test(e.id.slice(base.length + 1))));
