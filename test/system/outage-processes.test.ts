@@ -82,6 +82,20 @@ function assertAllUp(t: import('ava').ExecutionContext, when: string): void {
   }
 }
 
+/** For OUTAGE_MS, a request through the edge every 500 ms, each answered 200; then `end` (the store back). */
+async function servingThrough(t: import('ava').ExecutionContext, host: string, store: string, end: () => Promise<void>): Promise<void> {
+  try {
+    const until = Date.now() + OUTAGE_MS;
+    while (Date.now() < until) {
+      const r = await edgeRequest(edgePort, host, { path: `/during-${store}-outage` });
+      t.is(r.status, 200, `the edge serves its routes while ${store} is away`);
+      await new Promise((resolve) => setTimeout(resolve, 500));
+    }
+  } finally {
+    await end();
+  }
+}
+
 /** Where each process's output stands now. */
 const logMark = () => new Map(running.map(({ name, spawned }) => [name, spawned.output().length]));
 /** Lines of `name`'s output after `mark` that match `re`. */
@@ -129,16 +143,7 @@ test.serial('the worker, the clock and the edge stay up through a PostgreSQL out
   // PostgreSQL away: the edge serves from what it holds; jobs and ticks fail and are retried or settled later
   let mark = logMark();
   const pgOutage = await stopDatabase(stack.databaseUrl);
-  try {
-    const until = Date.now() + OUTAGE_MS;
-    while (Date.now() < until) {
-      const r = await edgeRequest(edgePort, first.host, { path: '/during-postgres-outage' });
-      t.is(r.status, 200, 'the edge serves its routes while PostgreSQL is away');
-      await new Promise((resolve) => setTimeout(resolve, 500));
-    }
-  } finally {
-    await pgOutage.end();
-  }
+  await servingThrough(t, first.host, 'PostgreSQL', () => pgOutage.end());
   const pgBack = Date.now();
   assertAllUp(t, 'after the PostgreSQL outage');
   // the worker said that its jobs could not start, a few times, not once per job (a scheduled run each second)
@@ -169,16 +174,7 @@ test.serial('the worker, the clock and the edge stay up through a PostgreSQL out
   // Redis away (and back empty): the queues, the schedulers, the clock's tick locks and the inspection store are gone
   mark = logMark();
   await redis.stop();
-  try {
-    const until = Date.now() + OUTAGE_MS;
-    while (Date.now() < until) {
-      const r = await edgeRequest(edgePort, first.host, { path: '/during-redis-outage' });
-      t.is(r.status, 200, 'the edge serves its routes while Redis is away');
-      await new Promise((resolve) => setTimeout(resolve, 500));
-    }
-  } finally {
-    await redis.start();
-  }
+  await servingThrough(t, first.host, 'Redis', () => redis.start());
   const redisBack = Date.now();
   assertAllUp(t, 'after the Redis outage');
   // each queue's worker retries its connection several times a second: the log says so a few times, not each time

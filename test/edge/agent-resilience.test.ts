@@ -1,8 +1,15 @@
 /**
- * An agent through a PostgreSQL outage: the edge checks agents against what it holds in memory, so a share served
- * through an agent keeps answering, and an agent that starts (or whose connection drops) while the database is away
- * connects and serves. Once the database is back, the API shows that agent connected (the edge's heartbeat
- * writes what it could not write during the outage), and a revocation still closes its connections.
+ * An agent's link to the edge through what goes wrong between them, against real isolation (the agent in a network
+ * namespace, its target on the namespace's loopback):
+ * - PostgreSQL away: the edge checks agents against what it holds in memory, so a share served through an agent
+ *   keeps answering and an agent that starts (or whose connection drops) meanwhile connects and serves; once the
+ *   database is back, the API shows that agent connected (the edge's heartbeat writes what it could not write), and
+ *   a revocation still closes it out.
+ * - A path that goes silent without closing (a NAT or a firewall that forgets the connection, a cable pulled
+ *   somewhere between; here the host's side of the namespace's veth goes down, so every packet is lost and nobody
+ *   sends a reset). The edge notices by its own PINGs; the agent must notice too (TCP alone would take many minutes,
+ *   and the agent would sit on a dead connection meanwhile): it PINGs the edge, gives the connection up when a PING
+ *   goes unanswered, and dials again until the path is back.
  */
 import { mkdtempSync } from 'node:fs';
 import os from 'node:os';
@@ -35,10 +42,16 @@ test.before(async () => {
   await publicFrontendCertificate(stack.databaseUrl);
 });
 
-function agentIn(dir: string): RunningAgent {
-  const agent = runAgent(ns, dir, [edge.httpsPort!]);
-  cleanups.push(() => agent.stop('SIGKILL'));
-  return agent;
+/** `edgehub agent run` in the namespace, with the agent's PING interval when given; killed when the file ends. */
+function agentIn(dir: string, pingMs?: number): RunningAgent {
+  if (pingMs) process.env.EDGEHUB_AGENT_PING_MS = String(pingMs);
+  try {
+    const agent = runAgent(ns, dir, [edge.httpsPort!]);
+    cleanups.push(() => agent.stop('SIGKILL'));
+    return agent;
+  } finally {
+    delete process.env.EDGEHUB_AGENT_PING_MS;
+  }
 }
 
 const connectedInApi = async (envZId: string) => {
@@ -77,4 +90,29 @@ test.serial('PostgreSQL away: the share keeps answering through its agent, an ag
   // and a revocation after the outage still closes it out
   t.is((await hub.call('DELETE', `${hub.h}/environments/${envZId}/agents/${id}`)).status, 204);
   await waitFor(async () => (await edgeRequest(edge.httpPort!, host)).status === 502, { timeoutMs: 5000, what: 'the revoked agent no longer carrying the share' });
+});
+
+const PING_MS = 500;
+
+test.serial('a silent path: the agent gives the connection up within two PING intervals, and serves again once the path is back', async (t) => {
+  const envZId = await newEnvironment(hub);
+  const { host } = await routedShare(edge, hub, { target: 'http://127.0.0.1:8080', envZId });
+  const { dir } = await enrollAgent(hub, envZId, work);
+  const agent = agentIn(dir, PING_MS);
+  await agent.printed(/connected to edge/);
+  t.is((await edgeRequest(edge.httpPort!, host, { path: '/whoami' })).text, 'A');
+
+  await ns.link(false);
+  const cut = Date.now();
+  try {
+    const line = await agent.printed(/disconnected from edge/, 10_000);
+    t.regex(line, /no answer from the edge within 0\.5 s/);
+    // while the path is still down: noticed by the agent itself, not by a reset when it comes back
+    t.true(Date.now() - cut < 3 * PING_MS + 2000, `noticed after ${Date.now() - cut} ms`);
+  } finally {
+    await ns.link(true);
+  }
+  // dialled again (backoff at most 5 s): the share is served through it again
+  await waitFor(async () => (await edgeRequest(edge.httpPort!, host, { path: '/whoami' })).text === 'A', { timeoutMs: 20_000, intervalMs: 250, what: 'the share served through the agent again' });
+  t.is(agent.lines.filter((l) => /^connected to edge/.test(l)).length, 2, agent.lines.join('\n'));
 });
