@@ -1,7 +1,8 @@
 /**
  * `npm start`: the whole service on one machine. Embedded PostgreSQL and a redis-server of its own unless
  * DATABASE_URL / REDIS_URL say otherwise, then migrations, then the web, worker, clock and edge processes (as the
- * Procfile runs them in production) under a supervisor that restarts any of them that dies (scripts/supervisor.ts).
+ * Procfile runs them in production) under a supervisor that restarts any of them that dies (scripts/supervisor.ts);
+ * the embedded PostgreSQL and redis-server are started again too when they die (scripts/services/keepUp.ts).
  * WEB_CONCURRENCY sets how many web processes share the API port (default 1). Ctrl-C (or SIGTERM) stops every child.
  * The children run from the repository compiled at each start into $HUB_DATA_DIR/build (scripts/build.ts: about a
  * second, and no TypeScript loader in any child).
@@ -11,6 +12,7 @@ import { config, ConfigError, resetConfig } from '../shared/config.js';
 import { closeDb, initDb } from '../shared/db.js';
 import { migrate } from '../shared/migrate.js';
 import { portTaken, startPostgres, startRedis, type LocalPostgres, type LocalRedis } from './services/index.js';
+import { keepUp } from './services/keepUp.js';
 import { Supervisor, type ChildSpec } from './supervisor.js';
 import { buildTree } from './build.js';
 
@@ -105,15 +107,22 @@ for (const signal of ['SIGINT', 'SIGTERM', 'SIGHUP'] as const) {
 
 try {
   const env: NodeJS.ProcessEnv = { ...process.env, HUB_DATA_DIR: cfg.dataDir, HUB_ADMIN_TOKEN: cfg.adminToken };
+  const keeping = { stopping: () => stopping, log: (line: string) => console.error(line) };
   if (!cfg.databaseUrl) {
-    pg = await startPostgres(path.join(cfg.dataDir, 'postgres'), { persistent: true, database: 'edgehub' });
+    const dir = path.join(cfg.dataDir, 'postgres');
+    pg = await startPostgres(dir, { persistent: true, database: 'edgehub' });
     env.DATABASE_URL = pg.url('edgehub');
     console.error(`edgehub: PostgreSQL started (pid ${pg.pid}, port ${pg.port}): DATABASE_URL=${masked(env.DATABASE_URL)}`);
+    const port = pg.port;
+    keepUp('PostgreSQL', pg, () => startPostgres(dir, { persistent: true, database: 'edgehub', port }), { ...keeping, started: (next) => (pg = next) });
   }
   if (!cfg.redisUrl) {
-    rd = await startRedis(path.join(cfg.dataDir, 'redis'));
+    const dir = path.join(cfg.dataDir, 'redis');
+    rd = await startRedis(dir);
     env.REDIS_URL = rd.url;
     console.error(`edgehub: redis-server started (pid ${rd.process.pid}, port ${rd.port}): REDIS_URL=${masked(rd.url)}`);
+    const port = rd.port;
+    keepUp('redis-server', rd, () => startRedis(dir, port), { ...keeping, started: (next) => (rd = next) });
   }
   Object.assign(process.env, env);
   resetConfig();

