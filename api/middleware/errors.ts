@@ -50,6 +50,20 @@ function sqlStateOf(err: unknown): string | undefined {
   return typeof code === 'string' && /^[0-9A-Z]{5}$/.test(code) ? code : undefined;
 }
 
+/**
+ * A statement PostgreSQL gave up on for a reason of the moment, not of the request: it outlived
+ * HUB_DB_STATEMENT_TIMEOUT_MS (a slow plan, a lock held elsewhere), it collided with another transaction (deadlock,
+ * serialization failure), or the server is out of a resource (disk, memory, a configured limit; class 53). Each is
+ * a 503 with Retry-After, logged (an operator must see a disk that is full), never a 500.
+ */
+function transientDatabaseFault(err: unknown): { message: string; retryAfter: number; level: 'warn' | 'error' } | undefined {
+  const state = sqlStateOf(err);
+  if (state === '57014') return { message: 'the database did not finish in time (statement timeout); retry later', retryAfter: 1, level: 'warn' };
+  if (state === '40P01' || state === '40001') return { message: 'the request collided with a concurrent change; retry it', retryAfter: 1, level: 'warn' };
+  if (state?.startsWith('53') && state !== '53300') return { message: 'the database is out of resources (disk, memory or a limit); retry later', retryAfter: 5, level: 'error' };
+  return undefined;
+}
+
 /** The HTTP answer of an error: the catalogue's for a domain error, the library's refusals as the API's own. */
 function answerOf(err: unknown): HttpError | undefined {
   if (err instanceof HttpError) return err;
@@ -72,6 +86,8 @@ function answerOf(err: unknown): HttpError | undefined {
   if (sqlStateOf(err) === '22021' || sqlStateOf(err) === '22P05') {
     return new HttpError('EH_INVALID_REQUEST', 'a value in the request contains a character that cannot be stored (such as NUL, U+0000)');
   }
+  const transient = transientDatabaseFault(err);
+  if (transient) return new HttpError('EH_UNAVAILABLE', transient.message, { 'Retry-After': String(transient.retryAfter) });
   // PostgreSQL is away or refuses connections: the service cannot answer now, which is no error in the request
   if (isDatabaseUnreachable(err)) {
     return new HttpError('EH_UNAVAILABLE', 'the database (PostgreSQL) cannot be reached; retry after 5 s', { 'Retry-After': '5' });
@@ -125,6 +141,8 @@ export async function answeringErrors(ctx: Context, next: () => Promise<unknown>
 /** The answer for an error thrown by the request's handling (see answeringErrors). */
 export function mapError(ctx: Context, err: unknown): void {
   if (isDatabaseUnreachable(err)) noteUnreachable(ctx, err);
+  const transient = transientDatabaseFault(err);
+  if (transient) requestLog(ctx)[transient.level]({ err: sanitisedError(err) }, transient.message);
   const known = answerOf(err);
   if (known) {
     ctx.status = known.status;

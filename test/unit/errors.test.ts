@@ -92,3 +92,22 @@ test('the database unreachable is told from a failed statement and from other li
   t.false(isDatabaseUnreachable(undefined));
   t.false(isDatabaseUnreachable('a string'));
 });
+
+test('a statement PostgreSQL gave up on for a reason of the moment is a 503 with Retry-After, not a 500', (t) => {
+  const wrapped = (code: string, message: string) => new DatabaseError(Object.assign(new Error(message), { code }) as never);
+  const cases: [string, string, string][] = [
+    ['57014', 'canceling statement due to statement timeout', '1'],
+    ['40P01', 'deadlock detected', '1'],
+    ['40001', 'could not serialize access due to concurrent update', '1'],
+    ['53100', 'could not extend file: No space left on device', '5'],
+    ['53200', 'out of memory', '5'],
+    ['53300', 'sorry, too many clients already', '5'],
+  ];
+  for (const [code, message, retryAfter] of cases) {
+    const a = answer(wrapped(code, message));
+    t.deepEqual([a.status, a.body.error, a.headers['Retry-After'], a.headers['Edgehub-Error-Code']], [503, 'unavailable', retryAfter, 'EH_UNAVAILABLE'], code);
+    t.false(a.body.message.includes(message), `${code}: the server's own words stay in the log`);
+  }
+  // a statement that failed for what it asked is still not one of them
+  t.is(answer(wrapped('42P01', 'relation "x" does not exist')).status, 500);
+});
