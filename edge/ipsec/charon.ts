@@ -143,7 +143,7 @@ export class Charon {
     child.once('exit', (code, signal) => {
       if (this.stopped || this.child !== child) return;
       logger.warn({ ns: this.ns, code, signal }, 'ipsec: charon exited; starting it again');
-      void this.restart();
+      this.restart();
     });
     for (let i = 0; !existsSync(this.vici); i++) {
       if (child.exitCode !== null || i > 200) throw new Error(`charon in ${this.ns} did not start (see ${path.join(this.dir, 'charon.log')})`);
@@ -152,15 +152,35 @@ export class Charon {
     await this.swanctl(['--load-all', '--file', this.swanctlConf]);
   }
 
-  private async restart(): Promise<void> {
-    await sleep(500);
-    if (this.stopped) return;
-    try {
-      await this.spawnAndLoad();
-      this.onLoaded();
-    } catch (err) {
-      logger.error({ ns: this.ns, err: (err as Error).message }, 'ipsec: charon restart failed');
-    }
+  private restarting = false;
+
+  /**
+   * Starts charon again and loads its connection, until that succeeds: a failed attempt (charon did not come up, the
+   * load failed) is tried again after 0.5 s, 1 s, 2 s ... at most 30 s. One restart at a time: the exit of a charon
+   * that an attempt started does not start another.
+   */
+  private restart(): void {
+    if (this.restarting) return;
+    this.restarting = true;
+    void (async () => {
+      for (let attempt = 0; !this.stopped; attempt++) {
+        await sleep(Math.min(30_000, 500 * 2 ** attempt));
+        if (this.stopped) break;
+        try {
+          await this.spawnAndLoad();
+          this.restarting = false;
+          this.onLoaded();
+          return;
+        } catch (err) {
+          logger.error({ ns: this.ns, err: (err as Error).message, attempt: attempt + 1 }, 'ipsec: charon restart failed; trying again');
+          // a charon left running without its connection is stopped first (its exit is not this restart's concern)
+          const left = this.child;
+          this.child = undefined;
+          if (left && left.exitCode === null) left.kill('SIGKILL');
+        }
+      }
+      this.restarting = false;
+    })();
   }
 
   swanctl(args: string[]): Promise<string> {

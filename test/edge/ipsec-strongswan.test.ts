@@ -6,7 +6,7 @@
  * whose connections an agent (in a private network of its own) carries to the target.
  */
 import { execFile, spawn, type ChildProcess } from 'node:child_process';
-import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readFileSync, rmdirSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { promisify } from 'node:util';
@@ -151,6 +151,22 @@ test.serial('a real peer loads the sample configuration unchanged, the SA comes 
   await peerSwanctl('--terminate', '--ike', `edgehub-${tunnel.vpnConnectionId}`).catch(() => undefined);
   await peerSwanctl('--initiate', '--child', `edgehub-${tunnel.vpnConnectionId}-child`).catch(() => undefined);
   await waitFor(async () => (await fromPeer(tunnel.nlbPrivateIp, 7000, 'again')) === 'ANSWER:again', { timeoutMs: 30_000, what: 'traffic after the charon restart' });
+
+  // a restart that fails (here: a directory in the way of charon's control socket) is tried again until it succeeds
+  const vici = path.join(stack_dataDir(), 'ipsec', tunnelNetns(tunnel.id), 'charon.vici');
+  const before = edge.ipsec!.charonPid(tunnel.id)!;
+  process.kill(before, 'SIGKILL');
+  rmSync(vici, { force: true });
+  mkdirSync(vici);
+  await new Promise((resolve) => setTimeout(resolve, 2500)); // the first attempts fail meanwhile
+  rmdirSync(vici);
+  await waitFor(async () => {
+    const next = edge.ipsec!.charonPid(tunnel.id);
+    return next && next !== before && (await run('swanctl', ['--list-conns', '--uri', `unix://${vici}`]).then((r) => r.stdout.includes('edgehub-'), () => false));
+  }, { timeoutMs: 20_000, what: 'charon started again after failed attempts, the connection loaded' });
+  await peerSwanctl('--terminate', '--ike', `edgehub-${tunnel.vpnConnectionId}`).catch(() => undefined);
+  await peerSwanctl('--initiate', '--child', `edgehub-${tunnel.vpnConnectionId}-child`).catch(() => undefined);
+  await waitFor(async () => (await fromPeer(tunnel.nlbPrivateIp, 7000, 'once more')) === 'ANSWER:once more', { timeoutMs: 30_000, what: 'traffic after the failed restarts' });
 
   // deleting the share closes the listener
   t.is((await hub.call('DELETE', `${hub.h}/ipsec-shares/${share.json.id}`)).status, 202);
