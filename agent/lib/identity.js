@@ -6,6 +6,7 @@
  * - edge-ca.pem: the CA that signs the edges' certificates (empty: the system's trusted roots);
  * - agent.json: its id, hub, environment, the edge addresses to dial, the TLS name to ask them for, the service URL.
  */
+import { X509Certificate } from 'node:crypto';
 import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { homedir } from 'node:os';
 import path from 'node:path';
@@ -25,6 +26,14 @@ import { EnrollError } from './errors.js';
  */
 
 export const defaultAgentDir = () => path.join(homedir(), '.edgehub', 'agent');
+
+/**
+ * When the agent's certificate (the first of agent.crt) stops being valid, in ms since the epoch.
+ * @param {AgentIdentity} identity
+ */
+export function certificateExpiry(identity) {
+  return Date.parse(new X509Certificate(identity.certificatePem).validTo);
+}
 
 const FILES = { key: 'agent.key', certificate: 'agent.crt', edgeCa: 'edge-ca.pem', meta: 'agent.json' };
 

@@ -13,6 +13,7 @@
 import http2 from 'node:http2';
 import net from 'node:net';
 import tls from 'node:tls';
+import { certificateExpiry } from './identity.js';
 import { AGENT_ALPN, authorityOf, EDGES_PATH, ERROR_HEADER, MAX_EDGES, parseAuthority, TARGETS_PATH } from './protocol.js';
 import { pump } from './pump.js';
 
@@ -134,7 +135,8 @@ export class EdgeLink {
       const wasUp = this.up;
       this.up = false;
       const delay = this.backoff();
-      const why = wasUp ? '' : socket.alpnProtocol === AGENT_ALPN ? 'the edge closed the connection (is this agent revoked?)' : reason;
+      const refused = certificateExpiry(this.options.identity) <= Date.now() ? "the edge closed the connection: this agent's certificate has expired (enroll this machine again)" : 'the edge closed the connection (is this agent revoked?)';
+      const why = wasUp ? '' : socket.alpnProtocol === AGENT_ALPN ? refused : reason;
       // the first failure says where the address came from: the setting to change when it is wrong
       const hint = !wasUp && this.attempts === 1 && !socket.alpnProtocol ? ` (edge addresses come from the service's HUB_EDGE_AGENT_ADDRESSES${this.origin === 'given' ? ', or --edge' : ''})` : '';
       this.options.log(wasUp ? `reconnecting to edge ${this.address} in ${(delay / 1000).toFixed(1)} s` : `cannot connect to edge ${this.address}: ${why}${hint}; retrying in ${(delay / 1000).toFixed(1)} s`);

@@ -5,7 +5,31 @@
  * own): the agent dials each live edge it is not connected to yet, and stops dialling a found edge once it has left
  * the live set, so an agent that knows one edge serves on all of them without a restart.
  */
+import { EnrollError } from './errors.js';
+import { certificateExpiry } from './identity.js';
 import { EdgeLink } from './link.js';
+
+const DAY_MS = 24 * 60 * 60_000;
+/** How long before its certificate expires an agent starts saying so (at start, then once a day). */
+const WARN_BEFORE_MS = 30 * DAY_MS;
+
+/**
+ * What to tell about the certificate's expiry now: an error once it has expired (every edge refuses it), a warning
+ * within WARN_BEFORE_MS of it, else nothing.
+ * @param {import('./identity.js').AgentIdentity} identity
+ * @param {number} [now]
+ * @returns {{ expired: boolean; message: string } | undefined}
+ */
+export function expiryNotice(identity, now = Date.now()) {
+  const expiry = certificateExpiry(identity);
+  const again = `enroll this machine again (a new JWT: the console, or POST /hub/${identity.hubId}/environments/${identity.envZId}/agent-enrollment) with edgehub agent enroll <jwt> --dir <new folder>, then revoke agent ${identity.id}`;
+  if (expiry <= now) return { expired: true, message: `the certificate of agent ${identity.id} expired at ${new Date(expiry).toISOString()}: the edges refuse it; ${again}` };
+  if (expiry - now <= WARN_BEFORE_MS) {
+    const days = Math.max(1, Math.floor((expiry - now) / DAY_MS));
+    return { expired: false, message: `warning: the certificate of agent ${identity.id} expires at ${new Date(expiry).toISOString()} (in ${days} day${days === 1 ? '' : 's'}); before then, ${again}` };
+  }
+  return undefined;
+}
 
 /**
  * @typedef {object} RunOptions
@@ -29,10 +53,22 @@ export class AgentRunner {
     this.linkOptions = { identity: options.identity, allow: options.allow, log: options.log, onEdges: this.learn.bind(this) };
   }
 
+  /** Dials the edges; refuses to start with an expired certificate, and says daily when it is about to expire. */
   start() {
+    const notice = expiryNotice(this.options.identity);
+    if (notice?.expired) throw new EnrollError(notice.message);
+    if (notice) this.options.log(notice.message);
+    this.expiryTimer = setInterval(() => {
+      const now = expiryNotice(this.options.identity);
+      if (now) this.options.log(now.message);
+    }, DAY_MS);
+    this.expiryTimer.unref();
     for (const address of this.given) this.links.set(address, new EdgeLink(address, this.linkOptions, 'given').start());
     return this;
   }
+
+  /** @type {NodeJS.Timeout | undefined} */
+  expiryTimer;
 
   /** Addresses of the edges dialled now (tests, status). */
   dialling() {
@@ -78,6 +114,7 @@ export class AgentRunner {
   }
 
   async stop() {
+    clearInterval(this.expiryTimer);
     this.stopped = true;
     await Promise.all([...this.links.values()].map((l) => l.stop()));
   }
