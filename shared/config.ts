@@ -88,6 +88,8 @@ export interface SecurityConfig {
   acquireTimeoutMs: number;
   /** How often a LISTEN connection is checked; silent for half of it, it is dropped and made again. */
   listenPingMs: number;
+  /** How long an agent's certificate is valid. */
+  agentCertValidityMs: number;
 }
 
 /** The edge (data plane). */
@@ -260,6 +262,7 @@ export function loadConfig(env?: NodeJS.ProcessEnv): Config {
       statementTimeoutMs: e.HUB_DB_STATEMENT_TIMEOUT_MS,
       acquireTimeoutMs: e.HUB_DB_ACQUIRE_TIMEOUT_MS,
       listenPingMs: e.HUB_DB_LISTEN_PING_MS,
+      agentCertValidityMs: durationMs(e.HUB_AGENT_CERT_VALIDITY)!,
     },
     trustProxy: e.HUB_TRUST_PROXY,
     dbPoolMax: e.HUB_DB_POOL_MAX,

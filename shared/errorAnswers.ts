@@ -64,6 +64,8 @@ export const ANSWERS: Record<ErrorCode, ErrorAnswer> = {
   EH_AGENT_JWT_INVALID: forbidden,
   EH_AGENT_JWT_EXPIRED: forbidden,
   EH_AGENT_JWT_SPENT: forbidden,
+  EH_AGENT_PROOF_INVALID: forbidden,
+  EH_AGENT_CERT_EXPIRED: forbidden,
 
   EH_IN_USE: invalid,
   EH_ENVIRONMENT_NOT_EMPTY: conflict,

@@ -51,6 +51,8 @@ export const API_ERROR_CODES = {
   EH_AGENT_JWT_INVALID: 'the agent enrollment JWT does not verify or is not an enrollment of this hub (or it was deleted)',
   EH_AGENT_JWT_EXPIRED: 'the agent enrollment JWT has expired',
   EH_AGENT_JWT_SPENT: 'the agent enrollment JWT was already used',
+  EH_AGENT_PROOF_INVALID: "the agent renewal is not signed by the current key of an enrolled agent of this hub for this request, or it is stale (5 minutes)",
+  EH_AGENT_CERT_EXPIRED: "the agent's certificate has expired: it cannot be renewed; enroll the machine again",
   // resources, their rules and states
   EH_IN_USE: 'the resource is still used by others (shares, frontends): delete or detach them first',
   EH_ENVIRONMENT_NOT_EMPTY: 'the environment still hosts shares or IPsec shares: delete them first',

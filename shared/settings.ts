@@ -166,6 +166,7 @@ const SETTINGS = {
   HUB_SIGNING_KEY_CACHE_MS: entry(int(0, 600_000, 5_000), 'security and limits', 'how long a web process trusts its copy of a verification key, the JWKS, or a kid it did not find'),
   HUB_DB_STATEMENT_TIMEOUT_MS: entry(int(0, 3_600_000, 60_000), 'security and limits', 'the longest one SQL statement may run (PostgreSQL statement_timeout); `0` turns it off'),
   HUB_DB_ACQUIRE_TIMEOUT_MS: entry(int(50, 600_000, 5_000), 'security and limits', "the longest a request waits for a connection of its process's pool before it is answered 503 with Retry-After"),
+  HUB_AGENT_CERT_VALIDITY: entry(duration('P365D'), 'security and limits', "how long an agent's certificate is valid (ISO 8601 duration); a running agent renews it once a third of that is left"),
   HUB_DB_LISTEN_PING_MS: entry(int(100, 600_000, 10_000), 'security and limits', "how often a process checks that its change-notification connection (revocations, routes, API keys) still answers; one silent for half of that is dropped and made again, and the process reads everything anew"),
   HUB_HEALTH_CHECK_MIN_INTERVAL_SECONDS: entry(int(1, 86_400, 30), 'security and limits', 'the shortest interval a scheduled health check may have'),
   HUB_MAX_SCHEDULED_HEALTH_CHECKS: entry(int(0, 1_000_000, 100), 'security and limits', 'scheduled health checks per hub'),

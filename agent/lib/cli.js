@@ -175,7 +175,7 @@ async function agent(args, values) {
       return fail(/** @type {Error} */ (err).message, 2);
     }
     const identity = readIdentity(dirOf(values));
-    const runner = new AgentRunner({ identity, edges: values.edge, allow, log: out }).start();
+    const runner = new AgentRunner({ identity, edges: values.edge, allow, log: out, dir: dirOf(values) }).start();
     out(`agent ${identity.id} of environment ${identity.envZId} running (Ctrl-C stops it)`);
     await interrupted();
     await runner.stop();

@@ -11,6 +11,7 @@ import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node
 import { homedir } from 'node:os';
 import path from 'node:path';
 import { EnrollError } from './errors.js';
+import { settleRenewal } from './renew.js';
 
 /**
  * @typedef {object} AgentIdentity
@@ -66,6 +67,7 @@ export function removeIdentity(dir) {
  * @returns {AgentIdentity}
  */
 export function readIdentity(dir) {
+  settleRenewal(dir);
   /** @param {string} name */
   const read = (name) => {
     try {

@@ -7,9 +7,12 @@
  */
 import { EnrollError } from './errors.js';
 import { certificateExpiry } from './identity.js';
+import { renew, renewalDue } from './renew.js';
 import { EdgeLink } from './link.js';
 
 const DAY_MS = 24 * 60 * 60_000;
+/** How often the agent looks whether its certificate is due for renewal (EDGEHUB_AGENT_RENEW_CHECK_MS overrides it). */
+const RENEW_CHECK_MS = Math.max(1000, Number(process.env.EDGEHUB_AGENT_RENEW_CHECK_MS) || 60 * 60_000);
 /** How long before its certificate expires an agent starts saying so (at start, then once a day). */
 const WARN_BEFORE_MS = 30 * DAY_MS;
 
@@ -25,8 +28,9 @@ export function expiryNotice(identity, now = Date.now()) {
   const again = `enroll this machine again (a new JWT: the console, or POST /hub/${identity.hubId}/environments/${identity.envZId}/agent-enrollment) with edgehub agent enroll <jwt> --dir <new folder>, then revoke agent ${identity.id}`;
   if (expiry <= now) return { expired: true, message: `the certificate of agent ${identity.id} expired at ${new Date(expiry).toISOString()}: the edges refuse it; ${again}` };
   if (expiry - now <= WARN_BEFORE_MS) {
-    const days = Math.max(1, Math.floor((expiry - now) / DAY_MS));
-    return { expired: false, message: `warning: the certificate of agent ${identity.id} expires at ${new Date(expiry).toISOString()} (in ${days} day${days === 1 ? '' : 's'}); before then, ${again}` };
+    const left = expiry - now;
+    const [n, unit] = left >= DAY_MS ? [Math.floor(left / DAY_MS), 'day'] : left >= 3_600_000 ? [Math.floor(left / 3_600_000), 'hour'] : [Math.max(1, Math.floor(left / 60_000)), 'minute'];
+    return { expired: false, message: `warning: the certificate of agent ${identity.id} expires at ${new Date(expiry).toISOString()} (in ${n} ${unit}${n === 1 ? '' : 's'}); unless it is renewed before then, ${again}` };
   }
   return undefined;
 }
@@ -37,6 +41,7 @@ export function expiryNotice(identity, now = Date.now()) {
  * @property {string[]} [edges] Edge addresses (host:port) to dial instead of the identity's.
  * @property {import('./protocol.js').AllowPattern[]} [allow]
  * @property {(line: string) => void} log
+ * @property {string} [dir] The identity's folder: given, the agent renews its certificate there when it is due.
  */
 
 export class AgentRunner {
@@ -64,11 +69,34 @@ export class AgentRunner {
     }, DAY_MS);
     this.expiryTimer.unref();
     for (const address of this.given) this.links.set(address, new EdgeLink(address, this.linkOptions, 'given').start());
+    if (this.options.dir) {
+      this.renewTimer = setInterval(() => void this.renewIfDue(), RENEW_CHECK_MS);
+      this.renewTimer.unref();
+      void this.renewIfDue();
+    }
     return this;
   }
 
   /** @type {NodeJS.Timeout | undefined} */
   expiryTimer;
+  /** @type {NodeJS.Timeout | undefined} */
+  renewTimer;
+  renewing = false;
+
+  /** Renews the certificate once a third of its validity is left; a failure is said and tried again at the next look. */
+  async renewIfDue() {
+    const { identity, dir, log } = this.options;
+    if (this.renewing || this.stopped || !dir || !renewalDue(identity)) return;
+    this.renewing = true;
+    try {
+      const end = await renew(dir, identity);
+      log(`renewed the certificate of agent ${identity.id}: valid until ${end.toISOString()}`);
+    } catch (err) {
+      log(`could not renew the certificate of agent ${identity.id}: ${/** @type {Error} */ (err).message}; trying again in ${Math.round(RENEW_CHECK_MS / 60_000) || 1} min`);
+    } finally {
+      this.renewing = false;
+    }
+  }
 
   /** Addresses of the edges dialled now (tests, status). */
   dialling() {
@@ -115,6 +143,7 @@ export class AgentRunner {
 
   async stop() {
     clearInterval(this.expiryTimer);
+    clearInterval(this.renewTimer);
     this.stopped = true;
     await Promise.all([...this.links.values()].map((l) => l.stop()));
   }

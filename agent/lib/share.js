@@ -261,7 +261,7 @@ export async function share(options) {
     // the agent carries only this share's target, whatever else the environment publishes
     const authority = options.tcp ? `${target.hostname}:${target.port}` : targetAuthority(target);
     const allowed = parseAuthority(authority) ? [parseAllowPattern(authority)] : [];
-    runner = new AgentRunner({ identity, edges: options.edges, allow: allowed, log: options.log }).start();
+    runner = new AgentRunner({ identity, edges: options.edges, allow: allowed, log: options.log, dir: options.dir }).start();
   } catch (err) {
     await undo();
     throw err;

@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import { agentsOf, createAgentEnrollment, enrollAgent, revokeAgent } from '../../shared/commands/agents.js';
 import { getEnvironment } from '../../shared/commands/environments.js';
+import { renewAgent } from '../../shared/commands/agentRenewal.js';
 import { principalName } from '../middleware/auth.js';
 import { presentAgent, presentAgentEnrollment, presentAgentIdentity } from '../presenters/agents.js';
 import type { Routes } from '../router.js';
@@ -9,6 +10,7 @@ import { body } from '../validate.js';
 
 export const agentEnrollmentSchema = z.object({ ttl: z.string().min(1, 'must not be empty').optional() });
 export const agentEnrollSchema = z.object({ jwt: z.string().min(1, 'must not be empty'), csr: z.string().min(1, 'must not be empty') });
+export const agentRenewSchema = z.object({ csr: z.string().min(1, 'must not be empty'), proof: z.string().min(1, 'must not be empty').max(4096) });
 
 /** Agents of an environment: enrollment, the list with their connections, revocation. */
 export default function routes({ hub, open, account }: Routes) {
@@ -35,5 +37,10 @@ export default function routes({ hub, open, account }: Routes) {
     const input = body(ctx, agentEnrollSchema);
     ctx.status = 201;
     ctx.body = presentAgentIdentity(await enrollAgent(ctx.params.hubId, input));
+  });
+  // unauthenticated: a proof signed by the agent's current key is the credential
+  open.post(['/hub/v2/:hubId/agents/:agentId/renew', '/hub/:hubId/agents/:agentId/renew'], async (ctx) => {
+    const input = body(ctx, agentRenewSchema);
+    ctx.body = presentAgentIdentity(await renewAgent(ctx.params.hubId, ctx.params.agentId, input));
   });
 }

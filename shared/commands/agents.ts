@@ -10,7 +10,7 @@ import { durationMs } from '../durations.js';
 import { badRequest, isDomainError, notFound, refusal } from '../errors.js';
 import { newId, randomToken } from '../ids.js';
 import { enqueue } from '../jobs.js';
-import { hubCa, leafValidity } from './certificateAuthorities.js';
+import { hubCa, leafValidityFor } from './certificateAuthorities.js';
 import { certificatePem, issueCertificate } from '../pki/certificates.js';
 import { parseCsr, readCsr } from '../pki/csr.js';
 import { JwtRefusal, signJwt, verifyEnrollmentJwt } from '../pki/enrollmentJwt.js';
@@ -26,8 +26,6 @@ export const AGENT_SEEN_MS = 15_000;
 
 const DEFAULT_TTL = 'PT1H';
 const MAX_TTL_MS = 7 * 86_400_000;
-/** How long an agent's client certificate is valid. */
-const AGENT_VALIDITY_YEARS = 1;
 
 export const agentEnrollUrl = (hubId: string) => `${config().publicBaseUrl}/hub/v2/${hubId}/agents/enroll`;
 
@@ -145,7 +143,7 @@ export async function issueAgentCertificate(hubId: string, p: EnrollAgentPayload
   if (existing) return { agentId: p.agentId };
   const csr = readCsr(p.csr);
   const ca = await hubCa(hubId);
-  const { notBefore, notAfter } = leafValidity(AGENT_VALIDITY_YEARS);
+  const { notBefore, notAfter } = leafValidityFor(config().security.agentCertValidityMs);
   const issued = await issueCertificate({ subject: csr.subject, publicKey: csr.subjectPublicKeyInfo, issuer: ca.signer, notBefore, notAfter, profile: { kind: 'client' } });
   const inserted = await withTransaction(async (transaction) => {
     const rows = await db().query<{ id: string; env_z_id: string }>(

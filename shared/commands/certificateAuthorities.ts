@@ -32,6 +32,11 @@ export function leafValidity(years: number, now = Date.now()): { notBefore: Date
   return { notBefore: new Date(Math.floor((now - BACKDATE_MS) / 1000) * 1000), notAfter };
 }
 
+/** The same for a validity of `ms` from now (an agent's: HUB_AGENT_CERT_VALIDITY). */
+export function leafValidityFor(ms: number, now = Date.now()): { notBefore: Date; notAfter: Date } {
+  return { notBefore: new Date(Math.floor((now - BACKDATE_MS) / 1000) * 1000), notAfter: new Date(Math.floor((now + ms) / 1000) * 1000) };
+}
+
 export interface LoadedCa {
   id: string;
   signer: Signer;

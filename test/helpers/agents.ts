@@ -58,7 +58,19 @@ export interface RunningAgent {
 
 /** `edgehub agent run` inside `ns`, dialing `edgePorts` on the host's side of the veth; the caller stops it. */
 export function runAgent(ns: PrivateNetwork, dir: string, edgePorts: number[], extra: string[] = []): RunningAgent {
-  const child = ns.spawn(process.execPath, ['agent/bin/edgehub.js', 'agent', 'run', '--dir', dir, ...edgePorts.flatMap((p) => ['--edge', `${ns.hostIp}:${p}`]), ...extra]);
+  return watched(ns.spawn(process.execPath, ['agent/bin/edgehub.js', 'agent', 'run', '--dir', dir, ...edgePorts.flatMap((p) => ['--edge', `${ns.hostIp}:${p}`]), ...extra]));
+}
+
+/**
+ * `edgehub agent run` on this host (it reaches the service's loopback address, as enrollment gave it), dialing
+ * `edgePorts` on 127.0.0.1, with `env` added; the caller stops it.
+ */
+export function runAgentHere(dir: string, edgePorts: number[], env: Record<string, string> = {}): RunningAgent {
+  const args = ['agent/bin/edgehub.js', 'agent', 'run', '--dir', dir, ...edgePorts.flatMap((p) => ['--edge', `127.0.0.1:${p}`])];
+  return watched(spawn(process.execPath, args, { env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] }));
+}
+
+function watched(child: ChildProcess): RunningAgent {
   const lines: string[] = [];
   const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
   let buffered = '';
