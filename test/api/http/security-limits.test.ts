@@ -41,18 +41,22 @@ test.serial('repeated authentication failures from one address get 429 with Retr
   });
 });
 
-test.serial('the unauthenticated routes (JWKS, enroll, token-in-path) have a per-address request limit', async (t) => {
-  await withStack({ HUB_UNAUTH_RATE_LIMIT: '4', HUB_UNAUTH_RATE_WINDOW_SECONDS: '120' }, async (stack) => {
+test.serial('the unauthenticated routes (JWKS, enroll, token-in-path, agent enrollment and renewal) have a per-address request limit', async (t) => {
+  await withStack({ HUB_UNAUTH_RATE_LIMIT: '6', HUB_UNAUTH_RATE_WINDOW_SECONDS: '120' }, async (stack) => {
     const hub = await stack.hub();
     const jwks = '/hub/v2/public/.well-known/jwks.json';
     t.is((await stack.call('GET', jwks)).status, 200);
     t.is((await stack.call('POST', `${hub.h2}/client-certificates/enroll`, { body: { jwt: 'a.b.c', csr: 'x' } })).status, 403);
     t.is((await stack.call('POST', `${hub.h}/client-certificates/token/nope`, { body: { type: 'CSR', value: 'x' } })).status, 403);
+    t.is((await stack.call('POST', `${hub.h2}/agents/enroll`, { body: { jwt: 'a.b.c', csr: 'x' } })).status, 403);
+    t.is((await stack.call('POST', `${hub.h2}/agents/no-such-agent/renew`, { body: { csr: 'x', proof: 'a.b.c' } })).status, 403);
     t.is((await stack.call('GET', jwks)).status, 200);
     for (const [method, path] of [
       ['GET', jwks],
       ['POST', `${hub.h2}/client-certificates/enroll`],
       ['POST', `${hub.h}/client-certificates/token/nope`],
+      ['POST', `${hub.h2}/agents/enroll`],
+      ['POST', `${hub.h}/agents/no-such-agent/renew`],
     ]) {
       const r = await stack.call(method, path, { body: method === 'POST' ? {} : undefined });
       t.is(r.status, 429, path);
