@@ -50,6 +50,8 @@ export function registerSecret(kind: string, value: unknown): void {
 /** Keys whose string values are secrets in a request or response body. */
 const SECRET_FIELDS: Record<string, string> = {
   jwt: 'jwt',
+  // an agent's renewal proof (a JWT signed by its key)
+  proof: 'renewal proof',
   preSharedKey: 'pre-shared key',
   clientSecret: 'client secret',
   privateKey: 'private key',
