@@ -60,14 +60,32 @@ function replace(file, text, mode) {
 }
 
 /**
+ * The pending renewal's key and CSR, or undefined. A file that cannot be read whole was cut short while it was
+ * written, before its request went out (it is written first): it is dropped, and the next renewal makes a new key.
+ * @param {string} pendingFile
+ * @returns {{ keyPem: string; csrPem: string } | undefined}
+ */
+function readPending(pendingFile) {
+  if (!existsSync(pendingFile)) return undefined;
+  try {
+    const pending = JSON.parse(readFileSync(pendingFile, 'utf8'));
+    if (typeof pending?.keyPem === 'string' && typeof pending?.csrPem === 'string') return pending;
+  } catch {
+    // cut short: see above
+  }
+  rmSync(pendingFile, { force: true });
+  return undefined;
+}
+
+/**
  * Finishes a renewal that stopped between its two renames (the certificate already the new key's, the key not yet):
  * called when the identity is read.
  * @param {string} dir
  */
 export function settleRenewal(dir) {
   const pendingFile = path.join(dir, RENEWAL_FILE);
-  if (!existsSync(pendingFile)) return;
-  const pending = JSON.parse(readFileSync(pendingFile, 'utf8'));
+  const pending = readPending(pendingFile);
+  if (!pending) return;
   const certificate = readFileSync(path.join(dir, 'agent.crt'), 'utf8');
   if (!spki(certificate).equals(spki(pending.keyPem))) return; // not renewed yet: the next attempt uses the same key
   replace(path.join(dir, 'agent.key'), pending.keyPem, 0o600);
@@ -84,10 +102,8 @@ export function settleRenewal(dir) {
 export async function renew(dir, identity) {
   if (!identity.serviceUrl) throw new EnrollError('the identity does not say which service enrolled it (serviceUrl in agent.json)');
   const pendingFile = path.join(dir, RENEWAL_FILE);
-  /** @type {{ keyPem: string; csrPem: string }} */
-  let pending;
-  if (existsSync(pendingFile)) pending = JSON.parse(readFileSync(pendingFile, 'utf8'));
-  else {
+  let pending = readPending(pendingFile);
+  if (!pending) {
     pending = keyAndCsr({ cn: `agent of ${identity.envZId}` });
     writeFileSync(pendingFile, JSON.stringify(pending), { mode: 0o600, flag: 'wx' });
   }

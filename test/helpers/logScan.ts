@@ -50,8 +50,6 @@ export function registerSecret(kind: string, value: unknown): void {
 /** Keys whose string values are secrets in a request or response body. */
 const SECRET_FIELDS: Record<string, string> = {
   jwt: 'jwt',
-  // an agent's renewal proof (a JWT signed by its key)
-  proof: 'renewal proof',
   preSharedKey: 'pre-shared key',
   clientSecret: 'client secret',
   privateKey: 'private key',
@@ -76,6 +74,8 @@ export function registerExchangeSecrets(urlPath: string, requestBody: unknown, r
     if (typeof value !== 'object') return;
     for (const [k, v] of Object.entries(value as Record<string, unknown>)) {
       if (SECRET_FIELDS[k]) registerSecret(SECRET_FIELDS[k], v);
+      // an agent's renewal proof (a JWT signed by its key); other values in that field (a fuzz test's) are not one
+      else if (k === 'proof' && typeof v === 'string' && /^[\w-]+\.[\w-]+\.[\w-]+$/.test(v)) registerSecret('renewal proof', v);
       else if (k === 'token' && tokenBearing) registerSecret(urlPath.includes('api-keys') ? 'api key' : 'token string', v);
       walk(v, depth + 1);
     }

@@ -5,39 +5,14 @@
  * certificates of chosen validity.
  */
 import { spawn } from 'node:child_process';
-import { createPrivateKey, generateKeyPairSync } from 'node:crypto';
-import { mkdtempSync, writeFileSync } from 'node:fs';
-import os from 'node:os';
-import path from 'node:path';
 import test from 'ava';
-import { Certificate } from 'pkijs';
-import { certificatePem, issueCertificate, publicKeyInfo } from '../../shared/pki/certificates.js';
 import { edgehubCli } from '../helpers/agents.js';
-import { makeSelfSigned } from '../helpers/pki.js';
+import { writeAgentIdentity } from '../helpers/agentIdentity.js';
 import { waitFor } from '../helpers/stack.js';
 
 const DAY = 24 * 60 * 60_000;
 
-/** An identity folder whose agent.crt is valid from `notBefore` to `notAfter`. */
-async function identityValid(notBefore: Date, notAfter: Date): Promise<string> {
-  const { privateKey, publicKey } = generateKeyPairSync('ec', { namedCurve: 'P-256' });
-  const named = Certificate.fromBER(Buffer.from((await makeSelfSigned('/CN=agent-test')).replace(/-----[^-]+-----|\s/g, ''), 'base64'));
-  const issued = await issueCertificate({
-    subject: named.subject,
-    publicKey: publicKeyInfo(publicKey.export({ type: 'spki', format: 'der' })),
-    issuer: { name: named.subject, privateKey: createPrivateKey(privateKey.export({ type: 'pkcs8', format: 'pem' })), keyIdentifier: Buffer.alloc(20, 1) },
-    notBefore,
-    notAfter,
-    profile: { kind: 'client' },
-  });
-  const dir = mkdtempSync(path.join(process.env.TEST_WORK_DIR ?? os.tmpdir(), 'agent-expiry-'));
-  writeFileSync(path.join(dir, 'agent.key'), privateKey.export({ type: 'pkcs8', format: 'pem' }) as string, { mode: 0o600 });
-  writeFileSync(path.join(dir, 'agent.crt'), certificatePem(issued.der));
-  writeFileSync(path.join(dir, 'edge-ca.pem'), '');
-  const meta = { id: 'agent-1', hubId: 'hub-1', envZId: 'env1', edges: ['127.0.0.1:9'], edgeServerName: '', serviceUrl: 'http://127.0.0.1:9' };
-  writeFileSync(path.join(dir, 'agent.json'), JSON.stringify(meta));
-  return dir;
-}
+const identityValid = (notBefore: Date, notAfter: Date) => writeAgentIdentity(notBefore, notAfter);
 
 test('an expired certificate: agent run refuses to start, names the date and how to enroll again', async (t) => {
   const end = new Date(Date.now() - 2 * DAY);
