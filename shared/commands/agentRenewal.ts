@@ -14,11 +14,11 @@ import { jwtVerify } from 'jose';
 import { QueryTypes } from 'sequelize';
 import { config } from '../config.js';
 import { db } from '../db.js';
-import { isDomainError, refusal } from '../errors.js';
+import { refusal } from '../errors.js';
 import { enqueue } from '../jobs.js';
 import { certificatePem, issueCertificate } from '../pki/certificates.js';
-import { parseCsr, readCsr } from '../pki/csr.js';
-import { agentIdentity, type AgentIdentity } from './agents.js';
+import { readCsr } from '../pki/csr.js';
+import { agentCsr, agentIdentity, type AgentIdentity } from './agents.js';
 import { hubCa, leafValidityFor } from './certificateAuthorities.js';
 import { waitForPkiJob } from './pkiJobs.js';
 
@@ -51,14 +51,7 @@ export async function renewAgent(hubId: string, agentId: string, input: { csr: s
   );
   // an unknown or revoked agent is told no more than a bad proof is
   if (!row) throw proofRefused('no enrolled agent of this hub has this id (revoked?)');
-  let csr;
-  try {
-    csr = await parseCsr(input.csr);
-  } catch (err) {
-    if (isDomainError(err)) throw refusal('EH_CSR_INVALID', `csr: ${err.message}`);
-    throw err;
-  }
-  if (csr.keyDescription !== 'EC P-256') throw refusal('EH_CSR_INVALID', `csr: an agent key must be ECDSA P-256 (this one is ${csr.keyDescription})`);
+  const csr = await agentCsr(input.csr);
   const current = new X509Certificate(row.certificate_pem);
   // a retry of a renewal that went through: the CSR (signed by the key now certified) asks for what it already has
   if (spkiOf(csr.spkiDer).equals(spkiOf(current))) return agentIdentity(hubId, agentId);

@@ -12,7 +12,7 @@ import { newId, randomToken } from '../ids.js';
 import { enqueue } from '../jobs.js';
 import { hubCa, leafValidityFor } from './certificateAuthorities.js';
 import { certificatePem, issueCertificate } from '../pki/certificates.js';
-import { parseCsr, readCsr } from '../pki/csr.js';
+import { parseCsr, readCsr, type ParsedCsr } from '../pki/csr.js';
 import { JwtRefusal, signJwt, verifyEnrollmentJwt } from '../pki/enrollmentJwt.js';
 import { reachThroughAgents } from './environments.js';
 import { waitForPkiJob } from './pkiJobs.js';
@@ -112,14 +112,7 @@ export async function enrollAgent(hubId: string, input: { jwt: string; csr: stri
   if (!row) throw refusal('EH_AGENT_JWT_INVALID', 'this JWT is not an agent enrollment of this hub (or it was deleted)');
   if (row.spent_at) throw refusal('EH_AGENT_JWT_SPENT', 'this agent enrollment JWT was already used');
   if (new Date(row.expires_at).getTime() <= Date.now()) throw refusal('EH_AGENT_JWT_EXPIRED', 'this agent enrollment JWT has expired');
-  let csr;
-  try {
-    csr = await parseCsr(input.csr);
-  } catch (err) {
-    if (isDomainError(err)) throw refusal('EH_CSR_INVALID', `csr: ${err.message}`);
-    throw err;
-  }
-  if (csr.keyDescription !== 'EC P-256') throw refusal('EH_CSR_INVALID', `csr: an agent key must be ECDSA P-256 (this one is ${csr.keyDescription})`);
+  await agentCsr(input.csr);
   const agentId = newId();
   const execution = await enqueue({
     type: ENROLL_AGENT_JOB,
@@ -132,6 +125,19 @@ export async function enrollAgent(hubId: string, input: { jwt: string; csr: stri
   });
   await waitForPkiJob(execution.processId);
   return agentIdentity(hubId, agentId);
+}
+
+/** An agent's CSR, checked: a PKCS#10 request this service accepts, for an ECDSA P-256 key (400 otherwise). */
+export async function agentCsr(pem: string): Promise<ParsedCsr> {
+  let csr;
+  try {
+    csr = await parseCsr(pem);
+  } catch (err) {
+    if (isDomainError(err)) throw refusal('EH_CSR_INVALID', `csr: ${err.message}`);
+    throw err;
+  }
+  if (csr.keyDescription !== 'EC P-256') throw refusal('EH_CSR_INVALID', `csr: an agent key must be ECDSA P-256 (this one is ${csr.keyDescription})`);
+  return csr;
 }
 
 /**
