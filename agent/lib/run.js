@@ -86,9 +86,10 @@ export class AgentRunner {
   /** Renews the certificate once a third of its validity is left; a failure is said and tried again at the next look. */
   async renewIfDue() {
     const { identity, dir, log } = this.options;
-    if (this.renewing || this.stopped || !dir || !renewalDue(identity)) return;
+    if (this.renewing || this.stopped || !dir) return;
     this.renewing = true;
     try {
+      if (!renewalDue(identity)) return;
       const end = await renew(dir, identity);
       log(`renewed the certificate of agent ${identity.id}: valid until ${end.toISOString()}`);
     } catch (err) {
