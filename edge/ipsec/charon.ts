@@ -9,6 +9,7 @@ import { existsSync, mkdirSync, rmSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { promisify } from 'node:util';
+import { backoffMs } from '../../shared/backoff.js';
 import { CHARON_PATH, SWANCTL_PATH } from '../../shared/config.js';
 import { logger } from '../../shared/logger.js';
 import type { TunnelOptions } from '../../shared/ipsec/options.js';
@@ -163,8 +164,8 @@ export class Charon {
     if (this.restarting) return;
     this.restarting = true;
     void (async () => {
-      for (let attempt = 0; !this.stopped; attempt++) {
-        await sleep(Math.min(30_000, 500 * 2 ** attempt));
+      for (let attempt = 1; !this.stopped; attempt++) {
+        await sleep(backoffMs(attempt, { minMs: 500, maxMs: 30_000 }));
         if (this.stopped) break;
         try {
           await this.spawnAndLoad();
@@ -172,7 +173,7 @@ export class Charon {
           this.onLoaded();
           return;
         } catch (err) {
-          logger.error({ ns: this.ns, err: (err as Error).message, attempt: attempt + 1 }, 'ipsec: charon restart failed; trying again');
+          logger.error({ ns: this.ns, err: (err as Error).message, attempt }, 'ipsec: charon restart failed; trying again');
           // a charon left running without its connection is stopped first (its exit is not this restart's concern)
           const left = this.child;
           this.child = undefined;

@@ -5,6 +5,7 @@
  * processes reconnect on their own, as after any outage of a store.
  */
 import type { ChildProcess } from 'node:child_process';
+import { backoffMs } from '../../shared/backoff.js';
 
 export interface KeptStore {
   process: ChildProcess;
@@ -30,7 +31,7 @@ export function keepUp<T extends KeptStore>(
     });
   };
   const again = async (why: string) => {
-    const delay = Math.min(MAX_DELAY_MS, MIN_DELAY_MS * 2 ** failures++);
+    const delay = backoffMs(++failures, { minMs: MIN_DELAY_MS, maxMs: MAX_DELAY_MS });
     options.log(`edgehub: ${why}; starting it again in ${(delay / 1000).toFixed(0)} s`);
     await new Promise((resolve) => setTimeout(resolve, delay));
     if (options.stopping()) return;

@@ -9,14 +9,14 @@
  * A renewal whose answer was lost (the agent retries with the same CSR) is answered with the certificate already
  * issued for that key: the CSR's own signature shows the caller holds it.
  */
-import { createHash, createPublicKey, X509Certificate } from 'node:crypto';
+import { createHash, X509Certificate } from 'node:crypto';
 import { jwtVerify } from 'jose';
 import { QueryTypes } from 'sequelize';
 import { config } from '../config.js';
 import { db } from '../db.js';
 import { refusal } from '../errors.js';
 import { enqueue } from '../jobs.js';
-import { certificatePem, issueCertificate } from '../pki/certificates.js';
+import { certificatePem, certifiesKey, issueCertificate } from '../pki/certificates.js';
 import { readCsr } from '../pki/csr.js';
 import { agentCsr, agentIdentity, type AgentIdentity } from './agents.js';
 import { hubCa, leafValidityFor } from './certificateAuthorities.js';
@@ -37,10 +37,6 @@ export interface RenewAgentPayload {
 
 const proofRefused = (why: string) => refusal('EH_AGENT_PROOF_INVALID', `agent renewal refused: ${why}`);
 
-/** The canonical SubjectPublicKeyInfo DER of a key given as SPKI DER or as a certificate's key. */
-const spkiOf = (key: Buffer | X509Certificate) =>
-  (key instanceof X509Certificate ? key.publicKey : createPublicKey({ key, format: 'der', type: 'spki' })).export({ type: 'spki', format: 'der' });
-
 /** The SHA-256 of a CSR as the agent sent it, base64url: what the proof's `csr` claim must be. */
 export const csrDigest = (csr: string) => createHash('sha256').update(csr).digest('base64url');
 
@@ -52,14 +48,13 @@ export async function renewAgent(hubId: string, agentId: string, input: { csr: s
   // an unknown or revoked agent is told no more than a bad proof is
   if (!row) throw proofRefused('no enrolled agent of this hub has this id (revoked?)');
   const csr = await agentCsr(input.csr);
-  const current = new X509Certificate(row.certificate_pem);
   // a retry of a renewal that went through: the CSR (signed by the key now certified) asks for what it already has
-  if (spkiOf(csr.spkiDer).equals(spkiOf(current))) return agentIdentity(hubId, agentId);
+  if (certifiesKey(row.certificate_pem, csr.spkiDer)) return agentIdentity(hubId, agentId);
   if (new Date(row.not_after).getTime() <= Date.now()) {
     throw refusal('EH_AGENT_CERT_EXPIRED', `agent ${agentId}'s certificate expired at ${new Date(row.not_after).toISOString()}: enroll the machine again`);
   }
   try {
-    const { payload } = await jwtVerify(input.proof, current.publicKey, {
+    const { payload } = await jwtVerify(input.proof, new X509Certificate(row.certificate_pem).publicKey, {
       algorithms: ['ES256'],
       audience: `agent-renewal:${agentId}`,
       maxTokenAge: PROOF_MAX_AGE,
@@ -105,7 +100,6 @@ export async function renewAgentCertificate(hubId: string, p: RenewAgentPayload)
     replacements: { agentId: p.agentId, hubId },
     type: QueryTypes.SELECT,
   });
-  const spki = Buffer.from(csr.subjectPublicKeyInfo.toSchema().toBER(false));
-  if (now && spkiOf(spki).equals(spkiOf(new X509Certificate(now.certificate_pem)))) return { agentId: p.agentId };
+  if (now && certifiesKey(now.certificate_pem, new Uint8Array(csr.subjectPublicKeyInfo.toSchema().toBER(false)))) return { agentId: p.agentId };
   throw proofRefused('the agent was revoked, or its certificate was renewed by another request meanwhile');
 }

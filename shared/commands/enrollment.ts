@@ -1,11 +1,10 @@
-import { createPublicKey, X509Certificate, type KeyObject } from 'node:crypto';
 import { QueryTypes, type InferAttributes } from 'sequelize';
 import { db, HUB_MATCHES, preparedQuery, withTransaction } from '../db.js';
 import { isDomainError, refusal, type ErrorCode } from '../errors.js';
 import { newId } from '../ids.js';
 import { CertificateRequestToken } from '../models/CertificateRequestToken.js';
 import { ClientCertificate } from '../models/ClientCertificate.js';
-import { parseUploadedCertificate } from '../pki/certificates.js';
+import { certifiesKey, parseUploadedCertificate } from '../pki/certificates.js';
 import { parseCsr, subjectMismatches, type ParsedCsr } from '../pki/csr.js';
 import { JwtRefusal, verifyEnrollmentJwt } from '../pki/enrollmentJwt.js';
 import { verificationKey } from './signingKeys.js';
@@ -96,9 +95,6 @@ export async function checkEnrollment(hubId: string, input: { jwt: string; csr: 
   return { violations, token: jwt.token, csr };
 }
 
-/** The public key of a certificate or of a CSR's SubjectPublicKeyInfo, as canonical SPKI DER. */
-const spkiOf = (key: KeyObject) => key.export({ type: 'spki', format: 'der' });
-
 /**
  * The certificate already issued for a spent token, when it certifies the same public key as this CSR: a retry of an
  * enrollment whose first request stopped waiting (503) while its job went on to issue.
@@ -110,9 +106,7 @@ async function issuedForSameKey(hubId: string, tokenId: string, csr: ParsedCsr):
     [tokenId, hubId],
   );
   if (!row) return undefined;
-  const issued = spkiOf(new X509Certificate(row.certificate_pem).publicKey);
-  const requested = spkiOf(createPublicKey({ key: csr.spkiDer, format: 'der', type: 'spki' }));
-  return issued.equals(requested) ? row.id : undefined;
+  return certifiesKey(row.certificate_pem, csr.spkiDer) ? row.id : undefined;
 }
 
 /**

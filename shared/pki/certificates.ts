@@ -1,4 +1,4 @@
-import { createHash, randomBytes, sign, X509Certificate, type KeyObject } from 'node:crypto';
+import { createHash, createPublicKey, randomBytes, sign, X509Certificate, type KeyObject } from 'node:crypto';
 import * as asn1js from 'asn1js';
 import { AlgorithmIdentifier, AuthorityKeyIdentifier, BasicConstraints, Certificate, Extension, ExtKeyUsage, PublicKeyInfo, RelativeDistinguishedNames, Time, TimeType } from 'pkijs';
 import { refusal } from '../errors.js';
@@ -203,6 +203,15 @@ export async function issueCertificate(req: IssueRequest): Promise<Issued> {
 }
 
 export const certificatePem = (der: Buffer) => derToPem(der, 'CERTIFICATE');
+
+/**
+ * Whether the certificate (PEM, the first of a chain) certifies the key of this SubjectPublicKeyInfo DER, compared in
+ * canonical form (a requester's encoding may differ in bytes that say the same key).
+ */
+export function certifiesKey(certificatePem: string, spkiDer: Uint8Array): boolean {
+  const canonical = (key: KeyObject) => key.export({ type: 'spki', format: 'der' });
+  return canonical(new X509Certificate(certificatePem).publicKey).equals(canonical(createPublicKey({ key: Buffer.from(spkiDer), format: 'der', type: 'spki' })));
+}
 
 /** What the service stores about a certificate. */
 export interface CertificateInfo {
