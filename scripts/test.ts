@@ -16,6 +16,7 @@ import { scanRun } from '../test/helpers/logScan.js';
 import { ensureCommands, REDIS_SERVER, startPostgres, startRedis } from './services/index.js';
 import { setting } from '../shared/settings.js';
 import { buildTestTree } from './testBuild.js';
+import { watchAva } from './testWatchdog.js';
 
 const TEMPLATE = 'edgehub_template';
 const work = mkdtempSync(path.join(os.tmpdir(), 'edgehub-test-'));
@@ -119,6 +120,13 @@ async function runAva(tree: string, args: string[]): Promise<{ code: number; pas
       HUB_LOG_DIR: path.join(work, 'logs'),
     },
   });
+  // a test process that outlives its file, or a run with no result for minutes, is killed and named (testWatchdog.ts)
+  const watchdog = watchAva(ava.pid ?? 0, {
+    workDir: work,
+    logDir: path.join(work, 'logs'),
+    afterDoneMs: Number(setting('TEST_WATCHDOG_AFTER_DONE_S')) * 1000,
+    stallMs: Number(setting('TEST_WATCHDOG_STALL_S')) * 1000,
+  });
   let tail = '';
   const marks = { '✔': 0, '✘': 0 };
   let partial = '';
@@ -130,11 +138,16 @@ async function runAva(tree: string, args: string[]): Promise<{ code: number; pas
     partial = complete.pop() ?? '';
     for (const line of complete) {
       const mark = line.trimStart().slice(0, 1);
-      if (mark === '✔' || mark === '✘') marks[mark]++;
+      if (mark === '✔' || mark === '✘') {
+        marks[mark]++;
+        watchdog.activity();
+      }
     }
   });
   const exit = await new Promise<number>((resolve) => ava.once('exit', (c) => resolve(c ?? 1)));
+  watchdog.stop();
   // a closing line any CI can read, from ava's own summary
   const summary = (re: RegExp) => Number(re.exec(tail)?.[1] ?? 0);
-  return { code: exit, passed: Math.max(summary(/(\d+) tests? passed/), marks['✔']), failed: Math.max(summary(/(\d+) tests? failed/), marks['✘']) };
+  const failed = Math.max(summary(/(\d+) tests? failed/), marks['✘']) + watchdog.killed;
+  return { code: exit || (watchdog.killed ? 1 : 0), passed: Math.max(summary(/(\d+) tests? passed/), marks['✔']), failed };
 }

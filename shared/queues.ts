@@ -118,9 +118,10 @@ export const CLOSE_GRACE_MS = 5000;
  * worker measured: 10 s and more), so a process stopping during an outage would wait out its whole grace period: it
  * waits CLOSE_GRACE_MS at most (a worker's running jobs finish within it, or are taken over once their lock expires,
  * as after a crash), then drops the connection. A connection that is not ready is dropped, not asked to QUIT (the
- * command would wait in its queue for Redis).
+ * command would wait in its queue for Redis). The grace is an option, never a second positional argument: a
+ * positional one took each array index of `list.map(closeWithConnection)`, and gave the first queue 0 ms.
  */
-export async function closeWithConnection(owner: { close(): Promise<void>; opts: { connection?: unknown } }, graceMs = CLOSE_GRACE_MS): Promise<void> {
+export async function closeWithConnection(owner: { close(): Promise<void>; opts: { connection?: unknown } }, { graceMs = CLOSE_GRACE_MS }: { graceMs?: number } = {}): Promise<void> {
   const closed = owner.close().catch(() => undefined);
   const inTime = await settleWithin(closed, graceMs, () => new Error('not closed in time')).then(
     () => true,
@@ -139,5 +140,5 @@ export function allQueues(): Queue[] {
 export async function closeQueues(): Promise<void> {
   const open = [...queues.values()];
   queues.clear();
-  await Promise.all(open.map(closeWithConnection));
+  await Promise.all(open.map((q) => closeWithConnection(q)));
 }

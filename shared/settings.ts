@@ -72,6 +72,8 @@ const SETTINGS = {
   HUB_DEBUG_SERVICES: entry(flag, 'processes', "print the embedded PostgreSQL's own messages while `npm start` and `npm test` run it"),
   DEV_DNS_LISTEN: entry(z.string().regex(/^[^,\s]+:\d+$/, 'must be host:port').default('127.0.0.1:1053'), 'processes', 'where `npm run dev:dns` (a DNS server for trying custom frontends locally) listens'),
   TEST_KEEP_WORK: entry(flag, 'processes', '`npm test` keeps the logs and data of its run and prints where'),
+  TEST_WATCHDOG_AFTER_DONE_S: entry(int(10, 3600, 120), 'processes', "`npm test` kills (and names, with the last lines of its log) a test process still alive this long after its file's last test and hook ended"),
+  TEST_WATCHDOG_STALL_S: entry(int(60, 7200, 480), 'processes', '`npm test` kills every test process still running when its test runner has reported no result for this long (longer than the longest time a test gives itself)'),
   NODE_ENV: entry(z.string().optional(), 'processes', '`development` re-reads the console\'s files on every request; `test` silences logs by default', 'none'),
 
   // the edge

@@ -243,5 +243,5 @@ export function startWorkers({ processors, queues }: WorkerOptions): Worker[] {
 }
 
 export async function stopWorkers(workers: Worker[]): Promise<void> {
-  await Promise.all(workers.map(closeWithConnection));
+  await Promise.all(workers.map((w) => closeWithConnection(w)));
 }

@@ -81,7 +81,7 @@ test.serial('health-check schedules, the queue UI, the authentication throttle a
   const reader = new QueueEvents('pki', { connection: createRedis('worker'), prefix: 'outage-close' });
   reader.on('error', () => undefined);
   const closing = Date.now();
-  await within(5000, 'closing a queue events reader', closeWithConnection(reader, 1000));
+  await within(5000, 'closing a queue events reader', closeWithConnection(reader, { graceMs: 1000 }));
   t.true(Date.now() - closing < 3000, `closed in ${Date.now() - closing} ms`);
 
   // the clock's passes give up at once (or after their wait), they do not sit on the outage
