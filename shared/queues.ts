@@ -2,7 +2,7 @@ import { Queue } from 'bullmq';
 import type { Redis } from 'ioredis';
 import { config } from './config.js';
 import { logger } from './logger.js';
-import { createRedis } from './redis.js';
+import { createRedis, stopReconnecting } from './redis.js';
 import { settleWithin } from './timeouts.js';
 
 /**
@@ -122,6 +122,8 @@ export const CLOSE_GRACE_MS = 5000;
  * positional one took each array index of `list.map(closeWithConnection)`, and gave the first queue 0 ms.
  */
 export async function closeWithConnection(owner: { close(): Promise<void>; opts: { connection?: unknown } }, { graceMs = CLOSE_GRACE_MS }: { graceMs?: number } = {}): Promise<void> {
+  // neither the connection nor BullMQ's copies of it (a worker's blocking connection) may reconnect from now on
+  stopReconnecting(owner.opts.connection);
   const closed = owner.close().catch(() => undefined);
   const inTime = await settleWithin(closed, graceMs, () => new Error('not closed in time')).then(
     () => true,

@@ -7,20 +7,73 @@ export function redisUrl(): string {
   return url;
 }
 
+/** Whether the owner of a connection (and of the copies BullMQ made of it) is closing it. */
+interface Closing {
+  closing: boolean;
+}
+
+/**
+ * An ioredis connection that can always be closed, and whose copies can too.
+ *
+ * - Its retry strategy ends the connection instead of reconnecting once its owner is closing it (`stopReconnecting`).
+ * - ioredis's `disconnect()` during the wait between two reconnection attempts cancels the next attempt and leaves
+ *   the connection `reconnecting` for ever, without the 'end' event (redis/ioredis#1247). BullMQ closes a worker by
+ *   disconnecting its blocking connection and waiting for that 'end': a worker closed while Redis was away never
+ *   finished closing, its stalled-job check and lock renewal timers ran on, and the process never exited (a test
+ *   process outlived its tests). Here such a disconnect lets the pending attempt run: it ends the connection (the
+ *   retry strategy says so), or, when Redis is back, it is disconnected as soon as it connects.
+ * - BullMQ makes its own connections as copies of the one it is given (`duplicate()`): the copies are of this class
+ *   and share the owner's state, so closing the owner's connection ends theirs too.
+ */
+class ClosableRedis extends Redis {
+  constructor(
+    url: string | undefined,
+    options: RedisOptions,
+    readonly closingState: Closing,
+  ) {
+    if (url === undefined) super(options);
+    else super(url, options);
+  }
+
+  override disconnect(reconnect = false): void {
+    if (!reconnect && this.status === 'reconnecting') {
+      this.closingState.closing = true;
+      this.once('connect', () => super.disconnect());
+      return;
+    }
+    super.disconnect(reconnect);
+  }
+
+  override duplicate(override?: Partial<RedisOptions>): Redis {
+    return new ClosableRedis(undefined, { ...this.options, ...override }, this.closingState);
+  }
+}
+
 /**
  * A new connection. Workers need `maxRetriesPerRequest: null` (blocking commands); producers and probes fail fast
- * instead of queueing commands while Redis is away.
+ * instead of queueing commands while Redis is away. Either reconnects while Redis is away until its owner closes it.
  */
 export function createRedis(kind: 'worker' | 'producer'): Redis {
+  const state: Closing = { closing: false };
+  const delay = kind === 'worker' ? (n: number) => Math.min(n * 50, 2000) : (n: number) => Math.min(n * 200, 2000);
+  const retryStrategy = (n: number) => (state.closing ? null : delay(n));
   const options: RedisOptions =
     kind === 'worker'
-      ? { maxRetriesPerRequest: null, enableReadyCheck: true }
-      : { maxRetriesPerRequest: 1, enableOfflineQueue: false, connectTimeout: 2000, retryStrategy: (n) => Math.min(n * 200, 2000) };
-  const client = new Redis(redisUrl(), options);
+      ? { maxRetriesPerRequest: null, enableReadyCheck: true, retryStrategy }
+      : { maxRetriesPerRequest: 1, enableOfflineQueue: false, connectTimeout: 2000, retryStrategy };
+  const client = new ClosableRedis(redisUrl(), options, state);
   client.on('error', () => {
     /* reported through failed commands and /healthz; an unhandled 'error' event would crash the process */
   });
   return client;
+}
+
+/**
+ * The owner of `connection` (one made by createRedis) is closing it: from now on a lost connection, or one BullMQ
+ * copied from it, ends instead of reconnecting, and the commands waiting for a reconnection fail.
+ */
+export function stopReconnecting(connection: unknown): void {
+  if (connection instanceof ClosableRedis) connection.closingState.closing = true;
 }
 
 let shared: Redis | undefined;
@@ -55,5 +108,6 @@ export async function readyRedis(timeoutMs = 2000): Promise<Redis> {
 export async function closeRedis(): Promise<void> {
   const r = shared;
   shared = undefined;
+  stopReconnecting(r);
   if (r) await r.quit().catch(() => r.disconnect());
 }
