@@ -8,6 +8,7 @@ import path from 'node:path';
 import type { PrivateNetwork } from './netns.js';
 import { waitFor, type HubFixture } from './stack.js';
 import { scriptArgs } from './script.js';
+import { stopChild } from './teardown.js';
 
 /** The private target of a namespace (test/helpers/privateTarget.ts: HTTP on 8080, TCP echo on 9090 unless given), answering `name`. */
 export async function startPrivateTarget(ns: PrivateNetwork, name: string, ports: { http: number; tcp: number } = { http: 8080, tcp: 9090 }): Promise<ChildProcess> {
@@ -86,7 +87,7 @@ function watched(child: ChildProcess): RunningAgent {
     lines,
     printed: (pattern, timeoutMs = 20_000) => waitFor(async () => lines.find((l) => pattern.test(l)), { timeoutMs, what: `agent printing ${pattern} (printed: ${lines.join(' | ')})` }),
     async stop(signal = 'SIGTERM') {
-      if (child.exitCode === null) child.kill(signal);
+      if (child.exitCode === null) await stopChild(child, 'an agent', { signal: signal as NodeJS.Signals, graceMs: 15_000 });
       return exited;
     },
   };

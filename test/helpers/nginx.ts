@@ -6,6 +6,7 @@ import { spawn } from 'node:child_process';
 import { mkdirSync, mkdtempSync, writeFileSync } from 'node:fs';
 import net from 'node:net';
 import os from 'node:os';
+import { stopChild } from './teardown.js';
 import path from 'node:path';
 import { freePort } from '../../scripts/services/index.js';
 
@@ -57,11 +58,6 @@ http {
   }
   return {
     port,
-    stop: () =>
-      new Promise<void>((resolve) => {
-        if (child.exitCode !== null) return resolve();
-        child.once('exit', () => resolve());
-        child.kill('SIGTERM');
-      }),
+    stop: () => stopChild(child, 'nginx', { graceMs: 5000 }),
   };
 }

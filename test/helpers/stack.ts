@@ -22,6 +22,7 @@ import { processors, runWorkerStartHooks } from '../../workers/processors/index.
 import { freePort } from '../../scripts/services/index.js';
 import { registerExchangeSecrets, registerSecret } from './logScan.js';
 import { checkContract } from './contract.js';
+import { bounded } from './teardown.js';
 
 export interface CallOptions {
   auth?: string;
@@ -180,12 +181,16 @@ export async function startStack(
       await stopWorkers(workers);
       workers = [];
     },
+    /** Each step in a stated time (the workers' and queues' own grace is 5 s); what is left past it is destroyed. */
     async stop() {
-      await stack.stopWorkers();
-      await stopServer(server);
-      await closeQueues();
-      await closeRedis();
-      await closeDb();
+      await bounded('stopping the workers', 15_000, () => stack.stopWorkers());
+      await bounded('stopping the API server', 10_000, () => stopServer(server), () => {
+        server.closeAllConnections();
+        return 'its open connections';
+      });
+      await bounded('closing the job queues', 15_000, () => closeQueues());
+      await bounded('closing the Redis connection', 5000, () => closeRedis());
+      await bounded('closing the database pool', 10_000, () => closeDb());
     },
   };
   if (options.workers !== false) await stack.startWorkers();
@@ -214,8 +219,9 @@ export function useStack(test: TestFn, options: StackOptions | (() => StackOptio
     current = Object.defineProperty(stack as UsedStack, 'sql', { get: () => (sql ??= new pg.Pool({ connectionString: stack.databaseUrl, max: 2 })) });
   });
   test.serial.after.always(async () => {
-    for (const step of steps.reverse()) await step().catch(() => undefined);
-    await sql?.end();
+    // each clean-up a test file registered, then the stack: every step in a stated time (test/helpers/teardown.ts)
+    for (const [i, step] of steps.reverse().entries()) await bounded(`the test file's clean-up step ${steps.length - i} (onStop)`, 60_000, step);
+    await bounded("closing the tests' own database pool", 5000, async () => sql?.end());
     await current?.stop();
   });
   const onStop = (step: () => Promise<unknown>) => void steps.push(step);
