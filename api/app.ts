@@ -2,6 +2,7 @@ import Koa from 'koa';
 import { unavailable } from '../shared/errors.js';
 import { BOARD_QUEUES, queue, queuesReady } from '../shared/queues.js';
 import { jsonBody } from './middleware/body.js';
+import { refuseCrossSite } from './middleware/crossSite.js';
 import { guardQueueUi, QUEUES_PREFIX } from './middleware/queueUi.js';
 import { requestEdge } from './middleware/requestEdge.js';
 import { authFailureThrottle, unauthenticatedLimit } from './middleware/throttle.js';
@@ -62,6 +63,8 @@ export function createApp(): Koa {
   app.use(requestEdge);
   app.use(authFailureThrottle(security));
   app.use(unauthenticatedLimit(security));
+  // no change of state from another site, on every route, the queue UI's included (crossSite.ts)
+  app.use(refuseCrossSite);
   app.use(queueBoard());
   app.use(jsonBody);
   app.use(routeMiddleware());

@@ -45,8 +45,11 @@ export interface Config {
   /** Entries and lifetime (ms) of the PKI caches (decrypted hub CA keys, issuer chains, verification keys). */
   pkiCacheMax: number;
   pkiCacheTtlMs: number;
-  /** Tenant quotas: the shortest health-check interval, scheduled checks per hub, the deepest list offset (rows). */
-  quotas: { healthCheckMinIntervalSeconds: number; scheduledHealthChecksPerHub: number; maxListOffset: number };
+  /**
+   * Tenant quotas: the shortest health-check interval, scheduled checks per hub, the deepest list offset (rows); the
+   * shares and TCP shares (ports) a hub may hold when the operator set none of its own.
+   */
+  quotas: { healthCheckMinIntervalSeconds: number; scheduledHealthChecksPerHub: number; maxListOffset: number; sharesPerHub: number; tcpPortsPerHub: number };
   edge: EdgeConfig;
   security: SecurityConfig;
   /** Trust X-Forwarded-For/-Proto from a reverse proxy in front of the API. */
@@ -284,6 +287,8 @@ export function loadConfig(env?: NodeJS.ProcessEnv): Config {
       healthCheckMinIntervalSeconds: e.HUB_HEALTH_CHECK_MIN_INTERVAL_SECONDS,
       scheduledHealthChecksPerHub: e.HUB_MAX_SCHEDULED_HEALTH_CHECKS,
       maxListOffset: e.HUB_MAX_LIST_OFFSET,
+      sharesPerHub: e.HUB_MAX_SHARES,
+      tcpPortsPerHub: e.HUB_MAX_TCP_PORTS,
     },
   };
 }

@@ -32,7 +32,7 @@ export const API_ERROR_CODES = {
   EH_ADMIN_REQUIRED: 'the operation is for the operator: it needs the admin token',
   EH_HUB_KEY_REQUIRED: 'an account route was called without a hub API key (operators use /hub/{hubId}/...)',
   EH_FEATURE_DISABLED: 'the feature (IPsec) is not enabled for this hub',
-  EH_ORIGIN_REFUSED: 'a change through the queue UI came from another origin or was not sent as JSON',
+  EH_ORIGIN_REFUSED: "a change of state came from another origin or site (Origin, Sec-Fetch-Site), or one through the queue UI was not sent as JSON from the service's own origin",
   // certificate request tokens, enrollment JWTs, CSRs
   EH_JWT_INVALID: 'the enrollment JWT is malformed, not valid yet, or its signature or a claim does not verify',
   EH_JWT_UNKNOWN_KEY: 'the enrollment JWT is signed by a key that is not in the public key set (unknown or revoked)',

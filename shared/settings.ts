@@ -172,6 +172,8 @@ const SETTINGS = {
   HUB_DB_LISTEN_PING_MS: entry(int(100, 600_000, 10_000), 'security and limits', "how often a process checks that its change-notification connection (revocations, routes, API keys) still answers; one silent for half of that is dropped and made again, and the process reads everything anew"),
   HUB_HEALTH_CHECK_MIN_INTERVAL_SECONDS: entry(int(1, 86_400, 30), 'security and limits', 'the shortest interval a scheduled health check may have'),
   HUB_MAX_SCHEDULED_HEALTH_CHECKS: entry(int(0, 1_000_000, 100), 'security and limits', 'scheduled health checks per hub'),
+  HUB_MAX_SHARES: entry(int(0, 1_000_000, 1000), 'security and limits', "shares per hub, unless the operator set the hub's own (`quotas.shares`, `PATCH /admin/v1/hubs/{hubId}`); TCP shares count too"),
+  HUB_MAX_TCP_PORTS: entry(int(0, 65_535, 20), 'security and limits', "TCP shares per hub, each holding one port of `HUB_EDGE_TCP_PORTS`, unless the operator set the hub's own (`quotas.tcpPorts`)"),
   HUB_MAX_LIST_OFFSET: entry(int(0, 100_000_000, 10_000), 'security and limits', 'how many rows deep a list page may start (400 beyond)'),
   HUB_PKI_CACHE_MAX: entry(int(1, 1_000_000, 1000), 'security and limits', 'entries of the PKI caches (decrypted hub CA keys, issuer chains, verification keys)'),
   HUB_PKI_CACHE_TTL: entry(duration('PT10M'), 'security and limits', 'how long an entry of the PKI caches is kept'),

@@ -6,6 +6,7 @@ import { HttpError } from '../errorAnswers.js';
 import { readyRedis } from '../../shared/redis.js';
 import { sha256 } from '../../shared/secrets.js';
 import { authenticate, type Principal } from './auth.js';
+import { isOwnOrigin, publicOrigin } from './crossSite.js';
 
 /**
  * Who may use the queue UI (bull-board under /admin/queues), and how.
@@ -13,7 +14,7 @@ import { authenticate, type Principal } from './auth.js';
  * - Reading (GET, HEAD): the admin token (Bearer, or Basic with user `admin`, which a browser asks for on the 401
  *   challenge), or the session cookie that such a request was given.
  * - Anything else: the admin token in the Authorization header (a cookie alone is never enough), a JSON body
- *   (`Content-Type: application/json`) and an `Origin` equal to the service's own origin (PUBLIC_BASE_URL). An HTML
+ *   (`Content-Type: application/json`) and an `Origin` that is the service's own (crossSite.ts). An HTML
  *   form (url-encoded, text/plain, multipart) or a page of another origin, a share's included, cannot meet all three;
  *   the queues are read-only in bull-board besides (app.ts), so no request adds, retries or removes a job.
  * - The session: 32 random bytes in an HttpOnly, SameSite=Strict cookie scoped to /admin/queues; Redis holds only
@@ -65,16 +66,14 @@ export async function revokeQueueSessions(): Promise<number> {
   return removed;
 }
 
-const ownOrigin = () => new URL(config().publicBaseUrl).origin;
-
 /** The three rules every write under /admin/queues meets; the first one missing is named. */
 async function checkWrite(ctx: Context): Promise<void> {
   const principal = await authenticateOrChallenge(ctx);
   if (principal.kind !== 'admin') throw refusal('EH_ADMIN_REQUIRED', 'the queue UI needs the admin token');
   if (!ctx.is('application/json')) throw refusal('EH_ORIGIN_REFUSED', 'a change through the queue UI must be sent as application/json');
   const origin = ctx.get('origin');
-  if (origin !== ownOrigin()) {
-    throw refusal('EH_ORIGIN_REFUSED', `a change through the queue UI must come from ${ownOrigin()} (Origin: ${origin ? JSON.stringify(origin.slice(0, 200)) : 'none'})`);
+  if (!origin || !isOwnOrigin(ctx, origin)) {
+    throw refusal('EH_ORIGIN_REFUSED', `a change through the queue UI must come from ${publicOrigin()} (Origin: ${origin ? JSON.stringify(origin.slice(0, 200)) : 'none'})`);
   }
 }
 

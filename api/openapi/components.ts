@@ -26,7 +26,16 @@ export const page = <T extends z.ZodType>(item: T, name: string) =>
     totalPages: z.number().int(),
   }).meta({ id: `${name}Page` });
 
-export const Hub = obj({ id, name: z.string(), features: obj({ ipsec: z.boolean() }), createdAt: nullableTimestamp }).meta({ id: 'Hub', example: { id: 'hb_1a2b3c', name: 'acme', features: { ipsec: true }, createdAt: '2026-01-01T00:00:00.000Z' } });
+export const Hub = obj({
+  id,
+  name: z.string(),
+  features: obj({ ipsec: z.boolean() }),
+  quotas: obj({
+    shares: z.number().int().meta({ description: 'shares the hub may hold (TCP ones included): its own, or HUB_MAX_SHARES' }),
+    tcpPorts: z.number().int().meta({ description: 'TCP shares (each holds one edge port) the hub may hold: its own, or HUB_MAX_TCP_PORTS' }),
+  }),
+  createdAt: nullableTimestamp,
+}).meta({ id: 'Hub', example: { id: 'hb_1a2b3c', name: 'acme', features: { ipsec: true }, quotas: { shares: 1000, tcpPorts: 20 }, createdAt: '2026-01-01T00:00:00.000Z' } });
 
 export const ApiKey = obj({
   id,

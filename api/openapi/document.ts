@@ -28,12 +28,12 @@ const SECURITY: Record<Scope, Record<string, string[]>[]> = {
 const ERROR_TEXT: Record<number, string> = {
   400: 'bad input (names the property and what it must be), or a state transition that is not allowed',
   401: 'missing or invalid credentials',
-  403: 'the credentials do not grant this (another hub, a feature not enabled)',
+  403: 'the credentials do not grant this (another hub, a feature not enabled), or a change of state came from another origin (Origin, Sec-Fetch-Site)',
   404: 'no such resource in an accessible hub',
   406: 'the requested media type cannot be produced',
   409: 'a name or value collides with an existing one',
   413: 'body over 1 MiB',
-  415: 'the body is not JSON',
+  415: 'the body is not JSON, or a change with Basic credentials was sent without Content-Type: application/json',
   429: 'too many requests (see Retry-After)',
   500: 'unexpected error (no detail; the message carries the request id)',
   503: 'a dependency is unavailable, or no database connection was free in time (see Retry-After)',
@@ -55,7 +55,8 @@ function errorCodeHeader(status: number) {
 export function errorStatuses(op: Operation): number[] {
   const statuses = [400, 404, 413, 429, 500, 503];
   if (op.scope !== 'open') statuses.push(401, 403);
-  if (op.method !== 'get') statuses.push(409, 415);
+  // a change of state from another origin is 403 on every route, the unauthenticated ones included
+  if (op.method !== 'get') statuses.push(403, 409, 415);
   return [...new Set([...statuses, ...(op.errors ?? [])])].sort((a, b) => a - b);
 }
 

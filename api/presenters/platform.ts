@@ -3,10 +3,12 @@ import type { Environment } from '../../shared/models/Environment.js';
 import type { Execution } from '../../shared/models/Execution.js';
 import type { Frontend } from '../../shared/models/Frontend.js';
 import type { Hub } from '../../shared/models/Hub.js';
+import { hubQuotas } from '../../shared/commands/hubQuotas.js';
 
 export const iso = (d: Date | null | undefined): string | null => (d ? d.toISOString() : null);
 
-export const presentHub = (h: Hub) => ({ id: h.id, name: h.name, features: { ipsec: Boolean(h.features?.ipsec) }, createdAt: iso(h.createdAt) });
+/** `quotas`: what the hub may hold, its own where the operator set them, else the service's defaults. */
+export const presentHub = (h: Hub) => ({ id: h.id, name: h.name, features: { ipsec: Boolean(h.features?.ipsec) }, quotas: hubQuotas(h.quotas), createdAt: iso(h.createdAt) });
 
 /** The token is shown once, at creation; it is passed in because only its hash is stored. */
 export const presentApiKey = (k: ApiKey, token?: string) => ({

@@ -8,8 +8,11 @@ import type { Routes } from '../router.js';
 import { body, fields } from '../validate.js';
 
 const features = z.strictObject({ ipsec: z.boolean().optional() });
-export const createHubSchema = z.object({ name: fields.name, features: features.optional() });
-export const updateHubSchema = z.object({ name: fields.name.optional(), features: features.optional() });
+/** A hub's own quotas: a whole number (0 refuses every new one), or null for the service's default. */
+const quota = (max: number) => z.number().int().min(0).max(max).nullable().optional();
+const quotas = z.strictObject({ shares: quota(1_000_000), tcpPorts: quota(65_535) });
+export const createHubSchema = z.object({ name: fields.name, features: features.optional(), quotas: quotas.optional() });
+export const updateHubSchema = z.object({ name: fields.name.optional(), features: features.optional(), quotas: quotas.optional() });
 export const createKeySchema = z.object({ name: fields.name });
 const urlTemplate = z
   .string()

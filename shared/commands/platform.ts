@@ -4,6 +4,7 @@ import { db, withTransaction } from '../db.js';
 import { notFound } from '../errors.js';
 import { enqueue } from '../jobs.js';
 import { CREATE_HUB_CA_JOB } from './pkiJobs.js';
+import { changedQuotas, type QuotaChange } from './hubQuotas.js';
 import { newId, randomToken } from '../ids.js';
 import { ApiKey } from '../models/ApiKey.js';
 import { Environment } from '../models/Environment.js';
@@ -13,10 +14,20 @@ import { ipsecProvider } from '../providers/ipsec.js';
 import { sha256 } from '../secrets.js';
 import { findPage, type Page, type PageRequest } from '../paging.js';
 
+/** The operator's fields of a hub: its quotas given as numbers, or `null` for the service's default. */
+export interface HubInput {
+  name: string;
+  features?: Partial<HubFeatures>;
+  quotas?: QuotaChange;
+}
+
 /** A new hub; its issuing CA is made by a worker job (the web process never holds CA keys). */
-export async function createHub(input: { name: string; features?: Partial<HubFeatures> }): Promise<Hub> {
+export async function createHub(input: HubInput): Promise<Hub> {
   return withTransaction(async (transaction) => {
-    const hub = await Hub.create({ id: newId(), name: input.name, features: { ipsec: input.features?.ipsec ?? false } }, { transaction });
+    const hub = await Hub.create(
+      { id: newId(), name: input.name, features: { ipsec: input.features?.ipsec ?? false }, quotas: changedQuotas({}, input.quotas ?? {}) },
+      { transaction },
+    );
     await enqueue({ type: CREATE_HUB_CA_JOB, hubId: hub.id, resourceType: 'hub', resourceId: hub.id, createdBy: 'admin', transaction });
     return hub;
   });
@@ -28,10 +39,12 @@ export async function getHub(id: string): Promise<Hub> {
   return hub;
 }
 
-export async function updateHub(id: string, input: { name?: string; features?: Partial<HubFeatures> }): Promise<Hub> {
+export async function updateHub(id: string, input: Partial<HubInput>): Promise<Hub> {
   const hub = await getHub(id);
   if (input.name !== undefined) hub.name = input.name;
   if (input.features) hub.features = { ...hub.features, ...input.features };
+  // a quota lowered below what the hub holds keeps what it holds; only new shares are refused
+  if (input.quotas) hub.quotas = changedQuotas(hub.quotas, input.quotas);
   await hub.save();
   return hub;
 }

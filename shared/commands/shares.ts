@@ -12,6 +12,7 @@ import { Share } from '../models/Share.js';
 import { ShareFrontend } from '../models/ShareFrontend.js';
 import { frontendHosting } from '../providers/frontendHosting.js';
 import { defaultEnvironmentId, visibleFrontends } from './platform.js';
+import { reserveShareQuota } from './hubQuotas.js';
 import { findPage, type Page, type PageRequest } from '../paging.js';
 
 export const PROVISION_SHARE_JOB = 'shares.provisionShare';
@@ -167,6 +168,8 @@ async function createShareOnce(hubId: string, input: ShareInput, createdBy: stri
   const zId = randomToken(12);
   const tcp = input.protocol === 'tcp';
   return withTransaction(async (transaction) => {
+    // the hub's quotas first: its row locked until this share is committed, so a concurrent create counts it
+    await reserveShareQuota(hubId, tcp, transaction);
     const tcpPort = tcp ? await freeTcpPort(transaction) : null;
     const share = await Share.create(
       {

@@ -66,10 +66,11 @@ test.serial('no job is added through the queue UI: form, text and multipart bodi
   for (const [type, raw] of bodies) {
     for (const credentials of [{ cookie }, { authorization: basic() }, { authorization: stack.admin, cookie }] as Record<string, string>[]) {
       const r = await stack.call('POST', ADD, { raw, headers: { 'content-type': type, origin, ...credentials }, contract: false });
-      // the cookie alone is not the token (401); the token with a form body is refused (403)
-      const tokenSent = 'authorization' in credentials;
-      t.is(r.status, tokenSent ? 403 : 401, `${type} with ${Object.keys(credentials).join('+')}`);
-      t.is(r.json.error, tokenSent ? 'forbidden' : 'unauthorized');
+      // the cookie alone is not the token (401); the token with a form body is refused (Basic: 415 on every route,
+      // api/middleware/crossSite.ts; Bearer: 403 by the queue UI's own rules)
+      const sent = credentials.authorization?.split(' ')[0];
+      const expected = sent === 'Basic' ? [415, 'unsupported_media_type'] : sent === 'Bearer' ? [403, 'forbidden'] : [401, 'unauthorized'];
+      t.deepEqual([r.status, r.json.error], expected, `${type} with ${Object.keys(credentials).join('+')}`);
     }
   }
   // JSON with the cookie only: the token must be in the header
@@ -97,7 +98,7 @@ test.serial('sign-out revokes every queue UI session and clears the cookie; it i
   t.is((await stack.call('GET', '/admin/queues/api/queues', { headers: { cookie }, contract: false })).status, 200);
   // a cross-site form cannot sign the operator out either
   const forged = await stack.call('POST', '/admin/queues/sign-out', { raw: '', headers: { 'content-type': 'application/x-www-form-urlencoded', origin: 'http://evil.example', cookie }, contract: false });
-  t.is(forged.status, 401);
+  assertRefused(t, forged, 403, 'forbidden', 'EH_ORIGIN_REFUSED');
   t.is((await stack.call('GET', '/admin/queues/api/queues', { headers: { cookie }, contract: false })).status, 200);
 
   const out = await stack.call('POST', '/admin/queues/sign-out', { raw: '{}', auth: stack.admin, headers: { 'content-type': 'application/json', origin: stack.baseUrl, cookie }, contract: false });

@@ -19,8 +19,9 @@ test('a new hub gets its issuing CA from a worker job, recorded as an execution 
 test('hub creation validates features and answers the operator API shape', async (t) => {
   const r = await stack.call('POST', '/admin/v1/hubs', { auth: stack.admin, body: { name: 'acme' } });
   t.is(r.status, 201);
-  t.deepEqual(Object.keys(r.json).sort(), ['createdAt', 'features', 'id', 'name']);
+  t.deepEqual(Object.keys(r.json).sort(), ['createdAt', 'features', 'id', 'name', 'quotas']);
   t.deepEqual(r.json.features, { ipsec: false });
+  t.deepEqual(r.json.quotas, { shares: 1000, tcpPorts: 20 }, "the service's defaults");
   const bad = await stack.call('POST', '/admin/v1/hubs', { auth: stack.admin, body: { name: 'acme', features: { ipsec: true, turbo: true } } });
   assertRefused(t, bad, 400, 'invalid_request', 'EH_INVALID_REQUEST', '$.features.turbo');
 });
