@@ -6,7 +6,7 @@ import { logger } from '../shared/logger.js';
 import { closeIssuanceEvents } from '../shared/commands/pkiJobs.js';
 import { closeInspectFeed } from '../shared/inspect/feed.js';
 import { closeQueues } from '../shared/queues.js';
-import { closeRedis } from '../shared/redis.js';
+import { closeRedis, refuseUnreachableSentinels } from '../shared/redis.js';
 import { isMain, onShutdown } from '../shared/shutdown.js';
 import { startMetricsServer } from '../shared/telemetry/index.js';
 import { refuseWrongSecretKey } from '../shared/secretKeyProbe.js';
@@ -61,6 +61,7 @@ if (isMain(import.meta.url)) {
   presetSetting('HUB_PROCESS', 'web');
   await initDb();
   await refuseWrongSecretKey();
+  await refuseUnreachableSentinels();
   const server = await startServer();
   await startMetricsServer();
   logger.info({ port: config().port }, 'api listening');

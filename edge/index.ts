@@ -9,6 +9,7 @@ import { config } from '../shared/config.js';
 import { closeDb, initDb } from '../shared/db.js';
 import { logger } from '../shared/logger.js';
 import { refuseWrongSecretKey } from '../shared/secretKeyProbe.js';
+import { refuseUnreachableSentinels } from '../shared/redis.js';
 import { isMain, onShutdown } from '../shared/shutdown.js';
 import { startMetricsServer } from '../shared/telemetry/index.js';
 import { startEdge } from './server.js';
@@ -19,6 +20,7 @@ import { presetSetting, setting } from '../shared/settings.js';
 async function runWorker(): Promise<void> {
   await initDb(); // the usage store writes through the shared pool
   await refuseWrongSecretKey();
+  await refuseUnreachableSentinels();
   const edge = await startEdge();
   // HUB_METRICS_PORT: each worker this edge forked serves its own series on the port after the previous worker's (a
   // supervisor's child, npm start's, was given a port of its own)

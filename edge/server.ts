@@ -5,6 +5,7 @@ import tls, { type TLSSocket } from 'node:tls';
 import type { Socket } from 'node:net';
 import pg from 'pg';
 import { config } from '../shared/config.js';
+import { redisConfigured } from '../shared/redis.js';
 import { databaseUrl } from '../shared/db.js';
 import { egressPolicy } from '../shared/egress.js';
 import { logger } from '../shared/logger.js';
@@ -116,7 +117,7 @@ export async function startEdge(options: EdgeOptions = {}): Promise<Edge> {
     connectorFor: (route) => agents.connectorFor(route),
   });
   const mark = hopMark(config().secretKey);
-  const inspection = options.inspect === false || !config().redisUrl ? undefined : startInspection({ edge: id, routeOf: (zId) => routes.byShare(zId), pools, meter, via: `1.1 ${mark}` });
+  const inspection = options.inspect === false || !redisConfigured() ? undefined : startInspection({ edge: id, routeOf: (zId) => routes.byShare(zId), pools, meter, via: `1.1 ${mark}` });
   const onUpstreamError = (route: ShareRoute, kind: string) => observeUpstreamError(route.frontendId, kind);
   const h2 = new UpstreamH2({ policy: egressPolicy(), timeoutMs: cfg.upstreamTimeoutMs, readTimeoutMs: cfg.upstreamReadTimeoutMs, ownPorts: () => ownPorts, connectorFor: (route) => agents.connectorFor(route), via: `1.1 ${mark}`, onUpstreamError });
   const proxy = new Proxy(meter, pools, { via: `1.1 ${mark}`, upgradeIdleMs: cfg.upgradeIdleTimeoutMs, onUpstreamError, h2 });

@@ -13,6 +13,7 @@ import { closeDb, initDb } from '../shared/db.js';
 import { migrate } from '../shared/migrate.js';
 import { portTaken, startPostgres, startRedis, type LocalPostgres, type LocalRedis } from './services/index.js';
 import { keepUp } from './services/keepUp.js';
+import { sentinelsProblem } from '../shared/redis.js';
 import { Supervisor, type ChildSpec } from './supervisor.js';
 import { buildTree } from './build.js';
 
@@ -116,7 +117,14 @@ try {
     const port = pg.port;
     keepUp('PostgreSQL', pg, () => startPostgres(dir, { persistent: true, database: 'edgehub', port }), { ...keeping, started: (next) => (pg = next) });
   }
-  if (!cfg.redisUrl) {
+  if (cfg.redisSentinel) {
+    // Redis through Sentinel: no redis-server of our own; at least one sentinel must answer and name the master
+    const problem = await sentinelsProblem();
+    if (problem) {
+      console.error(`edgehub: ${problem}`);
+      await stopAll(2);
+    }
+  } else if (!cfg.redisUrl) {
     const dir = path.join(cfg.dataDir, 'redis');
     rd = await startRedis(dir);
     env.REDIS_URL = rd.url;

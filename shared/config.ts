@@ -13,6 +13,8 @@ export interface Config {
   dataDir: string;
   databaseUrl?: string;
   redisUrl?: string;
+  /** Redis through Sentinel (REDIS_SENTINELS), which every connection then uses instead of redisUrl. */
+  redisSentinel?: { sentinels: { host: string; port: number }[]; name: string; sentinelPassword?: string; password?: string };
   adminToken: string;
   publicBaseUrl: string;
   secretKey: Buffer;
@@ -195,6 +197,14 @@ function parseCidrList(raw: string): string[] {
   return list;
 }
 
+/** `host:port,host:port` (IPv6 in brackets) as host and port pairs. */
+function hostPorts(list: string): { host: string; port: number }[] {
+  return list.split(',').map((item) => {
+    const at = item.lastIndexOf(':');
+    return { host: item.slice(0, at).replace(/^\[|\]$/g, ''), port: Number(item.slice(at + 1)) };
+  });
+}
+
 export function loadConfig(env?: NodeJS.ProcessEnv): Config {
   const e = readSettings(env);
   const dataDir = path.resolve(e.HUB_DATA_DIR);
@@ -207,6 +217,9 @@ export function loadConfig(env?: NodeJS.ProcessEnv): Config {
     dataDir,
     databaseUrl: e.DATABASE_URL,
     redisUrl: e.REDIS_URL,
+    redisSentinel: e.REDIS_SENTINELS
+      ? { sentinels: hostPorts(e.REDIS_SENTINELS), name: e.REDIS_SENTINEL_NAME, sentinelPassword: e.REDIS_SENTINEL_PASSWORD, password: e.REDIS_PASSWORD }
+      : undefined,
     adminToken,
     publicBaseUrl: (e.PUBLIC_BASE_URL ?? `http://localhost:${e.PORT}`).replace(/\/+$/, ''),
     secretKey,

@@ -42,6 +42,7 @@ const flag = z
   .enum(['1', 'true', '0', 'false', ''])
   .optional()
   .transform((v) => v === '1' || v === 'true');
+const HOST_PORT_LIST = /^(\[[0-9a-fA-F:.]+\]|[^,\s:[\]]+):\d{1,5}(,(\[[0-9a-fA-F:.]+\]|[^,\s:[\]]+):\d{1,5})*$/;
 const IP_PORT_LIST = /^(\d{1,3}(\.\d{1,3}){3}|\[[0-9a-fA-F:]+\]):\d{1,5}(,(\d{1,3}(\.\d{1,3}){3}|\[[0-9a-fA-F:]+\]):\d{1,5})*$/;
 
 const SETTINGS = {
@@ -50,6 +51,15 @@ const SETTINGS = {
   HUB_DATA_DIR: entry(z.string().default('.data'), 'service', 'where the embedded PostgreSQL and Redis keep their data, and the generated admin token and secret key'),
   DATABASE_URL: entry(optionalString.pipe(z.string().regex(/^postgres(ql)?:\/\//, 'must be a postgres:// URL').optional()), 'service', 'an external PostgreSQL (`postgres://...`) instead of the embedded one', 'embedded'),
   REDIS_URL: entry(optionalString.pipe(z.string().regex(/^rediss?:\/\//, 'must be a redis:// URL').optional()), 'service', 'an external Redis (`redis://...`) instead of a spawned redis-server', 'spawned'),
+  REDIS_SENTINELS: entry(
+    optionalString.pipe(z.string().regex(HOST_PORT_LIST, 'must be comma-separated host:port, e.g. 10.0.0.5:26379,10.0.0.6:26379').optional()),
+    'service',
+    'Redis through Sentinel: comma-separated `host:port` of the sentinels; every Redis connection of every process follows the master they name (REDIS_URL is then not used)',
+    'none',
+  ),
+  REDIS_SENTINEL_NAME: entry(z.string().regex(/^[\w.-]+$/, 'must be a master name as the sentinels know it').default('mymaster'), 'service', "the master's name at the sentinels (REDIS_SENTINELS)"),
+  REDIS_SENTINEL_PASSWORD: entry(optionalString, 'service', "the sentinels' own password (REDIS_SENTINELS), if they require one", 'none'),
+  REDIS_PASSWORD: entry(optionalString, 'service', "with REDIS_SENTINELS, the password of the master and its replicas, if they require one (with REDIS_URL it is part of the URL)", 'none'),
   HUB_ADMIN_TOKEN: entry(optionalString.pipe(z.string().min(16, 'must be at least 16 characters').optional()), 'service', 'operator bearer token for `/admin/*` (at least 16 characters)', 'generated on first start, stored in `$HUB_DATA_DIR/admin-token`, printed'),
   PUBLIC_BASE_URL: entry(optionalString.pipe(httpUrl.optional()), 'service', 'base URL written into enrollment JWTs (`url` claim), download commands and links', '`http://localhost:$PORT`'),
   HUB_SECRET_KEY: entry(optionalString, 'service', '32-byte key (64 hex digits or base64) that encrypts secrets at rest; every process of a deployment needs the same one', 'generated on first start, stored in `$HUB_DATA_DIR/secret-key`'),

@@ -4,7 +4,7 @@ import { config } from '../shared/config.js';
 import { closeDb, initDb } from '../shared/db.js';
 import { logger } from '../shared/logger.js';
 import { closeQueues } from '../shared/queues.js';
-import { closeRedis, readyRedis } from '../shared/redis.js';
+import { closeRedis, readyRedis, refuseUnreachableSentinels } from '../shared/redis.js';
 import { refuseWrongSecretKey } from '../shared/secretKeyProbe.js';
 import { isMain, onShutdown } from '../shared/shutdown.js';
 import { startMetricsServer } from '../shared/telemetry/index.js';
@@ -48,6 +48,7 @@ async function main(): Promise<void> {
   presetSetting('HUB_PROCESS', 'clock');
   await initDb();
   await refuseWrongSecretKey();
+  await refuseUnreachableSentinels();
   const schedules = allSchedules;
   const tasks = startClock(schedules);
   await startMetricsServer();

@@ -1,7 +1,7 @@
 import { closeDb, initDb } from '../shared/db.js';
 import { logger } from '../shared/logger.js';
 import { closeQueues } from '../shared/queues.js';
-import { closeRedis } from '../shared/redis.js';
+import { closeRedis, refuseUnreachableSentinels } from '../shared/redis.js';
 import { refuseWrongSecretKey } from '../shared/secretKeyProbe.js';
 import { isMain, onShutdown } from '../shared/shutdown.js';
 import { startMetricsServer } from '../shared/telemetry/index.js';
@@ -13,6 +13,7 @@ if (isMain(import.meta.url)) {
   presetSetting('HUB_PROCESS', 'worker');
   await initDb();
   await refuseWrongSecretKey();
+  await refuseUnreachableSentinels();
   await runWorkerStartHooks();
   const workers = startWorkers({ processors });
   await startMetricsServer();
