@@ -22,7 +22,8 @@ import type { Duplex } from 'node:stream';
 import type { Redis } from 'ioredis';
 import { logger } from '../../shared/logger.js';
 import { logThrottle } from '../../shared/logThrottle.js';
-import { BATCH, type CapturedMessage, ENTRY_BYTES, type InspectLimits, type RecordedExchange, recordArgs, recordedBytes, recordedExchange, recordExchange, redactLines, type StoredSummary, withRecordScript } from '../../shared/inspect/store.js';
+import { BATCH, type CapturedMessage, ENTRY_BYTES, type InspectLimits, type RecordedExchange, recordArgs, recordedBytes, recordedExchange, recordExchange, type StoredSummary, withRecordScript } from '../../shared/inspect/store.js';
+import { isForm, redactForm, redactLines, redactQuery } from '../../shared/inspect/redact.js';
 import { inspectDropped, inspectRecorded } from '../../shared/telemetry/index.js';
 import { CALLBACK_PATH } from '../access/login/index.js';
 import { edgeAnswer, watchSocketAnswer } from '../answers.js';
@@ -62,10 +63,15 @@ export class BodyTap {
     return this.keptBytes;
   }
 
-  /** The message with these (already redacted) header lines; base64 only when a body was kept. */
-  captured(lines: readonly string[]): CapturedMessage {
+  /**
+   * The message with these (already redacted) header lines; base64 only when a body was kept. A form body
+   * (`form`: sent as application/x-www-form-urlencoded) has its listed fields redacted.
+   */
+  captured(lines: readonly string[], form = false): CapturedMessage {
     const kept = this.kept;
-    const body = kept === undefined ? '' : (kept.length === 1 ? kept[0] : Buffer.concat(kept)).toString('base64');
+    let bytes = kept === undefined ? undefined : kept.length === 1 ? kept[0] : Buffer.concat(kept);
+    if (bytes && form) bytes = redactForm(bytes);
+    const body = bytes === undefined ? '' : bytes.toString('base64');
     return { lines, body, bodyTruncated: this.total > this.keptBytes };
   }
 }
@@ -77,7 +83,10 @@ const headBytes = (startLine: number, lines: readonly string[]) => {
   return n;
 };
 
-/** The request's path as recorded: origin-form; the query of the edge's own login callback (a one-time code) is not kept. */
+/**
+ * The request's path as recorded: origin-form, the listed query parameters redacted (shared/inspect/redact.ts); the
+ * query of the edge's own login callback (a one-time code) is not kept at all.
+ */
 function recordedPath(url: string | undefined): string {
   let path: string;
   try {
@@ -85,7 +94,7 @@ function recordedPath(url: string | undefined): string {
   } catch {
     path = url ?? '/';
   }
-  return path.startsWith(CALLBACK_PATH) && path.includes('?') ? `${path.slice(0, path.indexOf('?'))}?[redacted]` : path;
+  return path.startsWith(CALLBACK_PATH) && path.includes('?') ? `${path.slice(0, path.indexOf('?'))}?[redacted]` : redactQuery(path);
 }
 
 /**
@@ -208,7 +217,7 @@ export class Tap {
       this.route,
       recordedExchange(
         summary,
-        requestBody ? requestBody.captured(redactLines(requestLines)) : { lines: redactLines(requestLines), ...empty },
+        requestBody ? requestBody.captured(redactLines(requestLines), isForm(requestLines)) : { lines: redactLines(requestLines), ...empty },
         responseBody ? responseBody.captured(redactLines(lines)) : { lines: redactLines(lines), ...empty },
       ),
     );

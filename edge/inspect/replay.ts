@@ -13,7 +13,8 @@
 import type { Redis } from 'ioredis';
 import type { Dispatcher } from 'undici';
 import { logger } from '../../shared/logger.js';
-import { getExchange, present, REDACTED, recordedExchange, redactLines, replayKeys, summaryOf, type ReplayReply, type ReplayRequest, type StoredSummary } from '../../shared/inspect/store.js';
+import { getExchange, present, recordedExchange, replayKeys, summaryOf, type ReplayReply, type ReplayRequest, type StoredSummary } from '../../shared/inspect/store.js';
+import { REDACTED, redactLines } from '../../shared/inspect/redact.js';
 import { HOP_BY_HOP } from '../headers.js';
 import type { Meter } from '../meter.js';
 import { targetPath } from '../paths.js';

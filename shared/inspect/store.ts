@@ -305,39 +305,6 @@ export async function exchangesAfter(redis: Redis, prefix: string, hubId: string
   return out.slice(0, max);
 }
 
-/** Header names whose values are never kept: credentials and the client certificate. */
-export const REDACTED_HEADERS = new Set([
-  'authorization',
-  'proxy-authorization',
-  'cookie',
-  'set-cookie',
-  'x-client-certificate-name',
-  'x-client-certificate-fingerprint',
-  'x-client-cert',
-  'x-ssl-client-cert',
-  'ssl-client-cert',
-  'x-forwarded-client-cert',
-]);
-export const REDACTED = '[redacted]';
-
-/** The lengths of those names: most header names are not lower-cased to be looked up. */
-const REDACTED_LENGTHS = new Set([...REDACTED_HEADERS].map((name) => name.length));
-
-/**
- * Flat header lines (name, value, name, value...) with credentials replaced: the same array when it holds none (it is
- * only read), else a copy (the caller's lines, which may still be sent, are never changed).
- */
-export function redactLines(lines: readonly string[]): readonly string[] {
-  let out: string[] | undefined;
-  for (let i = 0; i < lines.length; i += 2) {
-    const name = lines[i];
-    if (!REDACTED_LENGTHS.has(name.length) || !REDACTED_HEADERS.has(name.toLowerCase())) continue;
-    out ??= lines.slice();
-    out[i + 1] = REDACTED;
-  }
-  return out ?? lines;
-}
-
 /** A replay request an edge takes from the list, and its answer on `replyTo`. */
 export interface ReplayRequest {
   replayId: string;
