@@ -4,7 +4,7 @@
  * (edge/inspect/replay.ts). Every read names the hub: a share of another hub is not found.
  */
 import { config } from '../config.js';
-import { badRequest, DomainError, notFound, unavailable } from '../errors.js';
+import { badRequest, DomainError, notFound, quotaExceeded, unavailable } from '../errors.js';
 import { inspectFeed } from '../inspect/feed.js';
 import { exchangesAfter, getExchange, inspectKeys, listExchanges, liveSummaries, parseExchangeId, type ExchangeDetail, type ExchangeSummary } from '../inspect/store.js';
 import { readyRedis } from '../redis.js';
@@ -35,7 +35,12 @@ export async function replayRequest(hubId: string, zId: string, id: string): Pro
   const waitMs = config().edge.upstreamTimeoutMs + 10_000;
   const reply = await inspectFeed().replay({ hubId, zId, exchangeId: id }, waitMs);
   if (!reply) throw unavailable(`no edge carried out the replay within ${Math.round(waitMs / 1000)} s (is an edge running?)`);
-  if (!reply.ok) throw reply.status === 404 ? new DomainError('EH_NOT_FOUND', reply.message) : reply.status === 400 ? badRequest(reply.message) : unavailable(reply.message);
+  if (!reply.ok) {
+    if (reply.status === 404) throw new DomainError('EH_NOT_FOUND', reply.message);
+    if (reply.status === 400) throw badRequest(reply.message);
+    if (reply.status === 429) throw quotaExceeded(reply.message);
+    throw unavailable(reply.message);
+  }
   return reply.exchange;
 }
 
