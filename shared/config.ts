@@ -69,8 +69,6 @@ export interface Config {
   nodeFlags: string[];
   restartBackoff: { minMs: number; maxMs: number };
   showSecrets: boolean;
-  /** HUB_REDIS_MAXMEMORY: the maxmemory of npm start's redis-server. */
-  redisMaxMemory: string;
   /** Request inspection: exchanges kept per share (count, age), bytes of each body kept, the capture queue per edge. */
   inspect: InspectConfig;
   /** Edge login: GOOGLE's issuer, GitHub's OAuth and API bases. */
@@ -316,7 +314,6 @@ export function loadConfig(env?: NodeJS.ProcessEnv): Config {
       replaysPerHub: e.HUB_INSPECT_REPLAYS_PER_HUB,
       live: { perKey: e.HUB_INSPECT_LIVE_MAX, perHub: e.HUB_INSPECT_LIVE_HUB_MAX, perProcess: e.HUB_INSPECT_LIVE_PROCESS_MAX, lifetimeMs: durationMs(e.HUB_INSPECT_LIVE_LIFETIME)! },
     },
-    redisMaxMemory: e.HUB_REDIS_MAXMEMORY.toLowerCase(),
     login: { googleIssuerUrl: e.HUB_GOOGLE_ISSUER_URL, githubOAuthUrl: e.HUB_GITHUB_OAUTH_URL, githubApiUrl: e.HUB_GITHUB_API_URL },
     pkiCacheMax: e.HUB_PKI_CACHE_MAX,
     pkiCacheTtlMs: durationMs(e.HUB_PKI_CACHE_TTL)!,
