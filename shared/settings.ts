@@ -126,8 +126,8 @@ const SETTINGS = {
   HUB_INSPECT_TTL: entry(duration('PT24H'), 'edge', 'exchanges of inspected shares older than this are gone (ISO 8601 duration)'),
   HUB_INSPECT_BODY_BYTES: entry(int(0, 16 * 1024 * 1024, 65_536), 'edge', 'bytes of each request and response body an inspected exchange keeps (the rest is counted, flagged `bodyTruncated`)'),
   HUB_INSPECT_QUEUE: entry(int(1, 1_000_000, 10_000), 'edge', 'finished exchanges an edge holds for its Redis writer (and at most 64 MiB of them); beyond it they are dropped and counted'),
-  HUB_INSPECT_HUB_BYTES: entry(int(0, 1_000_000_000_000, 64 * 1024 * 1024), 'edge', "bytes of recorded exchanges one hub keeps over all its shares (a share that records trims its own oldest first; a batch that still does not fit is dropped and counted)", '67108864 (64 MiB)'),
-  HUB_INSPECT_HUB_SHARES: entry(int(1, 1_000_000, 10), 'edge', "shares of one hub that may hold recorded exchanges at once; the exchanges of another are dropped and counted until one is deleted or its recordings expire"),
+  HUB_INSPECT_HUB_BYTES: entry(int(0, 1_000_000_000_000, 64 * 1024 * 1024), 'edge', "bytes of recorded exchanges one hub keeps over all its shares, each share its part (this divided by `HUB_INSPECT_HUB_SHARES`): a share that records trims its own oldest; a batch that still does not fit is dropped and counted", '67108864 (64 MiB)'),
+  HUB_INSPECT_HUB_SHARES: entry(int(1, 1_000_000, 8), 'edge', "shares of one hub that may hold recorded exchanges at once (each keeps at most its part of `HUB_INSPECT_HUB_BYTES`); the exchanges of another are dropped and counted until one is deleted or its recordings expire"),
   HUB_INSPECT_TOTAL_BYTES: entry(int(0, 1_000_000_000_000, 512 * 1024 * 1024), 'edge', "bytes of recorded exchanges all hubs keep together in Redis: keep it well under Redis's `maxmemory` (see `HUB_REDIS_MAXMEMORY`)", '536870912 (512 MiB)'),
   HUB_INSPECT_REDACT_HEADERS: entry(
     z.string().default('x-api-key,api-key,x-auth-token,x-access-token,x-amz-security-token,x-csrf-token,x-xsrf-token,private-token'),

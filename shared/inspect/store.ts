@@ -15,8 +15,10 @@
  * older than the TTL are trimmed from all three streams; all three expire after the TTL without writes. Trimming
  * keeps whole batches, so a stream may hold up to a batch more than the limit: readers apply the exact count and age.
  * Per hub and over all hubs, the bytes kept are bounded too (HUB_INSPECT_HUB_BYTES, HUB_INSPECT_TOTAL_BYTES), and
- * so is the number of a hub's shares with recordings (HUB_INSPECT_HUB_SHARES): a share that records makes room by
- * trimming its own oldest batches, never another share's, and a batch that still does not fit is refused (the edge
+ * so is the number of a hub's shares with recordings (HUB_INSPECT_HUB_SHARES). Each share of a hub may keep its part
+ * of the hub's bytes (HUB_INSPECT_HUB_BYTES / HUB_INSPECT_HUB_SHARES), so that a busy share never starves the hub's
+ * others: a share that records makes room by trimming its own oldest batches, never another share's, and a batch
+ * that still does not fit (alone larger than the room, or all hubs at HUB_INSPECT_TOTAL_BYTES) is refused (the edge
  * drops and counts it). The script that checks and writes reads the hub's and every hub's accounting, keys of other
  * hash slots: inspection, like the job queues (whose prefix has no hash tag), needs one Redis, not a cluster.
  */
@@ -134,11 +136,12 @@ export const isBoundRefusal = (answer: unknown): answer is BoundRefusal => answe
 /**
  * KEYS: summaries, details, counts, the hub's shares, every hub's bytes. ARGV: max exchanges, ttl ms, live channel,
  * the batch's summaries (JSON array), its details (JSON array), how many exchanges it holds, its bytes, the share,
- * the hub, the hub's bytes bound, the hub's shares bound, the bound over all hubs.
+ * the hub, the hub's bytes bound, the hub's shares bound, the bound over all hubs, the share's bytes bound (the hub's
+ * divided by its shares).
  *
  * Refuses the batch (`bound_shares`) when the share has no recordings and the hub already has as many shares with
- * recordings as it may, or (`bound_bytes`) when the batch alone does not fit in what the hub's other shares and the
- * other hubs leave (its room). Else adds it to the three streams under one entry id, then keeps, newest first, the
+ * recordings as it may, or (`bound_bytes`) when the batch alone does not fit in the share's room: its part of the
+ * hub's bytes, within what the hub's other shares and the other hubs leave. Else adds it to the three streams under one entry id, then keeps, newest first, the
  * batches within the newest `max` exchanges, the TTL and the room (trimming the older ones from all three streams),
  * renews the expiry, writes the share's and the hub's bytes, publishes the summaries to the live channel, and returns
  * the entry id.
@@ -161,7 +164,7 @@ end
 local others, shares, mine = held(KEYS[4], ARGV[8])
 if not mine and shares >= tonumber(ARGV[11]) then return 'bound_shares' end
 local elsewhere = held(KEYS[5], ARGV[9])
-local room = math.min(tonumber(ARGV[10]) - others, tonumber(ARGV[12]) - elsewhere - others)
+local room = math.min(tonumber(ARGV[13]), tonumber(ARGV[10]) - others, tonumber(ARGV[12]) - elsewhere - others)
 if tonumber(ARGV[7]) > room then return 'bound_bytes' end
 local id = redis.call('XADD', KEYS[1], '*', 'b', ARGV[4])
 redis.call('XADD', KEYS[2], id, 'b', ARGV[5])
@@ -275,6 +278,7 @@ export function recordArgs(prefix: string, hubId: string, zId: string, limits: I
     limits.hubBytes ?? unbounded,
     limits.hubShares ?? unbounded,
     limits.totalBytes ?? unbounded,
+    limits.hubBytes === undefined ? unbounded : Math.floor(limits.hubBytes / (limits.hubShares ?? 1)),
   ];
 }
 
