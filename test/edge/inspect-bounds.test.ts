@@ -6,6 +6,7 @@
  */
 import { Redis } from 'ioredis';
 import test from 'ava';
+import { resetConfig } from '../../shared/config.js';
 import { boundKeys, inspectKeys } from '../../shared/inspect/store.js';
 import { edgeRequest, routedShare, useBackend, useTestEdge } from '../helpers/edge.js';
 import { type HubFixture, useStack, waitFor } from '../helpers/stack.js';
@@ -163,4 +164,33 @@ test.serial("replays are fair per hub: one hub's slow replays hold at most its p
   t.is(late.aDone, 0, "none of hub A's replays had completed");
   t.is(late.aHeld, 4, "hub A held no more than its part of the edge's slots");
   t.deepEqual(new Set(await Promise.all(aReplays)), new Set([201]));
+});
+
+test.serial('the redaction lists are settings: what they name is redacted, what they leave out is kept; credentials always go', async (t) => {
+  const saved = { params: process.env.HUB_INSPECT_REDACT_PARAMS, headers: process.env.HUB_INSPECT_REDACT_HEADERS };
+  Object.assign(process.env, { HUB_INSPECT_REDACT_PARAMS: 'session,Pin', HUB_INSPECT_REDACT_HEADERS: 'X-Custom-Secret' });
+  resetConfig();
+  try {
+    const { zId, host } = await routedShare(edge, hub, { target: backend.url, inspect: true });
+    await edgeRequest(edge.httpPort!, host, {
+      method: 'POST',
+      path: '/set?session=SESSION-SECRET&token=visible-token',
+      headers: { 'x-custom-secret': 'CUSTOM-SECRET', 'x-api-key': 'visible-key', authorization: 'Bearer ALWAYS-SECRET', 'content-type': 'application/x-www-form-urlencoded; charset=utf-8' },
+      body: 'pin=PIN-SECRET&password=visible-password',
+    });
+    const [summary] = await listed(hub, zId, 1);
+    t.is(summary.path, '/set?session=[redacted]&token=visible-token');
+    const detail = (await hub.call('GET', `${hub.h}/shares/${zId}/requests/${summary.id}`)).json;
+    t.deepEqual(header(detail.request.headers, 'x-custom-secret'), ['[redacted]']);
+    t.deepEqual(header(detail.request.headers, 'x-api-key'), ['visible-key']);
+    t.deepEqual(header(detail.request.headers, 'authorization'), ['[redacted]']);
+    t.is(Buffer.from(detail.request.body, 'base64').toString(), 'pin=[redacted]&password=visible-password');
+    t.false(JSON.stringify(detail).match(/SESSION-SECRET|CUSTOM-SECRET|ALWAYS-SECRET|PIN-SECRET/) !== null);
+  } finally {
+    for (const [name, value] of [['HUB_INSPECT_REDACT_PARAMS', saved.params], ['HUB_INSPECT_REDACT_HEADERS', saved.headers]] as const) {
+      if (value === undefined) delete process.env[name];
+      else process.env[name] = value;
+    }
+    resetConfig();
+  }
 });
