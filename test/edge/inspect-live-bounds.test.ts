@@ -2,10 +2,11 @@
  * Live request streams (`GET H/shares/{id}/requests/live`) are bounded and end when they must, through the real API
  * and real sockets: 429 `too_many_requests` past the streams per key (HUB_INSPECT_LIVE_MAX) and per hub
  * (HUB_INSPECT_LIVE_HUB_MAX), a slot given back when a stream closes, and a stream ended (the client sees its end)
- * after its API key is revoked, its share deleted, or its hub deleted.
+ * after its API key is revoked, its share deleted, or its hub deleted, and after its lifetime.
  */
 import test from 'ava';
 import { liveStreams } from '../../shared/commands/liveStreams.js';
+import { resetConfig } from '../../shared/config.js';
 import { edgeRequest, routedShare, useBackend, useTestEdge } from '../helpers/edge.js';
 import { type HubFixture, useStack, waitFor } from '../helpers/stack.js';
 
@@ -140,4 +141,25 @@ test.serial('a stream ends after its hub is deleted, the operator\'s stream too'
   t.is((await stack.call('DELETE', `/admin/v1/hubs/${doomed.hubId}`, { auth: stack.admin })).status, 204);
   t.true(await stream.ended(), "the deleted hub's stream ended");
   t.true(await operator.ended(), "the operator's stream of the deleted hub ended");
+});
+
+test.serial('a stream ends after HUB_INSPECT_LIVE_LIFETIME; the client reconnects and is admitted anew', async (t) => {
+  const { zId } = await routedShare(edge, hub, { target: backend.url, inspect: true });
+  const saved = process.env.HUB_INSPECT_LIVE_LIFETIME;
+  process.env.HUB_INSPECT_LIVE_LIFETIME = 'PT1S';
+  resetConfig();
+  try {
+    const stream = await open(hub.bearer, live(hub, zId));
+    t.is(stream.status, 200);
+    t.regex(stream.text(), /retry: \d+/, 'the client is told when to reconnect');
+    t.true(await stream.ended(), 'the stream ended at the end of its lifetime');
+    await waitFor(async () => liveStreams().size === 0, { what: 'its slot given back' });
+    const again = await open(hub.bearer, live(hub, zId));
+    t.is(again.status, 200);
+    again.close();
+  } finally {
+    if (saved === undefined) delete process.env.HUB_INSPECT_LIVE_LIFETIME;
+    else process.env.HUB_INSPECT_LIVE_LIFETIME = saved;
+    resetConfig();
+  }
 });
