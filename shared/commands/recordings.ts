@@ -4,7 +4,7 @@
  * deletion: it is said in the log, and the recordings expire with the TTL.
  */
 import { config } from '../config.js';
-import { forgetHub, forgetShare } from '../inspect/store.js';
+import { forgetHub, forgetShare } from '../inspect/forget.js';
 import { logger } from '../logger.js';
 import { readyRedis } from '../redis.js';
 import { settleWithin } from '../timeouts.js';
