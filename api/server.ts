@@ -4,6 +4,7 @@ import { config } from '../shared/config.js';
 import { closeDb, initDb } from '../shared/db.js';
 import { logger } from '../shared/logger.js';
 import { closeIssuanceEvents } from '../shared/commands/pkiJobs.js';
+import { closeLiveStreams } from '../shared/commands/liveStreams.js';
 import { closeInspectFeed } from '../shared/inspect/feed.js';
 import { closeQueues } from '../shared/queues.js';
 import { closeRedis, refuseUnreachableSentinels } from '../shared/redis.js';
@@ -47,7 +48,7 @@ export async function stopServer(server: Server): Promise<void> {
   await new Promise<void>((resolve) => {
     server.close(() => resolve());
     // open event streams (the request inspector's live view) end: their connections are then idle
-    void closeInspectFeed().then(() => server.closeIdleConnections());
+    void Promise.all([closeInspectFeed(), closeLiveStreams()]).then(() => server.closeIdleConnections());
     server.closeIdleConnections();
     // a connection that never sent a byte (a browser's preconnect, a client that aborted while connecting) is not
     // idle to node:http: it would hold the stop until the headers timeout (a minute); it has nothing in flight

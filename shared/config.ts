@@ -75,9 +75,30 @@ export interface Config {
   restartBackoff: { minMs: number; maxMs: number };
   showSecrets: boolean;
   /** Request inspection: exchanges kept per share (count, age), bytes of each body kept, the capture queue per edge. */
-  inspect: { max: number; ttlMs: number; bodyBytes: number; queue: number };
+  inspect: InspectConfig;
   /** Edge login: GOOGLE's issuer, GitHub's OAuth and API bases. */
   login: { googleIssuerUrl: string; githubOAuthUrl: string; githubApiUrl: string };
+}
+
+/** Request inspection: what is kept, its bounds per share, hub and in all, what is redacted, replays and live streams. */
+export interface InspectConfig {
+  /** Exchanges kept per share (count, age), bytes of each body kept, the capture queue per edge. */
+  max: number;
+  ttlMs: number;
+  bodyBytes: number;
+  queue: number;
+  /** Bytes per hub, shares with recordings per hub, bytes over all hubs. */
+  hubBytes: number;
+  hubShares: number;
+  totalBytes: number;
+  /** Lower-cased names: headers redacted besides the credentials, query and form parameters redacted. */
+  redactHeaders: string[];
+  redactParams: string[];
+  /** Replays at once per edge process, and per hub on it. */
+  replays: number;
+  replaysPerHub: number;
+  /** Live streams per key and per hub (over every web process), per web process, and their longest life. */
+  live: { perKey: number; perHub: number; perProcess: number; lifetimeMs: number };
 }
 
 /** The security limits: per-address throttles, token lifetimes, key caching, statement time. */
@@ -184,6 +205,9 @@ function storedSecret(dataDir: string, file: string, generate: () => string): st
   }
   return readFileSync(full, 'utf8').trim();
 }
+
+/** A comma-separated list of names, lower-cased, blanks left out. */
+const nameList = (raw: string): string[] => raw.split(',').map((n) => n.trim().toLowerCase()).filter(Boolean);
 
 function parseCidrList(raw: string): string[] {
   const list = raw.split(',').map((c) => c.trim()).filter(Boolean);
@@ -292,7 +316,20 @@ export function loadConfig(env?: NodeJS.ProcessEnv): Config {
     nodeFlags: gcFlags(e.HUB_GC_THREADS),
     restartBackoff: { minMs: e.HUB_RESTART_BACKOFF_MS, maxMs: e.HUB_RESTART_BACKOFF_MAX_MS },
     showSecrets: e.HUB_SHOW_SECRETS,
-    inspect: { max: e.HUB_INSPECT_MAX, ttlMs: durationMs(e.HUB_INSPECT_TTL)!, bodyBytes: e.HUB_INSPECT_BODY_BYTES, queue: e.HUB_INSPECT_QUEUE },
+    inspect: {
+      max: e.HUB_INSPECT_MAX,
+      ttlMs: durationMs(e.HUB_INSPECT_TTL)!,
+      bodyBytes: e.HUB_INSPECT_BODY_BYTES,
+      queue: e.HUB_INSPECT_QUEUE,
+      hubBytes: e.HUB_INSPECT_HUB_BYTES,
+      hubShares: e.HUB_INSPECT_HUB_SHARES,
+      totalBytes: e.HUB_INSPECT_TOTAL_BYTES,
+      redactHeaders: nameList(e.HUB_INSPECT_REDACT_HEADERS),
+      redactParams: nameList(e.HUB_INSPECT_REDACT_PARAMS),
+      replays: e.HUB_INSPECT_REPLAYS,
+      replaysPerHub: e.HUB_INSPECT_REPLAYS_PER_HUB,
+      live: { perKey: e.HUB_INSPECT_LIVE_MAX, perHub: e.HUB_INSPECT_LIVE_HUB_MAX, perProcess: e.HUB_INSPECT_LIVE_PROCESS_MAX, lifetimeMs: durationMs(e.HUB_INSPECT_LIVE_LIFETIME)! },
+    },
     login: { googleIssuerUrl: e.HUB_GOOGLE_ISSUER_URL, githubOAuthUrl: e.HUB_GITHUB_OAUTH_URL, githubApiUrl: e.HUB_GITHUB_API_URL },
     pkiCacheMax: e.HUB_PKI_CACHE_MAX,
     pkiCacheTtlMs: durationMs(e.HUB_PKI_CACHE_TTL)!,

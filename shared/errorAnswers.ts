@@ -77,6 +77,7 @@ export const ANSWERS: Record<ErrorCode, ErrorAnswer> = {
   EH_CHECK_INTERVAL_TOO_SHORT: invalid,
   EH_QUOTA_SCHEDULED_CHECKS: { status: 429, error: 'quota_exceeded' },
   EH_LIST_TOO_DEEP: invalid,
+  EH_TOO_MANY_STREAMS: { status: 429, error: 'too_many_requests' },
   EH_QUEUE_UNAVAILABLE: unavailable,
   EH_ISSUANCE_PENDING: unavailable,
 

@@ -64,6 +64,7 @@ export const API_ERROR_CODES = {
   EH_CHECK_INTERVAL_TOO_SHORT: "the health check's intervalSeconds is below the hub's minimum (the message names it)",
   EH_QUOTA_SCHEDULED_CHECKS: 'the hub has as many scheduled health checks as its quota allows',
   EH_LIST_TOO_DEEP: 'the page starts deeper in the list than lists are read (HUB_MAX_LIST_OFFSET)',
+  EH_TOO_MANY_STREAMS: 'the API key, its hub or the web process holds as many live request streams as allowed (HUB_INSPECT_LIVE_MAX, HUB_INSPECT_LIVE_HUB_MAX, HUB_INSPECT_LIVE_PROCESS_MAX); close one first',
   EH_QUEUE_UNAVAILABLE: 'the job queue (Redis) cannot be reached; the request is kept as an execution and runs once it is back',
   EH_ISSUANCE_PENDING: 'certificate issuance takes longer than the request waits; it continues as the named execution',
 } as const;

@@ -65,6 +65,7 @@ const SETTINGS = {
   HUB_SECRET_KEY: entry(optionalString, 'service', '32-byte key (64 hex digits or base64) that encrypts secrets at rest; every process of a deployment needs the same one', 'generated on first start, stored in `$HUB_DATA_DIR/secret-key`'),
   HUB_TRUST_PROXY: entry(flag, 'service', 'trust `X-Forwarded-For`/`-Proto` from a reverse proxy in front of the API (client addresses for limits and logs)'),
   HUB_SHOW_SECRETS: entry(flag, 'service', '`npm start` prints connection URLs with their passwords (same as `--show-secrets`)'),
+  HUB_REDIS_MAXMEMORY: entry(z.string().regex(/^\d+(kb|mb|gb)?$/i, 'must be bytes or a size such as 512mb or 2gb').default('2gb'), 'service', "`maxmemory` of the redis-server `npm start` spawns (its policy is `noeviction`: queue data is never evicted); keep it well above `HUB_INSPECT_TOTAL_BYTES`"),
 
   // processes
   HUB_PROCESS: entry(optionalString, 'processes', "the process's role in logs, metrics and database connection names; set by each process itself (web, worker, clock, edge, release)", 'the entry point\'s role'),
@@ -137,6 +138,25 @@ const SETTINGS = {
   HUB_INSPECT_TTL: entry(duration('PT24H'), 'edge', 'exchanges of inspected shares older than this are gone (ISO 8601 duration)'),
   HUB_INSPECT_BODY_BYTES: entry(int(0, 16 * 1024 * 1024, 65_536), 'edge', 'bytes of each request and response body an inspected exchange keeps (the rest is counted, flagged `bodyTruncated`)'),
   HUB_INSPECT_QUEUE: entry(int(1, 1_000_000, 10_000), 'edge', 'finished exchanges an edge holds for its Redis writer (and at most 64 MiB of them); beyond it they are dropped and counted'),
+  HUB_INSPECT_HUB_BYTES: entry(int(0, 1_000_000_000_000, 64 * 1024 * 1024), 'edge', "bytes of recorded exchanges one hub keeps over all its shares, each share its part (this divided by `HUB_INSPECT_HUB_SHARES`): a share that records trims its own oldest; a batch that still does not fit is dropped and counted", '67108864 (64 MiB)'),
+  HUB_INSPECT_HUB_SHARES: entry(int(1, 1_000_000, 8), 'edge', "shares of one hub that may hold recorded exchanges at once (each keeps at most its part of `HUB_INSPECT_HUB_BYTES`); the exchanges of another are dropped and counted until one is deleted or its recordings expire"),
+  HUB_INSPECT_TOTAL_BYTES: entry(int(0, 1_000_000_000_000, 512 * 1024 * 1024), 'edge', "bytes of recorded exchanges all hubs keep together in Redis: keep it well under Redis's `maxmemory` (see `HUB_REDIS_MAXMEMORY`)", '536870912 (512 MiB)'),
+  HUB_INSPECT_REDACT_HEADERS: entry(
+    z.string().default('x-api-key,api-key,x-auth-token,x-access-token,x-amz-security-token,x-csrf-token,x-xsrf-token,private-token'),
+    'edge',
+    'comma-separated header names whose values inspection replaces by `[redacted]`, besides Authorization, Proxy-Authorization, Cookie, Set-Cookie and the client certificate headers (always); case-insensitive',
+  ),
+  HUB_INSPECT_REDACT_PARAMS: entry(
+    z.string().default('access_token,refresh_token,id_token,token,api_key,apikey,api-key,key,client_secret,secret,password,passwd,pwd,x-amz-security-token,x-amz-signature,x-amz-credential,signature,sig'),
+    'edge',
+    'comma-separated names of query parameters (the recorded path, `Referer`, `Location`) and `application/x-www-form-urlencoded` body fields whose values inspection replaces by `[redacted]`; case-insensitive',
+  ),
+  HUB_INSPECT_REPLAYS: entry(int(1, 10_000, 8), 'edge', 'replays one edge process carries out at once'),
+  HUB_INSPECT_REPLAYS_PER_HUB: entry(int(1, 10_000, 4), 'edge', "replays of one hub one edge process carries out at once: the other hubs' replays are taken first, round robin, while a hub is at it"),
+  HUB_INSPECT_LIVE_MAX: entry(int(1, 100_000, 5), 'security and limits', 'live request streams (`/requests/live`) one API key may hold open at once, over every web process; 429 past it'),
+  HUB_INSPECT_LIVE_HUB_MAX: entry(int(1, 1_000_000, 20), 'security and limits', "live request streams one hub's keys may hold open at once, over every web process; 429 past it"),
+  HUB_INSPECT_LIVE_PROCESS_MAX: entry(int(1, 1_000_000, 1000), 'security and limits', 'live request streams one web process holds open at once; 429 past it'),
+  HUB_INSPECT_LIVE_LIFETIME: entry(duration('PT30M'), 'security and limits', "the longest a live request stream stays open; then it ends and the client's EventSource reconnects with Last-Event-ID (ISO 8601 duration)"),
 
   // custom frontends and certificates
   HUB_DNS_SERVERS: entry(optionalString.pipe(z.string().regex(IP_PORT_LIST, 'must be comma-separated ip:port pairs (IPv6 as [addr]:port)').optional()), 'custom frontends', 'comma-separated `ip:port` resolvers the custom-frontend DNS checks ask', 'system resolvers'),

@@ -13,16 +13,17 @@
  *   one writer drains it into Redis every FLUSH_MS (or at once when FULL are queued) in pipelined batches, a few in
  *   flight. Each batch of a share is serialized once (one JSON text for its summaries, one for its details) and
  *   stored as one entry (shared/inspect/store.ts), so that the serialization, the script call, the trims, the live
- *   message and the round trip are paid per batch, not per exchange. When the queue is full, Redis is not connected
- *   or a write fails, the exchange is dropped and counted by reason (`edgehub_edge_inspect_dropped_total`): the share
- *   never waits for its inspector.
+ *   message and the round trip are paid per batch, not per exchange. When the queue is full, Redis is not connected,
+ *   a write fails or a bound of the hub refuses it (shared/inspect/store.ts), the exchange is dropped and counted by
+ *   reason (`edgehub_edge_inspect_dropped_total`): the share never waits for its inspector.
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Duplex } from 'node:stream';
 import type { Redis } from 'ioredis';
 import { logger } from '../../shared/logger.js';
 import { logThrottle } from '../../shared/logThrottle.js';
-import { BATCH, type CapturedMessage, ENTRY_BYTES, type InspectLimits, type RecordedExchange, recordArgs, recordedBytes, recordedExchange, recordExchange, redactLines, type StoredSummary, withRecordScript } from '../../shared/inspect/store.js';
+import { BATCH, type CapturedMessage, ENTRY_BYTES, type InspectLimits, type RecordedExchange, type BoundRefusal, isBoundRefusal, recordArgs, recordedBytes, recordedExchange, recordExchange, type StoredSummary, withRecordScript } from '../../shared/inspect/store.js';
+import { isForm, redactForm, redactLines, redactQuery } from '../../shared/inspect/redact.js';
 import { inspectDropped, inspectRecorded } from '../../shared/telemetry/index.js';
 import { CALLBACK_PATH } from '../access/login/index.js';
 import { edgeAnswer, watchSocketAnswer } from '../answers.js';
@@ -30,7 +31,7 @@ import { clientAddress, EDGE_SET_HEADERS } from '../headers.js';
 import { originForm } from '../proxy.js';
 import type { ShareRoute } from '../types.js';
 
-export type DropReason = 'queue_full' | 'redis_unavailable' | 'redis_error';
+export type DropReason = 'queue_full' | 'redis_unavailable' | 'redis_error' | BoundRefusal;
 
 const QUEUE_MAX_BYTES = 64 * 1024 * 1024;
 /** Exchanges are ordered by when they reached their edge on this clock: epoch µs from performance.now(). */
@@ -62,10 +63,15 @@ export class BodyTap {
     return this.keptBytes;
   }
 
-  /** The message with these (already redacted) header lines; base64 only when a body was kept. */
-  captured(lines: readonly string[]): CapturedMessage {
+  /**
+   * The message with these (already redacted) header lines; base64 only when a body was kept. A form body
+   * (`form`: sent as application/x-www-form-urlencoded) has its listed fields redacted.
+   */
+  captured(lines: readonly string[], form = false): CapturedMessage {
     const kept = this.kept;
-    const body = kept === undefined ? '' : (kept.length === 1 ? kept[0] : Buffer.concat(kept)).toString('base64');
+    let bytes = kept === undefined ? undefined : kept.length === 1 ? kept[0] : Buffer.concat(kept);
+    if (bytes && form) bytes = redactForm(bytes);
+    const body = bytes === undefined ? '' : bytes.toString('base64');
     return { lines, body, bodyTruncated: this.total > this.keptBytes };
   }
 }
@@ -77,7 +83,10 @@ const headBytes = (startLine: number, lines: readonly string[]) => {
   return n;
 };
 
-/** The request's path as recorded: origin-form; the query of the edge's own login callback (a one-time code) is not kept. */
+/**
+ * The request's path as recorded: origin-form, the listed query parameters redacted (shared/inspect/redact.ts); the
+ * query of the edge's own login callback (a one-time code) is not kept at all.
+ */
 function recordedPath(url: string | undefined): string {
   let path: string;
   try {
@@ -85,7 +94,7 @@ function recordedPath(url: string | undefined): string {
   } catch {
     path = url ?? '/';
   }
-  return path.startsWith(CALLBACK_PATH) && path.includes('?') ? `${path.slice(0, path.indexOf('?'))}?[redacted]` : path;
+  return path.startsWith(CALLBACK_PATH) && path.includes('?') ? `${path.slice(0, path.indexOf('?'))}?[redacted]` : redactQuery(path);
 }
 
 /**
@@ -208,7 +217,7 @@ export class Tap {
       this.route,
       recordedExchange(
         summary,
-        requestBody ? requestBody.captured(redactLines(requestLines)) : { lines: redactLines(requestLines), ...empty },
+        requestBody ? requestBody.captured(redactLines(requestLines), isForm(requestLines)) : { lines: redactLines(requestLines), ...empty },
         responseBody ? responseBody.captured(redactLines(lines)) : { lines: redactLines(lines), ...empty },
       ),
     );
@@ -244,7 +253,7 @@ export class Capture {
   readonly limits: CaptureOptions['limits'];
   readonly edge: string;
   /** Since start, for tests and the bench. */
-  readonly counts = { recorded: 0, dropped: { queue_full: 0, redis_unavailable: 0, redis_error: 0 } as Record<DropReason, number> };
+  readonly counts = { recorded: 0, dropped: { queue_full: 0, redis_unavailable: 0, redis_error: 0, bound_bytes: 0, bound_shares: 0 } as Record<DropReason, number> };
 
   constructor(private readonly options: CaptureOptions) {
     this.limits = options.limits;
@@ -342,12 +351,19 @@ export class Capture {
     try {
       const results = (await pipeline.exec()) ?? [];
       let failed = 0;
+      let refused = 0;
       entries.forEach((entry, i) => {
+        const answer = results[i]?.[1];
         if (!results[i] || results[i][0]) failed += entry.length;
+        else if (isBoundRefusal(answer)) {
+          // a bound of the hub (or of all hubs) left no room: dropped and counted like any other
+          this.drop(answer, entry.length);
+          refused += entry.length;
+        }
       });
       if (failed) this.drop('redis_error', failed, results.find(([e]) => e)?.[0]?.message);
-      this.counts.recorded += batch.length - failed;
-      inspectRecorded.inc(batch.length - failed);
+      this.counts.recorded += batch.length - failed - refused;
+      inspectRecorded.inc(batch.length - failed - refused);
     } catch (err) {
       this.drop('redis_error', batch.length, (err as Error).message);
     }

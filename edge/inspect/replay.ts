@@ -1,6 +1,8 @@
 /**
- * Replays of recorded exchanges. The web process never reaches targets itself: it puts a replay request on a Redis
- * list that every edge takes from (BRPOP: exactly one edge takes each) and waits for the answer on its own channel.
+ * Replays of recorded exchanges. The web process never reaches targets itself: it puts a replay request in its hub's
+ * queue in Redis (shared/inspect/replayQueue.ts: exactly one edge takes each, hubs served round robin, at most
+ * HUB_INSPECT_REPLAYS at once per edge and HUB_INSPECT_REPLAYS_PER_HUB of one hub) and waits for the answer on its
+ * own channel.
  * The edge that takes it sends the recorded request through the very pools its proxy uses (edge/upstream.ts:
  * the share's hub's pool for its target, whose connector is the environment's agents or the direct connector under
  * the egress policy), so a replay goes exactly where, and only where, a live request would go. Its answer is
@@ -13,7 +15,9 @@
 import type { Redis } from 'ioredis';
 import type { Dispatcher } from 'undici';
 import { logger } from '../../shared/logger.js';
-import { getExchange, present, REDACTED, recordedExchange, redactLines, replayKeys, summaryOf, type ReplayReply, type ReplayRequest, type StoredSummary } from '../../shared/inspect/store.js';
+import { BoundError, getExchange, present, recordedExchange, summaryOf, type ReplayReply, type ReplayRequest, type StoredSummary } from '../../shared/inspect/store.js';
+import { REDACTED, redactLines } from '../../shared/inspect/redact.js';
+import { replayKeys, takeReplay, wakeReplays } from '../../shared/inspect/replayQueue.js';
 import { HOP_BY_HOP } from '../headers.js';
 import type { Meter } from '../meter.js';
 import { targetPath } from '../paths.js';
@@ -35,8 +39,10 @@ export interface ReplayOptions {
   meter: Meter;
   /** The hop mark live requests carry. */
   via: string;
-  /** Replays in progress on this edge at most (more wait in the list for this or another edge). */
-  concurrency?: number;
+  /** Replays in progress on this edge at most (more wait in their hubs' queues for this or another edge). */
+  concurrency: number;
+  /** Replays of one hub in progress on this edge at most: the other hubs' are taken meanwhile. */
+  perHub: number;
 }
 
 const NOT_SENT = new Set([...HOP_BY_HOP, 'content-length', 'via', 'expect']);
@@ -48,6 +54,8 @@ export class Replays {
   private stopping = false;
   private loop: Promise<void> | undefined;
   private running = 0;
+  /** Replays in progress on this edge, by hub. */
+  private readonly byHub = new Map<string, number>();
   private slot: (() => void) | undefined;
 
   constructor(private readonly options: ReplayOptions) {}
@@ -56,40 +64,63 @@ export class Replays {
     this.loop = this.run();
   }
 
+  /** The hubs this edge carries as many replays of as it may. */
+  private busyHubs(): string[] {
+    const out: string[] = [];
+    for (const [hubId, n] of this.byHub) if (n >= this.options.perHub) out.push(hubId);
+    return out;
+  }
+
+  /**
+   * Takes requests while a slot is free (the next hub's, round robin, skipping the hubs at their limit here), and
+   * waits for a hint (or a second) when there is none for it.
+   */
   private async run(): Promise<void> {
-    const { blocking, prefix } = this.options;
-    const list = replayKeys(prefix).requests;
-    const max = this.options.concurrency ?? 8;
+    const { blocking, redis, prefix } = this.options;
+    const wake = replayKeys(prefix).wake;
     while (!this.stopping) {
-      if (this.running >= max) await new Promise<void>((resolve) => (this.slot = resolve));
-      let item: [string, string] | null;
+      if (this.running >= this.options.concurrency) await new Promise<void>((resolve) => (this.slot = resolve));
+      if (this.stopping) break;
       try {
-        item = await blocking.brpop(list, 1);
+        const taken = await takeReplay(redis, prefix, this.busyHubs());
+        if (taken !== 'capped' && taken !== 'empty') {
+          this.begin(taken);
+          continue;
+        }
+        await blocking.brpop(wake, 1);
       } catch (err) {
         if (this.stopping) break;
         logger.warn({ err: (err as Error).message }, 'edge: replay requests cannot be read; retrying');
         await new Promise((resolve) => setTimeout(resolve, 1000));
-        continue;
       }
-      if (!item) continue;
-      let request: ReplayRequest;
-      try {
-        request = JSON.parse(item[1]) as ReplayRequest;
-      } catch {
-        continue;
-      }
-      if (Date.now() > request.deadline) continue; // nobody waits for it any more
-      this.running++;
-      void this.handle(request)
-        .then((reply) => this.options.redis.publish(request.replyTo, JSON.stringify(reply)))
-        .catch((err) => logger.warn({ err: (err as Error).message, zId: request.zId }, 'edge: replay answer not sent'))
-        .finally(() => {
-          this.running--;
-          const wake = this.slot;
-          this.slot = undefined;
-          wake?.();
-        });
     }
+  }
+
+  private begin(text: string): void {
+    let request: ReplayRequest;
+    try {
+      request = JSON.parse(text) as ReplayRequest;
+    } catch {
+      return;
+    }
+    if (Date.now() > request.deadline) return; // nobody waits for it any more
+    const hubId = request.hubId;
+    this.running++;
+    this.byHub.set(hubId, (this.byHub.get(hubId) ?? 0) + 1);
+    void this.handle(request)
+      .then((reply) => this.options.redis.publish(request.replyTo, JSON.stringify(reply)))
+      .catch((err) => logger.warn({ err: (err as Error).message, zId: request.zId }, 'edge: replay answer not sent'))
+      .finally(() => {
+        this.running--;
+        const n = this.byHub.get(hubId) ?? 1;
+        if (n <= 1) this.byHub.delete(hubId);
+        else this.byHub.set(hubId, n - 1);
+        // the hub was at its limit here: its next request may now be taken (by this edge or another)
+        if (n >= this.options.perHub && !this.stopping) void wakeReplays(this.options.redis, this.options.prefix).catch(() => undefined);
+        const wakeUp = this.slot;
+        this.slot = undefined;
+        wakeUp?.();
+      });
   }
 
   /** Sends the recorded request again and records the answer; the reply for the web process. */
@@ -149,10 +180,16 @@ export class Replays {
       edge: capture.edge,
       replayOf: recorded.id,
     };
-    const id = await capture.record(
-      route,
-      recordedExchange(summary, { lines: recorded.request.headers.flat(), body: recorded.request.body, bodyTruncated: false }, response.captured(redactLines(responseLines))),
-    );
+    let id: string;
+    try {
+      id = await capture.record(
+        route,
+        recordedExchange(summary, { lines: recorded.request.headers.flat(), body: recorded.request.body, bodyTruncated: false }, response.captured(redactLines(responseLines))),
+      );
+    } catch (err) {
+      if (err instanceof BoundError) return refuse(429, 'quota_exceeded', `the replay was sent (status ${status}) but not recorded: ${err.message}`);
+      throw err;
+    }
     return { replayId: request.replayId, ok: true, exchange: present(summaryOf(id, summary)) };
   }
 

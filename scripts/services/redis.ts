@@ -2,6 +2,7 @@
 import net from 'node:net';
 import { mkdirSync } from 'node:fs';
 import type { ChildProcess } from 'node:child_process';
+import { setting } from '../../shared/settings.js';
 import { ensureCommands, REDIS_SERVER, which } from './packages.js';
 import { freePort } from './ports.js';
 import { spawnServer, stopServer } from './servers.js';
@@ -18,6 +19,8 @@ export async function startRedis(dir: string | undefined, port?: number): Promis
   const bin = which('redis-server')!;
   port ??= await freePort();
   const args = ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--protected-mode', 'yes'];
+  // bounded, and never evicting: queue data must not go (inspection is bounded well under it: docs/operating.md)
+  args.push('--maxmemory', setting('HUB_REDIS_MAXMEMORY'), '--maxmemory-policy', 'noeviction');
   if (dir) {
     mkdirSync(dir, { recursive: true });
     args.push('--dir', dir, '--appendonly', 'yes', '--appendfsync', 'everysec');

@@ -4,10 +4,11 @@
  * (edge/inspect/replay.ts). Every read names the hub: a share of another hub is not found.
  */
 import { config } from '../config.js';
-import { badRequest, DomainError, notFound, unavailable } from '../errors.js';
+import { badRequest, DomainError, notFound, quotaExceeded, unavailable } from '../errors.js';
 import { inspectFeed } from '../inspect/feed.js';
 import { exchangesAfter, getExchange, inspectKeys, listExchanges, liveSummaries, parseExchangeId, type ExchangeDetail, type ExchangeSummary } from '../inspect/store.js';
 import { readyRedis } from '../redis.js';
+import { liveStreams, type StreamOwner } from './liveStreams.js';
 import { findShare } from './shares.js';
 
 const limits = () => config().inspect;
@@ -35,16 +36,35 @@ export async function replayRequest(hubId: string, zId: string, id: string): Pro
   const waitMs = config().edge.upstreamTimeoutMs + 10_000;
   const reply = await inspectFeed().replay({ hubId, zId, exchangeId: id }, waitMs);
   if (!reply) throw unavailable(`no edge carried out the replay within ${Math.round(waitMs / 1000)} s (is an edge running?)`);
-  if (!reply.ok) throw reply.status === 404 ? new DomainError('EH_NOT_FOUND', reply.message) : reply.status === 400 ? badRequest(reply.message) : unavailable(reply.message);
+  if (!reply.ok) {
+    if (reply.status === 404) throw new DomainError('EH_NOT_FOUND', reply.message);
+    if (reply.status === 400) throw badRequest(reply.message);
+    if (reply.status === 429) throw quotaExceeded(reply.message);
+    throw unavailable(reply.message);
+  }
   return reply.exchange;
 }
 
-/** Calls `send` with each new exchange of the share (id and summary) until the returned function is called. */
-export async function followRequests(hubId: string, zId: string, send: (summary: ExchangeSummary) => void): Promise<() => void> {
-  await findShare(hubId, zId);
-  return inspectFeed().listen(inspectKeys(config().queuePrefix, hubId, zId).live, (message) => {
-    for (const summary of liveSummaries(message)) send(summary);
-  });
+/**
+ * Admits a live stream of the share for `owner` (its bounds, its lifetime, its end when the key, hub or share goes:
+ * shared/commands/liveStreams.ts) and calls `send` with each new exchange until the returned function is called;
+ * `end` is called when the stream must end, and must call the returned function.
+ */
+export async function followRequests(owner: StreamOwner, send: (summary: ExchangeSummary) => void, end: () => void): Promise<() => void> {
+  await findShare(owner.hubId, owner.zId);
+  const release = await liveStreams().admit(owner, end);
+  try {
+    const unlisten = await inspectFeed().listen(inspectKeys(config().queuePrefix, owner.hubId, owner.zId).live, (message) => {
+      for (const summary of liveSummaries(message)) send(summary);
+    });
+    return () => {
+      unlisten();
+      release();
+    };
+  } catch (err) {
+    release();
+    throw err;
+  }
 }
 
 /** Summaries recorded after `lastId` (a reconnecting stream's Last-Event-ID), oldest first. */

@@ -11,6 +11,7 @@ import { Environment } from '../models/Environment.js';
 import { Frontend } from '../models/Frontend.js';
 import { Hub, type HubFeatures } from '../models/Hub.js';
 import { ipsecProvider } from '../providers/ipsec.js';
+import { forgetHubRecordings } from './recordings.js';
 import { sha256 } from '../secrets.js';
 import { findPage, type Page, type PageRequest } from '../paging.js';
 
@@ -54,7 +55,7 @@ export async function updateHub(id: string, input: Partial<HubInput>): Promise<H
  * API keys stop working at once (the auth caches hear of it, migration 0600), its shares stop answering at the edge
  * (routes, certificates and agents are notified), its executions go with it (their queued jobs find nothing to do).
  * The IPsec provider is told afterwards to release the hub's tunnels' records (the data plane already stops them:
- * it only runs tunnels whose rows remain).
+ * it only runs tunnels whose rows remain). Its shares' recorded exchanges are deleted once the rows are.
  */
 export async function deleteHub(id: string): Promise<void> {
   const tunnelIds = await withTransaction(async (transaction) => {
@@ -63,6 +64,7 @@ export async function deleteHub(id: string): Promise<void> {
     if (!deleted.length) throw notFound('hub', id);
     return tunnels.map((t) => t.id);
   });
+  await forgetHubRecordings(id);
   if (tunnelIds.length) await ipsecProvider().releaseTunnels(tunnelIds);
 }
 

@@ -5,6 +5,7 @@ import { badRequest, notFound, refusal } from '../errors.js';
 import { randomToken } from '../ids.js';
 import { enqueue } from '../jobs.js';
 import { enqueueShareCleanup } from './cleanup.js';
+import { forgetShareRecordings } from './recordings.js';
 import { AuthProvider } from '../models/AuthProvider.js';
 import { Environment } from '../models/Environment.js';
 import { Frontend } from '../models/Frontend.js';
@@ -238,13 +239,17 @@ export async function updateShare(hubId: string, zId: string, input: ShareUpdate
   return shareView(rows[0]);
 }
 
-/** Deleting the row unpublishes (the edge reads routes from it); the provider clean-up is a job of the same transaction. */
+/**
+ * Deleting the row unpublishes (the edge reads routes from it); the provider clean-up is a job of the same transaction;
+ * the share's recorded exchanges are deleted once the row is.
+ */
 export async function deleteShare(hubId: string, zId: string, deletedBy = 'api'): Promise<void> {
   const share = await findShare(hubId, zId);
   await withTransaction(async (transaction) => {
     await share.destroy({ transaction });
     await enqueueShareCleanup(hubId, zId, deletedBy, transaction);
   });
+  await forgetShareRecordings(hubId, zId);
 }
 
 /**

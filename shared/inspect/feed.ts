@@ -9,7 +9,8 @@ import { config } from '../config.js';
 import { unavailable } from '../errors.js';
 import { createRedis, readyRedis } from '../redis.js';
 import { settleWithin } from '../timeouts.js';
-import { replayKeys, type ReplayReply, type ReplayRequest } from './store.js';
+import { enqueueReplay, replayKeys, withdrawReplay } from './replayQueue.js';
+import type { ReplayReply, ReplayRequest } from './store.js';
 
 type Listener = (message: string) => void;
 
@@ -81,7 +82,10 @@ class InspectFeed {
     };
   }
 
-  /** Hands a replay to whichever edge takes it first; its answer, or undefined when none came within `timeoutMs`. */
+  /**
+   * Hands a replay to whichever edge takes it first (in its hub's queue: shared/inspect/replayQueue.ts); its answer, or
+   * undefined when none came within `timeoutMs`.
+   */
   async replay(request: Omit<ReplayRequest, 'replayId' | 'replyTo' | 'deadline'>, timeoutMs: number): Promise<ReplayReply | undefined> {
     await bounded(this.subscriber());
     const replayId = randomUUID();
@@ -99,11 +103,11 @@ class InspectFeed {
       });
     });
     const redis = await readyRedis();
-    const list = replayKeys(config().queuePrefix).requests;
-    await redis.lpush(list, text);
+    const prefix = config().queuePrefix;
+    await enqueueReplay(redis, prefix, full, text);
     const reply = await answer;
     // nobody took it in time: it must not run later
-    if (!reply) await redis.lrem(list, 1, text).catch(() => undefined);
+    if (!reply) await withdrawReplay(redis, prefix, full, text).catch(() => undefined);
     return reply;
   }
 

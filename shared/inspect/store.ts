@@ -14,6 +14,13 @@
  * Bounds: after each batch, the batches older than the newest `HUB_INSPECT_MAX` exchanges (by the counts) and those
  * older than the TTL are trimmed from all three streams; all three expire after the TTL without writes. Trimming
  * keeps whole batches, so a stream may hold up to a batch more than the limit: readers apply the exact count and age.
+ * Per hub and over all hubs, the bytes kept are bounded too (HUB_INSPECT_HUB_BYTES, HUB_INSPECT_TOTAL_BYTES), and
+ * so is the number of a hub's shares with recordings (HUB_INSPECT_HUB_SHARES). Each share of a hub may keep its part
+ * of the hub's bytes (HUB_INSPECT_HUB_BYTES / HUB_INSPECT_HUB_SHARES), so that a busy share never starves the hub's
+ * others: a share that records makes room by trimming its own oldest batches, never another share's, and a batch
+ * that still does not fit (alone larger than the room, or all hubs at HUB_INSPECT_TOTAL_BYTES) is refused (the edge
+ * drops and counts it). The script that checks and writes reads the hub's and every hub's accounting, keys of other
+ * hash slots: inspection, like the job queues (whose prefix has no hash tag), needs one Redis, not a cluster.
  */
 import type { Redis } from 'ioredis';
 
@@ -99,6 +106,10 @@ export const ENTRY_BYTES = 1024 * 1024;
 export interface InspectLimits {
   max: number;
   ttlMs: number;
+  /** Bytes one hub keeps over its shares, shares of a hub with recordings, bytes over all hubs (default: unbounded). */
+  hubBytes?: number;
+  hubShares?: number;
+  totalBytes?: number;
 }
 
 const tag = (hubId: string, zId: string) => `{${hubId}/${zId}}`;
@@ -111,32 +122,72 @@ export const inspectKeys = (prefix: string, hubId: string, zId: string) => ({
   live: `${prefix}:inspect:live:${hubId}/${zId}`,
 });
 
-/** The list edges take replay requests from, and the channel prefix of their answers. */
-export const replayKeys = (prefix: string) => ({ requests: `${prefix}:inspect:replays`, replies: `${prefix}:inspect:replies:` });
+/**
+ * The accounting of the bounds: per hub, a hash of its shares with recordings (`<zId>` -> `<bytes>:<last write ms>`),
+ * and one hash of every hub's bytes (`<hubId>` -> `<bytes>:<last write ms>`). An entry whose last write is older than
+ * the TTL is gone with the streams it counted (they expire a TTL after their last write) and is dropped when read.
+ */
+export const boundKeys = (prefix: string, hubId: string) => ({ hub: `${prefix}:inspect:hub:${hubId}`, hubs: `${prefix}:inspect:hubs` });
+
+/** What the record script answers instead of an entry id when a bound refuses the batch. */
+export type BoundRefusal = 'bound_shares' | 'bound_bytes';
+export const isBoundRefusal = (answer: unknown): answer is BoundRefusal => answer === 'bound_shares' || answer === 'bound_bytes';
 
 /**
- * KEYS: summaries, details, counts. ARGV: max exchanges, ttl ms, live channel, the batch's summaries (JSON array),
- * its details (JSON array), how many exchanges it holds. Adds the batch to the three streams under one entry id,
- * trims every batch older than the newest `max` exchanges or the TTL, renews the expiry, publishes the summaries to
- * the live channel, and returns the entry id.
+ * KEYS: summaries, details, counts, the hub's shares, every hub's bytes. ARGV: max exchanges, ttl ms, live channel,
+ * the batch's summaries (JSON array), its details (JSON array), how many exchanges it holds, its bytes, the share,
+ * the hub, the hub's bytes bound, the hub's shares bound, the bound over all hubs, the share's bytes bound (the hub's
+ * divided by its shares).
+ *
+ * Refuses the batch (`bound_shares`) when the share has no recordings and the hub already has as many shares with
+ * recordings as it may, or (`bound_bytes`) when the batch alone does not fit in the share's room: its part of the
+ * hub's bytes, within what the hub's other shares and the other hubs leave. Else adds it to the three streams under one entry id, then keeps, newest first, the
+ * batches within the newest `max` exchanges, the TTL and the room (trimming the older ones from all three streams),
+ * renews the expiry, writes the share's and the hub's bytes, publishes the summaries to the live channel, and returns
+ * the entry id.
  */
 const RECORD = `
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+local ttl = tonumber(ARGV[2])
+local function held(key, own)
+  local sum, count, mine = 0, 0, nil
+  local all = redis.call('HGETALL', key)
+  for i = 1, #all, 2 do
+    local b, at = string.match(all[i + 1], '^(%d+):(%d+)$')
+    if not b or tonumber(at) + ttl <= now then redis.call('HDEL', key, all[i])
+    elseif all[i] == own then mine = tonumber(b)
+    else sum = sum + tonumber(b) count = count + 1 end
+  end
+  return sum, count, mine
+end
+local others, shares, mine = held(KEYS[4], ARGV[8])
+if not mine and shares >= tonumber(ARGV[11]) then return 'bound_shares' end
+local elsewhere = held(KEYS[5], ARGV[9])
+local room = math.min(tonumber(ARGV[13]), tonumber(ARGV[10]) - others, tonumber(ARGV[12]) - elsewhere - others)
+if tonumber(ARGV[7]) > room then return 'bound_bytes' end
 local id = redis.call('XADD', KEYS[1], '*', 'b', ARGV[4])
 redis.call('XADD', KEYS[2], id, 'b', ARGV[5])
-redis.call('XADD', KEYS[3], id, 'n', ARGV[6])
+redis.call('XADD', KEYS[3], id, 'n', ARGV[6], 'b', ARGV[7])
 local max = tonumber(ARGV[1])
-local keep = nil
-local total = 0
+local cutoff = tonumber(string.match(id, '^(%d+)')) - ttl
+local keep, last, total, used = nil, nil, 0, 0
 for _, entry in ipairs(redis.call('XREVRANGE', KEYS[3], '+', '-', 'COUNT', max)) do
+  local size = tonumber(entry[2][4] or '0')
+  if tonumber(string.match(entry[1], '^(%d+)')) < cutoff or used + size > room then keep = last break end
+  used = used + size
   total = total + tonumber(entry[2][2])
+  last = entry[1]
   if total >= max then keep = entry[1] break end
 end
-local cutoff = tonumber(string.match(id, '^(%d+)')) - tonumber(ARGV[2])
 for i = 1, 3 do
   if keep then redis.call('XTRIM', KEYS[i], 'MINID', keep) end
-  if cutoff > 0 then redis.call('XTRIM', KEYS[i], 'MINID', cutoff) end
-  redis.call('PEXPIRE', KEYS[i], ARGV[2])
+  redis.call('PEXPIRE', KEYS[i], ttl)
 end
+redis.call('HSET', KEYS[4], ARGV[8], used .. ':' .. now)
+redis.call('PEXPIRE', KEYS[4], ttl)
+redis.call('HSET', KEYS[5], ARGV[9], (others + used) .. ':' .. now)
+redis.call('PEXPIRE', KEYS[5], ttl)
 redis.call('PUBLISH', ARGV[3], id .. ' ' .. ARGV[4])
 return id
 `;
@@ -145,7 +196,7 @@ type WithRecord = Redis & { inspectRecord(...args: (string | number)[]): Promise
 
 /** The connection with the record script defined (EVALSHA, loaded on first use). */
 export function withRecordScript(redis: Redis): WithRecord {
-  if (!(redis as unknown as Partial<WithRecord>).inspectRecord) redis.defineCommand('inspectRecord', { numberOfKeys: 3, lua: RECORD });
+  if (!(redis as unknown as Partial<WithRecord>).inspectRecord) redis.defineCommand('inspectRecord', { numberOfKeys: 5, lua: RECORD });
   return redis as WithRecord;
 }
 
@@ -155,18 +206,49 @@ export function withRecordScript(redis: Redis): WithRecord {
  */
 export function recordArgs(prefix: string, hubId: string, zId: string, limits: InspectLimits, batch: readonly RecordedExchange[]): (string | number)[] {
   const keys = inspectKeys(prefix, hubId, zId);
+  const bounds = boundKeys(prefix, hubId);
   const summaries: StoredSummary[] = new Array(batch.length);
   const details: StoredDetail[] = new Array(batch.length);
+  let bytes = 0;
   for (let i = 0; i < batch.length; i++) {
     summaries[i] = batch[i].summary;
     details[i] = batch[i].detail;
+    bytes += recordedBytes(batch[i]);
   }
-  return [keys.summaries, keys.details, keys.counts, limits.max, limits.ttlMs, keys.live, JSON.stringify(summaries), JSON.stringify(details), batch.length];
+  const unbounded = Number.MAX_SAFE_INTEGER;
+  return [
+    keys.summaries,
+    keys.details,
+    keys.counts,
+    bounds.hub,
+    bounds.hubs,
+    limits.max,
+    limits.ttlMs,
+    keys.live,
+    JSON.stringify(summaries),
+    JSON.stringify(details),
+    batch.length,
+    bytes,
+    zId,
+    hubId,
+    limits.hubBytes ?? unbounded,
+    limits.hubShares ?? unbounded,
+    limits.totalBytes ?? unbounded,
+    limits.hubBytes === undefined ? unbounded : Math.floor(limits.hubBytes / (limits.hubShares ?? 1)),
+  ];
 }
 
-/** Records one exchange now (a batch of its own); resolves to its id. */
+/** A batch a bound refused (the record script's answer): said to the caller as an error. */
+export class BoundError extends Error {
+  constructor(readonly reason: BoundRefusal) {
+    super(reason === 'bound_shares' ? 'the hub has as many shares with recorded exchanges as HUB_INSPECT_HUB_SHARES allows' : 'the recorded exchanges of the hub (HUB_INSPECT_HUB_BYTES) or of all hubs (HUB_INSPECT_TOTAL_BYTES) leave no room for it');
+  }
+}
+
+/** Records one exchange now (a batch of its own); resolves to its id, or rejects with a BoundError. */
 export async function recordExchange(redis: Redis, prefix: string, hubId: string, zId: string, limits: InspectLimits, exchange: RecordedExchange): Promise<string> {
   const entry = await withRecordScript(redis).inspectRecord(...recordArgs(prefix, hubId, zId, limits, [exchange]));
+  if (isBoundRefusal(entry)) throw new BoundError(entry);
   return exchangeId(entry, 0);
 }
 
@@ -303,39 +385,6 @@ export async function exchangesAfter(redis: Redis, prefix: string, hubId: string
     for (const s of entrySummaries(entry, fields).slice(from)) out.push(present(s));
   }
   return out.slice(0, max);
-}
-
-/** Header names whose values are never kept: credentials and the client certificate. */
-export const REDACTED_HEADERS = new Set([
-  'authorization',
-  'proxy-authorization',
-  'cookie',
-  'set-cookie',
-  'x-client-certificate-name',
-  'x-client-certificate-fingerprint',
-  'x-client-cert',
-  'x-ssl-client-cert',
-  'ssl-client-cert',
-  'x-forwarded-client-cert',
-]);
-export const REDACTED = '[redacted]';
-
-/** The lengths of those names: most header names are not lower-cased to be looked up. */
-const REDACTED_LENGTHS = new Set([...REDACTED_HEADERS].map((name) => name.length));
-
-/**
- * Flat header lines (name, value, name, value...) with credentials replaced: the same array when it holds none (it is
- * only read), else a copy (the caller's lines, which may still be sent, are never changed).
- */
-export function redactLines(lines: readonly string[]): readonly string[] {
-  let out: string[] | undefined;
-  for (let i = 0; i < lines.length; i += 2) {
-    const name = lines[i];
-    if (!REDACTED_LENGTHS.has(name.length) || !REDACTED_HEADERS.has(name.toLowerCase())) continue;
-    out ??= lines.slice();
-    out[i + 1] = REDACTED;
-  }
-  return out ?? lines;
 }
 
 /** A replay request an edge takes from the list, and its answer on `replyTo`. */

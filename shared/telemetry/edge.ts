@@ -39,7 +39,7 @@ export const inspectRecorded = new client.Counter({
 
 export const inspectDropped = new client.Counter({
   name: 'edgehub_edge_inspect_dropped_total',
-  help: 'Exchanges of inspected shares not recorded, by reason (queue_full, redis_unavailable, redis_error): the share never waits for its inspector',
+  help: 'Exchanges of inspected shares not recorded, by reason (queue_full, redis_unavailable, redis_error; bound_bytes, bound_shares: a bound of the hub or of all hubs left no room): the share never waits for its inspector',
   labelNames: ['reason'] as const,
   registers: [registry],
 });

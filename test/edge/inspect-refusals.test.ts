@@ -10,8 +10,9 @@ import { edgeRequest, publicFrontendCertificate, routedShare, useBackend, useTes
 import { h2Request, h2Session } from '../helpers/h2.js';
 import { type HubFixture, useStack, waitFor } from '../helpers/stack.js';
 
-// 127.0.0.2 is denied (a loopback address nothing listens on), so a share's target there is refused by the policy
-const stack = useStack(test, { env: { HUB_EGRESS_DENY: '127.0.0.2/32', HUB_EDGE_HUB_MAX_CONNECTIONS: '2', HUB_EDGE_FLUSH_MS: '600000' } });
+// 127.0.0.2 is denied (a loopback address nothing listens on), so a share's target there is refused by the policy;
+// the tests record on more of one hub's shares than HUB_INSPECT_HUB_SHARES allows by default
+const stack = useStack(test, { env: { HUB_EGRESS_DENY: '127.0.0.2/32', HUB_EDGE_HUB_MAX_CONNECTIONS: '2', HUB_EDGE_FLUSH_MS: '600000', HUB_INSPECT_HUB_SHARES: '20' } });
 /** Requests to /hold wait until release() is called. */
 let held: (() => void)[] = [];
 /** The headers of the requests the target received, by path. */
