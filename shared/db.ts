@@ -22,12 +22,28 @@ function createSequelize(): Sequelize {
     // a pool held by slow statements makes the others wait at most HUB_DB_ACQUIRE_TIMEOUT_MS: then 503 with Retry-After
     pool: { max: config().dbPoolMax, min: 0, idle: 10_000, acquire: config().security.acquireTimeoutMs },
     define: { underscored: true, freezeTableName: true },
+    hooks: { afterConnect: (connection: unknown) => refuseReadOnlyServer(connection as pg.Client) },
     dialectOptions: {
       application_name: applicationName(),
       // no statement holds a pooled connection for long (HUB_DB_STATEMENT_TIMEOUT_MS; 0 turns it off)
       ...(config().security.statementTimeoutMs > 0 ? { statement_timeout: config().security.statementTimeoutMs } : {}),
     },
   });
+}
+
+/**
+ * A new connection that landed on a server that cannot take writes is closed at once, and what asked for it fails
+ * with SQLSTATE 25006 (read_only_sql_transaction), which the API answers 503 with Retry-After: a standby in recovery
+ * behind an address that has not moved yet in a failover, an old primary that came back as a standby, a server set
+ * read-only. The pool never keeps such a connection, so once the address reaches a primary the next connection works.
+ * (A server enters recovery only through a restart, which ends every connection it had: checking at connect covers
+ * the connections that live on.)
+ */
+async function refuseReadOnlyServer(client: pg.Client): Promise<void> {
+  const { rows } = await client.query<{ recovery: boolean; readonly: string }>(`SELECT pg_is_in_recovery() AS recovery, current_setting('transaction_read_only') AS readonly`);
+  if (!rows[0].recovery && rows[0].readonly !== 'on') return;
+  client.end().catch(() => undefined);
+  throw Object.assign(new Error(`the database server takes no writes (${rows[0].recovery ? 'in recovery: a standby, or a failover under way' : 'read-only'})`), { code: '25006' });
 }
 
 /** Connects and initialises every model listed in shared/models/index.ts, then their associations. */

