@@ -181,6 +181,20 @@ const SETTINGS = {
   HUB_LOG_FILE_LEVEL: entry(z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('debug'), 'telemetry and logs', 'pino level of the lines written under `HUB_LOG_DIR`'),
   HUB_METRICS_PORT: entry(optionalInt(0, 65535), 'telemetry and logs', "a separate Prometheus listener per process (`GET /metrics`, no authentication: keep it private); the edge's forked processes take the following ports", 'off'),
   HUB_METRICS_HOST: entry(z.string().default('127.0.0.1'), 'telemetry and logs', 'the address of the `HUB_METRICS_PORT` listener'),
+  HUB_METRICS_PORTS: entry(
+    optionalString.pipe(
+      z
+        .string()
+        .regex(/^\d{1,5}-\d{1,5}$/, 'must be a port range FROM-TO')
+        .transform((v) => v.split('-').map(Number))
+        .refine(([from, to]) => from >= 1 && to <= 65535 && from <= to, 'must be a port range FROM-TO within 1-65535')
+        .transform(([from, to]) => ({ from, to }))
+        .optional(),
+    ),
+    'telemetry and logs',
+    "set by `npm start` for each of its children: the metrics ports of all of them (no share target may reach one); not for operators",
+    'none',
+  ),
 
   // edge login
   HUB_GOOGLE_ISSUER_URL: entry(httpUrl.default('https://accounts.google.com'), 'edge login', "GOOGLE auth providers' OIDC issuer (tests and air-gapped set-ups point it elsewhere)"),
