@@ -101,7 +101,7 @@ const SETTINGS = {
   ),
   HUB_EDGE_HEARTBEAT_MS: entry(int(100, 600_000, 5000), 'edge', "how often an edge renews its row among the live edges; it stops counting as live (its agents stop dialling it) three of these after its last renewal"),
   HUB_EDGE_FLUSH_MS: entry(int(10, 3_600_000, 5000), 'edge', 'how often the edge writes its byte counters as usage samples'),
-  HUB_EGRESS_DENY: entry(z.string().default('169.254.0.0/16,fe80::/10'), 'edge', 'comma-separated CIDRs that share targets and health-check targets may never reach, checked on the address actually connected to'),
+  HUB_EGRESS_DENY: entry(z.string().default('169.254.0.0/16,fe80::/10'), 'edge', "comma-separated CIDRs that share targets and health-check targets may never reach, checked on the address actually connected to (the service's own PostgreSQL, Redis, API, metrics and edge ports are denied besides; on a shared host add your private ranges: docs/security.md)"),
   HUB_EDGE_TLS_CERT_FILE: entry(optionalString, 'edge', 'PEM certificate the edge serves for standard frontends (re-read when it changes)', 'a wildcard certificate per frontend domain from the service\'s CA'),
   HUB_EDGE_TLS_KEY_FILE: entry(optionalString, 'edge', 'the private key of `HUB_EDGE_TLS_CERT_FILE`', 'none'),
   HUB_EDGE_UPSTREAM_TIMEOUT_MS: entry(int(10, 3_600_000, 60_000), 'edge', 'how long a target may take to connect and answer with its response head before the edge answers 504'),
