@@ -1,13 +1,13 @@
 /**
  * The service's own endpoints: where its dependencies (PostgreSQL, Redis) and its listeners (the API, the metrics
- * ports, the edge's HTTP, TLS and TCP share ports) are. No connection a tenant causes may reach one of them (the
- * egress policy, shared/egress.ts, asks `denies` for every address it connects to).
+ * ports, the edge's HTTP, TLS and TCP share ports, the validation zone's DNS server) are. No connection a tenant
+ * causes may reach one of them (the egress policy, shared/egress.ts, asks `denies` for every address it connects to).
  *
- * An endpoint is a port range on an address set. A listener of the service, and a dependency on a loopback, unspecified
- * or interface address of this host (or a name resolving to one), is denied on every address of this host: whatever
- * the spelling (127.1, 0x7f000001, ::ffff:127.0.0.1, 0.0.0.0, a name resolving to loopback), the address actually
- * connected to is one of them. A dependency on another host is denied at the addresses its name resolves to
- * (resolved at start and again every minute), at its port only.
+ * An endpoint is a port range on an address set. A listener of the service, and a dependency on a loopback,
+ * unspecified or interface address of this host (or a name resolving to one), is denied on every address of this
+ * host: whatever the spelling (127.1, 0x7f000001, ::ffff:127.0.0.1, 0.0.0.0, a name resolving to loopback), the
+ * address actually connected to is one of them. A dependency on another host is denied at the addresses its name
+ * resolves to (resolved at start and again every minute), at its port only.
  */
 import dns from 'node:dns';
 import net from 'node:net';
@@ -51,6 +51,8 @@ export function ownEndpointsOf(cfg: Config): OwnEndpoint[] {
     dependency('PostgreSQL', cfg.databaseUrl, 5432),
     dependency('Redis', cfg.redisUrl, 6379),
     { what: 'API', from: cfg.port, to: cfg.port },
+    // the DNS server of the validation zone (DNS over TCP)
+    dependency('validation DNS', cfg.validationDnsListen && `dns://${cfg.validationDnsListen}`, 53),
   ];
   const edge = cfg.edge;
   if (edge.httpPort) list.push({ what: 'edge', from: edge.httpPort, to: edge.httpPort });
