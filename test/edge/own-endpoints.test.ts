@@ -3,7 +3,8 @@
  * and its TCP share ports, found as an attacker would (the ports the running stack uses), in every spelling of this
  * host (127.1, 0x7f000001, ::ffff:127.0.0.1, [::1], 0.0.0.0, localhost, an interface address). A TCP share and a
  * health check aimed there are refused at create (403); one made before the check (its target written directly)
- * has its connections closed with nothing relayed, and its runs and replays are refused; HTTP shares answer 403.
+ * has its connections closed with nothing relayed, and its runs and replays are refused; HTTP shares answer 403;
+ * an identity provider's discovery there is refused.
  * Health checks that get no answer say "unreachable", whatever the socket said. Loopback targets on other ports
  * still work.
  */
@@ -141,6 +142,16 @@ test.serial('HTTP shares aimed at the service are 403 at the edge (never reachin
   const replay = await hub.call('POST', `${hub.h}/shares/${zId}/requests/${original.id}/replay`);
   t.is(replay.status, 201, replay.text);
   t.is(replay.json.status, 403, 'the replay was refused by the egress policy');
+});
+
+test.serial("login: an identity provider's discovery aimed at the service's API is refused before connecting", async (t) => {
+  const provider = await hub.call('POST', `${hub.h}/auth-providers`, {
+    body: { name: 'own-idp', type: 'OIDC', config: { clientId: 'c', clientSecret: 's', issuerUrl: `http://localhost:${process.env.PORT}` }, emailPatterns: ['*@example.com'] },
+  });
+  t.is(provider.status, 201, provider.text);
+  const { host } = await routedShare(edge, hub, { target: backend.url, authProviderId: provider.json.id });
+  const r = await edgeRequest(edge.httpPort!, host, { headers: { accept: 'text/html' } });
+  assertRefused(t, r, 502, 'bad_gateway', 'EH_IDP_UNREACHABLE', 'EGRESS_DENIED');
 });
 
 test.serial("health checks aimed at the service: 403 at create, update and test; a stored one's run is ERROR and never connects", async (t) => {
