@@ -3,7 +3,7 @@
  * (login discovery, token, userinfo, JWKS), health checks and ACME. Every connection is made by an undici connector
  * that checks the address and port it actually connects to against the egress policy (shared/egress.ts: HUB_EGRESS_DENY
  * and the service's own endpoints): IP literals before connecting, names through the policy's lookup for that port
- * (so DNS rebinding cannot slip by), and the socket's remote address once more when connected, before a byte is
+ * (so DNS rebinding cannot slip by), and the socket's remote address once more when connected, before a request is
  * sent. Where a caller names its own listening ports (the edge), a connection to one of this host's addresses at one
  * of those ports is refused the same way.
  */
@@ -26,7 +26,7 @@ const bare = (host: string) => (host.startsWith('[') && host.endsWith(']') ? hos
 export function egressConnector(policy: EgressPolicy, options: ConnectorOptions): buildConnector.connector {
   // one undici connector per target port, each resolving names through the policy's lookup for that port
   const connectors = new Map<number, buildConnector.connector>();
-  const connectorFor = (port: number) => {
+  const byPort = (port: number) => {
     let connect = connectors.get(port);
     if (!connect) {
       connect = buildConnector({
@@ -51,7 +51,7 @@ export function egressConnector(policy: EgressPolicy, options: ConnectorOptions)
         const rule = refusal(host, port);
         if (rule) return callback(new EgressDeniedError(host, host, rule), null);
       }
-      connectorFor(port)(opts, (err, socket) => {
+      byPort(port)(opts, (err, socket) => {
         if (err || !socket) return callback(err ?? new Error('no connection'), null);
         const remote = (socket as Socket).remoteAddress;
         const rule = remote ? refusal(remote, port) : 'no remote address';
