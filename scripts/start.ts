@@ -7,8 +7,9 @@
  * The children run from the repository compiled at each start into $HUB_DATA_DIR/build (scripts/build.ts: about a
  * second, and no TypeScript loader in any child).
  */
+import { randomBytes } from 'node:crypto';
 import path from 'node:path';
-import { config, ConfigError, resetConfig } from '../shared/config.js';
+import { config, ConfigError, resetConfig, storedSecret } from '../shared/config.js';
 import { closeDb, initDb } from '../shared/db.js';
 import { migrate } from '../shared/migrate.js';
 import { portTaken, startPostgres, startRedis, type LocalPostgres, type LocalRedis } from './services/index.js';
@@ -109,13 +110,17 @@ for (const signal of ['SIGINT', 'SIGTERM', 'SIGHUP'] as const) {
 try {
   const env: NodeJS.ProcessEnv = { ...process.env, HUB_DATA_DIR: cfg.dataDir, HUB_ADMIN_TOKEN: cfg.adminToken };
   const keeping = { stopping: () => stopping, log: (line: string) => console.error(line) };
+  // the embedded stores' passwords: generated on the first start, kept in the data dir (0600) like the secret key
+  const generated = () => randomBytes(24).toString('base64url');
   if (!cfg.databaseUrl) {
     const dir = path.join(cfg.dataDir, 'postgres');
-    pg = await startPostgres(dir, { persistent: true, database: 'edgehub' });
+    const password = storedSecret(cfg.dataDir, 'postgres-password', generated);
+    // a cluster of an earlier version (the fixed password) is given the stored one
+    pg = await startPostgres(dir, { persistent: true, database: 'edgehub', password });
     env.DATABASE_URL = pg.url('edgehub');
     console.error(`edgehub: PostgreSQL started (pid ${pg.pid}, port ${pg.port}): DATABASE_URL=${masked(env.DATABASE_URL)}`);
     const port = pg.port;
-    keepUp('PostgreSQL', pg, () => startPostgres(dir, { persistent: true, database: 'edgehub', port }), { ...keeping, started: (next) => (pg = next) });
+    keepUp('PostgreSQL', pg, () => startPostgres(dir, { persistent: true, database: 'edgehub', port, password }), { ...keeping, started: (next) => (pg = next) });
   }
   if (cfg.redisSentinel) {
     // Redis through Sentinel: no redis-server of our own; at least one sentinel must answer and name the master
@@ -126,11 +131,12 @@ try {
     }
   } else if (!cfg.redisUrl) {
     const dir = path.join(cfg.dataDir, 'redis');
-    rd = await startRedis(dir);
+    const password = storedSecret(cfg.dataDir, 'redis-password', generated);
+    rd = await startRedis(dir, undefined, password);
     env.REDIS_URL = rd.url;
     console.error(`edgehub: redis-server started (pid ${rd.process.pid}, port ${rd.port}): REDIS_URL=${masked(rd.url)}`);
     const port = rd.port;
-    keepUp('redis-server', rd, () => startRedis(dir, port), { ...keeping, started: (next) => (rd = next) });
+    keepUp('redis-server', rd, () => startRedis(dir, port, password), { ...keeping, started: (next) => (rd = next) });
   }
   Object.assign(process.env, env);
   resetConfig();

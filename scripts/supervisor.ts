@@ -87,6 +87,8 @@ export class Supervisor {
         this.slots.push({ spec, label: n > 1 ? `${spec.name}.${i}` : spec.name, env: childEnv, startedAt: 0, crashes: 0, restarts: 0 });
       }
     }
+    // and each child knows them all: none may be a share's target (shared/ownEndpoints.ts)
+    if (metricsBase) for (const slot of this.slots) slot.env.HUB_METRICS_PORTS = `${metricsBase}-${metricsBase + this.slots.length - 1}`;
     cluster.schedulingPolicy = cluster.SCHED_NONE;
   }
 

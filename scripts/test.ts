@@ -7,6 +7,7 @@
  * as its compiled `.test.js`).
  */
 import { spawn } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
 import { chmodSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -35,7 +36,8 @@ ensureCommands([
 ]);
 
 const started = Date.now();
-const pg = await startPostgres(path.join(work, 'postgres'), { persistent: false, database: TEMPLATE });
+// a password of the run's own, as npm start's (no test may rely on a fixed one)
+const pg = await startPostgres(path.join(work, 'postgres'), { persistent: false, database: TEMPLATE, password: randomBytes(18).toString('base64url') });
 const redis = await startRedis(undefined);
 let code = 1;
 try {

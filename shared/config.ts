@@ -68,6 +68,8 @@ export interface Config {
   healthCheckReconcileCron: string;
   /** A separate Prometheus listener of this process (undefined: off). */
   metricsListener?: { port: number; host: string };
+  /** HUB_METRICS_PORTS: the metrics ports of every process npm start runs (each is told all of them). */
+  metricsPorts?: { from: number; to: number };
   /** npm start: web processes, and its restart back-off of dead children. */
   webConcurrency: number;
   /** Node flags of the processes npm start runs (HUB_GC_THREADS). */
@@ -170,11 +172,6 @@ function decodeSecretKey(raw: string): Buffer {
   return key;
 }
 
-/**
- * Reads a generated secret from the data dir, creating it once. The value is written whole to a temporary file and
- * then hard-linked to its name, which fails if the name exists: the file appears complete or not at all, so a process
- * starting at the same instant never reads it half-written, and all agree on the first one linked.
- */
 function writeExclusive(file: string, content: string): void {
   try {
     writeFileSync(file, content, { flag: 'wx', mode: 0o600 });
@@ -183,7 +180,12 @@ function writeExclusive(file: string, content: string): void {
   }
 }
 
-function storedSecret(dataDir: string, file: string, generate: () => string): string {
+/**
+ * Reads a generated secret from the data dir (mode 0600), creating it once. The value is written whole to a temporary
+ * file and then hard-linked to its name, which fails if the name exists: the file appears complete or not at all, so
+ * a process starting at the same instant never reads it half-written, and all agree on the first one linked.
+ */
+export function storedSecret(dataDir: string, file: string, generate: () => string): string {
   const full = path.join(dataDir, file);
   try {
     return readFileSync(full, 'utf8').trim();
@@ -312,6 +314,7 @@ export function loadConfig(env?: NodeJS.ProcessEnv): Config {
     certificateRenewalCron: e.HUB_CERTIFICATE_RENEWAL_CRON,
     healthCheckReconcileCron: e.HUB_HEALTH_CHECK_RECONCILE_CRON,
     metricsListener: e.HUB_METRICS_PORT === undefined ? undefined : { port: e.HUB_METRICS_PORT, host: e.HUB_METRICS_HOST },
+    metricsPorts: e.HUB_METRICS_PORTS,
     webConcurrency: e.WEB_CONCURRENCY,
     nodeFlags: gcFlags(e.HUB_GC_THREADS),
     restartBackoff: { minMs: e.HUB_RESTART_BACKOFF_MS, maxMs: e.HUB_RESTART_BACKOFF_MAX_MS },

@@ -1,8 +1,10 @@
 import dns, { type LookupAddress } from 'node:dns';
 import net from 'node:net';
-import os from 'node:os';
 import ipaddr from 'ipaddr.js';
-import { config } from './config.js';
+import { type Config, config } from './config.js';
+import { isOwnAddress, OwnEndpoints, ownEndpointsOf } from './ownEndpoints.js';
+
+export { isOwnAddress };
 
 type Range = [ipaddr.IPv4 | ipaddr.IPv6, number];
 
@@ -19,18 +21,36 @@ export class EgressDeniedError extends Error {
 }
 
 type LookupCallback = (err: NodeJS.ErrnoException | null, address: string | LookupAddress[], family?: number) => void;
+/** node:net's `lookup` option. */
+export type LookupFn = (hostname: string, options: dns.LookupOptions | number | LookupCallback, callback?: LookupCallback) => void;
 
 /**
- * HUB_EGRESS_DENY: CIDRs that share targets and health-check targets may never reach. The check is made on the
- * address actually connected to: `lookup` resolves, checks every address, and hands the connection only addresses
- * that passed, so a name that resolves differently between a check and the connect (DNS rebinding) cannot slip by.
- * IP literals skip lookup in node:net, so callers check them with `checkHost` first.
+ * What share targets, health-check targets and every other connection a tenant causes may never reach: the CIDRs of
+ * HUB_EGRESS_DENY, and the service's own endpoints (its PostgreSQL, Redis, API, metrics and edge ports; an address
+ * and a port, shared/ownEndpoints.ts). The check is made on the address actually connected to: `lookupFor(port)`
+ * resolves, checks every address, and hands the connection only addresses that passed, so a name that resolves
+ * differently between a check and the connect (DNS rebinding) cannot slip by. IP literals skip lookup in node:net,
+ * so callers check them with `checkTarget` first.
  */
 export class EgressPolicy {
   private readonly ranges: { range: Range; text: string }[];
+  private readonly lookups = new Map<number, LookupFn>();
 
-  constructor(cidrs: string[]) {
+  constructor(
+    cidrs: string[],
+    private readonly endpoints?: OwnEndpoints,
+  ) {
     this.ranges = cidrs.map((text) => ({ range: ipaddr.parseCIDR(text) as Range, text }));
+  }
+
+  /** Settles once the policy knows the addresses of the service's own endpoints (names resolved once). */
+  ready(): Promise<void> {
+    return this.endpoints?.ready ?? Promise.resolve();
+  }
+
+  /** The rule that denies connecting to `address` (an IP) at `port`: a CIDR, or one of the service's own endpoints. */
+  deniesAt(address: string, port: number): string | undefined {
+    return this.denies(address) ?? this.endpoints?.denies(address, port);
   }
 
   /**
@@ -58,64 +78,82 @@ export class EgressPolicy {
     return undefined;
   }
 
-  /** Throws EgressDeniedError when `host` is an IP literal that the policy denies; names pass (lookup checks them). */
-  checkHost(host: string): void {
-    const bare = host.startsWith('[') && host.endsWith(']') ? host.slice(1, -1) : host;
-    if (!net.isIP(bare)) return;
-    const rule = this.denies(bare);
-    if (rule) throw new EgressDeniedError(host, bare, rule);
+  /** Throws EgressDeniedError when `host` is an IP literal that the policy denies at `port`; names pass (lookup checks them). */
+  checkTarget(host: string, port: number): void {
+    const address = bare(host);
+    if (!net.isIP(address)) return;
+    const rule = this.deniesAt(address, port);
+    if (rule) throw new EgressDeniedError(host, address, rule);
   }
 
-  /** A dns.lookup replacement for http.request / net.connect (`lookup` option). */
-  readonly lookup = (hostname: string, options: dns.LookupOptions | number | LookupCallback, callback?: LookupCallback): void => {
-    const cb = (typeof options === 'function' ? options : callback) as LookupCallback;
-    const opts: dns.LookupOptions = typeof options === 'object' ? options : typeof options === 'number' ? { family: options } : {};
-    dns.lookup(hostname, { ...opts, all: true }, (err, addresses) => {
-      if (err) return cb(err, opts.all ? [] : '', undefined);
-      const allowed = addresses.filter((a) => !this.denies(a.address));
-      if (allowed.length === 0) {
-        const first = addresses[0];
-        const denied = new EgressDeniedError(hostname, first?.address ?? '?', first ? this.denies(first.address)! : 'no address');
-        return cb(denied as unknown as NodeJS.ErrnoException, opts.all ? [] : '', undefined);
-      }
-      if (opts.all) cb(null, allowed);
-      else cb(null, allowed[0].address, allowed[0].family);
-    });
-  };
-}
-
-/**
- * Whether `address` is one of this host's own: loopback, unspecified (0.0.0.0/8, `::`, which connect to the host
- * itself) or an address of one of its interfaces. Used to keep the edge from proxying to its own listeners.
- */
-export function isOwnAddress(address: string): boolean {
-  let parsed: ipaddr.IPv4 | ipaddr.IPv6;
-  try {
-    parsed = ipaddr.process(address);
-  } catch {
-    return false;
-  }
-  const range = parsed.range();
-  if (range === 'loopback' || range === 'unspecified') return true;
-  const text = parsed.toString();
-  for (const list of Object.values(os.networkInterfaces())) {
-    for (const info of list ?? []) {
+  /**
+   * Why a target given to the API (a TCP share's, a health check's) is one of the service's own endpoints, or
+   * undefined: an IP literal as it is, a name by what it resolves to now (a name that does not resolve passes;
+   * the connection is checked again whenever it is made).
+   */
+  async ownEndpointRefusal(host: string, port: number): Promise<EgressDeniedError | undefined> {
+    if (!this.endpoints) return undefined;
+    await this.ready();
+    const address = bare(host);
+    let addresses: string[];
+    if (net.isIP(address)) addresses = [address];
+    else {
       try {
-        if (ipaddr.process(info.address).toString() === text) return true;
+        addresses = (await dns.promises.lookup(address, { all: true })).map((a) => a.address);
       } catch {
-        // an interface address ipaddr cannot read (scoped IPv6): not ours to compare
+        return undefined;
       }
     }
+    for (const a of addresses) {
+      const rule = this.endpoints.denies(a, port);
+      if (rule) return new EgressDeniedError(host, a, rule);
+    }
+    return undefined;
   }
-  return false;
+
+  /** A dns.lookup replacement for http.request / net.connect (`lookup` option) of a connection to `port`. */
+  lookupFor(port: number): LookupFn {
+    let lookup = this.lookups.get(port);
+    if (!lookup) {
+      lookup = (hostname, options, callback) => this.lookup(hostname, options, callback, port);
+      this.lookups.set(port, lookup);
+    }
+    return lookup;
+  }
+
+  private lookup(hostname: string, options: dns.LookupOptions | number | LookupCallback, callback: LookupCallback | undefined, port: number): void {
+    const cb = (typeof options === 'function' ? options : callback) as LookupCallback;
+    const opts: dns.LookupOptions = typeof options === 'object' ? options : typeof options === 'number' ? { family: options } : {};
+    void this.ready().then(() =>
+      dns.lookup(hostname, { ...opts, all: true }, (err, addresses) => {
+        if (err) return cb(err, opts.all ? [] : '', undefined);
+        const allowed = addresses.filter((a) => !this.deniesAt(a.address, port));
+        if (allowed.length === 0) {
+          const first = addresses[0];
+          const denied = new EgressDeniedError(hostname, first?.address ?? '?', first ? this.deniesAt(first.address, port)! : 'no address');
+          return cb(denied as unknown as NodeJS.ErrnoException, opts.all ? [] : '', undefined);
+        }
+        if (opts.all) cb(null, allowed);
+        else cb(null, allowed[0].address, allowed[0].family);
+      }),
+    );
+  }
+
+  close(): void {
+    this.endpoints?.close();
+  }
 }
 
-let current: { key: string; policy: EgressPolicy } | undefined;
+const bare = (host: string) => (host.startsWith('[') && host.endsWith(']') ? host.slice(1, -1) : host);
 
-/** The policy of the current configuration. */
+let current: { cfg: Config; policy: EgressPolicy } | undefined;
+
+/** The policy of the current configuration: HUB_EGRESS_DENY and the service's own endpoints. */
 export function egressPolicy(): EgressPolicy {
-  const cidrs = config().edge.egressDeny;
-  const key = cidrs.join(',');
-  if (current?.key !== key) current = { key, policy: new EgressPolicy(cidrs) };
+  const cfg = config();
+  if (current?.cfg !== cfg) {
+    current?.policy.close();
+    current = { cfg, policy: new EgressPolicy(cfg.edge.egressDeny, new OwnEndpoints(ownEndpointsOf(cfg))) };
+  }
   return current.policy;
 }

@@ -1,12 +1,13 @@
 /**
  * The one way out for HTTP the service makes on behalf of tenants: share targets (the edge), identity providers
  * (login discovery, token, userinfo, JWKS), health checks and ACME. Every connection is made by an undici connector
- * that checks the address it actually connects to against the egress policy (shared/egress.ts): IP literals before
- * connecting, names through the policy's lookup (so DNS rebinding cannot slip by), and, where a caller names its own
- * listening ports (the edge), a connection that landed on one of this host's addresses at one of those ports is
- * dropped before a byte is sent.
+ * that checks the address and port it actually connects to against the egress policy (shared/egress.ts: HUB_EGRESS_DENY
+ * and the service's own endpoints): IP literals before connecting, names through the policy's lookup for that port
+ * (so DNS rebinding cannot slip by), and the socket's remote address once more when connected, before a request is
+ * sent. Where a caller names its own listening ports (the edge), a connection to one of this host's addresses at one
+ * of those ports is refused the same way.
  */
-import type { Socket } from 'node:net';
+import { isIP, type Socket } from 'node:net';
 import { Agent, buildConnector, fetch as undiciFetch, type Dispatcher } from 'undici';
 import { EgressDeniedError, egressPolicy, isOwnAddress, type EgressPolicy } from './egress.js';
 
@@ -23,33 +24,46 @@ const bare = (host: string) => (host.startsWith('[') && host.endsWith(']') ? hos
 
 /** An undici connector (Client/Pool/Agent `connect` option) that enforces the egress policy. */
 export function egressConnector(policy: EgressPolicy, options: ConnectorOptions): buildConnector.connector {
-  const connect = buildConnector({
-    timeout: options.timeoutMs,
-    lookup: policy.lookup as never,
-    keepAlive: true,
-    keepAliveInitialDelay: 60_000,
-    noDelay: true,
-    ...(options.allowHalfOpen ? { allowHalfOpen: true } : {}),
-  } as buildConnector.BuildOptions);
+  // one undici connector per target port, each resolving names through the policy's lookup for that port
+  const connectors = new Map<number, buildConnector.connector>();
+  const byPort = (port: number) => {
+    let connect = connectors.get(port);
+    if (!connect) {
+      connect = buildConnector({
+        timeout: options.timeoutMs,
+        lookup: policy.lookupFor(port) as never,
+        keepAlive: true,
+        keepAliveInitialDelay: 60_000,
+        noDelay: true,
+        ...(options.allowHalfOpen ? { allowHalfOpen: true } : {}),
+      } as buildConnector.BuildOptions);
+      connectors.set(port, connect);
+    }
+    return connect;
+  };
+  /** Why connecting to `address` at `port` is refused, or undefined. */
+  const refusal = (address: string, port: number) => policy.deniesAt(address, port) ?? (options.ownPorts?.().has(port) && isOwnAddress(address) ? "the edge's own listener" : undefined);
   return (opts, callback) => {
     const host = bare(opts.hostname);
     const port = Number(opts.port) || (opts.protocol === 'https:' ? 443 : 80);
-    const ownPorts = options.ownPorts?.();
-    try {
-      policy.checkHost(host);
-      if (ownPorts?.has(port) && isOwnAddress(host)) throw new EgressDeniedError(host, host, "the edge's own listener");
-    } catch (err) {
-      return callback(err as Error, null);
-    }
-    return connect(opts, (err, socket) => {
-      if (err || !socket) return callback(err ?? new Error('no connection'), null);
-      const remote = (socket as Socket).remoteAddress;
-      if (ownPorts?.has(port) && remote && isOwnAddress(remote)) {
-        socket.destroy();
-        return callback(new EgressDeniedError(opts.hostname, remote, "the edge's own listener"), null);
+    const connect = () => {
+      if (isIP(host)) {
+        const rule = refusal(host, port);
+        if (rule) return callback(new EgressDeniedError(host, host, rule), null);
       }
-      callback(null, socket);
-    });
+      byPort(port)(opts, (err, socket) => {
+        if (err || !socket) return callback(err ?? new Error('no connection'), null);
+        const remote = (socket as Socket).remoteAddress;
+        const rule = remote ? refusal(remote, port) : 'no remote address';
+        if (rule) {
+          socket.destroy();
+          return callback(new EgressDeniedError(opts.hostname, remote ?? '?', rule), null);
+        }
+        callback(null, socket);
+      });
+    };
+    // the first connections of a process wait for the names of the service's own endpoints to be resolved once
+    policy.ready().then(connect, connect);
   };
 }
 

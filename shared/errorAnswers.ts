@@ -74,6 +74,7 @@ export const ANSWERS: Record<ErrorCode, ErrorAnswer> = {
   EH_ADDRESS_IN_USE: conflict,
   EH_PORT_IN_USE: conflict,
   EH_TCP_PORTS_EXHAUSTED: conflict,
+  EH_TARGET_DENIED: forbidden,
   EH_CHECK_INTERVAL_TOO_SHORT: invalid,
   EH_QUOTA_SCHEDULED_CHECKS: { status: 429, error: 'quota_exceeded' },
   EH_LIST_TOO_DEEP: invalid,

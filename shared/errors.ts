@@ -61,6 +61,7 @@ export const API_ERROR_CODES = {
   EH_ADDRESS_IN_USE: 'the nlbPrivateIp is already used by another IPsec tunnel',
   EH_PORT_IN_USE: 'the ingressPort is already used on the IPsec tunnel by another IPsec share',
   EH_TCP_PORTS_EXHAUSTED: "every port of the edge's TCP port range (HUB_EDGE_TCP_PORTS) is held by a TCP share",
+  EH_TARGET_DENIED: "the target (a TCP share's, a health check's) is one of the service's own endpoints: its database, its Redis, its API or metrics port, the edge's ports",
   EH_CHECK_INTERVAL_TOO_SHORT: "the health check's intervalSeconds is below the hub's minimum (the message names it)",
   EH_QUOTA_SCHEDULED_CHECKS: 'the hub has as many scheduled health checks as its quota allows',
   EH_LIST_TOO_DEEP: 'the page starts deeper in the list than lists are read (HUB_MAX_LIST_OFFSET)',

@@ -114,7 +114,7 @@ const SETTINGS = {
   ),
   HUB_EDGE_HEARTBEAT_MS: entry(int(100, 600_000, 5000), 'edge', "how often an edge renews its row among the live edges; it stops counting as live (its agents stop dialling it) three of these after its last renewal"),
   HUB_EDGE_FLUSH_MS: entry(int(10, 3_600_000, 5000), 'edge', 'how often the edge writes its byte counters as usage samples'),
-  HUB_EGRESS_DENY: entry(z.string().default('169.254.0.0/16,fe80::/10'), 'edge', 'comma-separated CIDRs that share targets and health-check targets may never reach, checked on the address actually connected to'),
+  HUB_EGRESS_DENY: entry(z.string().default('169.254.0.0/16,fe80::/10'), 'edge', "comma-separated CIDRs that share targets and health-check targets may never reach, checked on the address actually connected to (the service's own PostgreSQL, Redis, API, metrics and edge ports are denied besides; on a shared host add your private ranges: docs/security.md)"),
   HUB_EDGE_TLS_CERT_FILE: entry(optionalString, 'edge', 'PEM certificate the edge serves for standard frontends (re-read when it changes)', 'a wildcard certificate per frontend domain from the service\'s CA'),
   HUB_EDGE_TLS_KEY_FILE: entry(optionalString, 'edge', 'the private key of `HUB_EDGE_TLS_CERT_FILE`', 'none'),
   HUB_EDGE_UPSTREAM_TIMEOUT_MS: entry(int(10, 3_600_000, 60_000), 'edge', 'how long a target may take to connect and answer with its response head before the edge answers 504'),
@@ -215,6 +215,20 @@ const SETTINGS = {
   HUB_LOG_FILE_LEVEL: entry(z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('debug'), 'telemetry and logs', 'pino level of the lines written under `HUB_LOG_DIR`'),
   HUB_METRICS_PORT: entry(optionalInt(0, 65535), 'telemetry and logs', "a separate Prometheus listener per process (`GET /metrics`, no authentication: keep it private); the edge's forked processes take the following ports", 'off'),
   HUB_METRICS_HOST: entry(z.string().default('127.0.0.1'), 'telemetry and logs', 'the address of the `HUB_METRICS_PORT` listener'),
+  HUB_METRICS_PORTS: entry(
+    optionalString.pipe(
+      z
+        .string()
+        .regex(/^\d{1,5}-\d{1,5}$/, 'must be a port range FROM-TO')
+        .transform((v) => v.split('-').map(Number))
+        .refine(([from, to]) => from >= 1 && to <= 65535 && from <= to, 'must be a port range FROM-TO within 1-65535')
+        .transform(([from, to]) => ({ from, to }))
+        .optional(),
+    ),
+    'telemetry and logs',
+    "set by `npm start` for each of its children: the metrics ports of all of them (no share target may reach one); not for operators",
+    'none',
+  ),
 
   // edge login
   HUB_GOOGLE_ISSUER_URL: entry(httpUrl.default('https://accounts.google.com'), 'edge login', "GOOGLE auth providers' OIDC issuer (tests and air-gapped set-ups point it elsewhere)"),

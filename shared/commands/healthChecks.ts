@@ -4,6 +4,7 @@ import { Op } from 'sequelize';
 import { withTransaction } from '../db.js';
 import { badRequest, notFound, refusal } from '../errors.js';
 import { Hub } from '../models/Hub.js';
+import { egressPolicy } from '../egress.js';
 import { newId } from '../ids.js';
 import { logger } from '../logger.js';
 import { Execution } from '../models/Execution.js';
@@ -65,8 +66,17 @@ export async function findHealthCheck(hubId: string, id: string): Promise<Health
   return check;
 }
 
+/** 403 for a target that is one of the service's own endpoints (its address, or what its name resolves to now). */
+async function refuseOwnEndpoint(target: string | null | undefined): Promise<void> {
+  if (!target) return;
+  const url = new URL(target);
+  const denied = await egressPolicy().ownEndpointRefusal(url.hostname, Number(url.port) || (url.protocol === 'https:' ? 443 : 80));
+  if (denied) throw refusal('EH_TARGET_DENIED', `value for property '$.target': ${denied.message}`);
+}
+
 export async function createHealthCheck(hubId: string, fields: HealthCheckFields, createdBy: string): Promise<HealthCheck> {
   scheduleRules(fields);
+  await refuseOwnEndpoint(fields.target);
   const check = await withTransaction(async (transaction) => {
     if (isScheduled(fields)) await scheduledQuota(hubId, null, transaction);
     return HealthCheck.create({ id: newId(), hubId, ...fields, createdBy }, { transaction });
@@ -77,6 +87,7 @@ export async function createHealthCheck(hubId: string, fields: HealthCheckFields
 
 /** PATCH and PUT: the given fields replace the stored ones; the schedule follows enabled and intervalSeconds. */
 export async function updateHealthCheck(hubId: string, id: string, changes: Partial<HealthCheckFields>): Promise<HealthCheck> {
+  await refuseOwnEndpoint(changes.target);
   const check = await withTransaction(async (transaction) => {
     const row = await HealthCheck.findOne({ where: { hubId, id }, transaction, lock: transaction.LOCK.UPDATE });
     if (!row) throw notFound('health check', id);
@@ -172,6 +183,7 @@ export async function executeHealthCheck(hubId: string, id: string, executedBy: 
 /** A dry run of the stored check with `overrides` applied: nothing is saved. */
 export async function testHealthCheck(hubId: string, id: string, overrides: Partial<HealthCheckFields>): Promise<HealthCheckResult> {
   const check = await findHealthCheck(hubId, id);
+  await refuseOwnEndpoint(overrides.target);
   return probe(check.id, { ...fieldsOf(check), ...overrides });
 }
 

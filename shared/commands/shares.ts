@@ -3,6 +3,7 @@ import { QueryTypes, UniqueConstraintError, type Transaction } from 'sequelize';
 import { withTransaction } from '../db.js';
 import { badRequest, notFound, refusal } from '../errors.js';
 import { randomToken } from '../ids.js';
+import { egressPolicy } from '../egress.js';
 import { enqueue } from '../jobs.js';
 import { enqueueShareCleanup } from './cleanup.js';
 import { forgetShareRecordings } from './recordings.js';
@@ -117,6 +118,13 @@ function targetRefusal(input: ShareInput): string | undefined {
   return loginRefusal(input);
 }
 
+/** 403 for a target that is one of the service's own endpoints (its address, or what its name resolves to now). */
+async function refuseOwnEndpoint(target: string): Promise<void> {
+  const url = new URL(target);
+  const denied = await egressPolicy().ownEndpointRefusal(url.hostname, Number(url.port));
+  if (denied) throw refusal('EH_TARGET_DENIED', `value for property '$.target': ${denied.message}`);
+}
+
 /** Why login options cannot go on a TCP share (create or update), or undefined. */
 function loginRefusal(input: Pick<ShareInput, 'authProviderId' | 'oauthEmailDomains' | 'oauthAuthorizationCheckInterval'>): string | undefined {
   if (input.authProviderId || input.oauthEmailDomains?.length || input.oauthAuthorizationCheckInterval) return "properties '$.authProviderId', '$.oauthEmailDomains' and '$.oauthAuthorizationCheckInterval' are for HTTP shares: a TCP share admits by mutual TLS";
@@ -155,9 +163,12 @@ async function createShareOnce(hubId: string, input: ShareInput, createdBy: stri
   const frontends = await Frontend.findAll({ where: { ...visibleFrontends(hubId), id: frontendIds } });
   const unknown = frontendIds.filter((id) => !frontends.some((f) => f.id === id));
   if (unknown.length) throw badRequest(`value for property '$.frontendIds' names frontend(s) not available to this hub: ${unknown.join(', ')}`);
-  if (input.envZId && !(await Environment.findOne({ where: { hubId, envZId: input.envZId } }))) {
+  const environment = await Environment.findOne({ where: input.envZId ? { hubId, envZId: input.envZId } : { hubId, isDefault: true } });
+  if (input.envZId && !environment) {
     throw badRequest(`value for property '$.envZId' names no environment of this hub: '${input.envZId}'`);
   }
+  // a TCP share the edge connects itself (not through agents: their network is theirs) may not aim at the service
+  if (input.protocol === 'tcp' && (environment?.reach ?? 'edge') === 'edge') await refuseOwnEndpoint(input.target);
   const authProvider = input.authProviderId ? await AuthProvider.findOne({ where: { hubId, id: input.authProviderId } }) : null;
   if (input.authProviderId && !authProvider) throw badRequest(`value for property '$.authProviderId' names no auth provider of this hub: '${input.authProviderId}'`);
 

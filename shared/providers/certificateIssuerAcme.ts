@@ -31,7 +31,7 @@ const lastTransportError = new AsyncLocalStorage<{ error?: Error }>();
 
 /**
  * acme-client's one axios instance, set once per process: every request of it through the egress policy (an IP
- * literal checked before, a name at its lookup), the configured CA file trusted, no environment proxy, no redirect
+ * literal checked before, a name at its lookup for the request's port), the configured CA file trusted, no environment proxy, no redirect
  * (a redirect would leave the policy's check behind), bounded answers and a timeout.
  */
 function configureHttp(caFile: string | undefined): void {
@@ -40,8 +40,9 @@ function configureHttp(caFile: string | undefined): void {
   const policy = egressPolicy();
   const ca = caFile ? readFileSync(caFile) : undefined;
   const defaults = acme.axios.defaults;
-  defaults.httpAgent = new http.Agent({ keepAlive: true, lookup: policy.lookup as never });
-  defaults.httpsAgent = new https.Agent({ keepAlive: true, lookup: policy.lookup as never, ca });
+  // names are resolved by each request's own lookup for its port (set below)
+  defaults.httpAgent = new http.Agent({ keepAlive: true });
+  defaults.httpsAgent = new https.Agent({ keepAlive: true, ca });
   // axios's own http adapter, noting a failure for the issuance that made the request
   const adapter: AxiosAdapter = axios.getAdapter('http');
   defaults.adapter = (request) =>
@@ -58,8 +59,12 @@ function configureHttp(caFile: string | undefined): void {
   defaults.headers.common['User-Agent'] = 'edgehub-acme/1';
   // acme-client's own settings on its axios instance (documented in its README; not in its types)
   Object.assign((defaults as unknown as { acmeSettings: Record<string, number> }).acmeSettings, RETRY);
-  acme.axios.interceptors.request.use((request) => {
-    policy.checkHost(new URL(request.url ?? '', request.baseURL).hostname);
+  acme.axios.interceptors.request.use(async (request) => {
+    await policy.ready();
+    const url = new URL(request.url ?? '', request.baseURL);
+    const port = Number(url.port) || (url.protocol === 'https:' ? 443 : 80);
+    policy.checkTarget(url.hostname, port);
+    request.lookup = policy.lookupFor(port) as never;
     return request;
   });
 }

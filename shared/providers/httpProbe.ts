@@ -30,13 +30,19 @@ export interface HttpProber {
 
 const elapsed = (started: bigint) => Math.round(Number(process.hrtime.bigint() - started) / 1e6);
 
+/** What a probe that got no answer says, whatever the socket said: a refused port and an open one that is not HTTP
+ * must look the same, or health checks become a port scanner. */
+export const UNREACHABLE = 'unreachable';
+
 /**
  * A real request with node:http(s): the timeout covers connecting and the response head; the body is discarded.
- * Redirects are not followed (a 301 is an observed status like any other). Targets the egress policy denies are
- * an ERROR without any connection attempt. Never throws.
+ * Redirects are not followed (a 301 is an observed status like any other). Targets the egress policy denies
+ * (HUB_EGRESS_DENY, the service's own endpoints) are an ERROR without any connection attempt. Never throws.
  */
 export const nodeHttpProber: HttpProber = {
-  probe({ method, url, timeoutMs, expectedStatus }) {
+  async probe({ method, url, timeoutMs, expectedStatus }) {
+    // the names of the service's own endpoints resolved once, before a literal is judged
+    await egressPolicy().ready();
     return new Promise<ProbeOutcome>((resolve) => {
       const started = process.hrtime.bigint();
       let settled = false;
@@ -61,8 +67,9 @@ export const nodeHttpProber: HttpProber = {
         return;
       }
       const policy = egressPolicy();
+      const port = Number(parsed.port) || (parsed.protocol === 'https:' ? 443 : 80);
       try {
-        policy.checkHost(parsed.hostname);
+        policy.checkTarget(parsed.hostname, port);
       } catch (err) {
         finish({ result: 'ERROR', status: null, message: (err as Error).message });
         return;
@@ -71,8 +78,9 @@ export const nodeHttpProber: HttpProber = {
         method,
         headers: { 'user-agent': 'edgehub-health-check/1', accept: '*/*' },
         agent: false,
-        // names are resolved and checked against HUB_EGRESS_DENY here, and the connection goes to a checked address
-        lookup: policy.lookup as never,
+        // names are resolved and checked against the egress policy for this port here, and the connection goes to a
+        // checked address
+        lookup: policy.lookupFor(port) as never,
       });
       timer = setTimeout(() => {
         finish({ result: 'TIMEOUT', status: null, message: `no response within ${timeoutMs} ms` });
@@ -91,7 +99,7 @@ export const nodeHttpProber: HttpProber = {
       });
       req.on('error', (err: NodeJS.ErrnoException) => {
         if (err instanceof EgressDeniedError || err.code === 'EGRESS_DENIED') return finish({ result: 'ERROR', status: null, message: err.message });
-        finish({ result: 'ERROR', status: null, message: err.code ? `${err.code}: ${err.message}` : err.message });
+        finish({ result: 'ERROR', status: null, message: UNREACHABLE });
       });
       req.end();
     });

@@ -32,9 +32,9 @@ export interface Run {
   started: number[];
 }
 
-/** `npm start` in a process group of its own (as a terminal runs it), with its own PostgreSQL and redis-server. */
-export async function startHub(options: { edgeWorkers?: number; metricsBase?: number } = {}): Promise<Run> {
-  const dataDir = mkdtempSync(path.join(process.env.TEST_WORK_DIR ?? os.tmpdir(), 'ctrl-c-'));
+/** `npm start` in a process group of its own (as a terminal runs it), with its own PostgreSQL and redis-server (in a fresh data folder, or `dataDir`). */
+export async function startHub(options: { edgeWorkers?: number; metricsBase?: number; dataDir?: string } = {}): Promise<Run> {
+  const dataDir = options.dataDir ?? mkdtempSync(path.join(process.env.TEST_WORK_DIR ?? os.tmpdir(), 'ctrl-c-'));
   chmodSync(dataDir, 0o755); // the postgres user must reach the data dir
   const port = await freePort();
   const edgePort = await freePort();

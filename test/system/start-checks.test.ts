@@ -64,7 +64,7 @@ test('npm start prints the embedded services with their passwords hidden, then o
   const out = run.output();
   const database = /DATABASE_URL=(\S+)/.exec(out)?.[1] ?? '';
   t.regex(database, /^postgres(ql)?:\/\/[^:]+:\*\*\*\*@127\.0\.0\.1:\d+\/edgehub$/);
-  t.regex(out, /REDIS_URL=redis:\/\/127\.0\.0\.1:\d+/);
+  t.regex(out, /REDIS_URL=redis:\/\/:\*\*\*\*@127\.0\.0\.1:\d+/);
   process.kill(-run.child.pid!, 'SIGTERM');
   t.is(await exited(run), 0);
 });

@@ -4,7 +4,7 @@
  * last usage counters then), then Redis, then PostgreSQL. Here `npm start` runs with its own PostgreSQL and Redis
  * in a process group of its own, the edge carries a request, and the group gets SIGINT as a terminal sends it.
  */
-import { existsSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import test from 'ava';
 import pg from 'pg';
@@ -13,6 +13,9 @@ import { edgeRequest, startBackend, type Backend } from '../helpers/edge.js';
 import { cleanUpHubs, startHub, type Run } from '../helpers/npmStart.js';
 import { pidAlive } from '../helpers/processes.js';
 import { makeCall, waitFor } from '../helpers/stack.js';
+
+/** The superuser's password npm start generated and keeps in the data folder. */
+const keptPassword = (dataDir: string) => readFileSync(path.join(dataDir, 'postgres-password'), 'utf8').trim();
 
 let backend: Backend;
 cleanUpHubs(test);
@@ -85,7 +88,7 @@ const stopsInOrder = test.macro(async (t, { stop, edgeWorkers }: { stop: 'ctrl-c
   t.false(existsSync(path.join(dataDir, 'postgres', 'postmaster.pid')), 'PostgreSQL shut down cleanly');
 
   // the edge's last counters are in the database
-  const postgres = await startPostgres(path.join(dataDir, 'postgres'), { persistent: true });
+  const postgres = await startPostgres(path.join(dataDir, 'postgres'), { persistent: true, password: keptPassword(dataDir) });
   try {
     const sql = new pg.Client({ connectionString: postgres.url('edgehub') });
     await sql.connect();
@@ -118,7 +121,7 @@ test.serial('npm start: SIGTERM to it alone does the same, with HUB_EDGE_WORKERS
   await exitCode(run);
   await allGone(run);
   // PostgreSQL shut down cleanly: its data starts again at once
-  const postgres = await startPostgres(path.join(run.dataDir, 'postgres'), { persistent: true });
+  const postgres = await startPostgres(path.join(run.dataDir, 'postgres'), { persistent: true, password: keptPassword(run.dataDir) });
   await postgres.stop();
   t.pass();
 });
