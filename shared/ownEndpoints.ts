@@ -50,6 +50,8 @@ export function ownEndpointsOf(cfg: Config): OwnEndpoint[] {
   const list: (OwnEndpoint | undefined)[] = [
     dependency('PostgreSQL', cfg.databaseUrl, 5432),
     dependency('Redis', cfg.redisUrl, 6379),
+    // with Sentinel, the sentinels (the master and replicas they name move: an operator denies their hosts in HUB_EGRESS_DENY)
+    ...(cfg.redisSentinel?.sentinels ?? []).map((s): OwnEndpoint => ({ what: 'Redis Sentinel', host: s.host, from: s.port, to: s.port })),
     { what: 'API', from: cfg.port, to: cfg.port },
     // the DNS server of the validation zone (DNS over TCP)
     dependency('validation DNS', cfg.validationDnsListen && `dns://${cfg.validationDnsListen}`, 53),
