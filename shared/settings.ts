@@ -152,6 +152,7 @@ const SETTINGS = {
   HUB_ISSUANCE_WAIT_MS: entry(int(1, 600_000, 30_000), 'jobs and schedules', 'how long a request waits for its issuance or key rotation job (Redis connection included) before answering 503; the job still completes'),
   HUB_SWEEP_CRON: entry(z.string().default('*/15 * * * * *'), 'jobs and schedules', 'how often the clock re-adds jobs Redis never received and reconciles executions an outage left unfinished'),
   HUB_KEY_ROTATION_CRON: entry(z.string().default('0 0 1 * *'), 'jobs and schedules', 'when the clock rotates the enrollment-JWT signing key'),
+  HUB_CRL_REFRESH: entry(duration('PT12H'), 'jobs and schedules', "how often each CA's CRL is signed anew at the least (a revocation signs it at once); its nextUpdate is this plus one hour, and OCSP answers are signed for the same span"),
   HUB_CERTIFICATE_RENEWAL_CRON: entry(z.string().default('0 17 * * * *'), 'jobs and schedules', 'when the clock looks for custom frontend and edge certificates to renew'),
   HUB_HEALTH_CHECK_RECONCILE_CRON: entry(z.string().default('30 * * * * *'), 'jobs and schedules', 'when the clock reconciles the scheduled health checks with their settings'),
   HUB_METRICS_RAW_RETENTION: entry(duration('P2D'), 'jobs and schedules', 'how long raw usage samples are kept'),

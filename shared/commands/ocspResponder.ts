@@ -1,0 +1,218 @@
+/**
+ * The OCSP responder (RFC 6960) of each hub's issuing CA, in the web process: answers are signed by the CA's
+ * delegated responder (its certificate and sealed key made by the worker, crlPublication.ts), never by the CA key.
+ *
+ * Signed answers are kept per CertID until the next change of that CA: a new revocation or responder NOTIFYs
+ * `edgehub_pki` (migration 1500) and every web process drops the CA's answers (the same scheme as the auth cache:
+ * nothing is cached while the LISTEN connection is down, and an answer loaded while a notification came in is not
+ * kept). So a burst of checks of one certificate costs one signature; a request with a nonce is signed for itself
+ * (its status still comes from the cache); `unknown` is never kept (the serial may be issued a moment later).
+ * A cached answer is also signed anew once HUB_CRL_REFRESH has passed, so its nextUpdate stays ahead.
+ */
+import { createPrivateKey, X509Certificate } from 'node:crypto';
+import { LRUCache } from 'lru-cache';
+import { config } from '../config.js';
+import { preparedQuery } from '../db.js';
+import { isDomainError } from '../errors.js';
+import { logger } from '../logger.js';
+import { listen, type Listener } from '../pgListen.js';
+import { decryptSecret } from '../secrets.js';
+import { keyIdentifier, publicKeyInfo } from '../pki/certificates.js';
+import { pemToDer, readElement } from '../pki/der.js';
+import {
+  buildOcspResponse,
+  certIdMatches,
+  MalformedOcspRequest,
+  OCSP_STATUS,
+  ocspError,
+  parseOcspRequest,
+  type CertId,
+  type CertStatus,
+  type IssuerHashes,
+  type Responder,
+} from '../pki/ocsp.js';
+import { type Authority, authorityOf, awaitPublication } from './pkiPublication.js';
+import { updateWindow } from './revocations.js';
+
+export const PKI_CHANNEL = 'edgehub_pki';
+/** The largest request read (a request about 16 certificates with a signature stays far below). */
+export const OCSP_MAX_REQUEST_BYTES = 16 * 1024;
+
+interface CachedAnswer {
+  status: CertStatus;
+  /** The signed answer to this CertID alone without a nonce, while it is fresh. */
+  der?: Buffer;
+  signedAt: number;
+}
+
+interface HubResponder {
+  caId: string;
+  issuer: IssuerHashes;
+  responder: Responder;
+  answers: LRUCache<string, CachedAnswer>;
+}
+
+const hubs = new LRUCache<string, HubResponder>({ max: 10_000 });
+const hubOfCa = new Map<string, string>();
+let epoch = 0;
+let listener: Listener | undefined;
+
+function dropCa(caId: string) {
+  epoch++;
+  const hubId = hubOfCa.get(caId);
+  if (hubId !== undefined) hubs.delete(hubId);
+  hubOfCa.delete(caId);
+}
+
+function dropAll() {
+  epoch++;
+  hubs.clear();
+  hubOfCa.clear();
+}
+
+/** Starts listening for revocations and responder changes (idempotent); the cache is used only while it listens. */
+export function startOcspCache(): Listener {
+  listener ??= listen(PKI_CHANNEL, dropCa, dropAll);
+  return listener;
+}
+
+export async function stopOcspCache(): Promise<void> {
+  const l = listener;
+  listener = undefined;
+  dropAll();
+  await l?.close();
+}
+
+const live = () => startOcspCache().live;
+
+/** The issuer's Name DER and key bits (what a CertID hashes), from its certificate. */
+function issuerHashes(certificatePem: string): IssuerHashes {
+  const der = pemToDer(certificatePem, ['CERTIFICATE']) as Buffer;
+  const tbs = readElement(readElement(der).content);
+  // TBSCertificate: [0] version, serial, signature, issuer, validity, subject, subjectPublicKeyInfo, ...
+  const parts: Buffer[] = [];
+  for (let offset = 0; offset < tbs.content.length && parts.length < 7; ) {
+    const e = readElement(tbs.content, offset);
+    parts.push(e.raw);
+    offset += e.raw.length;
+  }
+  const spki = readElement(parts[6]);
+  const bits = readElement(spki.content, readElement(spki.content).raw.length);
+  return { nameDer: parts[5], keyBits: bits.content.subarray(1) };
+}
+
+async function loadResponder(ca: Authority): Promise<HubResponder | undefined> {
+  const [row] = await preparedQuery<{ certificatePem: string; privateKeySealed: string }>(
+    'pki_ocsp_responder',
+    `SELECT certificate_pem AS "certificatePem", private_key_sealed AS "privateKeySealed" FROM ocsp_responders WHERE ca_id = $1`,
+    [ca.id],
+  );
+  if (!row) return undefined;
+  const certificate = new X509Certificate(row.certificatePem);
+  return {
+    caId: ca.id,
+    issuer: issuerHashes(ca.certificatePem),
+    responder: {
+      certificateDer: certificate.raw,
+      privateKey: createPrivateKey(decryptSecret(row.privateKeySealed)),
+      keyHash: keyIdentifier(publicKeyInfo(certificate.publicKey.export({ type: 'spki', format: 'der' }))),
+    },
+    answers: new LRUCache<string, CachedAnswer>({ max: 10_000 }),
+  };
+}
+
+/** The hub's responder: cached while the cache listens, made by the worker on first use. */
+async function responderOf(hubId: string): Promise<HubResponder> {
+  const cached = live() ? hubs.get(hubId) : undefined;
+  if (cached) return cached;
+  const before = epoch;
+  const ca = await authorityOf(hubId);
+  let loaded = await loadResponder(ca);
+  if (!loaded) {
+    await awaitPublication(ca);
+    loaded = await loadResponder(ca);
+  }
+  if (!loaded) throw new Error('no OCSP responder after its publication');
+  if (live() && epoch === before) {
+    hubs.set(hubId, loaded);
+    hubOfCa.set(ca.id, hubId);
+  }
+  return loaded;
+}
+
+/** A serial's status at its CA: revoked (time, reason), good (issued by it and not revoked) or unknown. */
+async function statusOf(caId: string, serialNumber: string): Promise<CertStatus> {
+  const [row] = await preparedQuery<{ revokedAt: Date | null; reasonCode: number | null; issued: boolean }>(
+    'pki_ocsp_status',
+    `SELECT r.revoked_at AS "revokedAt", r.reason_code AS "reasonCode",
+       EXISTS (SELECT 1 FROM client_certificates c WHERE c.issuer_id = $1 AND c.serial_number = $2) AS issued
+     FROM (SELECT 1) AS one LEFT JOIN certificate_revocations r ON r.ca_id = $1 AND r.serial_number = $2`,
+    [caId, serialNumber],
+  );
+  if (row.revokedAt) return { kind: 'revoked', revokedAt: row.revokedAt, reasonCode: row.reasonCode ?? 0 };
+  return row.issued ? { kind: 'good' } : { kind: 'unknown' };
+}
+
+function sign(hub: HubResponder, answers: { certId: CertId; status: CertStatus }[], nonce: Buffer | undefined, now: number): Buffer {
+  const { thisUpdate, nextUpdate } = updateWindow(now);
+  return buildOcspResponse(
+    hub.responder,
+    answers.map((a) => ({ certId: a.certId.raw, status: a.status, thisUpdate, nextUpdate })),
+    thisUpdate,
+    nonce,
+  );
+}
+
+/**
+ * The DER OCSPResponse for a request's DER to the hub's responder: malformedRequest for anything that is not an
+ * OCSPRequest, unauthorized when it asks about a CA other than this hub's (or the hub has none), tryLater when the
+ * responder cannot be had now; never a throw.
+ */
+export async function answerOcsp(hubId: string, der: Buffer): Promise<Buffer> {
+  let request;
+  try {
+    request = parseOcspRequest(der);
+  } catch (err) {
+    if (err instanceof MalformedOcspRequest) return ocspError(OCSP_STATUS.malformedRequest);
+    throw err;
+  }
+  let hub: HubResponder;
+  try {
+    hub = await responderOf(hubId);
+  } catch (err) {
+    if (isDomainError(err, 'EH_NOT_FOUND')) return ocspError(OCSP_STATUS.unauthorized);
+    logger.warn({ hubId, err: (err as Error).message }, 'OCSP responder not available');
+    return ocspError(OCSP_STATUS.tryLater);
+  }
+  if (!request.certIds.every((id) => certIdMatches(id, hub.issuer))) return ocspError(OCSP_STATUS.unauthorized);
+  const now = Date.now();
+  const fresh = (a: CachedAnswer | undefined) => a !== undefined && now - a.signedAt < config().crlRefreshMs;
+  const single = request.certIds.length === 1 && !request.nonce;
+  if (single) {
+    const hit = hub.answers.get(request.certIds[0].raw.toString('latin1'));
+    if (hit?.der && fresh(hit)) return hit.der;
+  }
+  const before = epoch;
+  try {
+    const answers = await Promise.all(
+      request.certIds.map(async (certId) => {
+        const key = certId.raw.toString('latin1');
+        const hit = hub.answers.get(key);
+        const status = hit && fresh(hit) ? hit.status : await statusOf(hub.caId, certId.serialNumber);
+        return { certId, key, status };
+      }),
+    );
+    const signed = sign(hub, answers, request.nonce, now);
+    if (live() && epoch === before) {
+      for (const a of answers) {
+        if (a.status.kind === 'unknown') continue;
+        const kept = hub.answers.get(a.key);
+        hub.answers.set(a.key, single ? { status: a.status, der: signed, signedAt: now } : { status: a.status, der: kept?.der, signedAt: kept?.signedAt ?? now });
+      }
+    }
+    return signed;
+  } catch (err) {
+    logger.warn({ hubId, err: (err as Error).message }, 'OCSP answer not made');
+    return ocspError(OCSP_STATUS.tryLater);
+  }
+}
