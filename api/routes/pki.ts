@@ -20,7 +20,10 @@ function wantsPem(ctx: Context): boolean {
   throw badRequest("value for query parameter 'format' must be der or pem");
 }
 
-/** The request of a GET: the path's last part, base64url or (URL-encoded) base64, as RFC 6960 A.1 has it. */
+/**
+ * The request of a GET: the path's last segment, base64url or URL-encoded base64 (`/` as `%2F`, as RFC 6960 A.1
+ * asks), read from the raw path.
+ */
 function getRequest(ctx: Context): Buffer {
   const at = ctx.path.toLowerCase().lastIndexOf('/ocsp/');
   let text: string;
@@ -44,6 +47,19 @@ async function postRequest(ctx: Context): Promise<Buffer> {
   }
 }
 
+/**
+ * Whether If-None-Match names this ETag (weak comparison, `*` included). Read here rather than through Koa's
+ * `ctx.fresh`, which treats a request's `Cache-Control: no-cache` (what fetch sends with a conditional request) as
+ * stale: If-None-Match is answered whatever the request's cache directives.
+ */
+function matchesEtag(header: string, etag: string): boolean {
+  if (!header) return false;
+  return header.split(',').some((tag) => {
+    const t = tag.trim();
+    return t === '*' || t.replace(/^W\//, '') === etag;
+  });
+}
+
 function ocspAnswer(ctx: Context, der: Buffer) {
   ctx.status = 200;
   ctx.type = 'application/ocsp-response';
@@ -55,12 +71,12 @@ export default function routes({ open }: Routes) {
   open.get('/pki/:hubId/crl', async (ctx) => {
     const pem = wantsPem(ctx);
     const crl = await currentCrl(ctx.params.hubId);
-    ctx.status = 200;
-    ctx.set('ETag', `"crl-${crl.crlNumber}-${pem ? 'pem' : 'der'}"`);
+    const etag = `"crl-${crl.crlNumber}-${pem ? 'pem' : 'der'}"`;
+    ctx.set('ETag', etag);
     ctx.set('Last-Modified', crl.thisUpdate.toUTCString());
     ctx.set('Expires', crl.nextUpdate.toUTCString());
     ctx.set('Cache-Control', `public, max-age=${Math.max(0, Math.floor((crl.nextUpdate.getTime() - Date.now()) / 1000))}`);
-    if (ctx.fresh) {
+    if (matchesEtag(ctx.get('if-none-match'), etag)) {
       ctx.status = 304;
       return;
     }
@@ -77,7 +93,7 @@ export default function routes({ open }: Routes) {
   open.post('/pki/:hubId/ocsp', async (ctx) => {
     ocspAnswer(ctx, await answerOcsp(ctx.params.hubId, await postRequest(ctx)));
   });
-  open.get('/pki/:hubId/ocsp/*request', async (ctx) => {
+  open.get('/pki/:hubId/ocsp/:request', async (ctx) => {
     ocspAnswer(ctx, await answerOcsp(ctx.params.hubId, getRequest(ctx)));
   });
 }
