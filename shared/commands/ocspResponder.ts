@@ -50,6 +50,8 @@ interface HubResponder {
   issuer: IssuerHashes;
   responder: Responder;
   answers: LRUCache<string, CachedAnswer>;
+  /** Answers being made, by CertID: a burst that finds none cached waits for the one signature under way. */
+  pending: Map<string, Promise<Buffer>>;
 }
 
 const hubs = new LRUCache<string, HubResponder>({ max: 10_000 });
@@ -118,13 +120,26 @@ async function loadResponder(ca: Authority): Promise<HubResponder | undefined> {
       keyHash: keyIdentifier(publicKeyInfo(certificate.publicKey.export({ type: 'spki', format: 'der' }))),
     },
     answers: new LRUCache<string, CachedAnswer>({ max: 10_000 }),
+    pending: new Map(),
   };
 }
 
+/** Responders being loaded, by hub: a burst of first requests loads (and asks the worker for) one. */
+const loading = new Map<string, Promise<HubResponder>>();
+
 /** The hub's responder: cached while the cache listens, made by the worker on first use. */
-async function responderOf(hubId: string): Promise<HubResponder> {
+function responderOf(hubId: string): Promise<HubResponder> | HubResponder {
   const cached = live() ? hubs.get(hubId) : undefined;
   if (cached) return cached;
+  let pending = loading.get(hubId);
+  if (!pending) {
+    pending = loadHub(hubId).finally(() => loading.delete(hubId));
+    loading.set(hubId, pending);
+  }
+  return pending;
+}
+
+async function loadHub(hubId: string): Promise<HubResponder> {
   const before = epoch;
   const ca = await authorityOf(hubId);
   let loaded = await loadResponder(ca);
@@ -186,23 +201,38 @@ export async function answerOcsp(hubId: string, der: Buffer): Promise<Buffer> {
   }
   if (!request.certIds.every((id) => certIdMatches(id, hub.issuer))) return ocspError(OCSP_STATUS.unauthorized);
   const now = Date.now();
-  const fresh = (a: CachedAnswer | undefined) => a !== undefined && now - a.signedAt < config().crlRefreshMs;
   const single = request.certIds.length === 1 && !request.nonce;
-  if (single) {
-    const hit = hub.answers.get(request.certIds[0].raw.toString('latin1'));
-    if (hit?.der && fresh(hit)) return hit.der;
+  if (!single) return answer(hub, hubId, request.certIds, request.nonce, now);
+  const key = request.certIds[0].raw.toString('latin1');
+  const hit = hub.answers.get(key);
+  if (hit?.der && fresh(hit, now)) return hit.der;
+  let pending = hub.pending.get(key);
+  if (!pending) {
+    pending = answer(hub, hubId, request.certIds, undefined, now).finally(() => hub.pending.delete(key));
+    hub.pending.set(key, pending);
   }
+  return pending;
+}
+
+const fresh = (a: CachedAnswer | undefined, now: number) => a !== undefined && now - a.signedAt < config().crlRefreshMs;
+
+/**
+ * Signs the answer about `certIds` (with the nonce, if any), their statuses from the cache or the database, and keeps
+ * what it learnt: each known status, and the signed answer itself when it is about one certificate without a nonce.
+ */
+async function answer(hub: HubResponder, hubId: string, certIds: CertId[], nonce: Buffer | undefined, now: number): Promise<Buffer> {
   const before = epoch;
   try {
     const answers = await Promise.all(
-      request.certIds.map(async (certId) => {
+      certIds.map(async (certId) => {
         const key = certId.raw.toString('latin1');
         const hit = hub.answers.get(key);
-        const status = hit && fresh(hit) ? hit.status : await statusOf(hub.caId, certId.serialNumber);
+        const status = hit && fresh(hit, now) ? hit.status : await statusOf(hub.caId, certId.serialNumber);
         return { certId, key, status };
       }),
     );
-    const signed = sign(hub, answers, request.nonce, now);
+    const signed = sign(hub, answers, nonce, now);
+    const single = certIds.length === 1 && !nonce;
     if (live() && epoch === before) {
       for (const a of answers) {
         if (a.status.kind === 'unknown') continue;
