@@ -109,6 +109,25 @@ test('bad input: an unknown reason is a 400 that deletes nothing; a CRL of a hub
   t.is(ca.body.toString().trim(), readFileSync(cert.issuingFile, 'utf8').trim());
 });
 
+test("a deleted hub's issuing CA is revoked in the root's CRL: its certificates no longer verify with the root's CRL", async (t) => {
+  const hub = await stack.hub();
+  const cert = await issue(hub, 'orphan');
+  const hubCrl = await crlFile(await getCrl(hub.hubId));
+  const rootCrl = async () => (await fetchBytes(`${stack.baseUrl}/pki/root/crl`)).body;
+  t.true((await verifyWithCrl(cert, [hubCrl, await crlFile(await rootCrl())], true)).ok);
+  const issuingSerial = (await run('openssl', ['x509', '-in', cert.issuingFile, '-noout', '-serial'])).stdout.trim().replace('serial=', '');
+  t.is((await stack.call('DELETE', `/admin/v1/hubs/${hub.hubId}`, { auth: stack.admin })).status, 204);
+  const text = await waitFor(async () => {
+    const crl = await crlText(await rootCrl());
+    return crl.includes(`Serial Number: ${issuingSerial}`) && crl;
+  }, { what: "the issuing CA in the root's CRL" });
+  t.regex(text, /Cessation Of Operation/);
+  const refused = await verifyWithCrl(cert, [hubCrl, await crlFile(await rootCrl())], true);
+  t.false(refused.ok);
+  t.regex(refused.output, /certificate revoked/);
+  assertRefused(t, await stack.call('GET', `/pki/${hub.hubId}/crl`), 404, 'not_found', 'EH_NOT_FOUND');
+});
+
 /** One HTTPS request to nginx with a client certificate: its status and body, or status 0 when the handshake failed. */
 function mtlsGet(port: number, cert: { leafFile: string; keyFile: string }): Promise<{ status: number; body: string }> {
   return new Promise((resolve) => {
