@@ -161,7 +161,7 @@ const SETTINGS = {
   // security and tenant limits
   HUB_AUTH_FAILURE_LIMIT: entry(int(0, 10_000_000, 100), 'security and limits', 'failed authentications (401) one client address may cause per window before it gets 429; `0` turns it off'),
   HUB_AUTH_FAILURE_WINDOW_SECONDS: entry(int(1, 86_400, 60), 'security and limits', 'the window of `HUB_AUTH_FAILURE_LIMIT`'),
-  HUB_UNAUTH_RATE_LIMIT: entry(int(0, 10_000_000, 20_000), 'security and limits', 'requests per window one client address may send to the unauthenticated routes (enroll, token-in-path, agent enrollment and renewal, JWKS); `0` turns it off'),
+  HUB_UNAUTH_RATE_LIMIT: entry(int(0, 10_000_000, 20_000), 'security and limits', 'requests per window one client address may send to the unauthenticated routes (enroll, token-in-path, agent enrollment and renewal, JWKS, the CAs\' CRLs, certificates and OCSP under `/pki/`); `0` turns it off'),
   HUB_UNAUTH_RATE_WINDOW_SECONDS: entry(int(1, 86_400, 60), 'security and limits', 'the window of `HUB_UNAUTH_RATE_LIMIT`'),
   HUB_TOKEN_MAX_TTL: entry(duration('P90D'), 'security and limits', 'the longest lifetime a certificate request token (and so its JWT and signing key) may be given'),
   HUB_SIGNING_KEY_CACHE_MS: entry(int(0, 600_000, 5_000), 'security and limits', 'how long a web process trusts its copy of a verification key, the JWKS, or a kid it did not find'),
