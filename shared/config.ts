@@ -42,7 +42,7 @@ export interface Config {
   /** Most shares one sparklines response carries (a page); more are paged. */
   sparklinesMaxShares: number;
   logLevel: string;
-  /** Entries and lifetime (ms) of the PKI caches (decrypted hub CA keys, issuer chains, verification keys). */
+  /** Entries and lifetime (ms) of the PKI caches (decrypted hub CA keys, issuer chains, verification keys, OCSP responders). */
   pkiCacheMax: number;
   pkiCacheTtlMs: number;
   /** Tenant quotas: the shortest health-check interval, scheduled checks per hub, the deepest list offset (rows). */

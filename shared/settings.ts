@@ -172,7 +172,7 @@ const SETTINGS = {
   HUB_HEALTH_CHECK_MIN_INTERVAL_SECONDS: entry(int(1, 86_400, 30), 'security and limits', 'the shortest interval a scheduled health check may have'),
   HUB_MAX_SCHEDULED_HEALTH_CHECKS: entry(int(0, 1_000_000, 100), 'security and limits', 'scheduled health checks per hub'),
   HUB_MAX_LIST_OFFSET: entry(int(0, 100_000_000, 10_000), 'security and limits', 'how many rows deep a list page may start (400 beyond)'),
-  HUB_PKI_CACHE_MAX: entry(int(1, 1_000_000, 1000), 'security and limits', 'entries of the PKI caches (decrypted hub CA keys, issuer chains, verification keys)'),
+  HUB_PKI_CACHE_MAX: entry(int(1, 1_000_000, 1000), 'security and limits', 'entries of the PKI caches (decrypted hub CA keys, issuer chains, verification keys, OCSP responders)'),
   HUB_PKI_CACHE_TTL: entry(duration('PT10M'), 'security and limits', 'how long an entry of the PKI caches is kept'),
   HUB_SPARKLINES_MAX_SHARES: entry(int(1, 100_000, 1000), 'security and limits', 'most shares one sparklines response carries (more are paged)'),
 

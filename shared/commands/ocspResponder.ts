@@ -19,6 +19,7 @@ import { listen, type Listener } from '../pgListen.js';
 import { decryptSecret } from '../secrets.js';
 import { keyIdentifier, publicKeyInfo } from '../pki/certificates.js';
 import { pemToDer, readElement } from '../pki/der.js';
+import { pkiCache } from '../pki/cache.js';
 import {
   buildOcspResponse,
   certIdMatches,
@@ -54,7 +55,9 @@ interface HubResponder {
   pending: Map<string, Promise<Buffer>>;
 }
 
-const hubs = new LRUCache<string, HubResponder>({ max: 10_000 });
+/** Responders by hub (their keys decrypted): bounded and expiring like the other PKI caches (HUB_PKI_CACHE_MAX, _TTL). */
+let hubCache: LRUCache<string, HubResponder> | undefined;
+const hubs = () => (hubCache ??= pkiCache<HubResponder>());
 const hubOfCa = new Map<string, string>();
 let epoch = 0;
 let listener: Listener | undefined;
@@ -62,13 +65,14 @@ let listener: Listener | undefined;
 function dropCa(caId: string) {
   epoch++;
   const hubId = hubOfCa.get(caId);
-  if (hubId !== undefined) hubs.delete(hubId);
+  if (hubId !== undefined) hubs().delete(hubId);
   hubOfCa.delete(caId);
 }
 
 function dropAll() {
   epoch++;
-  hubs.clear();
+  hubCache?.clear();
+  hubCache = undefined;
   hubOfCa.clear();
 }
 
@@ -129,7 +133,7 @@ const loading = new Map<string, Promise<HubResponder>>();
 
 /** The hub's responder: cached while the cache listens, made by the worker on first use. */
 function responderOf(hubId: string): Promise<HubResponder> | HubResponder {
-  const cached = live() ? hubs.get(hubId) : undefined;
+  const cached = live() ? hubs().get(hubId) : undefined;
   if (cached) return cached;
   let pending = loading.get(hubId);
   if (!pending) {
@@ -149,7 +153,7 @@ async function loadHub(hubId: string): Promise<HubResponder> {
   }
   if (!loaded) throw new Error('no OCSP responder after its publication');
   if (live() && epoch === before) {
-    hubs.set(hubId, loaded);
+    hubs().set(hubId, loaded);
     hubOfCa.set(ca.id, hubId);
   }
   return loaded;
