@@ -184,7 +184,7 @@ function sign(hub: HubResponder, answers: { certId: CertId; status: CertStatus }
 
 /**
  * The DER OCSPResponse for a request's DER to the hub's responder: malformedRequest for anything that is not an
- * OCSPRequest, unauthorized when it asks about a CA other than this hub's (or the hub has none), tryLater when the
+ * OCSPRequest, unauthorized when it asks about a CA other than this hub's (or the hub has none, or is `root`), tryLater when the
  * responder cannot be had now; never a throw.
  */
 export async function answerOcsp(hubId: string, der: Buffer): Promise<Buffer> {
@@ -195,6 +195,8 @@ export async function answerOcsp(hubId: string, der: Buffer): Promise<Buffer> {
     if (err instanceof MalformedOcspRequest) return ocspError(OCSP_STATUS.malformedRequest);
     throw err;
   }
+  // the root CA publishes a CRL of its issuing CAs, and no OCSP responder
+  if (hubId.toLowerCase() === 'root') return ocspError(OCSP_STATUS.unauthorized);
   let hub: HubResponder;
   try {
     hub = await responderOf(hubId);

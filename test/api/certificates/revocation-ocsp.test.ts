@@ -120,6 +120,7 @@ test('bad input: garbage, truncated, oversized and empty requests answer malform
   t.is((await post(hub.hubId, await requestDer(foreign))).body.toString('hex'), UNAUTHORIZED.toString('hex'));
   t.regex(await ocsp(hub.hubId, foreign, ['-cert', foreign.leafFile]), /Responder Error: unauthorized \(6\)/);
   t.is((await post('no-such-hub', request)).body.toString('hex'), UNAUTHORIZED.toString('hex'));
+  t.is((await post('root', request)).body.toString('hex'), UNAUTHORIZED.toString('hex'));
   // the responder still answers properly afterwards
   t.regex(await ocsp(hub.hubId, cert, ['-cert', cert.leafFile]), /: good\n/);
 });
