@@ -4,8 +4,8 @@
  *
  * Signed answers are kept per CertID until the next change of that CA: a new revocation or responder NOTIFYs
  * `edgehub_pki` (migration 1500) and every web process drops the CA's answers (the same scheme as the auth cache:
- * nothing is cached while the LISTEN connection is down, and an answer loaded while a notification came in is not
- * kept). So a burst of checks of one certificate costs one signature; a request with a nonce is signed for itself
+ * nothing is cached while the LISTEN connection is down, and what was read while a notification about that CA came
+ * in is not kept). So a burst of checks of one certificate costs one signature; a request with a nonce is signed for itself
  * (its status still comes from the cache); `unknown` is never kept (the serial may be issued a moment later).
  * A cached answer is also signed anew once HUB_CRL_REFRESH has passed, so its nextUpdate stays ahead.
  */
@@ -53,24 +53,32 @@ interface HubResponder {
   answers: LRUCache<string, CachedAnswer>;
   /** Answers being made, by CertID: a burst that finds none cached waits for the one signature under way. */
   pending: Map<string, Promise<Buffer>>;
+  /** Set when a change of its CA was heard: what is learnt with it afterwards is not kept. */
+  dropped?: boolean;
 }
 
 /** Responders by hub (their keys decrypted): bounded and expiring like the other PKI caches (HUB_PKI_CACHE_MAX, _TTL). */
 let hubCache: LRUCache<string, HubResponder> | undefined;
 const hubs = () => (hubCache ??= pkiCache<HubResponder>());
 const hubOfCa = new Map<string, string>();
-let epoch = 0;
+/** Notifications heard, per CA, and losses of the LISTEN connection: a load that overlapped one is not kept. */
+const changes = new Map<string, number>();
+let resets = 0;
 let listener: Listener | undefined;
 
 function dropCa(caId: string) {
-  epoch++;
+  changes.set(caId, (changes.get(caId) ?? 0) + 1);
   const hubId = hubOfCa.get(caId);
-  if (hubId !== undefined) hubs().delete(hubId);
   hubOfCa.delete(caId);
+  if (hubId === undefined) return;
+  const hub = hubs().get(hubId);
+  if (hub) hub.dropped = true;
+  hubs().delete(hubId);
 }
 
 function dropAll() {
-  epoch++;
+  resets++;
+  for (const hub of hubCache?.values() ?? []) hub.dropped = true;
   hubCache?.clear();
   hubCache = undefined;
   hubOfCa.clear();
@@ -144,15 +152,16 @@ function responderOf(hubId: string): Promise<HubResponder> | HubResponder {
 }
 
 async function loadHub(hubId: string): Promise<HubResponder> {
-  const before = epoch;
+  const resetsBefore = resets;
   const ca = await authorityOf(hubId);
+  const changesBefore = changes.get(ca.id) ?? 0;
   let loaded = await loadResponder(ca);
   if (!loaded) {
     await awaitPublication(ca);
     loaded = await loadResponder(ca);
   }
   if (!loaded) throw new Error('no OCSP responder after its publication');
-  if (live() && epoch === before) {
+  if (live() && resets === resetsBefore && (changes.get(ca.id) ?? 0) === changesBefore) {
     hubs().set(hubId, loaded);
     hubOfCa.set(ca.id, hubId);
   }
@@ -192,8 +201,9 @@ export async function answerOcsp(hubId: string, der: Buffer): Promise<Buffer> {
   try {
     request = parseOcspRequest(der);
   } catch (err) {
-    if (err instanceof MalformedOcspRequest) return ocspError(OCSP_STATUS.malformedRequest);
-    throw err;
+    // MalformedOcspRequest, or anything else a request's bytes could make the reader throw: never a 500
+    if (!(err instanceof MalformedOcspRequest)) logger.warn({ hubId, err: (err as Error).message }, 'OCSP request not read');
+    return ocspError(OCSP_STATUS.malformedRequest);
   }
   // the root CA publishes a CRL of its issuing CAs, and no OCSP responder
   if (hubId.toLowerCase() === 'root') return ocspError(OCSP_STATUS.unauthorized);
@@ -227,7 +237,6 @@ const fresh = (a: CachedAnswer | undefined, now: number) => a !== undefined && n
  * what it learnt: each known status, and the signed answer itself when it is about one certificate without a nonce.
  */
 async function answer(hub: HubResponder, hubId: string, certIds: CertId[], nonce: Buffer | undefined, now: number): Promise<Buffer> {
-  const before = epoch;
   try {
     const answers = await Promise.all(
       certIds.map(async (certId) => {
@@ -239,7 +248,8 @@ async function answer(hub: HubResponder, hubId: string, certIds: CertId[], nonce
     );
     const signed = sign(hub, answers, nonce, now);
     const single = certIds.length === 1 && !nonce;
-    if (live() && epoch === before) {
+    // a change of the CA heard meanwhile marked this responder dropped: its answers are not kept
+    if (live() && !hub.dropped) {
       for (const a of answers) {
         if (a.status.kind === 'unknown') continue;
         const kept = hub.answers.get(a.key);

@@ -121,6 +121,29 @@ test('bad input: garbage, truncated, oversized and empty requests answer malform
   t.regex(await ocsp(hub.hubId, foreign, ['-cert', foreign.leafFile]), /Responder Error: unauthorized \(6\)/);
   t.is((await post('no-such-hub', request)).body.toString('hex'), UNAUTHORIZED.toString('hex'));
   t.is((await post('root', request)).body.toString('hex'), UNAUTHORIZED.toString('hex'));
+  // mutations of a real request (a byte changed, cut short, a byte inserted), seeded: every answer is an
+  // OCSPResponse (successful for a request that still reads, malformedRequest or unauthorized otherwise), HTTP 200
+  let seed = 51;
+  const random = (n: number) => ((seed = (seed * 1103515245 + 12345) % 2 ** 31) % n);
+  const statuses = new Set<number>();
+  for (let i = 0; i < 150; i++) {
+    const at = random(request.length);
+    const mutated =
+      i % 3 === 0
+        ? Buffer.concat([request.subarray(0, at), Buffer.of(random(256)), request.subarray(at + 1)])
+        : i % 3 === 1
+          ? request.subarray(0, at)
+          : Buffer.concat([request.subarray(0, at), Buffer.of(random(256)), request.subarray(at)]);
+    const answer = await post(hub.hubId, mutated);
+    t.is(answer.status, 200);
+    t.is(answer.body[0], 0x30);
+    // OCSPResponse ::= SEQUENCE { responseStatus ENUMERATED, ... }: the ENUMERATED's value after the SEQUENCE's header
+    const header = answer.body[1] & 0x80 ? 2 + (answer.body[1] & 0x7f) : 2;
+    t.is(answer.body[header], 0x0a);
+    statuses.add(answer.body[header + 2]);
+  }
+  t.true([...statuses].every((s) => s === 0 || s === 1 || s === 6), [...statuses].join(','));
+  t.true(statuses.has(1));
   // the responder still answers properly afterwards
   t.regex(await ocsp(hub.hubId, cert, ['-cert', cert.leafFile]), /: good\n/);
 });
