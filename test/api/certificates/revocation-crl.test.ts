@@ -90,6 +90,20 @@ test('re-issuing over a certificate revokes the one it replaces (superseded); up
   t.false((await crlText(await getCrl(hub.hubId))).includes(upSerial.toUpperCase()));
 });
 
+test('revocations at once: every serial is in the CRL (requests before the next CRL share a job; a job that missed one signs again)', async (t) => {
+  const hub = await stack.hub();
+  const certs = await Promise.all(Array.from({ length: 8 }, (_, i) => issue(hub, `burst-${i}`)));
+  const deletes = await Promise.all(certs.map((c) => hub.call('DELETE', `${hub.h}/client-certificates/${c.id}?reason=affiliationChanged`)));
+  t.deepEqual(deletes.map((d) => d.status), certs.map(() => 200));
+  const text = await waitFor(async () => {
+    const crl = await crlText(await getCrl(hub.hubId));
+    return certs.every((c) => crl.includes(`Serial Number: ${c.serialNumber.toUpperCase()}`)) && crl;
+  }, { what: 'every revocation in the CRL' });
+  t.is(text.match(/Affiliation Changed/g)?.length, 8);
+  const { rows } = await stack.sql.query("SELECT count(*)::int AS n FROM executions WHERE type = 'pki.publishCrl' AND hub_id = $1", [hub.hubId]);
+  t.true(rows[0].n <= 8, `${rows[0].n} CRL jobs for 8 revocations`);
+});
+
 test('bad input: an unknown reason is a 400 that deletes nothing; a CRL of a hub without a CA is 404; a bad format is 400', async (t) => {
   const hub = await stack.hub();
   const cert = await issue(hub, 'kept');
