@@ -5,6 +5,7 @@ import { closeDb, initDb } from '../shared/db.js';
 import { logger } from '../shared/logger.js';
 import { closeIssuanceEvents } from '../shared/commands/pkiJobs.js';
 import { closeLiveStreams } from '../shared/commands/liveStreams.js';
+import { startOcspCache, stopOcspCache } from '../shared/commands/ocspResponder.js';
 import { closeInspectFeed } from '../shared/inspect/feed.js';
 import { closeQueues } from '../shared/queues.js';
 import { closeRedis, refuseUnreachableSentinels } from '../shared/redis.js';
@@ -20,6 +21,8 @@ export async function startServer(port = config().port): Promise<Server> {
   await initDb();
   // without its LISTEN connection the auth cache stays off (every request reads the database) until it connects
   await startAuthCache().catch((err) => logger.warn({ err: (err as Error).message }, 'auth cache not live yet'));
+  // the OCSP responder's answers are kept only while it hears of revocations (the same LISTEN scheme)
+  startOcspCache();
   const app = createApp();
   const server = app.listen(port);
   server.keepAliveTimeout = 65_000;
@@ -41,7 +44,7 @@ const opened = new WeakMap<Server, Set<Socket>>();
 
 /**
  * Stops accepting, lets the requests in flight finish, then closes what serving requests opened: the auth cache's
- * LISTEN connection and the pki QueueEvents reader that the first certificate issuance or key rotation opened
+ * and the OCSP responder's LISTEN connections and the pki QueueEvents reader that the first certificate issuance or key rotation opened
  * (shared/commands/pkiJobs.ts; its blocking Redis connection would otherwise keep the process alive).
  */
 export async function stopServer(server: Server): Promise<void> {
@@ -55,6 +58,7 @@ export async function stopServer(server: Server): Promise<void> {
     for (const socket of opened.get(server) ?? []) if (socket.bytesRead === 0) socket.destroy();
   });
   await stopAuthCache();
+  await stopOcspCache();
   await closeIssuanceEvents();
 }
 

@@ -44,7 +44,7 @@ export interface Config {
   /** Most shares one sparklines response carries (a page); more are paged. */
   sparklinesMaxShares: number;
   logLevel: string;
-  /** Entries and lifetime (ms) of the PKI caches (decrypted hub CA keys, issuer chains, verification keys). */
+  /** Entries and lifetime (ms) of the PKI caches (decrypted hub CA keys, issuer chains, verification keys, OCSP responders). */
   pkiCacheMax: number;
   pkiCacheTtlMs: number;
   /**
@@ -60,6 +60,8 @@ export interface Config {
   dbPoolMax: number;
   /** How long a request waits for its issuance or rotation job before answering 503. */
   issuanceWaitMs: number;
+  /** HUB_CRL_REFRESH: the longest a CA's CRL goes unsigned (ms); its nextUpdate is this plus CRL_MARGIN_MS. */
+  crlRefreshMs: number;
   /** BullMQ takeover of a dead worker's jobs: lock duration and stalled-job check interval. */
   takeover: { lockDuration: number; stalledInterval: number };
   /** HUB_JOB_BACKOFF_MS: the first retry wait of a failed job (doubling). */
@@ -309,6 +311,7 @@ export function loadConfig(env?: NodeJS.ProcessEnv): Config {
     trustProxy: e.HUB_TRUST_PROXY,
     dbPoolMax: e.HUB_DB_POOL_MAX,
     issuanceWaitMs: e.HUB_ISSUANCE_WAIT_MS,
+    crlRefreshMs: durationMs(e.HUB_CRL_REFRESH)!,
     takeover: { lockDuration: e.HUB_JOB_LOCK_MS, stalledInterval: e.HUB_STALLED_INTERVAL_MS },
     jobBackoffMs: e.HUB_JOB_BACKOFF_MS,
     certificateRenewalCron: e.HUB_CERTIFICATE_RENEWAL_CRON,

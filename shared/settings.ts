@@ -184,6 +184,7 @@ const SETTINGS = {
   HUB_ISSUANCE_WAIT_MS: entry(int(1, 600_000, 30_000), 'jobs and schedules', 'how long a request waits for its issuance or key rotation job (Redis connection included) before answering 503; the job still completes'),
   HUB_SWEEP_CRON: entry(z.string().default('*/15 * * * * *'), 'jobs and schedules', 'how often the clock re-adds jobs Redis never received and reconciles executions an outage left unfinished'),
   HUB_KEY_ROTATION_CRON: entry(z.string().default('0 0 1 * *'), 'jobs and schedules', 'when the clock rotates the enrollment-JWT signing key'),
+  HUB_CRL_REFRESH: entry(duration('PT12H'), 'jobs and schedules', "how often each CA's CRL is signed anew at the least (a revocation signs it at once); its nextUpdate is this plus one hour, and OCSP answers are signed for the same span"),
   HUB_CERTIFICATE_RENEWAL_CRON: entry(z.string().default('0 17 * * * *'), 'jobs and schedules', 'when the clock looks for custom frontend and edge certificates to renew'),
   HUB_HEALTH_CHECK_RECONCILE_CRON: entry(z.string().default('30 * * * * *'), 'jobs and schedules', 'when the clock reconciles the scheduled health checks with their settings'),
   HUB_METRICS_RAW_RETENTION: entry(duration('P2D'), 'jobs and schedules', 'how long raw usage samples are kept'),
@@ -192,7 +193,7 @@ const SETTINGS = {
   // security and tenant limits
   HUB_AUTH_FAILURE_LIMIT: entry(int(0, 10_000_000, 100), 'security and limits', 'failed authentications (401) one client address may cause per window before it gets 429; `0` turns it off'),
   HUB_AUTH_FAILURE_WINDOW_SECONDS: entry(int(1, 86_400, 60), 'security and limits', 'the window of `HUB_AUTH_FAILURE_LIMIT`'),
-  HUB_UNAUTH_RATE_LIMIT: entry(int(0, 10_000_000, 20_000), 'security and limits', 'requests per window one client address may send to the unauthenticated routes (enroll, token-in-path, agent enrollment and renewal, JWKS); `0` turns it off'),
+  HUB_UNAUTH_RATE_LIMIT: entry(int(0, 10_000_000, 20_000), 'security and limits', 'requests per window one client address may send to the unauthenticated routes (enroll, token-in-path, agent enrollment and renewal, JWKS, the CAs\' CRLs, certificates and OCSP under `/pki/`); `0` turns it off'),
   HUB_UNAUTH_RATE_WINDOW_SECONDS: entry(int(1, 86_400, 60), 'security and limits', 'the window of `HUB_UNAUTH_RATE_LIMIT`'),
   HUB_TOKEN_MAX_TTL: entry(duration('P90D'), 'security and limits', 'the longest lifetime a certificate request token (and so its JWT and signing key) may be given'),
   HUB_SIGNING_KEY_CACHE_MS: entry(int(0, 600_000, 5_000), 'security and limits', 'how long a web process trusts its copy of a verification key, the JWKS, or a kid it did not find'),
@@ -205,7 +206,7 @@ const SETTINGS = {
   HUB_MAX_SHARES: entry(int(0, 1_000_000, 1000), 'security and limits', "shares per hub, unless the operator set the hub's own (`quotas.shares`, `PATCH /admin/v1/hubs/{hubId}`); TCP shares count too"),
   HUB_MAX_TCP_PORTS: entry(int(0, 65_535, 20), 'security and limits', "TCP shares per hub, each holding one port of `HUB_EDGE_TCP_PORTS`, unless the operator set the hub's own (`quotas.tcpPorts`)"),
   HUB_MAX_LIST_OFFSET: entry(int(0, 100_000_000, 10_000), 'security and limits', 'how many rows deep a list page may start (400 beyond)'),
-  HUB_PKI_CACHE_MAX: entry(int(1, 1_000_000, 1000), 'security and limits', 'entries of the PKI caches (decrypted hub CA keys, issuer chains, verification keys)'),
+  HUB_PKI_CACHE_MAX: entry(int(1, 1_000_000, 1000), 'security and limits', 'entries of the PKI caches (decrypted hub CA keys, issuer chains, verification keys, OCSP responders)'),
   HUB_PKI_CACHE_TTL: entry(duration('PT10M'), 'security and limits', 'how long an entry of the PKI caches is kept'),
   HUB_SPARKLINES_MAX_SHARES: entry(int(1, 100_000, 1000), 'security and limits', 'most shares one sparklines response carries (more are paged)'),
 

@@ -29,9 +29,13 @@ const readJsonBody: Middleware = async (ctx, next) => {
   return next();
 };
 
+/** The one route whose body is not JSON: an OCSP request (DER, application/ocsp-request), which the route reads itself. */
+export const RAW_BODY_ROUTE = /^\/pki\/[^/]+\/ocsp\/?$/i;
+
 /**
  * Parses a JSON request body into `ctx.request.body` (undefined when there is none). Non-JSON bodies are 415,
  * bodies over 1 MiB are 413, malformed JSON is 400, and so are bodies strictJson.ts refuses (not UTF-8, a key twice,
- * a lone surrogate or NUL in a string), naming the property. A request without a body passes straight on (no promise of its own).
+ * a lone surrogate or NUL in a string), naming the property. An OCSP request (RAW_BODY_ROUTE) is left to its route. A request without a body passes straight on (no promise of its own).
  */
-export const jsonBody: Middleware = (ctx, next) => (METHODS_WITH_BODY.has(ctx.method) && hasBody(ctx) ? readJsonBody(ctx, next) : next());
+export const jsonBody: Middleware = (ctx, next) =>
+  METHODS_WITH_BODY.has(ctx.method) && hasBody(ctx) && !RAW_BODY_ROUTE.test(ctx.path) ? readJsonBody(ctx, next) : next();

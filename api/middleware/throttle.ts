@@ -13,7 +13,7 @@ import type { SecurityConfig } from '../../shared/config.js';
  *   processes. An address over the limit is then blocked in the process that saw it until the window ends (a map
  *   lookup per request, no Redis round trip on the success path); another web process blocks it at its own next
  *   failure from that address. So at most limit + (web processes - 1) failures pass per window.
- * - Unauthenticated routes (enroll, token-in-path redemption, agent enrollment and renewal, JWKS): every request counts, in process memory. These
+ * - Unauthenticated routes (enroll, token-in-path redemption, agent enrollment and renewal, JWKS, `/pki/`): every request counts, in process memory. These
  *   are the enrollment hot path, where a Redis round trip per request would cost throughput; each web process
  *   enforces the limit on its own, so behind N web processes an address may send up to N x the limit.
  *
@@ -92,9 +92,12 @@ export function authFailureThrottle(settings: Pick<SecurityConfig, 'authFailureL
   };
 }
 
-/** The routes that take no API key: enrollment, token-in-path redemption, agent enrollment and renewal, the JWKS. */
+/**
+ * The routes that take no API key: enrollment, token-in-path redemption, agent enrollment and renewal, the JWKS, and
+ * what the CAs publish (`/pki/...`: CRLs, CA certificates, OCSP).
+ */
 export const UNAUTHENTICATED_ROUTE =
-  /^\/hub\/(?:v2\/)?[^/]+\/client-certificates\/(?:enroll|token\/[^/]+)\/?$|^\/hub\/(?:v2\/)?[^/]+\/agents\/(?:enroll|[^/]+\/renew)\/?$|^\/hub\/v2\/public\/\.well-known\/jwks\.json$/i;
+  /^\/hub\/(?:v2\/)?[^/]+\/client-certificates\/(?:enroll|token\/[^/]+)\/?$|^\/hub\/(?:v2\/)?[^/]+\/agents\/(?:enroll|[^/]+\/renew)\/?$|^\/hub\/v2\/public\/\.well-known\/jwks\.json$|^\/pki\//i;
 
 /** 429 for an address over `unauthRateLimit` requests per window on the unauthenticated routes (in process). */
 export function unauthenticatedLimit(settings: Pick<SecurityConfig, 'unauthRateLimit' | 'unauthRateWindowSeconds'>): Middleware {

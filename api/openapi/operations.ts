@@ -64,6 +64,7 @@ const executionFilters = z.object({
   resourceType: z.string().optional(),
   resourceId: z.string().optional(),
 });
+const pkiFormat = z.object({ format: z.enum(['der', 'pem']).optional().meta({ description: 'der (default) or pem' }) });
 const accepted = { 202: 'the resource at its new state; `Location` names the execution that carries the work on' };
 const location = { 202: { Location: 'the execution: /hub/{hubId}/executions/{id}' } };
 
@@ -85,6 +86,47 @@ export const operations: Operation[] = [
     responses: { 200: { mediaType: 'text/plain', description: 'Prometheus text exposition format 0.0.4', example: 'edgehub_http_requests_total{route="/healthz",method="GET",status="200",process="web"} 3' } },
   },
   { method: 'get', path: '/hub/v2/public/.well-known/jwks.json', scope: 'open', tag: 'PKI', summary: 'Enrollment JWT signing keys (JWKS)', responses: { 200: c.Jwks } },
+  {
+    method: 'get',
+    path: '/pki/:hubId/crl',
+    scope: 'open',
+    tag: 'PKI',
+    summary: "The hub's issuing CA's CRL (`root` for the root CA's CRL of issuing CAs)",
+    description:
+      'DER (`application/pkix-crl`), or PEM with `?format=pem`. Signed anew within seconds of a revocation and at least every `HUB_CRL_REFRESH`; ' +
+      '`ETag` names its cRLNumber, `Cache-Control` lasts until its nextUpdate. 404 when the hub has no CA.',
+    query: pkiFormat,
+    responses: { 200: { mediaType: 'application/pkix-crl', description: 'the CRL (DER; PEM with format=pem)' }, 304: null },
+    headers: { 200: { ETag: 'the CRL number and format', 'Cache-Control': 'public, max-age until nextUpdate' } },
+  },
+  {
+    method: 'get',
+    path: '/pki/:hubId/ca',
+    scope: 'open',
+    tag: 'PKI',
+    summary: "The hub's issuing CA certificate (`root` for the root CA): the caIssuers URL of its certificates",
+    query: pkiFormat,
+    responses: { 200: { mediaType: 'application/pkix-cert', description: 'the certificate (DER; PEM with format=pem)' } },
+  },
+  {
+    method: 'post',
+    path: '/pki/:hubId/ocsp',
+    scope: 'open',
+    tag: 'PKI',
+    summary: "OCSP (RFC 6960) for the hub's issuing CA: the body is a DER OCSPRequest (`application/ocsp-request`)",
+    description:
+      'Answers good, revoked (time and reason) or unknown per certificate, signed by the CA\'s delegated responder; echoes a nonce. ' +
+      'Garbage, truncated or oversized requests answer malformedRequest, a request about another CA unauthorized; always HTTP 200.',
+    responses: { 200: { mediaType: 'application/ocsp-response', description: 'a DER OCSPResponse' } },
+  },
+  {
+    method: 'get',
+    path: '/pki/:hubId/ocsp/:request',
+    scope: 'open',
+    tag: 'PKI',
+    summary: 'OCSP by GET: the DER OCSPRequest as base64url, or base64 URL-encoded',
+    responses: { 200: { mediaType: 'application/ocsp-response', description: 'a DER OCSPResponse' } },
+  },
 
   // ---- operator API ----
   { method: 'post', path: '/admin/v1/hubs', scope: 'admin', tag: 'Operator', summary: 'Create a hub', body: admin.createHubSchema, responses: { 201: c.Hub } },
@@ -186,7 +228,15 @@ export const operations: Operation[] = [
   { method: 'get', path: '/client-certificates/:id', scope: 'hub', tag: 'PKI', summary: 'Get a client certificate (with its PEM)', responses: { 200: c.ClientCertificate } },
   { method: 'patch', path: '/client-certificates/:id', scope: 'hub', tag: 'PKI', summary: 'Update a client certificate', body: clientCertificates.patchSchema, responses: { 200: c.ClientCertificate } },
   { method: 'put', path: '/client-certificates/:id', scope: 'hub', tag: 'PKI', summary: 'Replace a client certificate', body: clientCertificates.createSchema, responses: { 200: c.ClientCertificate } },
-  { method: 'delete', path: '/client-certificates/:id', scope: 'hub', tag: 'PKI', summary: 'Delete a client certificate', responses: { 200: c.Deleted } },
+  {
+    method: 'delete',
+    path: '/client-certificates/:id',
+    scope: 'hub',
+    tag: 'PKI',
+    summary: "Delete a client certificate; one the hub's CA issued is revoked (in its CRL and OCSP answers within seconds)",
+    query: z.object({ reason: z.enum(['unspecified', 'keyCompromise', 'affiliationChanged', 'superseded', 'cessationOfOperation']).optional().meta({ description: 'RFC 5280 revocation reason (default unspecified)' }) }),
+    responses: { 200: c.Deleted },
+  },
   {
     method: 'post',
     path: ['/hub/v2/:hubId/client-certificates/enroll', '/hub/:hubId/client-certificates/enroll'],

@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { createCertificate, deleteCertificate, findCertificate, listCertificates, updateCertificate } from '../../shared/commands/clientCertificates.js';
+import { reasonCode } from '../../shared/commands/revocations.js';
 import { principalName } from '../middleware/auth.js';
 import { mapPage, pageRequest } from '../paging.js';
 import { presentCertificate, presentCertificateSummary, presentDeleted } from '../presenters/pki.js';
@@ -31,7 +32,9 @@ export default function routes({ hub }: Routes) {
   hub.put('/client-certificates/:id', async (ctx) => {
     ctx.body = presentCertificate(await updateCertificate(currentHub(ctx).id, ctx.params.id, body(ctx, createSchema), principalName(ctx)));
   });
+  // a certificate the hub's CA issued is revoked with `reason` (RFC 5280 name, default unspecified); a bad one is a 400
   hub.delete('/client-certificates/:id', async (ctx) => {
-    ctx.body = presentDeleted(await deleteCertificate(currentHub(ctx).id, ctx.params.id), principalName(ctx));
+    const reason = reasonCode(ctx.query.reason);
+    ctx.body = presentDeleted(await deleteCertificate(currentHub(ctx).id, ctx.params.id, reason, principalName(ctx)), principalName(ctx));
   });
 }

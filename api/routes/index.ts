@@ -23,6 +23,7 @@ import ipsecMetrics from './ipsecMetrics.js';
 import jwks from './jwks.js';
 import metrics from './metrics.js';
 import openapi from './openapi.js';
+import pki from './pki.js';
 import telemetry from './telemetry.js';
 import shares from './shares.js';
 import signingKeys from './signingKeys.js';
@@ -49,6 +50,7 @@ export const routeModules: ((routes: Routes) => void)[] = [
   jwks,
   metrics,
   openapi,
+  pki,
   telemetry,
   shares,
   signingKeys,

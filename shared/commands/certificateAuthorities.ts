@@ -10,6 +10,7 @@ import { certificatePem, issueCertificate, keyIdentifier, publicKeyInfo, type Si
 import { pemToDer } from '../pki/der.js';
 import { cached, pkiCache } from '../pki/cache.js';
 import { buildName, OID } from '../pki/names.js';
+import { pkiUrls } from './revocations.js';
 
 /**
  * The service's certificate authorities: one root (EC P-256, self-signed) and one issuing CA per hub signed by it.
@@ -39,6 +40,8 @@ export function leafValidityFor(ms: number, now = Date.now()): { notBefore: Date
 
 export interface LoadedCa {
   id: string;
+  /** The CA's public URLs (CRL, OCSP, its certificate) that the certificates it issues name. */
+  urls: ReturnType<typeof pkiUrls>;
   signer: Signer;
   certificatePem: string;
   /** This CA's certificate and its issuers' (PEM), leaf-most first. */
@@ -58,7 +61,8 @@ function newKey() {
   return { pem, publicKey: publicKeyInfo(publicKey.export({ format: 'der', type: 'spki' })), sealed: encryptSecret(pem) };
 }
 
-async function signerOf(ca: CertificateAuthority): Promise<Signer> {
+/** A CA's signer: its name as parsed from its certificate and its decrypted key. */
+export async function signerOf(ca: Pick<CertificateAuthority, 'certificatePem' | 'privateKeySealed'>): Promise<Signer> {
   const cert = Certificate.fromBER(new Uint8Array(pemToDer(ca.certificatePem, ['CERTIFICATE'])!));
   // the issuer name of what we sign must match this CA's subject byte for byte: pkijs keeps the parsed name's bytes
   return { name: cert.subject, privateKey: await signingKey(decryptSecret(ca.privateKeySealed)), keyIdentifier: keyIdentifier(cert.subjectPublicKeyInfo) };
@@ -135,13 +139,15 @@ async function loadHubCa(hubId: string): Promise<LoadedCa> {
       notBefore: new Date(now - BACKDATE_MS),
       notAfter,
       profile: { kind: 'ca', pathLength: 0 },
+      // where relying parties find the root's CRL of issuing CAs, and the root's certificate
+      revocation: { crl: pkiUrls('root').crl, caIssuers: pkiUrls('root').caIssuers },
     });
     issuing = await insertOnce(
       { id: newId(), kind: 'ISSUING', hubId, subject, certificatePem: certificatePem(der), privateKeySealed: key.sealed, notAfter },
       () => CertificateAuthority.findOne({ where: { kind: 'ISSUING', hubId } }),
     );
   }
-  return { id: issuing.id, signer: await signerOf(issuing), certificatePem: issuing.certificatePem, chainPem: issuing.certificatePem + rootCa.certificatePem };
+  return { id: issuing.id, urls: pkiUrls(hubId), signer: await signerOf(issuing), certificatePem: issuing.certificatePem, chainPem: issuing.certificatePem + rootCa.certificatePem };
 }
 
 /** The hub's issuing CA with its decrypted key, created on first use, kept in a bounded cache with a TTL. */

@@ -11,6 +11,8 @@ import { issueInWorker, issueRequestOf } from './pkiJobs.js';
 import { HUB_MATCHES, preparedQuery } from '../db.js';
 import { claimingName, nameTaken } from './certificateRequestTokens.js';
 import { findPage, type Page, type PageRequest } from '../paging.js';
+import { recordRevocation, requestCrlsQuietly } from './revocations.js';
+import { REVOCATION_REASONS } from '../pki/crl.js';
 
 export interface CertificateInput {
   name?: string;
@@ -143,15 +145,38 @@ export async function updateCertificate(hubId: string, id: string, input: Certif
     return findCertificate(hubId, id);
   }
   const changes = { name, ...(value ? uploadedFields(value.info) : {}) };
-  // a rename cascades into the name registry, whose primary key refuses a collision
-  await claimingName(name, () => ClientCertificate.update(changes, { where: { id, hubId } }));
+  // a rename cascades into the name registry, whose primary key refuses a collision; a certificate our CA issued that
+  // an uploaded one replaces is revoked (superseded) in the same transaction
+  const revoked = await claimingName(name, () =>
+    withTransaction(async (transaction) => {
+      await ClientCertificate.update(changes, { where: { id, hubId }, transaction });
+      if (!value || !cert.issuerId) return undefined;
+      await recordRevocation({ caId: cert.issuerId, hubId, serialNumber: cert.serialNumber, certificateId: id, reasonCode: REVOCATION_REASONS.superseded, revokedBy: createdBy }, transaction);
+      return cert.issuerId;
+    }),
+  );
+  if (revoked) await requestCrlsQuietly([{ caId: revoked, hubId }], 'scheduler');
   return findCertificate(hubId, id);
 }
 
-export async function deleteCertificate(hubId: string, id: string): Promise<InferAttributes<ClientCertificate>> {
+/**
+ * Deletes a certificate. One our CA issued is revoked in the same transaction (with `reasonCode`, default
+ * unspecified) and its CA's CRL is asked for once it committed; an uploaded one is just deleted.
+ */
+export async function deleteCertificate(hubId: string, id: string, reasonCode = 0, revokedBy = 'api'): Promise<InferAttributes<ClientCertificate>> {
   const cert = await findCertificate(hubId, id);
-  const count = await ClientCertificate.destroy({ where: { id, hubId } });
-  if (count === 0) throw notFound('client certificate', id);
+  const revoked = await withTransaction(async (transaction) => {
+    const rows = (await db().query(`DELETE FROM client_certificates WHERE id = :id AND hub_id = :hubId RETURNING issuer_id AS "issuerId", serial_number AS "serialNumber"`, {
+      replacements: { id, hubId },
+      type: QueryTypes.SELECT,
+      transaction,
+    })) as { issuerId: string | null; serialNumber: string }[];
+    if (rows.length === 0) throw notFound('client certificate', id);
+    const [row] = rows;
+    if (row.issuerId) await recordRevocation({ caId: row.issuerId, hubId, serialNumber: row.serialNumber, certificateId: id, reasonCode, revokedBy }, transaction);
+    return row.issuerId;
+  });
+  if (revoked) await requestCrlsQuietly([{ caId: revoked, hubId }], 'scheduler');
   return cert;
 }
 

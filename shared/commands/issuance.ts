@@ -4,7 +4,7 @@
  * token, stores the certificate, hands the token's name to it and marks the execution SUCCEEDED in ONE statement, so
  * of many concurrent redemptions exactly one gets a certificate.
  */
-import { Transaction, UniqueConstraintError } from 'sequelize';
+import { QueryTypes, Transaction, UniqueConstraintError } from 'sequelize';
 import { db, HUB_MATCHES, preparedQuery, withTransaction } from '../db.js';
 import { notFound, NotClaimed, refusal } from '../errors.js';
 import { ClientCertificate } from '../models/ClientCertificate.js';
@@ -12,6 +12,8 @@ import { hubCa, leafValidity } from './certificateAuthorities.js';
 import { certificatePem, issueCertificate, partsToCertify, type CertificateInfo } from '../pki/certificates.js';
 import { ISSUE_JOB, type IssuePayload } from './pkiJobs.js';
 import { CERTIFICATE_COLUMNS } from './clientCertificates.js';
+import { recordRevocation, requestCrlsQuietly } from './revocations.js';
+import { REVOCATION_REASONS } from '../pki/crl.js';
 
 /** The job an issuance runs in: its execution (the certificate's id for new ones), who asked, which attempt. */
 export interface IssuingJob {
@@ -53,6 +55,8 @@ async function sign(hubId: string, p: IssuePayload): Promise<{ info: Certificate
     notBefore,
     notAfter,
     profile: { kind: 'client' },
+    // CRL Distribution Points and Authority Information Access: where others check its revocation
+    revocation: ca.urls,
   });
   const info = { pem: certificatePem(issued.der), fingerprintSha256: issued.fingerprintSha256, subject: p.subject, serialNumber: issued.serialNumber, notBefore, notAfter };
   return { info, issuerId: ca.id };
@@ -142,14 +146,27 @@ async function create(job: IssuingJob, hubId: string, p: Extract<IssuePayload, {
   });
 }
 
-async function replace(hubId: string, p: Extract<IssuePayload, { mode: 'replace' }>, signed: Awaited<ReturnType<typeof sign>>) {
-  const [count] = await ClientCertificate.update(
-    { name: p.name, source: 'CSR', ...certificateFields(signed.info, signed.issuerId) },
-    { where: { id: p.certificateId, hubId } },
-  );
-  if (count === 0) throw notFound('client certificate', p.certificateId);
+/**
+ * Re-issues over a certificate: the row takes the new certificate, and the one it replaces, when our CA issued it, is
+ * revoked (superseded) in the same transaction. Returns the CA whose CRL changed, if any.
+ */
+async function replace(hubId: string, p: Extract<IssuePayload, { mode: 'replace' }>, signed: Awaited<ReturnType<typeof sign>>, revokedBy: string) {
+  return withTransaction(async (transaction: Transaction) => {
+    const [old] = (await db().query(`SELECT issuer_id AS "issuerId", serial_number AS "serialNumber" FROM client_certificates WHERE id = :id AND hub_id = :hubId FOR UPDATE`, {
+      replacements: { id: p.certificateId, hubId },
+      type: QueryTypes.SELECT,
+      transaction,
+    })) as { issuerId: string | null; serialNumber: string }[];
+    if (!old) throw notFound('client certificate', p.certificateId);
+    await ClientCertificate.update({ name: p.name, source: 'CSR', ...certificateFields(signed.info, signed.issuerId) }, { where: { id: p.certificateId, hubId }, transaction });
+    if (!old.issuerId || old.serialNumber === signed.info.serialNumber) return undefined;
+    await recordRevocation(
+      { caId: old.issuerId, hubId, serialNumber: old.serialNumber, certificateId: p.certificateId, reasonCode: REVOCATION_REASONS.superseded, revokedBy },
+      transaction,
+    );
+    return old.issuerId;
+  });
 }
-
 
 /**
  * Issues the certificate a job asks for. Refusals are DomainErrors (a name taken is EH_CONFLICT); anything else is retried by
@@ -162,7 +179,10 @@ export async function issueClientCertificate(hubId: string, p: IssuePayload, job
     const signed = await sign(hubId, p);
     if (p.mode === 'redeem') return { certificateId: id, certificate: await redeem(job, hubId, p, id, signed) };
     if (p.mode === 'create') await create(job, hubId, p, id, signed);
-    else await replace(hubId, p, signed);
+    else {
+      const revokedCa = await replace(hubId, p, signed, job.createdBy);
+      if (revokedCa) await requestCrlsQuietly([{ caId: revokedCa, hubId }], 'scheduler');
+    }
   } catch (err) {
     if (err instanceof UniqueConstraintError) throw nameTaken((p as { name?: string }).name ?? '');
     throw err;

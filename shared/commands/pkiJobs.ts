@@ -18,6 +18,8 @@ import type { ParsedCsr } from '../pki/csr.js';
 export const ISSUE_JOB = 'pki.issueCertificate';
 export const ROTATE_JOB = 'pki.rotateSigningKey';
 export const CREATE_HUB_CA_JOB = 'pki.createHubCa';
+/** Signs a CA's CRL anew (and makes or renews a hub CA's OCSP responder): shared/commands/crls.ts. */
+export const PUBLISH_CRL_JOB = 'pki.publishCrl';
 
 /**
  * What the worker signs: the subject Name and the SubjectPublicKeyInfo of a CSR the web process verified (proof of

@@ -1,10 +1,12 @@
-import { randomBytes } from 'node:crypto';
+import { randomBytes, X509Certificate } from 'node:crypto';
 import { Op, QueryTypes, type Transaction } from 'sequelize';
 import { db, withTransaction } from '../db.js';
 import { notFound } from '../errors.js';
 import { enqueue } from '../jobs.js';
 import { CREATE_HUB_CA_JOB } from './pkiJobs.js';
 import { changedQuotas, type QuotaChange } from './hubQuotas.js';
+import { recordRevocation, requestCrlsQuietly } from './revocations.js';
+import { REVOCATION_REASONS } from '../pki/crl.js';
 import { newId, randomToken } from '../ids.js';
 import { ApiKey } from '../models/ApiKey.js';
 import { Environment } from '../models/Environment.js';
@@ -55,16 +57,28 @@ export async function updateHub(id: string, input: Partial<HubInput>): Promise<H
  * API keys stop working at once (the auth caches hear of it, migration 0600), its shares stop answering at the edge
  * (routes, certificates and agents are notified), its executions go with it (their queued jobs find nothing to do).
  * The IPsec provider is told afterwards to release the hub's tunnels' records (the data plane already stops them:
- * it only runs tunnels whose rows remain). Its shares' recorded exchanges are deleted once the rows are.
+ * it only runs tunnels whose rows remain). Its shares' recorded exchanges are deleted once the rows are. The hub's
+ * issuing CA goes too, and is revoked in the root's CRL.
  */
 export async function deleteHub(id: string): Promise<void> {
-  const tunnelIds = await withTransaction(async (transaction) => {
+  const { tunnelIds, root } = await withTransaction(async (transaction) => {
     const tunnels = await db().query<{ id: string }>(`SELECT id FROM ipsec_tunnels WHERE hub_id = :id`, { replacements: { id }, type: QueryTypes.SELECT, transaction });
+    const cas = (await db().query(
+      `SELECT i.id, i.certificate_pem AS "certificatePem", r.id AS "rootId" FROM certificate_authorities i, certificate_authorities r
+       WHERE i.kind = 'ISSUING' AND i.hub_id = :id AND r.kind = 'ROOT'`,
+      { replacements: { id }, type: QueryTypes.SELECT, transaction },
+    )) as { id: string; certificatePem: string; rootId: string }[];
     const deleted = await db().query(`DELETE FROM hubs WHERE id = :id RETURNING id`, { replacements: { id }, type: QueryTypes.SELECT, transaction });
     if (!deleted.length) throw notFound('hub', id);
-    return tunnels.map((t) => t.id);
+    // the hub's issuing CA goes with it: the root's CRL lists it from now on
+    for (const ca of cas) {
+      const serialNumber = new X509Certificate(ca.certificatePem).serialNumber.toLowerCase();
+      await recordRevocation({ caId: ca.rootId, hubId: null, serialNumber, certificateId: ca.id, reasonCode: REVOCATION_REASONS.cessationOfOperation, revokedBy: 'admin' }, transaction);
+    }
+    return { tunnelIds: tunnels.map((t) => t.id), root: cas[0]?.rootId };
   });
   await forgetHubRecordings(id);
+  if (root) await requestCrlsQuietly([{ caId: root, hubId: null }], 'scheduler');
   if (tunnelIds.length) await ipsecProvider().releaseTunnels(tunnelIds);
 }
 

@@ -2,7 +2,7 @@ import { LRUCache } from 'lru-cache';
 import { config } from '../config.js';
 
 /**
- * The PKI caches (decrypted hub CA keys, issuer chains, JWT verification keys): size-bounded LRUs whose entries
+ * The PKI caches (decrypted hub CA keys, issuer chains, JWT verification keys, OCSP responders): size-bounded LRUs whose entries
  * expire after HUB_PKI_CACHE_TTL, so no secret or stale key is kept for the life of the process. A rejected value
  * (a promise that failed) is dropped so the next call tries again.
  */

@@ -18,6 +18,12 @@ const OID = {
   subjectKeyIdentifier: '2.5.29.14',
   authorityKeyIdentifier: '2.5.29.35',
   serverAuth: '1.3.6.1.5.5.7.3.1',
+  ocspSigning: '1.3.6.1.5.5.7.3.9',
+  crlDistributionPoints: '2.5.29.31',
+  authorityInfoAccess: '1.3.6.1.5.5.7.1.1',
+  accessOcsp: '1.3.6.1.5.5.7.48.1',
+  accessCaIssuers: '1.3.6.1.5.5.7.48.2',
+  ocspNoCheck: '1.3.6.1.5.5.7.48.1.5',
 };
 
 /** The key and name a certificate is signed with (an EC P-256 CA key). */
@@ -32,7 +38,19 @@ export interface Signer {
 export type Profile =
   /** A generated client certificate: EKU serverAuth; KU digitalSignature, keyCertSign, cRLSign only. */
   | { kind: 'client' }
-  | { kind: 'ca'; pathLength?: number };
+  | { kind: 'ca'; pathLength?: number }
+  /** A delegated OCSP responder (RFC 6960 4.2.2.2): KU digitalSignature (critical), EKU OCSPSigning, id-pkix-ocsp-nocheck. */
+  | { kind: 'ocsp' };
+
+/**
+ * Where a relying party checks the certificate's revocation: CRL Distribution Points (`crl`) and Authority
+ * Information Access (`ocsp`, `caIssuers`), each a URL.
+ */
+export interface RevocationUrls {
+  crl: string;
+  ocsp?: string;
+  caIssuers?: string;
+}
 
 export interface IssueRequest {
   /** The subject: a Name pkijs parsed or built, or a Name's DER. Either way its bytes are certified as they are. */
@@ -43,6 +61,8 @@ export interface IssueRequest {
   notBefore: Date;
   notAfter: Date;
   profile: Profile;
+  /** CRL Distribution Points and Authority Information Access, when given. */
+  revocation?: RevocationUrls;
 }
 
 export interface Issued {
@@ -111,7 +131,7 @@ const extension = (extnID: string, critical: boolean, value: { toBER(): ArrayBuf
  * returns its bytes but does not write them into the writer of the element it sits in (asn1js 4.0.0), which would
  * leave them out.
  */
-class Encoded extends asn1js.RawData {
+export class Encoded extends asn1js.RawData {
   override toBER(sizeOnly?: boolean, writer?: asn1js.ViewWriter): ArrayBuffer {
     const der = super.toBER(sizeOnly);
     writer?.write(der);
@@ -137,8 +157,36 @@ const encodedOnce = <T extends { toSchema(): { toBER(): ArrayBuffer } }>(object:
 const KU_EXTENSION = encodedOnce(extension(OID.keyUsage, true, KEY_USAGE));
 const EKU_EXTENSION = encodedOnce(extension(OID.extKeyUsage, false, new ExtKeyUsage({ keyPurposes: [OID.serverAuth] }).toSchema()));
 
+/** A delegated OCSP responder's: digitalSignature only, OCSPSigning, and no-check (its value is NULL). */
+const OCSP_KU_EXTENSION = encodedOnce(extension(OID.keyUsage, true, new asn1js.BitString({ valueHex: Uint8Array.of(0b1000_0000), unusedBits: 7 })));
+const OCSP_EKU_EXTENSION = encodedOnce(extension(OID.extKeyUsage, false, new ExtKeyUsage({ keyPurposes: [OID.ocspSigning] }).toSchema()));
+const OCSP_NOCHECK_EXTENSION = encodedOnce(extension(OID.ocspNoCheck, false, new asn1js.Null()));
+
+/** A DER element from its tag and content (short and long definite lengths). */
+export function tlv(tag: number, ...content: Buffer[]): Buffer {
+  const body = Buffer.concat(content);
+  const n = body.length;
+  const header = n < 0x80 ? [tag, n] : n < 0x100 ? [tag, 0x81, n] : n < 0x10000 ? [tag, 0x82, n >> 8, n & 0xff] : [tag, 0x83, n >> 16, (n >> 8) & 0xff, n & 0xff];
+  return Buffer.concat([Buffer.from(header), body]);
+}
+
+/** A GeneralName uniformResourceIdentifier ([6] IA5String). */
+const uri = (url: string) => tlv(0x86, Buffer.from(url, 'ascii'));
+const oid = (dotted: string) => Buffer.from(new asn1js.ObjectIdentifier({ value: dotted }).toBER());
+
+/** CRL Distribution Points (one, by full name) and Authority Information Access (OCSP, CA issuers), as extensions. */
+function revocationExtensions(urls: RevocationUrls): Extension[] {
+  const dp = tlv(0x30, tlv(0x30, tlv(0xa0, tlv(0xa0, uri(urls.crl)))));
+  const out = [encodedOnce(new Extension({ extnID: OID.crlDistributionPoints, critical: false, extnValue: new Uint8Array(dp).buffer }))];
+  const access: Buffer[] = [];
+  if (urls.ocsp) access.push(tlv(0x30, oid(OID.accessOcsp), uri(urls.ocsp)));
+  if (urls.caIssuers) access.push(tlv(0x30, oid(OID.accessCaIssuers), uri(urls.caIssuers)));
+  if (access.length) out.push(encodedOnce(new Extension({ extnID: OID.authorityInfoAccess, critical: false, extnValue: new Uint8Array(tlv(0x30, ...access)).buffer })));
+  return out;
+}
+
 /** What a signer puts in every certificate it signs, encoded once per signer: its name and authorityKeyIdentifier. */
-const signerParts = new WeakMap<Signer, { issuer: RelativeDistinguishedNames; aki: Extension }>();
+const signerParts = new WeakMap<Signer, { issuer: RelativeDistinguishedNames; aki: Extension; revocation?: { key: string; extensions: Extension[] } }>();
 function partsOf(signer: Signer) {
   let parts = signerParts.get(signer);
   if (!parts) {
@@ -156,23 +204,40 @@ const encodedName = (name: RelativeDistinguishedNames | Uint8Array) =>
     name instanceof Uint8Array ? name : name.valueBeforeDecode.byteLength ? name.valueBeforeDecode : name.toSchema().toBER(),
   );
 
+/** The revocation extensions of what a signer signs, encoded once per signer and set of URLs. */
+function revocationOf(signer: Signer, urls: RevocationUrls | undefined): Extension[] {
+  if (!urls) return [];
+  const parts = partsOf(signer);
+  const key = `${urls.crl} ${urls.ocsp ?? ''} ${urls.caIssuers ?? ''}`;
+  if (parts.revocation?.key !== key) parts.revocation = { key, extensions: revocationExtensions(urls) };
+  return parts.revocation.extensions;
+}
+
 function extensions(req: IssueRequest): Extension[] {
   const ski = extension(OID.subjectKeyIdentifier, false, new asn1js.OctetString({ valueHex: new Uint8Array(keyIdentifier(req.publicKey)) }));
   const { aki } = partsOf(req.issuer);
-  if (req.profile.kind === 'client') return [KU_EXTENSION, EKU_EXTENSION, ski, aki];
+  const revocation = revocationOf(req.issuer, req.revocation);
+  if (req.profile.kind === 'client') return [KU_EXTENSION, EKU_EXTENSION, ski, aki, ...revocation];
+  if (req.profile.kind === 'ocsp') return [OCSP_KU_EXTENSION, OCSP_EKU_EXTENSION, OCSP_NOCHECK_EXTENSION, ski, aki, ...revocation];
   const pathLength = req.profile.pathLength;
   const constraints = new BasicConstraints(pathLength === undefined ? { cA: true } : { cA: true, pathLenConstraint: pathLength });
-  return [extension(OID.basicConstraints, true, constraints.toSchema()), KU_EXTENSION, ski, aki];
+  return [extension(OID.basicConstraints, true, constraints.toSchema()), KU_EXTENSION, ski, aki, ...revocation];
 }
 
+/** The authorityKeyIdentifier extension of what this signer signs (certificates and CRLs), encoded once. */
+export const authorityKeyIdentifierOf = (signer: Signer): Extension => partsOf(signer).aki;
+
+/** The signer's name as the issuer of what it signs (its bytes as they are). */
+export const issuerNameOf = (signer: Signer): RelativeDistinguishedNames => partsOf(signer).issuer;
+
 /** X.509 Time: UTCTime through 2049, GeneralizedTime from 2050 (RFC 5280 4.1.2.5), whole seconds. */
-function time(date: Date): Time {
+export function time(date: Date): Time {
   const value = new Date(Math.floor(date.getTime() / 1000) * 1000);
   return new Time({ type: value.getUTCFullYear() < 2050 ? TimeType.UTCTime : TimeType.GeneralizedTime, value });
 }
 
 /** ecdsa-with-SHA256 without parameters (RFC 5758 3.2), encoded once: the same in the TBS (signature) and around it. */
-const ECDSA_WITH_SHA256 = encodedOnce(new AlgorithmIdentifier({ algorithmId: '1.2.840.10045.4.3.2' }));
+export const ECDSA_WITH_SHA256 = encodedOnce(new AlgorithmIdentifier({ algorithmId: '1.2.840.10045.4.3.2' }));
 
 /**
  * A version 3 certificate from the schema, signed by the issuer (ECDSA P-256, SHA-256). The TBSCertificate is encoded

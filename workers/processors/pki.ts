@@ -2,7 +2,8 @@ import { z } from 'zod';
 import { issueClientCertificate } from '../../shared/commands/issuance.js';
 import { DomainError } from '../../shared/errors.js';
 import { ensureRootCa, hubCa } from '../../shared/commands/certificateAuthorities.js';
-import { CREATE_HUB_CA_JOB, encodeRefusal, ISSUE_JOB, ROTATE_JOB, type IssuePayload } from '../../shared/commands/pkiJobs.js';
+import { CREATE_HUB_CA_JOB, encodeRefusal, ISSUE_JOB, PUBLISH_CRL_JOB, ROTATE_JOB, type IssuePayload } from '../../shared/commands/pkiJobs.js';
+import { publishCrl } from '../../shared/commands/crlPublication.js';
 import { rotateSigningKey } from '../../shared/commands/signingKeys.js';
 import { defineProcessor, NO_PAYLOAD, permanentFailure } from '../processor.js';
 
@@ -62,9 +63,22 @@ const createHubCa = defineProcessor({
   },
 });
 
+/**
+ * A CA's CRL signed anew (and a hub CA's OCSP responder made or renewed): asked for by each revocation and by the
+ * clock's refresh; requests made before the CA's current CRL is replaced share one job (shared/commands/revocations.ts).
+ */
+const publish = defineProcessor({
+  type: PUBLISH_CRL_JOB,
+  payload: z.object({ caId: name }).strict(),
+  concurrency: 8,
+  async handle(ctx) {
+    return publishCrl(String(ctx.payload.caId));
+  },
+});
+
 /** The root CA exists from the first start of a worker (race-safe when several start at once). */
 export async function onWorkerStart(): Promise<void> {
   await ensureRootCa();
 }
 
-export default [issue, rotate, createHubCa];
+export default [issue, rotate, createHubCa, publish];

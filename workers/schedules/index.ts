@@ -1,5 +1,6 @@
 /** Every clock schedule, one import each (a module may export one schedule or several). */
 import type { Schedule } from '../schedule.js';
+import crlRefresh from './crlRefresh.js';
 import customFrontendDnsWait from './customFrontendDnsWait.js';
 import customFrontends from './customFrontends.js';
 import executionRetention from './executionRetention.js';
@@ -9,6 +10,7 @@ import signingKeyRotation from './signingKeyRotation.js';
 import sweep from './sweep.js';
 
 export const schedules: Schedule[] = [
+  crlRefresh,
   customFrontendDnsWait,
   customFrontends,
   executionRetention,

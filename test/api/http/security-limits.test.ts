@@ -67,6 +67,25 @@ test.serial('the unauthenticated routes (JWKS, enroll, token-in-path, agent enro
   });
 });
 
+test.serial("what the CAs publish (/pki/: CRLs, CA certificates, OCSP) counts against the unauthenticated routes' limit", async (t) => {
+  await withStack({ HUB_UNAUTH_RATE_LIMIT: '3', HUB_UNAUTH_RATE_WINDOW_SECONDS: '120' }, async (stack) => {
+    t.is((await stack.call('GET', '/pki/no-such-hub/crl')).status, 404);
+    t.is((await stack.call('GET', '/pki/no-such-hub/ca')).status, 404);
+    const ocsp = await fetch(`${stack.baseUrl}/pki/no-such-hub/ocsp`, { method: 'POST', headers: { 'content-type': 'application/ocsp-request' }, body: 'x' });
+    t.is(ocsp.status, 200);
+    for (const [method, path] of [
+      ['GET', '/pki/root/crl'],
+      ['GET', '/pki/no-such-hub/ca'],
+      ['POST', '/pki/no-such-hub/ocsp'],
+      ['GET', '/pki/no-such-hub/ocsp/MAA'],
+    ]) {
+      const r = await stack.call(method, path, { raw: method === 'POST' ? 'x' : undefined, headers: { 'content-type': 'application/ocsp-request' } });
+      t.is(r.status, 429, path);
+      t.is(r.json.error, 'too_many_requests');
+    }
+  });
+});
+
 test.serial('a limit of 0 turns either limiter off', async (t) => {
   await withStack({ HUB_AUTH_FAILURE_LIMIT: '0', HUB_UNAUTH_RATE_LIMIT: '0' }, async (stack) => {
     for (let i = 0; i < 15; i++) t.is((await stack.call('GET', '/admin/v1/hubs/x', { auth: `Bearer wrong-${i}` })).status, 401);
