@@ -35,7 +35,18 @@ export interface PostgresWithStandby {
 
 const PASSWORD = 'edgehub-standby-test';
 
-async function serve(name: PostgresNode['name'], dir: string, port: number, flags: string[]): Promise<PostgresNode> {
+/** Starts one server on a free port; a port that another program took meanwhile is given up for another. */
+async function serve(name: PostgresNode['name'], dir: string, flags: string[]): Promise<PostgresNode> {
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await serveOn(name, dir, await freePort(), flags);
+    } catch (err) {
+      if (attempt >= 5 || !/Address already in use/.test((err as Error).message)) throw err;
+    }
+  }
+}
+
+async function serveOn(name: PostgresNode['name'], dir: string, port: number, flags: string[]): Promise<PostgresNode> {
   const child = spawnServer(await postgresBinary(), ['-D', dir, '-p', String(port), '-c', 'listen_addresses=127.0.0.1', '-c', 'unix_socket_directories=', '-c', 'max_connections=300', ...flags], {
     stopSignal: 'SIGINT',
     ...postgresUser(),
@@ -76,20 +87,20 @@ export async function startPostgresWithStandby(dir: string, database: string): P
   makeTraversable(path.dirname(await postgresBinary()));
   const primaryDir = path.join(dir, 'primary');
   const standbyDir = path.join(dir, 'standby');
-  const [primaryPort, standbyPort] = [await freePort(), await freePort()];
   if (!existsSync(path.join(primaryDir, 'PG_VERSION'))) {
-    await new EmbeddedPostgres({ databaseDir: primaryDir, port: primaryPort, user: 'postgres', password: PASSWORD, persistent: true, createPostgresUser: process.getuid?.() === 0, onLog: () => undefined, onError: () => undefined }).initialise();
+    await new EmbeddedPostgres({ databaseDir: primaryDir, port: await freePort(), user: 'postgres', password: PASSWORD, persistent: true, createPostgresUser: process.getuid?.() === 0, onLog: () => undefined, onError: () => undefined }).initialise();
   }
   // the copy is the standby: the same cluster, never started, told where its primary is
   execFileSync('cp', ['-a', primaryDir, standbyDir]);
+  const replication = ['-c', 'wal_level=replica', '-c', 'max_wal_senders=10', '-c', 'hot_standby=on'];
+  const primary = await serve('primary', primaryDir, [...replication, '-c', 'synchronous_standby_names=standby1']);
+  const primaryPort = primary.port;
   writeFileSync(path.join(standbyDir, 'standby.signal'), '');
   appendFileSync(path.join(standbyDir, 'postgresql.auto.conf'), `\nprimary_conninfo = 'host=127.0.0.1 port=${primaryPort} user=postgres password=${PASSWORD} application_name=standby1'\n`);
   const { uid, gid } = postgresUser();
   if (uid !== undefined && gid !== undefined) for (const f of ['standby.signal', 'postgresql.auto.conf']) chownSync(path.join(standbyDir, f), uid, gid);
-
-  const replication = ['-c', 'wal_level=replica', '-c', 'max_wal_senders=10', '-c', 'hot_standby=on'];
-  const primary = await serve('primary', primaryDir, primaryPort, [...replication, '-c', "synchronous_standby_names=standby1"]);
-  const standby = await serve('standby', standbyDir, standbyPort, replication);
+  const standby = await serve('standby', standbyDir, replication);
+  const standbyPort = standby.port;
   for (let i = 0; ; i++) {
     const rows = await query<{ sync_state: string }>(primaryPort, `SELECT sync_state FROM pg_stat_replication WHERE application_name = 'standby1'`);
     if (rows[0]?.sync_state === 'sync') break;
