@@ -12,7 +12,7 @@
 import { createPrivateKey, X509Certificate } from 'node:crypto';
 import { LRUCache } from 'lru-cache';
 import { config } from '../config.js';
-import { preparedQuery } from '../db.js';
+import { applicationName, preparedQuery } from '../db.js';
 import { isDomainError } from '../errors.js';
 import { logger } from '../logger.js';
 import { listen, type Listener } from '../pgListen.js';
@@ -86,7 +86,8 @@ function dropAll() {
 
 /** Starts listening for revocations and responder changes (idempotent); the cache is used only while it listens. */
 export function startOcspCache(): Listener {
-  listener ??= listen(PKI_CHANNEL, dropCa, dropAll);
+  // a name of its own: the process's auth cache LISTENs as `<process>-listen`
+  listener ??= listen(PKI_CHANNEL, dropCa, dropAll, { applicationName: `${applicationName()}-listen-pki` });
   return listener;
 }
 
