@@ -28,6 +28,8 @@ export interface RedisWithSentinels {
   masterPort(): Promise<number>;
   /** SIGKILLs the node that is master now and waits until the sentinels name another; returns the new master's port. */
   killMaster(): Promise<{ killed: number; promoted: number; seconds: number }>;
+  /** A failover asked of the sentinels (the master lives on, demoted to a replica); waits until another is master. */
+  failover(): Promise<{ demoted: number; promoted: number }>;
   stop(): Promise<void>;
 }
 
@@ -132,6 +134,16 @@ export async function startRedisWithSentinels(dir: string, options: { name?: str
         return (await call<string>(port, 'INFO', 'replication')).includes('role:master') ? port : undefined;
       }, 60_000);
       return { killed, promoted, seconds: (Date.now() - at) / 1000 };
+    },
+    async failover() {
+      const demoted = await masterNow();
+      await call(sentinels[0].port, 'SENTINEL', 'FAILOVER', name);
+      const promoted = await until('the failover asked for', async () => {
+        const port = await masterNow();
+        if (port === demoted) return undefined;
+        return (await call<string>(port, 'INFO', 'replication')).includes('role:master') ? port : undefined;
+      }, 60_000);
+      return { demoted, promoted };
     },
     async stop() {
       await Promise.all([...sentinels, ...nodes].map((n) => stopServer(n.process, 'SIGTERM')));

@@ -74,6 +74,21 @@ test.serial('the master SIGKILLed: the sentinels promote the replica, the same w
   await stack.stopWorkers();
 });
 
+test.serial('a failover asked of the sentinels (the old master lives on as a replica): no connection stays on it, the workers go on', async (t) => {
+  await stack.startWorkers([quick]);
+  const before = await enqueueSome(3);
+  await waitFor(async () => before.every((id) => ran.includes(id)), { what: 'the jobs before the failover' });
+  // the workers wait for jobs in a blocking command on the master; it is demoted under them, alive
+  const { demoted, promoted } = await ha.failover();
+  t.log(`master ${demoted} demoted, ${promoted} promoted`);
+  const after = await waitFor(async () => enqueueSome(5).catch(() => undefined), { timeoutMs: 30_000, what: 'jobs added on the new master' });
+  await waitFor(async () => after.every((id) => ran.includes(id)), { timeoutMs: 30_000, what: 'the same workers running jobs on the new master' });
+  await reconcileExecutions([...processors, quick]);
+  await waitFor(async () => (await unfinished()) === 0, { timeoutMs: 30_000, what: 'every execution finished' });
+  t.is(new Set(ran).size, ran.length, 'no job ran twice');
+  await stack.stopWorkers();
+});
+
 test.serial('a sentinel list where no sentinel answers: a process stops at start with one line naming the setting', async (t) => {
   const closed = await freePort();
   const worker = spawnScript('workers/index.ts', { DATABASE_URL: stack.databaseUrl, REDIS_URL: '', REDIS_SENTINELS: `127.0.0.1:${closed}`, HUB_METRICS_PORT: '0' });
