@@ -138,7 +138,7 @@ export async function startEdge(options: EdgeOptions = {}): Promise<Edge> {
         })
       : undefined;
   const limiter = new HubLimiter(cfg.hubMaxConnections);
-  const tcp = new TcpShares({ pool, host: options.host, policy: egressPolicy(), timeoutMs: cfg.upstreamTimeoutMs, meter, mutualTls: access.mutualTls, contextFor: (name) => certificates.contextFor(name), connectorFor: (route) => agents.connectorFor(route), ownPorts, limiter });
+  const tcp = new TcpShares({ pool, host: options.host, policy: egressPolicy(), timeoutMs: cfg.upstreamTimeoutMs, meter, mutualTls: access.mutualTls, contextFor: (name) => certificates.contextFor(name), connectorFor: (route) => agents.connectorFor(route), ownPorts, idleMs: cfg.tcpIdleTimeoutMs, maxConnections: cfg.tcpMaxConnections });
   const connections = new OpenConnections();
   const feed = new ChangeFeed(url);
   const changes = new ChangeRouting({ routes, tcp, certificates, access, directory, gateway, ipsec, connections, live: () => live });

@@ -150,6 +150,10 @@ export interface EdgeConfig {
   upgradeIdleTimeoutMs: number;
   /** Requests and upgraded connections in progress per hub on one edge process; more are answered 503. */
   hubMaxConnections: number;
+  /** HUB_EDGE_TCP_IDLE_TIMEOUT: a TCP share's connection with no byte either way for this long is closed (unless the share says otherwise). */
+  tcpIdleTimeoutMs: number;
+  /** HUB_EDGE_TCP_MAX_CONNECTIONS: open connections per TCP share on one edge process. */
+  tcpMaxConnections: number;
   /** HUB_EDGE_TCP_PORTS: the ports TCP shares are given, one each, while they exist. */
   tcpPorts: { from: number; to: number };
   /** A full reload of the routes this often, besides change notifications (0 = only on reconnect). */
@@ -289,6 +293,8 @@ export function loadConfig(env?: NodeJS.ProcessEnv): Config {
       upstreamReadTimeoutMs: e.HUB_EDGE_UPSTREAM_READ_TIMEOUT_MS,
       upgradeIdleTimeoutMs: e.HUB_EDGE_UPGRADE_IDLE_TIMEOUT_MS,
       hubMaxConnections: e.HUB_EDGE_HUB_MAX_CONNECTIONS,
+      tcpIdleTimeoutMs: durationMs(e.HUB_EDGE_TCP_IDLE_TIMEOUT)!,
+      tcpMaxConnections: e.HUB_EDGE_TCP_MAX_CONNECTIONS,
       tcpPorts: e.HUB_EDGE_TCP_PORTS,
       resyncMs: e.HUB_EDGE_RESYNC_MS,
       pendingMaxRows: e.HUB_EDGE_PENDING_MAX_ROWS,

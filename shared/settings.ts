@@ -131,7 +131,17 @@ const SETTINGS = {
     'the port range TCP shares are given ports from, one per share while it exists (every edge listens on each)',
     '`20000-20999`',
   ),
-  HUB_EDGE_HUB_MAX_CONNECTIONS: entry(int(1, 1_000_000, 2_000), 'edge', 'requests and upgraded connections in progress per hub on one edge process; more are answered 503'),
+  HUB_EDGE_HUB_MAX_CONNECTIONS: entry(int(1, 1_000_000, 2_000), 'edge', 'requests and upgraded connections in progress per hub on one edge process; more are answered 503 (TCP shares have a limit of their own)'),
+  HUB_EDGE_TCP_IDLE_TIMEOUT: entry(
+    duration('PT10M'),
+    'edge',
+    "a TCP share's connection with no byte either way for this long is closed (ISO 8601 duration); a share's own `tcpIdleTimeout` overrides it",
+  ),
+  HUB_EDGE_TCP_MAX_CONNECTIONS: entry(
+    int(1, 1_000_000, 1_000),
+    'edge',
+    "open connections per TCP share on one edge process (in their TLS handshake or carried); more are closed at once. Apart from `HUB_EDGE_HUB_MAX_CONNECTIONS`: a TCP share's connections never make the hub's HTTP shares answer 503",
+  ),
   HUB_EDGE_RESYNC_MS: entry(int(0, 86_400_000, 60_000), 'edge', 'a full reload of routes and certificates this often, besides change notifications (`0`: only after a reconnect)'),
   HUB_EDGE_PENDING_MAX_ROWS: entry(int(100, 10_000_000, 100_000), 'edge', 'usage rows the edge keeps while PostgreSQL is unreachable; beyond it the oldest are dropped and logged'),
   HUB_INSPECT_MAX: entry(int(1, 100_000, 200), 'edge', 'exchanges kept per inspected share (the newest)'),
