@@ -132,6 +132,12 @@ const SETTINGS = {
     '`20000-20999`',
   ),
   HUB_EDGE_HUB_MAX_CONNECTIONS: entry(int(1, 1_000_000, 2_000), 'edge', 'requests and upgraded connections in progress per hub on one edge process; more are answered 503 (TCP shares have a limit of their own)'),
+  HUB_EDGE_TRUSTED_PROXIES: entry(
+    z.string().default(''),
+    'edge',
+    "comma-separated CIDRs of load balancers in front of the edge's HTTP and TLS listeners: their connections must begin with a PROXY protocol header (v1 or v2) naming the client, whose address the edge then uses (X-Forwarded-For, logs, HTTP/2 penalties); nobody else may send one",
+    'none',
+  ),
   HUB_EDGE_TCP_IDLE_TIMEOUT: entry(
     duration('PT10M'),
     'edge',
