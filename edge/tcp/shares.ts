@@ -5,8 +5,8 @@
  *
  * - Half-close both ways: each side may end its sending while it still reads (allowHalfOpen everywhere; the
  *   pump, agent/lib/pump.js, passes an end on as an end).
- * - Mutual TLS (`mutualTls: true`): the port speaks TLS with the share's host certificate (SNI, or the share's host
- *   when the client names none) and admits only a client certificate of the share's hub (edge/access/mutualTls.ts);
+ * - Mutual TLS (`mutualTls: true`): the port speaks TLS with the share's host certificate (whatever name the client
+ *   sends by SNI, or none) and admits only a client certificate of the share's hub (edge/access/mutualTls.ts);
  *   others are closed before a byte reaches the target. Revoking the certificate closes its open connections.
  * - Metered like HTTP: rx the bytes read from the client, tx the bytes written to it (edge/meter.ts, per connection).
  * - Bounded per share, apart from the hub's HTTP admission (edge/limits.ts), so that idle connections to a TCP share
@@ -168,34 +168,7 @@ export class TcpShares {
       checkIntervalMs: 0,
     };
     const listener: Listener = { route, signature, connections: new Set(), sockets: new Set(), listening: false, server: undefined as never, idleMs, refusedLoggedAt: 0 };
-    listener.server = row.mutual_tls
-      ? tls.createServer(
-          {
-            allowHalfOpen: true,
-            requestCert: true,
-            rejectUnauthorized: false,
-            secureContext: this.o.contextFor(host),
-            SNICallback: (_name, cb) => cb(null, this.o.contextFor(host)),
-          },
-          (socket) => this.admitted(listener, socket),
-        )
-      : net.createServer({ allowHalfOpen: true }, (socket) => this.carry(listener, socket));
-    listener.server.on('tlsClientError', (_err: Error, socket: TLSSocket) => socket.destroy());
-    listener.server.on('connection', (socket: net.Socket) => {
-      // the share's own bound, counted before any TLS handshake: past it the connection is closed unread
-      if (listener.sockets.size >= this.o.maxConnections) {
-        socket.on('error', () => undefined);
-        socket.destroy();
-        const now = Date.now();
-        if (now - listener.refusedLoggedAt >= 60_000) {
-          listener.refusedLoggedAt = now;
-          logger.warn({ zId: row.z_id, max: this.o.maxConnections }, 'edge: TCP share at its connection limit (HUB_EDGE_TCP_MAX_CONNECTIONS): new connections closed');
-        }
-        return;
-      }
-      listener.sockets.add(socket);
-      socket.once('close', () => listener.sockets.delete(socket));
-    });
+    listener.server = net.createServer({ allowHalfOpen: true }, (socket) => this.accept(listener, socket, host));
     this.listeners.set(row.z_id, listener);
     await new Promise<void>((resolve) => {
       listener.server.once('error', (err) => {
@@ -223,6 +196,36 @@ export class TcpShares {
     for (const s of listener.sockets) s.resetAndDestroy();
     for (const c of listener.connections) c.destroy();
     await closed;
+  }
+
+  /** A new connection to the share's port: within the share's bound, carried (after TLS for a mutual-TLS share). */
+  private accept(listener: Listener, socket: net.Socket, host: string): void {
+    socket.on('error', () => undefined);
+    // the share's own bound, counted before any TLS handshake: past it the connection is closed unread
+    if (listener.sockets.size >= this.o.maxConnections) {
+      socket.destroy();
+      const now = Date.now();
+      if (now - listener.refusedLoggedAt >= 60_000) {
+        listener.refusedLoggedAt = now;
+        logger.warn({ zId: listener.route.zId, max: this.o.maxConnections }, 'edge: TCP share at its connection limit (HUB_EDGE_TCP_MAX_CONNECTIONS): new connections closed');
+      }
+      return;
+    }
+    listener.sockets.add(socket);
+    socket.once('close', () => listener.sockets.delete(socket));
+    if (!listener.route.mutualTls) return this.carry(listener, socket);
+    // TLS with the share host's certificate, whatever name the client sends, or none (a TLS server's SNI callback is
+    // not asked when the client names none: the socket is given the share's context from the start)
+    const secureContext = this.o.contextFor(host);
+    if (!secureContext) {
+      logger.warn({ zId: listener.route.zId, host }, 'edge: TCP connection refused: no certificate for the share host');
+      return void socket.destroy();
+    }
+    const secure = new tls.TLSSocket(socket, { isServer: true, secureContext, requestCert: true, rejectUnauthorized: false });
+    secure.on('error', () => secure.destroy());
+    // a handshake that does not finish is a silent connection too
+    secure.setTimeout(listener.idleMs, () => secure.destroy());
+    secure.once('secure', () => this.admitted(listener, secure));
   }
 
   /** A TLS client of a mutual-TLS share: carried only with a client certificate of the share's hub. */
