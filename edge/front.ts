@@ -7,11 +7,12 @@
  *   trusted peer without a valid header within HEAD_TIMEOUT_MS is refused. From any other peer nothing is read here:
  *   a PROXY header it sends is bytes of its request, refused by the server behind (400 on HTTP, no TLS handshake).
  * - On the TLS listener, from an address penalised for HTTP/2 abuse (edge/http2.ts): its ClientHello is read
- *   (edge/clientHello.ts, one TLS record at most) and a connection that offers `h2` is refused before any TLS work,
- *   with a reset; one that does not (an HTTP/1.1 client, an agent with its own ALPN protocol) goes on. So a penalty
- *   keeps an address from what it did wrong, HTTP/2, and from nothing else: an agent on the same address (behind the
- *   same NAT) is admitted by its certificate as always. The work per refused connection is bounded: at most one
- *   record read, for at most HEAD_TIMEOUT_MS.
+ *   (edge/clientHello.ts, one TLS record at most) and a connection that offers `h2` is refused before any TLS work;
+ *   one that does not (an HTTP/1.1 client, an agent with its own ALPN protocol) goes on. So a penalty keeps an
+ *   address from what it did wrong, HTTP/2, and from nothing else: an agent on the same address (behind the same
+ *   NAT) is admitted by its certificate as always. The work per refused connection is bounded: at most one record
+ *   read, for at most HEAD_TIMEOUT_MS, then the connection is held unread until the penalty ends (see hold()), so a
+ *   client reconnecting in a loop costs an accept per penalty rather than hundreds a second.
  *
  * Everything else is handed on untouched, without a read: the common case costs nothing.
  */
@@ -27,8 +28,8 @@ export const HEAD_TIMEOUT_MS = 5_000;
 export interface FrontOptions {
   /** CIDRs of the load balancers whose connections begin with a PROXY header. */
   trustedProxies: readonly string[];
-  /** TLS listener only: whether an address is penalised for HTTP/2 abuse now. */
-  penalised?: (address: string) => boolean;
+  /** TLS listener only: how long an address stays penalised for HTTP/2 abuse (ms; 0: not penalised). */
+  penaltyLeft?: (address: string) => number;
   /** Which listener, for logs. */
   name: string;
 }
@@ -77,8 +78,37 @@ export function interpose(server: net.Server, o: FrontOptions): void {
   };
   server.on('connection', (socket: net.Socket) => {
     const proxied = within(ranges, socket.remoteAddress);
-    if (!proxied && !o.penalised?.(socket.remoteAddress ?? '')) return deliver(socket);
+    if (!proxied && !o.penaltyLeft?.(socket.remoteAddress ?? '')) return deliver(socket);
     admit(socket, proxied, o, deliver);
+  });
+}
+
+/** Refused connections held per address, and in all, before the next are reset at once. */
+export const HOLD_PER_ADDRESS = 8;
+export const HOLD_TOTAL = 1024;
+const held = new Map<string, number>();
+let heldTotal = 0;
+
+/**
+ * Refuses a connection of a penalised address: held open, unread, until the penalty ends, then reset. A client that
+ * reconnects as soon as it is refused (as a flood does) is slowed to one attempt per penalty instead of hundreds a
+ * second, each of which costs an accept and a read; a held connection costs a descriptor and no work. Past
+ * HOLD_PER_ADDRESS held for the address (or HOLD_TOTAL in all) a refused connection is reset at once.
+ */
+function hold(socket: net.Socket, address: string, ms: number): void {
+  socket.on('error', () => undefined);
+  const mine = held.get(address) ?? 0;
+  if (ms <= 0 || mine >= HOLD_PER_ADDRESS || heldTotal >= HOLD_TOTAL) return void socket.resetAndDestroy();
+  held.set(address, mine + 1);
+  heldTotal++;
+  socket.pause();
+  const timer = setTimeout(() => socket.resetAndDestroy(), ms);
+  socket.once('close', () => {
+    clearTimeout(timer);
+    heldTotal--;
+    const n = (held.get(address) ?? 1) - 1;
+    if (n > 0) held.set(address, n);
+    else held.delete(address);
   });
 }
 
@@ -112,14 +142,17 @@ function admit(socket: net.Socket, proxied: boolean, o: FrontOptions, deliver: (
       if ('refused' in r) return refuse(r.refused);
       if (r.header.address) setPeer(socket, r.header.address, r.header.port);
       head = head.subarray(r.header.length);
-      if (!o.penalised?.(socket.remoteAddress ?? '')) return pass();
+      if (!o.penaltyLeft?.(socket.remoteAddress ?? '')) return pass();
       stage = 'hello';
       if (!head.length) return;
     }
     const hello = helloAlpn(head);
     if ('more' in hello) return head.length >= MAX_HELLO_BYTES ? refuse('a ClientHello too long') : undefined;
     // penalised for HTTP/2: a connection that may speak it is refused; one that cannot goes on
-    if ('unknown' in hello || hello.alpn.includes('h2')) return refuse('penalised for HTTP/2 abuse');
+    if ('unknown' in hello || hello.alpn.includes('h2')) {
+      finish();
+      return hold(socket, socket.remoteAddress ?? '', o.penaltyLeft?.(socket.remoteAddress ?? '') ?? 0);
+    }
     pass();
   };
   const pass = () => {

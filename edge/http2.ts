@@ -67,9 +67,10 @@ class Penalties {
     this.strikes.set(address, { count, at: now, until: now + Math.min(this.o.first * 2 ** (count - 1), this.o.max) });
     if (this.strikes.size > 100_000) for (const [a, p] of this.strikes) if (now - p.at >= this.o.forgetMs) this.strikes.delete(a);
   }
-  penalised(address: string | undefined): boolean {
+  /** How long `address` stays penalised (ms; 0: not penalised). */
+  left(address: string | undefined): number {
     const p = address ? this.strikes.get(address) : undefined;
-    return p !== undefined && Date.now() < p.until;
+    return p ? Math.max(0, p.until - Date.now()) : 0;
   }
 }
 
@@ -229,8 +230,8 @@ function normalise(req: Http2ServerRequest): string | undefined {
 }
 
 export interface Http2Front {
-  /** Whether `address` had an HTTP/2 connection sent away a moment ago (its new `h2` connections are refused). */
-  penalised(address: string | undefined): boolean;
+  /** How long `address` stays penalised (ms; 0: not), its HTTP/2 connection sent away a moment ago. */
+  penaltyLeft(address: string | undefined): number;
   /** A TLS connection that negotiated `h2`. */
   accept(socket: TLSSocket): void;
   /** GOAWAY to every connection: each closes once its open streams finished. */
@@ -332,7 +333,7 @@ export function http2Front(handler: Handler, limits = H2_LIMITS): Http2Front {
   });
 
   return {
-    penalised: (address) => penalties.penalised(address),
+    penaltyLeft: (address) => penalties.left(address),
     accept(socket) {
       sockets.add(socket);
       socket.once('close', () => sockets.delete(socket));

@@ -195,7 +195,7 @@ export async function startEdge(options: EdgeOptions = {}): Promise<Edge> {
         ...access.tlsOptions,
       });
       // a PROXY header from a trusted load balancer, and HTTP/2 penalties refused before TLS (edge/front.ts)
-      interpose(server, { trustedProxies, penalised: (address) => h2front.penalised(address), name: 'tls' });
+      interpose(server, { trustedProxies, penaltyLeft: (address) => h2front.penaltyLeft(address), name: 'tls' });
       server.on('secureConnection', (socket: TLSSocket) => {
         adoptPeer(socket);
         if (socket.alpnProtocol === agents.alpn) return agents.accept(socket);
