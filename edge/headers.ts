@@ -17,6 +17,46 @@ import type { Tap } from './inspect/capture.js';
 /** RFC 9110 7.6.1 connection-specific headers, plus the de-facto ones; never forwarded in either direction. */
 export const HOP_BY_HOP = new Set(['connection', 'keep-alive', 'proxy-connection', 'proxy-authenticate', 'proxy-authorization', 'te', 'trailer', 'transfer-encoding', 'upgrade', 'http2-settings']);
 /**
+ * Fields a trailer section may never carry (RFC 9110 6.5.1: framing, routing, request modifiers, authentication,
+ * response control and content metadata): dropped from a target's trailers, so that none of them reaches a client
+ * (an HTTP/1.1 client reading a Content-Length after the last chunk would take it for the answer's framing).
+ */
+export const FORBIDDEN_TRAILERS = new Set([
+  'content-length',
+  'transfer-encoding',
+  'content-encoding',
+  'content-type',
+  'content-range',
+  'trailer',
+  'host',
+  'cache-control',
+  'expect',
+  'max-forwards',
+  'pragma',
+  'range',
+  'te',
+  'if-match',
+  'if-none-match',
+  'if-modified-since',
+  'if-unmodified-since',
+  'if-range',
+  'authorization',
+  'proxy-authorization',
+  'www-authenticate',
+  'proxy-authenticate',
+  'authentication-info',
+  'proxy-authentication-info',
+  'set-cookie',
+  'cookie',
+  'age',
+  'date',
+  'expires',
+  'location',
+  'retry-after',
+  'vary',
+  'warning',
+]);
+/**
  * The header naming the code of the edge's own refusals: a target's answer never carries it, so that a client can
  * tell an answer of the edge from one of the target (a target that writes it has it removed).
  */

@@ -14,6 +14,11 @@
  *   connection by token buckets: streams the client resets (CVE-2023-44487, "rapid reset"), PING and SETTINGS
  *   frames. A connection over any of them gets GOAWAY ENHANCE_YOUR_CALM and is closed. CONTINUATION floods are cut by
  *   nghttp2 itself (at most 8 CONTINUATION frames per header block), invalid frames after 100.
+ * - The offending connection is the one closed. Its address is penalised for HTTP/2 only, for a while that doubles
+ *   with each strike: its new connections that offer `h2` are refused before the TLS handshake (edge/front.ts reads
+ *   their ClientHello), while its HTTP/1.1 clients and agents (their own ALPN protocol, admitted by certificate) go
+ *   on as before: a client behind the same NAT or load balancer as an attacker loses HTTP/2 for seconds at most, an
+ *   agent nothing. Behind a load balancer, HUB_EDGE_TRUSTED_PROXIES makes the address the client's own.
  *
  * Metering: a stream is metered on its own (a connection may carry streams of several shares at once): its header
  * fields as HTTP/1.1 would write them (`name: value` and CRLF, pseudo-fields included) and its DATA bytes, each way.
@@ -47,8 +52,9 @@ export const H2_LIMITS = {
 };
 
 /**
- * Addresses whose HTTP/2 connections were sent away for abuse: their new TLS connections are refused before the
- * handshake (which costs more than the abuse the edge just stopped) for a while that doubles with each strike.
+ * Addresses whose HTTP/2 connections were sent away for abuse: their new connections that offer HTTP/2 are refused
+ * before the handshake (which costs more than the abuse the edge just stopped) for a while that doubles with each
+ * strike.
  */
 class Penalties {
   private readonly strikes = new Map<string, { count: number; until: number; at: number }>();
@@ -61,9 +67,10 @@ class Penalties {
     this.strikes.set(address, { count, at: now, until: now + Math.min(this.o.first * 2 ** (count - 1), this.o.max) });
     if (this.strikes.size > 100_000) for (const [a, p] of this.strikes) if (now - p.at >= this.o.forgetMs) this.strikes.delete(a);
   }
-  admits(address: string | undefined): boolean {
+  /** How long `address` stays penalised (ms; 0: not penalised). */
+  left(address: string | undefined): number {
     const p = address ? this.strikes.get(address) : undefined;
-    return !p || Date.now() >= p.until;
+    return p ? Math.max(0, p.until - Date.now()) : 0;
   }
 }
 
@@ -223,8 +230,8 @@ function normalise(req: Http2ServerRequest): string | undefined {
 }
 
 export interface Http2Front {
-  /** Whether a new TLS connection from `address` may proceed (not an address sent away a moment ago). */
-  admits(address: string | undefined): boolean;
+  /** How long `address` stays penalised (ms; 0: not), its HTTP/2 connection sent away a moment ago. */
+  penaltyLeft(address: string | undefined): number;
   /** A TLS connection that negotiated `h2`. */
   accept(socket: TLSSocket): void;
   /** GOAWAY to every connection: each closes once its open streams finished. */
@@ -326,7 +333,7 @@ export function http2Front(handler: Handler, limits = H2_LIMITS): Http2Front {
   });
 
   return {
-    admits: (address) => penalties.admits(address),
+    penaltyLeft: (address) => penalties.left(address),
     accept(socket) {
       sockets.add(socket);
       socket.once('close', () => sockets.delete(socket));

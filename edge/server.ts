@@ -19,6 +19,7 @@ import { IpsecHost } from './ipsec/host.js';
 import { startInspection, type Inspection } from './inspect/index.js';
 import { ChangeFeed } from './changes.js';
 import { ChangeRouting } from './changeRouting.js';
+import { adoptPeer, interpose } from './front.js';
 import { http2Front } from './http2.js';
 import { requestDispatch } from './dispatch.js';
 import { Meter } from './meter.js';
@@ -57,6 +58,8 @@ export interface EdgeOptions {
   agentAddresses?: string[];
   /** false: no request inspection on this edge (default: on where Redis is configured). */
   inspect?: false;
+  /** CIDRs of load balancers whose connections begin with a PROXY protocol header (default: HUB_EDGE_TRUSTED_PROXIES). */
+  trustedProxies?: string[];
 }
 
 export interface Edge {
@@ -138,7 +141,7 @@ export async function startEdge(options: EdgeOptions = {}): Promise<Edge> {
         })
       : undefined;
   const limiter = new HubLimiter(cfg.hubMaxConnections);
-  const tcp = new TcpShares({ pool, host: options.host, policy: egressPolicy(), timeoutMs: cfg.upstreamTimeoutMs, meter, mutualTls: access.mutualTls, contextFor: (name) => certificates.contextFor(name), connectorFor: (route) => agents.connectorFor(route), ownPorts, limiter });
+  const tcp = new TcpShares({ pool, host: options.host, policy: egressPolicy(), timeoutMs: cfg.upstreamTimeoutMs, meter, mutualTls: access.mutualTls, contextFor: (name) => certificates.contextFor(name), connectorFor: (route) => agents.connectorFor(route), ownPorts, idleMs: cfg.tcpIdleTimeoutMs, maxConnections: cfg.tcpMaxConnections });
   const connections = new OpenConnections();
   const feed = new ChangeFeed(url);
   const changes = new ChangeRouting({ routes, tcp, certificates, access, directory, gateway, ipsec, connections, live: () => live });
@@ -162,6 +165,7 @@ export async function startEdge(options: EdgeOptions = {}): Promise<Edge> {
     closeAll(): void;
   }
   const listeners: Listener[] = [];
+  const trustedProxies = options.trustedProxies ?? cfg.trustedProxies;
   let httpPort: number | undefined;
   let httpsPort: number | undefined;
   const wantHttp = options.httpPort ?? cfg.httpPort;
@@ -169,6 +173,7 @@ export async function startEdge(options: EdgeOptions = {}): Promise<Edge> {
   try {
     if (wantHttp !== 0 || options.httpPort === 0) {
       const server = tune(http.createServer(handle(false)));
+      interpose(server, { trustedProxies, name: 'http' });
       server.on('upgrade', upgrade(false));
       httpPort = await listen(server, wantHttp, options.host);
       ownPorts.add(httpPort);
@@ -189,7 +194,10 @@ export async function startEdge(options: EdgeOptions = {}): Promise<Edge> {
         ALPNProtocols: ['h2', 'http/1.1', agents.alpn],
         ...access.tlsOptions,
       });
+      // a PROXY header from a trusted load balancer, and HTTP/2 penalties refused before TLS (edge/front.ts)
+      interpose(server, { trustedProxies, penaltyLeft: (address) => h2front.penaltyLeft(address), name: 'tls' });
       server.on('secureConnection', (socket: TLSSocket) => {
+        adoptPeer(socket);
         if (socket.alpnProtocol === agents.alpn) return agents.accept(socket);
         if (socket.alpnProtocol === 'h2') return h2front.accept(socket);
         app.emit('connection', socket);
@@ -199,7 +207,6 @@ export async function startEdge(options: EdgeOptions = {}): Promise<Edge> {
       // still in its TLS handshake, which the listener's close would otherwise wait for until its handshake timeout)
       const raws = new Set<Socket>();
       server.on('connection', (raw: Socket) => {
-        if (!h2front.admits(raw.remoteAddress)) return raw.destroy();
         raws.add(raw);
         raw.once('close', () => raws.delete(raw));
       });

@@ -8,10 +8,11 @@
  * Each request is one stream: the head rebuilt as for HTTP/1.1 targets (edge/headers.ts: hop-by-hop fields dropped,
  * X-Forwarded-* and identities set) with `te: trailers` kept when the client sent it, the body streamed both ways
  * with back-pressure and without waiting for either side to finish (bidirectional streaming), the target's trailers
- * passed on (grpc-status, grpc-message), and a client that goes away resetting the target's stream (CANCEL), which
- * is how a gRPC server learns of a cancellation or a passed deadline. A trailers-only answer (HEADERS ending the
- * stream, as gRPC sends an error) is passed on as headers and trailers, which every gRPC client reads alike and an
- * HTTP/1.1 client can receive (chunked, with trailers).
+ * passed on (grpc-status, grpc-message; never a field a trailer may not carry, edge/headers.ts FORBIDDEN_TRAILERS),
+ * and a client that goes away resetting the target's stream (CANCEL), which is how a gRPC server learns of a
+ * cancellation or a passed deadline. A trailers-only answer (HEADERS ending the stream, as gRPC sends an error) is
+ * passed on as headers and trailers, which every gRPC client reads alike and an HTTP/1.1 client can receive (chunked,
+ * with trailers).
  */
 import { createHash } from 'node:crypto';
 import http2, { type ClientHttp2Session, type ClientHttp2Stream, type IncomingHttpHeaders, type OutgoingHttpHeaders } from 'node:http2';
@@ -23,7 +24,7 @@ import type { EgressPolicy } from '../shared/egress.js';
 import { egressConnector } from '../shared/egressHttp.js';
 import { pump } from '../agent/lib/pump.js';
 import { answer, answerSocket } from './answers.js';
-import { cookieHost, declaredLength, EDGE_CODE_HEADER, hasBody, HOP_BY_HOP, hostOnlyCookie, requestHeaderLines, type ForwardContext } from './headers.js';
+import { cookieHost, declaredLength, EDGE_CODE_HEADER, FORBIDDEN_TRAILERS, hasBody, HOP_BY_HOP, hostOnlyCookie, requestHeaderLines, type ForwardContext } from './headers.js';
 import { targetPath } from './paths.js';
 import { failure, failureKind, originForm } from './proxy.js';
 import type { ShareRoute } from './types.js';
@@ -228,7 +229,9 @@ export class UpstreamH2 {
         stream.on('trailers', (t) => (trailers = t));
         stream.on('end', () => {
           if (!started || res.writableEnded) return;
-          if (trailers) res.addTrailers(passable(trailers) as Record<string, string>);
+          // a trailer carries no framing, routing or credentials (a Content-Length after the last chunk would cut the
+          // answer of an HTTP/1.1 client): only the fields a trailer may carry go on
+          if (trailers) res.addTrailers(passable(trailers, {}, (name) => !FORBIDDEN_TRAILERS.has(name)) as Record<string, string>);
           res.end();
         });
         stream.on('error', () => undefined);

@@ -150,6 +150,12 @@ export interface EdgeConfig {
   upgradeIdleTimeoutMs: number;
   /** Requests and upgraded connections in progress per hub on one edge process; more are answered 503. */
   hubMaxConnections: number;
+  /** HUB_EDGE_TRUSTED_PROXIES: load balancers whose connections begin with a PROXY protocol header. */
+  trustedProxies: string[];
+  /** HUB_EDGE_TCP_IDLE_TIMEOUT: a TCP share's connection with no byte either way for this long is closed (unless the share says otherwise). */
+  tcpIdleTimeoutMs: number;
+  /** HUB_EDGE_TCP_MAX_CONNECTIONS: open connections per TCP share on one edge process. */
+  tcpMaxConnections: number;
   /** HUB_EDGE_TCP_PORTS: the ports TCP shares are given, one each, while they exist. */
   tcpPorts: { from: number; to: number };
   /** A full reload of the routes this often, besides change notifications (0 = only on reconnect). */
@@ -213,13 +219,13 @@ export function storedSecret(dataDir: string, file: string, generate: () => stri
 /** A comma-separated list of names, lower-cased, blanks left out. */
 const nameList = (raw: string): string[] => raw.split(',').map((n) => n.trim().toLowerCase()).filter(Boolean);
 
-function parseCidrList(raw: string): string[] {
+function parseCidrList(raw: string, name = 'HUB_EGRESS_DENY'): string[] {
   const list = raw.split(',').map((c) => c.trim()).filter(Boolean);
   for (const cidr of list) {
     try {
       ipaddr.parseCIDR(cidr);
     } catch {
-      throw new ConfigError(`HUB_EGRESS_DENY: '${cidr}' is not a CIDR such as 169.254.0.0/16 or fe80::/10`);
+      throw new ConfigError(`${name}: '${cidr}' is not a CIDR such as 169.254.0.0/16 or fe80::/10`);
     }
   }
   return list;
@@ -289,6 +295,9 @@ export function loadConfig(env?: NodeJS.ProcessEnv): Config {
       upstreamReadTimeoutMs: e.HUB_EDGE_UPSTREAM_READ_TIMEOUT_MS,
       upgradeIdleTimeoutMs: e.HUB_EDGE_UPGRADE_IDLE_TIMEOUT_MS,
       hubMaxConnections: e.HUB_EDGE_HUB_MAX_CONNECTIONS,
+      trustedProxies: parseCidrList(e.HUB_EDGE_TRUSTED_PROXIES, 'HUB_EDGE_TRUSTED_PROXIES'),
+      tcpIdleTimeoutMs: durationMs(e.HUB_EDGE_TCP_IDLE_TIMEOUT)!,
+      tcpMaxConnections: e.HUB_EDGE_TCP_MAX_CONNECTIONS,
       tcpPorts: e.HUB_EDGE_TCP_PORTS,
       resyncMs: e.HUB_EDGE_RESYNC_MS,
       pendingMaxRows: e.HUB_EDGE_PENDING_MAX_ROWS,

@@ -29,6 +29,7 @@ export const presentShare = ({ share: s, frontendIds, authProvider }: ShareView)
   inspect: s.inspect,
   targetProtocol: s.targetProtocol,
   protocol: s.protocol,
+  tcpIdleTimeout: s.tcpIdleTimeout ?? null,
   reserved: s.reserved,
   limited: s.limited,
   createdAt: iso(s.createdAt),

@@ -40,10 +40,18 @@ export const createSchema = z.object({
     }, 'must be an ISO 8601 duration from PT1M to P30D, such as PT3H')
     .nullable()
     .optional(),
+  tcpIdleTimeout: z
+    .string()
+    .refine((v) => {
+      const ms = durationMs(v);
+      return ms !== undefined && ms >= 1000 && ms <= 86_400_000;
+    }, 'must be an ISO 8601 duration from PT1S to P1D, such as PT10M')
+    .nullable()
+    .optional(),
 });
 
-/** What can change on a share: its access rules and inspection (unknown properties are refused by name). */
-export const updateSchema = createSchema.pick({ mutualTls: true, inspect: true, authProviderId: true, oauthEmailDomains: true, oauthAuthorizationCheckInterval: true });
+/** What can change on a share: its access rules, inspection and a TCP share's idle timeout (unknown properties are refused by name). */
+export const updateSchema = createSchema.pick({ mutualTls: true, inspect: true, authProviderId: true, oauthEmailDomains: true, oauthAuthorizationCheckInterval: true, tcpIdleTimeout: true });
 
 const SORTABLE = ['createdAt', 'name', 'status', 'zId'] as const;
 

@@ -5,10 +5,14 @@
  *
  * - Half-close both ways: each side may end its sending while it still reads (allowHalfOpen everywhere; the
  *   pump, agent/lib/pump.js, passes an end on as an end).
- * - Mutual TLS (`mutualTls: true`): the port speaks TLS with the share's host certificate (SNI, or the share's host
- *   when the client names none) and admits only a client certificate of the share's hub (edge/access/mutualTls.ts);
+ * - Mutual TLS (`mutualTls: true`): the port speaks TLS with the share's host certificate (whatever name the client
+ *   sends by SNI, or none) and admits only a client certificate of the share's hub (edge/access/mutualTls.ts);
  *   others are closed before a byte reaches the target. Revoking the certificate closes its open connections.
  * - Metered like HTTP: rx the bytes read from the client, tx the bytes written to it (edge/meter.ts, per connection).
+ * - Bounded per share, apart from the hub's HTTP admission (edge/limits.ts), so that idle connections to a TCP share
+ *   never make the hub's HTTP shares answer 503: a connection with no byte either way for the share's
+ *   `tcpIdleTimeout` (else HUB_EDGE_TCP_IDLE_TIMEOUT) is closed, and past HUB_EDGE_TCP_MAX_CONNECTIONS open
+ *   connections of the share on this process (in their TLS handshake or carried) a new one is closed at once.
  * - A deleted share's port refuses at once (its listener closes) and its open connections close. A port another
  *   process holds (two edges on one host without a shared listener) is logged, and tried again at the next reload.
  */
@@ -21,6 +25,7 @@ import { authorityOf } from '../../agent/lib/protocol.js';
 import { pump } from '../../agent/lib/pump.js';
 import type { EgressPolicy } from '../../shared/egress.js';
 import { egressConnector } from '../../shared/egressHttp.js';
+import { durationMs } from '../../shared/durations.js';
 import { logger } from '../../shared/logger.js';
 import type { MutualTlsChecker } from '../access/types.js';
 import type { Meter } from '../meter.js';
@@ -35,11 +40,12 @@ interface TcpRow {
   target: string;
   mutual_tls: boolean;
   tcp_port: number;
+  tcp_idle_timeout: string | null;
   url_template: string;
 }
 
 const TCP_SQL = `
-  SELECT s.z_id, s.hub_id, s.env_z_id, e.reach, s.target, s.mutual_tls, s.tcp_port, f.url_template
+  SELECT s.z_id, s.hub_id, s.env_z_id, e.reach, s.target, s.mutual_tls, s.tcp_port, s.tcp_idle_timeout, f.url_template
     FROM shares s JOIN frontends f ON f.id = s.frontend_id
     LEFT JOIN environments e ON e.hub_id = s.hub_id AND e.env_z_id = s.env_z_id
    WHERE s.status = 'ACTIVE' AND s.protocol = 'tcp'`;
@@ -53,6 +59,10 @@ interface Listener {
   /** Every accepted socket, in a TLS handshake or carried. */
   sockets: Set<net.Socket>;
   listening: boolean;
+  /** A connection silent both ways this long is closed. */
+  idleMs: number;
+  /** When a connection over the limit was last logged (one line a minute per share, not one per connection). */
+  refusedLoggedAt: number;
 }
 
 export interface TcpSharesOptions {
@@ -69,8 +79,10 @@ export interface TcpSharesOptions {
   connectorFor(route: ShareRoute): { key: string; connect: buildConnector.connector } | undefined;
   /** The edge's own ports: the TCP ports are added (a target on one of them would loop). */
   ownPorts: Set<number>;
-  /** Per-hub admission (edge/limits.ts): a hub at its limit has new connections closed. */
-  limiter: { enter(hubId: string): boolean; leave(hubId: string): void };
+  /** A connection silent both ways this long is closed, unless its share says otherwise (HUB_EDGE_TCP_IDLE_TIMEOUT). */
+  idleMs: number;
+  /** Open connections per share on this process; more are closed at once (HUB_EDGE_TCP_MAX_CONNECTIONS). */
+  maxConnections: number;
 }
 
 export class TcpShares {
@@ -129,8 +141,16 @@ export class TcpShares {
   private async place(row: TcpRow): Promise<void> {
     if (this.closed) return;
     const signature = `${row.tcp_port} ${row.target} ${row.mutual_tls} ${row.env_z_id} ${row.reach}`;
+    const idleMs = (row.tcp_idle_timeout && durationMs(row.tcp_idle_timeout)) || this.o.idleMs;
     const current = this.listeners.get(row.z_id);
-    if (current?.signature === signature && current.listening) return;
+    if (current?.signature === signature && current.listening) {
+      // a new idle timeout applies to the connections open now too (their timers restart)
+      if (current.idleMs !== idleMs) {
+        current.idleMs = idleMs;
+        for (const c of current.connections) (c as net.Socket).setTimeout(idleMs);
+      }
+      return;
+    }
     if (current) await this.drop(row.z_id);
     const pattern = hostPattern(row.url_template);
     const host = pattern ? pattern.replace('{token}', row.z_id) : row.z_id;
@@ -147,24 +167,8 @@ export class TcpShares {
       emailDomains: null,
       checkIntervalMs: 0,
     };
-    const listener: Listener = { route, signature, connections: new Set(), sockets: new Set(), listening: false, server: undefined as never };
-    listener.server = row.mutual_tls
-      ? tls.createServer(
-          {
-            allowHalfOpen: true,
-            requestCert: true,
-            rejectUnauthorized: false,
-            secureContext: this.o.contextFor(host),
-            SNICallback: (_name, cb) => cb(null, this.o.contextFor(host)),
-          },
-          (socket) => this.admitted(listener, socket),
-        )
-      : net.createServer({ allowHalfOpen: true }, (socket) => this.carry(listener, socket));
-    listener.server.on('tlsClientError', (_err: Error, socket: TLSSocket) => socket.destroy());
-    listener.server.on('connection', (socket: net.Socket) => {
-      listener.sockets.add(socket);
-      socket.once('close', () => listener.sockets.delete(socket));
-    });
+    const listener: Listener = { route, signature, connections: new Set(), sockets: new Set(), listening: false, server: undefined as never, idleMs, refusedLoggedAt: 0 };
+    listener.server = net.createServer({ allowHalfOpen: true }, (socket) => this.accept(listener, socket, host));
     this.listeners.set(row.z_id, listener);
     await new Promise<void>((resolve) => {
       listener.server.once('error', (err) => {
@@ -194,6 +198,36 @@ export class TcpShares {
     await closed;
   }
 
+  /** A new connection to the share's port: within the share's bound, carried (after TLS for a mutual-TLS share). */
+  private accept(listener: Listener, socket: net.Socket, host: string): void {
+    socket.on('error', () => undefined);
+    // the share's own bound, counted before any TLS handshake: past it the connection is closed unread
+    if (listener.sockets.size >= this.o.maxConnections) {
+      socket.destroy();
+      const now = Date.now();
+      if (now - listener.refusedLoggedAt >= 60_000) {
+        listener.refusedLoggedAt = now;
+        logger.warn({ zId: listener.route.zId, max: this.o.maxConnections }, 'edge: TCP share at its connection limit (HUB_EDGE_TCP_MAX_CONNECTIONS): new connections closed');
+      }
+      return;
+    }
+    listener.sockets.add(socket);
+    socket.once('close', () => listener.sockets.delete(socket));
+    if (!listener.route.mutualTls) return this.carry(listener, socket);
+    // TLS with the share host's certificate, whatever name the client sends, or none (a TLS server's SNI callback is
+    // not asked when the client names none: the socket is given the share's context from the start)
+    const secureContext = this.o.contextFor(host);
+    if (!secureContext) {
+      logger.warn({ zId: listener.route.zId, host }, 'edge: TCP connection refused: no certificate for the share host');
+      return void socket.destroy();
+    }
+    const secure = new tls.TLSSocket(socket, { isServer: true, secureContext, requestCert: true, rejectUnauthorized: false });
+    secure.on('error', () => secure.destroy());
+    // a handshake that does not finish is a silent connection too
+    secure.setTimeout(listener.idleMs, () => secure.destroy());
+    secure.once('secure', () => this.admitted(listener, secure));
+  }
+
   /** A TLS client of a mutual-TLS share: carried only with a client certificate of the share's hub. */
   private admitted(listener: Listener, socket: TLSSocket): void {
     socket.on('error', () => undefined);
@@ -219,13 +253,13 @@ export class TcpShares {
   private carry(listener: Listener, client: net.Socket): void {
     const { route } = listener;
     client.on('error', () => undefined);
-    if (!this.o.limiter.enter(route.hubId)) return void client.destroy();
     listener.connections.add(client);
     client.pause();
+    // no byte either way for this long (the socket's timer restarts on every read and write): closed, both sides
+    client.setTimeout(listener.idleMs, () => client.destroy());
     let upstream: Duplex | undefined;
     client.once('close', () => {
       listener.connections.delete(client);
-      this.o.limiter.leave(route.hubId);
       upstream?.destroy();
     });
     this.o.meter.track(client, route);

@@ -1,7 +1,7 @@
 /**
  * An agent renews its own certificate before it ends: with a CSR for a new key and a proof that it holds the current
- * one, a short ES256 JWT signed by that key (`aud` = `agent-renewal:<agentId>`, `iat` within 5 minutes, `csr` = the
- * SHA-256 of the CSR as sent, base64url). No API key and no enrollment JWT: the agent's key is the credential, as a
+ * one, a short ES256 JWT signed by that key (`aud` = `agent-renewal:<agentId>`, `iat` within 5 minutes and at most 5 s
+ * ahead, `csr` = the SHA-256 of the CSR as sent, base64url). No API key and no enrollment JWT: the agent's key is the credential, as a
  * client certificate is at the edge. The worker (which alone holds CA keys) signs the CSR and replaces the agent's
  * certificate in one conditional update (on the certificate the proof was checked against), so of two renewals one
  * wins. The edge admits the new certificate from then on; connections made with the old one go on until they close.
@@ -24,9 +24,14 @@ import { waitForPkiJob } from './pkiJobs.js';
 
 export const RENEW_AGENT_JOB = 'pki.renewAgent';
 
-/** How old a renewal proof may be (its `iat`), and how far ahead of this clock. */
+/** How old a renewal proof may be (its `iat`). */
 const PROOF_MAX_AGE = '5m';
-const CLOCK_TOLERANCE_S = 60;
+/**
+ * How far ahead of this clock a proof's `iat` may be: the clock skew of two NTP-synchronised machines (well under a
+ * second), with room to spare. No more: a proof dated ahead stays usable that much longer than PROOF_MAX_AGE, so a
+ * wide tolerance would let a key held for a moment sign proofs that outlive it.
+ */
+const CLOCK_TOLERANCE_S = 5;
 
 export interface RenewAgentPayload {
   agentId: string;

@@ -31,9 +31,13 @@ export interface ShareInput {
   protocol?: 'http' | 'tcp';
   oauthEmailDomains?: string[] | null;
   oauthAuthorizationCheckInterval?: string | null;
+  /** A TCP share's idle timeout (ISO 8601 duration); null: the edge's HUB_EDGE_TCP_IDLE_TIMEOUT. */
+  tcpIdleTimeout?: string | null;
 }
 
-export type ShareUpdate = Partial<Pick<ShareInput, 'mutualTls' | 'inspect' | 'authProviderId' | 'oauthEmailDomains' | 'oauthAuthorizationCheckInterval'>>;
+export type ShareUpdate = Partial<Pick<ShareInput, 'mutualTls' | 'inspect' | 'authProviderId' | 'oauthEmailDomains' | 'oauthAuthorizationCheckInterval' | 'tcpIdleTimeout'>>;
+
+const idleTimeoutRefused = "property '$.tcpIdleTimeout' is for TCP shares: an HTTP share's connections are kept by its clients' keep-alive";
 
 export interface ShareView {
   share: Share;
@@ -147,6 +151,7 @@ export async function createShare(hubId: string, input: ShareInput, createdBy: s
   const refused = targetRefusal(input);
   if (refused) throw badRequest(refused);
   refuseInspection(input, input.inspect);
+  if (input.tcpIdleTimeout && input.protocol !== 'tcp') throw badRequest(idleTimeoutRefused);
   for (let attempt = 1; ; attempt++) {
     try {
       return await createShareOnce(hubId, input, createdBy);
@@ -198,6 +203,7 @@ async function createShareOnce(hubId: string, input: ShareInput, createdBy: stri
         targetProtocol: input.targetProtocol ?? 'http1',
         protocol: input.protocol ?? 'http',
         tcpPort,
+        tcpIdleTimeout: (tcp && input.tcpIdleTimeout) || null,
         oauthEmailDomains: input.oauthEmailDomains?.length ? [...new Set(input.oauthEmailDomains.map((d) => d.toLowerCase()))] : null,
         oauthCheckInterval: input.oauthAuthorizationCheckInterval ?? null,
         status: 'PROVISIONING',
@@ -223,11 +229,13 @@ export async function updateShare(hubId: string, zId: string, input: ShareUpdate
   refuseInspection({ protocol: share.get('protocol'), targetProtocol: share.get('targetProtocol') }, input.inspect);
   const login = tcp ? loginRefusal(input) : undefined;
   if (login) throw badRequest(login);
+  if (input.tcpIdleTimeout && !tcp) throw badRequest(idleTimeoutRefused);
   const authProviderId = input.authProviderId === undefined ? share.authProviderId : input.authProviderId;
   const authProvider = authProviderId ? await AuthProvider.findOne({ where: { hubId, id: authProviderId } }) : null;
   if (authProviderId && !authProvider) throw badRequest(`value for property '$.authProviderId' names no auth provider of this hub: '${authProviderId}'`);
   const changes: Partial<Share['_attributes']> = {};
   if (input.inspect !== undefined) changes.inspect = input.inspect;
+  if (input.tcpIdleTimeout !== undefined && tcp) changes.tcpIdleTimeout = input.tcpIdleTimeout;
   if (input.authProviderId !== undefined) changes.authProviderId = authProvider?.id ?? null;
   if (input.oauthEmailDomains !== undefined) changes.oauthEmailDomains = input.oauthEmailDomains?.length ? [...new Set(input.oauthEmailDomains.map((d) => d.toLowerCase()))] : null;
   if (input.oauthAuthorizationCheckInterval !== undefined) changes.oauthCheckInterval = input.oauthAuthorizationCheckInterval;

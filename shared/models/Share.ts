@@ -21,6 +21,8 @@ export class Share extends Model<InferAttributes<Share>, InferCreationAttributes
   /** 'http' (routed by host) or 'tcp' (a port of HUB_EDGE_TCP_PORTS, `tcpPort`, carried as bytes). */
   declare protocol: CreationOptional<'http' | 'tcp'>;
   declare tcpPort: CreationOptional<number | null>;
+  /** A TCP share's idle timeout (ISO 8601 duration); null = the edge's HUB_EDGE_TCP_IDLE_TIMEOUT. */
+  declare tcpIdleTimeout: CreationOptional<string | null>;
   /** Email domains a login must also match (beyond the auth provider's patterns); null = no extra restriction. */
   declare oauthEmailDomains: CreationOptional<string[] | null>;
   /** ISO 8601 duration after which a login session is checked again; null = the default (PT3H). */
@@ -53,6 +55,7 @@ export function initModel(sequelize: Sequelize): void {
       targetProtocol: { type: DataTypes.TEXT, allowNull: false, defaultValue: 'http1' },
       protocol: { type: DataTypes.TEXT, allowNull: false, defaultValue: 'http' },
       tcpPort: { type: DataTypes.INTEGER, allowNull: true },
+      tcpIdleTimeout: { type: DataTypes.TEXT, allowNull: true },
       oauthEmailDomains: { type: DataTypes.JSONB, allowNull: true },
       oauthCheckInterval: { type: DataTypes.TEXT, allowNull: true },
       inspect: { type: DataTypes.BOOLEAN, allowNull: false, defaultValue: false },

@@ -93,6 +93,13 @@ test.serial('renewal refusals: another key, another agent, another CSR, stale, u
   const stale = renewalProof(identity, csrPem);
   Date.now = realNow;
   assertRefused(t, await call(id, { csr: csrPem, proof: stale }), 403, 'forbidden', 'EH_AGENT_PROOF_INVALID');
+  // dated ahead of the service's clock by more than clock skew (55 s): refused; a few seconds ahead is skew, below
+  Date.now = () => realNow() + 55_000;
+  const ahead = renewalProof(identity, csrPem);
+  Date.now = realNow;
+  const aheadAnswer = await call(id, { csr: csrPem, proof: ahead });
+  assertRefused(t, aheadAnswer, 403, 'forbidden', 'EH_AGENT_PROOF_INVALID');
+  t.regex(aheadAnswer.json.message, /iat/);
   // an agent that does not exist
   assertRefused(t, await call('no-such-agent', { csr: csrPem, proof: renewalProof(identity, csrPem) }), 403, 'forbidden', 'EH_AGENT_PROOF_INVALID');
   // bad input: no proof, a key that is not P-256
@@ -100,8 +107,12 @@ test.serial('renewal refusals: another key, another agent, another CSR, stale, u
   const rsa = await makeCsr('/CN=rsa', 'rsa2048');
   assertRefused(t, await call(id, { csr: rsa, proof: renewalProof(identity, rsa) }), 400, 'invalid_request', 'EH_CSR_INVALID');
 
-  // the right proof renews; the same request again (its answer lost) gets the same certificate, once
-  const renewed = await call(id, { csr: csrPem, proof: renewalProof(identity, csrPem) });
+  // the right proof renews (dated 3 s ahead: clock skew is tolerated); the same request again (its answer lost) gets
+  // the same certificate, once
+  Date.now = () => realNow() + 3_000;
+  const skewed = renewalProof(identity, csrPem);
+  Date.now = realNow;
+  const renewed = await call(id, { csr: csrPem, proof: skewed });
   t.is(renewed.status, 200, renewed.text);
   t.is(renewed.json.id, id);
   const retried = await call(id, { csr: csrPem, proof: renewalProof(identity, csrPem) });

@@ -107,10 +107,13 @@ async function attackerReady(kind: AttackKind, ms: number): Promise<{ go(): Prom
 
 const ENHANCE_YOUR_CALM = '11';
 
-/** Whether the edge completes a TLS handshake from this address now (an earlier test's strike may refuse it a while). */
+/**
+ * Whether the edge completes an HTTP/2 TLS handshake from this address now (an earlier test's strike refuses HTTP/2
+ * from it a while; HTTP/1.1 is admitted all along).
+ */
 const admitted = () =>
   new Promise<boolean>((resolve) => {
-    const socket = tls.connect({ host: '127.0.0.1', port: edge.httpsPort!, servername: attacked, ALPNProtocols: ['http/1.1'], rejectUnauthorized: false }, () => {
+    const socket = tls.connect({ host: '127.0.0.1', port: edge.httpsPort!, servername: attacked, ALPNProtocols: ['h2'], rejectUnauthorized: false }, () => {
       socket.destroy();
       resolve(true);
     });

@@ -1,8 +1,8 @@
 /**
  * TCP shares: a port of HUB_EDGE_TCP_PORTS per share (a tiny range here), bytes carried to an echo server directly
  * and through an agent in a network namespace (64 MiB each way, byte-exact), half-close both ways, mutual TLS
- * refusing a missing or another hub's certificate, metering, a deleted share's port refusing at once with its
- * connections closed, the port used again, and the exhausted range answered 409 naming the variable.
+ * (with or without SNI) refusing a missing or another hub's certificate, metering, a deleted share's port refusing
+ * at once with its connections closed, the port used again, and the exhausted range answered 409 naming the variable.
  */
 import { createHash } from 'node:crypto';
 import { mkdtempSync } from 'node:fs';
@@ -170,6 +170,16 @@ test.serial("mutual TLS: the hub's client certificate is carried; none or anothe
     return r.length > 0 && r.toString();
   }, { what: 'the certificate admitted' });
   t.is(ok, `got 6 ${sha(Buffer.from('secret'))}`);
+  // a client that names no server (no SNI, as `openssl s_client -noservername`): the share host's certificate all the
+  // same, and carried
+  const unnamed = tls.connect({ host: '127.0.0.1', port: share.port, servername: '', rejectUnauthorized: false, ...mine } as tls.ConnectionOptions);
+  const served = await new Promise<string | undefined>((resolve) => {
+    unnamed.once('secureConnect', () => resolve(unnamed.getPeerX509Certificate()?.checkHost(share.host)));
+    unnamed.once('error', () => resolve(undefined));
+  });
+  // the name the certificate matches the share's host by (a wildcard of its domain)
+  t.truthy(served, "no SNI: the share host's certificate");
+  t.is((await exchange(unnamed, Buffer.from('no name'))).toString(), `got 7 ${sha(Buffer.from('no name'))}`);
   t.is((await exchange(connect(), Buffer.from('anonymous'))).length, 0, 'no certificate: closed');
   t.is((await exchange(connect(foreign), Buffer.from('intruder'))).length, 0, "another hub's certificate: closed");
   // a plain TCP client never gets past the handshake
