@@ -9,7 +9,7 @@ import { config } from '../shared/config.js';
 import { closeDb, initDb } from '../shared/db.js';
 import { logger } from '../shared/logger.js';
 import { refuseWrongSecretKey } from '../shared/secretKeyProbe.js';
-import { refuseUnreachableSentinels } from '../shared/redis.js';
+import { refuseUnreachableSentinels } from '../shared/redisSentinel.js';
 import { isMain, onShutdown } from '../shared/shutdown.js';
 import { startMetricsServer } from '../shared/telemetry/index.js';
 import { startEdge } from './server.js';

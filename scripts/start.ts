@@ -14,7 +14,7 @@ import { closeDb, initDb } from '../shared/db.js';
 import { migrate } from '../shared/migrate.js';
 import { portTaken, startPostgres, startRedis, type LocalPostgres, type LocalRedis } from './services/index.js';
 import { keepUp } from './services/keepUp.js';
-import { sentinelsProblem } from '../shared/redis.js';
+import { sentinelsProblem } from '../shared/redisSentinel.js';
 import { Supervisor, type ChildSpec } from './supervisor.js';
 import { buildTree } from './build.js';
 

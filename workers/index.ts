@@ -1,7 +1,8 @@
 import { closeDb, initDb } from '../shared/db.js';
 import { logger } from '../shared/logger.js';
 import { closeQueues } from '../shared/queues.js';
-import { closeRedis, refuseUnreachableSentinels } from '../shared/redis.js';
+import { closeRedis } from '../shared/redis.js';
+import { refuseUnreachableSentinels } from '../shared/redisSentinel.js';
 import { refuseWrongSecretKey } from '../shared/secretKeyProbe.js';
 import { isMain, onShutdown } from '../shared/shutdown.js';
 import { startMetricsServer } from '../shared/telemetry/index.js';

@@ -28,7 +28,7 @@ export interface RedisWithSentinels {
   masterPort(): Promise<number>;
   /** SIGKILLs the node that is master now and waits until the sentinels name another; returns the new master's port. */
   killMaster(): Promise<{ killed: number; promoted: number; seconds: number }>;
-  /** A failover asked of the sentinels (the master lives on, demoted to a replica); waits until another is master. */
+  /** A failover asked of the sentinels (the master lives on, demoted to a replica); waits until another is master and the old one replicates it. */
   failover(): Promise<{ demoted: number; promoted: number }>;
   stop(): Promise<void>;
 }
@@ -143,6 +143,8 @@ export async function startRedisWithSentinels(dir: string, options: { name?: str
         if (port === demoted) return undefined;
         return (await call<string>(port, 'INFO', 'replication')).includes('role:master') ? port : undefined;
       }, 60_000);
+      // settled: the sentinels have made the old master a replica of the new one (they look every few seconds)
+      await until('the old master a replica', async () => ((await call<string>(demoted, 'INFO', 'replication')).includes('master_link_status:up') ? true : undefined), 60_000);
       return { demoted, promoted };
     },
     async stop() {
