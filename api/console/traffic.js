@@ -71,8 +71,10 @@ function options({ width, height, compact, stepMs }) {
 function useWidth(ref, enabled) {
   const [width, setWidth] = useState(undefined);
   useEffect(() => {
-    if (!enabled || !ref.current) return undefined;
-    const measure = () => setWidth(Math.floor(ref.current.clientWidth));
+    const element = ref.current;
+    if (!enabled || !element) return undefined;
+    // the element itself, not the ref: an observer's last call may come after the chart left the page
+    const measure = () => setWidth(Math.floor(element.clientWidth));
     measure();
     const observer = new ResizeObserver(measure);
     observer.observe(ref.current);
