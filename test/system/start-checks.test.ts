@@ -66,10 +66,10 @@ test('a taken port of HUB_EDGE_TCP_PORTS stops npm start before it writes anythi
   try {
     const dir = dataDir();
     // no HUB_ADMIN_TOKEN: a start that went on would store a generated one (and the secret key) in the folder
-    const run = await start({ HUB_DATA_DIR: dir, HUB_ADMIN_TOKEN: undefined, HUB_SECRET_KEY: undefined, PORT: String(await freePort()), HUB_EDGE_HTTP_PORT: String(await freePort()), HUB_EDGE_TCP_PORTS: `${taken - 1}-${taken + 1}` });
+    const run = await start({ HUB_DATA_DIR: dir, HUB_ADMIN_TOKEN: undefined, HUB_SECRET_KEY: undefined, PORT: String(await freePort()), HUB_EDGE_HTTP_PORT: String(await freePort()), HUB_EDGE_TCP_PORTS: `${taken}-${taken}` });
     t.is(await exited(run), 1);
     const out = run.output();
-    t.regex(out, new RegExp(`edgehub: port ${taken} of HUB_EDGE_TCP_PORTS ${taken - 1}-${taken + 1} \\(the ports of TCP shares\\) is already in use by another program: stop it, or set HUB_EDGE_TCP_PORTS to a free range`));
+    t.regex(out, new RegExp(`edgehub: port ${taken} of HUB_EDGE_TCP_PORTS ${taken}-${taken} \\(the ports of TCP shares\\) is already in use by another program: stop it, or set HUB_EDGE_TCP_PORTS to a free range`));
     t.is(out.trim().split('\n').length, 1, out);
     t.deepEqual(readdirSync(dir), [], 'no admin-token, no secret-key');
   } finally {
