@@ -90,13 +90,15 @@ function NewHub({ onMade }) {
 
 /**
  * The service's Prometheus series. `/metrics` wants the admin token as a bearer, which a plain link cannot send
- * (a browser following it got 401): the console fetches them with the token and shows the text.
+ * (a browser following it got 401): the link's click fetches them with the token and shows the text here.
  */
 function Metrics() {
   const [text, setText] = useState(undefined);
   const [error, setError] = useState(undefined);
   const [busy, setBusy] = useState(false);
-  const load = async () => {
+  const load = async (event) => {
+    event?.preventDefault();
+    if (busy) return;
     setBusy(true);
     setError(undefined);
     try {
@@ -108,8 +110,8 @@ function Metrics() {
     }
   };
   return html`<li>
-    Prometheus metrics (<code>/metrics</code>) <button type="button" onClick=${load} disabled=${busy}>${text === undefined ? 'Show the metrics' : 'Show them again'}</button>
-    <span class="sub"> — Prometheus scrapes <code>/metrics</code> with the admin token as a bearer token (<code>authorization: Bearer …</code>), or each process's <code>HUB_METRICS_PORT</code> without one</span>
+    <a href="/metrics" onClick=${load} aria-busy=${busy ? 'true' : 'false'}>Prometheus metrics (/metrics)</a>
+    <span class="sub"> — shown here with the admin token you signed in with (a browser opening <code>/metrics</code> itself sends none); Prometheus scrapes it with the token as a bearer token (<code>authorization: Bearer …</code>), or each process's <code>HUB_METRICS_PORT</code> without one</span>
     <${Problem} error=${error} />
     ${text === undefined ? null : html`<pre class="metrics" aria-label="Prometheus metrics">${text}</pre>`}
   </li>`;
