@@ -10,10 +10,7 @@ import { parseAllowPattern } from './protocol.js';
 import { AgentRunner } from './run.js';
 import { agentUnit, DEFAULT_UNIT_FILE, writeUnit } from './service.js';
 import { share } from './share.js';
-import pkg from '../package.json' with { type: 'json' };
-
-/** The agent package's version (bundled into the single executable too). */
-export const VERSION = pkg.version;
+import { VERSION } from './version.js';
 
 const USAGE = `usage:
   edgehub enroll <jwt> [--out <folder>] [--expect-host <host[:port]>] [--validate]
