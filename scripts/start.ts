@@ -12,15 +12,24 @@ import path from 'node:path';
 import { config, ConfigError, resetConfig, storedSecret } from '../shared/config.js';
 import { closeDb, initDb } from '../shared/db.js';
 import { migrate } from '../shared/migrate.js';
-import { portTaken, startPostgres, startRedis, type LocalPostgres, type LocalRedis } from './services/index.js';
+import { startPostgres, startRedis, type LocalPostgres, type LocalRedis } from './services/index.js';
 import { keepUp } from './services/keepUp.js';
 import { sentinelsProblem } from '../shared/redisSentinel.js';
+import { checkStartPorts } from './services/startPorts.js';
+import { readSettings } from '../shared/settings.js';
 import { Supervisor, type ChildSpec } from './supervisor.js';
 import { buildTree } from './build.js';
 
 let cfg;
 let webProcesses: number;
 try {
+  // every port the service will listen on is checked before anything is written or started: a taken one stops it at
+  // once, in one line (config() below stores a generated admin token and secret key in the data folder)
+  const refused = await checkStartPorts(readSettings());
+  if (refused) {
+    console.error(`edgehub: ${refused}`);
+    process.exit(1);
+  }
   cfg = config();
   // WEB_CONCURRENCY (the Heroku convention): how many web processes
   webProcesses = cfg.webConcurrency;
@@ -30,21 +39,6 @@ try {
     process.exit(2);
   }
   throw err;
-}
-
-// every port the service will listen on is checked before anything starts: a taken one stops it at once, in one line
-const wanted: [number | undefined, string][] = [
-  [cfg.port, 'PORT'],
-  [cfg.edge.httpPort, 'HUB_EDGE_HTTP_PORT'],
-  [cfg.edge.httpsPort, 'HUB_EDGE_HTTPS_PORT'],
-  [cfg.metricsListener?.port, 'HUB_METRICS_PORT'],
-];
-for (const [port, variable] of wanted) {
-  if (!port) continue;
-  if (await portTaken(port)) {
-    console.error(`edgehub: port ${port} (${variable}) is already in use by another program: stop it, or set ${variable} to a free port`);
-    process.exit(1);
-  }
 }
 
 /** A URL with its password hidden, unless `--show-secrets` or HUB_SHOW_SECRETS=1 asks for it. */

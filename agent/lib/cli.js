@@ -8,7 +8,9 @@ import { EnrollError } from './errors.js';
 import { defaultAgentDir, readIdentity } from './identity.js';
 import { parseAllowPattern } from './protocol.js';
 import { AgentRunner } from './run.js';
+import { agentUnit, DEFAULT_UNIT_FILE, writeUnit } from './service.js';
 import { share } from './share.js';
+import { VERSION } from './version.js';
 
 const USAGE = `usage:
   edgehub enroll <jwt> [--out <folder>] [--expect-host <host[:port]>] [--validate]
@@ -23,6 +25,11 @@ const USAGE = `usage:
       Dials every edge (the identity's, or each --edge, and every live edge they name) and carries its
       environment's shares to their targets. --allow limits the targets further: host:port, *.domain:port or
       CIDR:port (port may be *).
+  edgehub agent install-service [--dir <folder>] [--user <name>] [--edge <host:port>]... [--allow <pattern>]...
+                [--write [<file>]]
+      Prints a systemd unit that runs edgehub agent run with these options as a service (as the user who owns the
+      identity's key, or --user; restarted whenever it ends); --write writes it to <file> (default
+      ${DEFAULT_UNIT_FILE}). Then: systemctl daemon-reload && systemctl enable --now edgehub-agent
   edgehub share <target> [--dir <folder>] [--name <name>] [--frontend <id>]... [--mtls] [--login <provider id>
                 [--email <*@domain>]...] [--tcp] [--inspect] [--edge <host:port>]...
       With EDGEHUB_URL (the service) and EDGEHUB_API_KEY (an API key of your hub): publishes <target>
@@ -30,7 +37,9 @@ const USAGE = `usage:
       agent, prints the public address, and deletes the share on Ctrl-C. --name reserves the share: the same
       address on every run, kept on Ctrl-C. --mtls admits only the hub's client certificates and prints a curl
       line with one; --login requires a login with that auth provider (--email narrows it to domains);
-      --inspect records the exchanges.`;
+      --inspect records the exchanges.
+  edgehub --version (-v)
+      Prints the version of this agent.`;
 
 /** @param {string} message @param {number} [code] */
 const fail = (message, code = 1) => {
@@ -54,8 +63,10 @@ const interrupted = () =>
 
 /** @param {string[]} argv */
 function parse(argv) {
+  // `--write` alone (last, or before another option) means the default unit file
+  const args = argv.map((a, i) => (a === '--write' && (i === argv.length - 1 || argv[i + 1].startsWith('-')) ? `--write=${DEFAULT_UNIT_FILE}` : a));
   return parseArgs({
-    args: argv,
+    args,
     allowPositionals: true,
     strict: true,
     options: {
@@ -72,8 +83,10 @@ function parse(argv) {
       email: { type: 'string', multiple: true },
       tcp: { type: 'boolean', default: false },
       inspect: { type: 'boolean', default: false },
+      user: { type: 'string' },
+      write: { type: 'string' },
       help: { type: 'boolean', short: 'h', default: false },
-      version: { type: 'boolean', default: false },
+      version: { type: 'boolean', short: 'v', default: false },
     },
   });
 }
@@ -98,6 +111,10 @@ export async function main(argv) {
   const { values, positionals } = parsed;
   if (values.help) {
     out(USAGE);
+    return 0;
+  }
+  if (values.version) {
+    out(`edgehub ${VERSION}`);
     return 0;
   }
   const [command, ...args] = positionals;
@@ -182,5 +199,16 @@ async function agent(args, values) {
     out('agent stopped');
     return 0;
   }
-  return fail(sub ? `unknown agent command '${sub}' (enroll or run)` : 'edgehub agent enroll <jwt> | edgehub agent run', 2);
+  if (sub === 'install-service') {
+    if (rest.length) return fail(`unexpected argument '${rest[0]}'`, 2);
+    const { unit, user } = agentUnit({ dir: dirOf(values), user: values.user, edges: values.edge, allow: values.allow });
+    if (!values.write) {
+      process.stdout.write(unit);
+      return 0;
+    }
+    writeUnit(values.write, unit);
+    out(`wrote ${values.write} (runs as ${user}); now: systemctl daemon-reload && systemctl enable --now ${path.basename(values.write, '.service')}`);
+    return 0;
+  }
+  return fail(sub ? `unknown agent command '${sub}' (enroll, run or install-service)` : 'edgehub agent enroll <jwt> | edgehub agent run | edgehub agent install-service', 2);
 }

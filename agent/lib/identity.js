@@ -8,7 +8,6 @@
  */
 import { X509Certificate } from 'node:crypto';
 import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { homedir } from 'node:os';
 import path from 'node:path';
 import { EnrollError } from './errors.js';
 import { settleRenewal } from './renew.js';
@@ -26,7 +25,15 @@ import { settleRenewal } from './renew.js';
  * @property {string} edgeCaPem
  */
 
-export const defaultAgentDir = () => path.join(homedir(), '.edgehub', 'agent');
+/**
+ * `~/.edgehub/agent`. Without HOME (a service, `env -i`) there is no home to speak of: os.homedir() would fall back
+ * to the passwd entry (`/root` for root) and the identity would land somewhere nobody chose, so --dir is asked for.
+ * @param {NodeJS.ProcessEnv} [env]
+ */
+export function defaultAgentDir(env = process.env) {
+  if (!env.HOME) throw new EnrollError('HOME is not set, so there is no default folder for the agent identity: pass --dir <folder> (for a service, e.g. --dir /var/lib/edgehub/agent)');
+  return path.join(env.HOME, '.edgehub', 'agent');
+}
 
 /**
  * When the agent's certificate (the first of agent.crt) stops being valid, in ms since the epoch.

@@ -42,6 +42,27 @@ export async function api(path, { method = 'GET', body, token = credential.get()
   return json;
 }
 
+/** A text resource (such as the Prometheus metrics) with the tab's credential; a refusal becomes an ApiError. */
+export async function apiText(path, { token = credential.get() } = {}) {
+  let res;
+  try {
+    res = await fetch(path, { headers: { accept: 'text/plain', ...(token ? { authorization: `Bearer ${token}` } : {}) } });
+  } catch (err) {
+    throw new ApiError(0, 'network', `the service could not be reached: ${err.message}`);
+  }
+  const text = await res.text();
+  if (!res.ok) {
+    let json;
+    try {
+      json = JSON.parse(text);
+    } catch {
+      json = undefined;
+    }
+    throw new ApiError(res.status, json?.error, json?.message ?? (text || res.statusText));
+  }
+  return text;
+}
+
 const asHub = async (token) => {
   const account = await api('/account', { token });
   return { role: 'hub', hubId: account.hubId, name: account.name };

@@ -21,6 +21,13 @@ export function useEnvironmentStates(base, envZIds) {
   return states.data ?? new Map();
 }
 
+/**
+ * An environment as people know it: its description (the id on hover and in the environments view), `default` for
+ * the hub's default one; the bare id only while the environment is loading.
+ */
+export const EnvName = ({ envZId, env }) =>
+  html`<span class="env-name" data-env-name=${envZId} title=${envZId}>${env ? env.description || (env.default ? 'default environment' : 'environment') : html`<code>${envZId}</code>`}${env?.default && env.description && env.description !== 'default' ? html` <span class="badge plain">default</span>` : null}</span>`;
+
 /** A share's status: an ACTIVE share of an environment reached only through agents, with none connected, says so. */
 export const ShareStatus = ({ share, env }) =>
   share.status === 'ACTIVE' && env?.reach === 'agent' && !anyConnected(env)
@@ -72,8 +79,7 @@ export function Environments({ base }) {
         ${e.agents?.length
           ? html`<ul class="agents">
               ${e.agents.map(
-                (a) => html`<li key=${a.id}><${Badge} status=${a.connected ? 'online' : 'offline'} /> agent <code>${a.id}</code>
-                  <span class="sub">${a.connected ? `connected since ${when(a.connectedAt)} to ${a.edges.join(', ')}` : `last seen ${when(a.lastSeenAt)}`}</span></li>`,
+                (a) => html`<li key=${a.id} data-agent=${a.id}><${Badge} status=${a.connected ? 'online' : 'offline'} /> agent <code>${a.id}</code>${' '}<span class="sub">${a.connected ? `connected since ${when(a.connectedAt)} to ${a.edges.join(', ')}` : a.lastSeenAt ? `last seen ${when(a.lastSeenAt)}` : 'enrolled, never connected'}</span></li>`,
               )}
             </ul>`
           : html`<p class="sub">${e.reach === 'agent' ? 'No agents: its shares answer 502 until an agent connects (reach is agents; the edge never connects to these targets itself).' : "No agents: the edge connects to this environment's targets itself."}</p>`}

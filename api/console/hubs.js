@@ -1,6 +1,6 @@
 // The operator's view: hubs (create with features, API keys shown once, delete after confirming) and links.
 import { useState } from 'preact/hooks';
-import { api } from './api.js';
+import { api, apiText } from './api.js';
 import { when } from './format.js';
 import { html } from './html.js';
 import { CopyButton, Pager, Problem, Section, usePoll } from './parts.js';
@@ -60,7 +60,7 @@ function HubCard({ hub, onDeleted }) {
     ${confirming
       ? html`<p role="alert">Delete ${hub.name} and everything in it? Its keys stop working and its shares stop answering.
           <button type="button" class="danger" onClick=${remove}>Delete ${hub.name}</button> <button type="button" onClick=${() => setConfirming(false)}>Keep it</button></p>`
-      : html`<button type="button" class="danger" onClick=${() => setConfirming(true)}>Delete hub…</button>`}
+      : html`<div class="danger-zone"><button type="button" class="danger" onClick=${() => setConfirming(true)}>Delete hub…</button></div>`}
   </article>`;
 }
 
@@ -88,6 +88,35 @@ function NewHub({ onMade }) {
   </form>`;
 }
 
+/**
+ * The service's Prometheus series. `/metrics` wants the admin token as a bearer, which a plain link cannot send
+ * (a browser following it got 401): the link's click fetches them with the token and shows the text here.
+ */
+function Metrics() {
+  const [text, setText] = useState(undefined);
+  const [error, setError] = useState(undefined);
+  const [busy, setBusy] = useState(false);
+  const load = async (event) => {
+    event?.preventDefault();
+    if (busy) return;
+    setBusy(true);
+    setError(undefined);
+    try {
+      setText(await apiText('/metrics'));
+    } catch (err) {
+      setError(err);
+    } finally {
+      setBusy(false);
+    }
+  };
+  return html`<li>
+    <a href="/metrics" onClick=${load} aria-busy=${busy ? 'true' : 'false'}>Prometheus metrics (/metrics)</a>
+    <span class="sub"> — shown here with the admin token you signed in with (a browser opening <code>/metrics</code> itself sends none); Prometheus scrapes it with the token as a bearer token (<code>authorization: Bearer …</code>), or each process's <code>HUB_METRICS_PORT</code> without one</span>
+    <${Problem} error=${error} />
+    ${text === undefined ? null : html`<pre class="metrics" aria-label="Prometheus metrics">${text}</pre>`}
+  </li>`;
+}
+
 export function Hubs() {
   const [page, setPage] = useState(0);
   const list = usePoll(() => api(`/admin/v1/hubs?page=${page}&size=10&sort=createdAt,desc`), [page], 30_000);
@@ -95,6 +124,9 @@ export function Hubs() {
     <${Section} title="Hubs">
       <${NewHub} onMade=${list.reload} />
       <${Problem} error=${list.error} />
+      ${list.data && !list.data.content.length && page === 0
+        ? html`<p class="empty hint">No hub yet. A hub is a tenant: its people sign in to this console with an API key of it and publish their shares. Name one above and press <strong>Create hub</strong>, then make it an API key with <strong>New API key</strong>.</p>`
+        : null}
       ${(list.data?.content ?? []).map((h) => html`<${HubCard} key=${h.id} hub=${h} onDeleted=${list.reload} />`)}
       <${Pager} page=${list.data} onPage=${setPage} label="Hubs" />
     </${Section}>
@@ -102,7 +134,7 @@ export function Hubs() {
       <ul class="links">
         <li><a href="/docs">API reference (/docs)</a></li>
         <li><a href="/admin/queues">Job queues (/admin/queues)</a> <span class="sub">— your browser asks for a user and password there: the user is <code>admin</code>, the password is the admin token you signed in with</span></li>
-        <li><a href="/metrics">Prometheus metrics (/metrics, admin token)</a></li>
+        <${Metrics} />
       </ul>
     </${Section}>
   </div>`;

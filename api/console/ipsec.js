@@ -1,6 +1,7 @@
 // IPsec tunnels (with the security association as charon reports it) and IPsec shares.
 import { api } from './api.js';
 import { html } from './html.js';
+import { EnvName, useEnvironmentStates } from './environments.js';
 import { Badge, Problem, Section, usePoll } from './parts.js';
 
 export function Ipsec({ base }) {
@@ -16,6 +17,7 @@ export function Ipsec({ base }) {
     [base],
     10_000,
   );
+  const envs = useEnvironmentStates(base, (data.data?.shares ?? []).map((s) => s.envZId));
   if (data.error?.status === 403) return html`<${Section} title="IPsec"><p class="empty">IPsec is not enabled for this hub (the operator turns it on with the hub's <code>features</code>).</p></${Section}>`;
   return html`<div>
     <${Section} title="IPsec tunnels">
@@ -34,7 +36,7 @@ export function Ipsec({ base }) {
       <div class="table-wrap"><table>
         <thead><tr><th scope="col">Name</th><th scope="col">Status</th><th scope="col">Listener</th><th scope="col">Target</th><th scope="col">Environment</th></tr></thead>
         <tbody>${(data.data?.shares ?? []).map(
-          (s) => html`<tr key=${s.id}><th scope="row">${s.name}</th><td><${Badge} status=${s.status} /></td><td>port ${s.ingressPort}</td><td><code>${s.target}</code></td><td><code>${s.envZId}</code></td></tr>`,
+          (s) => html`<tr key=${s.id}><th scope="row">${s.name}</th><td><${Badge} status=${s.status} /></td><td>port ${s.ingressPort}</td><td><code>${s.target}</code></td><td><${EnvName} envZId=${s.envZId} env=${envs.get(s.envZId)} /></td></tr>`,
         )}</tbody>
       </table></div>
     </${Section}>

@@ -7,6 +7,8 @@ import { html } from './html.js';
 import { Problem } from './parts.js';
 
 const MAX_SHOWN = 200;
+/** Rows on one page of the list: the share's settings stay near, whatever was recorded. */
+export const PAGE_SIZE = 20;
 
 /** Follows `${path}` (text/event-stream) with the tab's credential; calls onEvent(summary); reconnects with Last-Event-ID. */
 function useLive(path, onEvent, enabled) {
@@ -156,40 +158,51 @@ export function Requests({ base, share }) {
   const [selected, setSelected] = useState(undefined);
   const [status, setStatus] = useState('');
   const [pathFilter, setPathFilter] = useState('');
+  const [page, setPage] = useState(0);
   useEffect(() => {
     api(`${base}/shares/${zId}/requests`).then(setItems, setError);
   }, [zId]);
   const live = useLive(`${base}/shares/${zId}/requests/live`, (summary) => setItems((list) => [summary, ...(list ?? []).filter((e) => e.id !== summary.id)].slice(0, MAX_SHOWN)), Boolean(share.inspect));
-  const shown = (items ?? []).filter((e) => (!status || String(e.status)[0] === status[0]) && (!pathFilter || e.path.includes(pathFilter)));
+  const matching = (items ?? []).filter((e) => (!status || String(e.status)[0] === status[0]) && (!pathFilter || e.path.includes(pathFilter)));
+  const pages = Math.max(1, Math.ceil(matching.length / PAGE_SIZE));
+  const current = Math.min(page, pages - 1);
+  const shown = matching.slice(current * PAGE_SIZE, (current + 1) * PAGE_SIZE);
   if (!share.inspect)
     return html`<p class="empty">Request inspection is off for this share. Turn on <strong>Inspect requests</strong> in its settings below to record the next exchanges; you can then read them here and send one again.</p>`;
   return html`<div class="requests">
     <div class="filters">
       <label for="req-status">Status</label>
-      <select id="req-status" value=${status} onChange=${(e) => setStatus(e.currentTarget.value)}>
+      <select id="req-status" value=${status} onChange=${(e) => (setStatus(e.currentTarget.value), setPage(0))}>
         <option value="">any</option><option value="2xx">2xx</option><option value="3xx">3xx</option><option value="4xx">4xx</option><option value="5xx">5xx</option>
       </select>
       <label for="req-path">Path contains</label>
-      <input id="req-path" value=${pathFilter} onInput=${(e) => setPathFilter(e.currentTarget.value)} placeholder="/api" />
+      <input id="req-path" value=${pathFilter} onInput=${(e) => (setPathFilter(e.currentTarget.value), setPage(0))} placeholder="/api" />
       <span class=${`live ${live}`} role="status">${live === 'live' ? 'live' : live}</span>
     </div>
     <${Problem} error=${error} />
     ${items && !items.length ? html`<p class="empty">No requests recorded yet. Send one to <a href=${share.frontendEndpoint} target="_blank" rel="noopener noreferrer">${share.frontendEndpoint}</a>: it appears here as it happens.</p>` : null}
-    ${items && items.length && !shown.length ? html`<p class="empty">No request matches the filter.</p>` : null}
+    ${items && items.length && !matching.length ? html`<p class="empty">No request matches the filter.</p>` : null}
     <div class="inspector">
       <div class="table-wrap"><table class="request-list">
         <caption class="sr-only">Recorded requests, newest first</caption>
-        <thead><tr><th scope="col">When</th><th scope="col">Request</th><th scope="col">Status</th><th scope="col">Time</th><th scope="col">Size</th></tr></thead>
+        <thead><tr><th scope="col">When</th><th scope="col" class="request">Request</th><th scope="col">Status</th><th scope="col" class="extra">Time</th><th scope="col" class="extra">Size</th></tr></thead>
         <tbody>${shown.map(
           (e) => html`<tr key=${e.id} data-request=${e.id} class=${selected === e.id ? 'selected' : ''} onClick=${() => setSelected(e.id)}>
             <td class="sub">${new Date(e.at).toLocaleTimeString()}</td>
-            <th scope="row"><button type="button" class="link" onClick=${() => setSelected(e.id)}><code>${e.method} ${e.path}</code></button>${e.replayOf ? html` <span class="badge plain">replay</span>` : null}</th>
+            <th scope="row" class="request"><button type="button" class="link" onClick=${() => setSelected(e.id)} title=${`${e.method} ${e.path}`}><code>${e.method} ${e.path}</code></button>${e.replayOf ? html` <span class="badge plain">replay</span>` : null}</th>
             <td><span class=${statusClass(e.status)}>${e.status}</span></td>
-            <td>${e.ms} ms</td>
-            <td class="sub">${bytes(e.rxBytes)} / ${bytes(e.txBytes)}</td>
+            <td class="extra">${e.ms} ms</td>
+            <td class="sub extra">${bytes(e.rxBytes)} / ${bytes(e.txBytes)}</td>
           </tr>`,
         )}</tbody>
-      </table></div>
+      </table>
+      ${pages > 1
+        ? html`<nav class="pager" aria-label="Recorded requests pages">
+            <button type="button" disabled=${current === 0} onClick=${() => setPage(current - 1)}>Previous</button>
+            <span>Page ${current + 1} of ${pages} (${matching.length} requests)</span>
+            <button type="button" disabled=${current + 1 >= pages} onClick=${() => setPage(current + 1)}>Next</button>
+          </nav>`
+        : null}</div>
       ${selected ? html`<${Detail} base=${base} zId=${zId} id=${selected} onClose=${() => setSelected(undefined)} onReplayed=${(made) => (setItems((list) => [made, ...(list ?? []).filter((e) => e.id !== made.id)]), setSelected(made.id))} />` : null}
     </div>
   </div>`;

@@ -5,6 +5,7 @@ import { api } from './api.js';
 import { when } from './format.js';
 import { html } from './html.js';
 import { Badge, Problem, Section, usePoll } from './parts.js';
+import { EnvName } from './environments.js';
 import { Requests } from './requests.js';
 import { kindOf, kindWords, PublicAddress, ShareSettings } from './shareform.js';
 import { TrafficChart, WindowPicker, windowOf } from './traffic.js';
@@ -19,6 +20,7 @@ export function SharePage({ base, zId }) {
   const share = usePoll(() => api(`${base}/shares/${zId}`), [base, zId], 5_000);
   const [windowId, setWindow] = useState('1h');
   const w = windowOf(windowId);
+  const env = usePoll(() => (share.data ? api(`${base}/environments/${share.data.envZId}`) : Promise.resolve(undefined)), [base, share.data?.envZId], 0);
   const series = usePoll(() => api(`${base}/shares/${zId}/metrics?duration=${w.duration}&step=${w.step}`), [base, zId, windowId], 5_000);
   const s = share.data;
   if (share.error?.status === 404) return html`<${Section} title="Share not found"><p class="empty">No share <code>${zId}</code> in this hub (it may have been deleted). <a href="#/shares">Back to the shares</a></p></${Section}>`;
@@ -28,7 +30,7 @@ export function SharePage({ base, zId }) {
     <header class="share-head">
       <h2>${s.name} <${Badge} status=${s.status} /></h2>
       <p><${PublicAddress} share=${s} /> → <code>${s.backendProxyEndpoint}</code></p>
-      <p class="sub">${s.zId}${kindWords(s) ? ` · ${kindWords(s)}` : ''} · environment <code>${s.envZId}</code> · created ${when(s.createdAt)} by ${s.createdBy}</p>
+      <p class="sub">${s.zId}${kindWords(s) ? ` · ${kindWords(s)}` : ''} · environment <${EnvName} envZId=${s.envZId} env=${env.data} /> · created ${when(s.createdAt)} by ${s.createdBy}</p>
     </header>
     <${Section} title="Traffic" actions=${html`<${WindowPicker} value=${windowId} onChange=${setWindow} label="Traffic window" />`}>
       <${Problem} error=${series.error} />

@@ -4,7 +4,7 @@ import { useState } from 'preact/hooks';
 import { api } from './api.js';
 import { when } from './format.js';
 import { html } from './html.js';
-import { ShareStatus, useEnvironmentStates } from './environments.js';
+import { EnvName, ShareStatus, useEnvironmentStates } from './environments.js';
 import { Pager, Problem, Section, usePoll } from './parts.js';
 import { CreateShare, kindWords, PublicAddress } from './shareform.js';
 import { TrafficChart, WindowPicker, windowOf } from './traffic.js';
@@ -42,7 +42,7 @@ export function Shares({ base }) {
             <th scope="row"><a href=${`#/shares/${s.zId}`}>${s.name}</a><div class="sub">${s.zId}${kindWords(s) ? ` · ${kindWords(s)}` : ''} · ${when(s.createdAt)}</div></th>
             <td data-label="Status"><${ShareStatus} share=${s} env=${envs.get(s.envZId)} /></td>
             <td data-label="Public address"><${PublicAddress} share=${s} /><div class="sub">→ ${s.backendProxyEndpoint}</div></td>
-            <td data-label="Environment"><code>${s.envZId}</code></td>
+            <td data-label="Environment"><${EnvName} envZId=${s.envZId} env=${envs.get(s.envZId)} /></td>
             <td data-label="Access">${access(s)}</td>
             <td data-label=${`Traffic (${w.label})`}><${TrafficChart} compact samples=${lines.data ? (byId.get(s.zId) ?? []) : undefined} window=${w} label=${`Traffic of ${s.name}`} /></td>
           </tr>`,

@@ -1,6 +1,6 @@
 // Traffic as people read it: rx and tx rates (bytes per second) per time bucket, as bars on a time axis (uPlot).
 // Buckets with no traffic are drawn as zero, so a burst shows where and how long it was, not as a one-pixel line.
-import { useEffect, useRef } from 'preact/hooks';
+import { useEffect, useRef, useState } from 'preact/hooks';
 import uPlot from 'uplot';
 import { bytes } from './format.js';
 import { html } from './html.js';
@@ -48,7 +48,8 @@ function options({ width, height, compact, stepMs }) {
     width,
     height,
     padding: compact ? [4, 2, 0, 2] : [10, 12, 0, 4],
-    legend: { show: !compact },
+    // uPlot's legend is replaced by the figure's own (see TrafficChart): its live rows read "—" away from the cursor
+    legend: { show: false },
     cursor: compact ? { show: false } : { y: false, points: { show: false } },
     select: { show: false },
     scales: { x: { time: true, range: (_u, min, max) => [min - stepMs / 2000, max + stepMs / 2000] }, y: { range: (_u, _min, max) => [0, Math.max(1, max) * 1.1] } },
@@ -66,18 +67,45 @@ function options({ width, height, compact, stepMs }) {
  * A traffic chart over `window` (WINDOWS entry). `samples`: [{rx, tx, timestamp}] in buckets of the step asked for;
  * undefined while the first answer is awaited. `compact`: the small chart of a list row (no axes, a caption).
  */
+/** The content width of the element `ref` holds, kept current as it resizes (undefined until it is laid out). */
+function useWidth(ref, enabled) {
+  const [width, setWidth] = useState(undefined);
+  useEffect(() => {
+    const element = ref.current;
+    if (!enabled || !element) return undefined;
+    // the element itself, not the ref: an observer's last call may come after the chart left the page
+    const measure = () => setWidth(Math.floor(element.clientWidth));
+    measure();
+    const observer = new ResizeObserver(measure);
+    observer.observe(ref.current);
+    return () => observer.disconnect();
+  }, [enabled]);
+  return width;
+}
+
+/** The large chart's width: its figure's, which is the page's content column (no wider than MAX_WIDTH). */
+const MAX_WIDTH = 1600;
+
 export function TrafficChart({ samples, window, compact = false, label, width }) {
+  const figure = useRef(null);
   const box = useRef(null);
   const chart = useRef(null);
   const stepMs = compact ? window.smallStepMs : window.stepMs;
   const b = buckets(samples, window.ms, stepMs);
-  const w = width ?? (compact ? 240 : Math.min(900, (typeof innerWidth === 'number' ? innerWidth : 900) - 48));
+  const measured = useWidth(figure, !compact && width === undefined);
+  const w = width ?? (compact ? 240 : measured === undefined ? undefined : Math.max(200, Math.min(MAX_WIDTH, measured)));
   const h = compact ? 56 : 260;
   useEffect(() => {
-    if (!box.current) return undefined;
+    if (!box.current || w === undefined) return undefined;
     chart.current = new uPlot(options({ width: w, height: h, compact, stepMs }), b.data, box.current);
-    return () => chart.current?.destroy();
-  }, [window.id, w, compact]);
+    return () => {
+      chart.current?.destroy();
+      chart.current = null;
+    };
+  }, [window.id, compact, w === undefined]);
+  useEffect(() => {
+    if (w !== undefined && chart.current && chart.current.width !== w) chart.current.setSize({ width: w, height: h });
+  }, [w]);
   useEffect(() => {
     chart.current?.setData(b.data);
   }, [JSON.stringify(b.data)]);
@@ -87,8 +115,9 @@ export function TrafficChart({ samples, window, compact = false, label, width })
       : b.totalRx + b.totalTx === 0
         ? `no traffic in the last ${window.label}`
         : `rx ${bytes(b.totalRx)}, tx ${bytes(b.totalTx)} in the last ${window.label}${compact ? '' : ` · peak ${rate(b.peak)}`}`;
-  return html`<figure class=${compact ? 'sparkline traffic compact' : 'traffic'} data-bytes=${b.totalRx + b.totalTx} aria-label=${`${label}: ${words}`}>
-    <div ref=${box} aria-hidden="true"></div>
+  return html`<figure ref=${figure} class=${compact ? 'sparkline traffic compact' : 'traffic'} data-bytes=${b.totalRx + b.totalTx} aria-label=${`${label}: ${words}`}>
+    <div ref=${box} class="plot" aria-hidden="true"></div>
+    ${compact ? null : html`<div class="legend" aria-hidden="true"><span class="key rx"></span>rx (received) <span class="key tx"></span>tx (sent) <span class="sub">· bytes per second in each bar's ${window.step === 'PT1M' ? 'minute' : window.step === 'PT15M' ? '15 minutes' : 'hour'}</span></div>`}
     ${compact ? html`<div class="ends" aria-hidden="true"><span>${window.label} ago</span><span>peak ${rate(b.peak)}</span><span>now</span></div>` : null}
     <figcaption>${words}</figcaption>
   </figure>`;

@@ -40,6 +40,8 @@ export async function startHub(options: { edgeWorkers?: number; metricsBase?: nu
   const edgePort = await freePort();
   const adminToken = randomBytes(24).toString('base64url');
   registerSecret('admin token', adminToken);
+  // a TCP share range of its own: npm start claims its range, and test files start stacks side by side
+  const tcpPort = String(await freePort());
   const start = spawnScript(
     'scripts/start.ts',
     {
@@ -52,6 +54,7 @@ export async function startHub(options: { edgeWorkers?: number; metricsBase?: nu
       PUBLIC_BASE_URL: `http://127.0.0.1:${port}`,
       HUB_EDGE_HTTP_PORT: String(edgePort),
       HUB_EDGE_HTTPS_PORT: '0',
+      HUB_EDGE_TCP_PORTS: `${tcpPort}-${tcpPort}`,
       HUB_METRICS_PORT: options.metricsBase === undefined ? undefined : String(options.metricsBase),
       HUB_EDGE_WORKERS: options.edgeWorkers === undefined ? undefined : String(options.edgeWorkers),
       // no periodic flush: only the one at shutdown can store the counters

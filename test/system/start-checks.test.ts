@@ -4,7 +4,7 @@
  * one `ready` line once everything answers. And a process started from the Procfile logs its role.
  */
 import { randomBytes } from 'node:crypto';
-import { chmodSync, mkdtempSync } from 'node:fs';
+import { chmodSync, mkdtempSync, readdirSync } from 'node:fs';
 import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
@@ -31,7 +31,9 @@ function dataDir(): string {
 async function start(env: Record<string, string | undefined>): Promise<Spawned> {
   const adminToken = randomBytes(24).toString('base64url');
   registerSecret('admin token', adminToken);
-  const run = spawnScript('scripts/start.ts', { DATABASE_URL: undefined, REDIS_URL: undefined, HUB_DATA_DIR: dataDir(), HUB_ADMIN_TOKEN: adminToken, HUB_EDGE_HTTPS_PORT: '0', ...env }, { detached: true });
+  // a TCP share range of its own (one free port), so that test files starting stacks side by side do not collide there
+  const tcp = String(await freePort());
+  const run = spawnScript('scripts/start.ts', { DATABASE_URL: undefined, REDIS_URL: undefined, HUB_DATA_DIR: dataDir(), HUB_ADMIN_TOKEN: adminToken, HUB_EDGE_HTTPS_PORT: '0', HUB_EDGE_TCP_PORTS: `${tcp}-${tcp}`, ...env }, { detached: true });
   runs.push(run);
   return run;
 }
@@ -56,6 +58,54 @@ for (const variable of ['PORT', 'HUB_EDGE_HTTP_PORT'] as const) {
     }
   });
 }
+
+test('a taken port of HUB_EDGE_TCP_PORTS stops npm start before it writes anything into its data folder', async (t) => {
+  const holder = net.createServer().listen(0);
+  await new Promise((r) => holder.once('listening', r));
+  const taken = (holder.address() as net.AddressInfo).port;
+  try {
+    const dir = dataDir();
+    // no HUB_ADMIN_TOKEN: a start that went on would store a generated one (and the secret key) in the folder
+    const run = await start({ HUB_DATA_DIR: dir, HUB_ADMIN_TOKEN: undefined, HUB_SECRET_KEY: undefined, PORT: String(await freePort()), HUB_EDGE_HTTP_PORT: String(await freePort()), HUB_EDGE_TCP_PORTS: `${taken}-${taken}` });
+    t.is(await exited(run), 1);
+    const out = run.output();
+    t.regex(out, new RegExp(`edgehub: port ${taken} of HUB_EDGE_TCP_PORTS ${taken}-${taken} \\(the ports of TCP shares\\) is already in use by another program: stop it, or set HUB_EDGE_TCP_PORTS to a free range`));
+    t.is(out.trim().split('\n').length, 1, out);
+    t.deepEqual(readdirSync(dir), [], 'no admin-token, no secret-key');
+  } finally {
+    holder.close();
+  }
+});
+
+test('a taken PORT stops npm start before it writes the admin token and the secret key', async (t) => {
+  const holder = net.createServer().listen(0);
+  await new Promise((r) => holder.once('listening', r));
+  try {
+    const dir = dataDir();
+    const run = await start({ HUB_DATA_DIR: dir, HUB_ADMIN_TOKEN: undefined, HUB_SECRET_KEY: undefined, PORT: String((holder.address() as net.AddressInfo).port) });
+    t.is(await exited(run), 1);
+    t.deepEqual(readdirSync(dir), [], run.output());
+  } finally {
+    holder.close();
+  }
+});
+
+test('a second npm start on one machine with the same HUB_EDGE_TCP_PORTS stops at once, naming the setting', async (t) => {
+  t.timeout(4 * 60_000);
+  const tcp = await freePort();
+  const range = `${tcp}-${tcp}`;
+  const first = await start({ PORT: String(await freePort()), HUB_EDGE_HTTP_PORT: String(await freePort()), HUB_EDGE_TCP_PORTS: range });
+  await first.waitForLine(/edgehub: ready\./, 'the first stack', 180_000);
+  const dir = dataDir();
+  const second = await start({ HUB_DATA_DIR: dir, HUB_ADMIN_TOKEN: undefined, PORT: String(await freePort()), HUB_EDGE_HTTP_PORT: String(await freePort()), HUB_EDGE_TCP_PORTS: range });
+  t.is(await exited(second), 1);
+  const out = second.output();
+  t.regex(out, new RegExp(`edgehub: HUB_EDGE_TCP_PORTS ${range} \\(the ports of TCP shares\\) is already used by another edgehub on this machine \\(npm start, pid ${first.child.pid}\\): stop it, or set HUB_EDGE_TCP_PORTS to another range`));
+  t.is(out.trim().split('\n').length, 1, out);
+  t.deepEqual(readdirSync(dir), []);
+  process.kill(-first.child.pid!, 'SIGTERM');
+  t.is(await exited(first), 0);
+});
 
 test('npm start prints the embedded services with their passwords hidden, then one ready line', async (t) => {
   t.timeout(4 * 60_000);

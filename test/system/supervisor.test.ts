@@ -23,12 +23,15 @@ const spawned: Spawned[] = [];
 
 test('npm start: a SIGKILLed worker is restarted, the API keeps answering, the tunnel is DEPLOYED once', async (t) => {
   const port = await freePort();
+  const tcpPort = await freePort();
   // the edge on free ports too: another test file may hold the default 8000/8443 meanwhile
   const start = spawnScript('scripts/start.ts', {
     PORT: String(port),
     PUBLIC_BASE_URL: `http://127.0.0.1:${port}`,
     HUB_EDGE_HTTP_PORT: String(await freePort()),
     HUB_EDGE_HTTPS_PORT: String(await freePort()),
+    // a TCP share range of its own: npm start claims its range, and other test files start stacks meanwhile
+    HUB_EDGE_TCP_PORTS: `${tcpPort}-${tcpPort}`,
     HUB_PROVISION_DELAY_MS: '1500',
     WEB_CONCURRENCY: '2',
     HUB_GC_THREADS: 'single',
