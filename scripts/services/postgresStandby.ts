@@ -30,6 +30,8 @@ export interface PostgresWithStandby {
   url(port: number, database: string): string;
   /** Promotes the standby (pg_promote, waiting until it takes writes). */
   promoteStandby(): Promise<void>;
+  /** Starts the primary again on its port after it died, as it was (a primary: what a split brain looks like). */
+  restartPrimary(): Promise<PostgresNode>;
   stop(): Promise<void>;
 }
 
@@ -93,7 +95,8 @@ export async function startPostgresWithStandby(dir: string, database: string): P
   // the copy is the standby: the same cluster, never started, told where its primary is
   execFileSync('cp', ['-a', primaryDir, standbyDir]);
   const replication = ['-c', 'wal_level=replica', '-c', 'max_wal_senders=10', '-c', 'hot_standby=on'];
-  const primary = await serve('primary', primaryDir, [...replication, '-c', 'synchronous_standby_names=standby1']);
+  const primaryFlags = [...replication, '-c', 'synchronous_standby_names=standby1'];
+  const primary = await serve('primary', primaryDir, primaryFlags);
   const primaryPort = primary.port;
   writeFileSync(path.join(standbyDir, 'standby.signal'), '');
   appendFileSync(path.join(standbyDir, 'postgresql.auto.conf'), `\nprimary_conninfo = 'host=127.0.0.1 port=${primaryPort} user=postgres password=${PASSWORD} application_name=standby1'\n`);
@@ -109,7 +112,7 @@ export async function startPostgresWithStandby(dir: string, database: string): P
   }
   await query(primaryPort, `CREATE DATABASE ${database}`);
 
-  return {
+  const ha: PostgresWithStandby = {
     primary,
     standby,
     password: PASSWORD,
@@ -117,8 +120,13 @@ export async function startPostgresWithStandby(dir: string, database: string): P
     async promoteStandby() {
       await query(standbyPort, 'SELECT pg_promote(true, 60)');
     },
+    async restartPrimary() {
+      ha.primary = await serveOn('primary', primaryDir, primaryPort, primaryFlags);
+      return ha.primary;
+    },
     async stop() {
-      await Promise.all([stopServer(primary.process, 'SIGINT'), stopServer(standby.process, 'SIGINT')]);
+      await Promise.all([stopServer(ha.primary.process, 'SIGINT'), stopServer(standby.process, 'SIGINT')]);
     },
   };
+  return ha;
 }

@@ -96,6 +96,21 @@ test.serial('the master SIGKILLed: the sentinels promote the replica, the same w
   await stack.stopWorkers();
 });
 
+test.serial('sentinels that answer but name a master nobody reaches: a process waits for one, saying so now and then, without crashing', async (t) => {
+  // the last data node goes: the sentinels still answer, naming a master that is away, with no replica to promote
+  for (const node of ha.nodes) node.process.kill('SIGKILL');
+  const worker = spawnScript('workers/index.ts', { DATABASE_URL: stack.databaseUrl, REDIS_URL: '', REDIS_SENTINELS: ha.sentinelList, REDIS_SENTINEL_NAME: ha.name, HUB_METRICS_PORT: '0' });
+  try {
+    await new Promise((r) => setTimeout(r, 10_000));
+    t.is(worker.child.exitCode, null, `the process is still running\n${worker.output().slice(-2000)}`);
+    const errorLines = worker.output().split('\n').filter((l) => /ECONNREFUSED|unreachable|no sentinel answers/.test(l));
+    // one line per queue and reason each 5 s at most, not a line per reconnection attempt (every 50-2000 ms per connection)
+    t.true(errorLines.length <= 3 * 7 * 2, `${errorLines.length} lines in 10 s:\n${errorLines.slice(0, 5).join('\n')}`);
+  } finally {
+    await worker.kill();
+  }
+});
+
 test.serial('a sentinel list where no sentinel answers: a process stops at start with one line naming the setting', async (t) => {
   const closed = await freePort();
   const worker = spawnScript('workers/index.ts', { DATABASE_URL: stack.databaseUrl, REDIS_URL: '', REDIS_SENTINELS: `127.0.0.1:${closed}`, HUB_METRICS_PORT: '0' });
