@@ -13,7 +13,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { Sequelize } from 'sequelize';
 import { migrate } from '../shared/migrate.js';
-import { scanRun } from '../test/helpers/logScan.js';
+import { errorLines, scanRun } from '../test/helpers/logScan.js';
 import { ensureCommands, REDIS_SERVER, startPostgres, startRedis } from './services/index.js';
 import { setting } from '../shared/settings.js';
 import { buildTestTree } from './testBuild.js';
@@ -71,6 +71,11 @@ try {
     console.log(`✘ log scan: ${scan.leaks.length} secret(s) found in the logs`);
     failed++;
     code = code || 1;
+  }
+  // a failed run says what its processes logged as errors (the logs go with the work directory)
+  if (code !== 0) {
+    const errors = errorLines(path.join(work, 'logs'));
+    if (errors.length) console.log(`\nerror lines logged during the run (distinct, first ${errors.length}):\n${errors.map((l) => `  ${l}`).join('\n')}`);
   }
   if (code !== 0 && failed === 0) failed = 1;
   console.log(`\n${passed} passed, ${failed} failed`);

@@ -140,3 +140,28 @@ export function ownLogFile(): string | undefined {
   const dir = logDir();
   return dir ? path.join(dir, `${process.env.HUB_PROCESS ?? 'app'}-${process.pid}.log`) : undefined;
 }
+
+/**
+ * The distinct error lines (pino level 50 and above) of a run's logs, each with how often it came and from which file:
+ * what a failed run prints, so that an answer 500 or a crash in CI can be read without the logs (which go with the
+ * run's work directory). The same message from many processes counts once.
+ */
+export function errorLines(dir: string, most = 30): string[] {
+  const seen = new Map<string, { count: number; file: string }>();
+  for (const file of logFiles(dir)) {
+    for (const line of readFileSync(file, 'utf8').split('\n')) {
+      if (!/"level":(5|6)0/.test(line)) continue;
+      let key: string;
+      try {
+        const { msg, err, type, code, path: route } = JSON.parse(line) as Record<string, unknown>;
+        key = JSON.stringify({ msg, err, type, code, route });
+      } catch {
+        key = line.slice(0, 300);
+      }
+      const entry = seen.get(key) ?? { count: 0, file: path.basename(file) };
+      entry.count++;
+      seen.set(key, entry);
+    }
+  }
+  return [...seen].slice(0, most).map(([key, { count, file }]) => `${count}x ${file}: ${key.slice(0, 600)}`);
+}
