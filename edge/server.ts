@@ -1,6 +1,5 @@
 import { randomUUID } from 'node:crypto';
 import { hostname } from 'node:os';
-import http from 'node:http';
 import tls, { type TLSSocket } from 'node:tls';
 import type { Socket } from 'node:net';
 import pg from 'pg';
@@ -30,7 +29,7 @@ import { OpenConnections, } from './revocation.js';
 import { RouteTable, } from './routes.js';
 import { observeUpstreamError } from './telemetry.js';
 import { CertificateStore } from './tls.js';
-import { listen, tune } from './listen.js';
+import { httpServer, listen, startConnectionChecks } from './listen.js';
 import type { AccessControl } from './access/types.js';
 import type { AgentGateway, ShareRoute } from './types.js';
 import { UpstreamPools } from './upstream.js';
@@ -172,7 +171,7 @@ export async function startEdge(options: EdgeOptions = {}): Promise<Edge> {
   const wantHttps = options.httpsPort ?? cfg.httpsPort;
   try {
     if (wantHttp !== 0 || options.httpPort === 0) {
-      const server = tune(http.createServer(handle(false)));
+      const server = httpServer(handle(false), cfg.headersTimeoutMs);
       interpose(server, { trustedProxies, name: 'http' });
       server.on('upgrade', upgrade(false));
       httpPort = await listen(server, wantHttp, options.host);
@@ -183,7 +182,7 @@ export async function startEdge(options: EdgeOptions = {}): Promise<Edge> {
       // the TLS listener: HTTP/1.1 for clients, and the agents' connections (their own ALPN protocol) for the
       // agent gateway; each TLS connection is handed to the HTTP server behind it (a documented way to feed
       // node:http connections of one's own) or to the gateway
-      const app = tune(http.createServer(handle(true)));
+      const app = startConnectionChecks(httpServer(handle(true), cfg.headersTimeoutMs));
       app.on('upgrade', upgrade(true));
       const h2front = http2Front(handle(true));
       const server = tls.createServer({

@@ -144,6 +144,8 @@ export interface EdgeConfig {
   agentAddressesGiven: boolean;
   /** How long a target may take to connect and answer with its response head before the edge answers 504. */
   upstreamTimeoutMs: number;
+  /** How long a client may take to send a request's head (HTTP/1.1). */
+  headersTimeoutMs: number;
   /** Longest silence between two pieces of a target's answer body before the edge gives up on it (nginx: proxy_read_timeout). */
   upstreamReadTimeoutMs: number;
   /** An upgraded (WebSocket) connection silent both ways for this long is closed. */
@@ -292,6 +294,7 @@ export function loadConfig(env?: NodeJS.ProcessEnv): Config {
       agentAddressesGiven: e.HUB_EDGE_AGENT_ADDRESSES.length > 0,
       tlsKeyFile: e.HUB_EDGE_TLS_KEY_FILE,
       upstreamTimeoutMs: e.HUB_EDGE_UPSTREAM_TIMEOUT_MS,
+      headersTimeoutMs: e.HUB_EDGE_HEADERS_TIMEOUT_MS,
       upstreamReadTimeoutMs: e.HUB_EDGE_UPSTREAM_READ_TIMEOUT_MS,
       upgradeIdleTimeoutMs: e.HUB_EDGE_UPGRADE_IDLE_TIMEOUT_MS,
       hubMaxConnections: e.HUB_EDGE_HUB_MAX_CONNECTIONS,

@@ -117,6 +117,7 @@ const SETTINGS = {
   HUB_EGRESS_DENY: entry(z.string().default('169.254.0.0/16,fe80::/10'), 'edge', "comma-separated CIDRs that share targets and health-check targets may never reach, checked on the address actually connected to (the service's own PostgreSQL, Redis, API, metrics and edge ports are denied besides; on a shared host add your private ranges: docs/security.md)"),
   HUB_EDGE_TLS_CERT_FILE: entry(optionalString, 'edge', 'PEM certificate the edge serves for standard frontends (re-read when it changes)', 'a wildcard certificate per frontend domain from the service\'s CA'),
   HUB_EDGE_TLS_KEY_FILE: entry(optionalString, 'edge', 'the private key of `HUB_EDGE_TLS_CERT_FILE`', 'none'),
+  HUB_EDGE_HEADERS_TIMEOUT_MS: entry(int(500, 600_000, 60_000), 'edge', "how long a client may take to send a request's head over HTTP/1.1 (plain or TLS); a slower one is answered 408 and closed"),
   HUB_EDGE_UPSTREAM_TIMEOUT_MS: entry(int(10, 3_600_000, 60_000), 'edge', 'how long a target may take to connect and answer with its response head before the edge answers 504'),
   HUB_EDGE_UPSTREAM_READ_TIMEOUT_MS: entry(int(10, 3_600_000, 60_000), 'edge', "the longest silence between two pieces of a target's answer body before the edge gives up on it"),
   HUB_EDGE_UPGRADE_IDLE_TIMEOUT_MS: entry(int(10, 86_400_000, 600_000), 'edge', 'an upgraded (WebSocket) connection silent both ways for this long is closed'),
