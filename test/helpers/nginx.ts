@@ -2,13 +2,30 @@
  * Debian's nginx as the reference proxy in tests (npm test installs it, scripts/test.ts): one worker, keep-alive to
  * the target, HTTP/1.1 upstream, its defaults otherwise (underscore headers dropped, 1xx and trailers not passed on).
  */
-import { spawn } from 'node:child_process';
+import { type ChildProcess, spawn } from 'node:child_process';
 import { mkdirSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import net from 'node:net';
 import os from 'node:os';
 import { stopChild } from './teardown.js';
 import path from 'node:path';
 import { freePort } from '../../scripts/services/index.js';
+
+/** Runs nginx with `dir/nginx.conf` in the foreground and resolves once it accepts connections on `port`. */
+async function runNginx(dir: string, port: number): Promise<ChildProcess> {
+  const child = spawn('nginx', ['-p', dir, '-c', path.join(dir, 'nginx.conf'), '-g', 'daemon off;'], { stdio: 'ignore' });
+  for (let i = 0; ; i++) {
+    const up = await new Promise<boolean>((resolve) => {
+      const s = net.connect(port, '127.0.0.1', () => (s.destroy(), resolve(true)));
+      s.on('error', () => resolve(false));
+    });
+    if (up) return child;
+    if (i > 100 || child.exitCode !== null) {
+      child.kill('SIGKILL');
+      throw new Error('nginx did not start');
+    }
+    await new Promise((r) => setTimeout(r, 50));
+  }
+}
 
 export interface Nginx {
   port: number;
@@ -46,16 +63,7 @@ http {
 }
 `,
   );
-  const child = spawn('nginx', ['-p', dir, '-c', path.join(dir, 'nginx.conf'), '-g', 'daemon off;'], { stdio: 'ignore' });
-  for (let i = 0; ; i++) {
-    const up = await new Promise<boolean>((resolve) => {
-      const s = net.connect(port, '127.0.0.1', () => (s.destroy(), resolve(true)));
-      s.on('error', () => resolve(false));
-    });
-    if (up) break;
-    if (i > 100 || child.exitCode !== null) throw new Error('nginx did not start');
-    await new Promise((r) => setTimeout(r, 50));
-  }
+  const child = await runNginx(dir, port);
   return {
     port,
     stop: () => stopChild(child, 'nginx', { graceMs: 5000 }),
@@ -103,25 +111,11 @@ http {
 }
 `,
   );
-  const child = spawn('nginx', ['-p', dir, '-c', path.join(dir, 'nginx.conf'), '-g', 'daemon off;'], { stdio: 'ignore' });
-  for (let i = 0; ; i++) {
-    const up = await new Promise<boolean>((resolve) => {
-      const s = net.connect(port, '127.0.0.1', () => (s.destroy(), resolve(true)));
-      s.on('error', () => resolve(false));
-    });
-    if (up) break;
-    if (i > 100 || child.exitCode !== null) throw new Error('nginx did not start');
-    await new Promise((r) => setTimeout(r, 50));
-  }
+  const child = await runNginx(dir, port);
   return {
     port,
     reload: () => void child.kill('SIGHUP'),
     log: () => readFileSync(path.join(dir, 'error.log'), 'utf8'),
-    stop: () =>
-      new Promise<void>((resolve) => {
-        if (child.exitCode !== null) return resolve();
-        child.once('exit', () => resolve());
-        child.kill('SIGTERM');
-      }),
+    stop: () => stopChild(child, 'nginx', { graceMs: 5000 }),
   };
 }
