@@ -88,7 +88,17 @@ export async function startEdge(options: EdgeOptions = {}): Promise<Edge> {
   // HUB_EDGE_HOST: several edges on one host, each listening on an address of its own
   options = { ...options, host: options.host ?? cfg.host };
   const url = options.databaseUrl ?? databaseUrl();
-  const pool = new pg.Pool({ connectionString: url, max: 4, application_name: 'edgehub-edge' });
+  const { statementTimeoutMs, acquireTimeoutMs } = config().security;
+  // no wait on the database without an end: a client of the pool is waited for at most HUB_DB_ACQUIRE_TIMEOUT_MS,
+  // a statement runs at most HUB_DB_STATEMENT_TIMEOUT_MS, and an answer that never comes (a server that hangs) is
+  // given up a little later. A reload that fails is logged and the next change or resync tries again.
+  const pool = new pg.Pool({
+    connectionString: url,
+    max: 4,
+    application_name: 'edgehub-edge',
+    connectionTimeoutMillis: acquireTimeoutMs,
+    ...(statementTimeoutMs > 0 ? { statement_timeout: statementTimeoutMs, query_timeout: statementTimeoutMs + 5000 } : {}),
+  });
   pool.on('error', (err) => logger.warn({ err: err.message }, 'edge: idle database connection failed'));
   // mutual TLS and login (edge/access) unless the caller brings its own
   const access = options.access ?? accessControl(pool, config().secretKey);

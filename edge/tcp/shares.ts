@@ -27,10 +27,14 @@ import type { EgressPolicy } from '../../shared/egress.js';
 import { egressConnector } from '../../shared/egressHttp.js';
 import { durationMs } from '../../shared/durations.js';
 import { logger } from '../../shared/logger.js';
+import { settleWithin } from '../../shared/timeouts.js';
 import type { MutualTlsChecker } from '../access/types.js';
 import type { Meter } from '../meter.js';
 import { hostPattern } from '../routes.js';
 import type { ShareRoute } from '../types.js';
+
+/** How long a closed share's port waits for its connections to close before the next change is applied. */
+const DROP_WAIT_MS = 5000;
 
 interface TcpRow {
   z_id: string;
@@ -195,7 +199,11 @@ export class TcpShares {
     // destroyed first would only have sent a FIN, which a half-open client takes for the end of the target's data)
     for (const s of listener.sockets) s.resetAndDestroy();
     for (const c of listener.connections) c.destroy();
-    await closed;
+    // the port is closed at once; the close callback waits for the last connection. Every change of every TCP share
+    // goes through one queue, so a connection that somehow outlives its reset must not hold up the next change
+    await settleWithin(closed, DROP_WAIT_MS, () => new Error('connections still open')).catch((err: Error) =>
+      logger.warn({ zId, port: Number(listener.signature.split(' ')[0]), open: listener.sockets.size, err: err.message }, 'edge: TCP share closed, a connection still closing'),
+    );
   }
 
   /** A new connection to the share's port: within the share's bound, carried (after TLS for a mutual-TLS share). */
