@@ -22,7 +22,7 @@ import tls from 'node:tls';
 import type { buildConnector } from 'undici';
 import type { EgressPolicy } from '../shared/egress.js';
 import { egressConnector } from '../shared/egressHttp.js';
-import { pump } from '../agent/lib/pump.js';
+import { pump } from 'edgehub-agent/pump';
 import { answer, answerSocket } from './answers.js';
 import { cookieHost, declaredLength, EDGE_CODE_HEADER, FORBIDDEN_TRAILERS, hasBody, HOP_BY_HOP, hostOnlyCookie, requestHeaderLines, type ForwardContext } from './headers.js';
 import { targetPath } from './paths.js';
