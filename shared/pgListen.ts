@@ -120,11 +120,7 @@ export function listen(
       return live;
     },
     ready(timeoutMs = 10_000) {
-      let t: NodeJS.Timeout | undefined;
-      const timeout = new Promise<never>((_, reject) => {
-        t = setTimeout(() => reject(new Error(`not listening on ${channel} within ${timeoutMs} ms`)), timeoutMs);
-      });
-      return Promise.race([firstReady, timeout]).finally(() => clearTimeout(t));
+      return settleWithin(firstReady, timeoutMs, () => new Error(`not listening on ${channel} within ${timeoutMs} ms`));
     },
     async close() {
       closed = true;
