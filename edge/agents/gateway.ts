@@ -18,7 +18,7 @@ import http2, { type ClientHttp2Session } from 'node:http2';
 import type { Duplex } from 'node:stream';
 import tls, { type TLSSocket } from 'node:tls';
 import type { buildConnector } from 'undici';
-import { AGENT_ALPN, authorityOf, EDGES_PATH, ERROR_HEADER, TARGETS_PATH } from '../../agent/lib/protocol.js';
+import { AGENT_ALPN, authorityOf, EDGES_PATH, ERROR_HEADER, TARGETS_PATH } from 'edgehub-agent/protocol';
 import { logger } from '../../shared/logger.js';
 import type { AgentGateway, ShareRoute } from '../types.js';
 import { envKey, type AgentDirectory, type AgentRecord } from './directory.js';

@@ -11,7 +11,7 @@ import { mkdirSync, rmSync } from 'node:fs';
 import net from 'node:net';
 import path from 'node:path';
 import pg from 'pg';
-import { parseAuthority, authorityOf } from '../../agent/lib/protocol.js';
+import { parseAuthority, authorityOf } from 'edgehub-agent/protocol';
 import { logger } from '../../shared/logger.js';
 import type { TunnelOptions } from '../../shared/ipsec/options.js';
 import { insideAddresses } from '../../shared/ipsec/proposals.js';
