@@ -3,12 +3,13 @@
  * shares' listeners (relay.ts), restarted when it dies.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
+import { mkdirSync, rmSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import readline from 'node:readline';
 import { fileURLToPath } from 'node:url';
 import { logger } from '../../shared/logger.js';
 import { Charon, connectionName, responderConfig, type ResponderSpec, type SaReport } from './charon.js';
-import { createTunnelNetwork, removeTunnelNetwork, tunnelNetns, type TunnelNetwork } from './netns.js';
+import { createTunnelNetwork, netnsMarker, removeTunnelNetwork, tunnelNetns, type TunnelNetwork } from './netns.js';
 
 const RELAY = fileURLToPath(new URL('./relay.ts', import.meta.url));
 const ROOT = path.resolve(path.dirname(RELAY), '../..');
@@ -47,7 +48,11 @@ export class TunnelRuntime {
     this.ns = tunnelNetns(spec.tunnelId);
     this.key = specKey(spec);
     this.charon = new Charon(this.ns, path.join(dataDir, this.ns), responderConfig(spec));
+    this.marker = netnsMarker(dataDir, this.ns);
   }
+
+  /** This deployment's mark on the namespace (see netnsMarker): made before it, removed after it. */
+  private readonly marker: string;
 
   get charonPid(): number | undefined {
     return this.charon.pid;
@@ -59,6 +64,8 @@ export class TunnelRuntime {
 
   async up(): Promise<void> {
     const net: TunnelNetwork = { ns: this.ns, outside: this.spec.outside, insideAws: this.spec.insideAws, insideCustomer: this.spec.insideCustomer, nlbPrivateIp: this.spec.nlbPrivateIp };
+    mkdirSync(path.dirname(this.marker), { recursive: true, mode: 0o700 });
+    writeFileSync(this.marker, `${process.pid}\n`);
     await createTunnelNetwork(net, this.wanNetns);
     await this.charon.start();
     await this.startRelay();
@@ -135,5 +142,6 @@ export class TunnelRuntime {
     this.relay?.kill('SIGTERM');
     await this.charon.stop();
     await removeTunnelNetwork(this.ns, this.wanNetns);
+    rmSync(this.marker, { force: true });
   }
 }
