@@ -7,6 +7,7 @@ import { mkdirSync, rmSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import readline from 'node:readline';
 import { fileURLToPath } from 'node:url';
+import { backoffMs } from '../../shared/backoff.js';
 import { logger } from '../../shared/logger.js';
 import { Charon, connectionName, responderConfig, type ResponderSpec, type SaReport } from './charon.js';
 import { createTunnelNetwork, netnsMarker, removeTunnelNetwork, tunnelNetns, type TunnelNetwork } from './netns.js';
@@ -71,7 +72,16 @@ export class TunnelRuntime {
     await this.startRelay();
   }
 
+  /** Relays in a row that exited before they were ready, and when the next may be started. */
+  private relayFailures = 0;
+  private relayRetryAt = 0;
+
+  /** Relays started so far (a relay that cannot start is not started in a loop). */
+  relayStarts = 0;
+
   private startRelay(): Promise<void> {
+    this.relayStarts++;
+    let ready = false;
     const relay = spawn('ip', ['netns', 'exec', this.ns, process.execPath, '--import', 'tsx', RELAY, this.edgeSocket], { cwd: ROOT, stdio: ['pipe', 'pipe', 'inherit'] });
     this.relay = relay;
     this.relayReady = new Promise<void>((resolve, reject) => {
@@ -82,7 +92,11 @@ export class TunnelRuntime {
         } catch {
           return;
         }
-        if (event.event === 'ready') return resolve();
+        if (event.event === 'ready') {
+          ready = true;
+          this.relayFailures = 0;
+          return resolve();
+        }
         const waiter = event.shareId ? this.waiters.get(event.shareId) : undefined;
         if (event.shareId) this.waiters.delete(event.shareId);
         if (event.event === 'listening' || event.event === 'closed') waiter?.resolve();
@@ -99,7 +113,14 @@ export class TunnelRuntime {
         for (const w of this.waiters.values()) w.reject(new Error('the relay exited'));
         this.waiters.clear();
         this.relay = undefined;
-        this.onLost();
+        // one that never got ready (its namespace gone, node unable to start) is not started again at once: the
+        // host is told after 0.5 s, 1 s, 2 s ... at most 30 s, not in a loop as fast as it fails
+        if (ready) return this.onLost();
+        const delay = backoffMs(++this.relayFailures, { minMs: 500, maxMs: 30_000 });
+        this.relayRetryAt = Date.now() + delay;
+        setTimeout(() => {
+          if (!this.stopped) this.onLost();
+        }, delay).unref();
       });
     });
     return this.relayReady;
@@ -119,7 +140,11 @@ export class TunnelRuntime {
   }
 
   async listen(shareId: string, port: number): Promise<void> {
-    if (!this.relayAlive) await this.startRelay();
+    if (!this.relayAlive) {
+      const wait = this.relayRetryAt - Date.now();
+      if (wait > 0) throw new Error(`the relay of ${this.ns} failed to start; tried again in ${Math.ceil(wait / 1000)} s`);
+      await this.startRelay();
+    }
     await this.relayReady;
     await this.command(shareId, { op: 'listen', ip: this.spec.nlbPrivateIp, port });
     this.listening.set(shareId, port);
