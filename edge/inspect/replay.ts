@@ -81,6 +81,11 @@ export class Replays {
     while (!this.stopping) {
       if (this.running >= this.options.concurrency) await new Promise<void>((resolve) => (this.slot = resolve));
       if (this.stopping) break;
+      // not connected yet (the edge's start) or away: waited for, not tried and warned about
+      if (redis.status !== 'ready' || blocking.status !== 'ready') {
+        await untilReady([redis, blocking], 1000);
+        continue;
+      }
       try {
         const taken = await takeReplay(redis, prefix, this.busyHubs());
         if (taken !== 'capped' && taken !== 'empty') {
@@ -199,4 +204,20 @@ export class Replays {
     this.options.blocking.disconnect();
     await this.loop?.catch(() => undefined);
   }
+}
+
+/** Resolves when every connection is ready, or after `ms` (listeners removed either way). */
+function untilReady(connections: Redis[], ms: number): Promise<void> {
+  return new Promise((resolve) => {
+    const done = () => {
+      clearTimeout(timer);
+      for (const c of connections) c.off('ready', check);
+      resolve();
+    };
+    const check = () => {
+      if (connections.every((c) => c.status === 'ready')) done();
+    };
+    const timer = setTimeout(done, ms);
+    for (const c of connections) c.on('ready', check);
+  });
 }
