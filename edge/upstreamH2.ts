@@ -24,6 +24,7 @@ import type { EgressPolicy } from '../shared/egress.js';
 import { egressConnector } from '../shared/egressHttp.js';
 import { pump } from '../agent/lib/pump.js';
 import { answer, answerSocket } from './answers.js';
+import { applyToObject } from './policy/headers.js';
 import { cookieHost, declaredLength, EDGE_CODE_HEADER, FORBIDDEN_TRAILERS, hasBody, HOP_BY_HOP, hostOnlyCookie, requestHeaderLines, type ForwardContext } from './headers.js';
 import { targetPath } from './paths.js';
 import { failure, failureKind, originForm } from './proxy.js';
@@ -130,7 +131,7 @@ export class UpstreamH2 {
 
   /** The request head for the target's stream, or throws (BadRequest, an identity that cannot be sent). */
   private head(req: IncomingMessage, route: ShareRoute, ctx: ForwardContext): OutgoingHttpHeaders {
-    const lines = requestHeaderLines(req, ctx, this.o.via);
+    const lines = requestHeaderLines(req, ctx, this.o.via, route.policy?.requestHeaders);
     const headers: OutgoingHttpHeaders = {
       ':method': req.method ?? 'GET',
       ':path': targetPath(route.target, originForm(req.url)),
@@ -212,6 +213,7 @@ export class UpstreamH2 {
             const moved = passable(answerHeaders, {}, (name) => TRAILER_FIELDS.has(name));
             if (Object.keys(moved).length) trailers = moved as IncomingHttpHeaders;
           }
+          applyToObject(out, route.policy?.responseHeaders);
           try {
             res.writeHead(status, out);
           } catch (err) {

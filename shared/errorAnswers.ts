@@ -111,4 +111,8 @@ export const ANSWERS: Record<ErrorCode, ErrorAnswer> = {
   EH_TARGET_TIMEOUT: { status: 504, error: 'gateway_timeout' },
   EH_UPGRADE_NOT_CARRIED: badGateway,
   EH_UPGRADE_NOT_SUPPORTED_BY_TARGET: { status: 501, error: 'not_implemented' },
+  EH_POLICY_ADDRESS_DENIED: forbidden,
+  EH_POLICY_RATE_LIMITED: { status: 429, error: 'too_many_requests' },
+  EH_POLICY_AUTH_REQUIRED: { status: 401, error: 'unauthorized' },
+  EH_SHARE_MAINTENANCE: { status: 503, error: 'unavailable' },
 };
