@@ -12,7 +12,8 @@ import test from 'ava';
 import type { Edge } from '../../edge/server.js';
 import { freePort } from '../../scripts/services/index.js';
 import { registry } from '../../shared/telemetry/index.js';
-import { freeRange, publicFrontendId, routedShare, startBackend, startTestEdge, type Backend } from '../helpers/edge.js';
+import { h2Request, h2Session } from '../helpers/h2.js';
+import { freeRange, publicFrontendCertificate, publicFrontendId, routedShare, startBackend, startTestEdge, type Backend } from '../helpers/edge.js';
 import { rawExchange, recordingTarget, type Recorder } from '../helpers/raw.js';
 import { scriptArgs } from '../helpers/script.js';
 import { type HubFixture, useStack, waitFor } from '../helpers/stack.js';
@@ -40,6 +41,7 @@ test.before(async () => {
   // behind a load balancer (PROXY protocol from 127.0.0.1) and an HTTP proxy at 192.0.2.10 whose X-Forwarded-For counts
   trusting = await startTestEdge({ trustedProxies: ['127.0.0.1/32', '192.0.2.10/32'] });
   hub = await stack.hub({ name: 'policy' });
+  await publicFrontendCertificate(stack.databaseUrl);
   backend = await startBackend((req, res) => res.end(`served ${req.url}`));
   target = await recordingTarget((_req, res) => res.writeHead(200, { 'x-powered-by': 'target', 'cache-control': 'public' }).end('recorded'));
 });
@@ -139,10 +141,10 @@ test.serial('X-Forwarded-For counts from a trusted proxy only', async (t) => {
 });
 
 /** An edge process bound to `address` (HUB_EDGE_HOST), its TLS listener off. */
-async function edgeProcess(address: string): Promise<number> {
+async function edgeProcess(address: string, env: Record<string, string> = {}): Promise<number> {
   const httpPort = await freePort();
   const child = spawn(process.execPath, scriptArgs('edge/index.ts'), {
-    env: { ...process.env, HUB_PROCESS: 'edge', HUB_EDGE_HOST: address, HUB_EDGE_HTTP_PORT: String(httpPort), HUB_EDGE_HTTPS_PORT: '0', HUB_EDGE_TCP_PORTS: `${tcpBase}-${tcpBase}`, LOG_LEVEL: 'warn' },
+    env: { ...process.env, ...env, HUB_PROCESS: 'edge', HUB_EDGE_HOST: address, HUB_EDGE_HTTP_PORT: String(httpPort), HUB_EDGE_HTTPS_PORT: '0', HUB_EDGE_TCP_PORTS: `${tcpBase}-${tcpBase}`, LOG_LEVEL: 'warn' },
     stdio: ['ignore', 'ignore', 'inherit'],
   });
   const exited = new Promise((resolve) => child.once('exit', resolve));
@@ -184,6 +186,26 @@ test.serial('a rate limit is counted across two edge processes: 429 with Retry-A
   t.true((await refusals(zId, 'rate_limit')) >= 1);
 });
 
+test.serial('while Redis is away the rate limit holds per edge: an edge that cannot reach Redis still refuses past it', async (t) => {
+  const deadRedis = await freePort();
+  const port = await edgeProcess('127.0.0.3', { REDIS_URL: `redis://127.0.0.1:${deadRedis}` });
+  const { host } = await routedShare(edge, hub, { target: backend.url, policy: { rateLimit: { requests: 3, per: 'PT1H' } } });
+  const later = await routedShare(edge, hub, { target: backend.url });
+  const get = (h: string) =>
+    new Promise<number>((resolve, reject) => {
+      const req = http.request({ host: '127.0.0.3', localAddress: '127.0.0.1', port, path: '/', headers: { host: h }, agent: false }, (res) => {
+        res.resume();
+        res.on('end', () => resolve(res.statusCode ?? 0));
+      });
+      req.on('error', reject);
+      req.end();
+    });
+  await waitFor(async () => (await get(later.host).catch(() => 0)) === 200, { what: 'the edge process without Redis routing the shares' });
+  const statuses: number[] = [];
+  for (let i = 0; i < 5; i++) statuses.push(await get(host));
+  t.deepEqual(statuses, [200, 200, 200, 429, 429]);
+});
+
 test.serial('basic auth: 401 with WWW-Authenticate without the right credentials; the target never sees them', async (t) => {
   const { host } = await routedShare(edge, hub, { target: target.url, policy: { basicAuth: [{ user: 'demo', password: 'right password' }] } });
   const basic = (user: string, password: string) => `Basic ${Buffer.from(`${user}:${password}`).toString('base64')}`;
@@ -216,6 +238,23 @@ test.serial('header rules: set and removed on the request to the target and on t
   t.is(seen.headers['x-debug'], undefined);
   t.is(seen.headers['x-kept'], 'yes');
   t.is(seen.headers['x-forwarded-for'], '127.0.0.1');
+});
+
+test.serial('over HTTP/2 the same policy applies: IP rules, basic auth and header rules', async (t) => {
+  const { host } = await routedShare(edge, hub, { target: target.url, policy: { basicAuth: [{ user: 'demo', password: 'right password' }], requestHeaders: { set: { 'X-Team': 'h2' } } } });
+  const denied = await routedShare(edge, hub, { target: target.url, policy: { ipDeny: ['127.0.0.1/32'] } });
+  const session = await h2Session(edge.httpsPort!, { servername: host });
+  try {
+    const without = await h2Request(session, { ':authority': host });
+    assertRefused(t, without, 401, 'unauthorized', 'EH_POLICY_AUTH_REQUIRED');
+    t.is(without.headers['www-authenticate'], 'Basic realm="edgehub"');
+    const served = await h2Request(session, { ':authority': host, authorization: `Basic ${Buffer.from('demo:right password').toString('base64')}` });
+    t.is(served.status, 200);
+    t.is(target.requests.at(-1)!.headers['x-team'], 'h2');
+    assertRefused(t, await h2Request(session, { ':authority': denied.host }), 403, 'forbidden', 'EH_POLICY_ADDRESS_DENIED');
+  } finally {
+    session.close();
+  }
 });
 
 test.serial('error pages while the target is down, and maintenance on and off without touching the target', async (t) => {
