@@ -159,7 +159,7 @@ test.serial('a rate limit is counted across two edge processes: 429 with Retry-A
   const otherPort = await edgeProcess('127.0.0.2');
   const { zId, host } = await routedShare(edge, hub, { target: backend.url, policy: { rateLimit: { requests: 4, per: 'PT1H' } } });
   // the other process routes a share made after this one: it routes this one too (changes are applied in order)
-  const later = await routedShare(edge, hub, { target: backend.url });
+  const later = { host: (await routedShare(edge, hub, { target: backend.url })).host };
   const other = (path = '/') =>
     new Promise<Answer>((resolve, reject) => {
       const req = http.request({ host: '127.0.0.2', localAddress: '127.0.0.1', port: otherPort, path, headers: { host: path === '/ready' ? later.host : host }, agent: false }, (res) => {
@@ -184,6 +184,30 @@ test.serial('a rate limit is counted across two edge processes: 429 with Retry-A
   // another client address has a count of its own
   t.is((await call(edge.httpPort!, host, { from: '127.0.0.6' })).status, 200);
   t.true((await refusals(zId, 'rate_limit')) >= 1);
+
+  // a larger limit is taken from Redis in leases (1% of it per edge): never more than the limit in all, and at most
+  // a lease per edge less
+  const big = await routedShare(edge, hub, { target: backend.url, policy: { rateLimit: { requests: 200, per: 'PT1H' } } });
+  const ready = await routedShare(edge, hub, { target: backend.url });
+  later.host = ready.host;
+  await waitFor(async () => (await other('/ready').catch(() => ({ status: 0 }))).status === 200, { what: 'the edge process routing the shares' });
+  const target = big.host;
+  const admitted = { edge: 0, other: 0 };
+  for (let i = 0; i < 130; i++) {
+    if ((await call(edge.httpPort!, target, { from: '127.0.0.7' })).status === 200) admitted.edge++;
+    const r = await new Promise<number>((resolve, reject) => {
+      const req = http.request({ host: '127.0.0.2', localAddress: '127.0.0.7', port: otherPort, path: '/', headers: { host: target }, agent: false }, (res) => {
+        res.resume();
+        res.on('end', () => resolve(res.statusCode ?? 0));
+      });
+      req.on('error', reject);
+      req.end();
+    });
+    if (r === 200) admitted.other++;
+  }
+  const total = admitted.edge + admitted.other;
+  t.true(total <= 200 && total >= 196, `admitted ${JSON.stringify(admitted)}`);
+  t.true(admitted.edge > 0 && admitted.other > 0);
 });
 
 test.serial('while Redis is away the rate limit holds per edge: an edge that cannot reach Redis still refuses past it', async (t) => {
