@@ -246,6 +246,23 @@ test.serial('basic auth: 401 with WWW-Authenticate without the right credentials
   t.is(target.requests.at(-1)!.headers.authorization, undefined);
 });
 
+test.serial('a rate limit by identity counts each basic auth user apart, after the credentials are checked', async (t) => {
+  const { host } = await routedShare(edge, hub, {
+    target: backend.url,
+    policy: { basicAuth: [{ user: 'ann', password: 'ann password' }, { user: 'bob', password: 'bob password' }], rateLimit: { requests: 2, per: 'PT1H', by: 'identity' } },
+  });
+  const as = (user: string) => ({ authorization: `Basic ${Buffer.from(`${user}:${user} password`).toString('base64')}` });
+  const statuses = async (user: string, n: number) => {
+    const out: number[] = [];
+    for (let i = 0; i < n; i++) out.push((await call(edge.httpPort!, host, { headers: as(user) })).status);
+    return out;
+  };
+  t.deepEqual(await statuses('ann', 3), [200, 200, 429]);
+  // the same address, another user: a count of its own; wrong credentials are 401, not counted
+  t.is((await call(edge.httpPort!, host)).status, 401);
+  t.deepEqual(await statuses('bob', 2), [200, 200]);
+});
+
 test.serial('header rules: set and removed on the request to the target and on the answer; the edge’s own stay its own', async (t) => {
   const { host } = await routedShare(edge, hub, {
     target: target.url,
