@@ -15,6 +15,7 @@ import { answered, revocable, settleExchange } from './http2.js';
 import type { Capture } from './inspect/capture.js';
 import type { HubLimiter } from './limits.js';
 import type { Meter } from './meter.js';
+import { ipAdmits } from './policy/compile.js';
 import type { PolicyGate, PolicyRefusal, Verdict } from './policy/gate.js';
 import type { ForwardContext, Proxy } from './proxy.js';
 import { requestRefusal } from './refusals.js';
@@ -74,10 +75,12 @@ const identityOf = (route: ShareRoute, connection: Duplex | undefined, secure: b
 const refusal = (req: IncomingMessage, host: string) => requestRefusal(req, host, mark);
 
 /** The rule that keeps an open connection of `route` (reached at `host`) admitted; see edge/revocation.ts. */
-const guardOf = (host: string, route: ShareRoute, connection: Duplex, secure: boolean, email: string | undefined, until?: number): Guard => () => {
+const guardOf = (host: string, route: ShareRoute, connection: Duplex, secure: boolean, email: string | undefined, until: number | undefined, req: IncomingMessage): Guard => () => {
   if (until !== undefined && Date.now() >= until) return 'the login session is due to be checked again';
   const current = routes.lookup(host);
   if (!current || current.zId !== route.zId) return 'the share is no longer published at this address';
+  const policy = current.policy;
+  if (policy && (policy.allow || policy.deny) && !ipAdmits(policy, gate.addresses.of(req))) return "the share's IP rules no longer admit the client address";
   const identity = identityOf(current, connection, secure);
   if (!identity.ok) return identity.message;
   if (email !== undefined && current.auth) {
@@ -126,7 +129,7 @@ const handle = (secure: boolean) => (req: IncomingMessage, res: ServerResponse) 
     admitted = true;
     const ctx: ForwardContext = { secure, identity: identity.headers, tap };
     if (!route.auth) {
-      if (route.mutualTls) connections.watch(revocable(req, socket, true), guardOf(host, route, socket, secure, undefined));
+      if (route.mutualTls) connections.watch(revocable(req, socket, true), guardOf(host, route, socket, secure, undefined, undefined, req));
       else connections.unwatch(socket);
       return forward(ctx);
     }
@@ -140,7 +143,7 @@ const handle = (secure: boolean) => (req: IncomingMessage, res: ServerResponse) 
         ctx.identity = { ...ctx.identity, 'x-forwarded-email': outcome.email };
         ctx.cookie = { value: login.stripCookies(req.headers.cookie) };
         if (res.destroyed) return; // the client left during the login check
-        connections.watch(revocable(req, socket, route.mutualTls), guardOf(host, route, socket, secure, outcome.email, outcome.until));
+        connections.watch(revocable(req, socket, route.mutualTls), guardOf(host, route, socket, secure, outcome.email, outcome.until, req));
         forward(ctx);
       })
       .catch((err) => {
@@ -179,7 +182,7 @@ const upgrade = (secure: boolean) => (req: IncomingMessage, socket: Duplex, head
   };
   const spliced = (email: string | undefined, until?: number) => (s: Duplex) => {
     watchSocketAnswer(s, undefined);
-    connections.watch(s, guardOf(host, route, socket, secure, email, until));
+    connections.watch(s, guardOf(host, route, socket, secure, email, until, req));
   };
   const proceed = () => {
     const identity = identityOf(route, socket, secure);

@@ -14,7 +14,7 @@ import { freePort } from '../../scripts/services/index.js';
 import { registry } from '../../shared/telemetry/index.js';
 import { h2Request, h2Session } from '../helpers/h2.js';
 import { freeRange, publicFrontendCertificate, publicFrontendId, routedShare, startBackend, startTestEdge, type Backend } from '../helpers/edge.js';
-import { rawExchange, recordingTarget, type Recorder } from '../helpers/raw.js';
+import { rawExchange, rawTarget, recordingTarget, type Recorder } from '../helpers/raw.js';
 import { scriptArgs } from '../helpers/script.js';
 import { type HubFixture, useStack, waitFor } from '../helpers/stack.js';
 import { assertRefused } from '../helpers/refusals.js';
@@ -124,6 +124,33 @@ test.serial('IP rules: allowed and denied addresses over IPv4 and IPv6, deny win
   t.is((await call(edge.httpPort!, host, { from: '127.0.0.9' })).status, 200);
   await patchPolicy(zId, null);
   await answersWithin2s(edge.httpPort!, host, 200, '::1');
+});
+
+test.serial('an open WebSocket is closed when a change of the IP rules no longer admits its client', async (t) => {
+  const ws = await rawTarget((_head, _index, socket) => socket.write('HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n\r\n'));
+  cleanups.push(() => ws.close());
+  const { zId, host } = await routedShare(edge, hub, { target: ws.url, policy: { ipAllow: ['127.0.0.0/8'] } });
+  const open = (from: string) =>
+    new Promise<{ closed: Promise<void>; head: string }>((resolve, reject) => {
+      const socket = net.connect({ host: '127.0.0.1', port: edge.httpPort!, localAddress: from });
+      const closed = new Promise<void>((r) => socket.once('close', () => r()));
+      socket.on('error', () => undefined);
+      socket.once('data', (d) => resolve({ closed, head: d.toString('latin1') }));
+      socket.once('error', reject);
+      socket.write(`GET /ws HTTP/1.1\r\nHost: ${host}\r\nConnection: Upgrade\r\nUpgrade: websocket\r\n\r\n`);
+      cleanups.push(async () => socket.destroy());
+    });
+  const kept = await open('127.0.0.1');
+  const dropped = await open('127.0.0.6');
+  t.regex(kept.head, /^HTTP\/1\.1 101 /);
+  t.regex(dropped.head, /^HTTP\/1\.1 101 /);
+  await patchPolicy(zId, { ipAllow: ['127.0.0.0/8'], ipDeny: ['127.0.0.6/32'] });
+  const within = <T>(p: Promise<T>, ms: number) => {
+    let timer: NodeJS.Timeout | undefined;
+    return Promise.race([p.then(() => true), new Promise<false>((r) => (timer = setTimeout(() => r(false), ms)))]).finally(() => clearTimeout(timer));
+  };
+  t.true(await within(dropped.closed, 5000), 'the denied client is closed');
+  t.false(await within(kept.closed, 500), 'the admitted client stays');
 });
 
 test.serial('X-Forwarded-For counts from a trusted proxy only', async (t) => {
