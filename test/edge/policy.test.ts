@@ -235,6 +235,11 @@ test.serial('a rate limit is counted across two edge processes: 429 with Retry-A
   const total = admitted.edge + admitted.other;
   t.true(total <= 200 && total >= 196, `admitted ${JSON.stringify(admitted)}`);
   t.true(admitted.edge > 0 && admitted.other > 0);
+
+  // a change is seen by both edges within 2 s
+  await patchPolicy(zId, { maintenance: true });
+  await waitFor(async () => (await call(edge.httpPort!, host, { from: '127.0.0.8' })).status === 503 && (await other()).status === 503, { timeoutMs: 2000, what: 'both edges in maintenance' });
+  t.pass();
 });
 
 test.serial('while Redis is away the rate limit holds per edge: an edge that cannot reach Redis still refuses past it', async (t) => {
