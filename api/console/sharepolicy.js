@@ -81,7 +81,7 @@ export function SharePolicy({ base, share, onSaved }) {
             <label for="policy-by">counted by</label>
             <select id="policy-by" value=${form.by} onChange=${(e) => set({ by: e.currentTarget.value })}>
               <option value="client-ip">client address</option>
-              <option value="identity">identity (certificate or login email, else address)</option>
+              <option value="identity">identity (certificate, login or user)</option>
             </select>
             <label for="policy-users">Basic auth users</label>
             <textarea id="policy-users" rows="2" placeholder="user:password, one a line (a user alone keeps its password)" value=${form.users} onInput=${(e) => set({ users: e.currentTarget.value })}></textarea>
