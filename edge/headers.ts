@@ -13,6 +13,7 @@
 import type { IncomingMessage } from 'node:http';
 import { ERROR_CODE_HEADER } from '../shared/errors.js';
 import type { Tap } from './inspect/capture.js';
+import { applyToLines, type CompiledHeaderRules } from './policy/headers.js';
 
 /** RFC 9110 7.6.1 connection-specific headers, plus the de-facto ones; never forwarded in either direction. */
 export const HOP_BY_HOP = new Set(['connection', 'keep-alive', 'proxy-connection', 'proxy-authenticate', 'proxy-authorization', 'te', 'trailer', 'transfer-encoding', 'upgrade', 'http2-settings']);
@@ -125,7 +126,7 @@ export const clientAddress = (req: IncomingMessage) => {
  * The header lines (flat name, value list) the target receives, without framing: the HTTP client adds
  * Content-Length or chunked framing for the body it actually sends. `via` is this edge's hop mark.
  */
-export function requestHeaderLines(req: IncomingMessage, ctx: ForwardContext, via: string): string[] {
+export function requestHeaderLines(req: IncomingMessage, ctx: ForwardContext, via: string, rules?: CompiledHeaderRules): string[] {
   const raw = req.rawHeaders;
   // the names a Connection header lists (most requests have none, or only keep-alive / close)
   let listed: Set<string> | undefined;
@@ -135,7 +136,7 @@ export function requestHeaderLines(req: IncomingMessage, ctx: ForwardContext, vi
     if (name.length === 10 && name.toLowerCase() === 'connection') listed = addTokens(listed, raw[i + 1]);
     else if (host === undefined && name.length === 4 && name.toLowerCase() === 'host') host = raw[i + 1];
   }
-  const out: string[] = [];
+  let out: string[] = [];
   let viaSeen: string | undefined;
   for (let i = 0; i < raw.length; i += 2) {
     const original = raw[i];
@@ -150,6 +151,8 @@ export function requestHeaderLines(req: IncomingMessage, ctx: ForwardContext, vi
     }
     out.push(original, raw[i + 1]);
   }
+  // the share policy's header rules act on the client's lines only: the edge's own, added below, are beyond them
+  if (rules) out = applyToLines(out, rules);
   if (ctx.cookie?.value) out.push('cookie', ctx.cookie.value);
   out.push('x-forwarded-for', clientAddress(req), 'x-forwarded-proto', ctx.secure ? 'https' : 'http');
   if (host) out.push('x-forwarded-host', host);

@@ -15,6 +15,7 @@ import { inTrailers, isBodyless, withoutLength } from './bodyless.js';
 import { BadRequest, declaredLength, hasBody, requestHeaderLines, responseHeaderLines, type ForwardContext } from './headers.js';
 import type { Tap } from './inspect/capture.js';
 import type { Meter } from './meter.js';
+import { applyToLines } from './policy/headers.js';
 import { targetPath } from './paths.js';
 import type { ShareRoute } from './types.js';
 import type { UpstreamPools } from './upstream.js';
@@ -134,7 +135,8 @@ class Forwarding implements Dispatcher.DispatchHandler {
     this.bodyless = isBodyless(status, res.req?.method);
     try {
       // a target's cookies stay on the share's own host (headers.ts hostOnlyCookie)
-      const lines = responseHeaderLines(rawHeaders, false, res.req?.headers.host ?? (res.req?.headers[':authority'] as string | undefined) ?? '');
+      // and the share policy's response header rules apply
+      const lines = applyToLines(responseHeaderLines(rawHeaders, false, res.req?.headers.host ?? (res.req?.headers[':authority'] as string | undefined) ?? ''), this.route.policy?.responseHeaders);
       this.tap?.head(status, lines);
       res.writeHead(status, statusText || undefined, status === 204 ? withoutLength(lines) : lines);
       if (this.bodyless) res.end();
@@ -232,7 +234,7 @@ class Upgrading implements Dispatcher.DispatchHandler {
     const socket = this.socket;
     if (socket.destroyed) return void upstream.destroy();
     let text = `HTTP/1.1 ${status} Switching Protocols\r\n`;
-    const lines = responseHeaderLines((controller as { rawHeaders?: Buffer[] }).rawHeaders ?? [], true, this.host);
+    const lines = applyToLines(responseHeaderLines((controller as { rawHeaders?: Buffer[] }).rawHeaders ?? [], true, this.host), this.route.policy?.responseHeaders);
     for (let i = 0; i < lines.length; i += 2) text += `${lines[i]}: ${lines[i + 1]}\r\n`;
     socket.write(`${text}\r\n`, 'latin1');
     socket.off('data', this.early);
@@ -264,7 +266,7 @@ class Upgrading implements Dispatcher.DispatchHandler {
     this.done = true;
     this.answerHead = true;
     let text = `HTTP/1.1 ${status} ${statusMessage ?? ''}\r\n`;
-    const lines = responseHeaderLines((controller as { rawHeaders?: Buffer[] }).rawHeaders ?? [], false, this.host);
+    const lines = applyToLines(responseHeaderLines((controller as { rawHeaders?: Buffer[] }).rawHeaders ?? [], false, this.host), this.route.policy?.responseHeaders);
     for (let i = 0; i < lines.length; i += 2) text += `${lines[i]}: ${lines[i + 1]}\r\n`;
     this.socket.write(`${text}connection: close\r\n\r\n`, 'latin1');
   }
@@ -299,7 +301,7 @@ export class Proxy {
   /** The target path and header lines, or the edge's own 400 / 502 written to `res`. */
   private prepare(req: IncomingMessage, route: ShareRoute, ctx: ForwardContext): { path: string; headers: string[] } | Failure {
     try {
-      return { path: targetPath(route.target, originForm(req.url)), headers: requestHeaderLines(req, ctx, this.options.via) };
+      return { path: targetPath(route.target, originForm(req.url)), headers: requestHeaderLines(req, ctx, this.options.via, route.policy?.requestHeaders) };
     } catch (err) {
       return failure(err as NodeJS.ErrnoException, route);
     }

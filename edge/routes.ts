@@ -3,6 +3,8 @@ import { targetAuthority } from 'edgehub-agent/protocol';
 import { durationMs } from '../shared/durations.js';
 import { logger } from '../shared/logger.js';
 import { decryptSecret } from '../shared/secrets.js';
+import type { StoredPolicy } from '../shared/sharePolicy.js';
+import { type CompiledPolicy, compilePolicy } from './policy/compile.js';
 import type { ShareRoute } from './types.js';
 
 const DEFAULT_CHECK_INTERVAL_MS = 3 * 3600_000;
@@ -18,6 +20,7 @@ interface RouteRow {
   oauth_email_domains: string[] | null;
   oauth_check_interval: string | null;
   inspect: boolean;
+  policy: StoredPolicy | null;
   frontend_id: string;
   url_template: string;
   ap_id: string | null;
@@ -31,7 +34,7 @@ interface RouteRow {
 
 /** Every ACTIVE share on every active frontend it is published on, with its auth provider (one row per host). */
 const ROUTES_SQL = `
-  SELECT s.z_id, s.hub_id, s.env_z_id, e.reach, s.target, s.mutual_tls, s.target_protocol, s.oauth_email_domains, s.oauth_check_interval, s.inspect,
+  SELECT s.z_id, s.hub_id, s.env_z_id, e.reach, s.target, s.mutual_tls, s.target_protocol, s.oauth_email_domains, s.oauth_check_interval, s.inspect, s.policy,
          f.id AS frontend_id, f.url_template,
          ap.id AS ap_id, ap.type AS ap_type, ap.client_id AS ap_client_id, ap.client_secret_sealed AS ap_client_secret_sealed,
          ap.issuer_url AS ap_issuer_url, ap.scopes AS ap_scopes, ap.email_patterns AS ap_email_patterns
@@ -113,7 +116,8 @@ export class RouteTable {
       const byHost = new Map<string, ShareRoute>();
       const hostsByShare = new Map<string, string[]>();
       const secrets = new Map<string, string>();
-      for (const row of rows) this.place(row, byHost, hostsByShare, secrets);
+      const policies = new Map<string, CompiledPolicy | undefined>();
+      for (const row of rows) this.place(row, byHost, hostsByShare, secrets, policies);
       this.byHost = byHost;
       this.hostsByShare = hostsByShare;
       this.secrets = secrets;
@@ -126,7 +130,8 @@ export class RouteTable {
       const { rows } = await this.pool.query<RouteRow>(`${ROUTES_SQL} AND s.z_id = $1`, [zId]);
       for (const host of this.hostsByShare.get(zId) ?? []) this.byHost.delete(host);
       this.hostsByShare.delete(zId);
-      for (const row of rows) this.place(row, this.byHost, this.hostsByShare, this.secrets);
+      const policies = new Map<string, CompiledPolicy | undefined>();
+      for (const row of rows) this.place(row, this.byHost, this.hostsByShare, this.secrets, policies);
     });
   }
 
@@ -137,7 +142,8 @@ export class RouteTable {
     return run;
   }
 
-  private place(row: RouteRow, byHost: Map<string, ShareRoute>, hostsByShare: Map<string, string[]>, secrets: Map<string, string>): void {
+  /** `policies`: the share's compiled policy, made once per load whatever the number of its hosts. */
+  private place(row: RouteRow, byHost: Map<string, ShareRoute>, hostsByShare: Map<string, string[]>, secrets: Map<string, string>, policies: Map<string, CompiledPolicy | undefined>): void {
     const pattern = hostPattern(row.url_template);
     if (!pattern) return;
     let target: URL;
@@ -148,6 +154,7 @@ export class RouteTable {
       return;
     }
     const host = pattern.replace('{token}', row.z_id);
+    if (!policies.has(row.z_id)) policies.set(row.z_id, compilePolicy(row.policy));
     byHost.set(host, {
       zId: row.z_id,
       hubId: row.hub_id,
@@ -162,6 +169,7 @@ export class RouteTable {
       emailDomains: row.oauth_email_domains?.length ? row.oauth_email_domains : null,
       checkIntervalMs: (row.oauth_check_interval && durationMs(row.oauth_check_interval)) || DEFAULT_CHECK_INTERVAL_MS,
       inspect: row.inspect,
+      policy: policies.get(row.z_id),
     });
     const hosts = hostsByShare.get(row.z_id);
     if (hosts) hosts.push(host);

@@ -35,6 +35,9 @@ import type { AgentGateway, ShareRoute } from './types.js';
 import { UpstreamPools } from './upstream.js';
 import { UpstreamH2 } from './upstreamH2.js';
 import { TcpShares } from './tcp/shares.js';
+import { ClientAddress } from './policy/clientAddress.js';
+import { PolicyGate } from './policy/gate.js';
+import { PolicyRateLimiter } from './policy/ratelimit.js';
 
 export type { AccessControl, LoginHandler, LoginOutcome, MutualTlsChecker, MutualTlsDecision } from './access/types.js';
 
@@ -57,7 +60,10 @@ export interface EdgeOptions {
   agentAddresses?: string[];
   /** false: no request inspection on this edge (default: on where Redis is configured). */
   inspect?: false;
-  /** CIDRs of load balancers whose connections begin with a PROXY protocol header (default: HUB_EDGE_TRUSTED_PROXIES). */
+  /**
+   * CIDRs of load balancers whose connections begin with a PROXY protocol header, and of the proxies whose
+   * X-Forwarded-For share policies believe (default: HUB_EDGE_TRUSTED_PROXIES).
+   */
   trustedProxies?: string[];
 }
 
@@ -150,6 +156,10 @@ export async function startEdge(options: EdgeOptions = {}): Promise<Edge> {
         })
       : undefined;
   const limiter = new HubLimiter(cfg.hubMaxConnections);
+  const trustedProxies = options.trustedProxies ?? cfg.trustedProxies;
+  // shares' traffic policies: the client address they judge, their rate limits counted across edges in Redis
+  const rateLimits = new PolicyRateLimiter();
+  const gate = new PolicyGate(new ClientAddress(trustedProxies), rateLimits);
   const tcp = new TcpShares({ pool, host: options.host, policy: egressPolicy(), timeoutMs: cfg.upstreamTimeoutMs, meter, mutualTls: access.mutualTls, contextFor: (name) => certificates.contextFor(name), connectorFor: (route) => agents.connectorFor(route), ownPorts, idleMs: cfg.tcpIdleTimeoutMs, maxConnections: cfg.tcpMaxConnections });
   const connections = new OpenConnections();
   const feed = new ChangeFeed(url);
@@ -165,7 +175,7 @@ export async function startEdge(options: EdgeOptions = {}): Promise<Edge> {
   meter.start();
   await ipsec?.start();
 
-  const { handle, upgrade } = requestDispatch({ routes, access, limiter, connections, proxy, meter, mark, capture: inspection?.capture });
+  const { handle, upgrade } = requestDispatch({ routes, access, limiter, connections, proxy, meter, mark, capture: inspection?.capture, gate });
 
   /** A listener as stop() sees it: the plain HTTP server, or the TLS server with the HTTP server behind it. */
   interface Listener {
@@ -174,7 +184,6 @@ export async function startEdge(options: EdgeOptions = {}): Promise<Edge> {
     closeAll(): void;
   }
   const listeners: Listener[] = [];
-  const trustedProxies = options.trustedProxies ?? cfg.trustedProxies;
   let httpPort: number | undefined;
   let httpsPort: number | undefined;
   const wantHttp = options.httpPort ?? cfg.httpPort;
@@ -243,6 +252,7 @@ export async function startEdge(options: EdgeOptions = {}): Promise<Edge> {
   } catch (err) {
     for (const l of listeners) l.close(() => undefined);
     await inspection?.stop();
+    await rateLimits.close();
     await feed.stop();
     await pool.end();
     throw err;
@@ -285,6 +295,7 @@ export async function startEdge(options: EdgeOptions = {}): Promise<Edge> {
       await Promise.all([ipsec?.stop(), tcp.close()]);
       await meter.stop();
       await proxy.close();
+      await rateLimits.close();
       certificates.close();
       await feed.stop();
       await pool.end();

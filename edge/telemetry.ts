@@ -1,4 +1,4 @@
-import { edgeBytesTotal, edgeRequestDuration, edgeRequestsTotal, edgeUpstreamErrorsTotal, onScrape } from '../shared/telemetry/index.js';
+import { edgePolicyRefusalsTotal, edgeBytesTotal, edgeRequestDuration, edgeRequestsTotal, edgeUpstreamErrorsTotal, onScrape } from '../shared/telemetry/index.js';
 
 /**
  * The edge's Prometheus series (shared/telemetry/), by frontend id ("none" for hosts no share answers). Request
@@ -43,6 +43,11 @@ export function observeBytes(frontend: string, rx: number, tx: number): void {
   }
   tally.rx += rx;
   tally.tx += tx;
+}
+
+/** A refusal of a share's traffic policy (edge/policy), by share and reason. */
+export function observePolicyRefusal(share: string, reason: string): void {
+  edgePolicyRefusalsTotal.inc({ share, reason });
 }
 
 export function observeUpstreamError(frontend: string, kind: string): void {

@@ -1,4 +1,5 @@
 /** What the edge keeps in memory for each routed share, and the change events it acts on (see edge/routes.ts). */
+import type { CompiledPolicy } from './policy/compile.js';
 
 export interface LoginProvider {
   id: string;
@@ -31,6 +32,8 @@ export interface ShareRoute {
   checkIntervalMs: number;
   /** Exchanges are recorded for the request inspector (edge/inspect). */
   inspect?: boolean;
+  /** The share's traffic policy, compiled when the route was loaded (edge/policy); undefined: none. */
+  policy?: CompiledPolicy;
 }
 
 /** A NOTIFY on channel edgehub_edge (migration 0500): which row of which table changed. */

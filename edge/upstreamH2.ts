@@ -25,6 +25,7 @@ import { egressConnector } from '../shared/egressHttp.js';
 import { settleWithin } from '../shared/timeouts.js';
 import { pump } from 'edgehub-agent/pump';
 import { answer, answerSocket } from './answers.js';
+import { applyToObject } from './policy/headers.js';
 import { cookieHost, declaredLength, EDGE_CODE_HEADER, FORBIDDEN_TRAILERS, hasBody, HOP_BY_HOP, hostOnlyCookie, requestHeaderLines, type ForwardContext } from './headers.js';
 import { targetPath } from './paths.js';
 import { failure, failureKind, originForm } from './proxy.js';
@@ -131,7 +132,7 @@ export class UpstreamH2 {
 
   /** The request head for the target's stream, or throws (BadRequest, an identity that cannot be sent). */
   private head(req: IncomingMessage, route: ShareRoute, ctx: ForwardContext): OutgoingHttpHeaders {
-    const lines = requestHeaderLines(req, ctx, this.o.via);
+    const lines = requestHeaderLines(req, ctx, this.o.via, route.policy?.requestHeaders);
     const headers: OutgoingHttpHeaders = {
       ':method': req.method ?? 'GET',
       ':path': targetPath(route.target, originForm(req.url)),
@@ -213,6 +214,7 @@ export class UpstreamH2 {
             const moved = passable(answerHeaders, {}, (name) => TRAILER_FIELDS.has(name));
             if (Object.keys(moved).length) trailers = moved as IncomingHttpHeaders;
           }
+          applyToObject(out, route.policy?.responseHeaders);
           try {
             res.writeHead(status, out);
           } catch (err) {

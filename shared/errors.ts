@@ -135,6 +135,10 @@ export const EDGE_ERROR_CODES = {
   EH_TARGET_TIMEOUT: { status: 504, error: 'gateway_timeout', meaning: "the share's target did not answer in time" },
   EH_UPGRADE_NOT_CARRIED: { ...BAD_GATEWAY, meaning: 'the share speaks HTTP/2 to its target: upgrades (WebSocket) are not carried' },
   EH_UPGRADE_NOT_SUPPORTED_BY_TARGET: { status: 501, error: 'not_implemented', meaning: "the share speaks HTTP/2 to its target, which does not accept WebSockets over it (no extended CONNECT, RFC 8441), or the upgrade is not a WebSocket" },
+  EH_POLICY_ADDRESS_DENIED: { ...FORBIDDEN, meaning: "the client address is in the share policy's ipDeny, or not in its ipAllow" },
+  EH_POLICY_RATE_LIMITED: { status: 429, error: 'too_many_requests', meaning: "the client (address or identity) sent more requests than the share policy's rateLimit allows; retry after the given time" },
+  EH_POLICY_AUTH_REQUIRED: { ...UNAUTHORIZED, meaning: 'the share policy requires HTTP Basic credentials of one of its users, and none or wrong ones were sent' },
+  EH_SHARE_MAINTENANCE: { status: 503, error: 'unavailable', meaning: "the share is under maintenance (its policy's maintenance): the target is not contacted" },
 } as const satisfies Record<`EH_${string}`, ErrorEntry>;
 
 /** The whole table: every code, its answer and what it means. */

@@ -31,13 +31,16 @@ const USAGE = `usage:
       identity's key, or --user; restarted whenever it ends); --write writes it to <file> (default
       ${DEFAULT_UNIT_FILE}). Then: systemctl daemon-reload && systemctl enable --now edgehub-agent
   edgehub share <target> [--dir <folder>] [--name <name>] [--frontend <id>]... [--mtls] [--login <provider id>
-                [--email <*@domain>]...] [--tcp] [--inspect] [--edge <host:port>]...
+                [--email <*@domain>]...] [--tcp] [--inspect] [--edge <host:port>]... [--allow <CIDR>]...
+                [--rate <N/WINDOW>] [--basic-auth <USER:PASS>]...
       With EDGEHUB_URL (the service) and EDGEHUB_API_KEY (an API key of your hub): publishes <target>
       (http://localhost:3000, localhost:3000 or 3000; with --tcp tcp://host:port) through this machine as an
       agent, prints the public address, and deletes the share on Ctrl-C. --name reserves the share: the same
       address on every run, kept on Ctrl-C. --mtls admits only the hub's client certificates and prints a curl
       line with one; --login requires a login with that auth provider (--email narrows it to domains);
-      --inspect records the exchanges.
+      --inspect records the exchanges. --allow admits clients from those networks only (203.0.113.0/24,
+      2001:db8::/32); --rate limits each client address to N requests per WINDOW (100/1m, or an ISO 8601
+      duration: 100/PT1M); --basic-auth asks for that user and password (not with --login).
   edgehub --version (-v)
       Prints the version of this agent.`;
 
@@ -83,6 +86,8 @@ function parse(argv) {
       email: { type: 'string', multiple: true },
       tcp: { type: 'boolean', default: false },
       inspect: { type: 'boolean', default: false },
+      rate: { type: 'string' },
+      'basic-auth': { type: 'string', multiple: true },
       user: { type: 'string' },
       write: { type: 'string' },
       help: { type: 'boolean', short: 'h', default: false },
@@ -133,6 +138,9 @@ export async function main(argv) {
         emails: values.email,
         tcp: values.tcp,
         inspect: values.inspect,
+        allow: values.allow,
+        rate: values.rate,
+        basicAuth: values['basic-auth'],
         edges: values.edge,
         env: process.env,
         log: out,

@@ -39,6 +39,9 @@ export const dialHost = (hostname) => (hostname === 'localhost' || hostname.ends
  * @property {string[]} [emails] Email domain patterns (`*@example.com` or `example.com`) a login must match.
  * @property {boolean} [tcp]
  * @property {boolean} [inspect]
+ * @property {string[]} [allow] CIDRs the share admits clients from (its policy's ipAllow).
+ * @property {string} [rate] N/WINDOW: at most N requests per client address per WINDOW (its policy's rateLimit).
+ * @property {string[]} [basicAuth] USER:PASS: users admitted by HTTP Basic credentials (its policy's basicAuth).
  * @property {string[]} [edges] Edge addresses instead of the identity's.
  * @property {NodeJS.ProcessEnv} env
  * @property {(line: string) => void} log
@@ -77,6 +80,40 @@ export function emailDomain(pattern) {
     throw new EnrollError(`--email '${pattern}': give a domain pattern such as *@example.com (single addresses belong in the auth provider's emailPatterns)`);
   }
   return domain;
+}
+
+/**
+ * `100/PT1M`, `100/1m`, `100/m`: N requests per window, the window an ISO 8601 duration or a number (default 1) of
+ * s, m, h or d; as the policy's rateLimit.
+ * @param {string} text
+ */
+export function rateLimit(text) {
+  const m = /^\s*(\d+)\s*\/\s*(\S+)\s*$/.exec(text);
+  const unit = m && /^(\d*)([smhd])$/i.exec(m[2]);
+  const per = !m ? undefined : /^P/i.test(m[2]) ? m[2].toUpperCase() : unit ? `${unit[2].toLowerCase() === 'd' ? 'P' : 'PT'}${unit[1] || '1'}${unit[2].toUpperCase()}` : undefined;
+  if (!m || !per || Number(m[1]) < 1) throw new EnrollError(`--rate '${text}': give N/WINDOW, N at least 1 and WINDOW an ISO 8601 duration or a number of s, m, h or d (100/PT1M, 100/1m)`);
+  return { requests: Number(m[1]), per };
+}
+
+/**
+ * The share's policy from --allow, --rate and --basic-auth, or undefined without them. The service checks each value
+ * (a bad CIDR is its 400 naming it).
+ * @param {Pick<ShareOptions, 'allow' | 'rate' | 'basicAuth' | 'tcp'>} options
+ */
+export function policyOf(options) {
+  /** @type {Record<string, unknown>} */
+  const policy = {};
+  if (options.allow?.length) policy.ipAllow = options.allow.map((c) => c.trim());
+  if (options.rate !== undefined) policy.rateLimit = rateLimit(options.rate);
+  if (options.basicAuth?.length) {
+    policy.basicAuth = options.basicAuth.map((pair) => {
+      const colon = pair.indexOf(':');
+      if (colon < 1 || colon === pair.length - 1) throw new EnrollError(`--basic-auth: give USER:PASS (the password after the first colon)`);
+      return { user: pair.slice(0, colon), password: pair.slice(colon + 1) };
+    });
+  }
+  if (options.tcp && (policy.rateLimit || policy.basicAuth)) throw new EnrollError('--rate and --basic-auth apply to HTTP shares, not --tcp (a TCP share takes --allow)');
+  return Object.keys(policy).length ? policy : undefined;
 }
 
 class Api {
@@ -173,6 +210,8 @@ export async function share(options) {
   const emails = (options.emails ?? []).map(emailDomain);
   if (emails.length && !options.login) throw new EnrollError('--email needs --login PROVIDER_ID (the login the email is checked after)');
   if (options.tcp && options.login) throw new EnrollError('--login applies to HTTP shares, not --tcp');
+  const policy = policyOf(options);
+  if (policy?.basicAuth && options.login) throw new EnrollError('--basic-auth and --login do not go together: a share has one login');
   const api = new Api(base.replace(/\/+$/, '') + '/', key);
   const { hubId } = await api.call('GET', 'account');
   const hub = `hub/v2/${encodeURIComponent(hubId)}`;
@@ -245,6 +284,7 @@ export async function share(options) {
       ...(emails.length ? { oauthEmailDomains: emails } : {}),
       ...(options.tcp ? { protocol: 'tcp' } : {}),
       ...(options.inspect ? { inspect: true } : {}),
+      ...(policy ? { policy } : {}),
     };
     const existing = options.name ? await reserved(api, hub, options.name, identity.envZId) : undefined;
     if (existing) {

@@ -1,5 +1,5 @@
 // One share's page (#/shares/{zId}): its traffic as rates over 1 h / 24 h / 7 d (live while traffic flows), its
-// recorded requests with replay, and its settings.
+// recorded requests with replay, its settings and its traffic policy.
 import { useState } from 'preact/hooks';
 import { api } from './api.js';
 import { when } from './format.js';
@@ -8,6 +8,7 @@ import { Badge, Problem, Section, usePoll } from './parts.js';
 import { EnvName } from './environments.js';
 import { Requests } from './requests.js';
 import { kindOf, kindWords, PublicAddress, ShareSettings } from './shareform.js';
+import { SharePolicy } from './sharepolicy.js';
 import { TrafficChart, WindowPicker, windowOf } from './traffic.js';
 
 /** Why a share's exchanges are not recorded, by kind (HTTP shares' are, when inspection is on). */
@@ -41,6 +42,9 @@ export function SharePage({ base, zId }) {
     </${Section}>
     <${Section} title="Settings">
       <${ShareSettings} key=${s.zId} base=${base} share=${s} onSaved=${() => share.reload()} />
+    </${Section}>
+    <${Section} title="Traffic policy">
+      <${SharePolicy} key=${s.zId} base=${base} share=${s} onSaved=${() => share.reload()} />
     </${Section}>
   </div>`;
 }

@@ -101,6 +101,24 @@ export const Execution = obj({
   finishedAt: nullableTimestamp,
 }).meta({ id: 'Execution' });
 
+const headerRules = obj({ set: z.record(z.string(), z.string()).optional(), remove: z.array(z.string()).optional() });
+
+/** A share's traffic policy as answers show it: `{}` when none; basic auth users without their passwords. */
+export const SharePolicy = obj({
+  ipAllow: z.array(z.string()).optional().meta({ description: 'CIDRs (IPv4, IPv6) a client address must be in (403 otherwise)' }),
+  ipDeny: z.array(z.string()).optional().meta({ description: 'CIDRs whose client addresses get 403; deny wins over allow' }),
+  rateLimit: obj({ requests: z.number().int(), per: z.string(), by: z.enum(['client-ip', 'identity']) })
+    .optional()
+    .meta({ description: 'at most `requests` per `per` (ISO 8601 duration) per client address or identity, counted across every edge; 429 with Retry-After past it' }),
+  basicAuth: z.array(obj({ user: z.string() })).optional().meta({ description: 'users admitted by HTTP Basic credentials (401 otherwise); passwords are never shown' }),
+  requestHeaders: headerRules.optional().meta({ description: 'headers set on and removed from the request to the target' }),
+  responseHeaders: headerRules.optional().meta({ description: 'headers set on and removed from the answer to the client' }),
+  errorPages: obj({ '502': z.string().optional(), '503': z.string().optional(), '504': z.string().optional() })
+    .optional()
+    .meta({ description: 'HTML bodies (at most 64 KiB) the edge answers instead of its own for 502, 503 and 504' }),
+  maintenance: z.boolean().optional().meta({ description: 'every request is answered 503 (with the 503 page) without contacting the target' }),
+}).meta({ id: 'SharePolicy' });
+
 export const Share = obj({
   zId: id,
   hubId: id,
@@ -126,6 +144,7 @@ export const Share = obj({
     .nullable()
     .meta({ description: "a TCP share's connection with no byte either way for this ISO 8601 duration is closed; null: the edge's HUB_EDGE_TCP_IDLE_TIMEOUT (PT10M unless set), and always null for an HTTP share" }),
   targetProtocol: z.enum(['http1', 'h2']).meta({ description: "what the edge speaks to the target: 'http1' (HTTP/1.1) or 'h2' (HTTP/2: TLS with ALPN for https targets, prior knowledge for http targets; gRPC)" }),
+  policy: SharePolicy,
   reserved: z.boolean(),
   limited: z.boolean(),
   createdAt: nullableTimestamp,

@@ -153,7 +153,7 @@ export const operations: Operation[] = [
   { method: 'post', path: '/shares', scope: 'hub', tag: 'Shares', summary: 'Create a share', body: shares.createSchema, responses: { 201: c.Share } },
   { method: 'get', path: '/shares', scope: 'hub', tag: 'Shares', summary: 'List shares', paged: true, responses: { 200: c.page(c.Share, 'Share') } },
   { method: 'get', path: '/shares/:zId', scope: 'hub', tag: 'Shares', summary: 'Get a share', responses: { 200: c.Share } },
-  { method: 'patch', path: '/shares/:zId', scope: 'hub', tag: 'Shares', summary: "Change a share's access rules, inspection or TCP idle timeout", body: shares.updateSchema, responses: { 200: c.Share } },
+  { method: 'patch', path: '/shares/:zId', scope: 'hub', tag: 'Shares', summary: "Change a share's access rules, inspection, TCP idle timeout or traffic policy", body: shares.updateSchema, responses: { 200: c.Share } },
   { method: 'delete', path: '/shares/:zId', scope: 'hub', tag: 'Shares', summary: 'Delete a share', responses: { 204: null } },
   { method: 'get', path: '/shares/:shareId/requests', scope: 'hub', tag: 'Shares', summary: 'Recorded exchanges of a share with inspect, newest first', responses: { 200: z.array(c.InspectedExchange) }, errors: [503] },
   {

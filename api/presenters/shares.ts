@@ -1,4 +1,5 @@
 import type { ShareView } from '../../shared/commands/shares.js';
+import { policyView } from '../../shared/sharePolicy.js';
 import { iso } from './platform.js';
 
 /** A login session is checked again after this long unless the share says otherwise. */
@@ -30,6 +31,8 @@ export const presentShare = ({ share: s, frontendIds, authProvider }: ShareView)
   targetProtocol: s.targetProtocol,
   protocol: s.protocol,
   tcpIdleTimeout: s.tcpIdleTimeout ?? null,
+  // `{}` when none; basic auth users without their password hashes
+  policy: policyView(s.policy),
   reserved: s.reserved,
   limited: s.limited,
   createdAt: iso(s.createdAt),

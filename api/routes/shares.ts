@@ -7,6 +7,7 @@ import { presentShare } from '../presenters/shares.js';
 import type { Routes } from '../router.js';
 import { currentHub } from '../scope.js';
 import { body, fields } from '../validate.js';
+import { policySchema } from '../policySchema.js';
 
 const targetUrl = z.string().refine((s) => {
   try {
@@ -48,10 +49,12 @@ export const createSchema = z.object({
     }, 'must be an ISO 8601 duration from PT1S to P1D, such as PT10M')
     .nullable()
     .optional(),
+  /** The share's traffic policy (api/policySchema.ts); null: none. */
+  policy: policySchema.nullable().optional(),
 });
 
-/** What can change on a share: its access rules, inspection and a TCP share's idle timeout (unknown properties are refused by name). */
-export const updateSchema = createSchema.pick({ mutualTls: true, inspect: true, authProviderId: true, oauthEmailDomains: true, oauthAuthorizationCheckInterval: true, tcpIdleTimeout: true });
+/** What can change on a share: its access rules, inspection, a TCP share's idle timeout and its policy (unknown properties are refused by name). */
+export const updateSchema = createSchema.pick({ mutualTls: true, inspect: true, authProviderId: true, oauthEmailDomains: true, oauthAuthorizationCheckInterval: true, tcpIdleTimeout: true, policy: true });
 
 const SORTABLE = ['createdAt', 'name', 'status', 'zId'] as const;
 

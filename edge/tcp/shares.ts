@@ -30,6 +30,9 @@ import { logger } from '../../shared/logger.js';
 import { settleWithin } from '../../shared/timeouts.js';
 import type { MutualTlsChecker } from '../access/types.js';
 import type { Meter } from '../meter.js';
+import { compilePolicy, ipAdmits } from '../policy/compile.js';
+import { observePolicyRefusal } from '../telemetry.js';
+import type { StoredPolicy } from '../../shared/sharePolicy.js';
 import { hostPattern } from '../routes.js';
 import type { ShareRoute } from '../types.js';
 
@@ -45,11 +48,12 @@ interface TcpRow {
   mutual_tls: boolean;
   tcp_port: number;
   tcp_idle_timeout: string | null;
+  policy: StoredPolicy | null;
   url_template: string;
 }
 
 const TCP_SQL = `
-  SELECT s.z_id, s.hub_id, s.env_z_id, e.reach, s.target, s.mutual_tls, s.tcp_port, s.tcp_idle_timeout, f.url_template
+  SELECT s.z_id, s.hub_id, s.env_z_id, e.reach, s.target, s.mutual_tls, s.tcp_port, s.tcp_idle_timeout, s.policy, f.url_template
     FROM shares s JOIN frontends f ON f.id = s.frontend_id
     LEFT JOIN environments e ON e.hub_id = s.hub_id AND e.env_z_id = s.env_z_id
    WHERE s.status = 'ACTIVE' AND s.protocol = 'tcp'`;
@@ -147,7 +151,11 @@ export class TcpShares {
     const signature = `${row.tcp_port} ${row.target} ${row.mutual_tls} ${row.env_z_id} ${row.reach}`;
     const idleMs = (row.tcp_idle_timeout && durationMs(row.tcp_idle_timeout)) || this.o.idleMs;
     const current = this.listeners.get(row.z_id);
+    const policy = compilePolicy(row.policy);
     if (current?.signature === signature && current.listening) {
+      // a new policy judges the connections open now too: those its IP rules no longer admit are closed
+      current.route.policy = policy;
+      if (policy) for (const c of current.sockets) if (!ipAdmits(policy, c.remoteAddress ?? '')) c.resetAndDestroy();
       // a new idle timeout applies to the connections open now too (their timers restart)
       if (current.idleMs !== idleMs) {
         current.idleMs = idleMs;
@@ -170,6 +178,7 @@ export class TcpShares {
       auth: null,
       emailDomains: null,
       checkIntervalMs: 0,
+      policy,
     };
     const listener: Listener = { route, signature, connections: new Set(), sockets: new Set(), listening: false, server: undefined as never, idleMs, refusedLoggedAt: 0 };
     listener.server = net.createServer({ allowHalfOpen: true }, (socket) => this.accept(listener, socket, host));
@@ -218,6 +227,12 @@ export class TcpShares {
         logger.warn({ zId: listener.route.zId, max: this.o.maxConnections }, 'edge: TCP share at its connection limit (HUB_EDGE_TCP_MAX_CONNECTIONS): new connections closed');
       }
       return;
+    }
+    // the share policy's IP rules, on the connection's address: a refused connection is closed unread
+    const policy = listener.route.policy;
+    if (policy && !ipAdmits(policy, socket.remoteAddress ?? '')) {
+      observePolicyRefusal(listener.route.zId, 'ip');
+      return void socket.resetAndDestroy();
     }
     listener.sockets.add(socket);
     socket.once('close', () => listener.sockets.delete(socket));

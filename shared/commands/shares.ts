@@ -16,6 +16,7 @@ import { frontendHosting } from '../providers/frontendHosting.js';
 import { defaultEnvironmentId, visibleFrontends } from './platform.js';
 import { reserveShareQuota } from './hubQuotas.js';
 import { findPage, type Page, type PageRequest } from '../paging.js';
+import { type PolicyInput, type StoredPolicy, storedPolicy } from '../sharePolicy.js';
 
 export const PROVISION_SHARE_JOB = 'shares.provisionShare';
 
@@ -33,9 +34,11 @@ export interface ShareInput {
   oauthAuthorizationCheckInterval?: string | null;
   /** A TCP share's idle timeout (ISO 8601 duration); null: the edge's HUB_EDGE_TCP_IDLE_TIMEOUT. */
   tcpIdleTimeout?: string | null;
+  /** The share's traffic policy (shared/sharePolicy.ts); null or absent: none. */
+  policy?: PolicyInput | null;
 }
 
-export type ShareUpdate = Partial<Pick<ShareInput, 'mutualTls' | 'inspect' | 'authProviderId' | 'oauthEmailDomains' | 'oauthAuthorizationCheckInterval' | 'tcpIdleTimeout'>>;
+export type ShareUpdate = Partial<Pick<ShareInput, 'mutualTls' | 'inspect' | 'authProviderId' | 'oauthEmailDomains' | 'oauthAuthorizationCheckInterval' | 'tcpIdleTimeout' | 'policy'>>;
 
 const idleTimeoutRefused = "property '$.tcpIdleTimeout' is for TCP shares: an HTTP share's connections are kept by its clients' keep-alive";
 
@@ -135,6 +138,29 @@ function loginRefusal(input: Pick<ShareInput, 'authProviderId' | 'oauthEmailDoma
   return undefined;
 }
 
+/** The fields of a policy a TCP share may carry: it has connections, not requests. */
+const TCP_POLICY_FIELDS = new Set(['ipAllow', 'ipDeny']);
+
+/**
+ * The policy to store for a share (passwords hashed), or a 400 naming the field: a TCP share takes IP rules only;
+ * basic auth does not go with an auth provider (one login at a time); a user named without a password must be one
+ * the share has already.
+ */
+async function policyFor(policy: PolicyInput | null, share: { tcp: boolean; authProviderId: string | null | undefined }, previous: StoredPolicy | null): Promise<StoredPolicy | null> {
+  if (!policy) return null;
+  if (share.tcp) {
+    const other = Object.keys(policy).find((k) => !TCP_POLICY_FIELDS.has(k));
+    if (other) throw badRequest(`property '$.policy.${other}' is for HTTP shares: a TCP share's policy takes '$.policy.ipAllow' and '$.policy.ipDeny' only`);
+  }
+  if (policy.basicAuth && share.authProviderId) throw badRequest("property '$.policy.basicAuth' cannot go with an auth provider ('$.authProviderId'): a share has one login");
+  const stored = await storedPolicy(policy, previous);
+  if (stored && 'missingPassword' in stored) {
+    const i = policy.basicAuth!.findIndex((u) => u.user === stored.missingPassword);
+    throw badRequest(`property '$.policy.basicAuth[${i}].password' is required: the share has no user '${stored.missingPassword}' yet`);
+  }
+  return stored;
+}
+
 /** The lowest port of HUB_EDGE_TCP_PORTS no share holds; the unique constraint on tcp_port settles a race. */
 async function freeTcpPort(transaction: Transaction): Promise<number> {
   const { from, to } = config().edge.tcpPorts;
@@ -152,9 +178,10 @@ export async function createShare(hubId: string, input: ShareInput, createdBy: s
   if (refused) throw badRequest(refused);
   refuseInspection(input, input.inspect);
   if (input.tcpIdleTimeout && input.protocol !== 'tcp') throw badRequest(idleTimeoutRefused);
+  const policy = await policyFor(input.policy ?? null, { tcp: input.protocol === 'tcp', authProviderId: input.authProviderId }, null);
   for (let attempt = 1; ; attempt++) {
     try {
-      return await createShareOnce(hubId, input, createdBy);
+      return await createShareOnce(hubId, input, createdBy, policy);
     } catch (err) {
       // another create took the same port between our look and our insert: look again
       if (err instanceof UniqueConstraintError && attempt < 10 && JSON.stringify(err.fields ?? {}).includes('tcp_port')) continue;
@@ -163,7 +190,7 @@ export async function createShare(hubId: string, input: ShareInput, createdBy: s
   }
 }
 
-async function createShareOnce(hubId: string, input: ShareInput, createdBy: string): Promise<ShareView> {
+async function createShareOnce(hubId: string, input: ShareInput, createdBy: string, policy: StoredPolicy | null): Promise<ShareView> {
   const frontendIds = [...new Set(input.frontendIds)];
   const frontends = await Frontend.findAll({ where: { ...visibleFrontends(hubId), id: frontendIds } });
   const unknown = frontendIds.filter((id) => !frontends.some((f) => f.id === id));
@@ -206,6 +233,7 @@ async function createShareOnce(hubId: string, input: ShareInput, createdBy: stri
         tcpIdleTimeout: (tcp && input.tcpIdleTimeout) || null,
         oauthEmailDomains: input.oauthEmailDomains?.length ? [...new Set(input.oauthEmailDomains.map((d) => d.toLowerCase()))] : null,
         oauthCheckInterval: input.oauthAuthorizationCheckInterval ?? null,
+        policy,
         status: 'PROVISIONING',
         createdBy,
       },
@@ -234,6 +262,8 @@ export async function updateShare(hubId: string, zId: string, input: ShareUpdate
   const authProvider = authProviderId ? await AuthProvider.findOne({ where: { hubId, id: authProviderId } }) : null;
   if (authProviderId && !authProvider) throw badRequest(`value for property '$.authProviderId' names no auth provider of this hub: '${authProviderId}'`);
   const changes: Partial<Share['_attributes']> = {};
+  if (input.policy !== undefined) changes.policy = await policyFor(input.policy, { tcp, authProviderId }, share.policy);
+  else if (authProviderId && share.policy?.basicAuth) throw badRequest("property '$.authProviderId' cannot be set on a share with '$.policy.basicAuth': a share has one login");
   if (input.inspect !== undefined) changes.inspect = input.inspect;
   if (input.tcpIdleTimeout !== undefined && tcp) changes.tcpIdleTimeout = input.tcpIdleTimeout;
   if (input.authProviderId !== undefined) changes.authProviderId = authProvider?.id ?? null;

@@ -1,3 +1,4 @@
+import type { StoredPolicy } from '../sharePolicy.js';
 import { DataTypes, Model, type CreationOptional, type InferAttributes, type InferCreationAttributes, type Sequelize } from 'sequelize';
 
 export const SHARE_STATUSES = ['PROVISIONING', 'ACTIVE', 'ERROR'] as const;
@@ -27,6 +28,8 @@ export class Share extends Model<InferAttributes<Share>, InferCreationAttributes
   declare oauthEmailDomains: CreationOptional<string[] | null>;
   /** ISO 8601 duration after which a login session is checked again; null = the default (PT3H). */
   declare oauthCheckInterval: CreationOptional<string | null>;
+  /** The traffic policy (shared/sharePolicy.ts: IP rules, rate limit, basic auth, headers, error pages); null = none. */
+  declare policy: CreationOptional<StoredPolicy | null>;
   /** Exchanges are recorded by every edge for the share's request inspector. */
   declare inspect: CreationOptional<boolean>;
   declare shareMode: CreationOptional<string>;
@@ -59,6 +62,7 @@ export function initModel(sequelize: Sequelize): void {
       oauthEmailDomains: { type: DataTypes.JSONB, allowNull: true },
       oauthCheckInterval: { type: DataTypes.TEXT, allowNull: true },
       inspect: { type: DataTypes.BOOLEAN, allowNull: false, defaultValue: false },
+      policy: { type: DataTypes.JSONB, allowNull: true },
       shareMode: { type: DataTypes.TEXT, allowNull: false, defaultValue: 'public' },
       backendMode: { type: DataTypes.TEXT, allowNull: false, defaultValue: 'proxy' },
       frontendSelection: { type: DataTypes.TEXT, allowNull: false, defaultValue: 'public' },

@@ -43,3 +43,10 @@ export const inspectDropped = new client.Counter({
   labelNames: ['reason'] as const,
   registers: [registry],
 });
+
+export const edgePolicyRefusalsTotal = new client.Counter({
+  name: 'edgehub_edge_policy_refusals_total',
+  help: "Requests and TCP connections a share's traffic policy refused, by share and reason (ip, rate_limit, basic_auth, maintenance)",
+  labelNames: ['share', 'reason'] as const,
+  registers: [registry],
+});

@@ -302,3 +302,24 @@ test.serial('--inspect: the requests that reach the share are recorded, and anot
   plain.child.kill('SIGINT');
   t.is(await plain.exited, 0);
 });
+
+test.serial('--allow, --rate and --basic-auth: the share carries the policy, the edge asks for the credentials, and bad values are refused before anything is made', async (t) => {
+  const bad = share(['http://localhost:8080', '--rate', '0/1m', '--dir', dirOf('policy-bad')]);
+  t.is(await bad.exited, 1);
+  t.regex(bad.err(), /--rate '0\/1m'/);
+  const run = share(['http://localhost:8080', '--allow', '127.0.0.0/8', '--allow', '::1/128', '--rate', '100/1m', '--basic-auth', 'demo:s3cret:pass', '--dir', dirOf('policy')]);
+  const { zId, endpoint } = await run.up();
+  const made = await hub.call('GET', `${hub.h}/shares/${zId}`);
+  t.deepEqual(made.json.policy, { ipAllow: ['127.0.0.0/8', '::1/128'], rateLimit: { requests: 100, per: 'PT1M', by: 'client-ip' }, basicAuth: [{ user: 'demo' }] });
+  const host = new URL(endpoint).hostname;
+  const refused = await waitFor(async () => {
+    const r = await whoami(host);
+    return r.status !== 404 && r;
+  }, { what: 'the edge routing the share' });
+  t.is(refused.status, 401);
+  t.is(refused.headers['www-authenticate'], 'Basic realm="edgehub"');
+  const served = await edgeRequest(edge.httpPort!, host, { path: '/whoami', headers: { authorization: `Basic ${Buffer.from('demo:s3cret:pass').toString('base64')}` } });
+  t.is(served.text, 'private');
+  run.child.kill('SIGINT');
+  t.is(await run.exited, 0, run.err());
+});

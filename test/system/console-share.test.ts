@@ -198,3 +198,42 @@ test.serial('the operator revokes an API key and is told the queue UI user name'
   t.deepEqual(page.problems, []);
   await page.context().close();
 });
+
+test.serial('the share page edits the traffic policy: saved through PATCH, applied by the edge, a bad value shown and nothing changed', async (t) => {
+  const created = await hub.call('POST', `${hub.h}/shares`, { body: { name: 'guarded', frontendIds: [(await hub.call('GET', `${hub.h}/frontends`)).json[0].id], target: backend.url } });
+  t.is(created.status, 201, created.text);
+  const zId = created.json.zId as string;
+  await waitFor(async () => (await hub.call('GET', `${hub.h}/shares/${zId}`)).json.status === 'ACTIVE', { what: 'share ACTIVE' });
+  const host = new URL(created.json.frontendEndpoint).hostname;
+  await waitFor(async () => edge.routes.lookup(host), { what: 'the edge routing it' });
+  const page = await signedIn(hub.token);
+  await page.goto(`${stack.baseUrl}/console#/shares/${zId}`);
+  const form = page.getByRole('form', { name: 'Traffic policy' });
+  await form.waitFor();
+
+  await form.getByLabel('Allowed networks').fill('10.0.0.0/8');
+  await form.getByLabel('Basic auth users').fill('demo:console-pass');
+  await form.getByLabel('Rate limit (requests)').fill('1000');
+  await form.getByRole('button', { name: 'Save policy' }).click();
+  await form.getByText('Policy saved').waitFor();
+  t.deepEqual((await hub.call('GET', `${hub.h}/shares/${zId}`)).json.policy, { ipAllow: ['10.0.0.0/8'], rateLimit: { requests: 1000, per: 'PT1M', by: 'client-ip' }, basicAuth: [{ user: 'demo' }] });
+  await waitFor(async () => (await edgeRequest(edge.httpPort!, host)).status === 403, { timeoutMs: 2000, what: 'the edge refusing 127.0.0.1' });
+  await shot(page, 'policy-saved');
+
+  // the user kept without its password, the network opened
+  await form.getByLabel('Allowed networks').fill('127.0.0.0/8\n::1/128');
+  await form.getByRole('button', { name: 'Save policy' }).click();
+  await form.getByText('Policy saved').waitFor();
+  await waitFor(async () => (await edgeRequest(edge.httpPort!, host)).status === 401, { timeoutMs: 2000, what: 'the edge asking for credentials' });
+  const served = await edgeRequest(edge.httpPort!, host, { headers: { authorization: `Basic ${Buffer.from('demo:console-pass').toString('base64')}` } });
+  t.is(served.status, 200);
+  t.deepEqual(page.problems, []);
+
+  // a bad value: the API's message naming it, and nothing changed
+  await form.getByLabel('Allowed networks').fill('not-a-network');
+  await form.getByRole('button', { name: 'Save policy' }).click();
+  await t.notThrowsAsync(form.getByRole('alert').filter({ hasText: '$.policy.ipAllow[0]' }).waitFor());
+  t.deepEqual((await hub.call('GET', `${hub.h}/shares/${zId}`)).json.policy.ipAllow, ['127.0.0.0/8', '::1/128']);
+  await shot(page, 'policy-refused');
+  await page.context().close();
+});

@@ -24,7 +24,8 @@ test('every code of the catalogue has one HTTP answer, with the published error 
   t.deepEqual(Object.keys(API_ERROR_CODES).filter((code) => code in EDGE_ERROR_CODES), [], 'a code is the API\'s or the edge\'s');
   const api = new Set(['invalid_request', 'unauthorized', 'not_found', 'forbidden', 'not_acceptable', 'conflict', 'payload_too_large', 'unsupported_media_type', 'quota_exceeded', 'too_many_requests', 'internal_error', 'unavailable']);
   // not_implemented: a WebSocket to a share whose HTTP/2 target does not accept one (501, as a proxy that cannot carry it)
-  const edge = new Set(['bad_request', 'unauthorized', 'forbidden', 'not_found', 'bad_gateway', 'overloaded', 'gateway_timeout', 'loop_detected', 'not_implemented']);
+  // too_many_requests: a share policy's rate limit; unavailable: a share under maintenance
+  const edge = new Set(['bad_request', 'unauthorized', 'forbidden', 'not_found', 'bad_gateway', 'overloaded', 'gateway_timeout', 'loop_detected', 'not_implemented', 'too_many_requests', 'unavailable']);
   for (const [code, { status, error, meaning }] of Object.entries(ERROR_CODES)) {
     t.deepEqual(ANSWERS[code as ErrorCode], ERROR_CODES[code as ErrorCode], 'ANSWERS is the table itself');
     t.true((code in EDGE_ERROR_CODES ? edge : api).has(error), `${code} -> ${error}`);
