@@ -1,11 +1,13 @@
 /**
  * What the edge's HTTP and TLS listeners do with a connection before their server sees a byte of it:
  *
- * - From a trusted load balancer (HUB_EDGE_TRUSTED_PROXIES): the connection must begin with a PROXY protocol header
- *   (edge/proxyProtocol.ts, versions 1 and 2), whose client address becomes the connection's `remoteAddress` (so
- *   X-Forwarded-For, logs and the HTTP/2 penalties see the client, not the load balancer). A connection from a
- *   trusted peer without a valid header within HEAD_TIMEOUT_MS is refused. From any other peer nothing is read here:
- *   a PROXY header it sends is bytes of its request, refused by the server behind (400 on HTTP, no TLS handshake).
+ * - From a trusted proxy or load balancer (HUB_EDGE_TRUSTED_PROXIES): a PROXY protocol header the connection begins
+ *   with (edge/proxyProtocol.ts, versions 1 and 2) is read, and its client address becomes the connection's
+ *   `remoteAddress` (so X-Forwarded-For, logs, share policies and the HTTP/2 penalties see the client, not the load
+ *   balancer). A connection that begins otherwise is the peer's own (an HTTP proxy, whose X-Forwarded-For share
+ *   policies believe: edge/policy/clientAddress.ts); a malformed header, or none complete within HEAD_TIMEOUT_MS, is
+ *   refused. From any other peer nothing is read here: a PROXY header it sends is bytes of its request, refused by the
+ *   server behind (400 on HTTP, no TLS handshake).
  * - On the TLS listener, from an address penalised for HTTP/2 abuse (edge/http2.ts): its ClientHello is read
  *   (edge/clientHello.ts, one TLS record at most) and a connection that offers `h2` is refused before any TLS work;
  *   one that does not (an HTTP/1.1 client, an agent with its own ALPN protocol) goes on. So a penalty keeps an
@@ -26,7 +28,7 @@ import { MAX_V2_LENGTH, parseProxyHeader } from './proxyProtocol.js';
 export const HEAD_TIMEOUT_MS = 5_000;
 
 export interface FrontOptions {
-  /** CIDRs of the load balancers whose connections begin with a PROXY header. */
+  /** CIDRs of the proxies and load balancers whose connections may begin with a PROXY header. */
   trustedProxies: readonly string[];
   /** TLS listener only: how long an address stays penalised for HTTP/2 abuse (ms; 0: not penalised). */
   penaltyLeft?: (address: string) => number;
@@ -140,8 +142,10 @@ function admit(socket: net.Socket, proxied: boolean, o: FrontOptions, deliver: (
       const r = parseProxyHeader(head);
       if ('more' in r) return head.length > 16 + MAX_V2_LENGTH ? refuse('a PROXY header too long') : undefined;
       if ('refused' in r) return refuse(r.refused);
-      if (r.header.address) setPeer(socket, r.header.address, r.header.port);
-      head = head.subarray(r.header.length);
+      if ('header' in r) {
+        if (r.header.address) setPeer(socket, r.header.address, r.header.port);
+        head = head.subarray(r.header.length);
+      }
       if (!o.penaltyLeft?.(socket.remoteAddress ?? '')) return pass();
       stage = 'hello';
       if (!head.length) return;

@@ -31,7 +31,7 @@ export interface ProxyHeader {
 }
 
 /** What the first bytes of a connection say: a whole header, more bytes needed, or why they are not a header. */
-export type ProxyParse = { header: ProxyHeader } | { more: true } | { refused: string };
+export type ProxyParse = { header: ProxyHeader } | { more: true } | { refused: string } | { none: true };
 
 /** Whether `head` (the first bytes, however few) may still be the start of a PROXY header. */
 function startsLike(head: Buffer, prefix: Buffer): boolean {
@@ -39,11 +39,15 @@ function startsLike(head: Buffer, prefix: Buffer): boolean {
   return head.subarray(0, n).equals(prefix.subarray(0, n));
 }
 
-/** Reads a PROXY header (either version) from the first bytes of a connection. */
+/**
+ * Reads a PROXY header (either version) from the first bytes of a connection: the header, `more` while the bytes may
+ * still be one, `refused` for a malformed one, and `none` when the connection does not begin with one at all (no
+ * request line or TLS record begins like a PROXY header).
+ */
 export function parseProxyHeader(head: Buffer): ProxyParse {
   if (startsLike(head, V2_SIGNATURE)) return head.length < 16 ? { more: true } : parseV2(head);
   if (startsLike(head, V1_PREFIX)) return parseV1(head);
-  return { refused: 'the connection does not begin with a PROXY protocol header' };
+  return { none: true };
 }
 
 function parseV1(head: Buffer): ProxyParse {

@@ -160,6 +160,9 @@ test.serial('X-Forwarded-For counts from a trusted proxy only', async (t) => {
   // the load balancer names the HTTP proxy 192.0.2.10 (trusted): the client it names counts
   t.regex(await rawExchange(trusting.httpPort!, v1('192.0.2.10') + request('198.51.100.1, 203.0.113.5')), /^HTTP\/1\.1 200 /);
   t.regex(await rawExchange(trusting.httpPort!, v1('192.0.2.10') + request('203.0.113.5, 198.51.100.1')), /^HTTP\/1\.1 403 /);
+  // the trusted proxy itself (127.0.0.1), over plain HTTP without a PROXY header: the client it names counts
+  t.regex(await rawExchange(trusting.httpPort!, request('203.0.113.5')), /^HTTP\/1\.1 200 /);
+  t.regex(await rawExchange(trusting.httpPort!, request('198.51.100.1')), /^HTTP\/1\.1 403 /);
   // a client behind the load balancer that is no trusted proxy: what it says goes nowhere
   t.regex(await rawExchange(trusting.httpPort!, v1('198.51.100.7') + request('203.0.113.5')), /^HTTP\/1\.1 403 /);
   // to an edge that trusts nobody

@@ -1,8 +1,9 @@
 /**
  * The PROXY protocol on the edge's listeners, from the load balancers HUB_EDGE_TRUSTED_PROXIES names (here an edge
  * that trusts 127.0.0.1, beside one that trusts nobody): version 1 on the HTTP listener and version 2 (IPv4 and IPv6)
- * on the TLS listener give the target the client's address in X-Forwarded-For; a trusted peer without a header, or
- * with a malformed one, is refused before its request reaches anything; a header from a peer that is not trusted is
+ * on the TLS listener give the target the client's address in X-Forwarded-For; a trusted peer without a header is
+ * served as itself (an HTTP proxy in front of the edge), one with a malformed header is refused before its request
+ * reaches anything; a header from a peer that is not trusted is
  * refused (400 on HTTP, no TLS handshake) and its address goes nowhere. HTTP/2 penalties then fall on the client's
  * address: a client that floods PINGs behind the load balancer is refused HTTP/2, another client behind it is not.
  */
@@ -104,14 +105,19 @@ test.serial("from a trusted load balancer: version 1 on HTTP, version 2 on TLS; 
   t.regex(health, /xff=127\.0\.0\.1$/);
 });
 
-test.serial('from a trusted load balancer without a header, or with a malformed one: refused before anything is served', async (t) => {
+test.serial('from a trusted peer without a header: served as the peer itself (an HTTP proxy), on HTTP and TLS', async (t) => {
+  t.regex(await rawExchange(trusting.httpPort!, plainRequest()), /^HTTP\/1\.1 200 [^]*xff=127\.0\.0\.1$/);
+  t.regex(await overTls(trusting.httpsPort!, ''), /^HTTP\/1\.1 200 [^]*xff=127\.0\.0\.1$/);
+});
+
+test.serial('from a trusted load balancer with a malformed header: refused before anything is served', async (t) => {
   const before = seen.length;
-  for (const bytes of [plainRequest(), `PROXY TCP4 203.0.113.300 127.0.0.1 1 2\r\n${plainRequest()}`, `PROXY TCP4 203.0.113.7\r\n${plainRequest()}`, `PROXY ${'x'.repeat(200)}\r\n${plainRequest()}`]) {
+  for (const bytes of [`PROXY TCP4 203.0.113.300 127.0.0.1 1 2\r\n${plainRequest()}`, `PROXY TCP4 203.0.113.7\r\n${plainRequest()}`, `PROXY ${'x'.repeat(200)}\r\n${plainRequest()}`]) {
     const { text, closedByPeer } = await rawConversation(trusting.httpPort!, bytes, { timeoutMs: 8000 });
     t.is(text, '', `nothing answered to ${JSON.stringify(bytes.slice(0, 40))}`);
     t.true(closedByPeer);
   }
-  t.is(await overTls(trusting.httpsPort!, ''), '', 'TLS without a header: no handshake');
+  t.is(await overTls(trusting.httpsPort!, Buffer.from('PROXY TCP4 203.0.113.7\r\n')), '', 'TLS after a malformed header: no handshake');
   t.is(seen.length, before, 'nothing reached the target');
 });
 

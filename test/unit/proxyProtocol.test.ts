@@ -47,8 +47,10 @@ test('version 1: a line cut anywhere asks for more; every malformed one is refus
     t.true('refused' in parseProxyHeader(Buffer.from(bad)), bad);
   }
   // not a header at all: an HTTP request, a TLS ClientHello
-  t.true('refused' in parseProxyHeader(Buffer.from('GET / HTTP/1.1\r\n')));
-  t.true('refused' in parseProxyHeader(Buffer.from([0x16, 0x03, 0x01, 0x02, 0x00])));
+  // no header at all: a request line or a TLS record is the peer's own connection
+  t.deepEqual(parseProxyHeader(Buffer.from('GET / HTTP/1.1\r\n')), { none: true });
+  t.deepEqual(parseProxyHeader(Buffer.from([0x16, 0x03, 0x01, 0x02, 0x00])), { none: true });
+  t.deepEqual(parseProxyHeader(Buffer.from('P')), { more: true }, 'one byte that may still be PROXY');
 });
 
 test('version 2: IPv4 and IPv6 with TLVs after them; LOCAL and other families give no address; cut headers ask for more', (t) => {
