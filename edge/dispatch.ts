@@ -127,7 +127,7 @@ const handle = (secure: boolean) => (req: IncomingMessage, res: ServerResponse) 
     if (!identity.ok) return answer(res, identity.code, identity.message);
     if (!limiter.enter(route.hubId)) return answer(res, 'EH_HUB_OVERLOADED', 'the hub has too many requests in progress on this edge; try again shortly', { 'retry-after': '1' });
     admitted = true;
-    const ctx: ForwardContext = { secure, identity: identity.headers, tap };
+    const ctx: ForwardContext = { secure, identity: identity.headers, tap, forwardedFor: gate.addresses.forwardedFor(req) };
     if (!route.auth) {
       if (route.mutualTls) connections.watch(revocable(req, socket, true), guardOf(host, route, socket, secure, undefined, undefined, req));
       else connections.unwatch(socket);
@@ -189,7 +189,7 @@ const upgrade = (secure: boolean) => (req: IncomingMessage, socket: Duplex, head
     if (!identity.ok) return answerSocket(socket, identity.code, identity.message);
     if (!limiter.enter(route.hubId)) return answerSocket(socket, 'EH_HUB_OVERLOADED', 'the hub has too many connections in progress on this edge; try again shortly');
     socket.once('close', () => limiter.leave(route.hubId));
-    const ctx: ForwardContext = { secure, identity: identity.headers };
+    const ctx: ForwardContext = { secure, identity: identity.headers, forwardedFor: gate.addresses.forwardedFor(req) };
     if (!route.auth) return carry(ctx, undefined);
     if (!access.login) return answerSocket(socket, 'EH_LOGIN_UNAVAILABLE', 'this share requires login, which is not available on this edge');
     // the login hook answers on a ServerResponse: give it one bound to this connection, and take the socket back

@@ -80,6 +80,8 @@ export interface ForwardContext {
   cookie?: { value: string | undefined };
   /** An inspected share's exchange being recorded (edge/inspect/capture.ts). */
   tap?: Tap;
+  /** The X-Forwarded-For the target gets (a trusted proxy's chain and the peer); the peer's address when unset. */
+  forwardedFor?: string;
 }
 
 /** An error in what the client sent, answered 400 by the edge. */
@@ -154,7 +156,7 @@ export function requestHeaderLines(req: IncomingMessage, ctx: ForwardContext, vi
   // the share policy's header rules act on the client's lines only: the edge's own, added below, are beyond them
   if (rules) out = applyToLines(out, rules);
   if (ctx.cookie?.value) out.push('cookie', ctx.cookie.value);
-  out.push('x-forwarded-for', clientAddress(req), 'x-forwarded-proto', ctx.secure ? 'https' : 'http');
+  out.push('x-forwarded-for', ctx.forwardedFor ?? clientAddress(req), 'x-forwarded-proto', ctx.secure ? 'https' : 'http');
   if (host) out.push('x-forwarded-host', host);
   out.push('via', viaSeen ? `${viaSeen}, ${via}` : via);
   if (ctx.identity) {

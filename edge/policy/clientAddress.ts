@@ -2,7 +2,8 @@
  * The client address a policy judges (IP rules, rate limit): the connection's (after a PROXY protocol header from a
  * trusted load balancer, edge/front.ts). X-Forwarded-For counts only when the connection comes from a peer in
  * HUB_EDGE_TRUSTED_PROXIES: its entries are read from the right, each one taken while the hop that wrote it is
- * trusted too, so that a client cannot put an address of its choice in front of a trusted proxy's.
+ * trusted too, so that a client cannot put an address of its choice in front of a trusted proxy's. The target gets
+ * that chain with the peer appended (forwardedFor), and from anyone else the peer alone.
  */
 import type { IncomingMessage } from 'node:http';
 import { addressKey, CidrSet } from './cidr.js';
@@ -29,5 +30,19 @@ export class ClientAddress {
       if (!this.trusted.has(hop)) return hop;
     }
     return address;
+  }
+
+  /**
+   * The X-Forwarded-For the target gets: the peer's address, after the chain a trusted proxy sent (its entries are
+   * the proxy's word, passed on as it said them, when every one is an address); from anyone else only the peer.
+   */
+  forwardedFor(req: IncomingMessage): string {
+    const peer = plain(req.socket?.remoteAddress ?? '');
+    if (!this.trusted.size || !this.trusted.has(peer)) return peer;
+    const forwarded = req.headers['x-forwarded-for'];
+    if (!forwarded) return peer;
+    const hops = (Array.isArray(forwarded) ? forwarded.join(',') : forwarded).split(',').map((h) => h.trim());
+    if (!hops.every((h) => addressKey(plain(h)))) return peer;
+    return [...hops, peer].join(', ');
   }
 }

@@ -108,6 +108,12 @@ test.serial("from a trusted load balancer: version 1 on HTTP, version 2 on TLS; 
 test.serial('from a trusted peer without a header: served as the peer itself (an HTTP proxy), on HTTP and TLS', async (t) => {
   t.regex(await rawExchange(trusting.httpPort!, plainRequest()), /^HTTP\/1\.1 200 [^]*xff=127\.0\.0\.1$/);
   t.regex(await overTls(trusting.httpsPort!, ''), /^HTTP\/1\.1 200 [^]*xff=127\.0\.0\.1$/);
+  // the chain it sends goes on to the target with the peer appended; a chain that is not addresses does not
+  const withChain = (xff: string) => `GET / HTTP/1.1\r\nHost: ${host}\r\nX-Forwarded-For: ${xff}\r\nConnection: close\r\n\r\n`;
+  t.regex(await rawExchange(trusting.httpPort!, withChain('203.0.113.5, 198.51.100.2')), /xff=203\.0\.113\.5, 198\.51\.100\.2, 127\.0\.0\.1$/);
+  t.regex(await rawExchange(trusting.httpPort!, withChain('203.0.113.5, evil')), /xff=127\.0\.0\.1$/);
+  // from a peer that is not trusted, a chain it sends is dropped: the target sees the peer only
+  t.regex(await rawExchange(trustless.httpPort!, withChain('203.0.113.5')), /xff=127\.0\.0\.1$/);
 });
 
 test.serial('from a trusted load balancer with a malformed header: refused before anything is served', async (t) => {
