@@ -41,6 +41,7 @@ export const failureKind = (f: Failure) => ANSWERS[f.code].error;
 /** The agents' stream errors (edge/agents/gateway.ts) by their code. */
 const AGENT_FAILURES: Record<string, ErrorCode> = {
   EDGE_NO_AGENT: 'EH_NO_AGENT',
+  EDGE_TARGET_DOWN: 'EH_TARGET_DOWN_AT_AGENTS',
   EDGE_AGENT_REFUSED: 'EH_AGENT_REFUSED_TARGET',
   EDGE_AGENT_UNREACHABLE: 'EH_AGENT_TARGET_UNREACHABLE',
 };

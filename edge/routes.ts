@@ -99,6 +99,13 @@ export class RouteTable {
     return [...targets];
   }
 
+  /** An environment's routed shares with their targets (host:port). */
+  sharesOf(hubId: string, envZId: string): { zId: string; authority: string }[] {
+    const out = new Map<string, string>();
+    for (const route of this.byHost.values()) if (route.hubId === hubId && route.envZId === envZId) out.set(route.zId, targetAuthority(route.target));
+    return [...out].map(([zId, authority]) => ({ zId, authority }));
+  }
+
   get size(): number {
     return this.byHost.size;
   }

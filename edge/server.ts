@@ -118,6 +118,7 @@ export async function startEdge(options: EdgeOptions = {}): Promise<Edge> {
         edges: () => ({ addresses: live?.addresses ?? [], self: live?.self ?? [] }),
         // what an agent may connect to: its environment's share targets and IPsec share targets
         targetsOf: (hubId: string, envZId: string): string[] => [...routes.targetsOf(hubId, envZId), ...tcp.targetsOf(hubId, envZId), ...(ipsec?.targetsOf(hubId, envZId) ?? [])],
+        sharesOf: (hubId: string, envZId: string) => [...routes.sharesOf(hubId, envZId), ...tcp.sharesOf(hubId, envZId)],
         connectTimeoutMs: cfg.upstreamTimeoutMs,
       });
   const agents: AgentGateway = options.agents ?? gateway!;

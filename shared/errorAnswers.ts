@@ -105,6 +105,7 @@ export const ANSWERS: Record<ErrorCode, ErrorAnswer> = {
   EH_IDP_UNREACHABLE: badGateway,
   EH_EGRESS_DENIED: forbidden,
   EH_NO_AGENT: badGateway,
+  EH_TARGET_DOWN_AT_AGENTS: badGateway,
   EH_AGENT_REFUSED_TARGET: badGateway,
   EH_AGENT_TARGET_UNREACHABLE: badGateway,
   EH_TARGET_UNREACHABLE: badGateway,

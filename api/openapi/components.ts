@@ -56,6 +56,10 @@ export const Agent = obj({
   connectedAt: nullableTimestamp,
   lastSeenAt: nullableTimestamp,
   edges: z.array(z.string()).meta({ description: 'the edges it is connected to' }),
+  weight: z.number().int().min(1).max(100).meta({ description: "its share of the environment's new requests against its peers' (`edgehub agent run --weight`; 1 while not connected)" }),
+  priority: z.number().int().min(0).max(9).meta({ description: 'lower is preferred: agents of a higher number take requests only when none of a lower is usable (`--priority`; 0 while not connected)' }),
+  draining: z.boolean().meta({ description: 'draining: it takes no new requests and stops once those in flight finish' }),
+  targetsDown: z.array(z.string()).meta({ description: 'ids of the shares whose target it reports it cannot reach' }),
 }).meta({ id: 'Agent' });
 
 export const AgentEnrollment = obj({ envZId: id, hubId: id, jwt: z.string(), url: z.string(), expiresAt: nullableTimestamp }).meta({ id: 'AgentEnrollment' });
