@@ -1,0 +1,232 @@
+/**
+ * Agent pools, against real agents: three private networks (network namespaces, test/helpers/netns.ts), each with
+ * its own copy of the target answering its own name, so that which agent carried a request is seen in the answer.
+ * Weights and priorities, draining (SIGTERM, `edgehub agent drain`, a second SIGTERM, --drain-timeout) and a rolling
+ * restart under steady load, with outcomes counted.
+ */
+import { mkdtempSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import test from 'ava';
+import WebSocket from 'ws';
+import type { Edge } from '../../edge/server.js';
+import { edgehubCli, enrollAgent, newEnvironment, runAgent as startAgent, startPrivateTarget, type RunningAgent } from '../helpers/agents.js';
+import { edgeRequest, publicFrontendCertificate, routedShare, startTestEdge } from '../helpers/edge.js';
+import { privateNetwork, type PrivateNetwork } from '../helpers/netns.js';
+import { type HubFixture, useStack, waitFor } from '../helpers/stack.js';
+
+const stack = useStack(test, { env: { HUB_EDGE_UPSTREAM_TIMEOUT_MS: '5000', HUB_EDGE_FLUSH_MS: '600000' } });
+stack.onStop(async () => {
+  for (const c of cleanups.reverse()) await c().catch(() => undefined);
+  await edge?.stop(1000);
+  for (const ns of networks) await ns.remove();
+});
+let edge: Edge;
+let hub: HubFixture;
+let networks: PrivateNetwork[] = [];
+const work = mkdtempSync(path.join(process.env.TEST_WORK_DIR ?? os.tmpdir(), 'agent-pools-'));
+const cleanups: (() => Promise<unknown>)[] = [];
+const NAMES = ['A', 'B', 'C'];
+
+test.before(async () => {
+  edge = await startTestEdge({ host: '0.0.0.0' });
+  hub = await stack.hub();
+  networks = await Promise.all(NAMES.map(() => privateNetwork()));
+  await Promise.all(networks.map((ns, i) => startPrivateTarget(ns, NAMES[i])));
+  await publicFrontendCertificate(stack.databaseUrl);
+});
+
+interface Agent extends RunningAgent {
+  dir: string;
+  id: string;
+  /** Resolves with the exit code (set up at start: a stop by signal does not race it). */
+  exited: Promise<number | null>;
+}
+
+/** `edgehub agent run` of an enrolled identity in network `i` (A, B, C), killed when the file ends. */
+function run(i: number, identity: { dir: string; id: string }, extra: string[] = []): Agent {
+  const agent = startAgent(networks[i], identity.dir, [edge.httpsPort!], extra);
+  const exited = new Promise<number | null>((resolve) => {
+    if (agent.child.exitCode !== null) resolve(agent.child.exitCode);
+    agent.child.once('exit', (code) => resolve(code));
+  });
+  cleanups.push(() => agent.stop('SIGKILL'));
+  return { ...agent, ...identity, exited };
+}
+
+const get = (host: string, p = '/whoami') => edgeRequest(edge.httpPort!, host, { path: p });
+
+/** Who answered `n` requests, one after the other: counts by name (and by status for failures). */
+async function tally(host: string, n: number): Promise<Record<string, number>> {
+  const counts: Record<string, number> = {};
+  for (let i = 0; i < n; i++) {
+    const r = await get(host);
+    const key = r.status === 200 ? r.text : `${r.status} ${r.json?.message ?? r.text}`;
+    counts[key] = (counts[key] ?? 0) + 1;
+  }
+  return counts;
+}
+
+test.serial('weights spread requests, a higher priority is a backup used only when no preferred agent is left; out-of-range flags are refused with one line; agents[] shows the pool state', async (t) => {
+  const envZId = await newEnvironment(hub);
+  const { host } = await routedShare(edge, hub, { target: 'http://127.0.0.1:8080', envZId });
+  const ids = await Promise.all(NAMES.map(() => enrollAgent(hub, envZId, work)));
+
+  for (const [flag, value] of [
+    ['--weight', '0'],
+    ['--weight', '101'],
+    ['--priority', '10'],
+    ['--priority', 'first'],
+  ]) {
+    const r = await edgehubCli(['agent', 'run', '--dir', ids[0].dir, flag, value]);
+    t.is(r.code, 2, `${flag} ${value}`);
+    t.regex(r.stderr, new RegExp(`^edgehub: ${flag} '${value}': expected a whole number from \\d to \\d+\\n$`));
+  }
+
+  const a = run(0, ids[0], ['--weight', '1']);
+  const b = run(1, ids[1], ['--weight', '3']);
+  const c = run(2, ids[2], ['--priority', '1', '--weight', '50']);
+  await Promise.all([a, b, c].map((x) => x.printed(/connected to edge/)));
+  await waitFor(async () => edge.agents.connected(hub.hubId, envZId).length === 3, { what: 'three agents on the gateway' });
+
+  const first = await tally(host, 200);
+  t.deepEqual(Object.keys(first).sort(), ['A', 'B'], `only the preferred agents (priority 0) answer: ${JSON.stringify(first)}`);
+  t.true(first.A >= 40 && first.A <= 60 && first.B >= 140 && first.B <= 160, `weights 1:3 over 200 requests: ${JSON.stringify(first)}`);
+
+  const env = await waitFor(
+    async () => {
+      const r = await hub.call('GET', `${hub.h}/environments/${envZId}`);
+      return r.json.agents.every((x: { connected: boolean; weight: number }) => x.connected) && r.json.agents.some((x: { weight: number }) => x.weight === 50) && r.json;
+    },
+    { what: 'the agents connected, with their pool state' },
+  );
+  const shown = Object.fromEntries(env.agents.map((x: { id: string; weight: number; priority: number; draining: boolean; targetsDown: string[] }) => [x.id, [x.weight, x.priority, x.draining, x.targetsDown]]));
+  t.deepEqual(shown, { [ids[0].id]: [1, 0, false, []], [ids[1].id]: [3, 0, false, []], [ids[2].id]: [50, 1, false, []] });
+
+  // B gone: A alone carries them, the backup still none
+  await b.stop('SIGKILL');
+  await waitFor(async () => edge.agents.connected(hub.hubId, envZId).length === 2, { what: 'B gone from the gateway' });
+  t.deepEqual(await tally(host, 20), { A: 20 });
+  // A gone too: the backup takes over at once
+  await a.stop('SIGKILL');
+  await waitFor(async () => edge.agents.connected(hub.hubId, envZId).length === 1, { what: 'A gone from the gateway' });
+  t.deepEqual(await tally(host, 20), { C: 20 });
+  // a preferred agent back: the backup gets nothing new
+  const again = run(0, ids[0]);
+  await again.printed(/connected to edge/);
+  await waitFor(async () => edge.agents.connected(hub.hubId, envZId).length === 2, { what: 'A back on the gateway' });
+  t.deepEqual(await tally(host, 20), { A: 20 });
+});
+
+test.serial('draining: an agent told to drain takes nothing new, lets a WebSocket in flight finish, then exits 0; a second SIGTERM stops it at once; --drain-timeout bounds the wait', async (t) => {
+  const envZId = await newEnvironment(hub);
+  const { host } = await routedShare(edge, hub, { target: 'http://127.0.0.1:8080', envZId });
+  const [ida, idb] = await Promise.all([enrollAgent(hub, envZId, work), enrollAgent(hub, envZId, work)]);
+  const b = run(1, idb);
+  let a = run(0, ida);
+  await Promise.all([a.printed(/connected to edge/), b.printed(/connected to edge/)]);
+  await waitFor(async () => edge.agents.connected(hub.hubId, envZId).length === 2, { what: 'two agents on the gateway' });
+
+  /** A WebSocket through the edge carried by agent A (opened until one lands there). */
+  const socketOnA = async () => {
+    for (let i = 0; i < 20; i++) {
+      const ws = new WebSocket(`ws://127.0.0.1:${edge.httpPort}/ws`, { headers: { host } });
+      await new Promise((resolve, reject) => ws.once('open', resolve).once('error', reject));
+      const said = await echo(ws, 'who');
+      if (said === 'A:who') return ws;
+      ws.close();
+    }
+    throw new Error('no WebSocket landed on A');
+  };
+  /** The echo of `text`, or why none came within 10 s. */
+  const echo = (ws: WebSocket, text: string) =>
+    new Promise<string>((resolve) => {
+      const timer = setTimeout(() => resolve('no echo within 10 s'), 10_000);
+      ws.once('message', (d) => (clearTimeout(timer), resolve(d.toString())));
+      ws.once('close', () => (clearTimeout(timer), resolve('closed')));
+      ws.send(text);
+    });
+
+  // edgehub agent drain: A is draining while its WebSocket lives; new requests all go to B; the socket still works
+  let ws = await socketOnA();
+  const drain = edgehubCli(['agent', 'drain', '--dir', ida.dir]);
+  await a.printed(/^draining: /);
+  await waitFor(async () => (await hub.call('GET', `${hub.h}/environments/${envZId}`)).json.agents.find((x: { id: string }) => x.id === ida.id)?.draining === true, {
+    what: 'A shown draining',
+  });
+  t.deepEqual(await tally(host, 20), { B: 20 }, 'nothing new to the draining agent');
+  t.is(await echo(ws, 'still'), 'A:still', 'the WebSocket in flight still carried');
+  t.is(a.child.exitCode, null, 'A waits for its WebSocket');
+  ws.close();
+  t.is(await a.exited, 0);
+  t.true(a.lines.includes('drained: everything in flight finished'), a.lines.join(' | '));
+  const drained = await drain;
+  t.is(drained.code, 0, drained.stderr);
+  t.regex(drained.stdout, /agent \d+ drained and stopped/);
+  // no agent running with that folder any more: one line
+  const none = await edgehubCli(['agent', 'drain', '--dir', ida.dir]);
+  t.is(none.code, 1);
+  t.regex(none.stderr, /^edgehub: no agent is running with /);
+
+  // SIGTERM, then a second SIGTERM: stops at once, the WebSocket in flight notwithstanding
+  a = run(0, ida);
+  await a.printed(/connected to edge/);
+  await waitFor(async () => edge.agents.connected(hub.hubId, envZId).length === 2, { what: 'A back' });
+  ws = await socketOnA();
+  a.child.kill('SIGTERM');
+  await a.printed(/^draining: /);
+  a.child.kill('SIGTERM');
+  t.is(await a.exited, 0);
+  t.true(a.lines.includes('second SIGTERM: stopping at once'), a.lines.join(' | '));
+  ws.terminate();
+
+  // --drain-timeout: what is still open then is closed, and the agent exits 0
+  a = run(0, ida, ['--drain-timeout', '2']);
+  await a.printed(/connected to edge/);
+  await waitFor(async () => edge.agents.connected(hub.hubId, envZId).length === 2, { what: 'A back again' });
+  ws = await socketOnA();
+  const closed = new Promise((resolve) => ws.once('close', resolve));
+  a.child.kill('SIGTERM');
+  t.is(await a.exited, 0);
+  t.true(a.lines.some((l) => /^drain timeout: streams still open after 2 s were closed$/.test(l)), a.lines.join(' | '));
+  await waitFor(() => Promise.race([closed.then(() => true), new Promise<boolean>((resolve) => setTimeout(() => resolve(false), 1000))]), { what: 'the WebSocket closed' });
+  t.is((await get(host)).text, 'B');
+});
+
+test.serial('a rolling restart of every agent of an environment, one at a time, under steady load, fails no request', async (t) => {
+  const envZId = await newEnvironment(hub);
+  const { host } = await routedShare(edge, hub, { target: 'http://127.0.0.1:8080', envZId });
+  const ids = await Promise.all(NAMES.map(() => enrollAgent(hub, envZId, work)));
+  const agents = NAMES.map((_, i) => run(i, ids[i]));
+  await Promise.all(agents.map((x) => x.printed(/connected to edge/)));
+  await waitFor(async () => edge.agents.connected(hub.hubId, envZId).length === 3, { what: 'three agents on the gateway' });
+
+  // steady load: 8 clients, each a request after the other (slow answers keep requests in flight at every moment)
+  const outcomes: Record<string, number> = {};
+  let loading = true;
+  const client = async () => {
+    while (loading) {
+      const r = await get(host, '/slow').catch((e: Error) => ({ status: 0, text: e.message, json: undefined }));
+      const key = r.status === 200 && NAMES.includes(r.text) ? 'ok' : `${r.status} ${r.json?.message ?? r.text}`;
+      outcomes[key] = (outcomes[key] ?? 0) + 1;
+    }
+  };
+  const clients = Array.from({ length: 8 }, client);
+  const served = (name: string) => waitFor(async () => (await tally(host, 6))[name] > 0, { what: `${name} serving again` });
+
+  for (let i = 0; i < agents.length; i++) {
+    // one by SIGTERM, one by edgehub agent drain, one by SIGTERM again
+    if (i === 1) t.is((await edgehubCli(['agent', 'drain', '--dir', ids[i].dir])).code, 0);
+    else agents[i].child.kill('SIGTERM');
+    t.is(await agents[i].exited, 0, `${NAMES[i]} drained and exited 0`);
+    agents[i] = run(i, ids[i]);
+    await agents[i].printed(/connected to edge/);
+    await waitFor(async () => edge.agents.connected(hub.hubId, envZId).length === 3, { what: `${NAMES[i]} back on the gateway` });
+    await served(NAMES[i]);
+  }
+  loading = false;
+  await Promise.all(clients);
+  const failed = Object.entries(outcomes).filter(([k]) => k !== 'ok');
+  t.deepEqual(failed, [], `failed requests during the rolling restart (of ${Object.values(outcomes).reduce((x, y) => x + y, 0)})`);
+  t.true((outcomes.ok ?? 0) >= 50, `requests carried: ${outcomes.ok}`);
+});
