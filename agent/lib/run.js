@@ -8,8 +8,10 @@
 import { EnrollError } from './errors.js';
 import { certificateExpiry } from './identity.js';
 import { renew, renewalDue } from './renew.js';
+import { TargetHealth } from './health.js';
 import { EdgeLink } from './link.js';
 import { PoolState } from './pool.js';
+import { parseAuthority } from './protocol.js';
 
 const DAY_MS = 24 * 60 * 60_000;
 /** How often the agent looks whether its certificate is due for renewal (EDGEHUB_AGENT_RENEW_CHECK_MS overrides it). */
@@ -73,6 +75,7 @@ export class AgentRunner {
     }, DAY_MS);
     this.expiryTimer.unref();
     for (const address of this.given) this.links.set(address, new EdgeLink(address, this.linkOptions, 'given').start());
+    this.health = new TargetHealth(() => this.carried(), this.pool, this.options.log).start();
     if (this.options.dir) {
       this.renewTimer = setInterval(() => void this.renewIfDue(), RENEW_CHECK_MS);
       this.renewTimer.unref();
@@ -81,6 +84,8 @@ export class AgentRunner {
     return this;
   }
 
+  /** @type {TargetHealth | undefined} */
+  health;
   /** @type {NodeJS.Timeout | undefined} */
   expiryTimer;
   /** @type {NodeJS.Timeout | undefined} */
@@ -146,6 +151,14 @@ export class AgentRunner {
     }
   }
 
+  /** The targets this agent carries: those its edges told it, as far as its --allow patterns admit them. */
+  carried() {
+    /** @type {Set<string>} */
+    const out = new Set();
+    for (const link of this.links.values()) for (const t of link.targets) if (!link.refusal(t, parseAuthority(t))) out.add(t);
+    return out;
+  }
+
   /** Streams the edges have open through this agent, on every connection. */
   active() {
     let n = 0;
@@ -173,6 +186,7 @@ export class AgentRunner {
   async stop() {
     clearInterval(this.expiryTimer);
     clearInterval(this.renewTimer);
+    this.health?.stop();
     this.stopped = true;
     await Promise.all([...this.links.values()].map((l) => l.stop()));
   }

@@ -88,7 +88,10 @@ export class AgentStreamError extends Error {
   }
 }
 
-/** A stream the agent never answered: nothing reached the target, so it may be opened through another agent. */
+/**
+ * A stream that reached no target (the agent never answered it, or could not connect to the target): it may be
+ * opened through another agent.
+ */
 class Unanswered extends Error {}
 
 export class AgentGatewayServer implements AgentGateway {
@@ -438,16 +441,25 @@ export class AgentGatewayServer implements AgentGateway {
    */
   async openStream(hubId: string, envZId: string, authority: string, preferred?: Link): Promise<Duplex> {
     const tried = new Set<Link>();
-    for (let attempt = 0; ; attempt++) {
-      const link = preferred && attempt === 0 && this.open(preferred) ? await this.told(preferred, authority) : undefined;
-      const usable = link && choose([link], authority) === link ? link : await this.choose(hubId, envZId, authority, tried);
+    let last: AgentStreamError | undefined;
+    for (let attempt = 0; attempt < 3; attempt++) {
+      let usable: Link;
+      try {
+        const link = preferred && attempt === 0 && this.open(preferred) ? await this.told(preferred, authority) : undefined;
+        usable = link && choose([link], authority) === link ? link : await this.choose(hubId, envZId, authority, tried);
+      } catch (err) {
+        // no other agent to try: the reason the last one gave
+        throw last ?? err;
+      }
       try {
         return await this.stream(usable, authority);
       } catch (err) {
-        if (!(err instanceof Unanswered) || attempt >= 2) throw err instanceof Unanswered ? new AgentStreamError('EDGE_AGENT_UNREACHABLE', err.message) : err;
+        if (!(err instanceof Unanswered)) throw err;
+        last = new AgentStreamError('EDGE_AGENT_UNREACHABLE', err.message);
         tried.add(usable);
       }
     }
+    throw last as AgentStreamError;
   }
 
   /** The link, once it has been told `authority` when it is a target it was not told of yet (a share made a moment ago). */
@@ -517,7 +529,8 @@ export class AgentGatewayServer implements AgentGateway {
         if (status === 200) return resolve(stream);
         const reason = String(headers[ERROR_HEADER] ?? `the agent answered ${status}`);
         stream.close(http2.constants.NGHTTP2_CANCEL);
-        reject(new AgentStreamError(status === 403 ? 'EDGE_AGENT_REFUSED' : 'EDGE_AGENT_UNREACHABLE', reason));
+        // 502: the agent could not connect to the target (nothing reached it): another agent may
+        reject(status === 403 ? new AgentStreamError('EDGE_AGENT_REFUSED', reason) : new Unanswered(reason));
       });
       stream.once('error', (err) => {
         if (answered) return;

@@ -4,16 +4,23 @@
  * Weights and priorities, draining (SIGTERM, `edgehub agent drain`, a second SIGTERM, --drain-timeout) and a rolling
  * restart under steady load, with outcomes counted.
  */
+import type { ChildProcess } from 'node:child_process';
 import { mkdtempSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import test from 'ava';
 import WebSocket from 'ws';
+import { readIdentity } from '../../agent/lib/identity.js';
+import { AgentRunner } from '../../agent/lib/run.js';
 import type { Edge } from '../../edge/server.js';
 import { edgehubCli, enrollAgent, newEnvironment, runAgent as startAgent, startPrivateTarget, type RunningAgent } from '../helpers/agents.js';
-import { edgeRequest, publicFrontendCertificate, routedShare, startTestEdge } from '../helpers/edge.js';
+import { edgeRequest, publicFrontendCertificate, routedShare, startBackend, startTestEdge } from '../helpers/edge.js';
 import { privateNetwork, type PrivateNetwork } from '../helpers/netns.js';
+import { assertRefused } from '../helpers/refusals.js';
 import { type HubFixture, useStack, waitFor } from '../helpers/stack.js';
+
+// the agents probe their targets every 300 ms here (3 s by default): a target is down after three failed probes
+process.env.EDGEHUB_AGENT_PROBE_MS = '300';
 
 const stack = useStack(test, { env: { HUB_EDGE_UPSTREAM_TIMEOUT_MS: '5000', HUB_EDGE_FLUSH_MS: '600000' } });
 stack.onStop(async () => {
@@ -24,6 +31,7 @@ stack.onStop(async () => {
 let edge: Edge;
 let hub: HubFixture;
 let networks: PrivateNetwork[] = [];
+let targets: ChildProcess[] = [];
 const work = mkdtempSync(path.join(process.env.TEST_WORK_DIR ?? os.tmpdir(), 'agent-pools-'));
 const cleanups: (() => Promise<unknown>)[] = [];
 const NAMES = ['A', 'B', 'C'];
@@ -32,7 +40,7 @@ test.before(async () => {
   edge = await startTestEdge({ host: '0.0.0.0' });
   hub = await stack.hub();
   networks = await Promise.all(NAMES.map(() => privateNetwork()));
-  await Promise.all(networks.map((ns, i) => startPrivateTarget(ns, NAMES[i])));
+  targets = await Promise.all(networks.map((ns, i) => startPrivateTarget(ns, NAMES[i])));
   await publicFrontendCertificate(stack.databaseUrl);
 });
 
@@ -229,4 +237,92 @@ test.serial('a rolling restart of every agent of an environment, one at a time, 
   const failed = Object.entries(outcomes).filter(([k]) => k !== 'ok');
   t.deepEqual(failed, [], `failed requests during the rolling restart (of ${Object.values(outcomes).reduce((x, y) => x + y, 0)})`);
   t.true((outcomes.ok ?? 0) >= 50, `requests carried: ${outcomes.ok}`);
+});
+
+/** Stops the target of network `i` (its agent can no longer connect to it). */
+async function stopTarget(i: number): Promise<void> {
+  const child = targets[i];
+  if (child.exitCode !== null || child.signalCode !== null) return;
+  const exited = new Promise((resolve) => child.once('exit', resolve));
+  child.kill('SIGTERM');
+  await waitFor(() => Promise.race([exited.then(() => true), new Promise<boolean>((resolve) => setTimeout(() => resolve(false), 500))]), { what: `target ${NAMES[i]} stopped` });
+}
+
+test.serial('target health: an agent that reports the target down gets none of its requests, a backup takes over, all down is a 502 saying so, and a target back up is used again', async (t) => {
+  const envZId = await newEnvironment(hub);
+  const { host, zId } = await routedShare(edge, hub, { target: 'http://127.0.0.1:8080', envZId });
+  const [ida, idb] = await Promise.all([enrollAgent(hub, envZId, work), enrollAgent(hub, envZId, work)]);
+  const a = run(0, ida);
+  const b = run(1, idb, ['--priority', '1']);
+  await Promise.all([a.printed(/connected to edge/), b.printed(/connected to edge/)]);
+  await waitFor(async () => edge.agents.connected(hub.hubId, envZId).length === 2, { what: 'two agents on the gateway' });
+  t.deepEqual(await tally(host, 10), { A: 10 });
+  const downAt = async () => {
+    const r = await hub.call('GET', `${hub.h}/environments/${envZId}`);
+    return Object.fromEntries(r.json.agents.map((x: { id: string; targetsDown: string[] }) => [x.id === ida.id ? 'A' : 'B', x.targetsDown]));
+  };
+
+  try {
+    // A's target stops: A says so, and the backup B carries every request
+    await stopTarget(0);
+    await a.printed(/^target 127\.0\.0\.1:8080 is down \(3 failed probes\)/);
+    await waitFor(async () => (await downAt()).A?.[0] === zId, { what: "A's targetsDown naming the share" });
+    t.deepEqual(await tally(host, 20), { B: 20 });
+
+    // B's too: a 502 that says the target is down at every agent (not "no agent connected")
+    await stopTarget(1);
+    await b.printed(/^target 127\.0\.0\.1:8080 is down/);
+    const r = await waitFor(
+      async () => {
+        const answer = await get(host);
+        return /down at every agent/.test(answer.json?.message ?? '') && answer;
+      },
+      { what: 'the 502 saying the target is down at every agent' },
+    );
+    assertRefused(t, r, 502, 'bad_gateway', 'EH_TARGET_DOWN_AT_AGENTS');
+    t.deepEqual(await downAt(), { A: [zId], B: [zId] });
+
+    // A's target back: A is up again after its probes, and preferred again
+    targets[0] = await startPrivateTarget(networks[0], 'A');
+    await a.printed(/^target 127\.0\.0\.1:8080 is up again/);
+    await waitFor(async () => (await get(host)).text === 'A', { what: 'A serving again' });
+    t.deepEqual(await tally(host, 20), { A: 20 });
+  } finally {
+    if (targets[0].exitCode !== null || targets[0].signalCode !== null) targets[0] = await startPrivateTarget(networks[0], 'A');
+    if (targets[1].exitCode !== null || targets[1].signalCode !== null) targets[1] = await startPrivateTarget(networks[1], 'B');
+  }
+});
+
+test.serial("an agent's report of a target down that is not its environment's is ignored; of its own share's target, it is heeded", async (t) => {
+  // the agent runs in this process, so that what it reports can be set; its target is on this host
+  const backend = await startBackend((_req, res) => res.end('here'));
+  cleanups.push(() => backend.close());
+  const envZId = await newEnvironment(hub);
+  const { host, zId } = await routedShare(edge, hub, { target: backend.url, envZId });
+  const { dir, id } = await enrollAgent(hub, envZId, work);
+  const runner = new AgentRunner({ identity: readIdentity(dir), edges: [`127.0.0.1:${edge.httpsPort}`], log: () => undefined }).start();
+  cleanups.push(() => runner.stop());
+  await waitFor(async () => (await get(host)).text === 'here', { what: 'the share served through the in-process agent' });
+  const shown = async () => (await hub.call('GET', `${hub.h}/environments/${envZId}`)).json.agents.find((x: { id: string }) => x.id === id);
+
+  runner.pool.setDown('10.9.9.9:80', true);
+  runner.pool.setDown('127.0.0.1:1', true);
+  await waitFor(async () => (await shown())?.connected, { what: 'the agent shown connected' });
+  t.deepEqual(await tally(host, 10), { here: 10 }, 'still served: the claims name no target of its environment');
+  t.deepEqual((await shown()).targetsDown, []);
+
+  runner.pool.setDown(`127.0.0.1:${backend.port}`, true);
+  const r = await waitFor(
+    async () => {
+      const answer = await get(host);
+      return answer.status === 502 && answer;
+    },
+    { what: 'the 502 once its own target is reported down' },
+  );
+  assertRefused(t, r, 502, 'bad_gateway', 'EH_TARGET_DOWN_AT_AGENTS');
+  t.regex(r.json.message, new RegExp(`target 127\\.0\\.0\\.1:${backend.port} is down at every agent of environment ${envZId}`));
+  await waitFor(async () => (await shown())?.targetsDown?.[0] === zId, { what: 'targetsDown naming the share' });
+  runner.pool.setDown(`127.0.0.1:${backend.port}`, false);
+  await waitFor(async () => (await get(host)).text === 'here', { what: 'served again once reported up' });
+  t.pass();
 });
