@@ -21,15 +21,16 @@
 import { createHash } from 'node:crypto';
 import http2, { type ClientHttp2Session } from 'node:http2';
 import type { Duplex } from 'node:stream';
-import tls, { type TLSSocket } from 'node:tls';
+import type { TLSSocket } from 'node:tls';
 import type { buildConnector } from 'undici';
-import { AGENT_ALPN, authorityOf, EDGES_PATH, ERROR_HEADER, STATE_PATH, TARGETS_PATH, targetAuthority } from '../../agent/lib/protocol.js';
+import { AGENT_ALPN, EDGES_PATH, TARGETS_PATH, targetAuthority } from '../../agent/lib/protocol.js';
 import { logger } from '../../shared/logger.js';
 import type { AgentGateway, ShareRoute } from '../types.js';
 import { envKey, type AgentDirectory, type AgentRecord } from './directory.js';
 import { type FloodWatch, watchFloods } from './floods.js';
 import { AgentAdmission, MAX_STREAMS_PER_CONNECTION, SESSION_LIMITS } from './limits.js';
-import { applyState, choose, type PoolMember, poolDefaults } from './pool.js';
+import { applyState, choose, type PoolMember, poolDefaults, readStateStream } from './pool.js';
+import { AgentStreamError, connectStream, streamConnector, Unanswered } from './streams.js';
 import type { Presence } from './presence.js';
 
 /** Per-stream receive window: bounds what one stream buffers when its reader is slow (back-pressure). */
@@ -53,7 +54,7 @@ export interface GatewayOptions {
   sharesOf?: (hubId: string, envZId: string) => { zId: string; authority: string }[];
 }
 
-/** Largest line of an agent's state stream. */
+/** Largest answer to a list of targets. */
 const MAX_STATE_LINE = 256 << 10;
 let linkIds = 0;
 
@@ -77,22 +78,6 @@ interface Link extends PoolMember {
   closing: boolean;
   connector?: buildConnector.connector;
 }
-
-/** A stream to a target could not be opened: no agent, the agent refused, or the target is unreachable from it. */
-export class AgentStreamError extends Error {
-  constructor(
-    readonly code: 'EDGE_NO_AGENT' | 'EDGE_TARGET_DOWN' | 'EDGE_AGENT_REFUSED' | 'EDGE_AGENT_UNREACHABLE' | 'ETIMEDOUT',
-    message: string,
-  ) {
-    super(message);
-  }
-}
-
-/**
- * A stream that reached no target (the agent never answered it, or could not connect to the target): it may be
- * opened through another agent.
- */
-class Unanswered extends Error {}
 
 export class AgentGatewayServer implements AgentGateway {
   readonly alpn = AGENT_ALPN;
@@ -263,37 +248,7 @@ export class AgentGatewayServer implements AgentGateway {
 
   /** Reads the agent's state stream (one JSON line per change) for as long as the connection lasts. */
   private watchState(link: Link): void {
-    if (link.session.destroyed || link.session.closed) return;
-    let stream: http2.ClientHttp2Stream;
-    try {
-      stream = link.session.request({ ':method': 'GET', ':path': STATE_PATH });
-      link.floods.track(stream);
-    } catch {
-      return;
-    }
-    stream.on('error', () => undefined);
-    stream.end();
-    stream.once('response', (headers) => {
-      // an older agent knows no state stream (404): its state stays what its answer said
-      if (Number(headers[':status']) !== 200) return void stream.resume();
-      let buffered = '';
-      stream.setEncoding('utf8');
-      stream.on('data', (chunk: string) => {
-        buffered += chunk;
-        let newline = buffered.indexOf('\n');
-        while (newline >= 0) {
-          const line = buffered.slice(0, newline);
-          buffered = buffered.slice(newline + 1);
-          try {
-            this.applyState(link, JSON.parse(line));
-          } catch {
-            logger.warn({ agentId: link.agent.id }, 'edge: agent state line is not JSON; ignored');
-          }
-          newline = buffered.indexOf('\n');
-        }
-        if (buffered.length > MAX_STATE_LINE) stream.close(http2.constants.NGHTTP2_CANCEL);
-      });
-    });
+    readStateStream(link, (said) => this.applyState(link, said));
   }
 
   /**
@@ -383,42 +338,17 @@ export class AgentGatewayServer implements AgentGateway {
     // this request's agent connection, chosen now: the pools keep target connections per agent connection
     const chosen = this.pick(route.hubId, route.envZId, targetAuthority(route.target));
     if (typeof chosen === 'object') {
-      chosen.connector ??= this.connector(route.hubId, route.envZId, chosen);
+      chosen.connector ??= streamConnector((authority) => this.openStream(route.hubId, route.envZId, authority, chosen), this.o.connectTimeoutMs);
       return { key: `agents ${key} via ${chosen.id}`, connect: chosen.connector };
     }
     // none usable right now: the environment's connector waits for an agent taking its targets, or fails with why
     let connect = this.connectors.get(key);
     if (!connect) {
-      connect = this.connector(route.hubId, route.envZId, undefined);
+      const { hubId, envZId } = route;
+      connect = streamConnector((authority) => this.openStream(hubId, envZId, authority), this.o.connectTimeoutMs);
       this.connectors.set(key, connect);
     }
     return { key: `agents ${key}`, connect };
-  }
-
-  /** Connections to targets through the environment's agents, through `preferred` while it is usable. */
-  private connector(hubId: string, envZId: string, preferred: Link | undefined): buildConnector.connector {
-    return (opts, callback) => {
-      const https = opts.protocol === 'https:';
-      const authority = authorityOf(opts.hostname, Number(opts.port) || (https ? 443 : 80));
-      this.openStream(hubId, envZId, authority, preferred).then(
-        (stream) => {
-          if (!https) return callback(null, stream as never);
-          // an https target: TLS end to end from the edge, through the agent's stream
-          const servername = opts.servername ?? (/^[\d.]+$|:/.test(opts.hostname) ? undefined : opts.hostname);
-          const secure = tls.connect({ socket: stream, servername, ALPNProtocols: ['http/1.1'] });
-          const timer = setTimeout(() => secure.destroy(new AgentStreamError('ETIMEDOUT', `TLS with ${authority} through the agent timed out`)), this.o.connectTimeoutMs);
-          secure.once('secureConnect', () => {
-            clearTimeout(timer);
-            callback(null, secure as never);
-          });
-          secure.once('error', (err) => {
-            clearTimeout(timer);
-            callback(err, null);
-          });
-        },
-        (err) => callback(err as Error, null),
-      );
-    };
   }
 
   /** Whether a connection may take a new stream at all (whatever it serves). */
@@ -452,7 +382,7 @@ export class AgentGatewayServer implements AgentGateway {
         throw last ?? err;
       }
       try {
-        return await this.stream(usable, authority);
+        return await connectStream(usable, authority, this.o.connectTimeoutMs);
       } catch (err) {
         if (!(err instanceof Unanswered)) throw err;
         last = new AgentStreamError('EDGE_AGENT_UNREACHABLE', err.message);
@@ -495,50 +425,6 @@ export class AgentGatewayServer implements AgentGateway {
     if (chosen === 'down') throw new AgentStreamError('EDGE_TARGET_DOWN', `the share's target ${authority} is down at every agent of environment ${envZId} (each reports it cannot reach it)`);
     if (chosen === 'none') throw new AgentStreamError('EDGE_NO_AGENT', `no agent connected for environment ${envZId}: the share's target is reached only through its agents`);
     return chosen;
-  }
-
-  /** A CONNECT stream through `link`; an Unanswered error when the agent never answered it (safe to try elsewhere). */
-  private stream(link: Link, authority: string): Promise<Duplex> {
-    const { envZId } = link.agent;
-    return new Promise((resolve, reject) => {
-      let stream: http2.ClientHttp2Stream;
-      try {
-        stream = link.session.request({ ':method': 'CONNECT', ':authority': authority }, { endStream: false });
-      } catch (err) {
-        return reject(new Unanswered(`the agent of environment ${envZId} went away (${(err as Error).message})`));
-      }
-      link.streams++;
-      link.floods.track(stream);
-      let answered = false;
-      stream.once('close', () => {
-        link.streams--;
-        if (!answered) {
-          clearTimeout(timer);
-          reject(new Unanswered(`the agent of environment ${envZId} closed the stream to ${authority} unanswered`));
-        }
-      });
-      const timer = setTimeout(() => {
-        answered = true;
-        stream.close(http2.constants.NGHTTP2_CANCEL);
-        reject(new AgentStreamError('ETIMEDOUT', `the agent did not connect to ${authority} in time`));
-      }, this.o.connectTimeoutMs);
-      stream.once('response', (headers) => {
-        answered = true;
-        clearTimeout(timer);
-        const status = Number(headers[':status']);
-        if (status === 200) return resolve(stream);
-        const reason = String(headers[ERROR_HEADER] ?? `the agent answered ${status}`);
-        stream.close(http2.constants.NGHTTP2_CANCEL);
-        // 502: the agent could not connect to the target (nothing reached it): another agent may
-        reject(status === 403 ? new AgentStreamError('EDGE_AGENT_REFUSED', reason) : new Unanswered(reason));
-      });
-      stream.once('error', (err) => {
-        if (answered) return;
-        answered = true;
-        clearTimeout(timer);
-        reject(new Unanswered(`the agent's stream to ${authority} failed (${err.message})`));
-      });
-    });
   }
 
   /** No new agents; each connection finishes its open streams (at most `graceMs`) and closes. */

@@ -6,11 +6,17 @@
  * to its running score, takes the highest and takes the total off it, so 1:3 gives B B A B, B B A B...).
  *
  * What a member says of itself comes from the agent (its answer to its targets and its state stream, agent/lib/
- * protocol.js) and is checked here: numbers out of range fall back to the defaults, and a target reported down that
+ * protocol.js, read here) and is checked here: numbers out of range fall back to the defaults, and a target reported down that
  * is not one of its environment's is ignored (and logged by the caller).
  */
 
-import { PRIORITY, WEIGHT } from '../../agent/lib/protocol.js';
+import http2, { type ClientHttp2Session } from 'node:http2';
+import { PRIORITY, STATE_PATH, WEIGHT } from '../../agent/lib/protocol.js';
+import { logger } from '../../shared/logger.js';
+import type { FloodWatch } from './floods.js';
+
+/** Largest line of an agent's state stream. */
+const MAX_STATE_LINE = 256 << 10;
 
 export interface PoolMember {
   weight: number;
@@ -88,4 +94,43 @@ export function choose<M extends PoolMember>(usable: Iterable<M>, authority: str
   }
   best.current -= total;
   return best;
+}
+
+/**
+ * Opens the agent's state stream (GET /edgehub/v1/state) and hands each JSON line to `take` for as long as the
+ * connection lasts; an older agent answers 404 and its state stays what its answer to its targets said.
+ */
+export function readStateStream(link: { session: ClientHttp2Session; floods: FloodWatch; agent: { id: string } }, take: (said: unknown) => void): void {
+  if (link.session.destroyed || link.session.closed) return;
+  let stream: http2.ClientHttp2Stream;
+  try {
+    stream = link.session.request({ ':method': 'GET', ':path': STATE_PATH });
+    link.floods.track(stream);
+  } catch {
+    return;
+  }
+  stream.on('error', () => undefined);
+  stream.end();
+  stream.once('response', (headers) => {
+    if (Number(headers[':status']) !== 200) return void stream.resume();
+    let buffered = '';
+    stream.setEncoding('utf8');
+    stream.on('data', (chunk: string) => {
+      buffered += chunk;
+      let newline = buffered.indexOf('\n');
+      while (newline >= 0) {
+        const line = buffered.slice(0, newline);
+        buffered = buffered.slice(newline + 1);
+        let said: unknown;
+        try {
+          said = JSON.parse(line);
+        } catch {
+          logger.warn({ agentId: link.agent.id }, 'edge: agent state line is not JSON; ignored');
+        }
+        if (said !== undefined) take(said);
+        newline = buffered.indexOf('\n');
+      }
+      if (buffered.length > MAX_STATE_LINE) stream.close(http2.constants.NGHTTP2_CANCEL);
+    });
+  });
 }
