@@ -18,6 +18,7 @@ interface RouteRow {
   oauth_email_domains: string[] | null;
   oauth_check_interval: string | null;
   inspect: boolean;
+  affinity: 'none' | 'client-ip' | 'cookie' | null;
   frontend_id: string;
   url_template: string;
   ap_id: string | null;
@@ -31,7 +32,7 @@ interface RouteRow {
 
 /** Every ACTIVE share on every active frontend it is published on, with its auth provider (one row per host). */
 const ROUTES_SQL = `
-  SELECT s.z_id, s.hub_id, s.env_z_id, e.reach, s.target, s.mutual_tls, s.target_protocol, s.oauth_email_domains, s.oauth_check_interval, s.inspect,
+  SELECT s.z_id, s.hub_id, s.env_z_id, e.reach, s.target, s.mutual_tls, s.target_protocol, s.oauth_email_domains, s.oauth_check_interval, s.inspect, s.affinity,
          f.id AS frontend_id, f.url_template,
          ap.id AS ap_id, ap.type AS ap_type, ap.client_id AS ap_client_id, ap.client_secret_sealed AS ap_client_secret_sealed,
          ap.issuer_url AS ap_issuer_url, ap.scopes AS ap_scopes, ap.email_patterns AS ap_email_patterns
@@ -169,6 +170,7 @@ export class RouteTable {
       emailDomains: row.oauth_email_domains?.length ? row.oauth_email_domains : null,
       checkIntervalMs: (row.oauth_check_interval && durationMs(row.oauth_check_interval)) || DEFAULT_CHECK_INTERVAL_MS,
       inspect: row.inspect,
+      affinity: row.affinity ?? 'none',
     });
     const hosts = hostsByShare.get(row.z_id);
     if (hosts) hosts.push(host);

@@ -11,6 +11,7 @@ import { logger } from '../shared/logger.js';
 import { insertSamples, type UsageRow } from '../shared/metrics/store.js';
 import { accessControl } from './access/index.js';
 import { AgentDirectory } from './agents/directory.js';
+import { affinityKey } from './agents/affinity.js';
 import { AgentGatewayServer } from './agents/gateway.js';
 import { LiveEdges } from './agents/liveEdges.js';
 import { Presence } from './agents/presence.js';
@@ -119,6 +120,7 @@ export async function startEdge(options: EdgeOptions = {}): Promise<Edge> {
         // what an agent may connect to: its environment's share targets and IPsec share targets
         targetsOf: (hubId: string, envZId: string): string[] => [...routes.targetsOf(hubId, envZId), ...tcp.targetsOf(hubId, envZId), ...(ipsec?.targetsOf(hubId, envZId) ?? [])],
         sharesOf: (hubId: string, envZId: string) => [...routes.sharesOf(hubId, envZId), ...tcp.sharesOf(hubId, envZId)],
+        affinityKey: affinityKey(config().secretKey),
         connectTimeoutMs: cfg.upstreamTimeoutMs,
       });
   const agents: AgentGateway = options.agents ?? gateway!;
@@ -127,7 +129,7 @@ export async function startEdge(options: EdgeOptions = {}): Promise<Edge> {
     timeoutMs: cfg.upstreamTimeoutMs,
     readTimeoutMs: cfg.upstreamReadTimeoutMs,
     ownPorts: () => ownPorts,
-    connectorFor: (route) => agents.connectorFor(route),
+    connectorFor: (route, sticky) => agents.connectorFor(route, sticky),
   });
   const mark = hopMark(config().secretKey);
   const inspection = options.inspect === false || !redisConfigured() ? undefined : startInspection({ edge: id, routeOf: (zId) => routes.byShare(zId), pools, meter, via: `1.1 ${mark}` });

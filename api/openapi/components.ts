@@ -124,6 +124,9 @@ export const Share = obj({
   oauthAuthorizationCheckInterval: z.string().nullable().meta({ description: 'ISO 8601 duration after which a login session is checked again (PT3H unless the share sets it); null without an auth provider' }),
   mutualTls: z.boolean().meta({ description: 'served only over TLS to clients presenting a client certificate of the hub' }),
   inspect: z.boolean().meta({ description: 'exchanges are recorded for the request inspector (GET .../requests)' }),
+  affinity: z
+    .enum(['none', 'client-ip', 'cookie'])
+    .meta({ description: "which agent of an agent-served environment carries a client's requests: 'none' (spread by weight), 'client-ip' (by the client's address) or 'cookie' (a signed cookie edgehub_affinity naming the agent); HTTP shares only; a client moves when its agent is no longer usable" }),
   protocol: z.enum(['http', 'tcp']).meta({ description: "'http' (routed by host) or 'tcp' (a port of HUB_EDGE_TCP_PORTS; frontendEndpoint tcp://HOST:PORT)" }),
   tcpIdleTimeout: z
     .string()

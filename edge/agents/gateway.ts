@@ -25,11 +25,12 @@ import type { TLSSocket } from 'node:tls';
 import type { buildConnector } from 'undici';
 import { AGENT_ALPN, EDGES_PATH, TARGETS_PATH, targetAuthority } from '../../agent/lib/protocol.js';
 import { logger } from '../../shared/logger.js';
-import type { AgentGateway, ShareRoute } from '../types.js';
+import type { AgentGateway, ShareRoute, Sticky } from '../types.js';
 import { envKey, type AgentDirectory, type AgentRecord } from './directory.js';
 import { type FloodWatch, watchFloods } from './floods.js';
 import { AgentAdmission, MAX_STREAMS_PER_CONNECTION, SESSION_LIMITS } from './limits.js';
-import { applyState, choose, type PoolMember, poolDefaults, readStateStream } from './pool.js';
+import { affinityCookie, affinityToken, byClient, names } from './affinity.js';
+import { applyState, byWeight, choose, eligible, type PoolMember, poolDefaults, readStateStream } from './pool.js';
 import { AgentStreamError, connectStream, streamConnector, Unanswered } from './streams.js';
 import type { Presence } from './presence.js';
 
@@ -52,6 +53,8 @@ export interface GatewayOptions {
   edges?: () => { addresses: string[]; self: string[] };
   /** The environment's shares with their targets (host:port): what targets reported down are shown as. */
   sharesOf?: (hubId: string, envZId: string) => { zId: string; authority: string }[];
+  /** The key affinity cookies are made with (edge/agents/affinity.ts). */
+  affinityKey?: Buffer;
 }
 
 /** Largest answer to a list of targets. */
@@ -331,12 +334,13 @@ export class AgentGatewayServer implements AgentGateway {
     return (this.byEnv.get(envKey(hubId, envZId)) ?? []).filter((l) => l.ready).map((l) => l.agent.id);
   }
 
-  connectorFor(route: ShareRoute): { key: string; connect: buildConnector.connector } | undefined {
+  connectorFor(route: ShareRoute, sticky?: Sticky): { key: string; connect: buildConnector.connector } | undefined {
     // reach 'agent' (the default of anything unknown): through agents or not at all, never directly
     if (route.reach === 'edge') return undefined;
     const key = envKey(route.hubId, route.envZId);
     // this request's agent connection, chosen now: the pools keep target connections per agent connection
-    const chosen = this.pick(route.hubId, route.envZId, targetAuthority(route.target));
+    const authority = targetAuthority(route.target);
+    const chosen = sticky && this.o.affinityKey ? this.pickSticky(route, authority, sticky, this.o.affinityKey) : this.pick(route.hubId, route.envZId, authority);
     if (typeof chosen === 'object') {
       chosen.connector ??= streamConnector((authority) => this.openStream(route.hubId, route.envZId, authority, chosen), this.o.connectTimeoutMs);
       return { key: `agents ${key} via ${chosen.id}`, connect: chosen.connector };
@@ -362,6 +366,26 @@ export class AgentGatewayServer implements AgentGateway {
       (this.byEnv.get(envKey(hubId, envZId)) ?? []).filter((l) => this.open(l, exclude)),
       authority,
     );
+  }
+
+  /**
+   * The connection a sticky request goes to: the one its client's address hashes to, or the one its cookie names
+   * (else one chosen by weight, and `sticky.setCookie` says the cookie naming it).
+   */
+  private pickSticky(route: ShareRoute, authority: string, sticky: Sticky, key: Buffer): Link | 'none' | 'unserved' | 'down' {
+    const up = eligible(
+      (this.byEnv.get(envKey(route.hubId, route.envZId)) ?? []).filter((l) => this.open(l)),
+      authority,
+    );
+    if (typeof up === 'string') return up;
+    if (sticky.affinity === 'client-ip') return byClient(up, sticky.clientIp);
+    const cookie = sticky.cookie;
+    // a cookie naming no usable agent of this share (foreign, unknown, gone) is ignored
+    const named = cookie ? up.find((l) => names(key, route.zId, l.agent.id, cookie)) : undefined;
+    if (named) return named;
+    const chosen = byWeight(up);
+    sticky.setCookie = affinityCookie(affinityToken(key, route.zId, chosen.agent.id), sticky.secure);
+    return chosen;
   }
 
   /**

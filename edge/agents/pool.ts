@@ -62,11 +62,12 @@ export function applyState(member: PoolMember, body: unknown, known: ReadonlySet
 export const serves = (member: PoolMember, authority: string) => !member.serves || member.serves.has(authority);
 
 /**
- * The member to carry a new stream to `authority` among `usable` (connected and with room), or why there is none:
- * 'none' when every one is draining (or there is none), 'unserved' when none that is not draining serves it, 'down'
- * when every one that serves it reports it down.
+ * The members that may carry a new stream to `authority` among `usable` (connected and with room): those that serve
+ * it, are not draining and do not report it down, of the lowest priority among them. Or why there is none: 'none'
+ * when every one is draining (or there is none), 'unserved' when none that is not draining serves it, 'down' when
+ * every one that serves it reports it down.
  */
-export function choose<M extends PoolMember>(usable: Iterable<M>, authority: string): M | 'none' | 'unserved' | 'down' {
+export function eligible<M extends PoolMember>(usable: Iterable<M>, authority: string): M[] | 'none' | 'unserved' | 'down' {
   let up: M[] = [];
   let anyOpen = false;
   let anyServing = false;
@@ -84,6 +85,17 @@ export function choose<M extends PoolMember>(usable: Iterable<M>, authority: str
     if (m.priority === tier) up.push(m);
   }
   if (!up.length) return anyServing ? 'down' : anyOpen ? 'unserved' : 'none';
+  return up;
+}
+
+/** The eligible member (above) to carry a new stream, by weight, or why there is none. */
+export function choose<M extends PoolMember>(usable: Iterable<M>, authority: string): M | 'none' | 'unserved' | 'down' {
+  const up = eligible(usable, authority);
+  return typeof up === 'string' ? up : byWeight(up);
+}
+
+/** Smooth weighted round robin among `up` (not empty). */
+export function byWeight<M extends PoolMember>(up: M[]): M {
   if (up.length === 1) return up[0];
   let total = 0;
   let best = up[0];

@@ -27,6 +27,8 @@ export interface ShareInput {
   authProviderId?: string | null;
   mutualTls?: boolean;
   inspect?: boolean;
+  /** Which agent a client's requests go to: any ('none'), by client address, or by a cookie naming the agent. */
+  affinity?: 'none' | 'client-ip' | 'cookie';
   targetProtocol?: 'http1' | 'h2';
   protocol?: 'http' | 'tcp';
   oauthEmailDomains?: string[] | null;
@@ -35,7 +37,7 @@ export interface ShareInput {
   tcpIdleTimeout?: string | null;
 }
 
-export type ShareUpdate = Partial<Pick<ShareInput, 'mutualTls' | 'inspect' | 'authProviderId' | 'oauthEmailDomains' | 'oauthAuthorizationCheckInterval' | 'tcpIdleTimeout'>>;
+export type ShareUpdate = Partial<Pick<ShareInput, 'mutualTls' | 'inspect' | 'affinity' | 'authProviderId' | 'oauthEmailDomains' | 'oauthAuthorizationCheckInterval' | 'tcpIdleTimeout'>>;
 
 const idleTimeoutRefused = "property '$.tcpIdleTimeout' is for TCP shares: an HTTP share's connections are kept by its clients' keep-alive";
 
@@ -103,6 +105,11 @@ export function endpointOf(urlTemplate: string, zId: string, mutualTls: boolean)
  * Inspection records HTTP/1.1 exchanges with the target: a share that carries raw TCP streams has none to record,
  * and one that speaks HTTP/2 to its target (gRPC) is not recorded yet; both are refused rather than left silent.
  */
+/** Affinity chooses the agent of each HTTP request: a TCP share's connections are spread by weight alone. */
+function refuseCookieAffinity(protocol: unknown, affinity: string | undefined): void {
+  if (protocol === 'tcp' && affinity && affinity !== 'none') throw badRequest(`property '$.affinity' is for HTTP shares: a TCP share takes only 'none'`);
+}
+
 function refuseInspection(share: { protocol?: unknown; targetProtocol?: unknown }, inspect: boolean | undefined): void {
   if (!inspect) return;
   if (share.protocol === 'tcp') throw badRequest(`property '$.inspect' is for HTTP shares: a TCP share carries streams, not requests to record`);
@@ -151,6 +158,7 @@ export async function createShare(hubId: string, input: ShareInput, createdBy: s
   const refused = targetRefusal(input);
   if (refused) throw badRequest(refused);
   refuseInspection(input, input.inspect);
+  refuseCookieAffinity(input.protocol, input.affinity);
   if (input.tcpIdleTimeout && input.protocol !== 'tcp') throw badRequest(idleTimeoutRefused);
   for (let attempt = 1; ; attempt++) {
     try {
@@ -200,6 +208,7 @@ async function createShareOnce(hubId: string, input: ShareInput, createdBy: stri
         authProviderId: authProvider?.id ?? null,
         mutualTls: input.mutualTls ?? false,
         inspect: input.inspect ?? false,
+        affinity: input.affinity ?? 'none',
         targetProtocol: input.targetProtocol ?? 'http1',
         protocol: input.protocol ?? 'http',
         tcpPort,
@@ -227,6 +236,7 @@ export async function updateShare(hubId: string, zId: string, input: ShareUpdate
   const share = await findShare(hubId, zId);
   const tcp = share.get('protocol') === 'tcp';
   refuseInspection({ protocol: share.get('protocol'), targetProtocol: share.get('targetProtocol') }, input.inspect);
+  refuseCookieAffinity(share.get('protocol'), input.affinity);
   const login = tcp ? loginRefusal(input) : undefined;
   if (login) throw badRequest(login);
   if (input.tcpIdleTimeout && !tcp) throw badRequest(idleTimeoutRefused);
@@ -235,6 +245,7 @@ export async function updateShare(hubId: string, zId: string, input: ShareUpdate
   if (authProviderId && !authProvider) throw badRequest(`value for property '$.authProviderId' names no auth provider of this hub: '${authProviderId}'`);
   const changes: Partial<Share['_attributes']> = {};
   if (input.inspect !== undefined) changes.inspect = input.inspect;
+  if (input.affinity !== undefined) changes.affinity = input.affinity;
   if (input.tcpIdleTimeout !== undefined && tcp) changes.tcpIdleTimeout = input.tcpIdleTimeout;
   if (input.authProviderId !== undefined) changes.authProviderId = authProvider?.id ?? null;
   if (input.oauthEmailDomains !== undefined) changes.oauthEmailDomains = input.oauthEmailDomains?.length ? [...new Set(input.oauthEmailDomains.map((d) => d.toLowerCase()))] : null;

@@ -29,6 +29,8 @@ export class Share extends Model<InferAttributes<Share>, InferCreationAttributes
   declare oauthCheckInterval: CreationOptional<string | null>;
   /** Exchanges are recorded by every edge for the share's request inspector. */
   declare inspect: CreationOptional<boolean>;
+  /** Which of its environment's agents a client's requests go to: 'none', 'client-ip' or 'cookie'. */
+  declare affinity: CreationOptional<'none' | 'client-ip' | 'cookie'>;
   declare shareMode: CreationOptional<string>;
   declare backendMode: CreationOptional<string>;
   declare frontendSelection: CreationOptional<string>;
@@ -59,6 +61,7 @@ export function initModel(sequelize: Sequelize): void {
       oauthEmailDomains: { type: DataTypes.JSONB, allowNull: true },
       oauthCheckInterval: { type: DataTypes.TEXT, allowNull: true },
       inspect: { type: DataTypes.BOOLEAN, allowNull: false, defaultValue: false },
+      affinity: { type: DataTypes.TEXT, allowNull: false, defaultValue: 'none' },
       shareMode: { type: DataTypes.TEXT, allowNull: false, defaultValue: 'public' },
       backendMode: { type: DataTypes.TEXT, allowNull: false, defaultValue: 'proxy' },
       frontendSelection: { type: DataTypes.TEXT, allowNull: false, defaultValue: 'public' },

@@ -14,7 +14,7 @@ import { readIdentity } from '../../agent/lib/identity.js';
 import { AgentRunner } from '../../agent/lib/run.js';
 import type { Edge } from '../../edge/server.js';
 import { edgehubCli, enrollAgent, newEnvironment, runAgent as startAgent, startPrivateTarget, type RunningAgent } from '../helpers/agents.js';
-import { edgeRequest, publicFrontendCertificate, routedShare, startBackend, startTestEdge } from '../helpers/edge.js';
+import { edgeRequest, publicFrontendCertificate, publicFrontendId, routedShare, startBackend, startTestEdge } from '../helpers/edge.js';
 import { privateNetwork, type PrivateNetwork } from '../helpers/netns.js';
 import { assertRefused } from '../helpers/refusals.js';
 import { type HubFixture, useStack, waitFor } from '../helpers/stack.js';
@@ -325,4 +325,67 @@ test.serial("an agent's report of a target down that is not its environment's is
   runner.pool.setDown(`127.0.0.1:${backend.port}`, false);
   await waitFor(async () => (await get(host)).text === 'here', { what: 'served again once reported up' });
   t.pass();
+});
+
+test.serial('affinity: a signed cookie keeps a client on its agent until that agent goes; a forged or foreign cookie is ignored; client-ip keeps an address on one agent; bad values are 400s', async (t) => {
+  const envZId = await newEnvironment(hub);
+  const bad = await hub.call('POST', `${hub.h}/shares`, { body: { name: 'x', frontendIds: [await publicFrontendId(hub)], target: 'http://127.0.0.1:8080', envZId, affinity: 'sticky' } });
+  assertRefused(t, bad, 400, 'invalid_request', 'EH_INVALID_REQUEST', '$.affinity');
+  const { host, zId, json } = await routedShare(edge, hub, { target: 'http://127.0.0.1:8080', envZId, affinity: 'cookie' });
+  t.is(json.affinity, 'cookie');
+  const other = await routedShare(edge, hub, { target: 'http://127.0.0.1:8080', envZId, affinity: 'cookie', name: 'other' });
+  const [ida, idb] = await Promise.all([enrollAgent(hub, envZId, work), enrollAgent(hub, envZId, work)]);
+  const agents = [run(0, ida), run(1, idb)];
+  await Promise.all(agents.map((x) => x.printed(/connected to edge/)));
+  await waitFor(async () => edge.agents.connected(hub.hubId, envZId).length === 2, { what: 'two agents on the gateway' });
+
+  const withCookie = (h: string, cookie?: string) => edgeRequest(edge.httpPort!, h, { path: '/whoami', headers: cookie ? { cookie } : {} });
+  const first = await withCookie(host);
+  const setCookie = String(first.headers['set-cookie'] ?? '');
+  t.regex(setCookie, /^edgehub_affinity=[A-Za-z0-9_-]{32}; Path=\/; HttpOnly; SameSite=Lax$/, 'host-only (no Domain), HttpOnly');
+  const cookie = setCookie.split(';')[0];
+  t.false(cookie.includes(ida.id) || cookie.includes(idb.id), 'opaque: the agent id is not in it');
+  const sticky = first.text;
+  const answers = await Promise.all(Array.from({ length: 20 }, () => withCookie(host, `a=1; ${cookie}`)));
+  t.deepEqual([...new Set(answers.map((r) => r.text))], [sticky], 'every request with the cookie on its agent');
+  t.true(answers.every((r) => r.headers['set-cookie'] === undefined), 'no new cookie while its agent is usable');
+  // without the cookie, requests are spread (both agents answer)
+  t.deepEqual(Object.keys(await tally(host, 10)).sort(), ['A', 'B']);
+
+  // a forged cookie, and one the other share set: ignored (answered, a new cookie set), never an error
+  const forged = await withCookie(host, 'edgehub_affinity=AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA');
+  t.is(forged.status, 200);
+  t.regex(String(forged.headers['set-cookie'] ?? ''), /^edgehub_affinity=/);
+  const foreign = String((await withCookie(other.host)).headers['set-cookie'] ?? '').split(';')[0];
+  t.regex(foreign, /^edgehub_affinity=/);
+  const elsewhere = await withCookie(host, foreign);
+  t.is(elsewhere.status, 200);
+  t.regex(String(elsewhere.headers['set-cookie'] ?? ''), /^edgehub_affinity=/, "another share's cookie names no agent of this one");
+
+  // its agent gone: the client moves, and is given a cookie naming the new one
+  const gone = sticky === 'A' ? 0 : 1;
+  await agents[gone].stop('SIGKILL');
+  await waitFor(async () => edge.agents.connected(hub.hubId, envZId).length === 1, { what: 'the sticky agent gone from the gateway' });
+  const moved = await withCookie(host, cookie);
+  t.is(moved.status, 200);
+  t.is(moved.text, NAMES[1 - gone]);
+  const renewed = String(moved.headers['set-cookie'] ?? '').split(';')[0];
+  t.regex(renewed, /^edgehub_affinity=/);
+  t.not(renewed, cookie);
+  agents[gone] = run(gone, gone === 0 ? ida : idb);
+  await agents[gone].printed(/connected to edge/);
+  await waitFor(async () => edge.agents.connected(hub.hubId, envZId).length === 2, { what: 'both agents again' });
+  const staying = await Promise.all(Array.from({ length: 10 }, () => withCookie(host, renewed)));
+  t.deepEqual([...new Set(staying.map((r) => r.text))], [NAMES[1 - gone]], 'a client stays with its new agent when the old one is back');
+
+  // client-ip: every request from this address on one agent; no cookie
+  const patched = await hub.call('PATCH', `${hub.h}/shares/${zId}`, { body: { affinity: 'client-ip' } });
+  t.is(patched.status, 200, patched.text);
+  t.is(patched.json.affinity, 'client-ip');
+  await waitFor(async () => (await withCookie(host)).headers['set-cookie'] === undefined, { what: 'the edge taking the change' });
+  const byIp = await tally(host, 20);
+  t.is(Object.keys(byIp).length, 1, `one agent for one client address: ${JSON.stringify(byIp)}`);
+
+  const tcpBad = await hub.call('POST', `${hub.h}/shares`, { body: { name: 'tcp', frontendIds: [await publicFrontendId(hub)], target: 'tcp://127.0.0.1:9090', protocol: 'tcp', envZId, affinity: 'client-ip' } });
+  assertRefused(t, tcpBad, 400, 'invalid_request', 'EH_INVALID_REQUEST', '$.affinity');
 });
