@@ -31,6 +31,7 @@ import { type FloodWatch, watchFloods } from './floods.js';
 import { AgentAdmission, MAX_STREAMS_PER_CONNECTION, SESSION_LIMITS } from './limits.js';
 import { affinityCookie, affinityToken, byClient, names } from './affinity.js';
 import { applyState, byWeight, choose, eligible, type PoolMember, poolDefaults, readStateStream } from './pool.js';
+import { AgentFigures } from './figures.js';
 import { AgentStreamError, connectStream, streamConnector, Unanswered } from './streams.js';
 import type { Presence } from './presence.js';
 
@@ -79,6 +80,9 @@ interface Link extends PoolMember {
   pingOutstanding: boolean;
   /** The agent sent GOAWAY: it takes no new stream. */
   closing: boolean;
+  socket: TLSSocket;
+  /** Its socket's byte counts when the figures were last scraped (edge/agents/figures.ts). */
+  seen: { read: number; written: number };
   connector?: buildConnector.connector;
 }
 
@@ -88,9 +92,11 @@ export class AgentGatewayServer implements AgentGateway {
   private readonly connectors = new Map<string, buildConnector.connector>();
   private readonly admission = new AgentAdmission();
   private readonly pinger: NodeJS.Timeout;
+  private readonly figures: AgentFigures;
   private closed = false;
 
   constructor(private readonly o: GatewayOptions) {
+    this.figures = new AgentFigures(() => [...this.byEnv.values()].flat());
     this.pinger = setInterval(() => this.ping(), o.pingMs ?? 5_000);
     this.pinger.unref();
   }
@@ -132,6 +138,8 @@ export class AgentGatewayServer implements AgentGateway {
       ready: false,
       pingOutstanding: false,
       closing: false,
+      socket,
+      seen: { read: 0, written: 0 },
     };
     session.once('goaway', () => (link.closing = true));
     session.on('error', (err) => logger.info({ agentId: agent.id, err: err.message }, 'edge: agent connection failed'));
@@ -166,6 +174,7 @@ export class AgentGatewayServer implements AgentGateway {
     if (rest.length) this.byEnv.set(key, rest);
     else this.byEnv.delete(key);
     void this.o.presence.disconnected(link.agent.id);
+    this.figures.closing(link);
     logger.info({ agentId: link.agent.id, peakOverhead: link.floods.peak() }, 'edge: agent disconnected');
   }
 
@@ -342,6 +351,7 @@ export class AgentGatewayServer implements AgentGateway {
     const authority = targetAuthority(route.target);
     const chosen = sticky && this.o.affinityKey ? this.pickSticky(route, authority, sticky, this.o.affinityKey) : this.pick(route.hubId, route.envZId, authority);
     if (typeof chosen === 'object') {
+      this.figures.request(chosen.agent.id);
       chosen.connector ??= streamConnector((authority) => this.openStream(route.hubId, route.envZId, authority, chosen), this.o.connectTimeoutMs);
       return { key: `agents ${key} via ${chosen.id}`, connect: chosen.connector };
     }
@@ -405,9 +415,13 @@ export class AgentGatewayServer implements AgentGateway {
         // no other agent to try: the reason the last one gave
         throw last ?? err;
       }
+      // counted where it was chosen (connectorFor) when it was
+      if (!preferred && attempt === 0) this.figures.request(usable.agent.id);
       try {
         return await connectStream(usable, authority, this.o.connectTimeoutMs);
       } catch (err) {
+        if (err instanceof Unanswered) this.figures.error(usable.agent.id, err.kind);
+        else if (err instanceof AgentStreamError) this.figures.error(usable.agent.id, err.code === 'ETIMEDOUT' ? 'timeout' : 'refused');
         if (!(err instanceof Unanswered)) throw err;
         last = new AgentStreamError('EDGE_AGENT_UNREACHABLE', err.message);
         tried.add(usable);

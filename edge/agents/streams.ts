@@ -24,7 +24,15 @@ export class AgentStreamError extends Error {
  * A stream that reached no target (the agent never answered it, or could not connect to the target): it may be
  * opened through another agent.
  */
-export class Unanswered extends Error {}
+export class Unanswered extends Error {
+  constructor(
+    message: string,
+    /** 'unreachable': the agent answered that it could not connect to the target; else it never answered. */
+    readonly kind: 'unanswered' | 'unreachable' = 'unanswered',
+  ) {
+    super(message);
+  }
+}
 
 /** What a stream needs of an agent connection. */
 export interface StreamLink {
@@ -68,7 +76,7 @@ export function connectStream(link: StreamLink, authority: string, timeoutMs: nu
       const reason = String(headers[ERROR_HEADER] ?? `the agent answered ${status}`);
       stream.close(http2.constants.NGHTTP2_CANCEL);
       // 502: the agent could not connect to the target (nothing reached it): another agent may
-      reject(status === 403 ? new AgentStreamError('EDGE_AGENT_REFUSED', reason) : new Unanswered(reason));
+      reject(status === 403 ? new AgentStreamError('EDGE_AGENT_REFUSED', reason) : new Unanswered(reason, 'unreachable'));
     });
     stream.once('error', (err) => {
       if (answered) return;

@@ -124,6 +124,14 @@ test.serial('weights spread requests, a higher priority is a backup used only wh
   await again.printed(/connected to edge/);
   await waitFor(async () => edge.agents.connected(hub.hubId, envZId).length === 2, { what: 'A back on the gateway' });
   t.deepEqual(await tally(host, 20), { A: 20 });
+
+  // per-agent figures in Prometheus: B carried exactly its requests of the first 200, and bytes both ways
+  const scrape = await stack.call('GET', '/metrics', { auth: stack.admin });
+  t.is(scrape.status, 200);
+  const figure = (name: string, labels: string) => Number(new RegExp(`${name}\\{[^}]*agent="${ids[1].id}"${labels}[^}]*\\} (\\d+)`).exec(scrape.text)?.[1] ?? 0);
+  t.is(figure('edgehub_edge_agent_requests_total', ''), first.B);
+  t.true(figure('edgehub_edge_agent_bytes_total', '[^}]*direction="to_agent"') > 0);
+  t.true(figure('edgehub_edge_agent_bytes_total', '[^}]*direction="from_agent"') > 0);
 });
 
 test.serial('draining: an agent told to drain takes nothing new, lets a WebSocket in flight finish, then exits 0; a second SIGTERM stops it at once; --drain-timeout bounds the wait', async (t) => {
