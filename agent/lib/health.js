@@ -1,10 +1,13 @@
 // @ts-check
 /**
  * Target health as this agent sees it: every PROBE_MS it opens a TCP connection to each target it carries (the
- * targets its edges told it, as far as its --allow patterns admit them) and closes it at once. A target goes down
+ * targets its edges told it, as far as its --allow patterns admit them) and closes it at once; a target whose share
+ * has an HTTP health check is probed with that instead (its method and path; up when the answer has its status). A target goes down
  * after DOWN_AFTER failed probes in a row and comes back after UP_AFTER good ones (a flap does not move traffic), and
  * the pool state (agent/lib/pool.js) tells the edges, which then send that target's requests to other agents.
  */
+import http from 'node:http';
+import https from 'node:https';
 import net from 'node:net';
 import { parseAuthority } from './protocol.js';
 
@@ -35,6 +38,32 @@ function probe(authority) {
   });
 }
 
+/**
+ * One HTTP request of `check` to `authority`; whether it was answered with the check's status within its timeout.
+ * @param {string} authority
+ * @param {import('./protocol.js').TargetCheck} check
+ * @returns {Promise<boolean>}
+ */
+function probeHttp(authority, check) {
+  const target = parseAuthority(authority);
+  if (!target) return Promise.resolve(false);
+  return new Promise((resolve) => {
+    const client = check.tls ? https : http;
+    const timeout = Math.min(check.timeoutMs, Math.max(PROBE_MS, 1000));
+    const req = client.request(
+      { host: target.host, port: target.port, method: check.method, path: check.path, headers: { host: check.host, 'user-agent': 'edgehub-agent health' }, servername: net.isIP(check.host) ? undefined : check.host, agent: false, timeout },
+      (res) => {
+        res.resume();
+        req.destroy();
+        resolve(res.statusCode === check.status);
+      },
+    );
+    req.once('timeout', () => req.destroy(new Error('timed out')));
+    req.once('error', () => resolve(false));
+    req.end();
+  });
+}
+
 export class TargetHealth {
   /** Per target: consecutive failures or successes against its current state. @type {Map<string, { down: boolean; streak: number }>} */
   seen = new Map();
@@ -44,11 +73,13 @@ export class TargetHealth {
 
   /**
    * @param {() => Iterable<string>} targets The targets to probe now.
+   * @param {(target: string) => import('./protocol.js').TargetCheck | undefined} checkOf A target's HTTP check, if it has one.
    * @param {import('./pool.js').PoolState} pool
    * @param {(line: string) => void} log
    */
-  constructor(targets, pool, log) {
+  constructor(targets, checkOf, pool, log) {
     this.targets = targets;
+    this.checkOf = checkOf;
     this.pool = pool;
     this.log = log;
   }
@@ -72,7 +103,12 @@ export class TargetHealth {
         this.seen.delete(gone);
         this.pool.setDown(gone, false);
       }
-      const results = await Promise.all([...now].map(async (t) => /** @type {const} */ ([t, await probe(t)])));
+      const results = await Promise.all(
+        [...now].map(async (t) => {
+          const check = this.checkOf(t);
+          return /** @type {const} */ ([t, await (check ? probeHttp(t, check) : probe(t))]);
+        }),
+      );
       for (const [target, ok] of results) this.record(target, ok);
     } finally {
       this.probing = false;
@@ -88,7 +124,8 @@ export class TargetHealth {
     if (state.streak >= (state.down ? UP_AFTER : DOWN_AFTER)) {
       state.down = !state.down;
       state.streak = 0;
-      this.log(state.down ? `target ${target} is down (${DOWN_AFTER} failed probes): the edges send its requests to other agents` : `target ${target} is up again`);
+      const how = this.checkOf(target) ? 'HTTP check' : 'TCP';
+      this.log(state.down ? `target ${target} is down (${DOWN_AFTER} failed ${how} probes): the edges send its requests to other agents` : `target ${target} is up again`);
       this.pool.setDown(target, state.down);
     }
   }

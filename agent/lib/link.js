@@ -14,7 +14,7 @@ import http2 from 'node:http2';
 import net from 'node:net';
 import tls from 'node:tls';
 import { certificateExpiry } from './identity.js';
-import { AGENT_ALPN, authorityOf, EDGES_PATH, ERROR_HEADER, MAX_EDGES, parseAuthority, STATE_PATH, TARGETS_PATH } from './protocol.js';
+import { AGENT_ALPN, authorityOf, EDGES_PATH, ERROR_HEADER, MAX_EDGES, parseAuthority, parseChecks, STATE_PATH, TARGETS_PATH } from './protocol.js';
 import { PoolState } from './pool.js';
 import { pump } from './pump.js';
 
@@ -50,6 +50,8 @@ export class EdgeLink {
   /** @type {tls.TLSSocket | undefined} */ socket;
   /** @type {import('node:http2').Http2Session | undefined} */ session;
   /** @type {Set<string>} */ targets = new Set();
+  /** The HTTP checks of targets that have one (the share's health check), as the edge last told them. @type {Map<string, import('./protocol.js').TargetCheck>} */
+  checks = new Map();
   /** @type {Promise<void>} */ targetsUpdate = Promise.resolve();
   attempts = 0;
   /** @type {NodeJS.Timeout | undefined} */ timer;
@@ -243,6 +245,7 @@ export class EdgeLink {
       }
       const before = this.targets;
       this.targets = next;
+      this.checks = parseChecks(body.checks, next);
       // what this connection carries of them (its --allow patterns), and its pool state
       const serves = [...next].filter((t) => !this.refusal(t, parseAuthority(t)));
       stream.respond({ ':status': 200, 'content-type': 'application/json' });

@@ -32,6 +32,33 @@ export const PRIORITY = { min: 0, max: 9, default: 0 };
 export const MAX_EDGES = 64;
 
 /**
+ * The HTTP check of a target, as the edge sends it with the targets (`checks: {"host:port": {...}}`): the share's
+ * health check, which the agent probes the target with instead of a bare TCP connection.
+ * @typedef {{ method: string; path: string; status: number; timeoutMs: number; tls: boolean; host: string }} TargetCheck
+ */
+
+/**
+ * The checks of a targets message, those that are well formed and of one of `targets`.
+ * @param {unknown} checks
+ * @param {Set<string>} targets
+ * @returns {Map<string, TargetCheck>}
+ */
+export function parseChecks(checks, targets) {
+  /** @type {Map<string, TargetCheck>} */
+  const out = new Map();
+  if (!checks || typeof checks !== 'object') return out;
+  for (const [target, c] of Object.entries(checks)) {
+    if (!targets.has(target) || !c || typeof c !== 'object') continue;
+    const { method, path, status, timeoutMs, tls, host } = /** @type {Record<string, unknown>} */ (c);
+    if (typeof method !== 'string' || !/^[A-Z]{1,16}$/.test(method) || typeof path !== 'string' || !path.startsWith('/') || path.length > 2048) continue;
+    if (!Number.isInteger(status) || typeof host !== 'string' || !host || host.length > 255) continue;
+    const timeout = Number.isInteger(timeoutMs) ? Math.min(Math.max(/** @type {number} */ (timeoutMs), 100), 60_000) : 5000;
+    out.set(target, { method, path, status: /** @type {number} */ (status), timeoutMs: timeout, tls: tls === true, host });
+  }
+  return out;
+}
+
+/**
  * `host:port` of a target, the form CONNECT names it in (IPv6 in brackets, host in lower case).
  * @param {string} host
  * @param {number | string} port

@@ -75,7 +75,15 @@ export class AgentRunner {
     }, DAY_MS);
     this.expiryTimer.unref();
     for (const address of this.given) this.links.set(address, new EdgeLink(address, this.linkOptions, 'given').start());
-    this.health = new TargetHealth(() => this.carried(), this.pool, this.options.log).start();
+    this.health = new TargetHealth(
+      () => this.carried(),
+      (target) => {
+        for (const link of this.links.values()) if (link.checks.has(target)) return link.checks.get(target);
+        return undefined;
+      },
+      this.pool,
+      this.options.log,
+    ).start();
     if (this.options.dir) {
       this.renewTimer = setInterval(() => void this.renewIfDue(), RENEW_CHECK_MS);
       this.renewTimer.unref();

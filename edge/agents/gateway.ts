@@ -56,6 +56,8 @@ export interface GatewayOptions {
   sharesOf?: (hubId: string, envZId: string) => { zId: string; authority: string }[];
   /** The key affinity cookies are made with (edge/agents/affinity.ts). */
   affinityKey?: Buffer;
+  /** The HTTP checks of a hub's targets (edge/agents/checks.ts), sent with the targets. */
+  checksOf?: (hubId: string, targets: string[]) => Record<string, unknown>;
 }
 
 /** Largest answer to a list of targets. */
@@ -74,6 +76,8 @@ interface Link extends PoolMember {
   floods: FloodWatch;
   /** Targets the agent has acknowledged. */
   acked: Set<string>;
+  /** The HTTP checks it acknowledged with them (JSON). */
+  ackedChecks: string;
   /** The list being sent, while a PUT is in flight. */
   pushing: Promise<void> | undefined;
   ready: boolean;
@@ -134,6 +138,7 @@ export class AgentGatewayServer implements AgentGateway {
       streams: 0,
       floods,
       acked: new Set(),
+      ackedChecks: '{}',
       pushing: undefined,
       ready: false,
       pingOutstanding: false,
@@ -181,6 +186,7 @@ export class AgentGatewayServer implements AgentGateway {
   /** Sends the environment's targets; resolves once the agent acknowledged them. */
   private push(link: Link): Promise<void> {
     const targets = [...new Set(this.o.targetsOf(link.agent.hubId, link.agent.envZId))].sort();
+    const checks = JSON.stringify(this.o.checksOf?.(link.agent.hubId, targets) ?? {});
     const sending = new Promise<void>((resolve, reject) => {
       if (link.session.destroyed || link.session.closed) return reject(new Error('the connection is closed'));
       const stream = link.session.request({ ':method': 'PUT', ':path': TARGETS_PATH, 'content-type': 'application/json' });
@@ -202,6 +208,7 @@ export class AgentGatewayServer implements AgentGateway {
         });
         stream.once('end', () => {
           clearTimeout(timer);
+          link.ackedChecks = checks;
           this.takeAnswer(link, targets, status === 200 ? body : undefined);
           resolve();
           setImmediate(() => {
@@ -217,7 +224,7 @@ export class AgentGatewayServer implements AgentGateway {
         clearTimeout(timer);
         reject(new Error('the targets were not acknowledged'));
       });
-      stream.end(JSON.stringify({ targets }));
+      stream.end(`{"targets":${JSON.stringify(targets)},"checks":${checks}}`);
     });
     // waiters see the outcome in link.acked; the rejection is the caller's
     const settled = sending.then(
@@ -274,7 +281,8 @@ export class AgentGatewayServer implements AgentGateway {
   /** Sends a link its targets again when they are not the ones it acknowledged. */
   private refresh(link: Link): void {
     const now = new Set(this.o.targetsOf(link.agent.hubId, link.agent.envZId));
-    if (now.size === link.acked.size && [...now].every((t) => link.acked.has(t))) return;
+    const checks = JSON.stringify(this.o.checksOf?.(link.agent.hubId, [...now].sort()) ?? {});
+    if (now.size === link.acked.size && [...now].every((t) => link.acked.has(t)) && checks === link.ackedChecks) return;
     void this.push(link).catch((err) => {
       // an agent that is going away (its connection closed meanwhile) needs no list: said, not warned
       const gone = link.session.destroyed || link.session.closed;

@@ -273,7 +273,7 @@ test.serial('target health: an agent that reports the target down gets none of i
   try {
     // A's target stops: A says so, and the backup B carries every request
     await stopTarget(0);
-    await a.printed(/^target 127\.0\.0\.1:8080 is down \(3 failed probes\)/);
+    await a.printed(/^target 127\.0\.0\.1:8080 is down \(3 failed TCP probes\)/);
     await waitFor(async () => (await downAt()).A?.[0] === zId, { what: "A's targetsDown naming the share" });
     t.deepEqual(await tally(host, 20), { B: 20 });
 
@@ -396,4 +396,38 @@ test.serial('affinity: a signed cookie keeps a client on its agent until that ag
 
   const tcpBad = await hub.call('POST', `${hub.h}/shares`, { body: { name: 'tcp', frontendIds: [await publicFrontendId(hub)], target: 'tcp://127.0.0.1:9090', protocol: 'tcp', envZId, affinity: 'client-ip' } });
   assertRefused(t, tcpBad, 400, 'invalid_request', 'EH_INVALID_REQUEST', '$.affinity');
+});
+
+test.serial("target health by the share's HTTP health check: an answer with another status is down, whatever the TCP port says; the check fixed, up again", async (t) => {
+  const envZId = await newEnvironment(hub);
+  const { host } = await routedShare(edge, hub, { target: 'http://127.0.0.1:8080', envZId });
+  const [ida, idb] = await Promise.all([enrollAgent(hub, envZId, work), enrollAgent(hub, envZId, work)]);
+  const a = run(0, ida);
+  const b = run(1, idb, ['--priority', '1']);
+  await Promise.all([a.printed(/connected to edge/), b.printed(/connected to edge/)]);
+  await waitFor(async () => edge.agents.connected(hub.hubId, envZId).length === 2, { what: 'two agents on the gateway' });
+  t.deepEqual(await tally(host, 5), { A: 5 });
+
+  // a health check of the share's target that its targets fail (404 where it expects 200)
+  const check = await hub.call('POST', `${hub.h}/health-checks`, { body: { name: 'pool-check', method: 'GET', path: '/nope', expectedStatus: 200, target: 'http://127.0.0.1:8080' } });
+  t.is(check.status, 201, check.text);
+  try {
+    await Promise.all([a.printed(/^target 127\.0\.0\.1:8080 is down \(3 failed HTTP check probes\)/), b.printed(/^target 127\.0\.0\.1:8080 is down \(3 failed HTTP check probes\)/)]);
+    const r = await waitFor(
+      async () => {
+        const answer = await get(host);
+        return answer.status === 502 && answer;
+      },
+      { what: 'the 502 once every agent reports the target down' },
+    );
+    assertRefused(t, r, 502, 'bad_gateway', 'EH_TARGET_DOWN_AT_AGENTS');
+
+    // the check fixed: up again, and A preferred
+    t.is((await hub.call('PATCH', `${hub.h}/health-checks/${check.json.id}`, { body: { path: '/whoami' } })).status, 200);
+    await a.printed(/^target 127\.0\.0\.1:8080 is up again/);
+    await waitFor(async () => (await get(host)).text === 'A', { what: 'A serving again' });
+    t.deepEqual(await tally(host, 10), { A: 10 });
+  } finally {
+    await hub.call('DELETE', `${hub.h}/health-checks/${check.json.id}`);
+  }
 });
