@@ -34,7 +34,7 @@ const USAGE = `usage:
   edgehub agent drain [--dir <folder>]
       Drains the agent running with that identity folder (as SIGTERM does) and waits until it has stopped.
   edgehub agent install-service [--dir <folder>] [--user <name>] [--edge <host:port>]... [--allow <pattern>]...
-                [--write [<file>]]
+                [--weight <1-100>] [--priority <0-9>] [--drain-timeout <seconds>] [--write [<file>]]
       Prints a systemd unit that runs edgehub agent run with these options as a service (as the user who owns the
       identity's key, or --user; restarted whenever it ends); --write writes it to <file> (default
       ${DEFAULT_UNIT_FILE}). Then: systemctl daemon-reload && systemctl enable --now edgehub-agent
@@ -239,7 +239,17 @@ async function agent(args, values) {
   }
   if (sub === 'install-service') {
     if (rest.length) return fail(`unexpected argument '${rest[0]}'`, 2);
-    const { unit, user } = agentUnit({ dir: dirOf(values), user: values.user, edges: values.edge, allow: values.allow });
+    let pool;
+    try {
+      pool = {
+        weight: values.weight === undefined ? undefined : poolNumber('--weight', values.weight, WEIGHT),
+        priority: values.priority === undefined ? undefined : poolNumber('--priority', values.priority, PRIORITY),
+        drainMs: values['drain-timeout'] === undefined ? undefined : drainTimeout(values['drain-timeout']),
+      };
+    } catch (err) {
+      return fail(/** @type {Error} */ (err).message, 2);
+    }
+    const { unit, user } = agentUnit({ dir: dirOf(values), user: values.user, edges: values.edge, allow: values.allow, pool });
     if (!values.write) {
       process.stdout.write(unit);
       return 0;
