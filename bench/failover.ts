@@ -15,7 +15,7 @@ import http from 'node:http';
 import path from 'node:path';
 import pg from 'pg';
 import { type HaStores, startHaStores } from '../scripts/services/haStores.js';
-import { startNode } from '../scripts/start-ha.js';
+import { nodeEnv, startNode } from '../scripts/start-ha.js';
 import { deviceCsr } from './deviceCsr.js';
 import { Balancer, PATHS, type Acknowledged, type Load, type Outcome, startLoad } from './failoverLoad.js';
 import { benchWorkspace, freePort, timed } from './harness.js';
@@ -88,17 +88,7 @@ async function main(): Promise<void> {
     const name = `node-${i + 1}`;
     const [api, edge, tls, tcp] = [await freePort(), await freePort(), await freePort(), await freePort()];
     const child = startNode(name, {
-      ...stores.env,
-      HUB_DATA_DIR: path.join(ws.work, name),
-      HUB_ADMIN_TOKEN: adminToken,
-      HUB_SECRET_KEY: '22'.repeat(32),
-      PORT: String(api),
-      PUBLIC_BASE_URL: `http://127.0.0.1:${api}`,
-      HUB_EDGE_HTTP_PORT: String(edge),
-      HUB_EDGE_HTTPS_PORT: String(tls),
-      HUB_EDGE_TCP_PORTS: `${tcp}-${tcp}`,
-      HUB_EDGE_AGENT_ADDRESSES: `127.0.0.1:${tls}`,
-      HUB_METRICS_PORT: '',
+      ...nodeEnv(stores.env, { dataDir: path.join(ws.work, name), adminToken, secretKeyHex: '22'.repeat(32), port: api, edgeHttp: edge, edgeHttps: tls, tcpFrom: tcp, tcpTo: tcp }),
       HUB_UNAUTH_RATE_LIMIT: '0',
     }, (l) => lines.push(l));
     const exited = new Promise((r) => child.once('exit', r));

@@ -1,7 +1,6 @@
 import { type ServerResponse, STATUS_CODES } from 'node:http';
 import type { Duplex } from 'node:stream';
-import { ANSWERS } from '../shared/errorAnswers.js';
-import type { ErrorCode } from '../shared/errors.js';
+import { ANSWERS, type ErrorCode } from '../shared/errors.js';
 import { EDGE_CODE_HEADER } from './headers.js';
 
 /** The head fields and body of the edge's own answer on a response, for request inspection (edge/inspect/capture.ts). */
@@ -9,7 +8,7 @@ const answers = new WeakMap<ServerResponse, { headers: Record<string, string | n
 export const edgeAnswer = (res: ServerResponse) => answers.get(res);
 
 /**
- * An answer of the edge itself: JSON {error, message}, with the status and `error` of its code (shared/errorAnswers.ts)
+ * An answer of the edge itself: JSON {error, message}, with the status and `error` of its code (shared/errors.ts)
  * and the code in the Edgehub-Error-Code header. Never on an answer that comes from a target.
  */
 export function answer(res: ServerResponse, code: ErrorCode, message: string, headers: Record<string, string> = {}): void {

@@ -11,7 +11,7 @@
  * hop mark that lets an edge recognise a request it already forwarded (a loop).
  */
 import type { IncomingMessage } from 'node:http';
-import { ERROR_CODE_HEADER } from '../shared/errorAnswers.js';
+import { ERROR_CODE_HEADER } from '../shared/errors.js';
 import type { Tap } from './inspect/capture.js';
 
 /** RFC 9110 7.6.1 connection-specific headers, plus the de-facto ones; never forwarded in either direction. */

@@ -28,6 +28,7 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Socket } from 'node:net';
 import type { Duplex } from 'node:stream';
 import type { TLSSocket } from 'node:tls';
+import { backoffMs } from '../shared/backoff.js';
 import { answer } from './answers.js';
 import type { Meter } from './meter.js';
 import { routingHost } from './routes.js';
@@ -64,7 +65,7 @@ class Penalties {
     const now = Date.now();
     const previous = this.strikes.get(address);
     const count = previous && now - previous.at < this.o.forgetMs ? previous.count + 1 : 1;
-    this.strikes.set(address, { count, at: now, until: now + Math.min(this.o.first * 2 ** (count - 1), this.o.max) });
+    this.strikes.set(address, { count, at: now, until: now + backoffMs(count, { minMs: this.o.first, maxMs: this.o.max }) });
     if (this.strikes.size > 100_000) for (const [a, p] of this.strikes) if (now - p.at >= this.o.forgetMs) this.strikes.delete(a);
   }
   /** How long `address` stays penalised (ms; 0: not penalised). */

@@ -5,6 +5,7 @@
  * stops them all so that each writes its last counters.
  */
 import cluster from 'node:cluster';
+import { fileURLToPath } from 'node:url';
 import { config } from '../shared/config.js';
 import { closeDb, initDb } from '../shared/db.js';
 import { logger } from '../shared/logger.js';
@@ -12,8 +13,8 @@ import { refuseWrongSecretKey } from '../shared/secretKeyProbe.js';
 import { refuseUnreachableSentinels } from '../shared/redisSentinel.js';
 import { isMain, onShutdown } from '../shared/shutdown.js';
 import { startMetricsServer } from '../shared/telemetry/index.js';
+import { Supervisor } from '../shared/supervisor.js';
 import { startEdge } from './server.js';
-import { backoffMs } from '../shared/backoff.js';
 import { presetSetting, setting } from '../shared/settings.js';
 
 
@@ -36,39 +37,22 @@ async function runWorker(): Promise<void> {
   });
 }
 
+/**
+ * The primary of HUB_EDGE_WORKERS workers: the supervisor of `npm start` (shared/supervisor.ts) with this file as the
+ * child, each worker keeping its index (it places the worker's metrics port) when it is restarted; a worker that dies
+ * is restarted after 100 ms, 200 ms ... at most 10 s. SIGTERM or SIGINT stops every worker gracefully, then exits.
+ */
 function runPrimary(workers: number): void {
-  // each worker accepts on the shared sockets itself (no hand-off through the primary)
-  cluster.schedulingPolicy = cluster.SCHED_NONE;
+  const supervisor = new Supervisor(
+    [{ name: 'edge', script: fileURLToPath(import.meta.url), instances: workers, instanceEnv: (index) => ({ HUB_EDGE_WORKER_INDEX: String(index) }) }],
+    { env: process.env, execArgv: process.execArgv, backoffMs: 100, maxBackoffMs: 10_000, log: (line) => logger.warn({}, line) },
+  );
+  supervisor.start();
   let stopping = false;
-  const failures: number[] = [];
-  // a worker's index (0, 1, ...) stays with its replacement: it places the worker's metrics port
-  const indexOf = new Map<number, number>();
-  const fork = (index: number) => indexOf.set(cluster.fork({ HUB_PROCESS: 'edge', HUB_EDGE_WORKER_INDEX: String(index) }).id, index);
-  cluster.on('exit', (worker, code, signal) => {
-    if (stopping) return;
-    const index = indexOf.get(worker.id) ?? 0;
-    indexOf.delete(worker.id);
-    failures.push(Date.now());
-    while (failures.length && failures[0] < Date.now() - 60_000) failures.shift();
-    const delay = backoffMs(failures.length, { minMs: 100, maxMs: 10_000 });
-    logger.error({ pid: worker.process.pid, code, signal, restartInMs: delay, failuresLastMinute: failures.length }, 'edge worker exited; restarting it');
-    setTimeout(() => {
-      if (!stopping) fork(index);
-    }, delay);
-  });
-  for (let i = 0; i < workers; i++) fork(i);
   const stop = () => {
     if (stopping) return;
     stopping = true;
-    const alive = Object.values(cluster.workers ?? {}).filter((w) => w && !w.isDead());
-    if (!alive.length) process.exit(0);
-    let left = alive.length;
-    for (const w of alive) {
-      w!.once('exit', () => {
-        if (--left === 0) process.exit(0);
-      });
-      w!.process.kill('SIGTERM');
-    }
+    void supervisor.stop().then(() => process.exit(0));
   };
   process.on('SIGTERM', stop);
   process.on('SIGINT', stop);

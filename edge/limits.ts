@@ -27,8 +27,4 @@ export class HubLimiter {
     if (!count) return;
     if (--count.n <= 0) this.inFlight.delete(hubId);
   }
-
-  current(hubId: string): number {
-    return this.inFlight.get(hubId)?.n ?? 0;
-  }
 }

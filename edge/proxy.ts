@@ -9,8 +9,7 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Socket } from 'node:net';
 import type { Duplex } from 'node:stream';
 import type { Dispatcher } from 'undici';
-import { ANSWERS } from '../shared/errorAnswers.js';
-import type { ErrorCode } from '../shared/errors.js';
+import { ANSWERS, type ErrorCode } from '../shared/errors.js';
 import { answer, answerSocket } from './answers.js';
 import { inTrailers, isBodyless, withoutLength } from './bodyless.js';
 import { BadRequest, declaredLength, hasBody, requestHeaderLines, responseHeaderLines, type ForwardContext } from './headers.js';
@@ -28,7 +27,7 @@ const TIMEOUT_CODES = new Set(['ETIMEDOUT', 'UND_ERR_HEADERS_TIMEOUT', 'UND_ERR_
 const IDEMPOTENT = new Set(['GET', 'HEAD', 'OPTIONS', 'TRACE', 'PUT', 'DELETE']);
 const RETRYABLE = new Set(['UND_ERR_SOCKET', 'ECONNRESET', 'EPIPE']);
 
-/** The edge's answer to a failed target exchange: its code (status and `error` from shared/errorAnswers.ts) and message. */
+/** The edge's answer to a failed target exchange: its code (status and `error` from shared/errors.ts) and message. */
 export interface Failure {
   code: ErrorCode;
   message: string;

@@ -1,5 +1,5 @@
 import type pg from 'pg';
-import { targetAuthority } from '../agent/lib/protocol.js';
+import { targetAuthority } from 'edgehub-agent/protocol';
 import { durationMs } from '../shared/durations.js';
 import { logger } from '../shared/logger.js';
 import { decryptSecret } from '../shared/secrets.js';

@@ -22,7 +22,8 @@ import tls from 'node:tls';
 import type { buildConnector } from 'undici';
 import type { EgressPolicy } from '../shared/egress.js';
 import { egressConnector } from '../shared/egressHttp.js';
-import { pump } from '../agent/lib/pump.js';
+import { settleWithin } from '../shared/timeouts.js';
+import { pump } from 'edgehub-agent/pump';
 import { answer, answerSocket } from './answers.js';
 import { cookieHost, declaredLength, EDGE_CODE_HEADER, FORBIDDEN_TRAILERS, hasBody, HOP_BY_HOP, hostOnlyCookie, requestHeaderLines, type ForwardContext } from './headers.js';
 import { targetPath } from './paths.js';
@@ -298,9 +299,8 @@ export class UpstreamH2 {
     if (this.closed) return fail(Object.assign(new Error('the edge is stopping'), { code: 'ECONNRESET' }));
     this.session(route)
       .then(async (session) => {
-        let waited: NodeJS.Timeout | undefined;
-        await Promise.race([this.settled.get(session), new Promise((r) => (waited = setTimeout(r, this.o.timeoutMs)))]);
-        clearTimeout(waited);
+        // the target's SETTINGS say whether it allows extended CONNECT: waited for at most the timeout, then read as they are
+        await settleWithin(this.settled.get(session) ?? Promise.resolve(), this.o.timeoutMs, () => new Error('no SETTINGS in time')).catch(() => undefined);
         if (socket.destroyed) return;
         if (!session.remoteSettings.enableConnectProtocol) {
           return answerSocket(socket, 'EH_UPGRADE_NOT_SUPPORTED_BY_TARGET', "this share's target speaks HTTP/2 and does not accept WebSockets over it (it does not allow extended CONNECT, RFC 8441)");

@@ -28,6 +28,27 @@ export function nodePorts(i: number, base: { port: number; edgeHttp: number; edg
   return { port: base.port + i, edgeHttp: base.edgeHttp + i, edgeHttps: base.edgeHttps + i, tcpFrom: base.tcpFrom + i * half, tcpTo: base.tcpFrom + (i + 1) * half - 1 };
 }
 
+/** What one node of the pair is given: the stores, its own data directory and ports, the settings both share. */
+export function nodeEnv(
+  stores: Record<string, string>,
+  node: { dataDir: string; adminToken: string; secretKeyHex: string; port: number; publicBaseUrl?: string; edgeHttp: number; edgeHttps: number; tcpFrom: number; tcpTo: number },
+): Record<string, string> {
+  return {
+    ...stores,
+    HUB_DATA_DIR: node.dataDir,
+    HUB_ADMIN_TOKEN: node.adminToken,
+    HUB_SECRET_KEY: node.secretKeyHex,
+    PORT: String(node.port),
+    PUBLIC_BASE_URL: node.publicBaseUrl ?? `http://127.0.0.1:${node.port}`,
+    HUB_EDGE_HTTP_PORT: String(node.edgeHttp),
+    HUB_EDGE_HTTPS_PORT: String(node.edgeHttps),
+    HUB_EDGE_TCP_PORTS: `${node.tcpFrom}-${node.tcpTo}`,
+    // agents reach this node's edge at its TLS port
+    HUB_EDGE_AGENT_ADDRESSES: `127.0.0.1:${node.edgeHttps}`,
+    HUB_METRICS_PORT: '',
+  };
+}
+
 /** Starts one node (`npm start` with the stores given: it starts none of its own) in a process group of its own. */
 export function startNode(name: string, env: Record<string, string>, log: (line: string) => void, args = ['--import', 'tsx', 'scripts/start.ts']): ChildProcess {
   const child = spawn(process.execPath, args, { env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'], detached: true });
@@ -67,26 +88,13 @@ async function main(): Promise<void> {
   try {
     console.error('edgehub: starting PostgreSQL (primary + synchronous standby) and Redis (master + replica + 3 sentinels) ...');
     stores = await startHaStores(path.join(dir, 'stores'), { log: (line) => log(`edgehub: ${line}`) });
-    const shared = {
-      ...stores.env,
-      HUB_ADMIN_TOKEN: cfg.adminToken,
-      HUB_SECRET_KEY: cfg.secretKey.toString('hex'),
-      PUBLIC_BASE_URL: cfg.publicBaseUrl,
-      HUB_PUBLIC_FRONTEND_TEMPLATE: cfg.edge.publicFrontendTemplate,
-    };
     const base = { port: cfg.port, edgeHttp: cfg.edge.httpPort, edgeHttps: cfg.edge.httpsPort, tcpFrom: cfg.edge.tcpPorts.from, tcpTo: cfg.edge.tcpPorts.to };
     for (let i = 0; i < 2; i++) {
       const name = `node-${i + 1}`;
       const p = nodePorts(i, base);
       const env = {
-        ...shared,
-        HUB_DATA_DIR: path.join(dir, name),
-        PORT: String(p.port),
-        HUB_EDGE_HTTP_PORT: String(p.edgeHttp),
-        HUB_EDGE_HTTPS_PORT: String(p.edgeHttps),
-        HUB_EDGE_TCP_PORTS: `${p.tcpFrom}-${p.tcpTo}`,
-        HUB_EDGE_AGENT_ADDRESSES: `127.0.0.1:${p.edgeHttps}`,
-        HUB_METRICS_PORT: '',
+        ...nodeEnv(stores.env, { ...p, dataDir: path.join(dir, name), adminToken: cfg.adminToken, secretKeyHex: cfg.secretKey.toString('hex'), publicBaseUrl: cfg.publicBaseUrl }),
+        HUB_PUBLIC_FRONTEND_TEMPLATE: cfg.edge.publicFrontendTemplate,
       };
       nodes.push({ name, port: p.port, edgeHttpPort: p.edgeHttp, edgeHttpsPort: p.edgeHttps, process: startNode(name, env, log) });
       // the first node migrates the database before the second starts against it

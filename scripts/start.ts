@@ -1,7 +1,7 @@
 /**
  * `npm start`: the whole service on one machine. Embedded PostgreSQL and a redis-server of its own unless
  * DATABASE_URL / REDIS_URL say otherwise, then migrations, then the web, worker, clock and edge processes (as the
- * Procfile runs them in production) under a supervisor that restarts any of them that dies (scripts/supervisor.ts);
+ * Procfile runs them in production) under a supervisor that restarts any of them that dies (shared/supervisor.ts);
  * the embedded PostgreSQL and redis-server are started again too when they die (scripts/services/keepUp.ts).
  * WEB_CONCURRENCY sets how many web processes share the API port (default 1). Ctrl-C (or SIGTERM) stops every child.
  * The children run from the repository compiled at each start into $HUB_DATA_DIR/build (scripts/build.ts: about a
@@ -17,7 +17,7 @@ import { keepUp } from './services/keepUp.js';
 import { sentinelsProblem } from '../shared/redisSentinel.js';
 import { checkStartPorts } from './services/startPorts.js';
 import { readSettings } from '../shared/settings.js';
-import { Supervisor, type ChildSpec } from './supervisor.js';
+import { Supervisor, type ChildSpec } from '../shared/supervisor.js';
 import { buildTree } from './build.js';
 
 let cfg;

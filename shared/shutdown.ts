@@ -36,7 +36,7 @@ export function onShutdown(stop: () => Promise<void>, graceMs = 25_000): void {
   process.on('SIGTERM', handler);
   process.on('SIGINT', handler);
   process.on('SIGHUP', handler);
-  // `npm start`'s supervisor asks by message (scripts/supervisor.ts): the same as SIGTERM, but never a second signal
+  // `npm start`'s supervisor asks by message (shared/supervisor.ts): the same as SIGTERM, but never a second signal
   process.on('message', (message) => {
     if (message === 'edgehub:shutdown' && !stopping) handler('SIGTERM');
   });

@@ -7,10 +7,9 @@ import {
   ValidationError as SequelizeValidationError,
 } from 'sequelize';
 import { ZodError } from 'zod';
-import { ERROR_CODE_HEADER } from '../../shared/errorAnswers.js';
-import { DomainError } from '../../shared/errors.js';
+import { DomainError, ERROR_CODE_HEADER } from '../../shared/errors.js';
 import { logThrottle } from '../../shared/logThrottle.js';
-import { HttpError } from '../errorAnswers.js';
+import { HttpError } from '../httpError.js';
 import { formatZodError } from '../validate.js';
 import { requestLog } from './requestContext.js';
 

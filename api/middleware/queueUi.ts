@@ -2,7 +2,7 @@ import { randomBytes } from 'node:crypto';
 import type { Context, Middleware, Next } from 'koa';
 import { config } from '../../shared/config.js';
 import { DomainError, refusal, unavailable } from '../../shared/errors.js';
-import { HttpError } from '../errorAnswers.js';
+import { HttpError } from '../httpError.js';
 import { readyRedis } from '../../shared/redis.js';
 import { sha256 } from '../../shared/secrets.js';
 import { authenticate, type Principal } from './auth.js';

@@ -4,8 +4,7 @@
  */
 import { z } from 'zod';
 import { createDocument, type ZodOpenApiOperationObject, type ZodOpenApiPathsObject, type ZodOpenApiResponseObject } from 'zod-openapi';
-import { ANSWERS, ERROR_CODE_HEADER } from '../../shared/errorAnswers.js';
-import { API_ERROR_CODES, type ErrorCode } from '../../shared/errors.js';
+import { ANSWERS, API_ERROR_CODES, ERROR_CODE_HEADER, type ErrorCode } from '../../shared/errors.js';
 import { HUB_PREFIXES } from '../router.js';
 import { ErrorBody } from './components.js';
 import { operations, type Operation, type Scope, type Success } from './operations.js';

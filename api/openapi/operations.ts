@@ -65,7 +65,6 @@ const executionFilters = z.object({
   resourceId: z.string().optional(),
 });
 const pkiFormat = z.object({ format: z.enum(['der', 'pem']).optional().meta({ description: 'der (default) or pem' }) });
-const accepted = { 202: 'the resource at its new state; `Location` names the execution that carries the work on' };
 const location = { 202: { Location: 'the execution: /hub/{hubId}/executions/{id}' } };
 
 export const operations: Operation[] = [
@@ -316,5 +315,3 @@ export const operations: Operation[] = [
   { method: 'get', path: '/executions/:id', scope: 'hub', tag: 'Executions', summary: 'Get an execution', responses: { 200: c.Execution } },
   { method: 'get', path: '/executions', scope: 'hub', tag: 'Executions', summary: 'List executions (the job monitor and audit trail)', paged: true, query: executionFilters, responses: { 200: c.page(c.Execution, 'Execution') } },
 ];
-
-export const acceptedDescription = accepted[202];

@@ -5,7 +5,7 @@ import { IPSEC_STATUSES } from '../../shared/commands/ipsecStates.js';
 import { createTunnel, deleteTunnel, getTunnel, listTunnels, preSharedKeyFor, tunnelConfiguration, type Accepted } from '../../shared/commands/ipsecTunnels.js';
 import { config } from '../../shared/config.js';
 import { badRequest, refusal } from '../../shared/errors.js';
-import { HttpError } from '../errorAnswers.js';
+import { HttpError } from '../httpError.js';
 import { hostPortProblem, parseCidr, parseIpv4, publicUnicastProblem } from '../../shared/ipsec/addresses.js';
 import { principalName } from '../middleware/auth.js';
 import { mapPage, pageRequest } from '../paging.js';

@@ -5,7 +5,7 @@
  * from PostgreSQL, again on each change of a check's definition (migration 1601's trigger; a run does not notify).
  */
 import type pg from 'pg';
-import { targetAuthority } from '../../agent/lib/protocol.js';
+import { targetAuthority } from 'edgehub-agent/protocol';
 import { logger } from '../../shared/logger.js';
 
 /** What an agent is told of a target's HTTP check (agent/lib/protocol.js). */

@@ -23,7 +23,7 @@ import http2, { type ClientHttp2Session } from 'node:http2';
 import type { Duplex } from 'node:stream';
 import type { TLSSocket } from 'node:tls';
 import type { buildConnector } from 'undici';
-import { AGENT_ALPN, EDGES_PATH, TARGETS_PATH, targetAuthority } from '../../agent/lib/protocol.js';
+import { AGENT_ALPN, EDGES_PATH, TARGETS_PATH, targetAuthority } from 'edgehub-agent/protocol';
 import { logger } from '../../shared/logger.js';
 import type { AgentGateway, ShareRoute, Sticky } from '../types.js';
 import { envKey, type AgentDirectory, type AgentRecord } from './directory.js';

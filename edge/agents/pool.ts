@@ -11,7 +11,7 @@
  */
 
 import http2, { type ClientHttp2Session } from 'node:http2';
-import { PRIORITY, STATE_PATH, WEIGHT } from '../../agent/lib/protocol.js';
+import { PRIORITY, STATE_PATH, WEIGHT } from 'edgehub-agent/protocol';
 import { logger } from '../../shared/logger.js';
 import type { FloodWatch } from './floods.js';
 

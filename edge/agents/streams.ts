@@ -7,7 +7,7 @@ import http2, { type ClientHttp2Session } from 'node:http2';
 import type { Duplex } from 'node:stream';
 import tls from 'node:tls';
 import type { buildConnector } from 'undici';
-import { authorityOf, ERROR_HEADER } from '../../agent/lib/protocol.js';
+import { authorityOf, ERROR_HEADER } from 'edgehub-agent/protocol';
 import type { FloodWatch } from './floods.js';
 
 /** A stream to a target could not be opened: no agent, the agent refused, or the target is unreachable from it. */

@@ -22,7 +22,7 @@ import { HOP_BY_HOP } from '../headers.js';
 import type { Meter } from '../meter.js';
 import { targetPath } from '../paths.js';
 import { failure, originForm } from '../proxy.js';
-import { ANSWERS } from '../../shared/errorAnswers.js';
+import { ANSWERS } from '../../shared/errors.js';
 import type { ShareRoute } from '../types.js';
 import type { UpstreamPools } from '../upstream.js';
 import { BodyTap, type Capture } from './capture.js';

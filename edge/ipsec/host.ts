@@ -11,7 +11,7 @@ import { mkdirSync, rmSync } from 'node:fs';
 import net from 'node:net';
 import path from 'node:path';
 import pg from 'pg';
-import { parseAuthority, authorityOf } from '../../agent/lib/protocol.js';
+import { parseAuthority, authorityOf } from 'edgehub-agent/protocol';
 import { logger } from '../../shared/logger.js';
 import type { TunnelOptions } from '../../shared/ipsec/options.js';
 import { insideAddresses } from '../../shared/ipsec/proposals.js';
@@ -19,7 +19,7 @@ import { decryptSecret } from '../../shared/secrets.js';
 import { envKey } from '../agents/directory.js';
 import type { Meter } from '../meter.js';
 import type { AgentGateway, ShareRoute } from '../types.js';
-import { removeTunnelNetwork, tunnelNetworks } from './netns.js';
+import { netnsMarker, removeTunnelNetwork, tunnelNetworks } from './netns.js';
 import { specKey, TunnelRuntime, type TunnelSpec } from './tunnel.js';
 
 /** pg_try_advisory_lock key: "edgehub ipsec host". */
@@ -123,9 +123,17 @@ export class IpsecHost {
     if (!this.stopped) this.lockTimer = setTimeout(() => void this.tryLock(), 5_000);
   }
 
-  /** Namespaces of tunnels left by an earlier host on this machine (a crash): removed before anything starts. */
+  /**
+   * Namespaces of tunnels an earlier host of this deployment left on this machine (a crash): removed before anything
+   * starts. Only ours (marked in our data directory): another deployment's tunnels on the machine are left alone.
+   */
   private async sweepStale(): Promise<void> {
-    for (const ns of await tunnelNetworks()) if (![...this.tunnels.values()].some((t) => t.ns === ns)) await removeTunnelNetwork(ns, this.o.wanNetns);
+    const dir = path.join(this.o.dataDir, 'ipsec');
+    for (const ns of await tunnelNetworks(dir)) {
+      if ([...this.tunnels.values()].some((t) => t.ns === ns)) continue;
+      await removeTunnelNetwork(ns, this.o.wanNetns);
+      rmSync(netnsMarker(dir, ns), { force: true });
+    }
   }
 
   /** Something changed (a notification, the timer, a process that died): reconcile, coalesced. */

@@ -7,6 +7,8 @@
  */
 import { execFile } from 'node:child_process';
 import { createHash } from 'node:crypto';
+import { existsSync } from 'node:fs';
+import path from 'node:path';
 import { promisify } from 'node:util';
 
 const run = promisify(execFile);
@@ -73,11 +75,18 @@ export async function removeTunnelNetwork(ns: string, wanNetns: string | undefin
   await ip(['netns', 'del', ns]).catch(() => undefined);
 }
 
-/** Namespaces of tunnels present on this machine (to remove those no longer wanted). */
-export async function tunnelNetworks(): Promise<string[]> {
+/**
+ * The file that marks a tunnel namespace as this deployment's: `<dataDir>/<ns>.netns`, written before the namespace
+ * is made and removed after it is gone. Namespaces are machine-wide, and another deployment on the machine (another
+ * data directory, its own database) has tunnel namespaces of its own that are none of ours to remove.
+ */
+export const netnsMarker = (ipsecDir: string, ns: string) => path.join(ipsecDir, `${ns}.netns`);
+
+/** Tunnel namespaces on this machine that this deployment made (`ipsecDir` holds their markers). */
+export async function tunnelNetworks(ipsecDir: string): Promise<string[]> {
   const out = await ip(['netns', 'list']).catch(() => '');
   return out
     .split('\n')
     .map((l) => l.trim().split(/\s+/)[0])
-    .filter((n) => n?.startsWith(NETNS_PREFIX));
+    .filter((n) => n?.startsWith(NETNS_PREFIX) && existsSync(netnsMarker(ipsecDir, n)));
 }

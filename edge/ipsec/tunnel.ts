@@ -3,12 +3,14 @@
  * shares' listeners (relay.ts), restarted when it dies.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
+import { mkdirSync, rmSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import readline from 'node:readline';
 import { fileURLToPath } from 'node:url';
+import { backoffMs } from '../../shared/backoff.js';
 import { logger } from '../../shared/logger.js';
 import { Charon, connectionName, responderConfig, type ResponderSpec, type SaReport } from './charon.js';
-import { createTunnelNetwork, removeTunnelNetwork, tunnelNetns, type TunnelNetwork } from './netns.js';
+import { createTunnelNetwork, netnsMarker, removeTunnelNetwork, tunnelNetns, type TunnelNetwork } from './netns.js';
 
 const RELAY = fileURLToPath(new URL('./relay.ts', import.meta.url));
 const ROOT = path.resolve(path.dirname(RELAY), '../..');
@@ -47,7 +49,11 @@ export class TunnelRuntime {
     this.ns = tunnelNetns(spec.tunnelId);
     this.key = specKey(spec);
     this.charon = new Charon(this.ns, path.join(dataDir, this.ns), responderConfig(spec));
+    this.marker = netnsMarker(dataDir, this.ns);
   }
+
+  /** This deployment's mark on the namespace (see netnsMarker): made before it, removed after it. */
+  private readonly marker: string;
 
   get charonPid(): number | undefined {
     return this.charon.pid;
@@ -59,12 +65,23 @@ export class TunnelRuntime {
 
   async up(): Promise<void> {
     const net: TunnelNetwork = { ns: this.ns, outside: this.spec.outside, insideAws: this.spec.insideAws, insideCustomer: this.spec.insideCustomer, nlbPrivateIp: this.spec.nlbPrivateIp };
+    mkdirSync(path.dirname(this.marker), { recursive: true, mode: 0o700 });
+    writeFileSync(this.marker, `${process.pid}\n`);
     await createTunnelNetwork(net, this.wanNetns);
     await this.charon.start();
     await this.startRelay();
   }
 
+  /** Relays in a row that exited before they were ready, and when the next may be started. */
+  private relayFailures = 0;
+  private relayRetryAt = 0;
+
+  /** Relays started so far (a relay that cannot start is not started in a loop). */
+  relayStarts = 0;
+
   private startRelay(): Promise<void> {
+    this.relayStarts++;
+    let ready = false;
     const relay = spawn('ip', ['netns', 'exec', this.ns, process.execPath, '--import', 'tsx', RELAY, this.edgeSocket], { cwd: ROOT, stdio: ['pipe', 'pipe', 'inherit'] });
     this.relay = relay;
     this.relayReady = new Promise<void>((resolve, reject) => {
@@ -75,7 +92,11 @@ export class TunnelRuntime {
         } catch {
           return;
         }
-        if (event.event === 'ready') return resolve();
+        if (event.event === 'ready') {
+          ready = true;
+          this.relayFailures = 0;
+          return resolve();
+        }
         const waiter = event.shareId ? this.waiters.get(event.shareId) : undefined;
         if (event.shareId) this.waiters.delete(event.shareId);
         if (event.event === 'listening' || event.event === 'closed') waiter?.resolve();
@@ -92,7 +113,14 @@ export class TunnelRuntime {
         for (const w of this.waiters.values()) w.reject(new Error('the relay exited'));
         this.waiters.clear();
         this.relay = undefined;
-        this.onLost();
+        // one that never got ready (its namespace gone, node unable to start) is not started again at once: the
+        // host is told after 0.5 s, 1 s, 2 s ... at most 30 s, not in a loop as fast as it fails
+        if (ready) return this.onLost();
+        const delay = backoffMs(++this.relayFailures, { minMs: 500, maxMs: 30_000 });
+        this.relayRetryAt = Date.now() + delay;
+        setTimeout(() => {
+          if (!this.stopped) this.onLost();
+        }, delay).unref();
       });
     });
     return this.relayReady;
@@ -112,7 +140,11 @@ export class TunnelRuntime {
   }
 
   async listen(shareId: string, port: number): Promise<void> {
-    if (!this.relayAlive) await this.startRelay();
+    if (!this.relayAlive) {
+      const wait = this.relayRetryAt - Date.now();
+      if (wait > 0) throw new Error(`the relay of ${this.ns} failed to start; tried again in ${Math.ceil(wait / 1000)} s`);
+      await this.startRelay();
+    }
     await this.relayReady;
     await this.command(shareId, { op: 'listen', ip: this.spec.nlbPrivateIp, port });
     this.listening.set(shareId, port);
@@ -135,5 +167,6 @@ export class TunnelRuntime {
     this.relay?.kill('SIGTERM');
     await this.charon.stop();
     await removeTunnelNetwork(this.ns, this.wanNetns);
+    rmSync(this.marker, { force: true });
   }
 }

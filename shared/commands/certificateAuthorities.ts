@@ -161,10 +161,3 @@ export function cachedHubCaCount(): number {
   hubCas?.purgeStale();
   return hubCas?.size ?? 0;
 }
-
-/** For tests and shutdown: forget cached CA keys. */
-export function forgetCas(): void {
-  root = undefined;
-  hubCas?.clear();
-  hubCas = undefined;
-}

@@ -1,9 +1,9 @@
 /** Liveness of what every process depends on: PostgreSQL and Redis, each answering within a bound. */
 import { db } from '../db.js';
 import { readyRedis } from '../redis.js';
+import { settleWithin } from '../timeouts.js';
 
-const within = <T>(ms: number, p: Promise<T>) =>
-  Promise.race([p, new Promise<never>((_, reject) => setTimeout(() => reject(new Error(`no answer within ${ms} ms`)), ms).unref())]);
+const within = <T>(ms: number, p: Promise<T>) => settleWithin(p, ms, () => new Error(`no answer within ${ms} ms`));
 
 async function probe(check: () => Promise<unknown>): Promise<string> {
   try {

@@ -17,7 +17,7 @@
 import { randomUUID } from 'node:crypto';
 import type { Redis } from 'ioredis';
 import { config } from '../config.js';
-import { applicationName, preparedQuery } from '../db.js';
+import { preparedQuery } from '../db.js';
 import { refusal, unavailable } from '../errors.js';
 import { logger } from '../logger.js';
 import { listen, type Listener } from '../pgListen.js';
@@ -173,8 +173,8 @@ class LiveStreams {
     if (this.listeners) return;
     const onReset = () => this.check();
     this.listeners = [
-      listen(AUTH_CHANNEL, () => this.check(), onReset, { applicationName: `${applicationName()}-listen-streams-auth` }),
-      listen(EDGE_CHANNEL, (payload) => this.onEdgeChange(payload), onReset, { applicationName: `${applicationName()}-listen-streams-edge` }),
+      listen(AUTH_CHANNEL, () => this.check(), onReset),
+      listen(EDGE_CHANNEL, (payload) => this.onEdgeChange(payload), onReset),
     ];
   }
 

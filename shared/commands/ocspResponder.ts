@@ -12,7 +12,7 @@
 import { createPrivateKey, X509Certificate } from 'node:crypto';
 import { LRUCache } from 'lru-cache';
 import { config } from '../config.js';
-import { applicationName, preparedQuery } from '../db.js';
+import { preparedQuery } from '../db.js';
 import { isDomainError } from '../errors.js';
 import { logger } from '../logger.js';
 import { listen, type Listener } from '../pgListen.js';
@@ -86,8 +86,8 @@ function dropAll() {
 
 /** Starts listening for revocations and responder changes (idempotent); the cache is used only while it listens. */
 export function startOcspCache(): Listener {
-  // a name of its own: the process's auth cache LISTENs as `<process>-listen`
-  listener ??= listen(PKI_CHANNEL, dropCa, dropAll, { applicationName: `${applicationName()}-listen-pki` });
+  // on the process's one LISTEN connection (shared/pgListen.ts), beside the auth cache's channel
+  listener ??= listen(PKI_CHANNEL, dropCa, dropAll);
   return listener;
 }
 

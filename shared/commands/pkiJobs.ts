@@ -18,7 +18,7 @@ import type { ParsedCsr } from '../pki/csr.js';
 export const ISSUE_JOB = 'pki.issueCertificate';
 export const ROTATE_JOB = 'pki.rotateSigningKey';
 export const CREATE_HUB_CA_JOB = 'pki.createHubCa';
-/** Signs a CA's CRL anew (and makes or renews a hub CA's OCSP responder): shared/commands/crls.ts. */
+/** Signs a CA's CRL anew (and makes or renews a hub CA's OCSP responder): shared/commands/crlPublication.ts. */
 export const PUBLISH_CRL_JOB = 'pki.publishCrl';
 
 /**

@@ -1,7 +1,7 @@
 /**
  * Revocation as a record: a certificate the hub's CA issued that is deleted or re-issued over is written into
  * certificate_revocations (CA, serial, time, reason) in the same transaction as the change, and its CA's CRL is then
- * asked for (a pki job, shared/commands/crls.ts). Uploaded certificates, which no CA of ours issued, are not recorded.
+ * asked for (a pki job, shared/commands/crlPublication.ts). Uploaded certificates, which no CA of ours issued, are not recorded.
  */
 import { QueryTypes, type Transaction } from 'sequelize';
 import { config } from '../config.js';
@@ -51,8 +51,8 @@ export async function recordRevocation(r: Revocation, transaction: Transaction):
  * Asks for a CA's CRL to be signed anew (and its OCSP responder made or renewed). The job's id names the CA and the
  * number of the CRL it follows (`crl-<ca>-<number>`), read after the caller's change committed: requests made before
  * that CRL is replaced are one job. A job that started before the change cannot miss it: after writing its CRL it
- * counts the CA's revocations again and signs once more when there are more than it included (crls.ts), and once it
- * wrote its CRL a later request reads the new number, a new job.
+ * counts the CA's revocations again and signs once more when there are more than it included (crlPublication.ts),
+ * and once it wrote its CRL a later request reads the new number, a new job.
  */
 export async function requestCrl(caId: string, hubId: string | null, createdBy: string): Promise<Execution> {
   const [current] = await preparedQuery<{ crl_number: string }>('pki_crl_number', 'SELECT crl_number FROM certificate_revocation_lists WHERE ca_id = $1', [caId]);

@@ -2,7 +2,6 @@ import { sign } from 'node:crypto';
 import * as asn1js from 'asn1js';
 import { CertificateRevocationList, Extension, Extensions, RevokedCertificate } from 'pkijs';
 import { authorityKeyIdentifierOf, ECDSA_WITH_SHA256, Encoded, issuerNameOf, type Signer, time } from './certificates.js';
-import { derToPem } from './der.js';
 
 /**
  * Certificate revocation lists (RFC 5280 section 5) from pkijs's CRL schema, signed with node:crypto like the
@@ -21,9 +20,6 @@ export const REVOCATION_REASONS = {
 } as const;
 
 export type RevocationReason = keyof typeof REVOCATION_REASONS;
-
-export const reasonName = (code: number): RevocationReason | undefined =>
-  (Object.keys(REVOCATION_REASONS) as RevocationReason[]).find((name) => REVOCATION_REASONS[name] === code);
 
 export interface RevokedEntry {
   /** The serial number as hex (its INTEGER content octets). */
@@ -80,5 +76,3 @@ export function buildCrl(req: CrlRequest): Buffer {
     new asn1js.Sequence({ value: [new Encoded({ data: tbs }) as unknown as asn1js.BaseBlock, ECDSA_WITH_SHA256.toSchema(), new asn1js.BitString({ valueHex: new Uint8Array(signature) })] }).toBER(),
   );
 }
-
-export const crlPem = (der: Buffer) => derToPem(der, 'X509 CRL');

@@ -2,7 +2,7 @@
  * Prometheus metrics (prom-client). One registry per process; every process (web, worker, clock, edge) exposes
  * its own series:
  *
- * - the web process answers `GET /metrics` on the API port, behind the admin token (api/metrics.ts);
+ * - the web process answers `GET /metrics` on the API port, behind the admin token (api/routes/telemetry.ts);
  * - any process started with `HUB_METRICS_PORT` also serves them on that port alone (`GET /metrics`, no auth: bind
  *   it to a private interface, `HUB_METRICS_HOST`, default 127.0.0.1). `npm start` gives each child its own port
  *   from that base (see docs/operating.md).

@@ -12,7 +12,7 @@ import path from 'node:path';
 import { promisify } from 'node:util';
 import test from 'ava';
 import type { Edge } from '../../edge/server.js';
-import { tunnelNetns } from '../../edge/ipsec/netns.js';
+import { netnsMarker, tunnelNetns } from '../../edge/ipsec/netns.js';
 import { startTestEdge } from '../helpers/edge.js';
 import { enrollAgent, newEnvironment, runAgent, startPrivateTarget } from '../helpers/agents.js';
 import { privateNetwork, type PrivateNetwork } from '../helpers/netns.js';
@@ -76,7 +76,18 @@ stack.onStop(async () => {
   await edge?.stop(1000);
   for (const c of cleanups.reverse()) await c().catch(() => undefined);
 });
+// tunnel namespaces left on the machine before the edge starts: one another deployment runs (no mark of ours, e.g.
+// another test file's edge) and one a crashed host of this deployment left (marked in our data directory)
+const FOREIGN = `ehv-f${String(process.pid).padStart(9, '0')}`;
+const LEFTOVER = `ehv-l${String(process.pid).padStart(9, '0')}`;
+const netnsList = async () => (await ip('netns', 'list')).stdout.split('\n').map((l) => l.trim().split(/\s+/)[0]);
 test.before(async () => {
+  for (const ns of [FOREIGN, LEFTOVER]) {
+    await ip('netns', 'add', ns);
+    cleanups.push(() => ip('netns', 'del', ns));
+  }
+  mkdirSync(path.join(stack_dataDir(), 'ipsec'), { recursive: true });
+  writeFileSync(netnsMarker(path.join(stack_dataDir(), 'ipsec'), LEFTOVER), '1\n');
   edge = await startTestEdge({ host: '0.0.0.0' });
   await waitFor(async () => edge.ipsec?.isHost, { what: 'the edge holding the IPsec host role' });
   hub = await stack.hub({ ipsec: true });
@@ -197,3 +208,8 @@ test.serial('a peer with the wrong pre-shared key never brings the tunnel up', a
 function stack_dataDir(): string {
   return process.env.HUB_DATA_DIR!;
 }
+
+test.serial('the IPsec host sweeps the tunnel namespaces its own deployment left, and leaves those of another deployment on the machine', async (t) => {
+  await waitFor(async () => !(await netnsList()).includes(LEFTOVER), { what: 'our leftover namespace removed' });
+  t.true((await netnsList()).includes(FOREIGN), "another deployment's tunnel namespace is left alone");
+});

@@ -13,7 +13,7 @@
 import http from 'node:http';
 import tls from 'node:tls';
 import { readIdentity } from '../../agent/lib/identity.js';
-import { AGENT_ALPN } from '../../agent/lib/protocol.js';
+import { AGENT_ALPN } from 'edgehub-agent/protocol';
 
 export type Flood = 'WINDOW_UPDATE' | 'SETTINGS' | 'PING' | 'RST_STREAM' | 'CONTINUATION' | 'PRIORITY' | 'EMPTY_DATA' | 'EMPTY_DATA_OPEN' | 'UNKNOWN' | 'CONTINUATION_ALONE';
 

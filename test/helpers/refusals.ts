@@ -5,8 +5,7 @@
  */
 import type { IncomingHttpHeaders } from 'node:http';
 import type { ExecutionContext } from 'ava';
-import { ANSWERS } from '../../shared/errorAnswers.js';
-import type { ErrorCode } from '../../shared/errors.js';
+import { ANSWERS, type ErrorCode } from '../../shared/errors.js';
 
 /** Any of the tests' answers: fetch's (Headers) or node's (IncomingHttpHeaders), with the parsed JSON body. */
 export interface Answered {
@@ -35,7 +34,7 @@ export function assertRefused(t: ExecutionContext, res: Answered, status: number
   t.is(errorCode(res), code, seen);
   t.deepEqual(Object.keys(body ?? {}).sort(), ['error', 'message'], seen);
   // the catalogue answers the code with this status and error (a test cannot expect what the table does not say)
-  t.deepEqual([ANSWERS[code].status, ANSWERS[code].error], [status, error], `shared/errorAnswers.ts answers ${code}`);
+  t.deepEqual([ANSWERS[code].status, ANSWERS[code].error], [status, error], `shared/errors.ts answers ${code}`);
   const message = typeof body?.message === 'string' ? body.message : '';
   for (const name of names === undefined ? [] : [names].flat()) t.true(message.includes(name), `the message names ${name}: ${message}`);
   return message;

@@ -61,9 +61,9 @@ export const RULES: Rule[] = [
   },
   {
     name: 'server-takes-only-the-protocol',
-    why: "the server imports the agent package's protocol module (one definition of what edge and agent agree on) and its byte pump (one carrier of TCP bytes for both; the package must stay self-contained, so it lives there), nothing else of it",
+    why: "the server imports the agent package by its name and only what its `exports` offer: the protocol module (one definition of what edge and agent agree on, edgehub-agent/protocol) and its byte pump (one carrier of TCP bytes for both, edgehub-agent/pump; the package must stay self-contained, so it lives there); never a path into agent/",
     from: /^(api|workers|shared|edge|scripts)\//,
-    to: /^agent\/(?!lib\/(protocol|pump)\.ts$)/,
+    to: /^agent\//,
   },
   {
     name: 'pki-pure',
@@ -106,7 +106,7 @@ test('the import scan sees the imports (a self-check: the rules would pass vacuo
   t.true(edges.some(([from, to]) => from === 'api/routes/shares.ts' && to === 'shared/commands/shares.ts'));
   t.true(edges.some(([from, to]) => from.startsWith('edge/') && to === 'undici'));
   t.true(edges.some(([from, to]) => from === 'agent/lib/run.js' && to === 'agent/lib/link.ts'), 'the agent package is scanned too');
-  t.true(edges.some(([from, to]) => from === 'edge/agents/gateway.ts' && to === 'agent/lib/protocol.ts'));
+  t.true(edges.some(([from, to]) => from === 'edge/agents/gateway.ts' && to === 'edgehub-agent'), 'the agent package by its name');
 });
 
 for (const rule of RULES) {

@@ -5,7 +5,7 @@ import path from 'node:path';
 import test from 'ava';
 import { freePort } from '../../scripts/services/index.js';
 import { type HaStores, startHaStores } from '../../scripts/services/haStores.js';
-import { startNode } from '../../scripts/start-ha.js';
+import { nodeEnv, startNode } from '../../scripts/start-ha.js';
 import { startHttpTarget, type HttpTarget } from '../helpers/httpTarget.js';
 import { scriptArgs } from '../helpers/script.js';
 import { makeCall, waitFor } from '../helpers/stack.js';
@@ -34,17 +34,7 @@ test.before(async () => {
     const child = startNode(
       `node-${i + 1}`,
       {
-        ...stores.env,
-        HUB_DATA_DIR: path.join(dir, `node-${i + 1}`),
-        HUB_ADMIN_TOKEN: adminToken,
-        HUB_SECRET_KEY: '11'.repeat(32),
-        PORT: String(port),
-        PUBLIC_BASE_URL: `http://127.0.0.1:${port}`,
-        HUB_EDGE_HTTP_PORT: String(edge),
-        HUB_EDGE_HTTPS_PORT: String(edgeTls),
-        HUB_EDGE_TCP_PORTS: `${tcp}-${tcp}`,
-        HUB_EDGE_AGENT_ADDRESSES: `127.0.0.1:${edgeTls}`,
-        HUB_METRICS_PORT: '',
+        ...nodeEnv(stores.env, { dataDir: path.join(dir, `node-${i + 1}`), adminToken, secretKeyHex: '11'.repeat(32), port, edgeHttp: edge, edgeHttps: edgeTls, tcpFrom: tcp, tcpTo: tcp }),
         HUB_IPSEC_PROVIDER: 'simulated',
         HUB_PROVISION_DELAY_MS: '1500',
         LOG_LEVEL: 'warn',

@@ -3,7 +3,7 @@ import os from 'node:os';
 import path from 'node:path';
 import test from 'ava';
 import { freePort } from '../../scripts/services/index.js';
-import { Supervisor } from '../../scripts/supervisor.js';
+import { Supervisor } from '../../shared/supervisor.js';
 import { gcFlags } from '../../shared/config.js';
 import { pidAlive, spawnScript, type Spawned } from '../helpers/processes.js';
 import { makeCall, useStack, waitFor } from '../helpers/stack.js';

@@ -1,13 +1,12 @@
-import { readFileSync } from 'node:fs';
+import { readdirSync, readFileSync, statSync } from 'node:fs';
 import path from 'node:path';
 import test from 'ava';
 import type { Context } from 'koa';
-import { HttpError } from '../../api/errorAnswers.js';
+import { HttpError } from '../../api/httpError.js';
 import { isDatabaseUnreachable, mapError } from '../../api/middleware/errors.js';
 import { ERRORS_PAGE, errorsPage } from '../../scripts/docs-errors.js';
 import { decodeRefusal, encodeRefusal } from '../../shared/commands/pkiJobs.js';
-import { ANSWERS } from '../../shared/errorAnswers.js';
-import { API_ERROR_CODES, conflict, DomainError, EDGE_ERROR_CODES, ERROR_CODES, invalidState, isDomainError, notAuthorized, rateLimited, refusal, type ErrorCode } from '../../shared/errors.js';
+import { ANSWERS, API_ERROR_CODES, conflict, DomainError, EDGE_ERROR_CODES, ERROR_CODES, type ErrorCode, invalidState, isDomainError, notAuthorized, rateLimited, refusal } from '../../shared/errors.js';
 import { repoRoot } from '../helpers/repo.js';
 import { ConnectionRefusedError, DatabaseError, UniqueConstraintError } from 'sequelize';
 
@@ -26,12 +25,12 @@ test('every code of the catalogue has one HTTP answer, with the published error 
   const api = new Set(['invalid_request', 'unauthorized', 'not_found', 'forbidden', 'not_acceptable', 'conflict', 'payload_too_large', 'unsupported_media_type', 'quota_exceeded', 'too_many_requests', 'internal_error', 'unavailable']);
   // not_implemented: a WebSocket to a share whose HTTP/2 target does not accept one (501, as a proxy that cannot carry it)
   const edge = new Set(['bad_request', 'unauthorized', 'forbidden', 'not_found', 'bad_gateway', 'overloaded', 'gateway_timeout', 'loop_detected', 'not_implemented']);
-  for (const [code, description] of Object.entries(ERROR_CODES)) {
-    const { status, error } = ANSWERS[code as ErrorCode];
+  for (const [code, { status, error, meaning }] of Object.entries(ERROR_CODES)) {
+    t.deepEqual(ANSWERS[code as ErrorCode], ERROR_CODES[code as ErrorCode], 'ANSWERS is the table itself');
     t.true((code in EDGE_ERROR_CODES ? edge : api).has(error), `${code} -> ${error}`);
     t.true(status >= 400 && status < 600, code);
     t.regex(code, /^EH_[A-Z0-9_]+$/);
-    t.true(description.length > 10 && !description.includes('\n'), `${code}: a one-line description`);
+    t.true(meaning.length > 10 && !meaning.includes('\n'), `${code}: a one-line meaning`);
   }
 });
 
@@ -40,6 +39,68 @@ test('docs/errors.md lists the catalogue as it is (npm run docs:errors)', (t) =>
   t.is(page, errorsPage(page), 'run `npm run docs:errors` and commit the page');
   const listed = [...page.matchAll(/^\| `(EH_[A-Z0-9_]+)` \| (\d{3}) \| `([a-z_]+)` \|/gm)].map((m) => `${m[1]} ${m[2]} ${m[3]}`);
   t.deepEqual(listed.sort(), Object.entries(ANSWERS).map(([code, a]) => `${code} ${a.status} ${a.error}`).sort());
+});
+
+/** The server's sources (the agent package's too): where a code is raised. */
+const SOURCES = ['api', 'edge', 'shared', 'workers', 'scripts', 'agent'];
+const TABLE = 'shared/errors.ts';
+
+function* sources(dir: string): Generator<string> {
+  for (const name of readdirSync(dir)) {
+    const full = path.join(dir, name);
+    if (name === 'node_modules') continue;
+    if (statSync(full).isDirectory()) yield* sources(full);
+    else if (/\.(ts|js|mjs)$/.test(name)) yield full;
+  }
+}
+
+/**
+ * The codes the sources raise, by a scan: a code written as a string anywhere but in the table (refusal('EH_X', ..),
+ * new HttpError('EH_X', ..), answer(res, 'EH_X', ..), a mapping to it), and the code of each factory of the table
+ * (`forbidden()`, `notFound()`, ...) that a file imports from it and calls.
+ */
+function raisedCodes(): Map<string, string[]> {
+  const table = readFileSync(path.join(repoRoot, TABLE), 'utf8');
+  const factories = new Map<string, string[]>();
+  for (const m of table.matchAll(/^export const (\w+) = ([\s\S]*?)(?=^(?:export|\/\*\*|\/\/)|$(?![\s\S]))/gm)) {
+    const codes = [...m[2].matchAll(/new DomainError\('(EH_[A-Z0-9_]+)'/g)].map((c) => c[1]);
+    if (codes.length) factories.set(m[1], codes);
+  }
+  const raised = new Map<string, string[]>();
+  const note = (code: string, file: string) => raised.set(code, [...(raised.get(code) ?? []), file]);
+  for (const top of SOURCES) {
+    for (const full of sources(path.join(repoRoot, top))) {
+      const file = path.relative(repoRoot, full);
+      if (file === TABLE) continue;
+      const text = readFileSync(full, 'utf8');
+      for (const m of text.matchAll(/['"`](EH_[A-Z0-9_]+)['"`]/g)) note(m[1], file);
+      for (const m of text.matchAll(/import\s*\{([^}]*)\}\s*from\s*'(?:\.\.?\/)+(?:shared\/)?errors\.js'/g)) {
+        for (const name of m[1].split(',').map((n) => n.trim())) {
+          if (factories.has(name) && new RegExp(`\\b${name}\\(`).test(text.slice(m.index + m[0].length))) for (const code of factories.get(name) ?? []) note(code, file);
+        }
+      }
+    }
+  }
+  return raised;
+}
+
+/**
+ * Codes in the table that nothing raises yet, each with why it stays. The test fails when one of them is raised (take
+ * it off this list then), so the list only shrinks.
+ */
+const NOT_RAISED_YET: Record<string, string> = {
+  EH_FORBIDDEN: 'the general 403 `forbidden` of a caller refused an operation (`forbidden()`), published and kept for the next refusal of that kind',
+};
+
+test('every code of the table is raised somewhere in the code, and every code raised is in the table', (t) => {
+  const raised = raisedCodes();
+  t.true(raised.size > 60, `the scan sees the codes raised (${raised.size})`);
+  t.true(raised.get('EH_NOT_FOUND')?.some((f) => f.startsWith('shared/commands/')), 'notFound() counts as raising EH_NOT_FOUND');
+  t.true(raised.get('EH_MTLS_CERT_EXPIRED')?.some((f) => f.startsWith('edge/')), 'an edge refusal by its code');
+  const unknown = [...raised].filter(([code]) => !(code in ERROR_CODES)).map(([code, files]) => `${code} (${files.join(', ')})`);
+  t.deepEqual(unknown, [], 'codes raised but not in shared/errors.ts');
+  const unraised = Object.keys(ERROR_CODES).filter((code) => !raised.has(code));
+  t.deepEqual(unraised.sort(), Object.keys(NOT_RAISED_YET).sort(), 'codes of shared/errors.ts raised nowhere: remove them (and their factory), or they are raised now: take them off NOT_RAISED_YET');
 });
 
 test('domain errors become their answer; Retry-After where the error says when; a fault is a bare 500', (t) => {

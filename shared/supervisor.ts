@@ -1,5 +1,5 @@
 /**
- * The process supervisor of `npm start`: runs each child (web, worker, clock, ...) and heals it. A child that dies
+ * The process supervisor of `npm start` (and of an edge process that runs HUB_EDGE_WORKERS workers): runs each child (web, worker, clock, ...) and heals it. A child that dies
  * is restarted after an exponential backoff (1 s, 2 s, 4 s ... up to 30 s; back to 1 s once a child has stayed up
  * for 30 s) with a log line saying so, while the other children keep serving. A child that keeps dying soon after
  * it starts is reported as crash-looping (and still retried at the longest backoff). Only `stop()` (Ctrl-C or
@@ -19,6 +19,8 @@ export interface ChildSpec {
   script: string;
   /** How many processes of it run at once (default 1). */
   instances?: number;
+  /** Settings of its instance number (0, 1, ...), which a restarted instance keeps. */
+  instanceEnv?: (index: number) => NodeJS.ProcessEnv;
 }
 
 export interface SupervisorOptions {
@@ -81,7 +83,7 @@ export class Supervisor {
     for (const spec of specs) {
       const n = spec.instances ?? 1;
       for (let i = 1; i <= n; i++) {
-        const childEnv: NodeJS.ProcessEnv = { ...env, HUB_PROCESS: spec.name };
+        const childEnv: NodeJS.ProcessEnv = { ...env, HUB_PROCESS: spec.name, ...spec.instanceEnv?.(i - 1) };
         // each child its own metrics port: base, base+1, ... in the order of the list
         if (metricsBase !== undefined) childEnv.HUB_METRICS_PORT = String(metricsBase + this.slots.length);
         this.slots.push({ spec, label: n > 1 ? `${spec.name}.${i}` : spec.name, env: childEnv, startedAt: 0, crashes: 0, restarts: 0 });
@@ -104,7 +106,8 @@ export class Supervisor {
 
   private spawn(slot: Slot): void {
     slot.timer = undefined;
-    cluster.setupPrimary({ exec: slot.spec.script, execArgv: [...this.execArgv, ...(slot.spec.script.endsWith('.ts') ? ['--import', 'tsx'] : [])], silent: false });
+    const tsx = slot.spec.script.endsWith('.ts') && !this.execArgv.some((a) => /(^|=)tsx$/.test(a) || a === 'tsx') ? ['--import', 'tsx'] : [];
+    cluster.setupPrimary({ exec: slot.spec.script, execArgv: [...this.execArgv, ...tsx], silent: false });
     const worker = cluster.fork(slot.env);
     slot.worker = worker;
     slot.startedAt = Date.now();

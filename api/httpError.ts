@@ -1,10 +1,9 @@
 /**
  * An answer the web layer itself gives, about HTTP and not the domain (a route that does not exist, content
  * negotiation, an authentication challenge, a library's refusal): a code of the catalogue (shared/errors.ts), whose
- * status and `error` value come from shared/errorAnswers.ts like a domain error's, a message and extra headers.
+ * status and `error` value come from the same table as a domain error's, a message and extra headers.
  */
-import { ANSWERS } from '../shared/errorAnswers.js';
-import type { ErrorCode } from '../shared/errors.js';
+import { ANSWERS, type ErrorCode } from '../shared/errors.js';
 
 export class HttpError extends Error {
   readonly status: number;
