@@ -23,7 +23,7 @@ import http2, { type ClientHttp2Session } from 'node:http2';
 import type { Duplex } from 'node:stream';
 import type { TLSSocket } from 'node:tls';
 import type { buildConnector } from 'undici';
-import { AGENT_ALPN, EDGES_PATH, TARGETS_PATH, targetAuthority } from 'edgehub-agent/protocol';
+import { AGENT_ALPN, targetAuthority } from 'edgehub-agent/protocol';
 import { logger } from '../../shared/logger.js';
 import type { AgentGateway, ShareRoute, Sticky } from '../types.js';
 import { envKey, type AgentDirectory, type AgentRecord } from './directory.js';
@@ -32,6 +32,7 @@ import { AgentAdmission, MAX_STREAMS_PER_CONNECTION, SESSION_LIMITS } from './li
 import { affinityCookie, affinityToken, byClient, names } from './affinity.js';
 import { applyState, byWeight, choose, eligible, type PoolMember, poolDefaults, readStateStream } from './pool.js';
 import { AgentFigures } from './figures.js';
+import { sendEdges, sendTargets } from './messages.js';
 import { AgentStreamError, connectStream, streamConnector, Unanswered } from './streams.js';
 import type { Presence } from './presence.js';
 
@@ -60,8 +61,6 @@ export interface GatewayOptions {
   checksOf?: (hubId: string, targets: string[]) => Record<string, unknown>;
 }
 
-/** Largest answer to a list of targets. */
-const MAX_STATE_LINE = 256 << 10;
 let linkIds = 0;
 
 interface Link extends PoolMember {
@@ -187,44 +186,13 @@ export class AgentGatewayServer implements AgentGateway {
   private push(link: Link): Promise<void> {
     const targets = [...new Set(this.o.targetsOf(link.agent.hubId, link.agent.envZId))].sort();
     const checks = JSON.stringify(this.o.checksOf?.(link.agent.hubId, targets) ?? {});
-    const sending = new Promise<void>((resolve, reject) => {
-      if (link.session.destroyed || link.session.closed) return reject(new Error('the connection is closed'));
-      const stream = link.session.request({ ':method': 'PUT', ':path': TARGETS_PATH, 'content-type': 'application/json' });
-      link.floods.track(stream);
-      const timer = setTimeout(() => stream.close(http2.constants.NGHTTP2_CANCEL), this.o.connectTimeoutMs);
-      stream.once('response', (headers) => {
-        const status = Number(headers[':status']);
-        if (status !== 204 && status !== 200) {
-          clearTimeout(timer);
-          stream.resume();
-          return reject(new Error(`the agent answered ${status} to its targets`));
-        }
-        // 200: what it serves of them and its pool state (an older agent answers 204: it serves them all)
-        let body = '';
-        stream.setEncoding('utf8');
-        stream.on('data', (chunk: string) => {
-          body += chunk;
-          if (body.length > MAX_STATE_LINE) stream.close(http2.constants.NGHTTP2_CANCEL);
-        });
-        stream.once('end', () => {
-          clearTimeout(timer);
-          link.ackedChecks = checks;
-          this.takeAnswer(link, targets, status === 200 ? body : undefined);
-          resolve();
-          setImmediate(() => {
-            if (!link.session.destroyed && !link.session.closed) this.refresh(link);
-          });
-        });
+    const sending = sendTargets(link, targets, checks, this.o.connectTimeoutMs).then((answer) => {
+      link.ackedChecks = checks;
+      this.takeAnswer(link, targets, answer);
+      // a change while this list was on its way (a share made as the agent connected) was not sent: send it now
+      setImmediate(() => {
+        if (!link.session.destroyed && !link.session.closed) this.refresh(link);
       });
-      stream.once('error', (err) => {
-        clearTimeout(timer);
-        reject(err);
-      });
-      stream.once('close', () => {
-        clearTimeout(timer);
-        reject(new Error('the targets were not acknowledged'));
-      });
-      stream.end(`{"targets":${JSON.stringify(targets)},"checks":${checks}}`);
     });
     // waiters see the outcome in link.acked; the rejection is the caller's
     const settled = sending.then(
@@ -297,17 +265,7 @@ export class AgentGatewayServer implements AgentGateway {
   private pushEdges(link: Link): void {
     const edges = this.o.edges?.();
     // not read yet (this edge is starting): nothing rather than an empty set, which would drop the edges it found
-    if (!edges?.addresses.length || link.session.destroyed || link.session.closed) return;
-    let stream: http2.ClientHttp2Stream;
-    try {
-      stream = link.session.request({ ':method': 'PUT', ':path': EDGES_PATH, 'content-type': 'application/json' });
-      link.floods.track(stream);
-    } catch {
-      return;
-    }
-    stream.on('error', () => undefined);
-    stream.once('response', () => stream.resume());
-    stream.end(JSON.stringify({ edges: edges.addresses, self: edges.self }));
+    if (edges?.addresses.length) sendEdges(link, edges);
   }
 
   /** The live edges changed: every connected agent is told. */
