@@ -6,14 +6,18 @@
  */
 import type { ChildProcess } from 'node:child_process';
 import { mkdtempSync } from 'node:fs';
+import http2 from 'node:http2';
+import net from 'node:net';
+import tls from 'node:tls';
 import os from 'node:os';
 import path from 'node:path';
 import test from 'ava';
 import WebSocket from 'ws';
-import { readIdentity } from '../../agent/lib/identity.js';
+import { readIdentity, writeIdentity } from '../../agent/lib/identity.js';
+import { selfSignedCertificate } from '../../bench/agentFixtures.js';
 import { AgentRunner } from '../../agent/lib/run.js';
 import type { Edge } from '../../edge/server.js';
-import { edgehubCli, enrollAgent, newEnvironment, runAgent as startAgent, startPrivateTarget, type RunningAgent } from '../helpers/agents.js';
+import { edgehubCli, enrollAgent, newEnvironment, runAgent as startAgent, runAgentHere, startPrivateTarget, type RunningAgent } from '../helpers/agents.js';
 import { edgeRequest, publicFrontendCertificate, publicFrontendId, routedShare, startBackend, startTestEdge } from '../helpers/edge.js';
 import { privateNetwork, type PrivateNetwork } from '../helpers/netns.js';
 import { assertRefused } from '../helpers/refusals.js';
@@ -430,4 +434,87 @@ test.serial("target health by the share's HTTP health check: an answer with anot
   } finally {
     await hub.call('DELETE', `${hub.h}/health-checks/${check.json.id}`);
   }
+});
+
+test.serial('a draining agent still answers a stream an edge sends it anyway (a race), then exits 0', async (t) => {
+  // an edge of this test's own (a TLS listener speaking the agents' protocol) that goes on sending after the drain
+  const certs = mkdtempSync(path.join(work, 'race-'));
+  const edgeCert = selfSignedCertificate(certs, 'edge', '/CN=agent.share.localhost', 'DNS:agent.share.localhost');
+  const agentCert = selfSignedCertificate(certs, 'agent', '/CN=race agent');
+  const echo = net.createServer((s) => s.pipe(s));
+  await new Promise<void>((resolve) => echo.listen(0, '127.0.0.1', resolve));
+  cleanups.push(() => new Promise((resolve) => echo.close(resolve)));
+  const target = `127.0.0.1:${(echo.address() as net.AddressInfo).port}`;
+  let session: http2.ClientHttp2Session | undefined;
+  const connected = new Promise<http2.ClientHttp2Session>((resolve) => {
+    const server = tls.createServer({ cert: edgeCert.cert, key: edgeCert.key, ALPNProtocols: ['edgehub-agent/1'], requestCert: true, rejectUnauthorized: false }, (socket) => {
+      session = http2.connect('http://agent', { createConnection: () => socket });
+      session.on('error', () => undefined);
+      resolve(session);
+    });
+    server.listen(0, '127.0.0.1');
+    cleanups.push(() => new Promise((done) => (session?.destroy(), server.close(done))));
+    server.once('listening', () => {
+      const dir = path.join(certs, 'identity');
+      writeIdentity(dir, {
+        id: 'race-agent',
+        hubId: 'race',
+        envZId: 'race',
+        edges: [`127.0.0.1:${(server.address() as net.AddressInfo).port}`],
+        edgeServerName: 'agent.share.localhost',
+        serviceUrl: '',
+        keyPem: agentCert.key,
+        certificatePem: agentCert.cert,
+        edgeCaPem: edgeCert.cert,
+      });
+      agentHolder.push(runAgentHere(dir, []));
+    });
+  });
+  const agentHolder: RunningAgent[] = [];
+  const edgeSession = await connected;
+  const agent = agentHolder[0];
+  cleanups.push(() => agent.stop('SIGKILL'));
+  const exited = new Promise<number | null>((resolve) => agent.child.once('exit', (code) => resolve(code)));
+
+  /** A request of this edge to the agent: its status and body. */
+  const ask = (headers: http2.OutgoingHttpHeaders, body?: string) =>
+    new Promise<{ status: number; body: string }>((resolve, reject) => {
+      const stream = edgeSession.request(headers);
+      let text = '';
+      let status = 0;
+      stream.setEncoding('utf8');
+      stream.on('response', (h) => (status = Number(h[':status'])));
+      stream.on('data', (d: string) => (text += d));
+      stream.once('end', () => resolve({ status, body: text }));
+      stream.once('error', reject);
+      stream.end(body);
+    });
+  const taken = await ask({ ':method': 'PUT', ':path': '/edgehub/v1/targets', 'content-type': 'application/json' }, JSON.stringify({ targets: [target] }));
+  t.is(taken.status, 200);
+  t.like(JSON.parse(taken.body), { serves: [target], weight: 1, priority: 0, draining: false });
+
+  // the state stream: the drain is said on it
+  const states: { draining: boolean }[] = [];
+  const state = edgeSession.request({ ':method': 'GET', ':path': '/edgehub/v1/state' });
+  state.setEncoding('utf8');
+  state.on('data', (d: string) => states.push(...d.trim().split('\n').map((l) => JSON.parse(l))));
+  state.end();
+  await waitFor(async () => states.length >= 1, { what: 'the first state line' });
+  agent.child.kill('SIGTERM');
+  await waitFor(async () => states.some((s) => s.draining), { what: 'the drain said on the state stream' });
+
+  // a stream sent anyway: carried to the target and back
+  const stream = edgeSession.request({ ':method': 'CONNECT', ':authority': target }, { endStream: false });
+  const status = await new Promise<number>((resolve) => stream.once('response', (h) => resolve(Number(h[':status']))));
+  t.is(status, 200, 'answered, not dropped');
+  const back = new Promise<string>((resolve) => {
+    let got = '';
+    stream.setEncoding('utf8');
+    stream.on('data', (d: string) => (got += d));
+    stream.once('end', () => resolve(got));
+  });
+  stream.end('sent after the drain');
+  t.is(await back, 'sent after the drain');
+  t.is(await exited, 0);
+  t.true(agent.lines.includes('drained: everything in flight finished'), agent.lines.join(' | '));
 });
