@@ -149,6 +149,7 @@ export async function poolBench(o: PoolBenchOptions): Promise<string[]> {
   const gone = Date.now();
   agents[0].child.kill('SIGKILL');
   agents[1].child.kill('SIGKILL');
+  await Promise.all([agents[0].exited, agents[1].exited]);
   let takeover = Number.NaN;
   const backupBefore = (await agentRequests(o.metricsPort)).get(agents[2].id) ?? 0;
   for (let i = 0; i < 200; i++) {
