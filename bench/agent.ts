@@ -10,6 +10,9 @@
  * a certificate of the bench's own making (HUB_EDGE_TLS_CERT_FILE), which the agent trusts; the agent's certificate
  * is self-signed and listed by fingerprint, which is all the edge checks of it.
  *
+ * Then the pool run (bench/agentPool.ts; BENCH_POOL=0 leaves it out): weights, a backup agent, a rolling restart under
+ * load, the edge's CPU per request with three agents against one.
+ *
  * BENCH_CONNECTIONS (default 50), BENCH_SECONDS per round (default 10), BENCH_ROUNDS (default 3), BENCH_BIG_MIB (1024).
  */
 import { spawn, type ChildProcess } from 'node:child_process';
@@ -20,6 +23,7 @@ import path from 'node:path';
 import autocannon from 'autocannon';
 import pg from 'pg';
 import { benchAgent, selfSignedCertificate } from './agentFixtures.js';
+import { poolBench } from './agentPool.js';
 import { benchWorkspace, freePort, median, startEdgeProcess, startServices, stopChild } from './harness.js';
 
 const CONNECTIONS = Number(process.env.BENCH_CONNECTIONS ?? 50);
@@ -153,12 +157,13 @@ try {
   const directHost = await share(`direct${randomBytes(3).toString('hex')}`);
   const agentEnv = `agent${randomBytes(3).toString('hex')}`;
   const agentHost = await share(agentEnv);
-  const [edgePort, edgeTlsPort] = [await freePort(), await freePort()];
+  const [edgePort, edgeTlsPort, metricsPort] = [await freePort(), await freePort(), await freePort()];
   const edge = startEdgeProcess(ws, services, {
     HUB_EDGE_HTTP_PORT: String(edgePort),
     HUB_EDGE_HTTPS_PORT: String(edgeTlsPort),
     HUB_EDGE_TLS_CERT_FILE: edgeCert.certFile,
     HUB_EDGE_TLS_KEY_FILE: edgeCert.keyFile,
+    HUB_METRICS_PORT: String(metricsPort),
     LOG_LEVEL: 'warn',
   });
 
@@ -207,6 +212,7 @@ try {
 
   const idle = { edge: rssMb(edge.pid), agent: rssMb(agent.pid) };
   const [edgePeak, agentPeak] = await slowReader(edgePort, agentHost, 15, [edge.pid, agent.pid]);
+  const pool = process.env.BENCH_POOL === '0' ? [] : await poolBench({ ws, db, hubId, share, singleHost: agentHost, edgePid: edge.pid, edgePort, edgeTlsPort, metricsPort, edgeCert, certs, connections: CONNECTIONS, seconds: SECONDS });
   await db.end();
 
   console.log(`\nbench:agent — ${CONNECTIONS} connections, ${ROUNDS} x ${SECONDS} s per path (medians), 128-byte answers; the same target`);
@@ -221,6 +227,7 @@ try {
     `${BIG / 1024 / 1024} MiB upload:   direct ${mbps(transfer['direct up']).toFixed(0)} MiB/s, agent ${mbps(transfer['agent up']).toFixed(0)} MiB/s, ratio ${(transfer['direct up'] / transfer['agent up']).toFixed(2)} (no target: for the record)`,
   );
   console.log(`memory with a client reading at 1 MB/s from a fast target through the agent (15 s): edge peak ${edgePeak.toFixed(0)} MB (idle ${idle.edge.toFixed(0)}), agent peak ${agentPeak.toFixed(0)} MB (idle ${idle.agent.toFixed(0)}) (target < 200 MB each)`);
+  for (const line of pool) console.log(line);
   console.log(`rounds: direct ${results.direct.map((r) => r.requests.average.toFixed(0)).join(', ')}; agent ${results.agent.map((r) => r.requests.average.toFixed(0)).join(', ')}`);
 } catch (err) {
   console.error(`bench:agent failed: ${(err as Error).stack ?? err}`);

@@ -72,7 +72,8 @@ export async function startServices(ws: BenchWorkspace): Promise<BenchServices> 
 /** SIGTERM, then resolves once the child has exited (at once if it already has). */
 export function stopChild(child: ChildProcess): Promise<void> {
   return new Promise((resolve) => {
-    if (child.exitCode !== null) return resolve();
+    // a child killed by a signal has no exit code, only its signal
+    if (child.exitCode !== null || child.signalCode !== null) return resolve();
     child.once('exit', () => resolve());
     child.kill('SIGTERM');
   });

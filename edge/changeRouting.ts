@@ -22,6 +22,8 @@ export interface ChangeTargets {
   certificates: { reload(): Work };
   access: { mutualTls?: { load(): Work; onChange(change: EdgeChange): Work } };
   directory: { reload(): Promise<unknown> };
+  /** The HTTP checks agents probe targets with (edge/agents/checks.ts). */
+  checks?: { reload(): Promise<unknown> };
   gateway: { directoryChanged(): void; targetsChanged(): void } | undefined;
   ipsec: { changed(): void } | undefined;
   connections: { sweep(): void };
@@ -35,7 +37,7 @@ export class ChangeRouting {
 
   reloadEverything(): Promise<unknown> {
     const t = this.t;
-    this.applied = Promise.all([t.routes.reloadAll(), t.tcp.reloadAll(), t.certificates.reload(), t.access.mutualTls?.load(), t.directory.reload()])
+    this.applied = Promise.all([t.routes.reloadAll(), t.tcp.reloadAll(), t.certificates.reload(), t.access.mutualTls?.load(), t.directory.reload(), t.checks?.reload()])
       .then(() => t.gateway?.directoryChanged())
       .catch((err) => logger.error({ err: (err as Error).message }, 'edge: reload failed'));
     return this.applied;
@@ -52,6 +54,7 @@ export class ChangeRouting {
     if (change.table === 'ipsec_local_tunnels' || change.table === 'ipsec_local_listeners') t.ipsec?.changed();
     if (change.table === 'agents') work.push(t.directory.reload().then(() => t.gateway?.directoryChanged()));
     if (change.table === 'edge_processes') work.push(t.live()?.changed());
+    if (change.table === 'health_checks' && t.checks) work.push(t.checks.reload().then(() => t.gateway?.targetsChanged()));
     this.applied = Promise.all([this.applied, ...work]).catch((err) => logger.error({ err: (err as Error).message, change }, 'edge: change not applied'));
     // a certificate added revokes nothing (its hub's CA, rows changed or deleted may): no pass over open connections
     const revokes = REVOCATION_TABLES.has(change.table) && !(change.table === 'client_certificates' && change.op === 'INSERT');

@@ -17,7 +17,8 @@ import type { Tap } from './inspect/capture.js';
 import type { Meter } from './meter.js';
 import { applyToLines } from './policy/headers.js';
 import { targetPath } from './paths.js';
-import type { ShareRoute } from './types.js';
+import { stickyOf } from './agents/affinity.js';
+import type { ShareRoute, Sticky } from './types.js';
 import type { UpstreamPools } from './upstream.js';
 
 export type { ForwardContext } from './headers.js';
@@ -41,6 +42,7 @@ export const failureKind = (f: Failure) => ANSWERS[f.code].error;
 /** The agents' stream errors (edge/agents/gateway.ts) by their code. */
 const AGENT_FAILURES: Record<string, ErrorCode> = {
   EDGE_NO_AGENT: 'EH_NO_AGENT',
+  EDGE_TARGET_DOWN: 'EH_TARGET_DOWN_AT_AGENTS',
   EDGE_AGENT_REFUSED: 'EH_AGENT_REFUSED_TARGET',
   EDGE_AGENT_UNREACHABLE: 'EH_AGENT_TARGET_UNREACHABLE',
 };
@@ -98,6 +100,8 @@ class Forwarding implements Dispatcher.DispatchHandler {
   private cancelled = false;
   /** May be sent once more (see IDEMPOTENT) when its connection closed before any answer came. */
   retryable = false;
+  /** The request's claim to an agent (a share with affinity); its setCookie goes on the answer. */
+  sticky: Sticky | undefined;
 
   constructor(
     private readonly res: ServerResponse,
@@ -137,6 +141,8 @@ class Forwarding implements Dispatcher.DispatchHandler {
       // a target's cookies stay on the share's own host (headers.ts hostOnlyCookie)
       // and the share policy's response header rules apply
       const lines = applyToLines(responseHeaderLines(rawHeaders, false, res.req?.headers.host ?? (res.req?.headers[':authority'] as string | undefined) ?? ''), this.route.policy?.responseHeaders);
+      // a share with cookie affinity: the cookie naming the agent chosen for this client
+      if (this.sticky?.setCookie) lines.push('set-cookie', this.sticky.setCookie);
       this.tap?.head(status, lines);
       res.writeHead(status, statusText || undefined, status === 204 ? withoutLength(lines) : lines);
       if (this.bodyless) res.end();
@@ -328,13 +334,15 @@ export class Proxy {
     const tap = ctx.tap;
     tap?.forwarded(prepared.headers, body);
     let dispatcher: Dispatcher;
+    const sticky = stickyOf(req, route, ctx.secure);
     try {
-      dispatcher = this.pools.dispatcher(route);
+      dispatcher = this.pools.dispatcher(route, sticky);
     } catch (err) {
       const f = failure(err as NodeJS.ErrnoException, route);
       return void answer(res, f.code, f.message);
     }
     const forwarding = new Forwarding(res, route, this.options, tap, dispatcher, { method, path: prepared.path, headers: prepared.headers, body });
+    forwarding.sticky = sticky;
     forwarding.retryable = !body && IDEMPOTENT.has(method);
     forwarding.send();
     return () => forwarding.cancel();
@@ -357,7 +365,7 @@ export class Proxy {
     const handler = new Upgrading(socket, head, route, this.meter, this.options, onSpliced);
     handler.host = req.headers.host ?? '';
     try {
-      this.pools.dispatcher(route).dispatch({ method: req.method ?? 'GET', path: prepared.path, headers: prepared.headers, upgrade: String(req.headers.upgrade ?? 'websocket'), body: null }, handler);
+      this.pools.dispatcher(route, stickyOf(req, route, ctx.secure)).dispatch({ method: req.method ?? 'GET', path: prepared.path, headers: prepared.headers, upgrade: String(req.headers.upgrade ?? 'websocket'), body: null }, handler);
     } catch (err) {
       handler.onResponseError(undefined as never, err as Error);
     }

@@ -21,6 +21,7 @@ interface RouteRow {
   oauth_check_interval: string | null;
   inspect: boolean;
   policy: StoredPolicy | null;
+  affinity: 'none' | 'client-ip' | 'cookie' | null;
   frontend_id: string;
   url_template: string;
   ap_id: string | null;
@@ -34,7 +35,7 @@ interface RouteRow {
 
 /** Every ACTIVE share on every active frontend it is published on, with its auth provider (one row per host). */
 const ROUTES_SQL = `
-  SELECT s.z_id, s.hub_id, s.env_z_id, e.reach, s.target, s.mutual_tls, s.target_protocol, s.oauth_email_domains, s.oauth_check_interval, s.inspect, s.policy,
+  SELECT s.z_id, s.hub_id, s.env_z_id, e.reach, s.target, s.mutual_tls, s.target_protocol, s.oauth_email_domains, s.oauth_check_interval, s.inspect, s.policy, s.affinity,
          f.id AS frontend_id, f.url_template,
          ap.id AS ap_id, ap.type AS ap_type, ap.client_id AS ap_client_id, ap.client_secret_sealed AS ap_client_secret_sealed,
          ap.issuer_url AS ap_issuer_url, ap.scopes AS ap_scopes, ap.email_patterns AS ap_email_patterns
@@ -100,6 +101,13 @@ export class RouteTable {
     const targets = new Set<string>();
     for (const route of this.byHost.values()) if (route.hubId === hubId && route.envZId === envZId) targets.add(targetAuthority(route.target));
     return [...targets];
+  }
+
+  /** An environment's routed shares with their targets (host:port). */
+  sharesOf(hubId: string, envZId: string): { zId: string; authority: string }[] {
+    const out = new Map<string, string>();
+    for (const route of this.byHost.values()) if (route.hubId === hubId && route.envZId === envZId) out.set(route.zId, targetAuthority(route.target));
+    return [...out].map(([zId, authority]) => ({ zId, authority }));
   }
 
   get size(): number {
@@ -170,6 +178,7 @@ export class RouteTable {
       checkIntervalMs: (row.oauth_check_interval && durationMs(row.oauth_check_interval)) || DEFAULT_CHECK_INTERVAL_MS,
       inspect: row.inspect,
       policy: policies.get(row.z_id),
+      affinity: row.affinity ?? 'none',
     });
     const hosts = hostsByShare.get(row.z_id);
     if (hosts) hosts.push(host);

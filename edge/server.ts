@@ -11,6 +11,8 @@ import { logger } from '../shared/logger.js';
 import { insertSamples, type UsageRow } from '../shared/metrics/store.js';
 import { accessControl } from './access/index.js';
 import { AgentDirectory } from './agents/directory.js';
+import { affinityKey } from './agents/affinity.js';
+import { TargetChecks } from './agents/checks.js';
 import { AgentGatewayServer } from './agents/gateway.js';
 import { LiveEdges } from './agents/liveEdges.js';
 import { Presence } from './agents/presence.js';
@@ -114,6 +116,7 @@ export async function startEdge(options: EdgeOptions = {}): Promise<Edge> {
   const ownPorts = new Set<number>();
   // agents: who they are, where they are connected, and the gateway that carries traffic
   const directory = new AgentDirectory(pool);
+  const checks = new TargetChecks(pool);
   const id = edgeId();
   let live: LiveEdges | undefined;
   const gateway = options.agents
@@ -124,6 +127,9 @@ export async function startEdge(options: EdgeOptions = {}): Promise<Edge> {
         edges: () => ({ addresses: live?.addresses ?? [], self: live?.self ?? [] }),
         // what an agent may connect to: its environment's share targets and IPsec share targets
         targetsOf: (hubId: string, envZId: string): string[] => [...routes.targetsOf(hubId, envZId), ...tcp.targetsOf(hubId, envZId), ...(ipsec?.targetsOf(hubId, envZId) ?? [])],
+        sharesOf: (hubId: string, envZId: string) => [...routes.sharesOf(hubId, envZId), ...tcp.sharesOf(hubId, envZId)],
+        affinityKey: affinityKey(config().secretKey),
+        checksOf: (hubId: string, targets: string[]) => checks.of(hubId, targets),
         connectTimeoutMs: cfg.upstreamTimeoutMs,
       });
   const agents: AgentGateway = options.agents ?? gateway!;
@@ -132,7 +138,7 @@ export async function startEdge(options: EdgeOptions = {}): Promise<Edge> {
     timeoutMs: cfg.upstreamTimeoutMs,
     readTimeoutMs: cfg.upstreamReadTimeoutMs,
     ownPorts: () => ownPorts,
-    connectorFor: (route) => agents.connectorFor(route),
+    connectorFor: (route, sticky) => agents.connectorFor(route, sticky),
   });
   const mark = hopMark(config().secretKey);
   const inspection = options.inspect === false || !redisConfigured() ? undefined : startInspection({ edge: id, routeOf: (zId) => routes.byShare(zId), pools, meter, via: `1.1 ${mark}` });
@@ -163,12 +169,12 @@ export async function startEdge(options: EdgeOptions = {}): Promise<Edge> {
   const tcp = new TcpShares({ pool, host: options.host, policy: egressPolicy(), timeoutMs: cfg.upstreamTimeoutMs, meter, mutualTls: access.mutualTls, contextFor: (name) => certificates.contextFor(name), connectorFor: (route) => agents.connectorFor(route), ownPorts, idleMs: cfg.tcpIdleTimeoutMs, maxConnections: cfg.tcpMaxConnections });
   const connections = new OpenConnections();
   const feed = new ChangeFeed(url);
-  const changes = new ChangeRouting({ routes, tcp, certificates, access, directory, gateway, ipsec, connections, live: () => live });
+  const changes = new ChangeRouting({ routes, tcp, certificates, access, directory, checks, gateway, ipsec, connections, live: () => live });
   feed.on('resync', () => void changes.reloadEverything());
   feed.on('change', (change) => changes.apply(change));
   // listening first, loading second: a change committed in between is seen by the load or notified after it
   await feed.start();
-  await Promise.all([routes.reloadAll(), certificates.reload(), access.mutualTls?.load(), directory.reload()]);
+  await Promise.all([routes.reloadAll(), certificates.reload(), access.mutualTls?.load(), directory.reload(), checks.reload()]);
   await tcp.reloadAll();
   const resync = cfg.resyncMs > 0 ? setInterval(() => void changes.reloadEverything(), cfg.resyncMs) : undefined;
   resync?.unref();

@@ -34,6 +34,20 @@ export interface ShareRoute {
   inspect?: boolean;
   /** The share's traffic policy, compiled when the route was loaded (edge/policy); undefined: none. */
   policy?: CompiledPolicy;
+  /** Which agent carries a client's requests (agent-served environments): any, by client address, or by cookie. */
+  affinity?: 'none' | 'client-ip' | 'cookie';
+}
+
+/**
+ * A request's claim to an agent (a share with affinity): the client's address or its affinity cookie; `setCookie`
+ * is filled in by the gateway when the answer must carry a new cookie (a Set-Cookie value).
+ */
+export interface Sticky {
+  affinity: 'client-ip' | 'cookie';
+  clientIp: string;
+  cookie: string | undefined;
+  secure: boolean;
+  setCookie?: string;
 }
 
 /** A NOTIFY on channel edgehub_edge (migration 0500): which row of which table changed. */
@@ -73,7 +87,7 @@ export interface AgentGateway {
    * How connections to `route`'s target are made when its environment is served by agents, with the key the
    * edge's pools are kept by; undefined only when the environment's reach is 'edge' (the edge connects itself).
    */
-  connectorFor(route: ShareRoute): { key: string; connect: import('undici').buildConnector.connector } | undefined;
+  connectorFor(route: ShareRoute, sticky?: Sticky): { key: string; connect: import('undici').buildConnector.connector } | undefined;
   /** A stream to `authority` (host:port) in the environment's network, through one of its connected agents. */
   openStream(hubId: string, envZId: string, authority: string): Promise<import('node:stream').Duplex>;
   /** Ids of the environment's agents connected to this edge. */

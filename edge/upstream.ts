@@ -12,7 +12,7 @@ import { isIP } from 'node:net';
 import { Pool, type buildConnector, type Dispatcher } from 'undici';
 import type { EgressPolicy } from '../shared/egress.js';
 import { egressConnector } from '../shared/egressHttp.js';
-import type { ShareRoute } from './types.js';
+import type { ShareRoute, Sticky } from './types.js';
 
 export interface UpstreamOptions {
   policy: EgressPolicy;
@@ -27,7 +27,7 @@ export interface UpstreamOptions {
   /** The edge's own listening ports: a target on this host at one of them is refused (a loop). */
   ownPorts?: () => ReadonlySet<number>;
   /** A connector for routes that do not connect directly (agent-backed environments), with the key it is cached by. */
-  connectorFor?: (route: ShareRoute) => { key: string; connect: buildConnector.connector } | undefined;
+  connectorFor?: (route: ShareRoute, sticky?: Sticky) => { key: string; connect: buildConnector.connector } | undefined;
 }
 
 /**
@@ -60,9 +60,9 @@ export class UpstreamPools {
     this.timer.unref();
   }
 
-  /** The pool that carries `route`'s requests: its hub's own, for its target origin. */
-  dispatcher(route: ShareRoute): Dispatcher {
-    const via = this.options.connectorFor?.(route);
+  /** The pool that carries `route`'s requests: its hub's own, for its target origin (and agent, `sticky` its claim to one). */
+  dispatcher(route: ShareRoute, sticky?: Sticky): Dispatcher {
+    const via = this.options.connectorFor?.(route, sticky);
     const key = `${route.hubId} ${via ? via.key : 'direct'} ${route.target.origin}`;
     let entry = this.pools.get(key);
     if (!entry) {

@@ -129,6 +129,7 @@ export const EDGE_ERROR_CODES = {
   EH_IDP_UNREACHABLE: { ...BAD_GATEWAY, meaning: 'the identity provider could not be reached, answered wrongly, or is misconfigured' },
   EH_EGRESS_DENIED: { ...FORBIDDEN, meaning: "the share's target is denied by the egress policy" },
   EH_NO_AGENT: { ...BAD_GATEWAY, meaning: "no agent of the share's environment is connected (or it went away)" },
+  EH_TARGET_DOWN_AT_AGENTS: { ...BAD_GATEWAY, meaning: "the share's target is down at every agent of its environment (each connected agent reports it cannot reach it)" },
   EH_AGENT_REFUSED_TARGET: { ...BAD_GATEWAY, meaning: "the environment's agent refused the target (not among its allowed targets)" },
   EH_AGENT_TARGET_UNREACHABLE: { ...BAD_GATEWAY, meaning: "the environment's agent could not reach the target" },
   EH_TARGET_UNREACHABLE: { ...BAD_GATEWAY, meaning: "the share's target could not be reached or answered something that cannot be passed on" },

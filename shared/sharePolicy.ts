@@ -42,7 +42,6 @@ export interface PolicyView extends PolicyFields {
   basicAuth?: { user: string }[];
 }
 
-const ERROR_PAGE_STATUSES = ['502', '503', '504'] as const;
 /** The largest error page, in bytes of UTF-8. */
 export const ERROR_PAGE_MAX_BYTES = 64 * 1024;
 

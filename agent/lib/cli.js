@@ -6,7 +6,9 @@ import { agentEnroll } from './agentEnroll.js';
 import { enroll } from './enroll.js';
 import { EnrollError } from './errors.js';
 import { defaultAgentDir, readIdentity } from './identity.js';
+import { drainTimeout, poolNumber, PRIORITY, WEIGHT } from './pool.js';
 import { parseAllowPattern } from './protocol.js';
+import { drainRunning, writePidFile } from './pidFile.js';
 import { AgentRunner } from './run.js';
 import { agentUnit, DEFAULT_UNIT_FILE, writeUnit } from './service.js';
 import { share } from './share.js';
@@ -21,12 +23,18 @@ const USAGE = `usage:
   edgehub agent enroll <jwt> [--dir <folder>] [--expect-host <host[:port]>]
       Enrolls this machine as an agent of the environment the JWT names; writes its identity to --dir
       (default ~/.edgehub/agent; the key mode 0600).
-  edgehub agent run [--dir <folder>] [--edge <host:port>]... [--allow <pattern>]...
+  edgehub agent run [--dir <folder>] [--edge <host:port>]... [--allow <pattern>]... [--weight <1-100>]
+                [--priority <0-9>] [--drain-timeout <seconds>]
       Dials every edge (the identity's, or each --edge, and every live edge they name) and carries its
       environment's shares to their targets. --allow limits the targets further: host:port, *.domain:port or
-      CIDR:port (port may be *).
+      CIDR:port (port may be *). --weight (default 1) is its share of new requests against the environment's
+      other agents; --priority (default 0) puts it in a tier: edges use a higher number only when no agent of a
+      lower one is usable. SIGTERM drains it: the edges send it nothing new, what is in flight finishes (at most
+      --drain-timeout, default 30 s), then it exits 0; a second SIGTERM stops it at once. Ctrl-C stops it at once.
+  edgehub agent drain [--dir <folder>]
+      Drains the agent running with that identity folder (as SIGTERM does) and waits until it has stopped.
   edgehub agent install-service [--dir <folder>] [--user <name>] [--edge <host:port>]... [--allow <pattern>]...
-                [--write [<file>]]
+                [--weight <1-100>] [--priority <0-9>] [--drain-timeout <seconds>] [--write [<file>]]
       Prints a systemd unit that runs edgehub agent run with these options as a service (as the user who owns the
       identity's key, or --user; restarted whenever it ends); --write writes it to <file> (default
       ${DEFAULT_UNIT_FILE}). Then: systemctl daemon-reload && systemctl enable --now edgehub-agent
@@ -52,16 +60,19 @@ const fail = (message, code = 1) => {
 /** @param {string} line */
 const out = (line) => void process.stdout.write(line + '\n');
 
-/** Resolves on the first SIGINT or SIGTERM. @returns {Promise<void>} */
+/** Resolves on the first SIGINT or SIGTERM, with which. @returns {Promise<'SIGINT' | 'SIGTERM'>} */
 const interrupted = () =>
   new Promise((resolve) => {
-    const done = () => {
-      process.off('SIGINT', done);
-      process.off('SIGTERM', done);
-      resolve();
+    const onInt = () => done('SIGINT');
+    const onTerm = () => done('SIGTERM');
+    /** @param {'SIGINT' | 'SIGTERM'} signal */
+    const done = (signal) => {
+      process.off('SIGINT', onInt);
+      process.off('SIGTERM', onTerm);
+      resolve(signal);
     };
-    process.once('SIGINT', done);
-    process.once('SIGTERM', done);
+    process.once('SIGINT', onInt);
+    process.once('SIGTERM', onTerm);
   });
 
 /** @param {string[]} argv */
@@ -79,6 +90,9 @@ function parse(argv) {
       dir: { type: 'string' },
       edge: { type: 'string', multiple: true },
       allow: { type: 'string', multiple: true },
+      weight: { type: 'string' },
+      priority: { type: 'string' },
+      'drain-timeout': { type: 'string' },
       name: { type: 'string' },
       frontend: { type: 'string', multiple: true },
       mtls: { type: 'boolean', default: false },
@@ -144,7 +158,7 @@ export async function main(argv) {
         edges: values.edge,
         env: process.env,
         log: out,
-        until: interrupted(),
+        until: interrupted().then(() => undefined),
       });
       return 0;
     }
@@ -193,23 +207,57 @@ async function agent(args, values) {
   }
   if (sub === 'run') {
     if (rest.length) return fail(`unexpected argument '${rest[0]}'`, 2);
-    let allow;
+    let allow, weight, priority, drainMs;
     try {
       allow = (values.allow ?? []).map(parseAllowPattern);
+      weight = poolNumber('--weight', values.weight, WEIGHT);
+      priority = poolNumber('--priority', values.priority, PRIORITY);
+      drainMs = drainTimeout(values['drain-timeout']);
     } catch (err) {
       return fail(/** @type {Error} */ (err).message, 2);
     }
     const identity = readIdentity(dirOf(values));
-    const runner = new AgentRunner({ identity, edges: values.edge, allow, log: out, dir: dirOf(values) }).start();
-    out(`agent ${identity.id} of environment ${identity.envZId} running (Ctrl-C stops it)`);
-    await interrupted();
-    await runner.stop();
+    const runner = new AgentRunner({ identity, edges: values.edge, allow, log: out, dir: dirOf(values), weight, priority }).start();
+    const removePidFile = writePidFile(dirOf(values));
+    out(`agent ${identity.id} of environment ${identity.envZId} running (weight ${weight}, priority ${priority}; Ctrl-C stops it, SIGTERM drains it)`);
+    try {
+      const signal = await interrupted();
+      if (signal === 'SIGTERM') {
+        // a second SIGTERM while draining: at once
+        process.once('SIGTERM', () => {
+          out('second SIGTERM: stopping at once');
+          removePidFile();
+          process.exit(0);
+        });
+        out(`draining: the edges send this agent nothing new; waiting for what is in flight (at most ${Math.round(drainMs / 1000)} s)`);
+        const finished = await runner.drain(drainMs);
+        out(finished ? 'drained: everything in flight finished' : `drain timeout: streams still open after ${Math.round(drainMs / 1000)} s were closed`);
+      } else await runner.stop();
+    } finally {
+      removePidFile();
+    }
     out('agent stopped');
+    return 0;
+  }
+  if (sub === 'drain') {
+    if (rest.length) return fail(`unexpected argument '${rest[0]}'`, 2);
+    const pid = await drainRunning(dirOf(values), out);
+    out(`agent ${pid} drained and stopped`);
     return 0;
   }
   if (sub === 'install-service') {
     if (rest.length) return fail(`unexpected argument '${rest[0]}'`, 2);
-    const { unit, user } = agentUnit({ dir: dirOf(values), user: values.user, edges: values.edge, allow: values.allow });
+    let pool;
+    try {
+      pool = {
+        weight: values.weight === undefined ? undefined : poolNumber('--weight', values.weight, WEIGHT),
+        priority: values.priority === undefined ? undefined : poolNumber('--priority', values.priority, PRIORITY),
+        drainMs: values['drain-timeout'] === undefined ? undefined : drainTimeout(values['drain-timeout']),
+      };
+    } catch (err) {
+      return fail(/** @type {Error} */ (err).message, 2);
+    }
+    const { unit, user } = agentUnit({ dir: dirOf(values), user: values.user, edges: values.edge, allow: values.allow, pool });
     if (!values.write) {
       process.stdout.write(unit);
       return 0;
@@ -218,5 +266,5 @@ async function agent(args, values) {
     out(`wrote ${values.write} (runs as ${user}); now: systemctl daemon-reload && systemctl enable --now ${path.basename(values.write, '.service')}`);
     return 0;
   }
-  return fail(sub ? `unknown agent command '${sub}' (enroll, run or install-service)` : 'edgehub agent enroll <jwt> | edgehub agent run | edgehub agent install-service', 2);
+  return fail(sub ? `unknown agent command '${sub}' (enroll, run, drain or install-service)` : 'edgehub agent enroll <jwt> | edgehub agent run | edgehub agent drain | edgehub agent install-service', 2);
 }

@@ -14,7 +14,8 @@ import http2 from 'node:http2';
 import net from 'node:net';
 import tls from 'node:tls';
 import { certificateExpiry } from './identity.js';
-import { AGENT_ALPN, authorityOf, EDGES_PATH, ERROR_HEADER, MAX_EDGES, parseAuthority, TARGETS_PATH } from './protocol.js';
+import { AGENT_ALPN, authorityOf, EDGES_PATH, ERROR_HEADER, MAX_EDGES, parseAuthority, parseChecks, STATE_PATH, TARGETS_PATH } from './protocol.js';
+import { PoolState } from './pool.js';
 import { pump } from './pump.js';
 
 /** What this side accepts per stream and per connection before the edge must wait (back-pressure). */
@@ -41,12 +42,16 @@ const PING_MS = Math.max(100, Number(process.env.EDGEHUB_AGENT_PING_MS) || 10_00
  * @property {import('./protocol.js').AllowPattern[]} [allow]
  * @property {(line: string) => void} log
  * @property {(link: EdgeLink, edges: string[], self: string[]) => void} [onEdges] The edge told the live edges.
+ * @property {PoolState} [pool] Weight, priority, draining and targets down, told to the edge.
+ * @property {(targets: string[]) => void} [onTargets] The edge told this connection its targets.
  */
 
 export class EdgeLink {
   /** @type {tls.TLSSocket | undefined} */ socket;
   /** @type {import('node:http2').Http2Session | undefined} */ session;
   /** @type {Set<string>} */ targets = new Set();
+  /** The HTTP checks of targets that have one (the share's health check), as the edge last told them. @type {Map<string, import('./protocol.js').TargetCheck>} */
+  checks = new Map();
   /** @type {Promise<void>} */ targetsUpdate = Promise.resolve();
   attempts = 0;
   /** @type {NodeJS.Timeout | undefined} */ timer;
@@ -58,6 +63,8 @@ export class EdgeLink {
   /** The live edges as the edge at the other end last told them. @type {string[]} */
   edges = [];
   /** @type {Set<net.Socket>} */ open = new Set();
+  /** CONNECT streams the edge opened and that are not closed yet (what a drain waits for). */
+  active = 0;
 
   /**
    * @param {string} address host:port
@@ -187,7 +194,13 @@ export class EdgeLink {
     const method = headers[':method'];
     if (method === 'PUT' && headers[':path'] === TARGETS_PATH) return this.takeTargets(stream);
     if (method === 'PUT' && headers[':path'] === EDGES_PATH) return void this.message(stream).then((body) => this.takeEdges(stream, body));
-    if (method === 'CONNECT') return void this.targetsUpdate.then(() => this.carry(stream, String(headers[':authority'] ?? '')));
+    if (method === 'GET' && headers[':path'] === STATE_PATH) return this.tellState(stream);
+    if (method === 'CONNECT') {
+      // carried even while draining: an edge that had not heard of the drain yet sent it (a race), and it is answered
+      this.active++;
+      stream.once('close', () => this.active--);
+      return void this.targetsUpdate.then(() => this.carry(stream, String(headers[':authority'] ?? '')));
+    }
     stream.respond({ ':status': 404, [ERROR_HEADER]: 'unknown request' }, { endStream: true });
   }
 
@@ -232,7 +245,12 @@ export class EdgeLink {
       }
       const before = this.targets;
       this.targets = next;
-      stream.respond({ ':status': 204 }, { endStream: true });
+      this.checks = parseChecks(body.checks, next);
+      // what this connection carries of them (its --allow patterns), and its pool state
+      const serves = [...next].filter((t) => !this.refusal(t, parseAuthority(t)));
+      stream.respond({ ':status': 200, 'content-type': 'application/json' });
+      stream.end(JSON.stringify({ serves, ...this.pool().snapshot() }));
+      this.options.onTargets?.([...next]);
       const count = `${next.size} target${next.size === 1 ? '' : 's'}`;
       if (!this.up) {
         this.up = true;
@@ -243,6 +261,29 @@ export class EdgeLink {
         this.options.log(`edge ${this.address}: ${count} now`);
       }
     });
+  }
+
+  /** @returns {PoolState} */
+  pool() {
+    if (!this.options.pool) this.options.pool = new PoolState();
+    return this.options.pool;
+  }
+
+  /**
+   * The pool state stream: one JSON line now and one per change, for as long as the edge keeps it open.
+   * @param {import('node:http2').ServerHttp2Stream} stream
+   */
+  tellState(stream) {
+    const pool = this.pool();
+    stream.respond({ ':status': 200, 'content-type': 'application/x-ndjson' });
+    /** @param {import('./pool.js').PoolSnapshot} snapshot */
+    const write = (snapshot) => {
+      if (!stream.destroyed && !stream.writableEnded) stream.write(JSON.stringify(snapshot) + '\n');
+    };
+    write(pool.snapshot());
+    const unwatch = pool.watch(write);
+    stream.once('close', unwatch);
+    stream.resume();
   }
 
   /**

@@ -5,7 +5,13 @@
  * The agent dials the edge's TLS listener offering ALPN `edgehub-agent/1` and its certificate, then serves HTTP/2 on
  * that connection: the edge is the HTTP/2 client (a reversed connection, as cloudflared does). The edge sends:
  * - `PUT /edgehub/v1/targets` with `{"targets": ["host:port", ...]}`: the targets of the environment's shares, the
- *   only ones the agent will connect to for this edge (sent on connect and whenever they change);
+ *   only ones the agent will connect to for this edge (sent on connect and whenever they change); answered 200 with
+ *   `{"serves": [...], "weight", "priority", "draining", "down": [...]}`: the targets of the list this connection
+ *   carries (those its `--allow` patterns admit: several processes may share one agent identity, each serving its
+ *   own), and its pool state (below). An older agent answers 204: it serves every target, weight 1, priority 0;
+ * - `GET /edgehub/v1/state`: answered 200 and kept open; the agent writes its pool state as one JSON line
+ *   (`{"weight","priority","draining","down"}`) at once and again whenever it changes (draining, targets found down
+ *   or up again);
  * - `PUT /edgehub/v1/edges` with `{"edges": ["host:port", ...]}`: the agent addresses of every live edge (sent on
  *   connect and whenever the set changes); the agent dials each of them too and stops dialling those that left;
  * - `CONNECT host:port`: a stream carried to that target (HTTP/1.1 exchanges, WebSockets and raw TCP alike);
@@ -17,9 +23,40 @@ import net from 'node:net';
 export const AGENT_ALPN = 'edgehub-agent/1';
 export const TARGETS_PATH = '/edgehub/v1/targets';
 export const EDGES_PATH = '/edgehub/v1/edges';
+export const STATE_PATH = '/edgehub/v1/state';
 export const ERROR_HEADER = 'edgehub-error';
+/** An agent's weight in its environment's pool (`--weight`) and its priority (`--priority`, lower is preferred). */
+export const WEIGHT = { min: 1, max: 100, default: 1 };
+export const PRIORITY = { min: 0, max: 9, default: 0 };
 /** Most edge addresses one message may name (the agent ignores the rest). */
 export const MAX_EDGES = 64;
+
+/**
+ * The HTTP check of a target, as the edge sends it with the targets (`checks: {"host:port": {...}}`): the share's
+ * health check, which the agent probes the target with instead of a bare TCP connection.
+ * @typedef {{ method: string; path: string; status: number; timeoutMs: number; tls: boolean; host: string }} TargetCheck
+ */
+
+/**
+ * The checks of a targets message, those that are well formed and of one of `targets`.
+ * @param {unknown} checks
+ * @param {Set<string>} targets
+ * @returns {Map<string, TargetCheck>}
+ */
+export function parseChecks(checks, targets) {
+  /** @type {Map<string, TargetCheck>} */
+  const out = new Map();
+  if (!checks || typeof checks !== 'object') return out;
+  for (const [target, c] of Object.entries(checks)) {
+    if (!targets.has(target) || !c || typeof c !== 'object') continue;
+    const { method, path, status, timeoutMs, tls, host } = /** @type {Record<string, unknown>} */ (c);
+    if (typeof method !== 'string' || !/^[A-Z]{1,16}$/.test(method) || typeof path !== 'string' || !path.startsWith('/') || path.length > 2048) continue;
+    if (!Number.isInteger(status) || typeof host !== 'string' || !host || host.length > 255) continue;
+    const timeout = Number.isInteger(timeoutMs) ? Math.min(Math.max(/** @type {number} */ (timeoutMs), 100), 60_000) : 5000;
+    out.set(target, { method, path, status: /** @type {number} */ (status), timeoutMs: timeout, tls: tls === true, host });
+  }
+  return out;
+}
 
 /**
  * `host:port` of a target, the form CONNECT names it in (IPv6 in brackets, host in lower case).

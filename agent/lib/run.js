@@ -8,7 +8,10 @@
 import { EnrollError } from './errors.js';
 import { certificateExpiry } from './identity.js';
 import { renew, renewalDue } from './renew.js';
+import { TargetHealth } from './health.js';
 import { EdgeLink } from './link.js';
+import { PoolState } from './pool.js';
+import { parseAuthority } from './protocol.js';
 
 const DAY_MS = 24 * 60 * 60_000;
 /** How often the agent looks whether its certificate is due for renewal (EDGEHUB_AGENT_RENEW_CHECK_MS overrides it). */
@@ -42,6 +45,8 @@ export function expiryNotice(identity, now = Date.now()) {
  * @property {import('./protocol.js').AllowPattern[]} [allow]
  * @property {(line: string) => void} log
  * @property {string} [dir] The identity's folder: given, the agent renews its certificate there when it is due.
+ * @property {number} [weight] Its share of the environment's new requests against its peers' (1-100, default 1).
+ * @property {number} [priority] 0-9, default 0: edges use agents of a higher number only when none of a lower is usable.
  */
 
 export class AgentRunner {
@@ -55,7 +60,8 @@ export class AgentRunner {
     const edges = options.edges?.length ? options.edges : options.identity.edges;
     if (!edges.length) throw new Error('no edge address to dial: the identity lists none; pass --edge HOST:PORT');
     this.given = [...new Set(edges)];
-    this.linkOptions = { identity: options.identity, allow: options.allow, log: options.log, onEdges: this.learn.bind(this) };
+    this.pool = new PoolState(options.weight, options.priority);
+    this.linkOptions = { identity: options.identity, allow: options.allow, log: options.log, onEdges: this.learn.bind(this), pool: this.pool };
   }
 
   /** Dials the edges; refuses to start with an expired certificate, and says daily when it is about to expire. */
@@ -69,6 +75,15 @@ export class AgentRunner {
     }, DAY_MS);
     this.expiryTimer.unref();
     for (const address of this.given) this.links.set(address, new EdgeLink(address, this.linkOptions, 'given').start());
+    this.health = new TargetHealth(
+      () => this.carried(),
+      (target) => {
+        for (const link of this.links.values()) if (link.checks.has(target)) return link.checks.get(target);
+        return undefined;
+      },
+      this.pool,
+      this.options.log,
+    ).start();
     if (this.options.dir) {
       this.renewTimer = setInterval(() => void this.renewIfDue(), RENEW_CHECK_MS);
       this.renewTimer.unref();
@@ -77,6 +92,8 @@ export class AgentRunner {
     return this;
   }
 
+  /** @type {TargetHealth | undefined} */
+  health;
   /** @type {NodeJS.Timeout | undefined} */
   expiryTimer;
   /** @type {NodeJS.Timeout | undefined} */
@@ -142,9 +159,42 @@ export class AgentRunner {
     }
   }
 
+  /** The targets this agent carries: those its edges told it, as far as its --allow patterns admit them. */
+  carried() {
+    /** @type {Set<string>} */
+    const out = new Set();
+    for (const link of this.links.values()) for (const t of link.targets) if (!link.refusal(t, parseAuthority(t))) out.add(t);
+    return out;
+  }
+
+  /** Streams the edges have open through this agent, on every connection. */
+  active() {
+    let n = 0;
+    for (const link of this.links.values()) n += link.active;
+    return n;
+  }
+
+  /**
+   * Tells every edge this agent is draining (they send it nothing new), lets what is in flight finish (at most
+   * `timeoutMs`), then stops. Resolves with whether everything finished in time.
+   * @param {number} timeoutMs
+   * @returns {Promise<boolean>}
+   */
+  async drain(timeoutMs) {
+    this.pool.drain();
+    const end = Date.now() + timeoutMs;
+    // the edges hear of the drain first; a stream they opened before it is still carried
+    await new Promise((resolve) => setTimeout(resolve, Math.min(1000, timeoutMs)));
+    while (this.active() > 0 && Date.now() < end) await new Promise((resolve) => setTimeout(resolve, 100));
+    const finished = this.active() === 0;
+    await this.stop();
+    return finished;
+  }
+
   async stop() {
     clearInterval(this.expiryTimer);
     clearInterval(this.renewTimer);
+    this.health?.stop();
     this.stopped = true;
     await Promise.all([...this.links.values()].map((l) => l.stop()));
   }

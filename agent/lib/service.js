@@ -48,7 +48,7 @@ export function thisProgram() {
 }
 
 /**
- * @param {{ dir: string, user?: string, edges?: string[], allow?: string[], program?: string[] }} options
+ * @param {{ dir: string, user?: string, edges?: string[], allow?: string[], program?: string[], pool?: { weight?: number, priority?: number, drainMs?: number } }} options
  * @returns {{ unit: string, user: string }}
  */
 export function agentUnit(options) {
@@ -64,6 +64,12 @@ export function agentUnit(options) {
   const command = [...(options.program ?? thisProgram()), 'agent', 'run', '--dir', dir];
   for (const edge of options.edges ?? []) command.push('--edge', edge);
   for (const pattern of options.allow ?? []) command.push('--allow', pattern);
+  const pool = options.pool ?? {};
+  if (pool.weight !== undefined) command.push('--weight', String(pool.weight));
+  if (pool.priority !== undefined) command.push('--priority', String(pool.priority));
+  if (pool.drainMs !== undefined) command.push('--drain-timeout', String(Math.round(pool.drainMs / 1000)));
+  // systemctl stop and restart send SIGTERM, which drains the agent: systemd waits for the drain, and some more
+  const stopSeconds = Math.round((pool.drainMs ?? 30_000) / 1000) + 15;
   const unit = `[Unit]
 Description=edgehub agent (identity in ${dir})
 Wants=network-online.target
@@ -75,6 +81,7 @@ User=${user}
 ExecStart=${command.map(unitWord).join(' ')}
 Restart=always
 RestartSec=2
+TimeoutStopSec=${stopSeconds}
 # the agent renews its certificate into its identity folder; nothing else is written
 NoNewPrivileges=yes
 ProtectSystem=full

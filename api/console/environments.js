@@ -14,6 +14,12 @@ const Reach = ({ env }) =>
     ? html`<span class="badge ${anyConnected(env) ? 'good' : 'bad'}" data-reach="agent" title="served only through its agents">reach: agents${anyConnected(env) ? '' : ' (none connected)'}</span>`
     : html`<span class="badge plain" data-reach="edge" title="the edge connects to its targets itself">reach: edge</span>`;
 
+/** A connected agent's place in its environment's pool: weight, priority, draining, targets it reports down. */
+const poolState = (a) =>
+  html`${' '}<span class="sub" data-pool>weight ${a.weight ?? 1}, priority ${a.priority ?? 0}</span>${a.draining ? html`${' '}<span class="badge busy" data-draining title="it takes no new requests and stops once those in flight finish">draining</span>` : ''}${
+    a.targetsDown?.length ? html`${' '}<span class="badge bad" data-targets-down title="shares whose target this agent reports it cannot reach">target down: ${a.targetsDown.join(', ')}</span>` : ''
+  }`;
+
 /** The environments of these ids with their agents, polled (the shares view marks shares no agent serves). */
 export function useEnvironmentStates(base, envZIds) {
   const ids = [...new Set(envZIds)].sort();
@@ -79,7 +85,7 @@ export function Environments({ base }) {
         ${e.agents?.length
           ? html`<ul class="agents">
               ${e.agents.map(
-                (a) => html`<li key=${a.id} data-agent=${a.id}><${Badge} status=${a.connected ? 'online' : 'offline'} /> agent <code>${a.id}</code>${' '}<span class="sub">${a.connected ? `connected since ${when(a.connectedAt)} to ${a.edges.join(', ')}` : a.lastSeenAt ? `last seen ${when(a.lastSeenAt)}` : 'enrolled, never connected'}</span></li>`,
+                (a) => html`<li key=${a.id} data-agent=${a.id}><${Badge} status=${a.connected ? 'online' : 'offline'} /> agent <code>${a.id}</code>${' '}<span class="sub">${a.connected ? `connected since ${when(a.connectedAt)} to ${a.edges.join(', ')}` : a.lastSeenAt ? `last seen ${when(a.lastSeenAt)}` : 'enrolled, never connected'}</span>${a.connected ? poolState(a) : ''}</li>`,
               )}
             </ul>`
           : html`<p class="sub">${e.reach === 'agent' ? 'No agents: its shares answer 502 until an agent connects (reach is agents; the edge never connects to these targets itself).' : "No agents: the edge connects to this environment's targets itself."}</p>`}

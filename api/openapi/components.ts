@@ -56,6 +56,10 @@ export const Agent = obj({
   connectedAt: nullableTimestamp,
   lastSeenAt: nullableTimestamp,
   edges: z.array(z.string()).meta({ description: 'the edges it is connected to' }),
+  weight: z.number().int().min(1).max(100).meta({ description: "its share of the environment's new requests against its peers' (`edgehub agent run --weight`; 1 while not connected)" }),
+  priority: z.number().int().min(0).max(9).meta({ description: 'lower is preferred: agents of a higher number take requests only when none of a lower is usable (`--priority`; 0 while not connected)' }),
+  draining: z.boolean().meta({ description: 'draining: it takes no new requests and stops once those in flight finish' }),
+  targetsDown: z.array(z.string()).meta({ description: 'ids of the shares whose target it reports it cannot reach' }),
 }).meta({ id: 'Agent' });
 
 export const AgentEnrollment = obj({ envZId: id, hubId: id, jwt: z.string(), url: z.string(), expiresAt: nullableTimestamp }).meta({ id: 'AgentEnrollment' });
@@ -138,6 +142,9 @@ export const Share = obj({
   oauthAuthorizationCheckInterval: z.string().nullable().meta({ description: 'ISO 8601 duration after which a login session is checked again (PT3H unless the share sets it); null without an auth provider' }),
   mutualTls: z.boolean().meta({ description: 'served only over TLS to clients presenting a client certificate of the hub' }),
   inspect: z.boolean().meta({ description: 'exchanges are recorded for the request inspector (GET .../requests)' }),
+  affinity: z
+    .enum(['none', 'client-ip', 'cookie'])
+    .meta({ description: "which agent of an agent-served environment carries a client's requests: 'none' (spread by weight), 'client-ip' (by the client's address) or 'cookie' (a signed cookie edgehub_affinity naming the agent); HTTP shares only; a client moves when its agent is no longer usable" }),
   protocol: z.enum(['http', 'tcp']).meta({ description: "'http' (routed by host) or 'tcp' (a port of HUB_EDGE_TCP_PORTS; frontendEndpoint tcp://HOST:PORT)" }),
   tcpIdleTimeout: z
     .string()

@@ -8,6 +8,10 @@ export const presentAgent = (a: AgentState) => ({
   connectedAt: iso(a.connectedAt),
   lastSeenAt: iso(a.lastSeenAt),
   edges: a.edges,
+  weight: a.weight,
+  priority: a.priority,
+  draining: a.draining,
+  targetsDown: a.targetsDown,
 });
 
 export const presentAgentEnrollment = (e: AgentEnrollment) => ({ envZId: e.envZId, hubId: e.hubId, jwt: e.jwt, url: e.url, expiresAt: iso(e.expiresAt) });

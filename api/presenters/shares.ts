@@ -28,6 +28,7 @@ export const presentShare = ({ share: s, frontendIds, authProvider }: ShareView)
   oauthAuthorizationCheckInterval: authProvider ? (s.oauthCheckInterval ?? DEFAULT_CHECK_INTERVAL) : null,
   mutualTls: s.mutualTls,
   inspect: s.inspect,
+  affinity: s.affinity,
   targetProtocol: s.targetProtocol,
   protocol: s.protocol,
   tcpIdleTimeout: s.tcpIdleTimeout ?? null,

@@ -27,6 +27,7 @@ export const createSchema = z.object({
   authProviderId: z.string().min(1, 'must not be empty').nullable().optional(),
   mutualTls: z.boolean().optional(),
   inspect: z.boolean().optional(),
+  affinity: z.enum(['none', 'client-ip', 'cookie'], "must be 'none' (the default), 'client-ip' or 'cookie'").optional(),
   targetProtocol: z.enum(['http1', 'h2'], "must be 'http1' (HTTP/1.1, the default) or 'h2' (HTTP/2 to the target, as gRPC needs)").optional(),
   oauthEmailDomains: z
     .array(z.string().regex(/^(?!-)[A-Za-z0-9-]{1,63}(\.(?!-)[A-Za-z0-9-]{1,63})+$/, 'must be a DNS domain such as example.com'))
@@ -53,8 +54,8 @@ export const createSchema = z.object({
   policy: policySchema.nullable().optional(),
 });
 
-/** What can change on a share: its access rules, inspection, a TCP share's idle timeout and its policy (unknown properties are refused by name). */
-export const updateSchema = createSchema.pick({ mutualTls: true, inspect: true, authProviderId: true, oauthEmailDomains: true, oauthAuthorizationCheckInterval: true, tcpIdleTimeout: true, policy: true });
+/** What can change on a share: its access rules, inspection, agent affinity, a TCP share's idle timeout and its policy (unknown properties are refused by name). */
+export const updateSchema = createSchema.pick({ mutualTls: true, inspect: true, affinity: true, authProviderId: true, oauthEmailDomains: true, oauthAuthorizationCheckInterval: true, tcpIdleTimeout: true, policy: true });
 
 const SORTABLE = ['createdAt', 'name', 'status', 'zId'] as const;
 

@@ -5,9 +5,14 @@
  * to a share's target is one CONNECT stream with its own flow control, so one slow download never stalls the rest
  * (node:http2 does the multiplexing; nothing here frames bytes).
  *
- * - Routing: an environment whose reach is 'agent' is served only through its own connected agents (the pools of
- *   edge/upstream.ts take `connectorFor`'s connector, keyed by hub and environment); a new stream goes to the agent
- *   with the fewest open streams; with none connected, the connector fails at once with EDGE_NO_AGENT (502).
+ * - Routing: an environment whose reach is 'agent' is served only through its own connected agents. Each request
+ *   (each TCP connection) chooses its agent connection (edge/agents/pool.ts: those that serve the share's target,
+ *   not draining, not reporting it down, of the lowest priority, by weight), and the pools of edge/upstream.ts keep
+ *   their target connections per agent connection (`connectorFor`'s key names it), so kept-alive connections never
+ *   carry a request to an agent that was not chosen for it. With none connected the connector fails at once with
+ *   EDGE_NO_AGENT (502); with every one reporting the target down, with EDGE_TARGET_DOWN (502).
+ * - Pool state: the agent answers its targets with what it serves and its weight, priority, draining and targets
+ *   down, and keeps a state stream open (GET /edgehub/v1/state) on which it says every change.
  * - Targets: each agent is told the targets of its environment's shares (PUT /edgehub/v1/targets) before it carries
  *   anything, and again before a stream to a target it was not told of yet; the agent refuses any other target.
  * - Liveness and revocation: a PING every `pingMs`, the connection dropped when one goes unanswered; an agent removed
@@ -16,14 +21,19 @@
 import { createHash } from 'node:crypto';
 import http2, { type ClientHttp2Session } from 'node:http2';
 import type { Duplex } from 'node:stream';
-import tls, { type TLSSocket } from 'node:tls';
+import type { TLSSocket } from 'node:tls';
 import type { buildConnector } from 'undici';
-import { AGENT_ALPN, authorityOf, EDGES_PATH, ERROR_HEADER, TARGETS_PATH } from 'edgehub-agent/protocol';
+import { AGENT_ALPN, targetAuthority } from 'edgehub-agent/protocol';
 import { logger } from '../../shared/logger.js';
-import type { AgentGateway, ShareRoute } from '../types.js';
+import type { AgentGateway, ShareRoute, Sticky } from '../types.js';
 import { envKey, type AgentDirectory, type AgentRecord } from './directory.js';
 import { type FloodWatch, watchFloods } from './floods.js';
 import { AgentAdmission, MAX_STREAMS_PER_CONNECTION, SESSION_LIMITS } from './limits.js';
+import { affinityCookie, affinityToken, byClient, names } from './affinity.js';
+import { applyState, byWeight, choose, eligible, type PoolMember, poolDefaults, readStateStream } from './pool.js';
+import { AgentFigures } from './figures.js';
+import { sendEdges, sendTargets } from './messages.js';
+import { AgentStreamError, connectStream, streamConnector, Unanswered } from './streams.js';
 import type { Presence } from './presence.js';
 
 /** Per-stream receive window: bounds what one stream buffers when its reader is slow (back-pressure). */
@@ -43,9 +53,19 @@ export interface GatewayOptions {
   pingMs?: number;
   /** The live edges' agent addresses and this edge's own, told to every connected agent (edge/agents/liveEdges.ts). */
   edges?: () => { addresses: string[]; self: string[] };
+  /** The environment's shares with their targets (host:port): what targets reported down are shown as. */
+  sharesOf?: (hubId: string, envZId: string) => { zId: string; authority: string }[];
+  /** The key affinity cookies are made with (edge/agents/affinity.ts). */
+  affinityKey?: Buffer;
+  /** The HTTP checks of a hub's targets (edge/agents/checks.ts), sent with the targets. */
+  checksOf?: (hubId: string, targets: string[]) => Record<string, unknown>;
 }
 
-interface Link {
+let linkIds = 0;
+
+interface Link extends PoolMember {
+  /** This connection, among the edge's (the key of its pools). */
+  id: number;
   agent: AgentRecord;
   session: ClientHttp2Session;
   /** The edge address the agent dialed (host:port as this edge sees it). */
@@ -55,20 +75,18 @@ interface Link {
   floods: FloodWatch;
   /** Targets the agent has acknowledged. */
   acked: Set<string>;
+  /** The HTTP checks it acknowledged with them (JSON). */
+  ackedChecks: string;
   /** The list being sent, while a PUT is in flight. */
   pushing: Promise<void> | undefined;
   ready: boolean;
   pingOutstanding: boolean;
-}
-
-/** A stream to a target could not be opened: no agent, the agent refused, or the target is unreachable from it. */
-export class AgentStreamError extends Error {
-  constructor(
-    readonly code: 'EDGE_NO_AGENT' | 'EDGE_AGENT_REFUSED' | 'EDGE_AGENT_UNREACHABLE' | 'ETIMEDOUT',
-    message: string,
-  ) {
-    super(message);
-  }
+  /** The agent sent GOAWAY: it takes no new stream. */
+  closing: boolean;
+  socket: TLSSocket;
+  /** Its socket's byte counts when the figures were last scraped (edge/agents/figures.ts). */
+  seen: { read: number; written: number };
+  connector?: buildConnector.connector;
 }
 
 export class AgentGatewayServer implements AgentGateway {
@@ -77,9 +95,11 @@ export class AgentGatewayServer implements AgentGateway {
   private readonly connectors = new Map<string, buildConnector.connector>();
   private readonly admission = new AgentAdmission();
   private readonly pinger: NodeJS.Timeout;
+  private readonly figures: AgentFigures;
   private closed = false;
 
   constructor(private readonly o: GatewayOptions) {
+    this.figures = new AgentFigures(() => [...this.byEnv.values()].flat());
     this.pinger = setInterval(() => this.ping(), o.pingMs ?? 5_000);
     this.pinger.unref();
   }
@@ -109,16 +129,23 @@ export class AgentGatewayServer implements AgentGateway {
       socket.destroy();
     });
     const link: Link = {
+      ...poolDefaults(),
+      id: ++linkIds,
       agent,
       session,
       address: `${socket.localAddress?.replace(/^::ffff:/, '')}:${socket.localPort}`,
       streams: 0,
       floods,
       acked: new Set(),
+      ackedChecks: '{}',
       pushing: undefined,
       ready: false,
       pingOutstanding: false,
+      closing: false,
+      socket,
+      seen: { read: 0, written: 0 },
     };
+    session.once('goaway', () => (link.closing = true));
     session.on('error', (err) => logger.info({ agentId: agent.id, err: err.message }, 'edge: agent connection failed'));
     session.once('connect', () => session.setLocalWindowSize(SESSION_WINDOW));
     session.once('close', () => {
@@ -131,8 +158,12 @@ export class AgentGatewayServer implements AgentGateway {
     this.push(link).then(
       () => {
         link.ready = true;
-        logger.info({ agentId: agent.id, hubId: agent.hubId, envZId: agent.envZId, remote: socket.remoteAddress }, 'edge: agent connected');
+        logger.info(
+          { agentId: agent.id, hubId: agent.hubId, envZId: agent.envZId, remote: socket.remoteAddress, weight: link.weight, priority: link.priority, serves: link.serves ? [...link.serves] : 'all' },
+          'edge: agent connected',
+        );
         this.pushEdges(link);
+        this.watchState(link);
       },
       (err) => {
         logger.warn({ agentId: agent.id, err: (err as Error).message }, 'edge: agent did not take its targets; connection closed');
@@ -147,40 +178,21 @@ export class AgentGatewayServer implements AgentGateway {
     if (rest.length) this.byEnv.set(key, rest);
     else this.byEnv.delete(key);
     void this.o.presence.disconnected(link.agent.id);
+    this.figures.closing(link);
     logger.info({ agentId: link.agent.id, peakOverhead: link.floods.peak() }, 'edge: agent disconnected');
   }
 
   /** Sends the environment's targets; resolves once the agent acknowledged them. */
   private push(link: Link): Promise<void> {
     const targets = [...new Set(this.o.targetsOf(link.agent.hubId, link.agent.envZId))].sort();
-    const sending = new Promise<void>((resolve, reject) => {
-      if (link.session.destroyed || link.session.closed) return reject(new Error('the connection is closed'));
-      const stream = link.session.request({ ':method': 'PUT', ':path': TARGETS_PATH, 'content-type': 'application/json' });
-      link.floods.track(stream);
-      const timer = setTimeout(() => stream.close(http2.constants.NGHTTP2_CANCEL), this.o.connectTimeoutMs);
-      stream.once('response', (headers) => {
-        clearTimeout(timer);
-        const status = Number(headers[':status']);
-        stream.resume();
-        if (status !== 204 && status !== 200) return reject(new Error(`the agent answered ${status} to its targets`));
-        link.acked = new Set(targets);
-        // the agent took its targets (and says it is connected): it carries streams from now on
-        link.ready = true;
-        resolve();
-        // a change while this list was on its way (a share made as the agent connected) was not sent: send it now
-        setImmediate(() => {
-          if (!link.session.destroyed && !link.session.closed) this.refresh(link);
-        });
+    const checks = JSON.stringify(this.o.checksOf?.(link.agent.hubId, targets) ?? {});
+    const sending = sendTargets(link, targets, checks, this.o.connectTimeoutMs).then((answer) => {
+      link.ackedChecks = checks;
+      this.takeAnswer(link, targets, answer);
+      // a change while this list was on its way (a share made as the agent connected) was not sent: send it now
+      setImmediate(() => {
+        if (!link.session.destroyed && !link.session.closed) this.refresh(link);
       });
-      stream.once('error', (err) => {
-        clearTimeout(timer);
-        reject(err);
-      });
-      stream.once('close', () => {
-        clearTimeout(timer);
-        reject(new Error('the targets were not acknowledged'));
-      });
-      stream.end(JSON.stringify({ targets }));
     });
     // waiters see the outcome in link.acked; the rejection is the caller's
     const settled = sending.then(
@@ -194,6 +206,38 @@ export class AgentGatewayServer implements AgentGateway {
     return sending;
   }
 
+  /** The agent took `targets`; `body` its answer (what it serves, its pool state), undefined from an older agent. */
+  private takeAnswer(link: Link, targets: string[], body: string | undefined): void {
+    link.acked = new Set(targets);
+    if (body !== undefined) {
+      let said: unknown;
+      try {
+        said = JSON.parse(body);
+      } catch {
+        said = undefined;
+      }
+      this.applyState(link, said);
+    }
+    // the agent took its targets (and says it is connected): it carries streams from now on
+    link.ready = true;
+  }
+
+  /** What the agent said of itself, checked (edge/agents/pool.ts), and written for the API. */
+  private applyState(link: Link, said: unknown): void {
+    const wasDraining = link.draining;
+    const foreign = applyState(link, said, link.acked);
+    if (foreign.length) logger.warn({ agentId: link.agent.id, envZId: link.agent.envZId, targets: foreign.slice(0, 10) }, "edge: agent reported targets down that are not its environment's; ignored");
+    if (link.draining && !wasDraining) logger.info({ agentId: link.agent.id, envZId: link.agent.envZId }, 'edge: agent draining; it is sent nothing new');
+    const down = new Set(link.down);
+    const targetsDown = (this.o.sharesOf?.(link.agent.hubId, link.agent.envZId) ?? []).filter((s) => down.has(s.authority)).map((s) => s.zId);
+    void this.o.presence.state(link.agent.id, { weight: link.weight, priority: link.priority, draining: link.draining, targetsDown: [...new Set(targetsDown)].sort() });
+  }
+
+  /** Reads the agent's state stream (one JSON line per change) for as long as the connection lasts. */
+  private watchState(link: Link): void {
+    readStateStream(link, (said) => this.applyState(link, said));
+  }
+
   /**
    * The environments' targets changed (a share created, changed or deleted): each agent is told its new list. An
    * agent still taking its first list is told once it has taken it (push checks again when it is acknowledged).
@@ -205,7 +249,8 @@ export class AgentGatewayServer implements AgentGateway {
   /** Sends a link its targets again when they are not the ones it acknowledged. */
   private refresh(link: Link): void {
     const now = new Set(this.o.targetsOf(link.agent.hubId, link.agent.envZId));
-    if (now.size === link.acked.size && [...now].every((t) => link.acked.has(t))) return;
+    const checks = JSON.stringify(this.o.checksOf?.(link.agent.hubId, [...now].sort()) ?? {});
+    if (now.size === link.acked.size && [...now].every((t) => link.acked.has(t)) && checks === link.ackedChecks) return;
     void this.push(link).catch((err) => {
       // an agent that is going away (its connection closed meanwhile) needs no list: said, not warned
       const gone = link.session.destroyed || link.session.closed;
@@ -220,17 +265,7 @@ export class AgentGatewayServer implements AgentGateway {
   private pushEdges(link: Link): void {
     const edges = this.o.edges?.();
     // not read yet (this edge is starting): nothing rather than an empty set, which would drop the edges it found
-    if (!edges?.addresses.length || link.session.destroyed || link.session.closed) return;
-    let stream: http2.ClientHttp2Stream;
-    try {
-      stream = link.session.request({ ':method': 'PUT', ':path': EDGES_PATH, 'content-type': 'application/json' });
-      link.floods.track(stream);
-    } catch {
-      return;
-    }
-    stream.on('error', () => undefined);
-    stream.once('response', () => stream.resume());
-    stream.end(JSON.stringify({ edges: edges.addresses, self: edges.self }));
+    if (edges?.addresses.length) sendEdges(link, edges);
   }
 
   /** The live edges changed: every connected agent is told. */
@@ -274,97 +309,126 @@ export class AgentGatewayServer implements AgentGateway {
     return (this.byEnv.get(envKey(hubId, envZId)) ?? []).filter((l) => l.ready).map((l) => l.agent.id);
   }
 
-  connectorFor(route: ShareRoute): { key: string; connect: buildConnector.connector } | undefined {
+  connectorFor(route: ShareRoute, sticky?: Sticky): { key: string; connect: buildConnector.connector } | undefined {
     // reach 'agent' (the default of anything unknown): through agents or not at all, never directly
     if (route.reach === 'edge') return undefined;
     const key = envKey(route.hubId, route.envZId);
+    // this request's agent connection, chosen now: the pools keep target connections per agent connection
+    const authority = targetAuthority(route.target);
+    const chosen = sticky && this.o.affinityKey ? this.pickSticky(route, authority, sticky, this.o.affinityKey) : this.pick(route.hubId, route.envZId, authority);
+    if (typeof chosen === 'object') {
+      this.figures.request(chosen.agent.id);
+      chosen.connector ??= streamConnector((authority) => this.openStream(route.hubId, route.envZId, authority, chosen), this.o.connectTimeoutMs);
+      return { key: `agents ${key} via ${chosen.id}`, connect: chosen.connector };
+    }
+    // none usable right now: the environment's connector waits for an agent taking its targets, or fails with why
     let connect = this.connectors.get(key);
     if (!connect) {
       const { hubId, envZId } = route;
-      connect = (opts, callback) => {
-        const https = opts.protocol === 'https:';
-        const authority = authorityOf(opts.hostname, Number(opts.port) || (https ? 443 : 80));
-        this.openStream(hubId, envZId, authority).then(
-          (stream) => {
-            if (!https) return callback(null, stream as never);
-            // an https target: TLS end to end from the edge, through the agent's stream
-            const servername = opts.servername ?? (/^[\d.]+$|:/.test(opts.hostname) ? undefined : opts.hostname);
-            const secure = tls.connect({ socket: stream, servername, ALPNProtocols: ['http/1.1'] });
-            const timer = setTimeout(() => secure.destroy(new AgentStreamError('ETIMEDOUT', `TLS with ${authority} through the agent timed out`)), this.o.connectTimeoutMs);
-            secure.once('secureConnect', () => {
-              clearTimeout(timer);
-              callback(null, secure as never);
-            });
-            secure.once('error', (err) => {
-              clearTimeout(timer);
-              callback(err, null);
-            });
-          },
-          (err) => callback(err as Error, null),
-        );
-      };
+      connect = streamConnector((authority) => this.openStream(hubId, envZId, authority), this.o.connectTimeoutMs);
       this.connectors.set(key, connect);
     }
     return { key: `agents ${key}`, connect };
   }
 
-  /** The connected agent to carry a new stream: the one with the fewest open streams. */
-  private pick(hubId: string, envZId: string): Link | undefined {
-    let best: Link | undefined;
-    for (const link of this.byEnv.get(envKey(hubId, envZId)) ?? []) {
-      if (!link.ready || link.session.destroyed || link.session.closed || link.streams >= MAX_STREAMS_PER_CONNECTION) continue;
-      if (!best || link.streams < best.streams) best = link;
-    }
-    return best;
+  /** Whether a connection may take a new stream at all (whatever it serves). */
+  private open(link: Link, exclude?: ReadonlySet<Link>): boolean {
+    return link.ready && !link.closing && !link.session.destroyed && !link.session.closed && link.streams < MAX_STREAMS_PER_CONNECTION && !exclude?.has(link);
+  }
+
+  /** The connection to carry a new stream to `authority` (edge/agents/pool.ts), or why there is none. */
+  private pick(hubId: string, envZId: string, authority: string, exclude?: ReadonlySet<Link>): Link | 'none' | 'unserved' | 'down' {
+    return choose(
+      (this.byEnv.get(envKey(hubId, envZId)) ?? []).filter((l) => this.open(l, exclude)),
+      authority,
+    );
   }
 
   /**
-   * A stream to `authority` (host:port) in the environment's network, through one of its connected agents: the
-   * HTTP exchanges of its shares and the TCP connections of its IPsec shares.
+   * The connection a sticky request goes to: the one its client's address hashes to, or the one its cookie names
+   * (else one chosen by weight, and `sticky.setCookie` says the cookie naming it).
    */
-  async openStream(hubId: string, envZId: string, authority: string): Promise<Duplex> {
-    let link = this.pick(hubId, envZId);
-    if (!link) {
+  private pickSticky(route: ShareRoute, authority: string, sticky: Sticky, key: Buffer): Link | 'none' | 'unserved' | 'down' {
+    const up = eligible(
+      (this.byEnv.get(envKey(route.hubId, route.envZId)) ?? []).filter((l) => this.open(l)),
+      authority,
+    );
+    if (typeof up === 'string') return up;
+    if (sticky.affinity === 'client-ip') return byClient(up, sticky.clientIp);
+    const cookie = sticky.cookie;
+    // a cookie naming no usable agent of this share (foreign, unknown, gone) is ignored
+    const named = cookie ? up.find((l) => names(key, route.zId, l.agent.id, cookie)) : undefined;
+    if (named) return named;
+    const chosen = byWeight(up);
+    sticky.setCookie = affinityCookie(affinityToken(key, route.zId, chosen.agent.id), sticky.secure);
+    return chosen;
+  }
+
+  /**
+   * A stream to `authority` (host:port) in the environment's network, through one of its connected agents (`preferred`
+   * while it is usable): the HTTP exchanges of its shares and the TCP connections of its IPsec shares. A stream the
+   * agent never answered (it went away, or sent GOAWAY as it stopped after a drain) is opened again through another.
+   */
+  async openStream(hubId: string, envZId: string, authority: string, preferred?: Link): Promise<Duplex> {
+    const tried = new Set<Link>();
+    let last: AgentStreamError | undefined;
+    for (let attempt = 0; attempt < 3; attempt++) {
+      let usable: Link;
+      try {
+        const link = preferred && attempt === 0 && this.open(preferred) ? await this.told(preferred, authority) : undefined;
+        usable = link && choose([link], authority) === link ? link : await this.choose(hubId, envZId, authority, tried);
+      } catch (err) {
+        // no other agent to try: the reason the last one gave
+        throw last ?? err;
+      }
+      // counted where it was chosen (connectorFor) when it was
+      if (!preferred && attempt === 0) this.figures.request(usable.agent.id);
+      try {
+        return await connectStream(usable, authority, this.o.connectTimeoutMs);
+      } catch (err) {
+        if (err instanceof Unanswered) this.figures.error(usable.agent.id, err.kind);
+        else if (err instanceof AgentStreamError) this.figures.error(usable.agent.id, err.code === 'ETIMEDOUT' ? 'timeout' : 'refused');
+        if (!(err instanceof Unanswered)) throw err;
+        last = new AgentStreamError('EDGE_AGENT_UNREACHABLE', err.message);
+        tried.add(usable);
+      }
+    }
+    throw last as AgentStreamError;
+  }
+
+  /** The link, once it has been told `authority` when it is a target it was not told of yet (a share made a moment ago). */
+  private async told(link: Link, authority: string): Promise<Link> {
+    if (link.acked.has(authority)) return link;
+    if (link.pushing) await link.pushing;
+    if (!link.acked.has(authority)) await this.push(link).catch(() => undefined);
+    return link;
+  }
+
+  /** A usable connection for `authority`, or the error that says why there is none. */
+  private async choose(hubId: string, envZId: string, authority: string, exclude: ReadonlySet<Link>): Promise<Link> {
+    const links = () => this.byEnv.get(envKey(hubId, envZId)) ?? [];
+    // connections not told of this target yet are told first: whether they serve it is in their answer
+    const untold = links().filter((l) => this.open(l, exclude) && !l.acked.has(authority));
+    if (untold.length) await Promise.all(untold.map((l) => this.told(l, authority)));
+    let chosen = this.pick(hubId, envZId, authority, exclude);
+    if (chosen === 'none' || chosen === 'unserved') {
       // an agent that is taking its targets right now is about to carry streams: wait for it rather than refuse
-      const joining = (this.byEnv.get(envKey(hubId, envZId)) ?? []).filter((l) => !l.ready && l.pushing);
+      const joining = links().filter((l) => !l.ready && l.pushing);
       if (joining.length) {
         await Promise.race(joining.map((l) => l.pushing));
-        link = this.pick(hubId, envZId);
+        chosen = this.pick(hubId, envZId, authority, exclude);
       }
     }
-    if (!link) throw new AgentStreamError('EDGE_NO_AGENT', `no agent connected for environment ${envZId}: the share's target is reached only through its agents`);
-    if (!link.acked.has(authority)) {
-      // a share created a moment ago: the agent hears of its target before it is asked to connect to it
-      if (link.pushing) await link.pushing;
-      if (!link.acked.has(authority)) await this.push(link).catch(() => undefined);
+    if (chosen === 'unserved') {
+      // connected, but none carries this target: one of them is asked anyway, and its refusal says why (its --allow
+      // patterns, or a target that is no share of its environment)
+      const asked = links().find((l) => this.open(l, exclude) && !l.draining);
+      if (asked) return asked;
+      chosen = 'none';
     }
-    return new Promise((resolve, reject) => {
-      let stream: http2.ClientHttp2Stream;
-      try {
-        stream = link.session.request({ ':method': 'CONNECT', ':authority': authority }, { endStream: false });
-      } catch (err) {
-        return reject(new AgentStreamError('EDGE_NO_AGENT', `the agent of environment ${envZId} went away (${(err as Error).message})`));
-      }
-      link.streams++;
-      link.floods.track(stream);
-      stream.once('close', () => link.streams--);
-      const timer = setTimeout(() => {
-        stream.close(http2.constants.NGHTTP2_CANCEL);
-        reject(new AgentStreamError('ETIMEDOUT', `the agent did not connect to ${authority} in time`));
-      }, this.o.connectTimeoutMs);
-      stream.once('response', (headers) => {
-        clearTimeout(timer);
-        const status = Number(headers[':status']);
-        if (status === 200) return resolve(stream);
-        const reason = String(headers[ERROR_HEADER] ?? `the agent answered ${status}`);
-        stream.close(http2.constants.NGHTTP2_CANCEL);
-        reject(new AgentStreamError(status === 403 ? 'EDGE_AGENT_REFUSED' : 'EDGE_AGENT_UNREACHABLE', reason));
-      });
-      stream.once('error', (err) => {
-        clearTimeout(timer);
-        reject(new AgentStreamError('EDGE_AGENT_UNREACHABLE', `the agent's stream to ${authority} failed (${err.message})`));
-      });
-    });
+    if (chosen === 'down') throw new AgentStreamError('EDGE_TARGET_DOWN', `the share's target ${authority} is down at every agent of environment ${envZId} (each reports it cannot reach it)`);
+    if (chosen === 'none') throw new AgentStreamError('EDGE_NO_AGENT', `no agent connected for environment ${envZId}: the share's target is reached only through its agents`);
+    return chosen;
   }
 
   /** No new agents; each connection finishes its open streams (at most `graceMs`) and closes. */

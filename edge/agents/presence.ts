@@ -5,6 +5,8 @@
  * without cleaning up leaves rows that stop being refreshed, and the API stops counting them after AGENT_SEEN_MS.
  * The heartbeat writes the row of every agent connected here, not only refreshes rows that exist: an agent that
  * connected while PostgreSQL was away (its insert failed) is shown connected at the first heartbeat after it is back.
+ * The row carries the agent's pool state as this edge last heard it (weight, priority, draining, the shares whose
+ * target it reports down): written when it changes and by every heartbeat.
  */
 import type pg from 'pg';
 import { logger } from '../../shared/logger.js';
@@ -12,9 +14,19 @@ import { logThrottle } from '../../shared/logThrottle.js';
 
 const notWritten = logThrottle(30_000);
 
+export interface PoolState {
+  weight: number;
+  priority: number;
+  draining: boolean;
+  /** Share ids whose target the agent reports down. */
+  targetsDown: string[];
+}
+
+const DEFAULT_STATE: PoolState = { weight: 1, priority: 0, draining: false, targetsDown: [] };
+
 export class Presence {
   /** Per agent connected here: its connections, the address it dialled, and since when. */
-  private readonly counts = new Map<string, { n: number; address: string; since: Date }>();
+  private readonly counts = new Map<string, { n: number; address: string; since: Date; state: PoolState }>();
   private readonly timer: NodeJS.Timeout;
   private work: Promise<unknown> = Promise.resolve();
 
@@ -45,11 +57,22 @@ export class Presence {
       known.n++;
       return this.work;
     }
-    this.counts.set(agentId, { n: 1, address: edgeAddress, since: new Date() });
+    this.counts.set(agentId, { n: 1, address: edgeAddress, since: new Date(), state: DEFAULT_STATE });
     return this.run(
       `INSERT INTO agent_connections (agent_id, edge_id, edge_address) SELECT $1, $2, $3 WHERE EXISTS (SELECT 1 FROM agents WHERE id = $1)
        ON CONFLICT (agent_id, edge_id) DO UPDATE SET edge_address = EXCLUDED.edge_address, connected_at = now(), last_seen_at = now()`,
       [agentId, this.edgeId, edgeAddress],
+    );
+  }
+
+  /** The agent's pool state as one of its connections here said it (the last one said counts). */
+  state(agentId: string, state: PoolState): Promise<unknown> {
+    const known = this.counts.get(agentId);
+    if (!known) return this.work;
+    known.state = state;
+    return this.run(
+      `UPDATE agent_connections SET weight = $3, priority = $4, draining = $5, targets_down = $6 WHERE agent_id = $1 AND edge_id = $2`,
+      [agentId, this.edgeId, state.weight, state.priority, state.draining, state.targetsDown],
     );
   }
 
@@ -71,10 +94,22 @@ export class Presence {
     // agents deleted meanwhile are not written back (the join); a row a failed delete left behind takes this
     // connection's address and time
     void this.run(
-      `INSERT INTO agent_connections (agent_id, edge_id, edge_address, connected_at)
-       SELECT a.id, $1, x.address, x.since FROM unnest($2::text[], $3::text[], $4::timestamptz[]) AS x(id, address, since) JOIN agents a ON a.id = x.id
-       ON CONFLICT (agent_id, edge_id) DO UPDATE SET last_seen_at = now(), edge_address = EXCLUDED.edge_address, connected_at = EXCLUDED.connected_at`,
-      [this.edgeId, ids, held.map((h) => h.address), held.map((h) => h.since)],
+      `INSERT INTO agent_connections (agent_id, edge_id, edge_address, connected_at, weight, priority, draining, targets_down)
+       SELECT a.id, $1, x.address, x.since, x.weight, x.priority, x.draining, ARRAY(SELECT jsonb_array_elements_text(x.down))
+         FROM unnest($2::text[], $3::text[], $4::timestamptz[], $5::int[], $6::int[], $7::boolean[], $8::jsonb[]) AS x(id, address, since, weight, priority, draining, down)
+         JOIN agents a ON a.id = x.id
+       ON CONFLICT (agent_id, edge_id) DO UPDATE SET last_seen_at = now(), edge_address = EXCLUDED.edge_address, connected_at = EXCLUDED.connected_at,
+         weight = EXCLUDED.weight, priority = EXCLUDED.priority, draining = EXCLUDED.draining, targets_down = EXCLUDED.targets_down`,
+      [
+        this.edgeId,
+        ids,
+        held.map((h) => h.address),
+        held.map((h) => h.since),
+        held.map((h) => h.state.weight),
+        held.map((h) => h.state.priority),
+        held.map((h) => h.state.draining),
+        held.map((h) => JSON.stringify(h.state.targetsDown)),
+      ],
     );
   }
 

@@ -110,6 +110,13 @@ export class TcpShares {
     return out;
   }
 
+  /** The environment's TCP shares with their targets (host:port). */
+  sharesOf(hubId: string, envZId: string): { zId: string; authority: string }[] {
+    const out: { zId: string; authority: string }[] = [];
+    for (const l of this.listeners.values()) if (l.route.hubId === hubId && l.route.envZId === envZId) out.push({ zId: l.route.zId, authority: authorityOf(l.route.target.hostname, l.route.target.port) });
+    return out;
+  }
+
   /** The ports listened on now (tests). */
   get ports(): number[] {
     return [...this.listeners.values()].filter((l) => l.listening).map((l) => Number(l.signature.split(' ')[0]));

@@ -207,21 +207,53 @@ export interface AgentState {
   connectedAt: Date | null;
   lastSeenAt: Date | null;
   edges: string[];
+  /** Its pool state as the edges it is connected to last heard it (the defaults while it is not connected). */
+  weight: number;
+  priority: number;
+  draining: boolean;
+  /** Shares whose target it reports down (at any edge). */
+  targetsDown: string[];
 }
 
 /** An environment's agents with where they are connected now (edges that refreshed within AGENT_SEEN_MS). */
 export async function agentsOf(hubId: string, envZId: string): Promise<AgentState[]> {
-  const rows = await db().query<{ id: string; created_at: Date; connected_at: Date | null; last_seen_at: Date | null; edges: string[] | null }>(
+  const rows = await db().query<{
+    id: string;
+    created_at: Date;
+    connected_at: Date | null;
+    last_seen_at: Date | null;
+    edges: string[] | null;
+    weight: number | null;
+    priority: number | null;
+    draining: boolean | null;
+    targets_down: string[] | null;
+  }>(
     `SELECT a.id, a.created_at,
             min(c.connected_at) FILTER (WHERE c.last_seen_at > now() - make_interval(secs => :seen)) AS connected_at,
             max(c.last_seen_at) AS last_seen_at,
-            array_agg(c.edge_address ORDER BY c.edge_address) FILTER (WHERE c.last_seen_at > now() - make_interval(secs => :seen)) AS edges
+            array_agg(c.edge_address ORDER BY c.edge_address) FILTER (WHERE c.last_seen_at > now() - make_interval(secs => :seen)) AS edges,
+            (array_agg(c.weight ORDER BY c.last_seen_at DESC) FILTER (WHERE c.last_seen_at > now() - make_interval(secs => :seen)))[1] AS weight,
+            (array_agg(c.priority ORDER BY c.last_seen_at DESC) FILTER (WHERE c.last_seen_at > now() - make_interval(secs => :seen)))[1] AS priority,
+            bool_or(c.draining) FILTER (WHERE c.last_seen_at > now() - make_interval(secs => :seen)) AS draining,
+            (SELECT array_agg(DISTINCT d ORDER BY d) FROM agent_connections c2, unnest(c2.targets_down) AS d
+              WHERE c2.agent_id = a.id AND c2.last_seen_at > now() - make_interval(secs => :seen)) AS targets_down
        FROM agents a LEFT JOIN agent_connections c ON c.agent_id = a.id
       WHERE a.hub_id = :hubId AND a.env_z_id = :envZId
       GROUP BY a.id, a.created_at ORDER BY a.created_at, a.id`,
     { replacements: { hubId, envZId, seen: AGENT_SEEN_MS / 1000 }, type: QueryTypes.SELECT },
   );
-  return rows.map((r) => ({ id: r.id, createdAt: r.created_at, connected: (r.edges ?? []).length > 0, connectedAt: r.connected_at, lastSeenAt: r.last_seen_at, edges: r.edges ?? [] }));
+  return rows.map((r) => ({
+    id: r.id,
+    createdAt: r.created_at,
+    connected: (r.edges ?? []).length > 0,
+    connectedAt: r.connected_at,
+    lastSeenAt: r.last_seen_at,
+    edges: r.edges ?? [],
+    weight: r.weight ?? 1,
+    priority: r.priority ?? 0,
+    draining: r.draining ?? false,
+    targetsDown: r.targets_down ?? [],
+  }));
 }
 
 /** Revokes an agent: its row goes (the edges close its connections on the notification; its certificate admits nothing). */

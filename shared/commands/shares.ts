@@ -28,6 +28,8 @@ export interface ShareInput {
   authProviderId?: string | null;
   mutualTls?: boolean;
   inspect?: boolean;
+  /** Which agent a client's requests go to: any ('none'), by client address, or by a cookie naming the agent. */
+  affinity?: 'none' | 'client-ip' | 'cookie';
   targetProtocol?: 'http1' | 'h2';
   protocol?: 'http' | 'tcp';
   oauthEmailDomains?: string[] | null;
@@ -38,7 +40,7 @@ export interface ShareInput {
   policy?: PolicyInput | null;
 }
 
-export type ShareUpdate = Partial<Pick<ShareInput, 'mutualTls' | 'inspect' | 'authProviderId' | 'oauthEmailDomains' | 'oauthAuthorizationCheckInterval' | 'tcpIdleTimeout' | 'policy'>>;
+export type ShareUpdate = Partial<Pick<ShareInput, 'mutualTls' | 'inspect' | 'affinity' | 'authProviderId' | 'oauthEmailDomains' | 'oauthAuthorizationCheckInterval' | 'tcpIdleTimeout' | 'policy'>>;
 
 const idleTimeoutRefused = "property '$.tcpIdleTimeout' is for TCP shares: an HTTP share's connections are kept by its clients' keep-alive";
 
@@ -106,6 +108,11 @@ export function endpointOf(urlTemplate: string, zId: string, mutualTls: boolean)
  * Inspection records HTTP/1.1 exchanges with the target: a share that carries raw TCP streams has none to record,
  * and one that speaks HTTP/2 to its target (gRPC) is not recorded yet; both are refused rather than left silent.
  */
+/** Affinity chooses the agent of each HTTP request: a TCP share's connections are spread by weight alone. */
+function refuseCookieAffinity(protocol: unknown, affinity: string | undefined): void {
+  if (protocol === 'tcp' && affinity && affinity !== 'none') throw badRequest(`property '$.affinity' is for HTTP shares: a TCP share takes only 'none'`);
+}
+
 function refuseInspection(share: { protocol?: unknown; targetProtocol?: unknown }, inspect: boolean | undefined): void {
   if (!inspect) return;
   if (share.protocol === 'tcp') throw badRequest(`property '$.inspect' is for HTTP shares: a TCP share carries streams, not requests to record`);
@@ -177,6 +184,7 @@ export async function createShare(hubId: string, input: ShareInput, createdBy: s
   const refused = targetRefusal(input);
   if (refused) throw badRequest(refused);
   refuseInspection(input, input.inspect);
+  refuseCookieAffinity(input.protocol, input.affinity);
   if (input.tcpIdleTimeout && input.protocol !== 'tcp') throw badRequest(idleTimeoutRefused);
   const policy = await policyFor(input.policy ?? null, { tcp: input.protocol === 'tcp', authProviderId: input.authProviderId }, null);
   for (let attempt = 1; ; attempt++) {
@@ -227,6 +235,7 @@ async function createShareOnce(hubId: string, input: ShareInput, createdBy: stri
         authProviderId: authProvider?.id ?? null,
         mutualTls: input.mutualTls ?? false,
         inspect: input.inspect ?? false,
+        affinity: input.affinity ?? 'none',
         targetProtocol: input.targetProtocol ?? 'http1',
         protocol: input.protocol ?? 'http',
         tcpPort,
@@ -255,6 +264,7 @@ export async function updateShare(hubId: string, zId: string, input: ShareUpdate
   const share = await findShare(hubId, zId);
   const tcp = share.get('protocol') === 'tcp';
   refuseInspection({ protocol: share.get('protocol'), targetProtocol: share.get('targetProtocol') }, input.inspect);
+  refuseCookieAffinity(share.get('protocol'), input.affinity);
   const login = tcp ? loginRefusal(input) : undefined;
   if (login) throw badRequest(login);
   if (input.tcpIdleTimeout && !tcp) throw badRequest(idleTimeoutRefused);
@@ -265,6 +275,7 @@ export async function updateShare(hubId: string, zId: string, input: ShareUpdate
   if (input.policy !== undefined) changes.policy = await policyFor(input.policy, { tcp, authProviderId }, share.policy);
   else if (authProviderId && share.policy?.basicAuth) throw badRequest("property '$.authProviderId' cannot be set on a share with '$.policy.basicAuth': a share has one login");
   if (input.inspect !== undefined) changes.inspect = input.inspect;
+  if (input.affinity !== undefined) changes.affinity = input.affinity;
   if (input.tcpIdleTimeout !== undefined && tcp) changes.tcpIdleTimeout = input.tcpIdleTimeout;
   if (input.authProviderId !== undefined) changes.authProviderId = authProvider?.id ?? null;
   if (input.oauthEmailDomains !== undefined) changes.oauthEmailDomains = input.oauthEmailDomains?.length ? [...new Set(input.oauthEmailDomains.map((d) => d.toLowerCase()))] : null;

@@ -32,6 +32,8 @@ export class Share extends Model<InferAttributes<Share>, InferCreationAttributes
   declare policy: CreationOptional<StoredPolicy | null>;
   /** Exchanges are recorded by every edge for the share's request inspector. */
   declare inspect: CreationOptional<boolean>;
+  /** Which of its environment's agents a client's requests go to: 'none', 'client-ip' or 'cookie'. */
+  declare affinity: CreationOptional<'none' | 'client-ip' | 'cookie'>;
   declare shareMode: CreationOptional<string>;
   declare backendMode: CreationOptional<string>;
   declare frontendSelection: CreationOptional<string>;
@@ -63,6 +65,7 @@ export function initModel(sequelize: Sequelize): void {
       oauthCheckInterval: { type: DataTypes.TEXT, allowNull: true },
       inspect: { type: DataTypes.BOOLEAN, allowNull: false, defaultValue: false },
       policy: { type: DataTypes.JSONB, allowNull: true },
+      affinity: { type: DataTypes.TEXT, allowNull: false, defaultValue: 'none' },
       shareMode: { type: DataTypes.TEXT, allowNull: false, defaultValue: 'public' },
       backendMode: { type: DataTypes.TEXT, allowNull: false, defaultValue: 'proxy' },
       frontendSelection: { type: DataTypes.TEXT, allowNull: false, defaultValue: 'public' },

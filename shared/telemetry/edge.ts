@@ -50,3 +50,25 @@ export const edgePolicyRefusalsTotal = new client.Counter({
   labelNames: ['share', 'reason'] as const,
   registers: [registry],
 });
+
+/** Per agent (fed by edge/agents/figures.ts): what the edge sent each agent of an agent-served environment. */
+export const edgeAgentRequestsTotal = new client.Counter({
+  name: 'edgehub_edge_agent_requests_total',
+  help: 'Requests (and TCP connections) the edge sent through each agent, by agent id (chosen as each is sent)',
+  labelNames: ['agent'] as const,
+  registers: [registry],
+});
+
+export const edgeAgentBytesTotal = new client.Counter({
+  name: 'edgehub_edge_agent_bytes_total',
+  help: "Bytes on the edge's connections with each agent, by agent id and direction (to_agent, from_agent)",
+  labelNames: ['agent', 'direction'] as const,
+  registers: [registry],
+});
+
+export const edgeAgentErrorsTotal = new client.Counter({
+  name: 'edgehub_edge_agent_errors_total',
+  help: 'Streams through an agent that reached no target, by agent id and kind (unanswered, unreachable, refused, timeout)',
+  labelNames: ['agent', 'kind'] as const,
+  registers: [registry],
+});

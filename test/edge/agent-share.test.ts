@@ -47,6 +47,9 @@ test.before(async () => {
   hub = await stack.hub();
   ns = await privateNetwork();
   await startPrivateTarget(ns, 'private');
+  // more targets on the same machine, for several `edgehub share` processes side by side
+  await startPrivateTarget(ns, 'second', { http: 8081, tcp: 9190 });
+  await startPrivateTarget(ns, 'third', { http: 8082, tcp: 9290 });
   await publicFrontendCertificate(stack.databaseUrl);
   apiPort = new URL(stack.baseUrl).port;
   const forwarder = ns.spawn(process.execPath, [
@@ -322,4 +325,52 @@ test.serial('--allow, --rate and --basic-auth: the share carries the policy, the
   t.is(served.text, 'private');
   run.child.kill('SIGINT');
   t.is(await run.exited, 0, run.err());
+});
+
+test.serial('share processes side by side on one machine (one agent identity): every request reaches the process that carries its share', async (t) => {
+  const dir = dirOf('side-by-side');
+  const runs = [share(['http://localhost:8080', '--dir', dir])];
+  const first = await runs[0].up();
+  runs.push(share(['http://localhost:8081', '--dir', dir]));
+  const second = await runs[1].up();
+  const hosts: [string, string][] = [
+    [new URL(first.endpoint).hostname, 'private'],
+    [new URL(second.endpoint).hostname, 'second'],
+  ];
+  /**
+   * Requests every share `rounds` times, 6 at once each (slow answers: the edge opens new connections to the targets
+   * rather than reusing one); the answers that were not its target's.
+   */
+  const wrong = async (rounds: number) => {
+    const out: string[] = [];
+    for (let i = 0; i < rounds; i++) {
+      const asked = hosts.flatMap(([host, name]) => Array.from({ length: 6 }, () => ({ host, name })));
+      const answers = await Promise.all(asked.map(({ host }) => edgeRequest(edge.httpPort!, host, { path: '/slow' })));
+      answers.forEach((r, k) => r.text !== asked[k].name && out.push(`${asked[k].name}: ${r.status} ${r.text}`));
+    }
+    return out;
+  };
+  for (const [host, name] of hosts) await waitFor(async () => (await whoami(host)).text === name, { what: `the share of ${name} answering` });
+  t.deepEqual(await wrong(5), [], 'two processes: every request answered by its own target');
+
+  runs.push(share(['http://localhost:8082', '--dir', dir]));
+  const third = await runs[2].up();
+  hosts.push([new URL(third.endpoint).hostname, 'third']);
+  await waitFor(async () => (await whoami(hosts[2][0])).text === 'third', { what: 'the third share answering' });
+  t.deepEqual(await wrong(5), [], 'three processes: every request answered by its own target');
+
+  // a TCP share beside them: its connections go to its own process, the HTTP requests never to it
+  runs.push(share(['9290', '--tcp', '--dir', dir]));
+  const tcp = await runs[3].up();
+  const port = Number(new URL(tcp.endpoint).port);
+  await waitFor(async () => (await echoThrough(port, 'x').catch(() => '')) === 'x', { what: 'the TCP share echoing' });
+  const echoes = await Promise.all(Array.from({ length: 20 }, (_, i) => echoThrough(port, `echo ${i}`).catch((e: Error) => e.message)));
+  t.deepEqual(
+    echoes.filter((e, i) => e !== `echo ${i}`),
+    [],
+    'every TCP connection carried by the process that serves it',
+  );
+  t.deepEqual(await wrong(3), [], 'and the HTTP requests still by theirs');
+  for (const run of runs) run.child.kill('SIGINT');
+  for (const run of runs) t.is(await run.exited, 0, run.err());
 });

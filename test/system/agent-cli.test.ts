@@ -73,6 +73,15 @@ test('edgehub agent install-service prints a systemd unit that runs the agent wi
   t.deepEqual(unit.Service.ReadWritePaths, [`"${dir}"`]);
   t.deepEqual(unit.Install.WantedBy, ['multi-user.target']);
   t.deepEqual(unit.Unit.After, ['network-online.target']);
+  t.deepEqual(unit.Service.TimeoutStopSec, ['45'], 'systemd waits for the drain (30 s) and some more');
+
+  // the pool options go on the command line; systemd waits for the drain timeout given; out of range: one line
+  const pooled = parseUnit(edgehub(['agent', 'install-service', '--dir', dir, '--weight', '3', '--priority', '1', '--drain-timeout', '60']).stdout);
+  t.deepEqual(pooled.Service.ExecStart, [`${process.execPath} ${bin} agent run --dir "${dir}" --weight 3 --priority 1 --drain-timeout 60`]);
+  t.deepEqual(pooled.Service.TimeoutStopSec, ['75']);
+  const refused = edgehub(['agent', 'install-service', '--dir', dir, '--weight', '0']);
+  t.is(refused.status, 2);
+  t.is(refused.stderr, "edgehub: --weight '0': expected a whole number from 1 to 100\n");
 
   // --user overrides; --write writes the same unit to a file and says what to run next
   const file = path.join(dir, 'edgehub-agent.service');

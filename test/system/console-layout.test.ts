@@ -155,6 +155,8 @@ test.serial('environments by their description; an agent line with its space; th
   const line = page.locator(`li[data-agent="${id}"]`);
   await waitFor(async () => /connected since/.test(await line.innerText().catch(() => '')), { what: 'the agent connected', timeoutMs: 30_000 });
   t.regex(await line.evaluate((li) => li.textContent ?? ''), new RegExp(`agent ${id} connected since`));
+  // its place in the environment's pool
+  t.regex(await line.locator('[data-pool]').innerText(), /^weight 1, priority 0$/);
   await shot(page, 'environments-agent');
 
   await page.getByRole('link', { name: 'Certificates' }).click();
