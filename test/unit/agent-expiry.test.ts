@@ -32,10 +32,10 @@ async function startedOutput(dir: string): Promise<string> {
   child.stdout.on('data', (d) => (output += d));
   child.stderr.on('data', (d) => (output += d));
   try {
-    await waitFor(async () => /running \(Ctrl-C stops it\)/.test(output), { what: 'the agent running', timeoutMs: 10_000 });
+    await waitFor(async () => /running \(.*Ctrl-C stops it/.test(output), { what: 'the agent running', timeoutMs: 10_000 });
     return output;
   } finally {
-    child.kill('SIGTERM');
+    child.kill('SIGINT'); // at once (SIGTERM would drain)
   }
 }
 
