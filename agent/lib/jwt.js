@@ -1,4 +1,3 @@
-// @ts-check
 /**
  * ES256 JWTs checked with node:crypto alone: the compact form decoded, the signature verified by `kid` against the
  * service's published key set (fetched from the url's origin; read again once when the kid is unknown), then `iss`,
