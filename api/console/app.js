@@ -34,7 +34,7 @@ function Shell({ who, onSignOut }) {
   const views = who.role === 'operator' ? OPERATOR_VIEWS : HUB_VIEWS;
   const [view, setView] = useState(() => (views.some(([id]) => id === currentView()) ? currentView() : views[0][0]));
   const [shareId, setShareId] = useState(() => (who.role === 'hub' ? sharePage() : undefined));
-  const main = useRef(null);
+  const main = useRef(/** @type {HTMLElement | null} */ (null));
   useEffect(() => {
     const follow = () => {
       setShareId(who.role === 'hub' ? sharePage() : undefined);
@@ -66,8 +66,8 @@ function Shell({ who, onSignOut }) {
 }
 
 function App() {
-  const [who, setWho] = useState(undefined);
-  const [error, setError] = useState(undefined);
+  const [who, setWho] = useState(/** @type {import('./api.js').Who | undefined} */ (undefined));
+  const [error, setError] = useState(/** @type {import('./api.js').ViewError} */ (undefined));
   const [checking, setChecking] = useState(Boolean(credential.get()));
   useEffect(() => {
     const token = credential.get();
@@ -76,7 +76,7 @@ function App() {
     whoIs(token)
       .then(setWho, (err) => {
         if (err.status === 401 || err.status === 403) credential.forget();
-        setError(err);
+        setError(/** @type {Error} */ (err));
       })
       .finally(() => setChecking(false));
   }, []);
@@ -86,6 +86,6 @@ function App() {
   return html`<${Shell} who=${who} onSignOut=${() => (credential.forget(), (location.hash = ''), setWho(undefined))} />`;
 }
 
-const root = document.getElementById('app');
+const root = /** @type {HTMLElement} */ (document.getElementById('app'));
 root.textContent = ''; // the "Loading" line: the app draws the page from here
 render(html`<${App} />`, root);

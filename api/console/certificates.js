@@ -9,8 +9,8 @@ import { CopyButton, Pager, Problem, Section, usePoll } from './parts.js';
 function NewToken({ base, onMade }) {
   const [name, setName] = useState('');
   const [commonName, setCommonName] = useState('');
-  const [made, setMade] = useState(undefined);
-  const [error, setError] = useState(undefined);
+  const [made, setMade] = useState(/** @type {import('./api.js').Json} */ (undefined));
+  const [error, setError] = useState(/** @type {import('./api.js').ViewError} */ (undefined));
   const submit = async (event) => {
     event.preventDefault();
     setError(undefined);
@@ -22,7 +22,7 @@ function NewToken({ base, onMade }) {
       setCommonName('');
       onMade();
     } catch (err) {
-      setError(err);
+      setError(/** @type {Error} */ (err));
     }
   };
   // the served package, never a bare name a public registry would be asked for
@@ -54,7 +54,7 @@ function RevokeToken({ base, token, onDone, onError }) {
       await api(`${base}/certificate-request-tokens/${token.id}`, { method: 'DELETE' });
       await onDone();
     } catch (err) {
-      onError(err);
+      onError(/** @type {Error} */ (err));
     } finally {
       setBusy(false);
     }
@@ -63,7 +63,7 @@ function RevokeToken({ base, token, onDone, onError }) {
 }
 
 export function Certificates({ base }) {
-  const [revokeError, setRevokeError] = useState(undefined);
+  const [revokeError, setRevokeError] = useState(/** @type {import('./api.js').ViewError} */ (undefined));
   const [certPage, setCertPage] = useState(0);
   const [tokenPage, setTokenPage] = useState(0);
   const certs = usePoll(() => api(`${base}/client-certificates?page=${certPage}&size=20`), [base, certPage], 30_000);

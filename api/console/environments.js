@@ -23,7 +23,7 @@ const poolState = (a) =>
 /** The environments of these ids with their agents, polled (the shares view marks shares no agent serves). */
 export function useEnvironmentStates(base, envZIds) {
   const ids = [...new Set(envZIds)].sort();
-  const states = usePoll(async () => new Map(await Promise.all(ids.map(async (id) => [id, await api(`${base}/environments/${id}`)]))), [base, ids.join(',')], 10_000);
+  const states = usePoll(async () => new Map(await Promise.all(ids.map(async (id) => /** @type {[string, import('./api.js').Json]} */ ([id, await api(`${base}/environments/${id}`)])))), [base, ids.join(',')], 10_000);
   return states.data ?? new Map();
 }
 
@@ -41,14 +41,14 @@ export const ShareStatus = ({ share, env }) =>
     : html`<${Badge} status=${share.status} />`;
 
 function AgentEnrollment({ base, envZId }) {
-  const [made, setMade] = useState(undefined);
-  const [error, setError] = useState(undefined);
+  const [made, setMade] = useState(/** @type {import('./api.js').Json} */ (undefined));
+  const [error, setError] = useState(/** @type {import('./api.js').ViewError} */ (undefined));
   const make = async () => {
     setError(undefined);
     try {
       setMade(await api(`${base}/environments/${envZId}/agent-enrollment`, { method: 'POST', body: {} }));
     } catch (err) {
-      setError(err);
+      setError(/** @type {Error} */ (err));
     }
   };
   // the agent package as the service serves it (never a bare name a public registry would be asked for)

@@ -7,7 +7,7 @@ import { Badge, Problem, Section, usePoll } from './parts.js';
 
 function RunButton({ base, check, onDone }) {
   const [busy, setBusy] = useState(false);
-  const [error, setError] = useState(undefined);
+  const [error, setError] = useState(/** @type {import('./api.js').ViewError} */ (undefined));
   const run = async () => {
     setBusy(true);
     setError(undefined);
@@ -15,7 +15,7 @@ function RunButton({ base, check, onDone }) {
       await api(`${base}/health-checks/${check.id}/execute`, { method: 'POST' });
       onDone();
     } catch (err) {
-      setError(err);
+      setError(/** @type {Error} */ (err));
     } finally {
       setBusy(false);
     }
@@ -25,7 +25,7 @@ function RunButton({ base, check, onDone }) {
 
 function NewCheck({ base, onMade }) {
   const [form, setForm] = useState({ name: '', target: 'http://localhost:3000', path: '/healthz', method: 'GET', expectedStatus: '200', intervalSeconds: '0' });
-  const [error, setError] = useState(undefined);
+  const [error, setError] = useState(/** @type {import('./api.js').ViewError} */ (undefined));
   const set = (name) => (e) => setForm({ ...form, [name]: e.currentTarget.value });
   const submit = async (event) => {
     event.preventDefault();
@@ -38,7 +38,7 @@ function NewCheck({ base, onMade }) {
       setForm({ ...form, name: '' });
       onMade(made);
     } catch (err) {
-      setError(err);
+      setError(/** @type {Error} */ (err));
     }
   };
   return html`<form class="inline" onSubmit=${submit} aria-label="New health check">

@@ -7,15 +7,15 @@ import { CopyButton, Pager, Problem, Section, usePoll } from './parts.js';
 
 function Keys({ hub }) {
   const keys = usePoll(() => api(`/admin/v1/hubs/${hub.id}/api-keys`), [hub.id], 0);
-  const [made, setMade] = useState(undefined);
-  const [error, setError] = useState(undefined);
+  const [made, setMade] = useState(/** @type {import('./api.js').Json} */ (undefined));
+  const [error, setError] = useState(/** @type {import('./api.js').ViewError} */ (undefined));
   const create = async () => {
     setError(undefined);
     try {
       setMade(await api(`/admin/v1/hubs/${hub.id}/api-keys`, { method: 'POST', body: { name: 'console' } }));
       await keys.reload();
     } catch (err) {
-      setError(err);
+      setError(/** @type {Error} */ (err));
     }
   };
   const revoke = async (key) => {
@@ -24,7 +24,7 @@ function Keys({ hub }) {
       await api(`/admin/v1/hubs/${hub.id}/api-keys/${key.id}`, { method: 'DELETE' });
       await keys.reload();
     } catch (err) {
-      setError(err);
+      setError(/** @type {Error} */ (err));
     }
   };
   const list = keys.data ?? [];
@@ -43,13 +43,13 @@ function Keys({ hub }) {
 
 function HubCard({ hub, onDeleted }) {
   const [confirming, setConfirming] = useState(false);
-  const [error, setError] = useState(undefined);
+  const [error, setError] = useState(/** @type {import('./api.js').ViewError} */ (undefined));
   const remove = async () => {
     try {
       await api(`/admin/v1/hubs/${hub.id}`, { method: 'DELETE' });
       onDeleted();
     } catch (err) {
-      setError(err);
+      setError(/** @type {Error} */ (err));
     }
   };
   return html`<article class="card" data-hub=${hub.id}>
@@ -67,7 +67,7 @@ function HubCard({ hub, onDeleted }) {
 function NewHub({ onMade }) {
   const [name, setName] = useState('');
   const [ipsec, setIpsec] = useState(false);
-  const [error, setError] = useState(undefined);
+  const [error, setError] = useState(/** @type {import('./api.js').ViewError} */ (undefined));
   const submit = async (event) => {
     event.preventDefault();
     setError(undefined);
@@ -76,7 +76,7 @@ function NewHub({ onMade }) {
       setName('');
       onMade();
     } catch (err) {
-      setError(err);
+      setError(/** @type {Error} */ (err));
     }
   };
   return html`<form class="inline" onSubmit=${submit}>
@@ -93,8 +93,8 @@ function NewHub({ onMade }) {
  * (a browser following it got 401): the link's click fetches them with the token and shows the text here.
  */
 function Metrics() {
-  const [text, setText] = useState(undefined);
-  const [error, setError] = useState(undefined);
+  const [text, setText] = useState(/** @type {string | undefined} */ (undefined));
+  const [error, setError] = useState(/** @type {import('./api.js').ViewError} */ (undefined));
   const [busy, setBusy] = useState(false);
   const load = async (event) => {
     event?.preventDefault();
@@ -104,7 +104,7 @@ function Metrics() {
     try {
       setText(await apiText('/metrics'));
     } catch (err) {
-      setError(err);
+      setError(/** @type {Error} */ (err));
     } finally {
       setBusy(false);
     }

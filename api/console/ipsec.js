@@ -1,5 +1,5 @@
 // IPsec tunnels (with the security association as charon reports it) and IPsec shares.
-import { api } from './api.js';
+import { ApiError, api } from './api.js';
 import { html } from './html.js';
 import { EnvName, useEnvironmentStates } from './environments.js';
 import { Badge, Problem, Section, usePoll } from './parts.js';
@@ -18,7 +18,7 @@ export function Ipsec({ base }) {
     10_000,
   );
   const envs = useEnvironmentStates(base, (data.data?.shares ?? []).map((s) => s.envZId));
-  if (data.error?.status === 403) return html`<${Section} title="IPsec"><p class="empty">IPsec is not enabled for this hub (the operator turns it on with the hub's <code>features</code>).</p></${Section}>`;
+  if (data.error instanceof ApiError && data.error.status === 403) return html`<${Section} title="IPsec"><p class="empty">IPsec is not enabled for this hub (the operator turns it on with the hub's <code>features</code>).</p></${Section}>`;
   return html`<div>
     <${Section} title="IPsec tunnels">
       <${Problem} error=${data.error} />

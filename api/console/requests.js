@@ -27,7 +27,7 @@ function useLive(path, onEvent, enabled) {
           const res = await fetch(path, { headers: { accept: 'text/event-stream', authorization: `Bearer ${credential.get()}`, ...(last ? { 'last-event-id': last } : {}) }, signal: controller.signal });
           if (!res.ok) throw new Error(`live view: ${res.status}`);
           setState('live');
-          const reader = res.body.getReader();
+          const reader = /** @type {ReadableStream<Uint8Array>} */ (res.body).getReader();
           const decoder = new TextDecoder();
           let text = '';
           for (;;) {
@@ -99,7 +99,7 @@ function Body({ message, label }) {
   const shown = mode === 'json' && json !== undefined ? json : mode === 'text' && text !== undefined ? text : hexDump(data);
   return html`<div class="body-view">
     <div class="window-picker" role="group" aria-label=${`${label} body as`}>
-      ${[['text', 'Text', text !== undefined], ['json', 'JSON', json !== undefined], ['hex', 'Hex', true]].map(
+      ${/** @type {[string, string, boolean][]} */ ([['text', 'Text', text !== undefined], ['json', 'JSON', json !== undefined], ['hex', 'Hex', true]]).map(
         ([id, name, ok]) => html`<button type="button" disabled=${!ok} aria-pressed=${mode === id ? 'true' : 'false'} onClick=${() => setMode(id)}>${name}</button>`,
       )}
       <span class="sub">${bytes(data.length)}${message.bodyTruncated ? ' shown: the body was longer (cut at HUB_INSPECT_BODY_BYTES)' : ''}${text === undefined ? ' · not UTF-8' : ''}</span>
@@ -114,8 +114,8 @@ const Headers = ({ pairs, caption }) => html`<table class="headers">
 </table>`;
 
 function Detail({ base, zId, id, onReplayed, onClose }) {
-  const [detail, setDetail] = useState(undefined);
-  const [error, setError] = useState(undefined);
+  const [detail, setDetail] = useState(/** @type {import('./api.js').Json} */ (undefined));
+  const [error, setError] = useState(/** @type {import('./api.js').ViewError} */ (undefined));
   const [busy, setBusy] = useState(false);
   useEffect(() => {
     setDetail(undefined);
@@ -128,7 +128,7 @@ function Detail({ base, zId, id, onReplayed, onClose }) {
     try {
       onReplayed(await api(`${base}/shares/${zId}/requests/${id}/replay`, { method: 'POST' }));
     } catch (err) {
-      setError(err);
+      setError(/** @type {Error} */ (err));
     } finally {
       setBusy(false);
     }
@@ -153,9 +153,9 @@ const statusClass = (status) => `status s${String(status)[0]}`;
 
 export function Requests({ base, share }) {
   const zId = share.zId;
-  const [items, setItems] = useState(undefined);
-  const [error, setError] = useState(undefined);
-  const [selected, setSelected] = useState(undefined);
+  const [items, setItems] = useState(/** @type {import('./api.js').Json[] | undefined} */ (undefined));
+  const [error, setError] = useState(/** @type {import('./api.js').ViewError} */ (undefined));
+  const [selected, setSelected] = useState(/** @type {string | undefined} */ (undefined));
   const [status, setStatus] = useState('');
   const [pathFilter, setPathFilter] = useState('');
   const [page, setPage] = useState(0);

@@ -17,6 +17,8 @@ export const KINDS = [
   { id: 'h2', label: 'HTTP/2 to the target (gRPC)', example: 'http://localhost:50051' },
   { id: 'tcp', label: 'TCP (SSH, databases, any TCP service)', example: 'tcp://localhost:22' },
 ];
+/** The entry of KINDS with this id (always one of them: the ids come from KINDS). @param {string} id */
+const kindNamed = (id) => /** @type {typeof KINDS[number]} */ (KINDS.find((k) => k.id === id));
 
 /** A share's kind, one of KINDS' ids. */
 export const kindOf = (share) => (share?.protocol === 'tcp' ? 'tcp' : share?.targetProtocol === 'h2' ? 'h2' : 'http');
@@ -107,7 +109,7 @@ export function CreateShare({ base, onMade, onCancel }) {
   const [target, setTarget] = useState(KINDS[0].example);
   const [envZId, setEnv] = useState('');
   const [access, setAccess] = useState(accessOf(undefined));
-  const [error, setError] = useState(undefined);
+  const [error, setError] = useState(/** @type {import('./api.js').ViewError} */ (undefined));
   const [busy, setBusy] = useState(false);
   const fronts = items(frontends.data);
   const submit = async (event) => {
@@ -121,14 +123,14 @@ export function CreateShare({ base, onMade, onCancel }) {
       const made = await api(`${base}/shares`, { method: 'POST', body });
       onMade(made);
     } catch (err) {
-      setError(err);
+      setError(/** @type {Error} */ (err));
     } finally {
       setBusy(false);
     }
   };
   // a target still at the previous kind's example follows the kind
   const chooseKind = (next) => {
-    if (KINDS.some((k) => k.example === target.trim())) setTarget(KINDS.find((k) => k.id === next).example);
+    if (KINDS.some((k) => k.example === target.trim())) setTarget(kindNamed(next).example);
     setKind(next);
   };
   return html`<form class="card form" onSubmit=${submit} aria-label="New share">
@@ -141,7 +143,7 @@ export function CreateShare({ base, onMade, onCancel }) {
         ${KINDS.map((k) => html`<option value=${k.id}>${k.label}</option>`)}
       </select>
       <label for="share-target">Target URL</label>
-      <input id="share-target" required type="url" placeholder=${KINDS.find((k) => k.id === kind).example} value=${target} onInput=${(e) => setTarget(e.currentTarget.value)} />
+      <input id="share-target" required type="url" placeholder=${kindNamed(kind).example} value=${target} onInput=${(e) => setTarget(e.currentTarget.value)} />
       <label for="share-env">Environment</label>
       <select id="share-env" value=${envZId} onChange=${(e) => setEnv(e.currentTarget.value)}>
         <option value="">the hub's default environment</option>
@@ -156,7 +158,7 @@ export function CreateShare({ base, onMade, onCancel }) {
 
 export function ShareSettings({ base, share, onSaved }) {
   const [access, setAccess] = useState(accessOf(share));
-  const [error, setError] = useState(undefined);
+  const [error, setError] = useState(/** @type {import('./api.js').ViewError} */ (undefined));
   const [saved, setSaved] = useState(false);
   const save = async (event) => {
     event.preventDefault();
@@ -167,7 +169,7 @@ export function ShareSettings({ base, share, onSaved }) {
       setSaved(true);
       onSaved(updated);
     } catch (err) {
-      setError(err);
+      setError(/** @type {Error} */ (err));
     }
   };
   return html`<form class="form" onSubmit=${save} aria-label="Share settings">

@@ -40,7 +40,8 @@ function policyOf(form, tcp) {
     try {
       advanced = form.advanced.trim() ? JSON.parse(form.advanced) : {};
     } catch (err) {
-      throw Object.assign(new Error(`Headers and error pages: not JSON (${err.message})`), { words: `Headers and error pages: not JSON (${err.message})` });
+      const why = /** @type {Error} */ (err).message;
+      throw Object.assign(new Error(`Headers and error pages: not JSON (${why})`), { words: `Headers and error pages: not JSON (${why})` });
     }
     for (const key of ['requestHeaders', 'responseHeaders', 'errorPages']) if (advanced?.[key] !== undefined) policy[key] = advanced[key];
   }
@@ -50,7 +51,7 @@ function policyOf(form, tcp) {
 export function SharePolicy({ base, share, onSaved }) {
   const tcp = share.protocol === 'tcp';
   const [form, setForm] = useState(formOf(share.policy));
-  const [error, setError] = useState(undefined);
+  const [error, setError] = useState(/** @type {import('./api.js').ViewError} */ (undefined));
   const [saved, setSaved] = useState(false);
   const set = (patch) => (setSaved(false), setForm({ ...form, ...patch }));
   const save = async (event) => {
@@ -63,7 +64,7 @@ export function SharePolicy({ base, share, onSaved }) {
       setSaved(true);
       onSaved(updated);
     } catch (err) {
-      setError(err);
+      setError(/** @type {Error} */ (err));
     }
   };
   return html`<form class="form policy" onSubmit=${save} aria-label="Traffic policy">

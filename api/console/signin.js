@@ -1,14 +1,14 @@
 // Sign in with an API key (the hub's view) or the admin token (the operator's view); kept in this tab only.
 import { useEffect, useRef, useState } from 'preact/hooks';
-import { whoIs } from './api.js';
+import { ApiError, whoIs } from './api.js';
 import { html } from './html.js';
 import { Problem } from './parts.js';
 
 export function SignIn({ onSignedIn }) {
   const [value, setValue] = useState('');
-  const [error, setError] = useState(undefined);
+  const [error, setError] = useState(/** @type {import('./api.js').ViewError} */ (undefined));
   const [busy, setBusy] = useState(false);
-  const field = useRef(null);
+  const field = useRef(/** @type {HTMLInputElement | null} */ (null));
   useEffect(() => field.current?.focus(), []);
   const submit = async (event) => {
     event.preventDefault();
@@ -19,7 +19,7 @@ export function SignIn({ onSignedIn }) {
     try {
       onSignedIn(token, await whoIs(token));
     } catch (err) {
-      setError(err.status === 401 || err.status === 403 ? new Error('This is neither an API key of a hub nor the admin token.') : err);
+      setError(err instanceof ApiError && (err.status === 401 || err.status === 403) ? new Error('This is neither an API key of a hub nor the admin token.') : /** @type {Error} */ (err));
       field.current?.focus();
     } finally {
       setBusy(false);
