@@ -11,12 +11,16 @@ import { kindOf, kindWords, PublicAddress, ShareSettings } from './shareform.js'
 import { SharePolicy } from './sharepolicy.js';
 import { TrafficChart, WindowPicker, windowOf } from './traffic.js';
 
-/** Why a share's exchanges are not recorded, by kind (HTTP shares' are, when inspection is on). */
+/**
+ * Why a share's exchanges are not recorded, by kind (HTTP shares' are, when inspection is on).
+ * @type {Record<string, string | undefined>}
+ */
 const NOT_RECORDED = {
   tcp: 'A TCP share carries streams of bytes, not requests: there is nothing to record or replay.',
   h2: 'Inspection records HTTP/1.1 exchanges with the target; a share that speaks HTTP/2 to its target (gRPC) is not recorded.',
 };
 
+/** @param {{ base: string, zId: string }} props */
 export function SharePage({ base, zId }) {
   const share = usePoll(() => api(`${base}/shares/${zId}`), [base, zId], 5_000);
   const [windowId, setWindow] = useState('1h');
