@@ -1,4 +1,3 @@
-// @ts-check
 /**
  * `edgehub agent enroll <jwt>`: verifies the agent enrollment JWT as the certificate enrollment client does (url on
  * the expected host, signature by kid against the service's key set, iss, aud, exp; `env` and `kind: agent`),

@@ -1,4 +1,3 @@
-// @ts-check
 /** `edgehub <command>`: the command line of the agent package (bin/edgehub.js runs it). */
 import path from 'node:path';
 import { parseArgs } from 'node:util';

@@ -1,4 +1,3 @@
-// @ts-check
 /**
  * A P-256 key and a PKCS#10 certificate signing request made with node:crypto alone. The request is a handful of
  * DER elements (RFC 2986): the subject as one attribute per RDN, the key's SubjectPublicKeyInfo as node:crypto

@@ -1,4 +1,3 @@
-// @ts-check
 /**
  * The enrollment client: what a recipient of an enrollment JWT runs to get a client certificate.
  *

@@ -1,4 +1,3 @@
-// @ts-check
 /** A refusal or failure of the command line: one line for the user. */
 export class EnrollError extends Error {}
 

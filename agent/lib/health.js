@@ -1,4 +1,3 @@
-// @ts-check
 /**
  * Target health as this agent sees it: every PROBE_MS it opens a TCP connection to each target it carries (the
  * targets its edges told it, as far as its --allow patterns admit them) and closes it at once; a target whose share

@@ -1,4 +1,3 @@
-// @ts-check
 /**
  * An agent's identity on disk (`edgehub agent enroll` writes it, `edgehub agent run` and `edgehub share` read it):
  * - agent.key: its P-256 private key (mode 0600, made on this machine, never sent anywhere);

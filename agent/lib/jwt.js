@@ -1,4 +1,3 @@
-// @ts-check
 /**
  * ES256 JWTs checked with node:crypto alone: the compact form decoded, the signature verified by `kid` against the
  * service's published key set (fetched from the url's origin; read again once when the kid is unknown), then `iss`,
@@ -54,7 +53,7 @@ async function keySet(jwksUrl) {
   } catch (err) {
     throw new EnrollError(`could not read the key set at ${jwksUrl.href}: ${oneLine(err)}`);
   }
-  const body = await res.json().catch(() => undefined);
+  const body = /** @type {{ keys?: unknown } | null | undefined} */ (await res.json().catch(() => undefined));
   if (!res.ok || !body || !Array.isArray(body.keys)) throw new EnrollError(`could not verify the JWT against ${jwksUrl.href}: the key set answered ${res.status} without keys`);
   return body.keys;
 }

@@ -1,4 +1,3 @@
-// @ts-check
 /**
  * One edge, as the agent sees it: dialled, served, and dialled again when lost. The agent dials the edge's TLS
  * listener with its certificate (ALPN `edgehub-agent/1`, the edge's certificate checked against the identity's edge

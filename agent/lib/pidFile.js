@@ -1,4 +1,3 @@
-// @ts-check
 /**
  * `edgehub agent drain [--dir DIR]`: the running `agent run` of an identity folder writes its process id to
  * `DIR/agent.pid` (removed when it stops); drain sends that process SIGTERM (which drains it) and waits until it has

@@ -1,4 +1,3 @@
-// @ts-check
 /**
  * What this agent tells every edge about itself as a member of its environment's pool: its weight and priority
  * (`--weight`, `--priority`, fixed for the run), whether it is draining (`edgehub agent drain` or SIGTERM), and the

@@ -1,4 +1,3 @@
-// @ts-check
 /**
  * What the edge and the agent agree on. The server imports this module from here (one definition of the protocol).
  *

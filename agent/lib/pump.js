@@ -1,4 +1,3 @@
-// @ts-check
 /**
  * Carries bytes from one stream into another for a TCP connection or a CONNECT stream (the agent's streams, the
  * edge's TCP shares): what `pipe` does, at a lower cost per byte, with the same back-pressure bound.

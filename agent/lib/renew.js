@@ -1,4 +1,3 @@
-// @ts-check
 /**
  * The agent renews its certificate before it ends, while it runs: once a third of its validity is left (checked at
  * start and every hour), it makes a new P-256 key and a CSR, signs a short proof with its current key (an ES256 JWT:

@@ -1,4 +1,3 @@
-// @ts-check
 /**
  * `edgehub agent run`: one link (link.js) per edge. The edges given (each `--edge`, else the identity's) are dialled
  * for as long as the agent runs. Every edge also tells its agents the agent addresses of every live edge (and its

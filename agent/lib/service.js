@@ -1,4 +1,3 @@
-// @ts-check
 /**
  * `edgehub agent install-service`: the agent as a systemd service. The unit runs `edgehub agent run` with the
  * identity folder and the edge options given here, as the user who owns the identity's key (or --user), restarts it

@@ -1,4 +1,3 @@
-// @ts-check
 /**
  * `edgehub share <target>`: the one-liner (zrok's `zrok share`, ngrok's `ngrok http`). With EDGEHUB_URL (the
  * service) and EDGEHUB_API_KEY (a hub's API key) it finds the key's hub, enrolls this machine as an agent of an

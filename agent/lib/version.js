@@ -1,4 +1,3 @@
-// @ts-check
 /**
  * The agent package's version, as its package.json says (test/system/agent-cli.test.ts checks that they agree). A
  * module rather than a JSON import: Node 20 before 20.10 cannot import JSON with `with`, and the single executable

@@ -4,6 +4,9 @@ import { when } from './format.js';
 import { html } from './html.js';
 import { Badge, Problem, Section, usePoll } from './parts.js';
 
+/** @typedef {import('./api.js').Json} Json */
+
+/** @param {{ records: Json }} props */
 function Records({ records }) {
   if (!records) return null;
   const rows = [];
@@ -15,12 +18,13 @@ function Records({ records }) {
     <tbody>${rows.map(([type, name, value]) => html`<tr><td>${type}</td><td><code>${name}</code></td><td><code>${value}</code></td></tr>`)}</tbody></table>`;
 }
 
+/** @param {{ base: string }} props */
 export function Frontends({ base }) {
   const list = usePoll(
     async () => {
       const page = await api(`${base}/custom-frontends?size=50`);
       const items = Array.isArray(page) ? page : page.content;
-      return Promise.all(items.map(async (f) => ({ ...f, records: await api(`${base}/custom-frontends/${f.id}/dns-records`).catch(() => undefined) })));
+      return Promise.all(items.map(async (/** @type {Json} */ f) => ({ ...f, records: await api(`${base}/custom-frontends/${f.id}/dns-records`).catch(() => undefined) })));
     },
     [base],
     15_000,

@@ -5,9 +5,12 @@ import { when } from './format.js';
 import { html } from './html.js';
 import { Badge, Problem, Section, usePoll } from './parts.js';
 
+/** @typedef {import('./api.js').Json} Json */
+
+/** @param {{ base: string, check: Json, onDone: () => void }} props */
 function RunButton({ base, check, onDone }) {
   const [busy, setBusy] = useState(false);
-  const [error, setError] = useState(undefined);
+  const [error, setError] = useState(/** @type {import('./api.js').ViewError} */ (undefined));
   const run = async () => {
     setBusy(true);
     setError(undefined);
@@ -15,7 +18,7 @@ function RunButton({ base, check, onDone }) {
       await api(`${base}/health-checks/${check.id}/execute`, { method: 'POST' });
       onDone();
     } catch (err) {
-      setError(err);
+      setError(/** @type {Error} */ (err));
     } finally {
       setBusy(false);
     }
@@ -23,11 +26,12 @@ function RunButton({ base, check, onDone }) {
   return html`<button type="button" onClick=${run} disabled=${busy} aria-label=${`Run ${check.name} now`}>${busy ? 'Running…' : 'Run now'}</button><${Problem} error=${error} />`;
 }
 
+/** @param {{ base: string, onMade: (check: Json) => void }} props */
 function NewCheck({ base, onMade }) {
   const [form, setForm] = useState({ name: '', target: 'http://localhost:3000', path: '/healthz', method: 'GET', expectedStatus: '200', intervalSeconds: '0' });
-  const [error, setError] = useState(undefined);
-  const set = (name) => (e) => setForm({ ...form, [name]: e.currentTarget.value });
-  const submit = async (event) => {
+  const [error, setError] = useState(/** @type {import('./api.js').ViewError} */ (undefined));
+  const set = (/** @type {string} */ name) => (/** @type {FieldEvent} */ e) => setForm({ ...form, [name]: e.currentTarget.value });
+  const submit = async (/** @type {Event} */ event) => {
     event.preventDefault();
     setError(undefined);
     try {
@@ -38,7 +42,7 @@ function NewCheck({ base, onMade }) {
       setForm({ ...form, name: '' });
       onMade(made);
     } catch (err) {
-      setError(err);
+      setError(/** @type {Error} */ (err));
     }
   };
   return html`<form class="inline" onSubmit=${submit} aria-label="New health check">
@@ -53,6 +57,7 @@ function NewCheck({ base, onMade }) {
   </form>`;
 }
 
+/** @param {{ base: string }} props */
 export function Health({ base }) {
   const list = usePoll(() => api(`${base}/health-checks?size=50`), [base], 10_000);
   const checks = list.data?.content ?? [];
@@ -63,7 +68,7 @@ export function Health({ base }) {
     <div class="table-wrap"><table>
       <thead><tr><th scope="col">Name</th><th scope="col">Probe</th><th scope="col">Last result</th><th scope="col">When</th><th scope="col"><span class="sr-only">Actions</span></th></tr></thead>
       <tbody>${checks.map(
-        (c) => html`<tr key=${c.id}><th scope="row">${c.name}${c.enabled ? null : html` <span class="badge plain">disabled</span>`}</th>
+        (/** @type {Json} */ c) => html`<tr key=${c.id}><th scope="row">${c.name}${c.enabled ? null : html` <span class="badge plain">disabled</span>`}</th>
           <td><code>${c.method} ${c.target}${c.path ?? ''}</code><div class="sub">expects ${c.expectedStatus}, every ${c.intervalSeconds ?? '—'} s</div></td>
           <td>${c.lastResult ? html`<${Badge} status=${c.lastResult.result} /> <span class="sub">${c.lastResult.status ?? ''} ${c.lastResult.latencyMs != null ? `${c.lastResult.latencyMs} ms` : ''} ${c.lastResult.message ?? ''}</span>` : 'never run'}</td>
           <td>${when(c.lastResult?.executedAt)}</td>

@@ -5,26 +5,29 @@ import { when } from './format.js';
 import { html } from './html.js';
 import { CopyButton, Pager, Problem, Section, usePoll } from './parts.js';
 
+/** @typedef {import('./api.js').Json} Json */
+
+/** @param {{ hub: Json }} props */
 function Keys({ hub }) {
   const keys = usePoll(() => api(`/admin/v1/hubs/${hub.id}/api-keys`), [hub.id], 0);
-  const [made, setMade] = useState(undefined);
-  const [error, setError] = useState(undefined);
+  const [made, setMade] = useState(/** @type {import('./api.js').Json} */ (undefined));
+  const [error, setError] = useState(/** @type {import('./api.js').ViewError} */ (undefined));
   const create = async () => {
     setError(undefined);
     try {
       setMade(await api(`/admin/v1/hubs/${hub.id}/api-keys`, { method: 'POST', body: { name: 'console' } }));
       await keys.reload();
     } catch (err) {
-      setError(err);
+      setError(/** @type {Error} */ (err));
     }
   };
-  const revoke = async (key) => {
+  const revoke = async (/** @type {Json} */ key) => {
     setError(undefined);
     try {
       await api(`/admin/v1/hubs/${hub.id}/api-keys/${key.id}`, { method: 'DELETE' });
       await keys.reload();
     } catch (err) {
-      setError(err);
+      setError(/** @type {Error} */ (err));
     }
   };
   const list = keys.data ?? [];
@@ -33,7 +36,7 @@ function Keys({ hub }) {
     <${Problem} error=${keys.error ?? error} />
     ${keys.data && !list.length ? html`<p class="empty">No API key yet: make one with <strong>New API key</strong> and hand it to the hub's people (it signs in here and to the API).</p>` : null}
     <ul>${list.map(
-      (k) => html`<li key=${k.id} data-key=${k.id}><code>${k.username}</code> ${k.name} <span class="sub">${k.revokedAt ? `revoked ${when(k.revokedAt)}` : `since ${when(k.createdAt)}`}</span>
+      (/** @type {Json} */ k) => html`<li key=${k.id} data-key=${k.id}><code>${k.username}</code> ${k.name} <span class="sub">${k.revokedAt ? `revoked ${when(k.revokedAt)}` : `since ${when(k.createdAt)}`}</span>
         ${k.revokedAt ? null : html` <button type="button" class="danger" onClick=${() => revoke(k)} aria-label=${`Revoke ${k.name} (${k.username})`}>Revoke</button>`}</li>`,
     )}</ul>
     <button type="button" onClick=${create}>New API key</button>
@@ -41,15 +44,16 @@ function Keys({ hub }) {
   </div>`;
 }
 
+/** @param {{ hub: Json, onDeleted: () => void }} props */
 function HubCard({ hub, onDeleted }) {
   const [confirming, setConfirming] = useState(false);
-  const [error, setError] = useState(undefined);
+  const [error, setError] = useState(/** @type {import('./api.js').ViewError} */ (undefined));
   const remove = async () => {
     try {
       await api(`/admin/v1/hubs/${hub.id}`, { method: 'DELETE' });
       onDeleted();
     } catch (err) {
-      setError(err);
+      setError(/** @type {Error} */ (err));
     }
   };
   return html`<article class="card" data-hub=${hub.id}>
@@ -64,11 +68,12 @@ function HubCard({ hub, onDeleted }) {
   </article>`;
 }
 
+/** @param {{ onMade: () => void }} props */
 function NewHub({ onMade }) {
   const [name, setName] = useState('');
   const [ipsec, setIpsec] = useState(false);
-  const [error, setError] = useState(undefined);
-  const submit = async (event) => {
+  const [error, setError] = useState(/** @type {import('./api.js').ViewError} */ (undefined));
+  const submit = async (/** @type {Event} */ event) => {
     event.preventDefault();
     setError(undefined);
     try {
@@ -76,13 +81,13 @@ function NewHub({ onMade }) {
       setName('');
       onMade();
     } catch (err) {
-      setError(err);
+      setError(/** @type {Error} */ (err));
     }
   };
   return html`<form class="inline" onSubmit=${submit}>
     <label for="hub-name">Hub name</label>
-    <input id="hub-name" required value=${name} onInput=${(e) => setName(e.currentTarget.value)} />
-    <label class="check"><input type="checkbox" checked=${ipsec} onChange=${(e) => setIpsec(e.currentTarget.checked)} /> IPsec</label>
+    <input id="hub-name" required value=${name} onInput=${(/** @type {FieldEvent} */ e) => setName(e.currentTarget.value)} />
+    <label class="check"><input type="checkbox" checked=${ipsec} onChange=${(/** @type {FieldEvent} */ e) => setIpsec(e.currentTarget.checked)} /> IPsec</label>
     <button type="submit">Create hub</button>
     <${Problem} error=${error} />
   </form>`;
@@ -93,10 +98,10 @@ function NewHub({ onMade }) {
  * (a browser following it got 401): the link's click fetches them with the token and shows the text here.
  */
 function Metrics() {
-  const [text, setText] = useState(undefined);
-  const [error, setError] = useState(undefined);
+  const [text, setText] = useState(/** @type {string | undefined} */ (undefined));
+  const [error, setError] = useState(/** @type {import('./api.js').ViewError} */ (undefined));
   const [busy, setBusy] = useState(false);
-  const load = async (event) => {
+  const load = async (/** @type {Event} */ event) => {
     event?.preventDefault();
     if (busy) return;
     setBusy(true);
@@ -104,7 +109,7 @@ function Metrics() {
     try {
       setText(await apiText('/metrics'));
     } catch (err) {
-      setError(err);
+      setError(/** @type {Error} */ (err));
     } finally {
       setBusy(false);
     }
@@ -127,7 +132,7 @@ export function Hubs() {
       ${list.data && !list.data.content.length && page === 0
         ? html`<p class="empty hint">No hub yet. A hub is a tenant: its people sign in to this console with an API key of it and publish their shares. Name one above and press <strong>Create hub</strong>, then make it an API key with <strong>New API key</strong>.</p>`
         : null}
-      ${(list.data?.content ?? []).map((h) => html`<${HubCard} key=${h.id} hub=${h} onDeleted=${list.reload} />`)}
+      ${(list.data?.content ?? []).map((/** @type {Json} */ h) => html`<${HubCard} key=${h.id} hub=${h} onDeleted=${list.reload} />`)}
       <${Pager} page=${list.data} onPage=${setPage} label="Hubs" />
     </${Section}>
     <${Section} title="Operations">

@@ -1,15 +1,18 @@
 // IPsec tunnels (with the security association as charon reports it) and IPsec shares.
-import { api } from './api.js';
+import { ApiError, api } from './api.js';
 import { html } from './html.js';
 import { EnvName, useEnvironmentStates } from './environments.js';
 import { Badge, Problem, Section, usePoll } from './parts.js';
 
+/** @typedef {import('./api.js').Json} Json */
+
+/** @param {{ base: string }} props */
 export function Ipsec({ base }) {
   const data = usePoll(
     async () => {
       const tunnels = await api(`${base}/ipsec-tunnels?size=50`);
       const withState = await Promise.all(
-        tunnels.content.map(async (t) => ({ ...t, sa: t.status === 'DEPLOYED' ? (await api(`${base}/ipsec-tunnels/${t.id}/tunnel-config`).catch(() => undefined))?.tunnels?.[0] : undefined })),
+        tunnels.content.map(async (/** @type {Json} */ t) => ({ ...t, sa: t.status === 'DEPLOYED' ? (await api(`${base}/ipsec-tunnels/${t.id}/tunnel-config`).catch(() => undefined))?.tunnels?.[0] : undefined })),
       );
       const shares = await api(`${base}/ipsec-shares?size=50`);
       return { tunnels: withState, shares: shares.content };
@@ -17,8 +20,8 @@ export function Ipsec({ base }) {
     [base],
     10_000,
   );
-  const envs = useEnvironmentStates(base, (data.data?.shares ?? []).map((s) => s.envZId));
-  if (data.error?.status === 403) return html`<${Section} title="IPsec"><p class="empty">IPsec is not enabled for this hub (the operator turns it on with the hub's <code>features</code>).</p></${Section}>`;
+  const envs = useEnvironmentStates(base, (data.data?.shares ?? []).map((/** @type {Json} */ s) => s.envZId));
+  if (data.error instanceof ApiError && data.error.status === 403) return html`<${Section} title="IPsec"><p class="empty">IPsec is not enabled for this hub (the operator turns it on with the hub's <code>features</code>).</p></${Section}>`;
   return html`<div>
     <${Section} title="IPsec tunnels">
       <${Problem} error=${data.error} />
@@ -36,7 +39,7 @@ export function Ipsec({ base }) {
       <div class="table-wrap"><table>
         <thead><tr><th scope="col">Name</th><th scope="col">Status</th><th scope="col">Listener</th><th scope="col">Target</th><th scope="col">Environment</th></tr></thead>
         <tbody>${(data.data?.shares ?? []).map(
-          (s) => html`<tr key=${s.id}><th scope="row">${s.name}</th><td><${Badge} status=${s.status} /></td><td>port ${s.ingressPort}</td><td><code>${s.target}</code></td><td><${EnvName} envZId=${s.envZId} env=${envs.get(s.envZId)} /></td></tr>`,
+          (/** @type {Json} */ s) => html`<tr key=${s.id}><th scope="row">${s.name}</th><td><${Badge} status=${s.status} /></td><td>port ${s.ingressPort}</td><td><code>${s.target}</code></td><td><${EnvName} envZId=${s.envZId} env=${envs.get(s.envZId)} /></td></tr>`,
         )}</tbody>
       </table></div>
     </${Section}>

@@ -6,11 +6,18 @@ import { bytes, when } from './format.js';
 import { html } from './html.js';
 import { Problem } from './parts.js';
 
+/** @typedef {import('./api.js').Json} Json */
+
 const MAX_SHOWN = 200;
 /** Rows on one page of the list: the share's settings stay near, whatever was recorded. */
 export const PAGE_SIZE = 20;
 
-/** Follows `${path}` (text/event-stream) with the tab's credential; calls onEvent(summary); reconnects with Last-Event-ID. */
+/**
+ * Follows `${path}` (text/event-stream) with the tab's credential; calls onEvent(summary); reconnects with Last-Event-ID.
+ * @param {string} path
+ * @param {(summary: Json) => void} onEvent
+ * @param {boolean} enabled
+ */
 function useLive(path, onEvent, enabled) {
   const [state, setState] = useState('connecting');
   const handler = useRef(onEvent);
@@ -18,7 +25,9 @@ function useLive(path, onEvent, enabled) {
   useEffect(() => {
     if (!enabled) return undefined;
     let stopped = false;
+    /** @type {string | undefined} */
     let last;
+    /** @type {AbortController | undefined} */
     let controller;
     const connect = async () => {
       while (!stopped) {
@@ -27,7 +36,7 @@ function useLive(path, onEvent, enabled) {
           const res = await fetch(path, { headers: { accept: 'text/event-stream', authorization: `Bearer ${credential.get()}`, ...(last ? { 'last-event-id': last } : {}) }, signal: controller.signal });
           if (!res.ok) throw new Error(`live view: ${res.status}`);
           setState('live');
-          const reader = res.body.getReader();
+          const reader = /** @type {ReadableStream<Uint8Array>} */ (res.body).getReader();
           const decoder = new TextDecoder();
           let text = '';
           for (;;) {
@@ -61,8 +70,9 @@ function useLive(path, onEvent, enabled) {
   return state;
 }
 
-const decode = (b64) => Uint8Array.from(atob(b64 ?? ''), (c) => c.charCodeAt(0));
+const decode = (/** @type {string | undefined} */ b64) => Uint8Array.from(atob(b64 ?? ''), (c) => c.charCodeAt(0));
 
+/** @param {Uint8Array} bytesArray */
 function utf8(bytesArray) {
   try {
     return new TextDecoder('utf-8', { fatal: true }).decode(bytesArray);
@@ -71,6 +81,7 @@ function utf8(bytesArray) {
   }
 }
 
+/** @param {Uint8Array} data */
 export function hexDump(data) {
   const lines = [];
   for (let i = 0; i < data.length; i += 16) {
@@ -82,7 +93,10 @@ export function hexDump(data) {
   return lines.join('\n');
 }
 
-/** A body as text, pretty JSON or hex; bytes that are not UTF-8 are only ever shown as hex. */
+/**
+ * A body as text, pretty JSON or hex; bytes that are not UTF-8 are only ever shown as hex.
+ * @param {{ message: Json, label: string }} props
+ */
 function Body({ message, label }) {
   const data = useMemo(() => decode(message.body), [message.body]);
   const text = useMemo(() => utf8(data), [data]);
@@ -99,7 +113,7 @@ function Body({ message, label }) {
   const shown = mode === 'json' && json !== undefined ? json : mode === 'text' && text !== undefined ? text : hexDump(data);
   return html`<div class="body-view">
     <div class="window-picker" role="group" aria-label=${`${label} body as`}>
-      ${[['text', 'Text', text !== undefined], ['json', 'JSON', json !== undefined], ['hex', 'Hex', true]].map(
+      ${/** @type {[string, string, boolean][]} */ ([['text', 'Text', text !== undefined], ['json', 'JSON', json !== undefined], ['hex', 'Hex', true]]).map(
         ([id, name, ok]) => html`<button type="button" disabled=${!ok} aria-pressed=${mode === id ? 'true' : 'false'} onClick=${() => setMode(id)}>${name}</button>`,
       )}
       <span class="sub">${bytes(data.length)}${message.bodyTruncated ? ' shown: the body was longer (cut at HUB_INSPECT_BODY_BYTES)' : ''}${text === undefined ? ' · not UTF-8' : ''}</span>
@@ -108,14 +122,18 @@ function Body({ message, label }) {
   </div>`;
 }
 
+/** @param {{ pairs: [string, string][], caption: string }} props */
 const Headers = ({ pairs, caption }) => html`<table class="headers">
   <caption class="sr-only">${caption}</caption>
   <tbody>${pairs.map(([n, v], i) => html`<tr key=${i}><th scope="row">${n}</th><td class=${v === '[redacted]' ? 'redacted' : ''}>${v}</td></tr>`)}</tbody>
 </table>`;
 
+/**
+ * @param {{ base: string, zId: string, id: string, onReplayed: (made: Json) => void, onClose: () => void }} props
+ */
 function Detail({ base, zId, id, onReplayed, onClose }) {
-  const [detail, setDetail] = useState(undefined);
-  const [error, setError] = useState(undefined);
+  const [detail, setDetail] = useState(/** @type {import('./api.js').Json} */ (undefined));
+  const [error, setError] = useState(/** @type {import('./api.js').ViewError} */ (undefined));
   const [busy, setBusy] = useState(false);
   useEffect(() => {
     setDetail(undefined);
@@ -128,7 +146,7 @@ function Detail({ base, zId, id, onReplayed, onClose }) {
     try {
       onReplayed(await api(`${base}/shares/${zId}/requests/${id}/replay`, { method: 'POST' }));
     } catch (err) {
-      setError(err);
+      setError(/** @type {Error} */ (err));
     } finally {
       setBusy(false);
     }
@@ -149,20 +167,21 @@ function Detail({ base, zId, id, onReplayed, onClose }) {
   </aside>`;
 }
 
-const statusClass = (status) => `status s${String(status)[0]}`;
+const statusClass = (/** @type {number} */ status) => `status s${String(status)[0]}`;
 
+/** @param {{ base: string, share: Json }} props */
 export function Requests({ base, share }) {
   const zId = share.zId;
-  const [items, setItems] = useState(undefined);
-  const [error, setError] = useState(undefined);
-  const [selected, setSelected] = useState(undefined);
+  const [items, setItems] = useState(/** @type {import('./api.js').Json[] | undefined} */ (undefined));
+  const [error, setError] = useState(/** @type {import('./api.js').ViewError} */ (undefined));
+  const [selected, setSelected] = useState(/** @type {string | undefined} */ (undefined));
   const [status, setStatus] = useState('');
   const [pathFilter, setPathFilter] = useState('');
   const [page, setPage] = useState(0);
   useEffect(() => {
     api(`${base}/shares/${zId}/requests`).then(setItems, setError);
   }, [zId]);
-  const live = useLive(`${base}/shares/${zId}/requests/live`, (summary) => setItems((list) => [summary, ...(list ?? []).filter((e) => e.id !== summary.id)].slice(0, MAX_SHOWN)), Boolean(share.inspect));
+  const live = useLive(`${base}/shares/${zId}/requests/live`, (/** @type {Json} */ summary) => setItems((list) => [summary, ...(list ?? []).filter((e) => e.id !== summary.id)].slice(0, MAX_SHOWN)), Boolean(share.inspect));
   const matching = (items ?? []).filter((e) => (!status || String(e.status)[0] === status[0]) && (!pathFilter || e.path.includes(pathFilter)));
   const pages = Math.max(1, Math.ceil(matching.length / PAGE_SIZE));
   const current = Math.min(page, pages - 1);
@@ -172,11 +191,11 @@ export function Requests({ base, share }) {
   return html`<div class="requests">
     <div class="filters">
       <label for="req-status">Status</label>
-      <select id="req-status" value=${status} onChange=${(e) => (setStatus(e.currentTarget.value), setPage(0))}>
+      <select id="req-status" value=${status} onChange=${(/** @type {FieldEvent<HTMLSelectElement>} */ e) => (setStatus(e.currentTarget.value), setPage(0))}>
         <option value="">any</option><option value="2xx">2xx</option><option value="3xx">3xx</option><option value="4xx">4xx</option><option value="5xx">5xx</option>
       </select>
       <label for="req-path">Path contains</label>
-      <input id="req-path" value=${pathFilter} onInput=${(e) => (setPathFilter(e.currentTarget.value), setPage(0))} placeholder="/api" />
+      <input id="req-path" value=${pathFilter} onInput=${(/** @type {FieldEvent} */ e) => (setPathFilter(e.currentTarget.value), setPage(0))} placeholder="/api" />
       <span class=${`live ${live}`} role="status">${live === 'live' ? 'live' : live}</span>
     </div>
     <${Problem} error=${error} />
@@ -203,7 +222,7 @@ export function Requests({ base, share }) {
             <button type="button" disabled=${current + 1 >= pages} onClick=${() => setPage(current + 1)}>Next</button>
           </nav>`
         : null}</div>
-      ${selected ? html`<${Detail} base=${base} zId=${zId} id=${selected} onClose=${() => setSelected(undefined)} onReplayed=${(made) => (setItems((list) => [made, ...(list ?? []).filter((e) => e.id !== made.id)]), setSelected(made.id))} />` : null}
+      ${selected ? html`<${Detail} base=${base} zId=${zId} id=${selected} onClose=${() => setSelected(undefined)} onReplayed=${(/** @type {Json} */ made) => (setItems((list) => [made, ...(list ?? []).filter((e) => e.id !== made.id)]), setSelected(made.id))} />` : null}
     </div>
   </div>`;
 }

@@ -6,7 +6,9 @@ import { api } from './api.js';
 import { html } from './html.js';
 import { Problem, usePoll } from './parts.js';
 
-const items = (page) => (Array.isArray(page) ? page : (page?.content ?? []));
+/** @typedef {import('./api.js').Json} Json */
+
+const items = (/** @type {Json} */ page) => (Array.isArray(page) ? page : (page?.content ?? []));
 
 /**
  * What a share carries. `protocol: "tcp"` carries TCP streams to a tcp:// target (no login, nothing to inspect);
@@ -17,20 +19,25 @@ export const KINDS = [
   { id: 'h2', label: 'HTTP/2 to the target (gRPC)', example: 'http://localhost:50051' },
   { id: 'tcp', label: 'TCP (SSH, databases, any TCP service)', example: 'tcp://localhost:22' },
 ];
+/** The entry of KINDS with this id (always one of them: the ids come from KINDS). @param {string} id */
+const kindNamed = (id) => /** @type {typeof KINDS[number]} */ (KINDS.find((k) => k.id === id));
 
 /** A share's kind, one of KINDS' ids. */
-export const kindOf = (share) => (share?.protocol === 'tcp' ? 'tcp' : share?.targetProtocol === 'h2' ? 'h2' : 'http');
+export const kindOf = (/** @type {Json} */ share) => (share?.protocol === 'tcp' ? 'tcp' : share?.targetProtocol === 'h2' ? 'h2' : 'http');
 
 /** A kind in a few words, for lists; undefined for plain HTTP. */
-export const kindWords = (share) => ({ tcp: 'TCP', h2: 'HTTP/2 to the target' })[kindOf(share)];
+export const kindWords = (/** @type {Json} */ share) => /** @type {Record<string, string | undefined>} */ ({ tcp: 'TCP', h2: 'HTTP/2 to the target' })[kindOf(share)];
 
 /**
  * The address a TCP client dials: a share's port alone finds it, and a name under `.localhost` (a local service's
  * frontends) is loopback by definition but not answered by every system resolver, so it is shown as localhost.
  */
-const dialHost = (hostname) => (hostname === 'localhost' || hostname.endsWith('.localhost') ? 'localhost' : hostname);
+const dialHost = (/** @type {string} */ hostname) => (hostname === 'localhost' || hostname.endsWith('.localhost') ? 'localhost' : hostname);
 
-/** A share's public address: a link for HTTP, the tcp:// address and a line to connect with for TCP. */
+/**
+ * A share's public address: a link for HTTP, the tcp:// address and a line to connect with for TCP.
+ * @param {{ share: Json }} props
+ */
 export function PublicAddress({ share }) {
   if (kindOf(share) !== 'tcp') return html`<a href=${share.frontendEndpoint} target="_blank" rel="noopener noreferrer">${share.frontendEndpoint}</a>`;
   let line = '';
@@ -45,19 +52,22 @@ export function PublicAddress({ share }) {
 }
 
 /** The body fields of a kind for create. */
-const kindBody = (kind) => (kind === 'tcp' ? { protocol: 'tcp' } : kind === 'h2' ? { targetProtocol: 'h2' } : {});
+const kindBody = (/** @type {string} */ kind) => (kind === 'tcp' ? { protocol: 'tcp' } : kind === 'h2' ? { targetProtocol: 'h2' } : {});
 
 /** The share's access settings as the form edits them. */
-export const accessOf = (share) => ({
+export const accessOf = (/** @type {Json} */ share) => ({
   mode: share?.authProviderId ? 'login' : share?.mutualTls ? 'mtls' : 'public',
   authProviderId: share?.authProviderId ?? '',
   domains: (share?.oauthEmailDomains ?? []).join(', '),
   inspect: Boolean(share?.inspect),
 });
+/** How a share is reached, as the form edits it. @typedef {ReturnType<typeof accessOf>} Access */
 
 /**
  * The body fields of `access` for create or PATCH of a share of `kind`: a TCP share has no login, and only an HTTP
  * share's exchanges are recorded (the API refuses the others, so they are not sent).
+ * @param {Access} access
+ * @param {string} [kind]
  */
 export function accessBody(access, kind = 'http') {
   const login = kind !== 'tcp' && access.mode === 'login';
@@ -70,10 +80,13 @@ export function accessBody(access, kind = 'http') {
   };
 }
 
-/** Access mode radios, the login's provider and domains, and the inspect switch, as they apply to `kind`. */
+/**
+ * Access mode radios, the login's provider and domains, and the inspect switch, as they apply to `kind`.
+ * @param {{ base: string, value: Access, onChange: (value: Access) => void, idPrefix: string, kind?: string }} props
+ */
 export function AccessFields({ base, value, onChange, idPrefix, kind = 'http' }) {
   const providers = usePoll(() => api(`${base}/auth-providers?size=100`), [base], 0);
-  const set = (patch) => onChange({ ...value, ...patch });
+  const set = (/** @type {Partial<Access>} */ patch) => onChange({ ...value, ...patch });
   const list = items(providers.data);
   const tcp = kind === 'tcp';
   return html`<fieldset class="access">
@@ -86,19 +99,20 @@ export function AccessFields({ base, value, onChange, idPrefix, kind = 'http' })
     ${!tcp && value.mode === 'login'
       ? html`<div class="login-rules">
           <label for=${`${idPrefix}-provider`}>Auth provider</label>
-          <select id=${`${idPrefix}-provider`} value=${value.authProviderId} onChange=${(e) => set({ authProviderId: e.currentTarget.value })}>
-            ${list.map((p) => html`<option value=${p.id}>${p.name} (${p.type})</option>`)}
+          <select id=${`${idPrefix}-provider`} value=${value.authProviderId} onChange=${(/** @type {FieldEvent<HTMLSelectElement>} */ e) => set({ authProviderId: e.currentTarget.value })}>
+            ${list.map((/** @type {Json} */ p) => html`<option value=${p.id}>${p.name} (${p.type})</option>`)}
           </select>
           <label for=${`${idPrefix}-domains`}>Email domains (optional)</label>
-          <input id=${`${idPrefix}-domains`} placeholder="example.com, example.org" value=${value.domains} onInput=${(e) => set({ domains: e.currentTarget.value })} />
+          <input id=${`${idPrefix}-domains`} placeholder="example.com, example.org" value=${value.domains} onInput=${(/** @type {FieldEvent} */ e) => set({ domains: e.currentTarget.value })} />
         </div>`
       : null}
     ${kind === 'http'
-      ? html`<label class="check"><input type="checkbox" checked=${value.inspect} onChange=${(e) => set({ inspect: e.currentTarget.checked })} /> Inspect requests (record the last exchanges to read and replay them)</label>`
+      ? html`<label class="check"><input type="checkbox" checked=${value.inspect} onChange=${(/** @type {FieldEvent} */ e) => set({ inspect: e.currentTarget.checked })} /> Inspect requests (record the last exchanges to read and replay them)</label>`
       : null}
   </fieldset>`;
 }
 
+/** @param {{ base: string, onMade: (share: Json) => void, onCancel: () => void }} props */
 export function CreateShare({ base, onMade, onCancel }) {
   const envs = usePoll(() => api(`${base}/environments?size=100`), [base], 0);
   const frontends = usePoll(() => api(`${base}/frontends`), [base], 0);
@@ -107,45 +121,45 @@ export function CreateShare({ base, onMade, onCancel }) {
   const [target, setTarget] = useState(KINDS[0].example);
   const [envZId, setEnv] = useState('');
   const [access, setAccess] = useState(accessOf(undefined));
-  const [error, setError] = useState(undefined);
+  const [error, setError] = useState(/** @type {import('./api.js').ViewError} */ (undefined));
   const [busy, setBusy] = useState(false);
   const fronts = items(frontends.data);
-  const submit = async (event) => {
+  const submit = async (/** @type {Event} */ event) => {
     event.preventDefault();
     setError(undefined);
     setBusy(true);
     try {
-      const frontend = fronts.find((f) => f.publicName === 'public') ?? fronts[0];
+      const frontend = fronts.find((/** @type {Json} */ f) => f.publicName === 'public') ?? fronts[0];
       if (!frontend) throw new Error('no frontend is available to this hub');
       const body = { name: name.trim(), target: target.trim(), frontendIds: [frontend.id], ...(envZId ? { envZId } : {}), ...kindBody(kind), ...accessBody(access, kind) };
       const made = await api(`${base}/shares`, { method: 'POST', body });
       onMade(made);
     } catch (err) {
-      setError(err);
+      setError(/** @type {Error} */ (err));
     } finally {
       setBusy(false);
     }
   };
   // a target still at the previous kind's example follows the kind
-  const chooseKind = (next) => {
-    if (KINDS.some((k) => k.example === target.trim())) setTarget(KINDS.find((k) => k.id === next).example);
+  const chooseKind = (/** @type {string} */ next) => {
+    if (KINDS.some((k) => k.example === target.trim())) setTarget(kindNamed(next).example);
     setKind(next);
   };
   return html`<form class="card form" onSubmit=${submit} aria-label="New share">
     <h3>New share</h3>
     <div class="grid">
       <label for="share-name">Share name</label>
-      <input id="share-name" required value=${name} onInput=${(e) => setName(e.currentTarget.value)} />
+      <input id="share-name" required value=${name} onInput=${(/** @type {FieldEvent} */ e) => setName(e.currentTarget.value)} />
       <label for="share-kind">It carries</label>
-      <select id="share-kind" value=${kind} onChange=${(e) => chooseKind(e.currentTarget.value)}>
+      <select id="share-kind" value=${kind} onChange=${(/** @type {FieldEvent<HTMLSelectElement>} */ e) => chooseKind(e.currentTarget.value)}>
         ${KINDS.map((k) => html`<option value=${k.id}>${k.label}</option>`)}
       </select>
       <label for="share-target">Target URL</label>
-      <input id="share-target" required type="url" placeholder=${KINDS.find((k) => k.id === kind).example} value=${target} onInput=${(e) => setTarget(e.currentTarget.value)} />
+      <input id="share-target" required type="url" placeholder=${kindNamed(kind).example} value=${target} onInput=${(/** @type {FieldEvent} */ e) => setTarget(e.currentTarget.value)} />
       <label for="share-env">Environment</label>
-      <select id="share-env" value=${envZId} onChange=${(e) => setEnv(e.currentTarget.value)}>
+      <select id="share-env" value=${envZId} onChange=${(/** @type {FieldEvent<HTMLSelectElement>} */ e) => setEnv(e.currentTarget.value)}>
         <option value="">the hub's default environment</option>
-        ${items(envs.data).filter((e) => !e.default).map((e) => html`<option value=${e.envZId}>${e.description} (${e.envZId})</option>`)}
+        ${items(envs.data).filter((/** @type {Json} */ e) => !e.default).map((/** @type {Json} */ e) => html`<option value=${e.envZId}>${e.description} (${e.envZId})</option>`)}
       </select>
     </div>
     <${AccessFields} base=${base} value=${access} onChange=${setAccess} idPrefix="new" kind=${kind} />
@@ -154,11 +168,12 @@ export function CreateShare({ base, onMade, onCancel }) {
   </form>`;
 }
 
+/** @param {{ base: string, share: Json, onSaved: (share: Json) => void }} props */
 export function ShareSettings({ base, share, onSaved }) {
   const [access, setAccess] = useState(accessOf(share));
-  const [error, setError] = useState(undefined);
+  const [error, setError] = useState(/** @type {import('./api.js').ViewError} */ (undefined));
   const [saved, setSaved] = useState(false);
-  const save = async (event) => {
+  const save = async (/** @type {Event} */ event) => {
     event.preventDefault();
     setError(undefined);
     setSaved(false);
@@ -167,11 +182,11 @@ export function ShareSettings({ base, share, onSaved }) {
       setSaved(true);
       onSaved(updated);
     } catch (err) {
-      setError(err);
+      setError(/** @type {Error} */ (err));
     }
   };
   return html`<form class="form" onSubmit=${save} aria-label="Share settings">
-    <${AccessFields} base=${base} value=${access} onChange=${(v) => (setSaved(false), setAccess(v))} idPrefix="edit" kind=${kindOf(share)} />
+    <${AccessFields} base=${base} value=${access} onChange=${(/** @type {Access} */ v) => (setSaved(false), setAccess(v))} idPrefix="edit" kind=${kindOf(share)} />
     <div class="actions"><button type="submit">Save settings</button> ${saved ? html`<span role="status" class="sub">Saved: every edge applies it within 2 s.</span>` : null}</div>
     <${Problem} error=${error} />
   </form>`;

@@ -11,11 +11,22 @@ export const WINDOWS = [
   { id: '24h', label: '24 h', duration: 'P1D', ms: 86_400_000, step: 'PT15M', stepMs: 900_000, smallStep: 'PT1H', smallStepMs: 3_600_000 },
   { id: '7d', label: '7 d', duration: 'P7D', ms: 604_800_000, step: 'PT1H', stepMs: 3_600_000, smallStep: 'PT6H', smallStepMs: 21_600_000 },
 ];
+/** @typedef {typeof WINDOWS[number]} Window */
+/** @param {string} id @returns {Window} */
 export const windowOf = (id) => WINDOWS.find((w) => w.id === id) ?? WINDOWS[0];
 
-export const rate = (n) => `${bytes(Math.round(n))}/s`;
+export const rate = (/** @type {number} */ n) => `${bytes(Math.round(n))}/s`;
 
-/** Every bucket of the window ending now, with the samples' bytes as rates (bytes/s) in their buckets. */
+/** @typedef {{ rx: number, tx: number, timestamp?: string | null }} Sample */
+
+/**
+ * Every bucket of the window ending now, with the samples' bytes as rates (bytes/s) in their buckets.
+ * @param {Sample[] | undefined} samples
+ * @param {number} windowMs
+ * @param {number} stepMs
+ * @param {number} [now]
+ * @returns {{ data: [number[], number[], number[]], totalRx: number, totalTx: number, peak: number }}
+ */
 export function buckets(samples, windowMs, stepMs, now = Date.now()) {
   const end = Math.floor(now / stepMs) * stepMs + stepMs;
   const start = end - Math.ceil(windowMs / stepMs) * stepMs;
@@ -37,10 +48,16 @@ export function buckets(samples, windowMs, stepMs, now = Date.now()) {
   return { data: [t, rx, tx], totalRx, totalTx, peak: Math.max(0, ...rx, ...tx) };
 }
 
+/** @param {string} name @param {string} fallback */
 const css = (name, fallback) => getComputedStyle(document.documentElement).getPropertyValue(name).trim() || fallback;
 
+/**
+ * @param {{ width: number, height: number, compact: boolean, stepMs: number }} props
+ * @returns {uPlot.Options}
+ */
 function options({ width, height, compact, stepMs }) {
-  const bars = (i) => uPlot.paths.bars({ size: [0.46, 64, 3], align: i === 1 ? -1 : 1 });
+  const bars = (/** @type {number} */ i) => /** @type {uPlot.Series.BarsPathBuilderFactory} */ (uPlot.paths.bars)({ size: [0.46, 64, 3], align: i === 1 ? -1 : 1 });
+  /** @param {string} label @param {string} color @param {number} i @returns {uPlot.Series} */
   const series = (label, color, i) => ({ label, stroke: color, fill: `${color}cc`, width: 0, points: { show: false }, paths: bars(i), value: (_u, v) => (v == null ? '—' : rate(v)) });
   const grid = { stroke: css('--line', '#d9dee4'), width: 1 };
   const ticks = { show: false };
@@ -51,7 +68,8 @@ function options({ width, height, compact, stepMs }) {
     // uPlot's legend is replaced by the figure's own (see TrafficChart): its live rows read "—" away from the cursor
     legend: { show: false },
     cursor: compact ? { show: false } : { y: false, points: { show: false } },
-    select: { show: false },
+    // uPlot takes a partial selection box (its types ask for all of it)
+    select: /** @type {uPlot.Select} */ ({ show: false }),
     scales: { x: { time: true, range: (_u, min, max) => [min - stepMs / 2000, max + stepMs / 2000] }, y: { range: (_u, _min, max) => [0, Math.max(1, max) * 1.1] } },
     axes: compact
       ? [{ show: false }, { show: false }]
@@ -67,9 +85,13 @@ function options({ width, height, compact, stepMs }) {
  * A traffic chart over `window` (WINDOWS entry). `samples`: [{rx, tx, timestamp}] in buckets of the step asked for;
  * undefined while the first answer is awaited. `compact`: the small chart of a list row (no axes, a caption).
  */
-/** The content width of the element `ref` holds, kept current as it resizes (undefined until it is laid out). */
+/**
+ * The content width of the element `ref` holds, kept current as it resizes (undefined until it is laid out).
+ * @param {{ current: HTMLElement | null }} ref
+ * @param {boolean} enabled
+ */
 function useWidth(ref, enabled) {
-  const [width, setWidth] = useState(undefined);
+  const [width, setWidth] = useState(/** @type {number | undefined} */ (undefined));
   useEffect(() => {
     const element = ref.current;
     if (!enabled || !element) return undefined;
@@ -77,7 +99,7 @@ function useWidth(ref, enabled) {
     const measure = () => setWidth(Math.floor(element.clientWidth));
     measure();
     const observer = new ResizeObserver(measure);
-    observer.observe(ref.current);
+    observer.observe(element);
     return () => observer.disconnect();
   }, [enabled]);
   return width;
@@ -86,10 +108,13 @@ function useWidth(ref, enabled) {
 /** The large chart's width: its figure's, which is the page's content column (no wider than MAX_WIDTH). */
 const MAX_WIDTH = 1600;
 
+/**
+ * @param {{ samples: Sample[] | undefined, window: Window, compact?: boolean, label: string, width?: number }} props
+ */
 export function TrafficChart({ samples, window, compact = false, label, width }) {
-  const figure = useRef(null);
-  const box = useRef(null);
-  const chart = useRef(null);
+  const figure = useRef(/** @type {HTMLElement | null} */ (null));
+  const box = useRef(/** @type {HTMLDivElement | null} */ (null));
+  const chart = useRef(/** @type {uPlot | null} */ (null));
   const stepMs = compact ? window.smallStepMs : window.stepMs;
   const b = buckets(samples, window.ms, stepMs);
   const measured = useWidth(figure, !compact && width === undefined);
@@ -123,7 +148,10 @@ export function TrafficChart({ samples, window, compact = false, label, width })
   </figure>`;
 }
 
-/** 1 h / 24 h / 7 d as a group of toggle buttons. */
+/**
+ * 1 h / 24 h / 7 d as a group of toggle buttons.
+ * @param {{ value: string, onChange: (id: string) => void, label?: string }} props
+ */
 export function WindowPicker({ value, onChange, label = 'Window' }) {
   return html`<div class="window-picker" role="group" aria-label=${label}>
     ${WINDOWS.map((w) => html`<button type="button" key=${w.id} aria-pressed=${w.id === value ? 'true' : 'false'} onClick=${() => onChange(w.id)}>${w.label}</button>`)}
