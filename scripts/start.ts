@@ -11,7 +11,7 @@ import { randomBytes } from 'node:crypto';
 import path from 'node:path';
 import { config, ConfigError, resetConfig, storedSecret } from '../shared/config.js';
 import { closeDb, initDb } from '../shared/db.js';
-import { migrate } from '../shared/migrate.js';
+import { migrate } from '../domain/migrate.js';
 import { startPostgres, startRedis, type LocalPostgres, type LocalRedis } from './services/index.js';
 import { keepUp } from './services/keepUp.js';
 import { sentinelsProblem } from '../shared/redisSentinel.js';
