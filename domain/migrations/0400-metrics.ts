@@ -1,7 +1,7 @@
 import type { MigrationContext } from '../migrate.js';
 
 /**
- * Usage samples and their roll-up tiers (see shared/metrics/rollup.ts for how they stay exact).
+ * Usage samples and their roll-up tiers (see workers/rollup.ts for how they stay exact).
  *
  * usage_samples carries the id of the transaction that inserted it (`xid`). The roll-up consumes samples of finished
  * transactions in xid order and moves usage_rollup_state.rolled_up_to in the same transaction as it adds them to the

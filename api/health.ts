@@ -1,7 +1,7 @@
 /** Liveness of what every process depends on: PostgreSQL and Redis, each answering within a bound. */
-import { db } from '../../shared/db.js';
-import { readyRedis } from '../../shared/redis.js';
-import { settleWithin } from '../../shared/timeouts.js';
+import { db } from '../shared/db.js';
+import { readyRedis } from '../shared/redis.js';
+import { settleWithin } from '../shared/timeouts.js';
 
 const within = <T>(ms: number, p: Promise<T>) => settleWithin(p, ms, () => new Error(`no answer within ${ms} ms`));
 

@@ -1,6 +1,6 @@
 /**
- * The one way out for HTTP the service makes on behalf of tenants: share targets (the edge), identity providers
- * (login discovery, token, userinfo, JWKS), health checks and ACME. Every connection is made by an undici connector
+ * The one way out for HTTP the edge makes on behalf of tenants: share targets and identity providers (login discovery,
+ * token, userinfo, JWKS); health checks and ACME check the same policy in their own clients. Every connection is made by an undici connector
  * that checks the address and port it actually connects to against the egress policy (shared/egress.ts: HUB_EGRESS_DENY
  * and the service's own endpoints): IP literals before connecting, names through the policy's lookup for that port
  * (so DNS rebinding cannot slip by), and the socket's remote address once more when connected, before a request is
@@ -9,7 +9,7 @@
  */
 import { isIP, type Socket } from 'node:net';
 import { Agent, buildConnector, fetch as undiciFetch, type Dispatcher } from 'undici';
-import { EgressDeniedError, egressPolicy, isOwnAddress, type EgressPolicy } from './egress.js';
+import { EgressDeniedError, egressPolicy, isOwnAddress, type EgressPolicy } from '../shared/egress.js';
 
 export interface ConnectorOptions {
   /** Connect (and TLS handshake) timeout. */

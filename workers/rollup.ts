@@ -1,8 +1,8 @@
 import { QueryTypes, type Transaction } from 'sequelize';
-import { config } from '../config.js';
-import { db, withTransaction } from '../db.js';
-import { durationMs } from '../durations.js';
-import { MINUTE_TIER_RETENTION_MS } from './window.js';
+import { config } from '../shared/config.js';
+import { db, withTransaction } from '../shared/db.js';
+import { durationMs } from '../shared/durations.js';
+import { MINUTE_TIER_RETENTION_MS } from '../shared/metrics/window.js';
 
 /*
  * How the tiers stay exact.

@@ -13,14 +13,14 @@ import { existsSync, mkdirSync, readdirSync, readFileSync, renameSync, rmSync, s
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
-import { config } from '../../shared/config.js';
-import { unavailable } from '../../shared/errors.js';
-import { logger } from '../../shared/logger.js';
+import { config } from './config.js';
+import { unavailable } from './errors.js';
+import { logger } from './logger.js';
 
 const run = promisify(execFile);
 
 /** The agent package's folder in this checkout. */
-export const AGENT_DIR = fileURLToPath(new URL('../../agent/', import.meta.url));
+export const AGENT_DIR = fileURLToPath(new URL('../agent/', import.meta.url));
 /** Where `npm run build:agent-binary` writes the single executable. */
 export const AGENT_BINARY = path.join(AGENT_DIR, 'dist', 'edgehub-linux-x64');
 /** Beside it, the digest of the agent's files it was built from (agentDigest). */
