@@ -1,5 +1,5 @@
 /**
- * Every model, one import each: db.ts initialises them all (`initModel`), then wires their associations
+ * Every model, one import each: shared/db.ts initialises them all (`initModel`), then wires their associations
  * (`associate`). A new table's model adds its file here.
  */
 import type { Sequelize } from 'sequelize';
