@@ -1,11 +1,11 @@
 /**
  * The one way out for HTTP the edge makes on behalf of tenants: share targets and identity providers (login discovery,
- * token, userinfo, JWKS); health checks and ACME check the same policy in their own clients. Every connection is made by an undici connector
- * that checks the address and port it actually connects to against the egress policy (shared/egress.ts: HUB_EGRESS_DENY
- * and the service's own endpoints): IP literals before connecting, names through the policy's lookup for that port
- * (so DNS rebinding cannot slip by), and the socket's remote address once more when connected, before a request is
- * sent. Where a caller names its own listening ports (the edge), a connection to one of this host's addresses at one
- * of those ports is refused the same way.
+ * token, userinfo, JWKS); health checks and ACME check the same policy in their own clients. Every connection is made
+ * by an undici connector that checks the address and port it actually connects to against the egress policy
+ * (shared/egress.ts: HUB_EGRESS_DENY and the service's own endpoints): IP literals before connecting, names through
+ * the policy's lookup for that port (so DNS rebinding cannot slip by), and the socket's remote address once more when
+ * connected, before a request is sent. Where a caller names its own listening ports (the edge), a connection to one
+ * of this host's addresses at one of those ports is refused the same way.
  */
 import { isIP, type Socket } from 'node:net';
 import { Agent, buildConnector, fetch as undiciFetch, type Dispatcher } from 'undici';
@@ -69,7 +69,7 @@ export function egressConnector(policy: EgressPolicy, options: ConnectorOptions)
 
 let shared: { policy: EgressPolicy; agent: Agent } | undefined;
 
-/** A dispatcher for fetch-style calls (identity providers, health checks, ACME) under the current egress policy. */
+/** A dispatcher for fetch-style calls (the identity providers of edge login) under the current egress policy. */
 export function egressDispatcher(): Dispatcher {
   const policy = egressPolicy();
   if (shared?.policy !== policy) {
