@@ -1,6 +1,6 @@
 import Koa from 'koa';
 import { unavailable } from '../shared/errors.js';
-import { BOARD_QUEUES, queue, queuesReady } from '../shared/queues.js';
+import { BOARD_QUEUES, queue, queuesReady } from '../domain/jobs/queues.js';
 import { jsonBody } from './middleware/body.js';
 import { refuseCrossSite } from './middleware/crossSite.js';
 import { guardQueueUi, QUEUES_PREFIX } from './middleware/queueUi.js';

@@ -1,7 +1,7 @@
 /**
  * The `policy` property of a share's create and update: validated whole, every problem named by its JSON path
  * (`$.policy.ipAllow[2]`). Rules that depend on the share (a TCP share takes IP rules only; basic auth does not go
- * with an auth provider) are the command's (shared/commands/shares.ts).
+ * with an auth provider) are the command's (domain/commands/shares.ts).
  */
 import ipaddr from 'ipaddr.js';
 import { z } from 'zod';

@@ -3,11 +3,11 @@ import type { Socket } from 'node:net';
 import { config } from '../shared/config.js';
 import { closeDb, initDb } from '../shared/db.js';
 import { logger } from '../shared/logger.js';
-import { closeIssuanceEvents } from '../shared/commands/pkiJobs.js';
-import { closeLiveStreams } from '../shared/commands/liveStreams.js';
-import { startOcspCache, stopOcspCache } from '../shared/commands/ocspResponder.js';
+import { closeIssuanceEvents } from '../domain/commands/pkiJobs.js';
+import { closeLiveStreams } from '../domain/commands/liveStreams.js';
+import { startOcspCache, stopOcspCache } from '../domain/commands/ocspResponder.js';
 import { closeInspectFeed } from '../shared/inspect/feed.js';
-import { closeQueues } from '../shared/queues.js';
+import { closeQueues } from '../domain/jobs/queues.js';
 import { closeRedis } from '../shared/redis.js';
 import { refuseUnreachableSentinels } from '../shared/redisSentinel.js';
 import { isMain, onShutdown } from '../shared/shutdown.js';
@@ -46,7 +46,7 @@ const opened = new WeakMap<Server, Set<Socket>>();
 /**
  * Stops accepting, lets the requests in flight finish, then closes what serving requests opened: the auth cache's
  * and the OCSP responder's LISTEN connections and the pki QueueEvents reader that the first certificate issuance or key rotation opened
- * (shared/commands/pkiJobs.ts; its blocking Redis connection would otherwise keep the process alive).
+ * (domain/commands/pkiJobs.ts; its blocking Redis connection would otherwise keep the process alive).
  */
 export async function stopServer(server: Server): Promise<void> {
   await new Promise<void>((resolve) => {

@@ -14,7 +14,7 @@ import pg from 'pg';
 import { Sequelize } from 'sequelize';
 import { freePort, startPostgres, startRedis } from '../scripts/services/index.js';
 import { gcFlags } from '../shared/config.js';
-import { migrate } from '../shared/migrate.js';
+import { migrate } from '../domain/migrate.js';
 import { buildTree } from '../scripts/build.js';
 
 export { freePort };

@@ -21,7 +21,7 @@ import { tunnelNetns } from '../edge/ipsec/netns.js';
 import { startEdge } from '../edge/server.js';
 import { resetConfig } from '../shared/config.js';
 import { closeDb, initDb } from '../shared/db.js';
-import type { IpsecTunnel } from '../shared/models/IpsecTunnel.js';
+import type { IpsecTunnel } from '../domain/models/IpsecTunnel.js';
 import { StrongswanIpsecProvider } from '../shared/providers/ipsecStrongswan.js';
 import { privateNetwork } from '../test/helpers/netns.js';
 import { benchAgent, selfSignedCertificate } from './agentFixtures.js';

@@ -1,5 +1,5 @@
 /**
- * The OCSP responder (shared/commands/ocspResponder.ts) against a static answer, and how soon a revocation shows.
+ * The OCSP responder (domain/commands/ocspResponder.ts) against a static answer, and how soon a revocation shows.
  *
  *   npm run bench:ocsp        (BENCH_DURATION seconds per measurement, default 5; BENCH_ROUNDS, default 2;
  *                              BENCH_CONNECTIONS, default 20)

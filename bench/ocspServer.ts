@@ -10,7 +10,7 @@ import type { Middleware } from 'koa';
 import { createApp } from '../api/app.js';
 import { startAuthCache } from '../api/middleware/authCache.js';
 import { config } from '../shared/config.js';
-import { startOcspCache } from '../shared/commands/ocspResponder.js';
+import { startOcspCache } from '../domain/commands/ocspResponder.js';
 import { initDb } from '../shared/db.js';
 import { presetSetting } from '../shared/settings.js';
 

@@ -16,7 +16,7 @@ import { QueryTypes } from 'sequelize';
 import { resetConfig } from '../shared/config.js';
 import { closeDb, db, initDb } from '../shared/db.js';
 import { bucketIndex, bucketTimestamps, fill, queryShareSeries, type UsagePoint } from '../shared/metrics/query.js';
-import { rollUp } from '../shared/metrics/rollup.js';
+import { rollUp } from '../workers/rollup.js';
 import { insertSamples, type UsageRow } from '../shared/metrics/store.js';
 import { planWindow, type MetricsWindow } from '../shared/metrics/window.js';
 import { benchWorkspace, cpuMs, createShares, freePort, jsonClient, percentile, postgresCpuMs, startProcess, startServices, waitUntilHealthy } from './harness.js';

@@ -11,7 +11,7 @@
 import { isIP } from 'node:net';
 import { Pool, type buildConnector, type Dispatcher } from 'undici';
 import type { EgressPolicy } from '../shared/egress.js';
-import { egressConnector } from '../shared/egressHttp.js';
+import { egressConnector } from './egressHttp.js';
 import type { ShareRoute, Sticky } from './types.js';
 
 export interface UpstreamOptions {

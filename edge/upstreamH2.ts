@@ -21,7 +21,7 @@ import type { Duplex } from 'node:stream';
 import tls from 'node:tls';
 import type { buildConnector } from 'undici';
 import type { EgressPolicy } from '../shared/egress.js';
-import { egressConnector } from '../shared/egressHttp.js';
+import { egressConnector } from './egressHttp.js';
 import { settleWithin } from '../shared/timeouts.js';
 import { pump } from 'edgehub-agent/pump';
 import { answer, answerSocket } from './answers.js';

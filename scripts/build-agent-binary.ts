@@ -12,7 +12,7 @@ import { createRequire } from 'node:module';
 import os from 'node:os';
 import path from 'node:path';
 import { build } from 'esbuild';
-import { AGENT_BINARY, AGENT_BINARY_DIGEST, AGENT_DIR, agentDigest } from '../shared/commands/downloads.js';
+import { AGENT_BINARY, AGENT_BINARY_DIGEST, AGENT_DIR, agentDigest } from '../shared/downloads.js';
 
 type Inject = (file: string, resource: string, data: Buffer, options: { sentinelFuse: string }) => Promise<void>;
 

@@ -1,5 +1,5 @@
 import { closeDb, initDb } from '../shared/db.js';
-import { migrate } from '../shared/migrate.js';
+import { migrate } from '../domain/migrate.js';
 import { presetSetting } from '../shared/settings.js';
 
 presetSetting('HUB_PROCESS', 'release');

@@ -9,9 +9,10 @@
  */
 import { randomBytes } from 'node:crypto';
 import path from 'node:path';
-import { config, ConfigError, resetConfig, storedSecret } from '../shared/config.js';
+import { config, ConfigError, resetConfig } from '../shared/config.js';
+import { storedSecret } from '../shared/storedSecret.js';
 import { closeDb, initDb } from '../shared/db.js';
-import { migrate } from '../shared/migrate.js';
+import { migrate } from '../domain/migrate.js';
 import { startPostgres, startRedis, type LocalPostgres, type LocalRedis } from './services/index.js';
 import { keepUp } from './services/keepUp.js';
 import { sentinelsProblem } from '../shared/redisSentinel.js';

@@ -12,7 +12,7 @@ import { chmodSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:
 import os from 'node:os';
 import path from 'node:path';
 import { Sequelize } from 'sequelize';
-import { migrate } from '../shared/migrate.js';
+import { migrate } from '../domain/migrate.js';
 import { errorLines, scanRun } from '../test/helpers/logScan.js';
 import { ensureCommands, REDIS_SERVER, startPostgres, startRedis } from './services/index.js';
 import { setting } from '../shared/settings.js';

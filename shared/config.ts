@@ -1,221 +1,26 @@
 import { randomBytes } from 'node:crypto';
-import { existsSync, linkSync, mkdirSync, readFileSync, unlinkSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import ipaddr from 'ipaddr.js';
 import { durationMs } from './durations.js';
+import { strongswanRuns } from './ipsec/strongswan.js';
 import { ConfigError, readSettings } from './settings.js';
+import { storedSecret } from './storedSecret.js';
 
 export { ConfigError };
 
-export interface Config {
-  port: number;
-  dataDir: string;
-  databaseUrl?: string;
-  redisUrl?: string;
-  /** Redis through Sentinel (REDIS_SENTINELS), which every connection then uses instead of redisUrl. */
-  redisSentinel?: { sentinels: { host: string; port: number }[]; name: string; sentinelPassword?: string; password?: string };
-  adminToken: string;
-  publicBaseUrl: string;
-  secretKey: Buffer;
-  provisionDelayMs: number;
-  dnsServers: string[];
-  queuePrefix: string;
-  /** Custom frontends: how often a PENDING frontend's DNS records are checked, the ingress addresses its A record
-   * must name, and the zone the certificate-validation CNAMEs point into. */
-  dnsCheckIntervalMs: number;
-  /** How long a NEW or PENDING custom frontend holds its hostname waiting for DNS before it becomes ERROR (ms). */
-  dnsWaitMs: number;
-  ingressAddresses: string[];
-  validationDomain: string;
-  /** ACME issuance of custom frontend certificates (the local CA when unset): directory, a CA file to trust for
-   * its TLS, a contact email, and where this process answers DNS for the validation zone (DNS-01 TXT records). */
-  acme?: { directoryUrl: string; caFile?: string; contact?: string };
-  validationDnsListen?: string;
-  /** A custom frontend certificate is renewed when it expires within this many days. */
-  certificateRenewBeforeDays: number;
-  sweepCron: string;
-  keyRotationCron: string;
-  vpcCidr: string;
-  /** IPsec: real tunnels on strongSwan, or addresses and keys only. */
-  ipsec: { provider: 'strongswan' | 'simulated'; chosen: 'HUB_IPSEC_PROVIDER' | 'detected'; wanNetns?: string };
-  metricsRawRetention: string;
-  scheduledExecutionRetention: string;
-  /** Most shares one sparklines response carries (a page); more are paged. */
-  sparklinesMaxShares: number;
-  logLevel: string;
-  /** Entries and lifetime (ms) of the PKI caches (decrypted hub CA keys, issuer chains, verification keys, OCSP responders). */
-  pkiCacheMax: number;
-  pkiCacheTtlMs: number;
-  /**
-   * Tenant quotas: the shortest health-check interval, scheduled checks per hub, the deepest list offset (rows); the
-   * shares and TCP shares (ports) a hub may hold when the operator set none of its own.
-   */
-  quotas: { healthCheckMinIntervalSeconds: number; scheduledHealthChecksPerHub: number; maxListOffset: number; sharesPerHub: number; tcpPortsPerHub: number };
-  edge: EdgeConfig;
-  security: SecurityConfig;
-  /** Trust X-Forwarded-For/-Proto from a reverse proxy in front of the API. */
-  trustProxy: boolean;
-  /** PostgreSQL connections of this process's one pool. */
-  dbPoolMax: number;
-  /** How long a request waits for its issuance or rotation job before answering 503. */
-  issuanceWaitMs: number;
-  /** HUB_CRL_REFRESH: the longest a CA's CRL goes unsigned (ms); its nextUpdate is this plus CRL_MARGIN_MS. */
-  crlRefreshMs: number;
-  /** BullMQ takeover of a dead worker's jobs: lock duration and stalled-job check interval. */
-  takeover: { lockDuration: number; stalledInterval: number };
-  /** HUB_JOB_BACKOFF_MS: the first retry wait of a failed job (doubling). */
-  jobBackoffMs: number;
-  certificateRenewalCron: string;
-  healthCheckReconcileCron: string;
-  /** A separate Prometheus listener of this process (undefined: off). */
-  metricsListener?: { port: number; host: string };
-  /** HUB_METRICS_PORTS: the metrics ports of every process npm start runs (each is told all of them). */
-  metricsPorts?: { from: number; to: number };
-  /** npm start: web processes, and its restart back-off of dead children. */
-  webConcurrency: number;
-  /** Node flags of the processes npm start runs (HUB_GC_THREADS). */
-  nodeFlags: string[];
-  restartBackoff: { minMs: number; maxMs: number };
-  showSecrets: boolean;
-  /** Request inspection: exchanges kept per share (count, age), bytes of each body kept, the capture queue per edge. */
-  inspect: InspectConfig;
-  /** Edge login: GOOGLE's issuer, GitHub's OAuth and API bases. */
-  login: { googleIssuerUrl: string; githubOAuthUrl: string; githubApiUrl: string };
-}
-
-/** Request inspection: what is kept, its bounds per share, hub and in all, what is redacted, replays and live streams. */
-export interface InspectConfig {
-  /** Exchanges kept per share (count, age), bytes of each body kept, the capture queue per edge. */
-  max: number;
-  ttlMs: number;
-  bodyBytes: number;
-  queue: number;
-  /** Bytes per hub, shares with recordings per hub, bytes over all hubs. */
-  hubBytes: number;
-  hubShares: number;
-  totalBytes: number;
-  /** Lower-cased names: headers redacted besides the credentials, query and form parameters redacted. */
-  redactHeaders: string[];
-  redactParams: string[];
-  /** Replays at once per edge process, and per hub on it. */
-  replays: number;
-  replaysPerHub: number;
-  /** Live streams per key and per hub (over every web process), per web process, and their longest life. */
-  live: { perKey: number; perHub: number; perProcess: number; lifetimeMs: number };
-}
-
-/** The security limits: per-address throttles, token lifetimes, key caching, statement time. */
-export interface SecurityConfig {
-  authFailureLimit: number;
-  authFailureWindowSeconds: number;
-  unauthRateLimit: number;
-  unauthRateWindowSeconds: number;
-  tokenMaxTtl: string;
-  tokenMaxTtlMs: number;
-  signingKeyCacheMs: number;
-  statementTimeoutMs: number;
-  acquireTimeoutMs: number;
-  /** How often a LISTEN connection is checked; silent for half of it, it is dropped and made again. */
-  listenPingMs: number;
-  /** How long an agent's certificate is valid. */
-  agentCertValidityMs: number;
-}
-
-/** The edge (data plane). */
-export interface EdgeConfig {
-  /** 0 turns a listener off. */
-  httpPort: number;
-  httpsPort: number;
-  /** The address every listener of the edge binds (HUB_EDGE_HOST); undefined: all. */
-  host: string | undefined;
-  /** urlTemplate of the standard frontend `public`, applied at every start (migrate). */
-  publicFrontendTemplate: string;
-  flushMs: number;
-  /** HUB_EDGE_HEARTBEAT_MS: liveness renewal among the edges; expiry after three missed. */
-  heartbeatMs: number;
-  /** CIDRs no share target or health-check target may reach (checked on the address actually connected to). */
-  egressDeny: string[];
-  tlsCertFile?: string;
-  tlsKeyFile?: string;
-  /** HUB_EDGE_AGENT_ADDRESSES: what agents are told to dial (default 127.0.0.1:httpsPort). */
-  agentAddresses: string[];
-  /** Whether HUB_EDGE_AGENT_ADDRESSES was set (else the edge publishes the port its TLS listener actually took). */
-  agentAddressesGiven: boolean;
-  /** How long a target may take to connect and answer with its response head before the edge answers 504. */
-  upstreamTimeoutMs: number;
-  /** How long a client may take to send a request's head (HTTP/1.1). */
-  headersTimeoutMs: number;
-  /** Longest silence between two pieces of a target's answer body before the edge gives up on it (nginx: proxy_read_timeout). */
-  upstreamReadTimeoutMs: number;
-  /** An upgraded (WebSocket) connection silent both ways for this long is closed. */
-  upgradeIdleTimeoutMs: number;
-  /** Requests and upgraded connections in progress per hub on one edge process; more are answered 503. */
-  hubMaxConnections: number;
-  /** HUB_EDGE_TRUSTED_PROXIES: load balancers whose connections begin with a PROXY protocol header. */
-  trustedProxies: string[];
-  /** HUB_EDGE_TCP_IDLE_TIMEOUT: a TCP share's connection with no byte either way for this long is closed (unless the share says otherwise). */
-  tcpIdleTimeoutMs: number;
-  /** HUB_EDGE_TCP_MAX_CONNECTIONS: open connections per TCP share on one edge process. */
-  tcpMaxConnections: number;
-  /** HUB_EDGE_TCP_PORTS: the ports TCP shares are given, one each, while they exist. */
-  tcpPorts: { from: number; to: number };
-  /** A full reload of the routes this often, besides change notifications (0 = only on reconnect). */
-  resyncMs: number;
-  /** Usage rows kept while PostgreSQL is away; beyond this the oldest are dropped (and logged). */
-  pendingMaxRows: number;
-  /** HUB_EDGE_WORKERS: edge processes sharing the ports. */
-  workers: number;
-}
-
-/** Where charon can run: as root, with strongSwan's charon and swanctl installed (Debian's paths). */
-export const CHARON_PATH = '/usr/lib/ipsec/charon';
-export const SWANCTL_PATH = '/usr/sbin/swanctl';
-function strongswanRuns(): boolean {
-  return process.getuid?.() === 0 && existsSync(CHARON_PATH) && existsSync(SWANCTL_PATH);
-}
+/** The process configuration: its shape and types are loadConfig's, whose values have the settings schema's types. */
+export type Config = ReturnType<typeof loadConfig>;
+/** Request inspection's bounds (HUB_INSPECT_*). */
+export type InspectConfig = Config['inspect'];
+/** The security limits (throttles, token lifetimes, key caching, statement time). */
+export type SecurityConfig = Config['security'];
 
 function decodeSecretKey(raw: string): Buffer {
   const candidates = [/^[0-9a-fA-F]{64}$/.test(raw) ? Buffer.from(raw, 'hex') : undefined, Buffer.from(raw, 'base64')];
   const key = candidates.find((b) => b && b.length === 32);
   if (!key) throw new ConfigError('HUB_SECRET_KEY: must be 32 bytes, written as 64 hex digits or base64');
   return key;
-}
-
-function writeExclusive(file: string, content: string): void {
-  try {
-    writeFileSync(file, content, { flag: 'wx', mode: 0o600 });
-  } catch (err) {
-    if ((err as NodeJS.ErrnoException).code !== 'EEXIST') throw err;
-  }
-}
-
-/**
- * Reads a generated secret from the data dir (mode 0600), creating it once. The value is written whole to a temporary
- * file and then hard-linked to its name, which fails if the name exists: the file appears complete or not at all, so
- * a process starting at the same instant never reads it half-written, and all agree on the first one linked.
- */
-export function storedSecret(dataDir: string, file: string, generate: () => string): string {
-  const full = path.join(dataDir, file);
-  try {
-    return readFileSync(full, 'utf8').trim();
-  } catch (err) {
-    if ((err as NodeJS.ErrnoException).code !== 'ENOENT') throw err;
-  }
-  mkdirSync(dataDir, { recursive: true });
-  const temporary = `${full}.${process.pid}.${randomBytes(6).toString('hex')}.tmp`;
-  writeFileSync(temporary, generate() + '\n', { flag: 'wx', mode: 0o600 });
-  try {
-    linkSync(temporary, full);
-  } catch (err) {
-    const code = (err as NodeJS.ErrnoException).code;
-    // a file system without hard links: exclusive create of the name itself (a narrow window remains there)
-    if (code === 'EPERM' || code === 'ENOTSUP' || code === 'ENOSYS') writeExclusive(full, readFileSync(temporary, 'utf8'));
-    else if (code !== 'EEXIST') throw err;
-  } finally {
-    unlinkSync(temporary);
-  }
-  return readFileSync(full, 'utf8').trim();
 }
 
 /** A comma-separated list of names, lower-cased, blanks left out. */
@@ -241,7 +46,11 @@ function hostPorts(list: string): { host: string; port: number }[] {
   });
 }
 
-export function loadConfig(env?: NodeJS.ProcessEnv): Config {
+/**
+ * The process configuration from the settings (shared/settings.ts): each value's type is the schema's, grouped and
+ * computed where a reader wants it so (durations in ms, lists split, defaults that depend on other settings).
+ */
+export function loadConfig(env?: NodeJS.ProcessEnv) {
   const e = readSettings(env);
   const dataDir = path.resolve(e.HUB_DATA_DIR);
   const adminToken = e.HUB_ADMIN_TOKEN ?? storedSecret(dataDir, 'admin-token', () => randomBytes(24).toString('base64url'));
@@ -253,6 +62,7 @@ export function loadConfig(env?: NodeJS.ProcessEnv): Config {
     dataDir,
     databaseUrl: e.DATABASE_URL,
     redisUrl: e.REDIS_URL,
+    /** Redis through Sentinel (REDIS_SENTINELS), which every connection then uses instead of redisUrl. */
     redisSentinel: e.REDIS_SENTINELS
       ? { sentinels: hostPorts(e.REDIS_SENTINELS), name: e.REDIS_SENTINEL_NAME, sentinelPassword: e.REDIS_SENTINEL_PASSWORD, password: e.REDIS_PASSWORD }
       : undefined,
@@ -262,51 +72,82 @@ export function loadConfig(env?: NodeJS.ProcessEnv): Config {
     provisionDelayMs: e.HUB_PROVISION_DELAY_MS,
     dnsServers: e.HUB_DNS_SERVERS ? e.HUB_DNS_SERVERS.split(',') : [],
     queuePrefix: e.HUB_QUEUE_PREFIX,
+    /**
+     * Custom frontends: how often a PENDING frontend's DNS records are checked, the ingress addresses its A record
+     * must name, and the zone the certificate-validation CNAMEs point into.
+     */
     dnsCheckIntervalMs: e.HUB_DNS_CHECK_INTERVAL_MS,
+    /** How long a NEW or PENDING custom frontend holds its hostname waiting for DNS before it becomes ERROR (ms). */
     dnsWaitMs: durationMs(e.HUB_DNS_WAIT)!,
     ingressAddresses: e.HUB_INGRESS_ADDRESSES.split(','),
     validationDomain: e.HUB_VALIDATION_DOMAIN,
+    /**
+     * ACME issuance of custom frontend certificates (the local CA when unset): directory, a CA file to trust for its
+     * TLS, a contact email, and where this process answers DNS for the validation zone (DNS-01 TXT records).
+     */
     acme: e.HUB_ACME_DIRECTORY_URL ? { directoryUrl: e.HUB_ACME_DIRECTORY_URL, caFile: e.HUB_ACME_CA_FILE, contact: e.HUB_ACME_CONTACT } : undefined,
     validationDnsListen: e.HUB_VALIDATION_DNS_LISTEN,
+    /** A custom frontend certificate is renewed when it expires within this many days. */
     certificateRenewBeforeDays: e.HUB_CERTIFICATE_RENEW_BEFORE_DAYS,
     sweepCron: e.HUB_SWEEP_CRON,
     keyRotationCron: e.HUB_KEY_ROTATION_CRON,
     vpcCidr: e.HUB_VPC_CIDR,
+    /** IPsec: real tunnels on strongSwan, or addresses and keys only. */
     ipsec: {
-      provider: e.HUB_IPSEC_PROVIDER ?? (strongswanRuns() ? 'strongswan' : 'simulated'),
-      chosen: e.HUB_IPSEC_PROVIDER ? 'HUB_IPSEC_PROVIDER' : 'detected',
+      provider: e.HUB_IPSEC_PROVIDER ?? (strongswanRuns() ? ('strongswan' as const) : ('simulated' as const)),
+      chosen: e.HUB_IPSEC_PROVIDER ? ('HUB_IPSEC_PROVIDER' as const) : ('detected' as const),
       wanNetns: e.HUB_IPSEC_WAN_NETNS,
     },
     metricsRawRetention: e.HUB_METRICS_RAW_RETENTION,
     scheduledExecutionRetention: e.HUB_SCHEDULED_EXECUTION_RETENTION,
+    /** Most shares one sparklines response carries (a page); more are paged. */
     sparklinesMaxShares: e.HUB_SPARKLINES_MAX_SHARES,
     logLevel: e.LOG_LEVEL ?? (e.NODE_ENV === 'test' ? 'silent' : 'info'),
+    /** The edge (data plane); a port of 0 turns its listener off. */
     edge: {
       httpPort: e.HUB_EDGE_HTTP_PORT,
       httpsPort: e.HUB_EDGE_HTTPS_PORT,
+      /** The address every listener of the edge binds (HUB_EDGE_HOST); undefined: all. */
       host: e.HUB_EDGE_HOST,
+      /** urlTemplate of the standard frontend `public`, applied at every start (migrate). */
       publicFrontendTemplate: e.HUB_PUBLIC_FRONTEND_TEMPLATE ?? `http://{token}.share.localhost:${e.HUB_EDGE_HTTP_PORT}`,
       flushMs: e.HUB_EDGE_FLUSH_MS,
+      /** HUB_EDGE_HEARTBEAT_MS: liveness renewal among the edges; expiry after three missed. */
       heartbeatMs: e.HUB_EDGE_HEARTBEAT_MS,
+      /** CIDRs no share target or health-check target may reach (checked on the address actually connected to). */
       egressDeny: parseCidrList(e.HUB_EGRESS_DENY),
       tlsCertFile: e.HUB_EDGE_TLS_CERT_FILE,
+      /** HUB_EDGE_AGENT_ADDRESSES: what agents are told to dial (default 127.0.0.1:httpsPort). */
       agentAddresses: e.HUB_EDGE_AGENT_ADDRESSES.length ? e.HUB_EDGE_AGENT_ADDRESSES : [`127.0.0.1:${e.HUB_EDGE_HTTPS_PORT}`],
+      /** Whether HUB_EDGE_AGENT_ADDRESSES was set (else the edge publishes the port its TLS listener actually took). */
       agentAddressesGiven: e.HUB_EDGE_AGENT_ADDRESSES.length > 0,
       tlsKeyFile: e.HUB_EDGE_TLS_KEY_FILE,
+      /** How long a target may take to connect and answer with its response head before the edge answers 504. */
       upstreamTimeoutMs: e.HUB_EDGE_UPSTREAM_TIMEOUT_MS,
+      /** How long a client may take to send a request's head (HTTP/1.1). */
       headersTimeoutMs: e.HUB_EDGE_HEADERS_TIMEOUT_MS,
+      /** Longest silence between two pieces of a target's answer body before the edge gives up on it (nginx: proxy_read_timeout). */
       upstreamReadTimeoutMs: e.HUB_EDGE_UPSTREAM_READ_TIMEOUT_MS,
+      /** An upgraded (WebSocket) connection silent both ways for this long is closed. */
       upgradeIdleTimeoutMs: e.HUB_EDGE_UPGRADE_IDLE_TIMEOUT_MS,
+      /** Requests and upgraded connections in progress per hub on one edge process; more are answered 503. */
       hubMaxConnections: e.HUB_EDGE_HUB_MAX_CONNECTIONS,
+      /** HUB_EDGE_TRUSTED_PROXIES: load balancers whose connections begin with a PROXY protocol header. */
       trustedProxies: parseCidrList(e.HUB_EDGE_TRUSTED_PROXIES, 'HUB_EDGE_TRUSTED_PROXIES'),
+      /** HUB_EDGE_TCP_IDLE_TIMEOUT: a TCP share's connection with no byte either way for this long is closed (unless the share says otherwise). */
       tcpIdleTimeoutMs: durationMs(e.HUB_EDGE_TCP_IDLE_TIMEOUT)!,
+      /** HUB_EDGE_TCP_MAX_CONNECTIONS: open connections per TCP share on one edge process. */
       tcpMaxConnections: e.HUB_EDGE_TCP_MAX_CONNECTIONS,
+      /** HUB_EDGE_TCP_PORTS: the ports TCP shares are given, one each, while they exist. */
       tcpPorts: e.HUB_EDGE_TCP_PORTS,
+      /** A full reload of the routes this often, besides change notifications (0 = only on reconnect). */
       resyncMs: e.HUB_EDGE_RESYNC_MS,
+      /** Usage rows kept while PostgreSQL is away; beyond this the oldest are dropped (and logged). */
       pendingMaxRows: e.HUB_EDGE_PENDING_MAX_ROWS,
       /** Edge processes sharing the edge's ports: forked by the edge itself (Procfile), or children of npm start. */
       workers: e.HUB_EDGE_WORKERS ?? 1,
     },
+    /** The security limits: per-address throttles, token lifetimes, key caching, statement time. */
     security: {
       authFailureLimit: e.HUB_AUTH_FAILURE_LIMIT,
       authFailureWindowSeconds: e.HUB_AUTH_FAILURE_WINDOW_SECONDS,
@@ -317,40 +158,63 @@ export function loadConfig(env?: NodeJS.ProcessEnv): Config {
       signingKeyCacheMs: e.HUB_SIGNING_KEY_CACHE_MS,
       statementTimeoutMs: e.HUB_DB_STATEMENT_TIMEOUT_MS,
       acquireTimeoutMs: e.HUB_DB_ACQUIRE_TIMEOUT_MS,
+      /** How often a LISTEN connection is checked; silent for half of it, it is dropped and made again. */
       listenPingMs: e.HUB_DB_LISTEN_PING_MS,
+      /** How long an agent's certificate is valid. */
       agentCertValidityMs: durationMs(e.HUB_AGENT_CERT_VALIDITY)!,
     },
+    /** Trust X-Forwarded-For/-Proto from a reverse proxy in front of the API. */
     trustProxy: e.HUB_TRUST_PROXY,
+    /** PostgreSQL connections of this process's one pool. */
     dbPoolMax: e.HUB_DB_POOL_MAX,
+    /** How long a request waits for its issuance or rotation job before answering 503. */
     issuanceWaitMs: e.HUB_ISSUANCE_WAIT_MS,
+    /** HUB_CRL_REFRESH: the longest a CA's CRL goes unsigned (ms); its nextUpdate is this plus CRL_MARGIN_MS. */
     crlRefreshMs: durationMs(e.HUB_CRL_REFRESH)!,
+    /** BullMQ takeover of a dead worker's jobs: lock duration and stalled-job check interval. */
     takeover: { lockDuration: e.HUB_JOB_LOCK_MS, stalledInterval: e.HUB_STALLED_INTERVAL_MS },
+    /** HUB_JOB_BACKOFF_MS: the first retry wait of a failed job (doubling). */
     jobBackoffMs: e.HUB_JOB_BACKOFF_MS,
     certificateRenewalCron: e.HUB_CERTIFICATE_RENEWAL_CRON,
     healthCheckReconcileCron: e.HUB_HEALTH_CHECK_RECONCILE_CRON,
+    /** A separate Prometheus listener of this process (undefined: off). */
     metricsListener: e.HUB_METRICS_PORT === undefined ? undefined : { port: e.HUB_METRICS_PORT, host: e.HUB_METRICS_HOST },
+    /** HUB_METRICS_PORTS: the metrics ports of every process npm start runs (each is told all of them). */
     metricsPorts: e.HUB_METRICS_PORTS,
+    /** npm start: web processes, the Node flags of the processes it runs (HUB_GC_THREADS), its restart back-off of dead children. */
     webConcurrency: e.WEB_CONCURRENCY,
     nodeFlags: gcFlags(e.HUB_GC_THREADS),
     restartBackoff: { minMs: e.HUB_RESTART_BACKOFF_MS, maxMs: e.HUB_RESTART_BACKOFF_MAX_MS },
     showSecrets: e.HUB_SHOW_SECRETS,
+    /** Request inspection: what is kept, its bounds per share, hub and in all, what is redacted, replays and live streams. */
     inspect: {
+      /** Exchanges kept per share (count, age), bytes of each body kept, the capture queue per edge. */
       max: e.HUB_INSPECT_MAX,
       ttlMs: durationMs(e.HUB_INSPECT_TTL)!,
       bodyBytes: e.HUB_INSPECT_BODY_BYTES,
       queue: e.HUB_INSPECT_QUEUE,
+      /** Bytes per hub, shares with recordings per hub, bytes over all hubs. */
       hubBytes: e.HUB_INSPECT_HUB_BYTES,
       hubShares: e.HUB_INSPECT_HUB_SHARES,
       totalBytes: e.HUB_INSPECT_TOTAL_BYTES,
+      /** Lower-cased names: headers redacted besides the credentials, query and form parameters redacted. */
       redactHeaders: nameList(e.HUB_INSPECT_REDACT_HEADERS),
       redactParams: nameList(e.HUB_INSPECT_REDACT_PARAMS),
+      /** Replays at once per edge process, and per hub on it. */
       replays: e.HUB_INSPECT_REPLAYS,
       replaysPerHub: e.HUB_INSPECT_REPLAYS_PER_HUB,
+      /** Live streams per key and per hub (over every web process), per web process, and their longest life. */
       live: { perKey: e.HUB_INSPECT_LIVE_MAX, perHub: e.HUB_INSPECT_LIVE_HUB_MAX, perProcess: e.HUB_INSPECT_LIVE_PROCESS_MAX, lifetimeMs: durationMs(e.HUB_INSPECT_LIVE_LIFETIME)! },
     },
+    /** Edge login: GOOGLE's issuer, GitHub's OAuth and API bases. */
     login: { googleIssuerUrl: e.HUB_GOOGLE_ISSUER_URL, githubOAuthUrl: e.HUB_GITHUB_OAUTH_URL, githubApiUrl: e.HUB_GITHUB_API_URL },
+    /** Entries and lifetime (ms) of the PKI caches (decrypted hub CA keys, issuer chains, verification keys, OCSP responders). */
     pkiCacheMax: e.HUB_PKI_CACHE_MAX,
     pkiCacheTtlMs: durationMs(e.HUB_PKI_CACHE_TTL)!,
+    /**
+     * Tenant quotas: the shortest health-check interval, scheduled checks per hub, the deepest list offset (rows); the
+     * shares and TCP shares (ports) a hub may hold when the operator set none of its own.
+     */
     quotas: {
       healthCheckMinIntervalSeconds: e.HUB_HEALTH_CHECK_MIN_INTERVAL_SECONDS,
       scheduledHealthChecksPerHub: e.HUB_MAX_SCHEDULED_HEALTH_CHECKS,

@@ -1,7 +1,7 @@
 import pg, { type QueryResultRow } from 'pg';
 import { Sequelize, Transaction } from 'sequelize';
 import { config } from './config.js';
-import { modelModules } from './models/index.js';
+import { modelModules } from '../domain/models/index.js';
 import { setting } from './settings.js';
 
 let sequelize: Sequelize | undefined;
@@ -46,7 +46,7 @@ async function refuseReadOnlyServer(client: pg.Client): Promise<void> {
   throw Object.assign(new Error(`the database server takes no writes (${rows[0].recovery ? 'in recovery: a standby, or a failover under way' : 'read-only'})`), { code: '25006' });
 }
 
-/** Connects and initialises every model listed in shared/models/index.ts, then their associations. */
+/** Connects and initialises every model listed in domain/models/index.ts, then their associations. */
 export function initDb(): Promise<Sequelize> {
   ready ??= (async () => {
     const s = createSequelize();

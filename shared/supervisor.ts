@@ -10,7 +10,7 @@
  * process). A child also exits by itself when this process dies (the cluster channel closes).
  */
 import cluster, { type Worker } from 'node:cluster';
-import { backoffMs } from '../shared/backoff.js';
+import { backoffMs } from './backoff.js';
 
 export interface ChildSpec {
   /** Log name and HUB_PROCESS of the child. */

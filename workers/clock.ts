@@ -3,7 +3,7 @@ import cron, { type ScheduledTask } from 'node-cron';
 import { config } from '../shared/config.js';
 import { closeDb, initDb } from '../shared/db.js';
 import { logger } from '../shared/logger.js';
-import { closeQueues } from '../shared/queues.js';
+import { closeQueues } from '../domain/jobs/queues.js';
 import { closeRedis, readyRedis } from '../shared/redis.js';
 import { refuseUnreachableSentinels } from '../shared/redisSentinel.js';
 import { refuseWrongSecretKey } from '../shared/secretKeyProbe.js';

@@ -1,6 +1,6 @@
 import { closeDb, initDb } from '../shared/db.js';
 import { logger } from '../shared/logger.js';
-import { closeQueues } from '../shared/queues.js';
+import { closeQueues } from '../domain/jobs/queues.js';
 import { closeRedis } from '../shared/redis.js';
 import { refuseUnreachableSentinels } from '../shared/redisSentinel.js';
 import { refuseWrongSecretKey } from '../shared/secretKeyProbe.js';

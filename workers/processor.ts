@@ -4,9 +4,9 @@
  */
 import { UnrecoverableError, type Job } from 'bullmq';
 import { z, type ZodType } from 'zod';
-import type { JobData } from '../shared/jobs.js';
+import type { JobData } from '../domain/jobs/enqueue.js';
 import type { Logger } from '../shared/logger.js';
-import type { Execution } from '../shared/models/Execution.js';
+import type { Execution } from '../domain/models/Execution.js';
 
 /** What a handler knows of its execution: the row's, or for a run that claims it, the job's copy (checked when claimed). */
 export type RunExecution = Pick<Execution, 'id' | 'hubId' | 'payload' | 'createdBy'>;
@@ -26,7 +26,7 @@ export interface JobContext {
   reply?: Record<string, unknown>;
   /**
    * Set by a handler whose last statement also marked this execution SUCCEEDED with the result it returns (as the
-   * certificate redemption's does, shared/commands/issuance.ts): one statement (and one commit) instead of two; the
+   * certificate redemption's does, domain/commands/issuance.ts): one statement (and one commit) instead of two; the
    * runner then writes nothing more.
    */
   succeeded?: boolean;

@@ -1,10 +1,10 @@
 import type { Job } from 'bullmq';
 import { Op } from 'sequelize';
 import { preparedQuery } from '../shared/db.js';
-import { dispatch, type JobData } from '../shared/jobs.js';
+import { dispatch, type JobData } from '../domain/jobs/enqueue.js';
 import { logger } from '../shared/logger.js';
-import { Execution } from '../shared/models/Execution.js';
-import { connectedQueue, queueOfType } from '../shared/queues.js';
+import { Execution } from '../domain/models/Execution.js';
+import { connectedQueue, queueOfType } from '../domain/jobs/queues.js';
 import type { JobContext, ProcessorDefinition } from './processor.js';
 import { finalizeFailure } from './runner.js';
 

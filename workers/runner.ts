@@ -9,12 +9,12 @@ import {
   recordRefusedJob,
   recordScheduledExecution,
   startExecution,
-} from '../shared/commands/executions.js';
+} from '../domain/commands/executions.js';
 import { NotClaimed, StillWaiting } from '../shared/errors.js';
-import type { JobData } from '../shared/jobs.js';
+import type { JobData } from '../domain/jobs/enqueue.js';
 import { logger, type Logger } from '../shared/logger.js';
 import { logThrottle } from '../shared/logThrottle.js';
-import { closeWithConnection, queueOfType, type QueueName } from '../shared/queues.js';
+import { closeWithConnection, queueOfType, type QueueName } from '../domain/jobs/queues.js';
 import { createRedis } from '../shared/redis.js';
 import { jobsTotal, observeJob } from '../shared/telemetry/index.js';
 import type { JobContext, ProcessorDefinition, RunExecution } from './processor.js';

@@ -1,4 +1,4 @@
-import type { AgentEnrollment, AgentIdentity, AgentState } from '../../shared/commands/agents.js';
+import type { AgentEnrollment, AgentIdentity, AgentState } from '../../domain/commands/agents.js';
 import { iso } from './platform.js';
 
 export const presentAgent = (a: AgentState) => ({

@@ -1,4 +1,4 @@
-import type { AuthProvider } from '../../shared/models/AuthProvider.js';
+import type { AuthProvider } from '../../domain/models/AuthProvider.js';
 import { iso } from './platform.js';
 
 /** The client secret is write-only: never part of the answer. */

@@ -1,4 +1,4 @@
-import type { CustomFrontendView, DnsRecords } from '../../shared/commands/customFrontends.js';
+import type { CustomFrontendView, DnsRecords } from '../../domain/commands/customFrontends.js';
 import { iso } from './platform.js';
 
 export const presentCustomFrontend = ({ frontend: f, authProviderIds }: CustomFrontendView) => ({

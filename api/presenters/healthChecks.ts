@@ -1,5 +1,5 @@
-import type { HealthCheckResult } from '../../shared/commands/healthChecks.js';
-import type { HealthCheck } from '../../shared/models/HealthCheck.js';
+import type { HealthCheckResult } from '../../domain/commands/healthChecks.js';
+import type { HealthCheck } from '../../domain/models/HealthCheck.js';
 import { iso } from './platform.js';
 
 export const presentHealthCheck = (c: HealthCheck) => ({

@@ -1,7 +1,7 @@
-import type { IpsecShare } from '../../shared/models/IpsecShare.js';
-import type { IpsecTunnel, TunnelOptions } from '../../shared/models/IpsecTunnel.js';
+import type { IpsecShare } from '../../domain/models/IpsecShare.js';
+import type { IpsecTunnel, TunnelOptions } from '../../domain/models/IpsecTunnel.js';
 import { insideAddresses, proposals, STRONGSWAN_DPD_ACTION } from '../../shared/ipsec/proposals.js';
-import type { TunnelStatus } from '../../shared/commands/ipsecTunnels.js';
+import type { TunnelStatus } from '../../domain/commands/ipsecTunnels.js';
 import { iso } from './platform.js';
 
 /** An IPsec tunnel as the API shows it. Provisioned fields are '' until DEPLOYED; the pre-shared key never appears. */

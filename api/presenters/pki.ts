@@ -1,6 +1,6 @@
 import type { InferAttributes } from 'sequelize';
-import type { TokenRecord } from '../../shared/commands/certificateRequestTokens.js';
-import type { ClientCertificate } from '../../shared/models/ClientCertificate.js';
+import type { TokenRecord } from '../../domain/commands/certificateRequestTokens.js';
+import type { ClientCertificate } from '../../domain/models/ClientCertificate.js';
 import type { EnrollmentJwtRecord } from '../../shared/pki/enrollmentJwt.js';
 import { iso } from './platform.js';
 

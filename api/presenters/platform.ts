@@ -1,9 +1,9 @@
-import type { ApiKey } from '../../shared/models/ApiKey.js';
-import type { Environment } from '../../shared/models/Environment.js';
-import type { Execution } from '../../shared/models/Execution.js';
-import type { Frontend } from '../../shared/models/Frontend.js';
-import type { Hub } from '../../shared/models/Hub.js';
-import { hubQuotas } from '../../shared/commands/hubQuotas.js';
+import type { ApiKey } from '../../domain/models/ApiKey.js';
+import type { Environment } from '../../domain/models/Environment.js';
+import type { Execution } from '../../domain/models/Execution.js';
+import type { Frontend } from '../../domain/models/Frontend.js';
+import type { Hub } from '../../domain/models/Hub.js';
+import { hubQuotas } from '../../domain/commands/hubQuotas.js';
 
 export const iso = (d: Date | null | undefined): string | null => (d ? d.toISOString() : null);
 

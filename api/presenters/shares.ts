@@ -1,4 +1,4 @@
-import type { ShareView } from '../../shared/commands/shares.js';
+import type { ShareView } from '../../domain/commands/shares.js';
 import { policyView } from '../../shared/sharePolicy.js';
 import { iso } from './platform.js';
 

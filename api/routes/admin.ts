@@ -1,8 +1,8 @@
 import { z } from 'zod';
-import { apiKeysOf, createApiKey, createHub, createStandardFrontend, deleteHub, getHub, listHubs, revokeApiKey, updateHub } from '../../shared/commands/platform.js';
+import { apiKeysOf, createApiKey, createHub, createStandardFrontend, deleteHub, getHub, listHubs, revokeApiKey, updateHub } from '../../domain/commands/platform.js';
 import { mapPage, pageRequest } from '../paging.js';
 import { presentApiKey, presentFrontend, presentHub } from '../presenters/platform.js';
-import { enqueueEdgeCertificates } from '../../shared/commands/edgeCertificates.js';
+import { enqueueEdgeCertificates } from '../../domain/commands/edgeCertificates.js';
 import { forgetHub, forgetKey } from '../middleware/authCache.js';
 import type { Routes } from '../router.js';
 import { body, fields } from '../validate.js';

@@ -1,7 +1,7 @@
 import { z } from 'zod';
-import { agentsOf, createAgentEnrollment, enrollAgent, revokeAgent } from '../../shared/commands/agents.js';
-import { getEnvironment } from '../../shared/commands/environments.js';
-import { renewAgent } from '../../shared/commands/agentRenewal.js';
+import { agentsOf, createAgentEnrollment, enrollAgent, revokeAgent } from '../../domain/commands/agents.js';
+import { getEnvironment } from '../../domain/commands/environments.js';
+import { renewAgent } from '../../domain/commands/agentRenewal.js';
 import { principalName } from '../middleware/auth.js';
 import { presentAgent, presentAgentEnrollment, presentAgentIdentity } from '../presenters/agents.js';
 import type { Routes } from '../router.js';

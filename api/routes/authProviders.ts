@@ -1,6 +1,6 @@
 import { z } from 'zod';
-import { AUTH_PROVIDER_TYPES, createAuthProvider, deleteAuthProvider, findAuthProvider, listAuthProviders, updateAuthProvider } from '../../shared/commands/authProviders.js';
-import { isHostname } from '../../shared/commands/customFrontends.js';
+import { AUTH_PROVIDER_TYPES, createAuthProvider, deleteAuthProvider, findAuthProvider, listAuthProviders, updateAuthProvider } from '../../domain/commands/authProviders.js';
+import { isHostname } from '../../domain/commands/customFrontends.js';
 import { principalName } from '../middleware/auth.js';
 import { mapPage, pageRequest } from '../paging.js';
 import { presentAuthProvider } from '../presenters/authProviders.js';

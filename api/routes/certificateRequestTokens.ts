@@ -7,7 +7,7 @@ import {
   listTokens,
   readToken,
   updateToken,
-} from '../../shared/commands/certificateRequestTokens.js';
+} from '../../domain/commands/certificateRequestTokens.js';
 import { principalName } from '../middleware/auth.js';
 import { mapPage, pageRequest } from '../paging.js';
 import { presentDeleted, presentEnrollmentJwt, presentToken } from '../presenters/pki.js';

@@ -1,6 +1,6 @@
 import { z } from 'zod';
-import { createCertificate, deleteCertificate, findCertificate, listCertificates, updateCertificate } from '../../shared/commands/clientCertificates.js';
-import { reasonCode } from '../../shared/commands/revocations.js';
+import { createCertificate, deleteCertificate, findCertificate, listCertificates, updateCertificate } from '../../domain/commands/clientCertificates.js';
+import { reasonCode } from '../../domain/commands/revocations.js';
 import { principalName } from '../middleware/auth.js';
 import { mapPage, pageRequest } from '../paging.js';
 import { presentCertificate, presentCertificateSummary, presentDeleted } from '../presenters/pki.js';

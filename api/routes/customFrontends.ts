@@ -6,7 +6,7 @@ import {
   getCustomFrontend,
   listCustomFrontends,
   updateCustomFrontend,
-} from '../../shared/commands/customFrontends.js';
+} from '../../domain/commands/customFrontends.js';
 import { principalName } from '../middleware/auth.js';
 import { presentCustomFrontend, presentDnsRecords } from '../presenters/customFrontends.js';
 import type { Routes } from '../router.js';

@@ -1,6 +1,6 @@
 import { createReadStream, statSync } from 'node:fs';
 import type { Context } from 'koa';
-import { agentBinary, agentTarball } from '../../shared/commands/downloads.js';
+import { agentBinary, agentTarball } from '../../shared/downloads.js';
 import { refusal } from '../../shared/errors.js';
 import type { Routes } from '../router.js';
 

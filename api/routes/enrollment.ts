@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { checkEnrollment, enrollWithJwt, redeemTokenInPath } from '../../shared/commands/enrollment.js';
+import { checkEnrollment, enrollWithJwt, redeemTokenInPath } from '../../domain/commands/enrollment.js';
 import { presentCertificate } from '../presenters/pki.js';
 import type { Routes } from '../router.js';
 import { body, fields } from '../validate.js';

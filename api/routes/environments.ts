@@ -1,6 +1,6 @@
 import { z } from 'zod';
-import { agentsOf } from '../../shared/commands/agents.js';
-import { createEnvironment, deleteEnvironment, ENVIRONMENT_REACHES, getEnvironment, listEnvironments, updateEnvironment } from '../../shared/commands/environments.js';
+import { agentsOf } from '../../domain/commands/agents.js';
+import { createEnvironment, deleteEnvironment, ENVIRONMENT_REACHES, getEnvironment, listEnvironments, updateEnvironment } from '../../domain/commands/environments.js';
 import { principalName } from '../middleware/auth.js';
 import { mapPage, pageRequest } from '../paging.js';
 import { presentAgent } from '../presenters/agents.js';

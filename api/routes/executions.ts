@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { findExecutionByProcessId, getExecution, listExecutions, type ExecutionFilters } from '../../shared/commands/executions.js';
+import { findExecutionByProcessId, getExecution, listExecutions, type ExecutionFilters } from '../../domain/commands/executions.js';
 import { mapPage, pageRequest } from '../paging.js';
 import { presentExecution } from '../presenters/platform.js';
 import type { Routes } from '../router.js';

@@ -1,7 +1,7 @@
 import type { Context } from 'koa';
-import { frontendCaPem } from '../../shared/commands/edgeCertificates.js';
+import { frontendCaPem } from '../../domain/commands/edgeCertificates.js';
 import { notFound } from '../../shared/errors.js';
-import { frontendsOf } from '../../shared/commands/platform.js';
+import { frontendsOf } from '../../domain/commands/platform.js';
 import { presentFrontend } from '../presenters/platform.js';
 import type { Routes } from '../router.js';
 import { currentHub } from '../scope.js';

@@ -1,4 +1,4 @@
-import { dependencies } from '../../shared/commands/health.js';
+import { dependencies } from '../health.js';
 import type { Routes } from '../router.js';
 
 export default function routes({ open }: Routes) {

@@ -8,7 +8,7 @@ import {
   listHealthChecks,
   testHealthCheck,
   updateHealthCheck,
-} from '../../shared/commands/healthChecks.js';
+} from '../../domain/commands/healthChecks.js';
 import { principalName } from '../middleware/auth.js';
 import { mapPage, pageRequest } from '../paging.js';
 import { presentHealthCheck, presentHealthCheckResult } from '../presenters/healthChecks.js';

@@ -3,8 +3,8 @@
  * with its headers and bodies, a replay through an edge, and a Server-Sent Events stream of new ones.
  */
 import { PassThrough } from 'node:stream';
-import { followRequests, getRequest, listRequests, replayRequest, requestsAfter } from '../../shared/commands/inspections.js';
-import { OPERATOR_KEY } from '../../shared/commands/liveStreams.js';
+import { followRequests, getRequest, listRequests, replayRequest, requestsAfter } from '../../domain/commands/inspections.js';
+import { OPERATOR_KEY } from '../../domain/commands/liveStreams.js';
 import { inspectFeed } from '../../shared/inspect/feed.js';
 import type { ExchangeSummary } from '../../shared/inspect/store.js';
 import type { Routes } from '../router.js';

@@ -1,8 +1,8 @@
 import type { Context, Middleware } from 'koa';
 import { z } from 'zod';
-import { createShare, deleteShare, getIpsecShare, listIpsecShares, updateShare, type ShareInput } from '../../shared/commands/ipsecShares.js';
-import { IPSEC_STATUSES } from '../../shared/commands/ipsecStates.js';
-import { createTunnel, deleteTunnel, getTunnel, listTunnels, preSharedKeyFor, tunnelConfiguration, type Accepted } from '../../shared/commands/ipsecTunnels.js';
+import { createShare, deleteShare, getIpsecShare, listIpsecShares, updateShare, type ShareInput } from '../../domain/commands/ipsecShares.js';
+import { IPSEC_STATUSES } from '../../domain/commands/ipsecStates.js';
+import { createTunnel, deleteTunnel, getTunnel, listTunnels, preSharedKeyFor, tunnelConfiguration, type Accepted } from '../../domain/commands/ipsecTunnels.js';
 import { config } from '../../shared/config.js';
 import { badRequest, refusal } from '../../shared/errors.js';
 import { HttpError } from '../httpError.js';

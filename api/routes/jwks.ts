@@ -1,4 +1,4 @@
-import { publishedKeys } from '../../shared/commands/signingKeys.js';
+import { publishedKeys } from '../../domain/commands/signingKeys.js';
 import type { Routes } from '../router.js';
 
 /** Verifiers re-read the set periodically and on an unknown kid, so a short cache lifetime suffices. */

@@ -1,7 +1,7 @@
 import type { Context } from 'koa';
 import getRawBody from 'raw-body';
-import { answerOcsp, OCSP_MAX_REQUEST_BYTES } from '../../shared/commands/ocspResponder.js';
-import { caCertificate, currentCrl } from '../../shared/commands/pkiPublication.js';
+import { answerOcsp, OCSP_MAX_REQUEST_BYTES } from '../../domain/commands/ocspResponder.js';
+import { caCertificate, currentCrl } from '../../domain/commands/pkiPublication.js';
 import { badRequest } from '../../shared/errors.js';
 import { derToPem } from '../../shared/pki/der.js';
 import type { Routes } from '../router.js';

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { createShare, deleteShare, findShare, listShares, shareView, updateShare } from '../../shared/commands/shares.js';
+import { createShare, deleteShare, findShare, listShares, shareView, updateShare } from '../../domain/commands/shares.js';
 import { durationMs } from '../../shared/durations.js';
 import { principalName } from '../middleware/auth.js';
 import { mapPage, pageRequest } from '../paging.js';

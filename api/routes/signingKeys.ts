@@ -1,4 +1,4 @@
-import { revokeNow, rotateNow } from '../../shared/commands/signingKeys.js';
+import { revokeNow, rotateNow } from '../../domain/commands/signingKeys.js';
 import { principalName } from '../middleware/auth.js';
 import { requestLog } from '../middleware/requestContext.js';
 import type { Routes } from '../router.js';

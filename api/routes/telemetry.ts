@@ -1,4 +1,4 @@
-import { allQueues } from '../../shared/queues.js';
+import { allQueues } from '../../domain/jobs/queues.js';
 import { collectQueueDepths, metricsText } from '../../shared/telemetry/index.js';
 import type { Routes } from '../router.js';
 

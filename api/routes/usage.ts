@@ -1,4 +1,4 @@
-import { ingestUsage } from '../../shared/commands/usage.js';
+import { ingestUsage } from '../../domain/commands/usage.js';
 import type { Routes } from '../router.js';
 
 /** Operator ingestion of usage samples: 202 {accepted}; a bad sample rejects the whole batch. */

@@ -10,7 +10,7 @@ import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { promisify } from 'node:util';
 import { backoffMs } from '../../shared/backoff.js';
-import { CHARON_PATH, SWANCTL_PATH } from '../../shared/config.js';
+import { CHARON_PATH, SWANCTL_PATH } from '../../shared/ipsec/strongswan.js';
 import { logger } from '../../shared/logger.js';
 import type { TunnelOptions } from '../../shared/ipsec/options.js';
 import { proposals, STRONGSWAN_DPD_ACTION } from '../../shared/ipsec/proposals.js';

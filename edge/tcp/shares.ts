@@ -24,7 +24,7 @@ import type { buildConnector } from 'undici';
 import { authorityOf } from 'edgehub-agent/protocol';
 import { pump } from 'edgehub-agent/pump';
 import type { EgressPolicy } from '../../shared/egress.js';
-import { egressConnector } from '../../shared/egressHttp.js';
+import { egressConnector } from '../egressHttp.js';
 import { durationMs } from '../../shared/durations.js';
 import { logger } from '../../shared/logger.js';
 import { settleWithin } from '../../shared/timeouts.js';

@@ -18,7 +18,7 @@ const RAW_FILTER: Record<SeriesScope, string> = {
 
 /**
  * Runs `read` in one REPEATABLE READ snapshot together with the roll-up watermark, so tiers and the samples not yet
- * rolled up (xid >= watermark, see rollup.ts) are read as of one instant and nothing is counted twice or missed.
+ * rolled up (xid >= watermark, see workers/rollup.ts) are read as of one instant and nothing is counted twice or missed.
  * The watermark travels as a plain parameter so that the planner sees how few raw rows it selects.
  */
 async function inSnapshot<T>(read: (select: Select, watermark: string) => Promise<T>): Promise<T> {

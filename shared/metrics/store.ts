@@ -69,7 +69,7 @@ interface Bucket {
 }
 
 /**
- * The batch's sums per (hub, scope, scope id, hour), exactly as the roll-up computes them (shared/metrics/rollup.ts):
+ * The batch's sums per (hub, scope, scope id, hour), exactly as the roll-up computes them (workers/rollup.ts):
  * every sample counts for its hub, its share (if any) and its environment (if any).
  */
 function foldHours(rows: UsageRow[], timestamps: string[]): Deltas {

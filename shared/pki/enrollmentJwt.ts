@@ -4,7 +4,7 @@ import { config } from '../config.js';
 
 /**
  * The enrollment JWT on jose, given its keys: which key signs and which keys verify is the signing keys' business
- * (shared/commands/signingKeys.ts).
+ * (domain/commands/signingKeys.ts).
  */
 
 export const JWT_ISSUER = 'hub';

@@ -5,7 +5,7 @@
  * after its API key is revoked, its share deleted, or its hub deleted, and after its lifetime.
  */
 import test from 'ava';
-import { liveStreams } from '../../shared/commands/liveStreams.js';
+import { liveStreams } from '../../domain/commands/liveStreams.js';
 import { resetConfig } from '../../shared/config.js';
 import { edgeRequest, routedShare, useBackend, useTestEdge } from '../helpers/edge.js';
 import { type HubFixture, useStack, waitFor } from '../helpers/stack.js';

@@ -14,7 +14,7 @@ import pg from 'pg';
 import { startServer, stopServer } from '../../api/server.js';
 import { resetConfig } from '../../shared/config.js';
 import { closeDb } from '../../shared/db.js';
-import { closeQueues } from '../../shared/queues.js';
+import { closeQueues } from '../../domain/jobs/queues.js';
 import { closeRedis } from '../../shared/redis.js';
 import { startWorkers, stopWorkers } from '../../workers/runner.js';
 import { type ProcessorDefinition } from '../../workers/processor.js';

@@ -2,7 +2,7 @@
 import type { ExecutionContext } from 'ava';
 import { QueryTypes } from 'sequelize';
 import { db } from '../../shared/db.js';
-import { rollUp } from '../../shared/metrics/rollup.js';
+import { rollUp } from '../../workers/rollup.js';
 import { waitFor, type HubFixture } from './stack.js';
 
 export interface Sample {

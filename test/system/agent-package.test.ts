@@ -15,7 +15,7 @@ import { promisify } from 'node:util';
 import test from 'ava';
 import type { Edge } from '../../edge/server.js';
 import { resetConfig } from '../../shared/config.js';
-import { AGENT_BINARY, AGENT_BINARY_DIGEST } from '../../shared/commands/downloads.js';
+import { AGENT_BINARY, AGENT_BINARY_DIGEST } from '../../shared/downloads.js';
 import { startPrivateTarget } from '../helpers/agents.js';
 import { edgeRequest, publicFrontendCertificate, startTestEdge } from '../helpers/edge.js';
 import { privateNetwork, type PrivateNetwork } from '../helpers/netns.js';

@@ -9,7 +9,7 @@ import test from 'ava';
 import { repoRoot } from '../helpers/repo.js';
 
 /** Where exports are looked for. */
-const SOURCES = ['api', 'edge', 'shared', 'workers', 'scripts', 'agent'];
+const SOURCES = ['api', 'edge', 'shared', 'domain', 'workers', 'scripts', 'agent'];
 /** Where a use counts: the sources, and what runs them from outside. */
 const USERS = [...SOURCES, 'test', 'bench'];
 /** Exported for a reader outside the repository (none today): `file name`, each with why it stays. */

@@ -12,7 +12,7 @@ import path from 'node:path';
 import { promisify } from 'node:util';
 import test from 'ava';
 import { SignJWT } from 'jose';
-import { activeSigningKey } from '../../shared/commands/signingKeys.js';
+import { activeSigningKey } from '../../domain/commands/signingKeys.js';
 import { opensslVerify, x509Text } from '../helpers/pki.js';
 import { type HubFixture, useStack } from '../helpers/stack.js';
 import { repoRoot } from '../helpers/repo.js';

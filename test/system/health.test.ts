@@ -1,8 +1,8 @@
 import test from 'ava';
-import { enqueue, sweepExecutions } from '../../shared/jobs.js';
+import { enqueue, sweepExecutions } from '../../domain/jobs/enqueue.js';
 import { freePort, startRedis, type LocalRedis } from '../../scripts/services/index.js';
-import { connectedQueue } from '../../shared/queues.js';
-import { Execution } from '../../shared/models/Execution.js';
+import { connectedQueue } from '../../domain/jobs/queues.js';
+import { Execution } from '../../domain/models/Execution.js';
 import { defineProcessor, NO_PAYLOAD } from '../../workers/processor.js';
 import { useStack, waitFor } from '../helpers/stack.js';
 

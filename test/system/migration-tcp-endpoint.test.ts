@@ -7,7 +7,7 @@
  */
 import test from 'ava';
 import { Sequelize } from 'sequelize';
-import { migrate } from '../../shared/migrate.js';
+import { migrate } from '../../domain/migrate.js';
 import { emptyDatabase } from '../helpers/emptyDatabase.js';
 
 const BEFORE = '1401-tcp-shares.ts';

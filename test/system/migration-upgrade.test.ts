@@ -9,7 +9,7 @@ import test from 'ava';
 import pg from 'pg';
 import { Sequelize } from 'sequelize';
 import { resetConfig } from '../../shared/config.js';
-import { migrate } from '../../shared/migrate.js';
+import { migrate } from '../../domain/migrate.js';
 import { registerSecret } from '../helpers/logScan.js';
 import { makeCsr } from '../helpers/pki.js';
 import { emptyDatabase } from '../helpers/emptyDatabase.js';

@@ -3,7 +3,7 @@ import os from 'node:os';
 import path from 'node:path';
 import test from 'ava';
 import { Sequelize } from 'sequelize';
-import { migrate } from '../../shared/migrate.js';
+import { migrate } from '../../domain/migrate.js';
 import { type PostgresWithStandby, startPostgresWithStandby } from '../../scripts/services/postgresStandby.js';
 import { type Relay, startRelay } from '../../scripts/services/relay.js';
 import { useStack, waitFor } from '../helpers/stack.js';

@@ -4,9 +4,9 @@
  * most one row by a unique index, or its cached plan reads more and more of a hub as the hub grows, until an ANALYZE.
  */
 import test from 'ava';
-import { CREATE_TOKEN_SQL, READ_TOKEN_SQL } from '../../shared/commands/certificateRequestTokens.js';
-import { FIND_CERTIFICATE_SQL } from '../../shared/commands/clientCertificates.js';
-import { REDEEM_SQL } from '../../shared/commands/issuance.js';
+import { CREATE_TOKEN_SQL, READ_TOKEN_SQL } from '../../domain/commands/certificateRequestTokens.js';
+import { FIND_CERTIFICATE_SQL } from '../../domain/commands/clientCertificates.js';
+import { REDEEM_SQL } from '../../domain/commands/issuance.js';
 import { useStack } from '../helpers/stack.js';
 
 const stack = useStack(test, { workers: false });

@@ -11,7 +11,7 @@ import test from 'ava';
 import type { Browser, BrowserContext } from 'playwright-core';
 import { launchChromium } from '../helpers/console.js';
 import { resetConfig } from '../../shared/config.js';
-import { BOARD_QUEUES, queue } from '../../shared/queues.js';
+import { BOARD_QUEUES, queue } from '../../domain/jobs/queues.js';
 import { routedShare, startBackend, useTestEdge, type Backend } from '../helpers/edge.js';
 import { useStack } from '../helpers/stack.js';
 

@@ -1,10 +1,10 @@
 import http from 'node:http';
 import test from 'ava';
-import { reconcileSchedules } from '../../shared/commands/healthChecks.js';
+import { reconcileSchedules } from '../../domain/commands/healthChecks.js';
 import { QueueEvents } from 'bullmq';
-import { closeWithConnection, connectedQueue } from '../../shared/queues.js';
+import { closeWithConnection, connectedQueue } from '../../domain/jobs/queues.js';
 import { createRedis } from '../../shared/redis.js';
-import { Execution } from '../../shared/models/Execution.js';
+import { Execution } from '../../domain/models/Execution.js';
 import { reconcileExecutions } from '../../workers/reconcile.js';
 import { processors } from '../../workers/processors/index.js';
 import { ownRedis, type StoppableRedis } from '../helpers/outage.js';

@@ -3,7 +3,7 @@ import { chmodSync, mkdtempSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import test from 'ava';
-import { enqueue } from '../../shared/jobs.js';
+import { enqueue } from '../../domain/jobs/enqueue.js';
 import { freePort } from '../../scripts/services/index.js';
 import { type RedisWithSentinels, startRedisWithSentinels } from '../../scripts/services/sentinel.js';
 import { defineProcessor, NO_PAYLOAD } from '../../workers/processor.js';

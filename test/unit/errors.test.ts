@@ -5,7 +5,7 @@ import type { Context } from 'koa';
 import { HttpError } from '../../api/httpError.js';
 import { isDatabaseUnreachable, mapError } from '../../api/middleware/errors.js';
 import { ERRORS_PAGE, errorsPage } from '../../scripts/docs-errors.js';
-import { decodeRefusal, encodeRefusal } from '../../shared/commands/pkiJobs.js';
+import { decodeRefusal, encodeRefusal } from '../../domain/commands/pkiJobs.js';
 import { ANSWERS, API_ERROR_CODES, conflict, DomainError, EDGE_ERROR_CODES, ERROR_CODES, type ErrorCode, invalidState, isDomainError, notAuthorized, rateLimited, refusal } from '../../shared/errors.js';
 import { repoRoot } from '../helpers/repo.js';
 import { ConnectionRefusedError, DatabaseError, UniqueConstraintError } from 'sequelize';
@@ -43,7 +43,7 @@ test('docs/errors.md lists the catalogue as it is (npm run docs:errors)', (t) =>
 });
 
 /** The server's sources (the agent package's too): where a code is raised. */
-const SOURCES = ['api', 'edge', 'shared', 'workers', 'scripts', 'agent'];
+const SOURCES = ['api', 'edge', 'shared', 'domain', 'workers', 'scripts', 'agent'];
 const TABLE = 'shared/errors.ts';
 
 function* sources(dir: string): Generator<string> {
@@ -96,7 +96,7 @@ const NOT_RAISED_YET: Record<string, string> = {
 test('every code of the table is raised somewhere in the code, and every code raised is in the table', (t) => {
   const raised = raisedCodes();
   t.true(raised.size > 60, `the scan sees the codes raised (${raised.size})`);
-  t.true(raised.get('EH_NOT_FOUND')?.some((f) => f.startsWith('shared/commands/')), 'notFound() counts as raising EH_NOT_FOUND');
+  t.true(raised.get('EH_NOT_FOUND')?.some((f) => f.startsWith('domain/commands/')), 'notFound() counts as raising EH_NOT_FOUND');
   t.true(raised.get('EH_MTLS_CERT_EXPIRED')?.some((f) => f.startsWith('edge/')), 'an edge refusal by its code');
   const unknown = [...raised].filter(([code]) => !(code in ERROR_CODES)).map(([code, files]) => `${code} (${files.join(', ')})`);
   t.deepEqual(unknown, [], 'codes raised but not in shared/errors.ts');

@@ -8,9 +8,9 @@
  */
 import { X509Certificate } from 'node:crypto';
 import test from 'ava';
-import { issueRequestOf } from '../../shared/commands/pkiJobs.js';
+import { issueRequestOf } from '../../domain/commands/pkiJobs.js';
 import { parseCsr } from '../../shared/pki/csr.js';
-import { queue } from '../../shared/queues.js';
+import { queue } from '../../domain/jobs/queues.js';
 import { makeCsr } from '../helpers/pki.js';
 import { useStack, waitFor, type HubFixture } from '../helpers/stack.js';
 

@@ -1,6 +1,6 @@
 import test from 'ava';
-import { enqueue } from '../../shared/jobs.js';
-import { queue } from '../../shared/queues.js';
+import { enqueue } from '../../domain/jobs/enqueue.js';
+import { queue } from '../../domain/jobs/queues.js';
 import { defineProcessor, NO_PAYLOAD } from '../../workers/processor.js';
 import { useStack, waitFor } from '../helpers/stack.js';
 

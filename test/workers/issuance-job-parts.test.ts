@@ -5,7 +5,7 @@
  */
 import { X509Certificate } from 'node:crypto';
 import test from 'ava';
-import { issueInWorker, issueRequestOf, type IssuePayload } from '../../shared/commands/pkiJobs.js';
+import { issueInWorker, issueRequestOf, type IssuePayload } from '../../domain/commands/pkiJobs.js';
 import { parseCsr } from '../../shared/pki/csr.js';
 import { makeCsr } from '../helpers/pki.js';
 import { useStack } from '../helpers/stack.js';

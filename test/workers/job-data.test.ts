@@ -6,8 +6,8 @@
 import test from 'ava';
 import type { Job } from 'bullmq';
 import { z } from 'zod';
-import { enqueue } from '../../shared/jobs.js';
-import { queue } from '../../shared/queues.js';
+import { enqueue } from '../../domain/jobs/enqueue.js';
+import { queue } from '../../domain/jobs/queues.js';
 import { defineProcessor } from '../../workers/processor.js';
 import { processors } from '../../workers/processors/index.js';
 import { useStack, waitFor } from '../helpers/stack.js';

@@ -1,7 +1,7 @@
 import test from 'ava';
 import pg from 'pg';
-import { sweepExecutions } from '../../shared/jobs.js';
-import { queue } from '../../shared/queues.js';
+import { sweepExecutions } from '../../domain/jobs/enqueue.js';
+import { queue } from '../../domain/jobs/queues.js';
 import { reconcileExecutions } from '../../workers/reconcile.js';
 import { processors } from '../../workers/processors/index.js';
 import { startDnsServer, type TestDnsServer } from '../helpers/dnsServer.js';

@@ -1,6 +1,6 @@
 import test from 'ava';
 import { z } from 'zod';
-import { ROTATE_JOB } from '../../shared/commands/pkiJobs.js';
+import { ROTATE_JOB } from '../../domain/commands/pkiJobs.js';
 import { defineProcessor, permanentFailure } from '../../workers/processor.js';
 import { useStack } from '../helpers/stack.js';
 

@@ -1,7 +1,7 @@
 import test from 'ava';
 import { readSettings } from '../../shared/settings.js';
-import { enqueue } from '../../shared/jobs.js';
-import { queue } from '../../shared/queues.js';
+import { enqueue } from '../../domain/jobs/enqueue.js';
+import { queue } from '../../domain/jobs/queues.js';
 import { takeoverSettings } from '../../workers/runner.js';
 import { defineProcessor, NO_PAYLOAD } from '../../workers/processor.js';
 import { spawnScript, type Spawned } from '../helpers/processes.js';

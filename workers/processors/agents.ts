@@ -1,8 +1,8 @@
 import { z } from 'zod';
 import { DomainError } from '../../shared/errors.js';
-import { ENROLL_AGENT_JOB, issueAgentCertificate, type EnrollAgentPayload } from '../../shared/commands/agents.js';
-import { encodeRefusal } from '../../shared/commands/pkiJobs.js';
-import { RENEW_AGENT_JOB, renewAgentCertificate, type RenewAgentPayload } from '../../shared/commands/agentRenewal.js';
+import { ENROLL_AGENT_JOB, issueAgentCertificate, type EnrollAgentPayload } from '../../domain/commands/agents.js';
+import { encodeRefusal } from '../../domain/commands/pkiJobs.js';
+import { RENEW_AGENT_JOB, renewAgentCertificate, type RenewAgentPayload } from '../../domain/commands/agentRenewal.js';
 import { defineProcessor, permanentFailure } from '../processor.js';
 
 /** An agent's enrollment: the hub's CA signs its CSR and the enrollment is spent with the agent stored (one statement). */

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { REMOVE_HOSTING_JOB, removeHostingJob, UNPUBLISH_SHARE_JOB, unpublishShareJob } from '../../shared/commands/cleanup.js';
+import { REMOVE_HOSTING_JOB, removeHostingJob, UNPUBLISH_SHARE_JOB, unpublishShareJob } from '../../domain/commands/cleanup.js';
 import { defineProcessor } from '../processor.js';
 
 /** Provider clean-up enqueued by share and custom frontend deletes (retried with the default back-off). */

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { runScheduledCheck, SCHEDULED_RUN_JOB } from '../../shared/commands/healthChecks.js';
+import { runScheduledCheck, SCHEDULED_RUN_JOB } from '../../domain/commands/healthChecks.js';
 import { defineProcessor } from '../processor.js';
 
 export default defineProcessor({

@@ -6,7 +6,7 @@ import {
   failShareTeardown,
   SHARE_JOBS,
   shareForJob,
-} from '../../shared/commands/ipsecShares.js';
+} from '../../domain/commands/ipsecShares.js';
 import {
   completeTunnelProvisioning,
   completeTunnelTeardown,
@@ -14,7 +14,7 @@ import {
   failTunnelTeardown,
   TUNNEL_JOBS,
   tunnelForJob,
-} from '../../shared/commands/ipsecTunnels.js';
+} from '../../domain/commands/ipsecTunnels.js';
 import { ipsecProvider, IpsecProviderError } from '../../shared/providers/ipsec.js';
 import { defineProcessor, permanentFailure, type JobContext } from '../processor.js';
 

@@ -1,4 +1,4 @@
-import { pruneUsage, rollUp } from '../../shared/metrics/rollup.js';
+import { pruneUsage, rollUp } from '../rollup.js';
 import { defineProcessor, NO_PAYLOAD } from '../processor.js';
 
 export const METRICS_JOBS = { rollUp: 'metrics.rollUp', prune: 'metrics.prune' } as const;

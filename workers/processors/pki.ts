@@ -1,10 +1,10 @@
 import { z } from 'zod';
-import { issueClientCertificate } from '../../shared/commands/issuance.js';
+import { issueClientCertificate } from '../../domain/commands/issuance.js';
 import { DomainError } from '../../shared/errors.js';
-import { ensureRootCa, hubCa } from '../../shared/commands/certificateAuthorities.js';
-import { CREATE_HUB_CA_JOB, encodeRefusal, ISSUE_JOB, PUBLISH_CRL_JOB, ROTATE_JOB, type IssuePayload } from '../../shared/commands/pkiJobs.js';
-import { publishCrl } from '../../shared/commands/crlPublication.js';
-import { rotateSigningKey } from '../../shared/commands/signingKeys.js';
+import { ensureRootCa, hubCa } from '../../domain/commands/certificateAuthorities.js';
+import { CREATE_HUB_CA_JOB, encodeRefusal, ISSUE_JOB, PUBLISH_CRL_JOB, ROTATE_JOB, type IssuePayload } from '../../domain/commands/pkiJobs.js';
+import { publishCrl } from '../../domain/commands/crlPublication.js';
+import { rotateSigningKey } from '../../domain/commands/signingKeys.js';
 import { defineProcessor, NO_PAYLOAD, permanentFailure } from '../processor.js';
 
 /** What issueInWorker enqueues (IssuePayload): the CSR's subject and key (base64 DER), the validity, and what the issuance is for. */
@@ -65,7 +65,7 @@ const createHubCa = defineProcessor({
 
 /**
  * A CA's CRL signed anew (and a hub CA's OCSP responder made or renewed): asked for by each revocation and by the
- * clock's refresh; requests made before the CA's current CRL is replaced share one job (shared/commands/revocations.ts).
+ * clock's refresh; requests made before the CA's current CRL is replaced share one job (domain/commands/revocations.ts).
  */
 const publish = defineProcessor({
   type: PUBLISH_CRL_JOB,

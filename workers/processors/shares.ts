@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { failShareProvisioning, PROVISION_SHARE_JOB, provisionShare } from '../../shared/commands/shares.js';
+import { failShareProvisioning, PROVISION_SHARE_JOB, provisionShare } from '../../domain/commands/shares.js';
 import { defineProcessor } from '../processor.js';
 
 export default defineProcessor({

@@ -1,5 +1,5 @@
-import { duePublications } from '../../shared/commands/crlPublication.js';
-import { requestCrlsQuietly } from '../../shared/commands/revocations.js';
+import { duePublications } from '../../domain/commands/crlPublication.js';
+import { requestCrlsQuietly } from '../../domain/commands/revocations.js';
 import { defineSchedule } from '../schedule.js';
 
 /**

@@ -1,4 +1,4 @@
-import { expireDnsWaits } from '../../shared/commands/customFrontendLifecycle.js';
+import { expireDnsWaits } from '../../domain/commands/customFrontendLifecycle.js';
 import { logger } from '../../shared/logger.js';
 import { defineSchedule } from '../schedule.js';
 

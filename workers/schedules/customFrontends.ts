@@ -1,5 +1,5 @@
-import { enqueueDueRenewals } from '../../shared/commands/customFrontendLifecycle.js';
-import { enqueueEdgeCertificates } from '../../shared/commands/edgeCertificates.js';
+import { enqueueDueRenewals } from '../../domain/commands/customFrontendLifecycle.js';
+import { enqueueEdgeCertificates } from '../../domain/commands/edgeCertificates.js';
 import { logger } from '../../shared/logger.js';
 import { defineSchedule } from '../schedule.js';
 import { config } from '../../shared/config.js';

@@ -1,5 +1,5 @@
 import { config } from '../../shared/config.js';
-import { pruneMachineExecutions } from '../../shared/jobs.js';
+import { pruneMachineExecutions } from '../../domain/jobs/enqueue.js';
 import { logger } from '../../shared/logger.js';
 import { durationMs } from '../../shared/durations.js';
 import { defineSchedule } from '../schedule.js';

@@ -1,4 +1,4 @@
-import { reconcileSchedules } from '../../shared/commands/healthChecks.js';
+import { reconcileSchedules } from '../../domain/commands/healthChecks.js';
 import { logger } from '../../shared/logger.js';
 import { defineSchedule } from '../schedule.js';
 import { config } from '../../shared/config.js';

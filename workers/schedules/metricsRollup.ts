@@ -1,4 +1,4 @@
-import { enqueue } from '../../shared/jobs.js';
+import { enqueue } from '../../domain/jobs/enqueue.js';
 import { defineSchedule } from '../schedule.js';
 import { METRICS_JOBS } from '../processors/metrics.js';
 

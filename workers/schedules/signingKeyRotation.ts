@@ -1,7 +1,7 @@
 import { CronExpressionParser } from 'cron-parser';
-import { requestRotation } from '../../shared/commands/signingKeys.js';
+import { requestRotation } from '../../domain/commands/signingKeys.js';
 import { config } from '../../shared/config.js';
-import { SigningKey } from '../../shared/models/SigningKey.js';
+import { SigningKey } from '../../domain/models/SigningKey.js';
 import { defineSchedule } from '../schedule.js';
 
 /** When HUB_KEY_ROTATION_CRON last fired, at or before `now` (the process's time zone, as node-cron reads it). */

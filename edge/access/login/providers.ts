@@ -9,7 +9,7 @@ import { createHash } from 'node:crypto';
 import { createRemoteJWKSet, customFetch as joseFetch, jwtVerify, type JWTPayload } from 'jose';
 import * as oidc from 'openid-client';
 import { config } from '../../../shared/config.js';
-import { egressFetch } from '../../../shared/egressHttp.js';
+import { egressFetch } from '../../egressHttp.js';
 import type { LoginProvider } from '../../types.js';
 import type { LoginPayload } from './cookies.js';
 import { LoginRefusal, message, providerFailure, refuse } from './refusals.js';

@@ -4,7 +4,7 @@
  */
 import test from 'ava';
 import { Redis } from 'ioredis';
-import { queue } from '../../../shared/queues.js';
+import { queue } from '../../../domain/jobs/queues.js';
 import { useStack } from '../../helpers/stack.js';
 import { assertRefused } from '../../helpers/refusals.js';
 

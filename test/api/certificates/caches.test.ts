@@ -1,7 +1,7 @@
 import test from 'ava';
-import { cachedChainCount } from '../../../shared/commands/clientCertificates.js';
+import { cachedChainCount } from '../../../domain/commands/clientCertificates.js';
 import { config } from '../../../shared/config.js';
-import { cachedHubCaCount } from '../../../shared/commands/certificateAuthorities.js';
+import { cachedHubCaCount } from '../../../domain/commands/certificateAuthorities.js';
 import { readyRedis } from '../../../shared/redis.js';
 import { runExclusive } from '../../../workers/clock.js';
 import { makeCsr } from '../../helpers/pki.js';

@@ -6,7 +6,7 @@
 import { SignJWT } from 'jose';
 import test from 'ava';
 import { JwtRefusal, verifyEnrollmentJwt } from '../../../shared/pki/enrollmentJwt.js';
-import { activeSigningKey, verificationKey } from '../../../shared/commands/signingKeys.js';
+import { activeSigningKey, verificationKey } from '../../../domain/commands/signingKeys.js';
 import { useStack } from '../../helpers/stack.js';
 
 useStack(test, { workers: false });

@@ -4,7 +4,7 @@ import pg from 'pg';
 import { makeCsr } from '../../helpers/pki.js';
 import { useStack, waitFor, type HubFixture } from '../../helpers/stack.js';
 import { lastScheduledRotation, rotationCatchUp, rotationOverdue } from '../../../workers/schedules/signingKeyRotation.js';
-import { requestRotation } from '../../../shared/commands/signingKeys.js';
+import { requestRotation } from '../../../domain/commands/signingKeys.js';
 
 const stack = useStack(test);
 

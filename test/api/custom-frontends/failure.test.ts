@@ -1,5 +1,5 @@
 import test from 'ava';
-import { PROVISION_JOB } from '../../../shared/commands/customFrontends.js';
+import { PROVISION_JOB } from '../../../domain/commands/customFrontends.js';
 import pg from 'pg';
 import { processors } from '../../../workers/processors/index.js';
 import dnsWait from '../../../workers/schedules/customFrontendDnsWait.js';

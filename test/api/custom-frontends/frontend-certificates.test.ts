@@ -1,13 +1,13 @@
 /**
- * The commands that keep what the certificate issuers need (shared/commands/frontendCertificates.ts), called
+ * The commands that keep what the certificate issuers need (domain/commands/frontendCertificates.ts), called
  * directly: HTTP adds nothing here. The local frontend CA is made once however many first uses race, its key is
  * sealed at rest, the certificates it signs chain to it; the validation zone's records are published, found and
  * withdrawn by normalized name. And the leaf validity both certificate kinds use.
  */
 import { createPrivateKey, X509Certificate } from 'node:crypto';
 import test from 'ava';
-import { leafValidity, BACKDATE_MS } from '../../../shared/commands/certificateAuthorities.js';
-import { issueFromLocalCa, localFrontendCa, validationRecords } from '../../../shared/commands/frontendCertificates.js';
+import { leafValidity, BACKDATE_MS } from '../../../domain/commands/certificateAuthorities.js';
+import { issueFromLocalCa, localFrontendCa, validationRecords } from '../../../domain/commands/frontendCertificates.js';
 import { useStack } from '../../helpers/stack.js';
 
 const stack = useStack(test, { workers: false });

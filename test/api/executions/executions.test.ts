@@ -1,7 +1,7 @@
 import test from 'ava';
 import { z } from 'zod';
-import { dispatch, enqueue, pruneMachineExecutions, sweepExecutions } from '../../../shared/jobs.js';
-import { Execution } from '../../../shared/models/Execution.js';
+import { dispatch, enqueue, pruneMachineExecutions, sweepExecutions } from '../../../domain/jobs/enqueue.js';
+import { Execution } from '../../../domain/models/Execution.js';
 import { defineProcessor, permanentFailure } from '../../../workers/processor.js';
 import { type HubFixture, useStack, waitFor } from '../../helpers/stack.js';
 

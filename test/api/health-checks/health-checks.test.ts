@@ -1,6 +1,6 @@
 import test from 'ava';
 import { freePort } from '../../../scripts/services/index.js';
-import { queue } from '../../../shared/queues.js';
+import { queue } from '../../../domain/jobs/queues.js';
 import reconcile from '../../../workers/schedules/healthChecks.js';
 import { startHttpTarget, type HttpTarget } from '../../helpers/httpTarget.js';
 import { type HubFixture, useStack, waitFor } from '../../helpers/stack.js';

@@ -1,9 +1,9 @@
 import test, { type ExecutionContext } from 'ava';
 import { QueryTypes } from 'sequelize';
 import { db } from '../../../shared/db.js';
-import { enqueue } from '../../../shared/jobs.js';
-import { pruneUsage, rollUp } from '../../../shared/metrics/rollup.js';
-import { Execution } from '../../../shared/models/Execution.js';
+import { enqueue } from '../../../domain/jobs/enqueue.js';
+import { pruneUsage, rollUp } from '../../../workers/rollup.js';
+import { Execution } from '../../../domain/models/Execution.js';
 import { useStack, waitFor } from '../../helpers/stack.js';
 import { assertSeries, environment, get, HOUR, insertUnfolded, MINUTE, pendingSamples, rollUpAll, sampleMaker, type Point, type Sample } from '../../helpers/usage.js';
 import { assertRefused } from '../../helpers/refusals.js';

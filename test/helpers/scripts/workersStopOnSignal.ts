@@ -5,7 +5,7 @@
  * the workers are up and `stopped` once every close returned.
  */
 import { closeDb, initDb } from '../../../shared/db.js';
-import { allQueues, closeQueues } from '../../../shared/queues.js';
+import { allQueues, closeQueues } from '../../../domain/jobs/queues.js';
 import { closeRedis, readyRedis } from '../../../shared/redis.js';
 import { startWorkers, stopWorkers } from '../../../workers/runner.js';
 import { processors } from '../../../workers/processors/index.js';
