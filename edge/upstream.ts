@@ -5,7 +5,7 @@
  * requests from the body actually sent, parses answers with llhttp, resets its parser state between exchanges, and
  * retires a connection on bytes nobody asked for.
  *
- * How a connection is made is the pool's connector: directly (under the egress policy, shared/egressHttp.ts) or,
+ * How a connection is made is the pool's connector: directly (under the egress policy, edge/egressHttp.ts) or,
  * for an environment served by agents, through one of its agents (given by `connectorFor`).
  */
 import { isIP } from 'node:net';

@@ -83,7 +83,7 @@ export function identityProviders(options: { endpoints?: Partial<LoginEndpoints>
         const discovered = await oidc.discovery(new URL(issuer), provider.clientId, undefined, undefined, {
           execute: new URL(issuer).protocol === 'http:' ? [oidc.allowInsecureRequests] : [],
           timeout: providerTimeoutMs / 1000,
-          // every request to an identity provider goes through the egress policy (shared/egressHttp.ts)
+          // every request to an identity provider goes through the egress policy (edge/egressHttp.ts)
           [oidc.customFetch]: egressFetch as oidc.CustomFetch,
         });
         return { metadata: discovered.serverMetadata() as oidc.ServerMetadata, at: Date.now() };
