@@ -2,9 +2,9 @@
  * Request inspection at the edge: the exchanges of shares with `inspect` are recorded into Redis
  * (shared/inspect/store.ts) without slowing the share.
  *
- * - A tap starts when the request is routed to an inspected share (edge/dispatch.ts) and ends with the exchange, so
- *   the edge's own refusals (login, mutual TLS, admission, egress policy, no agent) are recorded with their status and
- *   answer, as well as the exchanges carried to the target.
+ * - A tap starts when the request is routed to an inspected share (edge/pipeline/requestExchange.ts and
+ *   upgradeExchange.ts) and ends with the exchange, so the edge's own refusals (login, mutual TLS, admission, egress
+ *   policy, no agent) are recorded with their status and answer, as well as the exchanges carried to the target.
  * - Bodies are teed, never buffered or held back: the request body's chunks are seen as the target's connection
  *   takes them (a second 'data' listener on the paused request, which undici resumes), the answer's as they are
  *   written to the client; each side counts every byte and keeps a copy of the first HUB_INSPECT_BODY_BYTES only.
