@@ -6,6 +6,17 @@
  */
 import { BadRequest } from './headers.js';
 
+/** The request target in origin-form: an absolute-form one (`GET http://host/x`) keeps its path and query. */
+export function originForm(url: string | undefined): string {
+  if (!url) return '/';
+  if (url.startsWith('/')) return url;
+  if (/^https?:\/\//i.test(url)) {
+    const parsed = new URL(url);
+    return parsed.pathname + parsed.search;
+  }
+  throw new BadRequest(`the request target ${JSON.stringify(url.slice(0, 64))} is not a path`);
+}
+
 /** `.` and `..`, also percent-encoded (`%2e`, `.%2E`, ...). */
 const isDot = (s: string) => s === '.' || s.toLowerCase() === '%2e';
 const isDotDot = (s: string) => s.length >= 2 && s.length <= 6 && /^(\.|%2e)(\.|%2e)$/i.test(s);

@@ -13,10 +13,10 @@ import { ANSWERS, type ErrorCode } from '../shared/errors.js';
 import { answer, answerSocket } from './answers.js';
 import { inTrailers, isBodyless, withoutLength } from './bodyless.js';
 import { BadRequest, declaredLength, hasBody, requestHeaderLines, responseHeaderLines, type ForwardContext } from './headers.js';
-import type { Tap } from './inspect/capture.js';
+import type { ExchangeTap } from './inspect/tap.js';
 import type { Meter } from './meter.js';
 import { applyToLines } from './policy/headers.js';
-import { targetPath } from './paths.js';
+import { originForm, targetPath } from './paths.js';
 import { stickyOf } from './agents/affinity.js';
 import type { ShareRoute, Sticky } from './types.js';
 import type { UpstreamPools } from './upstream.js';
@@ -60,17 +60,6 @@ export function failure(err: NodeJS.ErrnoException, route: ShareRoute): Failure 
   return failed('EH_TARGET_UNREACHABLE', `the share's target ${target.host} could not be reached (${cause.code ?? err.code ?? err.message})`);
 }
 
-/** The request target in origin-form: an absolute-form one (`GET http://host/x`) keeps its path and query. */
-export function originForm(url: string | undefined): string {
-  if (!url) return '/';
-  if (url.startsWith('/')) return url;
-  if (/^https?:\/\//i.test(url)) {
-    const parsed = new URL(url);
-    return parsed.pathname + parsed.search;
-  }
-  throw new BadRequest(`the request target ${JSON.stringify(url.slice(0, 64))} is not a path`);
-}
-
 export interface ProxyOptions {
   /** This edge's hop mark, added to `Via` (server.ts refuses a request that already carries it). */
   via: string;
@@ -107,7 +96,7 @@ class Forwarding implements Dispatcher.DispatchHandler {
     private readonly res: ServerResponse,
     private readonly route: ShareRoute,
     private readonly options: ProxyOptions,
-    private readonly tap: Tap | undefined,
+    private readonly tap: ExchangeTap | undefined,
     private readonly dispatcher: Dispatcher,
     private readonly request: Dispatcher.DispatchOptions,
   ) {}

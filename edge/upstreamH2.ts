@@ -27,8 +27,8 @@ import { pump } from 'edgehub-agent/pump';
 import { answer, answerSocket } from './answers.js';
 import { applyToObject } from './policy/headers.js';
 import { cookieHost, declaredLength, EDGE_CODE_HEADER, FORBIDDEN_TRAILERS, hasBody, HOP_BY_HOP, hostOnlyCookie, requestHeaderLines, type ForwardContext } from './headers.js';
-import { targetPath } from './paths.js';
-import { failure, failureKind, originForm } from './proxy.js';
+import { originForm, targetPath } from './paths.js';
+import { failure, failureKind } from './proxy.js';
 import type { ShareRoute } from './types.js';
 
 export interface UpstreamH2Options {

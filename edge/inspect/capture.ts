@@ -28,8 +28,9 @@ import { inspectDropped, inspectRecorded } from '../../shared/telemetry/index.js
 import { CALLBACK_PATH } from '../access/login/index.js';
 import { edgeAnswer, watchSocketAnswer } from '../answers.js';
 import { clientAddress, EDGE_SET_HEADERS } from '../headers.js';
-import { originForm } from '../proxy.js';
+import { originForm } from '../paths.js';
 import type { ShareRoute } from '../types.js';
+import type { ExchangeTap } from './tap.js';
 
 export type DropReason = 'queue_full' | 'redis_unavailable' | 'redis_error' | BoundRefusal;
 
@@ -126,7 +127,7 @@ function writtenLines(res: ServerResponse, own: Record<string, string | number> 
 }
 
 /** One exchange being recorded, from routing to its end: what the proxy tells it as the answer goes by. */
-export class Tap {
+export class Tap implements ExchangeTap {
   private readonly started = performance.now();
   private readonly at = Date.now();
   private requestBody: BodyTap | undefined;
