@@ -28,7 +28,7 @@ import { inspectDropped, inspectRecorded } from '../../shared/telemetry/index.js
 import { CALLBACK_PATH } from '../access/login/index.js';
 import { edgeAnswer, watchSocketAnswer } from '../answers.js';
 import { clientAddress, EDGE_SET_HEADERS } from '../headers.js';
-import { originForm } from '../paths.js';
+import { originForm } from '../upstream/paths.js';
 import type { ShareRoute } from '../types.js';
 import type { ExchangeTap } from './tap.js';
 

@@ -56,7 +56,7 @@ export interface Exchange {
   refuse(refusal: Refusal): void;
   /** Closes without an answer: a step failed to decide (a policy never lets a request through by failing). */
   fail(): void;
-  /** Counts the exchange into its hub's admission (edge/limits.ts); the refusal when the hub is at its limit. */
+  /** Counts the exchange into its hub's admission (edge/pipeline/limits.ts); the refusal when the hub is at its limit. */
   admit(): Refusal | undefined;
   /** The response the login hook answers on; taken back by loginDone (the hook answered) or loginPassed. */
   loginResponse(): ServerResponse;

@@ -26,19 +26,21 @@ export function identityOf({ access }: PipelineParts, route: ShareRoute, connect
   return { ok: true, headers: { 'x-client-certificate-name': decision.identity.name, 'x-client-certificate-fingerprint': decision.identity.fingerprint } };
 }
 
-/** The rule that keeps the open connection of an admitted exchange `x` admitted. */
-export const guardOf =
-  (parts: PipelineParts, x: Exchange): Guard =>
-  () => {
-    const { routes, gate, access } = parts;
-    const route = x.route!;
-    const { until, email } = x;
+/**
+ * The rule that keeps the open connection of an admitted exchange `x` admitted: what it needs of the exchange is read
+ * now (the rule outlives the exchange on a kept-alive connection and must not hold its response or recording).
+ */
+export function guardOf(parts: PipelineParts, x: Exchange): Guard {
+  const { routes, gate, access } = parts;
+  const { host, connection, secure, req, email, until } = x;
+  const route = x.route!;
+  return () => {
     if (until !== undefined && Date.now() >= until) return 'the login session is due to be checked again';
-    const current = routes.lookup(x.host);
+    const current = routes.lookup(host);
     if (!current || current.zId !== route.zId) return 'the share is no longer published at this address';
     const policy = current.policy;
-    if (policy && (policy.allow || policy.deny) && !ipAdmits(policy, gate.addresses.of(x.req))) return "the share's IP rules no longer admit the client address";
-    const identity = identityOf(parts, current, x.connection, x.secure);
+    if (policy && (policy.allow || policy.deny) && !ipAdmits(policy, gate.addresses.of(req))) return "the share's IP rules no longer admit the client address";
+    const identity = identityOf(parts, current, connection, secure);
     if (!identity.ok) return identity.message;
     if (email !== undefined && current.auth) {
       if (current.auth.id !== route.auth?.id) return "the share's auth provider changed";
@@ -46,3 +48,4 @@ export const guardOf =
     }
     return undefined;
   };
+}

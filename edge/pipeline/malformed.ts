@@ -1,5 +1,5 @@
-/** Step 1: a request unfit to route (edge/refusals.ts) is answered 400, or 508 when it loops back to the edge. */
-import { requestRefusal } from '../refusals.js';
+/** Step 1: a request unfit to route (edge/pipeline/refusals.ts) is answered 400, or 508 when it loops back to the edge. */
+import { requestRefusal } from './refusals.js';
 import type { Step } from './exchange.js';
 import type { PipelineParts } from './parts.js';
 

@@ -1,12 +1,12 @@
 /** The parts of the edge the admission steps use, built once by startEdge (edge/server.ts). */
 import type { AccessControl } from '../access/types.js';
 import type { Capture } from '../inspect/capture.js';
-import type { HubLimiter } from '../limits.js';
+import type { HubLimiter } from './limits.js';
 import type { Meter } from '../meter.js';
 import type { PolicyGate } from '../policy/gate.js';
-import type { Proxy } from '../proxy.js';
+import type { Proxy } from '../upstream/proxy.js';
 import type { OpenConnections } from '../revocation.js';
-import type { RouteTable } from '../routes.js';
+import type { RouteTable } from '../state/routes.js';
 
 export interface PipelineParts {
   routes: RouteTable;

@@ -5,7 +5,7 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Socket } from 'node:net';
 import { answer } from '../answers.js';
-import { answered, revocable, settleExchange } from '../http2.js';
+import { answered, revocable, settleExchange } from '../front/http2.js';
 import type { Tap } from '../inspect/capture.js';
 import { observeRequest } from '../telemetry.js';
 import type { ShareRoute } from '../types.js';
@@ -13,7 +13,11 @@ import type { Exchange, Refusal } from './exchange.js';
 import { guardOf } from './guard.js';
 import type { PipelineParts } from './parts.js';
 
-const overloaded: Refusal = { code: 'EH_HUB_OVERLOADED', message: 'the hub has too many requests in progress on this edge; try again shortly', headers: { 'retry-after': '1' } };
+const overloaded: Refusal = {
+  code: 'EH_HUB_OVERLOADED',
+  message: 'the hub has too many requests in progress on this edge; try again shortly',
+  headers: { 'retry-after': '1' },
+};
 
 export class RequestExchange implements Exchange {
   readonly connection: Socket;

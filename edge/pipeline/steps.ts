@@ -1,7 +1,7 @@
 /**
  * The edge's admission pipeline: the ordered steps every request passes before it reaches its target, the same for an
- * HTTP/1.1 request, an HTTP/2 stream and an upgrade (edge/dispatch.ts makes the exchange, edge/pipeline/run.ts runs
- * the steps). Each step is a file of its own with one interface (exchange.ts `Step`).
+ * HTTP/1.1 request, an HTTP/2 stream and an upgrade (dispatch.ts makes the exchange, run.ts runs the steps). Each step
+ * is a file of its own with one interface (exchange.ts `Step`); docs/architecture.md has the table.
  */
 import { admission } from './admission.js';
 import type { Step } from './exchange.js';
@@ -15,12 +15,12 @@ import { policy } from './policy.js';
 import { routed } from './routed.js';
 
 export const admissionSteps = (parts: PipelineParts): readonly Step[] => [
-  malformed(parts), // 400 / 508: a request unfit to route, or one looping back (edge/refusals.ts)
-  routed(), // 404: no share at the host (edge/routes.ts)
+  malformed(parts), // 400 / 508: a request unfit to route, or one looping back (edge/pipeline/refusals.ts)
+  routed(), // 404: no share at the host (edge/state/routes.ts)
   policy(parts), // the share's IP rules, rate limit, basic auth, maintenance (edge/policy/gate.ts)
   mutualTls(parts), // a client certificate of the share's hub (edge/access/mutualTls.ts)
-  admission(), // 503: the hub's requests in progress on this edge (edge/limits.ts)
+  admission(), // 503: the hub's requests in progress on this edge (edge/pipeline/limits.ts)
   login(parts), // a login session (edge/access/login); the revocation watch from here (edge/revocation.ts)
   identityRate(parts), // a rate limit by the identity verified above (edge/policy/gate.ts)
-  forward(), // the proxy (edge/proxy.ts)
+  forward(), // the proxy (edge/upstream/proxy.ts)
 ];

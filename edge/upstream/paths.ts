@@ -4,7 +4,7 @@
  * URL already sets (the target's own parameters win: `https://t/app?role=viewer` stays `role=viewer` whatever the
  * client sends). A path that would climb above the target's path is refused.
  */
-import { BadRequest } from './headers.js';
+import { BadRequest } from '../headers.js';
 
 /** The request target in origin-form: an absolute-form one (`GET http://host/x`) keeps its path and query. */
 export function originForm(url: string | undefined): string {
