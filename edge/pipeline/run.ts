@@ -11,7 +11,8 @@ export function run(x: Exchange, steps: readonly Step[], from = 0): void {
   for (let i = from; i < steps.length; i++) {
     const verdict = steps[i](x);
     if (verdict === undefined) continue;
-    if (verdict instanceof Promise) return void verdict.then((v) => resumed(x, steps, i + 1, v), (err) => failed(x, err));
+    // a step that fails to decide, or one after it that throws once the run goes on, closes the exchange
+    if (verdict instanceof Promise) return void verdict.then((v) => resumed(x, steps, i + 1, v)).catch((err) => failed(x, err));
     return stop(x, verdict);
   }
 }
