@@ -17,7 +17,7 @@ import path from 'node:path';
 import autocannon from 'autocannon';
 import pg from 'pg';
 import { ensureCommands } from '../scripts/services/index.js';
-import { benchShares, benchWorkspace, compiledScript, freePort, median, schedCpuMs, startEdgeProcess, startServices, startNginxProxy, startPlainBackend, stopChild, treeCpuMs } from './harness.js';
+import { benchShares, benchWorkspace, freePort, median, schedCpuMs, startEdgeProcess, startProcess, startServices, startNginxProxy, startPlainBackend, stopChild, treeCpuMs } from './harness.js';
 
 const CONNECTIONS = Number(process.env.BENCH_CONNECTIONS ?? 50);
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 10);
@@ -67,12 +67,13 @@ try {
   if (aDir) {
     const port = await freePort();
     const metrics = await freePort();
-    const child = spawn(process.execPath, [compiledScript(ws, 'edge/index.ts', aDir)], {
-      cwd: aDir,
-      env: { ...process.env, DATABASE_URL: services.databaseUrl, REDIS_URL: services.redisUrl, HUB_DATA_DIR: path.join(ws.work, 'data'), HUB_PROCESS: 'edge', HUB_METRICS_PORT: String(metrics), HUB_EDGE_HTTP_PORT: String(port), HUB_EDGE_HTTPS_PORT: '0', LOG_LEVEL: 'warn' },
-      stdio: ['ignore', 'ignore', 'inherit'],
-    });
-    ws.onCleanup(() => stopChild(child));
+    // started as the edge above is (startProcess: the same flags, among them the garbage collector's), from aDir
+    const child = startProcess(
+      ws,
+      'edge/index.ts',
+      { ...process.env, DATABASE_URL: services.databaseUrl, REDIS_URL: services.redisUrl, HUB_DATA_DIR: path.join(ws.work, 'data'), HUB_PROCESS: 'edge', HUB_METRICS_PORT: String(metrics), HUB_EDGE_HTTP_PORT: String(port), HUB_EDGE_HTTPS_PORT: '0', LOG_LEVEL: 'warn' },
+      aDir,
+    );
     edgeA = { port, metricsPort: metrics, child };
   }
   await Promise.all([ready(edgePort), ready(nginxPort), ...(edgeA ? [ready(edgeA.port)] : [])]);

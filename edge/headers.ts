@@ -12,7 +12,7 @@
  */
 import type { IncomingMessage } from 'node:http';
 import { ERROR_CODE_HEADER } from '../shared/errors.js';
-import type { Tap } from './inspect/capture.js';
+import type { ExchangeTap } from './inspect/tap.js';
 import { applyToLines, type CompiledHeaderRules } from './policy/headers.js';
 
 /** RFC 9110 7.6.1 connection-specific headers, plus the de-facto ones; never forwarded in either direction. */
@@ -79,7 +79,7 @@ export interface ForwardContext {
   /** Replaces the Cookie header (the edge's own session cookie removed); undefined drops it. */
   cookie?: { value: string | undefined };
   /** An inspected share's exchange being recorded (edge/inspect/capture.ts). */
-  tap?: Tap;
+  tap?: ExchangeTap;
   /** The X-Forwarded-For the target gets (a trusted proxy's chain and the peer); the peer's address when unset. */
   forwardedFor?: string;
 }

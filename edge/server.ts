@@ -18,24 +18,24 @@ import { LiveEdges } from './agents/liveEdges.js';
 import { Presence } from './agents/presence.js';
 import { IpsecHost } from './ipsec/host.js';
 import { startInspection, type Inspection } from './inspect/index.js';
-import { ChangeFeed } from './changes.js';
-import { ChangeRouting } from './changeRouting.js';
-import { adoptPeer, interpose } from './front.js';
-import { http2Front } from './http2.js';
-import { requestDispatch } from './dispatch.js';
+import { ChangeFeed } from './state/changes.js';
+import { ChangeRouting } from './state/changeRouting.js';
+import { adoptPeer, interpose } from './front/front.js';
+import { http2Front } from './front/http2.js';
+import { requestDispatch } from './pipeline/dispatch.js';
 import { Meter } from './meter.js';
-import { HubLimiter } from './limits.js';
-import { Proxy, } from './proxy.js';
-import { hopMark, } from './refusals.js';
+import { HubLimiter } from './pipeline/limits.js';
+import { Proxy, } from './upstream/proxy.js';
+import { hopMark, } from './pipeline/refusals.js';
 import { OpenConnections, } from './revocation.js';
-import { RouteTable, } from './routes.js';
+import { RouteTable, } from './state/routes.js';
 import { observeUpstreamError } from './telemetry.js';
-import { CertificateStore } from './tls.js';
-import { httpServer, listen, startConnectionChecks } from './listen.js';
+import { CertificateStore } from './front/tls.js';
+import { httpServer, listen, startConnectionChecks } from './front/listen.js';
 import type { AccessControl } from './access/types.js';
 import type { AgentGateway, ShareRoute } from './types.js';
-import { UpstreamPools } from './upstream.js';
-import { UpstreamH2 } from './upstreamH2.js';
+import { UpstreamPools } from './upstream/upstream.js';
+import { UpstreamH2 } from './upstream/upstreamH2.js';
 import { TcpShares } from './tcp/shares.js';
 import { ClientAddress } from './policy/clientAddress.js';
 import { PolicyGate } from './policy/gate.js';
@@ -218,7 +218,7 @@ export async function startEdge(options: EdgeOptions = {}): Promise<Edge> {
         ALPNProtocols: ['h2', 'http/1.1', agents.alpn],
         ...access.tlsOptions,
       });
-      // a PROXY header from a trusted load balancer, and HTTP/2 penalties refused before TLS (edge/front.ts)
+      // a PROXY header from a trusted load balancer, and HTTP/2 penalties refused before TLS (edge/front/front.ts)
       interpose(server, { trustedProxies, penaltyLeft: (address) => h2front.penaltyLeft(address), name: 'tls' });
       server.on('secureConnection', (socket: TLSSocket) => {
         adoptPeer(socket);

@@ -1,4 +1,4 @@
-/** What the edge keeps in memory for each routed share, and the change events it acts on (see edge/routes.ts). */
+/** What the edge keeps in memory for each routed share, and the change events it acts on (see edge/state/routes.ts). */
 import type { CompiledPolicy } from './policy/compile.js';
 
 export interface LoginProvider {
@@ -22,7 +22,7 @@ export interface ShareRoute {
   frontendId: string;
   target: URL;
   mutualTls: boolean;
-  /** What the edge speaks to the target: HTTP/1.1 (undici, edge/upstream.ts; also when unset) or HTTP/2 (node:http2, edge/upstreamH2.ts). */
+  /** What the edge speaks to the target: HTTP/1.1 (undici, edge/upstream/upstream.ts; also when unset) or HTTP/2 (node:http2, edge/upstream/upstreamH2.ts). */
   targetProtocol?: 'http1' | 'h2';
   /** The share's auth provider (login required), or null. */
   auth: LoginProvider | null;

@@ -7,7 +7,7 @@
  *
  * - Routing: an environment whose reach is 'agent' is served only through its own connected agents. Each request
  *   (each TCP connection) chooses its agent connection (edge/agents/pool.ts: those that serve the share's target,
- *   not draining, not reporting it down, of the lowest priority, by weight), and the pools of edge/upstream.ts keep
+ *   not draining, not reporting it down, of the lowest priority, by weight), and the pools of edge/upstream/upstream.ts keep
  *   their target connections per agent connection (`connectorFor`'s key names it), so kept-alive connections never
  *   carry a request to an agent that was not chosen for it. With none connected the connector fails at once with
  *   EDGE_NO_AGENT (502); with every one reporting the target down, with EDGE_TARGET_DOWN (502).

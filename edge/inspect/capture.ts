@@ -2,9 +2,9 @@
  * Request inspection at the edge: the exchanges of shares with `inspect` are recorded into Redis
  * (shared/inspect/store.ts) without slowing the share.
  *
- * - A tap starts when the request is routed to an inspected share (edge/dispatch.ts) and ends with the exchange, so
- *   the edge's own refusals (login, mutual TLS, admission, egress policy, no agent) are recorded with their status and
- *   answer, as well as the exchanges carried to the target.
+ * - A tap starts when the request is routed to an inspected share (edge/pipeline/requestExchange.ts and
+ *   upgradeExchange.ts) and ends with the exchange, so the edge's own refusals (login, mutual TLS, admission, egress
+ *   policy, no agent) are recorded with their status and answer, as well as the exchanges carried to the target.
  * - Bodies are teed, never buffered or held back: the request body's chunks are seen as the target's connection
  *   takes them (a second 'data' listener on the paused request, which undici resumes), the answer's as they are
  *   written to the client; each side counts every byte and keeps a copy of the first HUB_INSPECT_BODY_BYTES only.
@@ -28,8 +28,9 @@ import { inspectDropped, inspectRecorded } from '../../shared/telemetry/index.js
 import { CALLBACK_PATH } from '../access/login/index.js';
 import { edgeAnswer, watchSocketAnswer } from '../answers.js';
 import { clientAddress, EDGE_SET_HEADERS } from '../headers.js';
-import { originForm } from '../proxy.js';
+import { originForm } from '../upstream/paths.js';
 import type { ShareRoute } from '../types.js';
+import type { ExchangeTap } from './tap.js';
 
 export type DropReason = 'queue_full' | 'redis_unavailable' | 'redis_error' | BoundRefusal;
 
@@ -126,7 +127,7 @@ function writtenLines(res: ServerResponse, own: Record<string, string | number> 
 }
 
 /** One exchange being recorded, from routing to its end: what the proxy tells it as the answer goes by. */
-export class Tap {
+export class Tap implements ExchangeTap {
   private readonly started = performance.now();
   private readonly at = Date.now();
   private requestBody: BodyTap | undefined;

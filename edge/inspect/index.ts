@@ -6,7 +6,7 @@ import { config } from '../../shared/config.js';
 import { createRedis } from '../../shared/redis.js';
 import type { Meter } from '../meter.js';
 import type { ShareRoute } from '../types.js';
-import type { UpstreamPools } from '../upstream.js';
+import type { UpstreamPools } from '../upstream/upstream.js';
 import { Capture } from './capture.js';
 import { Replays } from './replay.js';
 

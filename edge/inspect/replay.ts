@@ -3,7 +3,7 @@
  * queue in Redis (shared/inspect/replayQueue.ts: exactly one edge takes each, hubs served round robin, at most
  * HUB_INSPECT_REPLAYS at once per edge and HUB_INSPECT_REPLAYS_PER_HUB of one hub) and waits for the answer on its
  * own channel.
- * The edge that takes it sends the recorded request through the very pools its proxy uses (edge/upstream.ts:
+ * The edge that takes it sends the recorded request through the very pools its proxy uses (edge/upstream/upstream.ts:
  * the share's hub's pool for its target, whose connector is the environment's agents or the direct connector under
  * the egress policy), so a replay goes exactly where, and only where, a live request would go. Its answer is
  * recorded as a new exchange marked `replayOf` and its bytes are metered to the share.
@@ -20,11 +20,11 @@ import { REDACTED, redactLines } from '../../shared/inspect/redact.js';
 import { replayKeys, takeReplay, wakeReplays } from '../../shared/inspect/replayQueue.js';
 import { HOP_BY_HOP } from '../headers.js';
 import type { Meter } from '../meter.js';
-import { targetPath } from '../paths.js';
-import { failure, originForm } from '../proxy.js';
+import { originForm, targetPath } from '../upstream/paths.js';
+import { failure } from '../upstream/proxy.js';
 import { ANSWERS } from '../../shared/errors.js';
 import type { ShareRoute } from '../types.js';
-import type { UpstreamPools } from '../upstream.js';
+import type { UpstreamPools } from '../upstream/upstream.js';
 import { BodyTap, type Capture } from './capture.js';
 
 export interface ReplayOptions {

@@ -1,6 +1,6 @@
 /**
  * The client address a policy judges (IP rules, rate limit): the connection's (after a PROXY protocol header from a
- * trusted load balancer, edge/front.ts). X-Forwarded-For counts only when the connection comes from a peer in
+ * trusted load balancer, edge/front/front.ts). X-Forwarded-For counts only when the connection comes from a peer in
  * HUB_EDGE_TRUSTED_PROXIES: its entries are read from the right, each one taken while the hop that wrote it is
  * trusted too, so that a client cannot put an address of its choice in front of a trusted proxy's. The target gets
  * that chain with the peer appended (forwardedFor), and from anyone else the peer alone.

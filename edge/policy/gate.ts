@@ -1,7 +1,8 @@
 /**
- * The one place a share's policy judges a request (HTTP/1.1, HTTP/2 and upgrades alike; edge/dispatch.ts calls it
- * before the share's other access rules), in this order: the IP rules, the rate limit, basic auth, maintenance. A
- * rate limit by identity is counted once the identity is known, after mutual TLS and login (limitIdentity).
+ * The one place a share's policy judges a request (HTTP/1.1, HTTP/2 and upgrades alike; the admission pipeline's
+ * policy step, edge/pipeline/policy.ts, calls it before the share's other access rules), in this order: the IP rules,
+ * the rate limit, basic auth, maintenance. A rate limit by identity is counted once the identity is known, after
+ * mutual TLS and login (limitIdentity).
  * Answers synchronously when it can (no rate limit, a client already refused, a remembered basic auth verdict).
  */
 import type { IncomingMessage } from 'node:http';

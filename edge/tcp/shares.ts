@@ -9,7 +9,7 @@
  *   sends by SNI, or none) and admits only a client certificate of the share's hub (edge/access/mutualTls.ts);
  *   others are closed before a byte reaches the target. Revoking the certificate closes its open connections.
  * - Metered like HTTP: rx the bytes read from the client, tx the bytes written to it (edge/meter.ts, per connection).
- * - Bounded per share, apart from the hub's HTTP admission (edge/limits.ts), so that idle connections to a TCP share
+ * - Bounded per share, apart from the hub's HTTP admission (edge/pipeline/limits.ts), so that idle connections to a TCP share
  *   never make the hub's HTTP shares answer 503: a connection with no byte either way for the share's
  *   `tcpIdleTimeout` (else HUB_EDGE_TCP_IDLE_TIMEOUT) is closed, and past HUB_EDGE_TCP_MAX_CONNECTIONS open
  *   connections of the share on this process (in their TLS handshake or carried) a new one is closed at once.
@@ -33,7 +33,7 @@ import type { Meter } from '../meter.js';
 import { compilePolicy, ipAdmits } from '../policy/compile.js';
 import { observePolicyRefusal } from '../telemetry.js';
 import type { StoredPolicy } from '../../shared/sharePolicy.js';
-import { hostPattern } from '../routes.js';
+import { hostPattern } from '../state/routes.js';
 import type { ShareRoute } from '../types.js';
 
 /** How long a closed share's port waits for its connections to close before the next change is applied. */
@@ -81,7 +81,7 @@ export interface TcpSharesOptions {
   timeoutMs: number;
   meter: Meter;
   mutualTls?: MutualTlsChecker;
-  /** The TLS context for a server name (edge/tls.ts). */
+  /** The TLS context for a server name (edge/front/tls.ts). */
   contextFor(servername: string): tls.SecureContext | undefined;
   /** A connector through the environment's agents, or undefined when the edge connects itself (edge/agents). */
   connectorFor(route: ShareRoute): { key: string; connect: buildConnector.connector } | undefined;

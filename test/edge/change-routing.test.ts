@@ -3,7 +3,7 @@
  * every open connection again whether it may stay (a pass over all of them, so not after a change that revokes nothing).
  */
 import test from 'ava';
-import { ChangeRouting, type ChangeTargets } from '../../edge/changeRouting.js';
+import { ChangeRouting, type ChangeTargets } from '../../edge/state/changeRouting.js';
 import type { EdgeChange } from '../../edge/types.js';
 
 function targets() {

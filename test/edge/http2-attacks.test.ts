@@ -133,7 +133,7 @@ test.serial('a CONTINUATION flood is cut within a few frames; a header list over
   // ended by the edge (GOAWAY, which a connection closed under a writer may not get to read), long before 10,000
   t.true(sent < 10_000, `cut after ${sent} CONTINUATION frames`);
 
-  // the flood made this address wait a moment before its next TLS connection (edge/http2.ts Penalties)
+  // the flood made this address wait a moment before its next TLS connection (edge/front/http2.ts Penalties)
   await new Promise((r) => setTimeout(r, 1000));
   const { reached: before } = await counts();
   const big = await rawH2(edge.httpsPort!, attacked);

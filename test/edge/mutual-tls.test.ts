@@ -10,7 +10,7 @@ import type { TLSSocket } from 'node:tls';
 import test from 'ava';
 import pg from 'pg';
 import { ClientCertificateRegistry, mutualTlsServerOptions } from '../../edge/access/mutualTls.js';
-import { ChangeFeed } from '../../edge/changes.js';
+import { ChangeFeed } from '../../edge/state/changes.js';
 import type { EdgeChange } from '../../edge/types.js';
 import { type HubFixture, useStack } from '../helpers/stack.js';
 import { curlRequest, httpsRequest, keyAndCsr, selfSigned, serverCertificate, tempFile } from '../helpers/tlsClient.js';

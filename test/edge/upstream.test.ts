@@ -1,5 +1,5 @@
 /**
- * The edge's own HTTP/1.1 client towards share targets (edge/upstream.ts): keep-alive reuse and its limits, the
+ * The edge's own HTTP/1.1 client towards share targets (edge/upstream/upstream.ts): keep-alive reuse and its limits, the
  * answers a reverse proxy must frame right (HEAD, 204/304, 1xx, close-delimited, many headers), chunked uploads,
  * a target that answers early, one that closes a kept-alive connection under a request, and one that speaks nonsense.
  * Targets are node:http servers, or raw TCP servers where the exact bytes matter.

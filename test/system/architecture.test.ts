@@ -158,3 +158,53 @@ test('every route, processor, schedule and model file is listed in its registry 
   }
   t.deepEqual(missing, []);
 });
+
+/** The import circles among `files`: each a group of files that import each other, directly or through the others. */
+function importCircles(edges: [string, string][], within: RegExp): string[][] {
+  const next = new Map<string, string[]>();
+  for (const [from, to] of edges) if (within.test(from) && within.test(to)) next.set(from, [...(next.get(from) ?? []), to]);
+  // Tarjan's strongly connected components: a component of more than one file, or a file importing itself, is a circle
+  const index = new Map<string, number>();
+  const low = new Map<string, number>();
+  const stack: string[] = [];
+  const circles: string[][] = [];
+  const visit = (v: string) => {
+    index.set(v, index.size);
+    low.set(v, index.get(v)!);
+    stack.push(v);
+    for (const w of next.get(v) ?? []) {
+      if (!index.has(w)) {
+        visit(w);
+        low.set(v, Math.min(low.get(v)!, low.get(w)!));
+      } else if (stack.includes(w)) low.set(v, Math.min(low.get(v)!, index.get(w)!));
+    }
+    if (low.get(v) !== index.get(v)) return;
+    const group: string[] = [];
+    let w: string;
+    do {
+      w = stack.pop()!;
+      group.push(w);
+    } while (w !== v);
+    if (group.length > 1 || next.get(v)?.includes(v)) circles.push(group.sort());
+  };
+  for (const v of next.keys()) if (!index.has(v)) visit(v);
+  return circles;
+}
+
+test('no import circle among the edge files (type-only imports count: a reader follows them too)', (t) => {
+  t.deepEqual(importCircles(imports(), /^edge\//), []);
+});
+
+test('an import circle is caught (the checker on made-up imports)', (t) => {
+  const circles = importCircles(
+    [
+      ['edge/a.ts', 'edge/b.ts'],
+      ['edge/b.ts', 'edge/c.ts'],
+      ['edge/c.ts', 'edge/a.ts'],
+      ['edge/c.ts', 'edge/d.ts'],
+      ['edge/e.ts', 'edge/e.ts'],
+    ],
+    /^edge\//,
+  );
+  t.deepEqual(circles, [['edge/a.ts', 'edge/b.ts', 'edge/c.ts'], ['edge/e.ts']]);
+});

@@ -1,5 +1,5 @@
 import test from 'ava';
-import { resolveDotSegments, targetPath } from '../../edge/paths.js';
+import { resolveDotSegments, targetPath } from '../../edge/upstream/paths.js';
 
 test('dot segments resolved as RFC 3986 says, plain and percent-encoded', (t) => {
   const cases: [string, string][] = [

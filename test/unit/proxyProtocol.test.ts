@@ -1,8 +1,8 @@
 import net, { type AddressInfo } from 'node:net';
 import tls from 'node:tls';
 import test from 'ava';
-import { helloAlpn } from '../../edge/clientHello.js';
-import { MAX_V2_LENGTH, parseProxyHeader } from '../../edge/proxyProtocol.js';
+import { helloAlpn } from '../../edge/front/clientHello.js';
+import { MAX_V2_LENGTH, parseProxyHeader } from '../../edge/front/proxyProtocol.js';
 
 const SIGNATURE = Buffer.from([0x0d, 0x0a, 0x0d, 0x0a, 0x00, 0x0d, 0x0a, 0x51, 0x55, 0x49, 0x54, 0x0a]);
 

@@ -1,7 +1,7 @@
 /**
  * The ALPN protocols a TLS ClientHello offers, read from the first bytes of a connection before any TLS work: what
  * the edge looks at to refuse, cheaply, a connection that could only repeat an abuse its address was penalised for
- * (edge/front.ts). Only the first TLS record is read (at most 5 + 16,384 bytes); a ClientHello that does not fit in
+ * (edge/front/front.ts). Only the first TLS record is read (at most 5 + 16,384 bytes); a ClientHello that does not fit in
  * it, or bytes that are not a ClientHello, say nothing (`unknown`).
  */
 

@@ -1,11 +1,11 @@
 import type pg from 'pg';
 import { targetAuthority } from 'edgehub-agent/protocol';
-import { durationMs } from '../shared/durations.js';
-import { logger } from '../shared/logger.js';
-import { decryptSecret } from '../shared/secrets.js';
-import type { StoredPolicy } from '../shared/sharePolicy.js';
-import { type CompiledPolicy, compilePolicy } from './policy/compile.js';
-import type { ShareRoute } from './types.js';
+import { durationMs } from '../../shared/durations.js';
+import { logger } from '../../shared/logger.js';
+import { decryptSecret } from '../../shared/secrets.js';
+import type { StoredPolicy } from '../../shared/sharePolicy.js';
+import { type CompiledPolicy, compilePolicy } from '../policy/compile.js';
+import type { ShareRoute } from '../types.js';
 
 const DEFAULT_CHECK_INTERVAL_MS = 3 * 3600_000;
 

@@ -1,10 +1,10 @@
 /**
- * What the edge does with each change notification (edge/changes.ts): which of its in-memory tables it reloads, and
+ * What the edge does with each change notification (edge/state/changes.ts): which of its in-memory tables it reloads, and
  * after which changes open connections are asked again whether they may stay. A full reload follows every
  * (re)connection of the feed and the periodic resync; `settled()` waits for every change queued so far.
  */
-import { logger } from '../shared/logger.js';
-import type { EdgeChange } from './types.js';
+import { logger } from '../../shared/logger.js';
+import type { EdgeChange } from '../types.js';
 
 /** Changes after which open connections are asked again whether they may stay (edge/revocation.ts). */
 const REVOCATION_TABLES = new Set(['shares', 'share_frontends', 'frontends', 'custom_frontends', 'auth_providers', 'client_certificates', 'certificate_authorities', 'hubs']);

@@ -20,16 +20,16 @@ import { type IncomingMessage, type ServerResponse, STATUS_CODES } from 'node:ht
 import type { Duplex } from 'node:stream';
 import tls from 'node:tls';
 import type { buildConnector } from 'undici';
-import type { EgressPolicy } from '../shared/egress.js';
-import { egressConnector } from './egressHttp.js';
-import { settleWithin } from '../shared/timeouts.js';
+import type { EgressPolicy } from '../../shared/egress.js';
+import { egressConnector } from '../egressHttp.js';
+import { settleWithin } from '../../shared/timeouts.js';
 import { pump } from 'edgehub-agent/pump';
-import { answer, answerSocket } from './answers.js';
-import { applyToObject } from './policy/headers.js';
-import { cookieHost, declaredLength, EDGE_CODE_HEADER, FORBIDDEN_TRAILERS, hasBody, HOP_BY_HOP, hostOnlyCookie, requestHeaderLines, type ForwardContext } from './headers.js';
-import { targetPath } from './paths.js';
-import { failure, failureKind, originForm } from './proxy.js';
-import type { ShareRoute } from './types.js';
+import { answer, answerSocket } from '../answers.js';
+import { applyToObject } from '../policy/headers.js';
+import { cookieHost, declaredLength, EDGE_CODE_HEADER, FORBIDDEN_TRAILERS, hasBody, HOP_BY_HOP, hostOnlyCookie, requestHeaderLines, type ForwardContext } from '../headers.js';
+import { originForm, targetPath } from './paths.js';
+import { failure, failureKind } from './proxy.js';
+import type { ShareRoute } from '../types.js';
 
 export interface UpstreamH2Options {
   policy: EgressPolicy;

@@ -1,8 +1,8 @@
 import { readFileSync, unwatchFile, watchFile } from 'node:fs';
 import tls from 'node:tls';
 import type pg from 'pg';
-import { logger } from '../shared/logger.js';
-import { decryptSecret } from '../shared/secrets.js';
+import { logger } from '../../shared/logger.js';
+import { decryptSecret } from '../../shared/secrets.js';
 
 interface Material {
   certificatePem: string;

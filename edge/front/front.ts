@@ -2,14 +2,14 @@
  * What the edge's HTTP and TLS listeners do with a connection before their server sees a byte of it:
  *
  * - From a trusted proxy or load balancer (HUB_EDGE_TRUSTED_PROXIES): a PROXY protocol header the connection begins
- *   with (edge/proxyProtocol.ts, versions 1 and 2) is read, and its client address becomes the connection's
+ *   with (edge/front/proxyProtocol.ts, versions 1 and 2) is read, and its client address becomes the connection's
  *   `remoteAddress` (so X-Forwarded-For, logs, share policies and the HTTP/2 penalties see the client, not the load
  *   balancer). A connection that begins otherwise is the peer's own (an HTTP proxy, whose X-Forwarded-For share
  *   policies believe: edge/policy/clientAddress.ts); a malformed header, or none complete within HEAD_TIMEOUT_MS, is
  *   refused. From any other peer nothing is read here: a PROXY header it sends is bytes of its request, refused by the
  *   server behind (400 on HTTP, no TLS handshake).
- * - On the TLS listener, from an address penalised for HTTP/2 abuse (edge/http2.ts): its ClientHello is read
- *   (edge/clientHello.ts, one TLS record at most) and a connection that offers `h2` is refused before any TLS work;
+ * - On the TLS listener, from an address penalised for HTTP/2 abuse (edge/front/http2.ts): its ClientHello is read
+ *   (edge/front/clientHello.ts, one TLS record at most) and a connection that offers `h2` is refused before any TLS work;
  *   one that does not (an HTTP/1.1 client, an agent with its own ALPN protocol) goes on. So a penalty keeps an
  *   address from what it did wrong, HTTP/2, and from nothing else: an agent on the same address (behind the same
  *   NAT) is admitted by its certificate as always. The work per refused connection is bounded: at most one record
@@ -20,7 +20,7 @@
  */
 import type net from 'node:net';
 import ipaddr from 'ipaddr.js';
-import { logger } from '../shared/logger.js';
+import { logger } from '../../shared/logger.js';
 import { helloAlpn, MAX_HELLO_BYTES } from './clientHello.js';
 import { MAX_V2_LENGTH, parseProxyHeader } from './proxyProtocol.js';
 

@@ -4,7 +4,18 @@
  * URL already sets (the target's own parameters win: `https://t/app?role=viewer` stays `role=viewer` whatever the
  * client sends). A path that would climb above the target's path is refused.
  */
-import { BadRequest } from './headers.js';
+import { BadRequest } from '../headers.js';
+
+/** The request target in origin-form: an absolute-form one (`GET http://host/x`) keeps its path and query. */
+export function originForm(url: string | undefined): string {
+  if (!url) return '/';
+  if (url.startsWith('/')) return url;
+  if (/^https?:\/\//i.test(url)) {
+    const parsed = new URL(url);
+    return parsed.pathname + parsed.search;
+  }
+  throw new BadRequest(`the request target ${JSON.stringify(url.slice(0, 64))} is not a path`);
+}
 
 /** `.` and `..`, also percent-encoded (`%2e`, `.%2E`, ...). */
 const isDot = (s: string) => s === '.' || s.toLowerCase() === '%2e';

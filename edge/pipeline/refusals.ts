@@ -4,9 +4,9 @@
  */
 import { createHmac } from 'node:crypto';
 import type { IncomingMessage } from 'node:http';
-import type { ErrorCode } from '../shared/errors.js';
-import { countOf } from './headers.js';
-import { routingHost } from './routes.js';
+import type { ErrorCode } from '../../shared/errors.js';
+import { countOf } from '../headers.js';
+import { routingHost } from '../state/routes.js';
 
 /**
  * This deployment's hop mark in `Via`: the same for every edge process sharing the secret key, so a request that

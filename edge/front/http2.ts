@@ -15,7 +15,7 @@
  *   frames. A connection over any of them gets GOAWAY ENHANCE_YOUR_CALM and is closed. CONTINUATION floods are cut by
  *   nghttp2 itself (at most 8 CONTINUATION frames per header block), invalid frames after 100.
  * - The offending connection is the one closed. Its address is penalised for HTTP/2 only, for a while that doubles
- *   with each strike: its new connections that offer `h2` are refused before the TLS handshake (edge/front.ts reads
+ *   with each strike: its new connections that offer `h2` are refused before the TLS handshake (edge/front/front.ts reads
  *   their ClientHello), while its HTTP/1.1 clients and agents (their own ALPN protocol, admitted by certificate) go
  *   on as before: a client behind the same NAT or load balancer as an attacker loses HTTP/2 for seconds at most, an
  *   agent nothing. Behind a load balancer, HUB_EDGE_TRUSTED_PROXIES makes the address the client's own.
@@ -28,11 +28,11 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Socket } from 'node:net';
 import type { Duplex } from 'node:stream';
 import type { TLSSocket } from 'node:tls';
-import { backoffMs } from '../shared/backoff.js';
-import { answer } from './answers.js';
-import type { Meter } from './meter.js';
-import { routingHost } from './routes.js';
-import type { ShareRoute } from './types.js';
+import { backoffMs } from '../../shared/backoff.js';
+import { answer } from '../answers.js';
+import type { Meter } from '../meter.js';
+import { routingHost } from '../state/routes.js';
+import type { ShareRoute } from '../types.js';
 
 export const H2_LIMITS = {
   /** Concurrent streams per connection (SETTINGS_MAX_CONCURRENT_STREAMS). */

@@ -1,6 +1,6 @@
 /**
- * Proxies requests to share targets through undici (edge/upstream.ts: a Pool per hub and target): the request head
- * rebuilt by edge/headers.ts, the path by edge/paths.ts, bodies streamed both ways with back-pressure, 1xx answers
+ * Proxies requests to share targets through undici (edge/upstream/upstream.ts: a Pool per hub and target): the request head
+ * rebuilt by edge/headers.ts, the path by edge/upstream/paths.ts, bodies streamed both ways with back-pressure, 1xx answers
  * and trailers not passed on (as nginx does), a read timeout between body pieces, and a client that goes away
  * taking its target request with it. Upgrades (WebSocket) go through the same pools: relayed, then the two
  * connections are spliced and metered until either closes or both stay silent for the upgrade idle timeout.
@@ -9,19 +9,19 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Socket } from 'node:net';
 import type { Duplex } from 'node:stream';
 import type { Dispatcher } from 'undici';
-import { ANSWERS, type ErrorCode } from '../shared/errors.js';
-import { answer, answerSocket } from './answers.js';
+import { ANSWERS, type ErrorCode } from '../../shared/errors.js';
+import { answer, answerSocket } from '../answers.js';
 import { inTrailers, isBodyless, withoutLength } from './bodyless.js';
-import { BadRequest, declaredLength, hasBody, requestHeaderLines, responseHeaderLines, type ForwardContext } from './headers.js';
-import type { Tap } from './inspect/capture.js';
-import type { Meter } from './meter.js';
-import { applyToLines } from './policy/headers.js';
-import { targetPath } from './paths.js';
-import { stickyOf } from './agents/affinity.js';
-import type { ShareRoute, Sticky } from './types.js';
+import { BadRequest, declaredLength, hasBody, requestHeaderLines, responseHeaderLines, type ForwardContext } from '../headers.js';
+import type { ExchangeTap } from '../inspect/tap.js';
+import type { Meter } from '../meter.js';
+import { applyToLines } from '../policy/headers.js';
+import { originForm, targetPath } from './paths.js';
+import { stickyOf } from '../agents/affinity.js';
+import type { ShareRoute, Sticky } from '../types.js';
 import type { UpstreamPools } from './upstream.js';
 
-export type { ForwardContext } from './headers.js';
+export type { ForwardContext } from '../headers.js';
 
 const TIMEOUT_CODES = new Set(['ETIMEDOUT', 'UND_ERR_HEADERS_TIMEOUT', 'UND_ERR_CONNECT_TIMEOUT']);
 /** A request that may be sent once more when a kept-alive connection closed under it before any answer came. */
@@ -60,24 +60,13 @@ export function failure(err: NodeJS.ErrnoException, route: ShareRoute): Failure 
   return failed('EH_TARGET_UNREACHABLE', `the share's target ${target.host} could not be reached (${cause.code ?? err.code ?? err.message})`);
 }
 
-/** The request target in origin-form: an absolute-form one (`GET http://host/x`) keeps its path and query. */
-export function originForm(url: string | undefined): string {
-  if (!url) return '/';
-  if (url.startsWith('/')) return url;
-  if (/^https?:\/\//i.test(url)) {
-    const parsed = new URL(url);
-    return parsed.pathname + parsed.search;
-  }
-  throw new BadRequest(`the request target ${JSON.stringify(url.slice(0, 64))} is not a path`);
-}
-
 export interface ProxyOptions {
-  /** This edge's hop mark, added to `Via` (server.ts refuses a request that already carries it). */
+  /** This edge's hop mark, added to `Via` (edge/pipeline/malformed.ts refuses a request that already carries it). */
   via: string;
   /** Upgraded connections silent both ways for this long are closed. */
   upgradeIdleMs: number;
   onUpstreamError?: (route: ShareRoute, kind: string) => void;
-  /** Shares that speak HTTP/2 to their targets (edge/upstreamH2.ts). */
+  /** Shares that speak HTTP/2 to their targets (edge/upstream/upstreamH2.ts). */
   h2?: {
     forward(req: IncomingMessage, res: ServerResponse, route: ShareRoute, ctx: ForwardContext): () => void;
     upgrade(req: IncomingMessage, socket: Duplex, head: Buffer, route: ShareRoute, ctx: ForwardContext, spliced: (client: Duplex) => void): void;
@@ -107,7 +96,7 @@ class Forwarding implements Dispatcher.DispatchHandler {
     private readonly res: ServerResponse,
     private readonly route: ShareRoute,
     private readonly options: ProxyOptions,
-    private readonly tap: Tap | undefined,
+    private readonly tap: ExchangeTap | undefined,
     private readonly dispatcher: Dispatcher,
     private readonly request: Dispatcher.DispatchOptions,
   ) {}
@@ -315,7 +304,8 @@ export class Proxy {
 
   /**
    * Sends the request to the share's target and streams the answer back. Returns a cancel function, which the caller
-   * calls when the client goes away before the answer ended (server.ts does, from the one 'close' listener it has).
+   * calls when the client goes away before the answer ended (edge/pipeline/requestExchange.ts does, from its one
+   * 'close' listener).
    */
   forward(req: IncomingMessage, res: ServerResponse, route: ShareRoute, ctx: ForwardContext): (() => void) | undefined {
     if (route.targetProtocol === 'h2' && this.options.h2) return this.options.h2.forward(req, res, route, ctx);
@@ -352,7 +342,7 @@ export class Proxy {
   upgrade(req: IncomingMessage, socket: Duplex, head: Buffer, route: ShareRoute, ctx: ForwardContext, onSpliced: (socket: Duplex) => void = () => undefined): void {
     if (route.targetProtocol === 'h2') {
       if (!this.options.h2) return answerSocket(socket, 'EH_UPGRADE_NOT_CARRIED', 'this edge does not speak HTTP/2 to targets: upgrades (WebSocket) to this share are not carried');
-      // a WebSocket as an extended CONNECT stream (edge/upstreamH2.ts), spliced, metered and timed out as here
+      // a WebSocket as an extended CONNECT stream (edge/upstream/upstreamH2.ts), spliced, metered and timed out as here
       return this.options.h2.upgrade(req, socket, head, route, ctx, (client) => {
         const s = client as Socket;
         if (typeof s.setTimeout === 'function') s.setTimeout(this.options.upgradeIdleMs, () => s.destroy());

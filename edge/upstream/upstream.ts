@@ -10,9 +10,9 @@
  */
 import { isIP } from 'node:net';
 import { Pool, type buildConnector, type Dispatcher } from 'undici';
-import type { EgressPolicy } from '../shared/egress.js';
-import { egressConnector } from './egressHttp.js';
-import type { ShareRoute, Sticky } from './types.js';
+import type { EgressPolicy } from '../../shared/egress.js';
+import { egressConnector } from '../egressHttp.js';
+import type { ShareRoute, Sticky } from '../types.js';
 
 export interface UpstreamOptions {
   policy: EgressPolicy;

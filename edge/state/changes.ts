@@ -1,7 +1,7 @@
 import { EventEmitter } from 'node:events';
-import { logger } from '../shared/logger.js';
-import { listen, type Listener } from '../shared/pgListen.js';
-import { EDGE_CHANNEL, type EdgeChange } from './types.js';
+import { logger } from '../../shared/logger.js';
+import { listen, type Listener } from '../../shared/pgListen.js';
+import { EDGE_CHANNEL, type EdgeChange } from '../types.js';
 
 /**
  * The edge's view of changes: the shared LISTEN connection (shared/pgListen.ts) on edgehub_edge. It emits `change` for
