@@ -34,13 +34,19 @@ const FIELD_VALUE = /^(?:[\x21-\x7e\x80-\xff](?:[\t\x20-\x7e\x80-\xff]*[\x21-\x7
 const headerName = z
   .string()
   .max(256, 'must be at most 256 characters')
-  .regex(TOKEN, 'must be an HTTP header name (letters, digits and !#$%&\'*+-.^`|~; no underscore)')
+  .regex(TOKEN, "must be an HTTP header name (letters, digits and !#$%&'*+-.^`|~; no underscore)")
   .refine((n) => !isProtectedHeader(n), "is one of the edge's own headers (forwarding, identity, framing), which a policy can neither set nor remove");
 
 const headerRules = z
   .object({
     set: z
-      .record(headerName, z.string().max(8192, 'must be at most 8192 characters').regex(FIELD_VALUE, 'must be an HTTP header value (no control characters, no leading or trailing space)'))
+      .record(
+        headerName,
+        z
+          .string()
+          .max(8192, 'must be at most 8192 characters')
+          .regex(FIELD_VALUE, 'must be an HTTP header value (no control characters, no leading or trailing space)'),
+      )
       .refine((o) => Object.keys(o).length <= 50, 'must set at most 50 headers')
       .optional(),
     remove: z.array(headerName).max(50, 'must remove at most 50 headers').optional(),
@@ -68,7 +74,11 @@ export const policySchema = z
       .array(
         z
           .object({
-            user: z.string().min(1, 'must not be empty').max(64, 'must be at most 64 characters').regex(/^[\x21-\x39\x3b-\x7e]+$/, 'must be printable ASCII without a colon or space'),
+            user: z
+              .string()
+              .min(1, 'must not be empty')
+              .max(64, 'must be at most 64 characters')
+              .regex(/^[\x21-\x39\x3b-\x7e]+$/, 'must be printable ASCII without a colon or space'),
             password: z.string().min(8, 'must be at least 8 characters').max(256, 'must be at most 256 characters').optional(),
           })
           .strict(),

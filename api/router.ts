@@ -17,7 +17,12 @@ function literalHead(path: string): string | undefined {
 
 /** A prefix as its segments: literal text (lower-cased) or `null` for a parameter. */
 const prefixShape = (prefix: string): (string | null)[] =>
-  prefix === '' ? [] : prefix.slice(1).split('/').map((s) => (s.startsWith(':') ? null : s.toLowerCase()));
+  prefix === ''
+    ? []
+    : prefix
+        .slice(1)
+        .split('/')
+        .map((s) => (s.startsWith(':') ? null : s.toLowerCase()));
 
 /**
  * Registers routes behind one guard under each of its prefixes. A path given as an array registers each form

@@ -19,7 +19,8 @@ export function formatZodError(err: ZodError): string {
         if (input === undefined && issue.path.length) return `property '${where}' is required and must be of type ${issue.expected}`;
         return `value for property '${where}' must be of type ${issue.expected} (received ${received(input)})`;
       }
-      if (issue.code === 'unrecognized_keys') return `unknown propert${issue.keys.length > 1 ? 'ies' : 'y'} ${issue.keys.map((k) => `'${jsonPath([...issue.path, k])}'`).join(', ')}`;
+      if (issue.code === 'unrecognized_keys')
+        return `unknown propert${issue.keys.length > 1 ? 'ies' : 'y'} ${issue.keys.map((k) => `'${jsonPath([...issue.path, k])}'`).join(', ')}`;
       return `value for property '${where}' is invalid: ${issue.message}`;
     })
     .join('; ');

@@ -59,7 +59,9 @@ async function startBackend(): Promise<{ port: number; child: ChildProcess }> {
 
 const rssMb = (pid: number | undefined): number => {
   try {
-    const line = readFileSync(`/proc/${pid}/status`, 'utf8').split('\n').find((l) => l.startsWith('VmRSS:'));
+    const line = readFileSync(`/proc/${pid}/status`, 'utf8')
+      .split('\n')
+      .find((l) => l.startsWith('VmRSS:'));
     return Number(line?.split(/\s+/)[1] ?? 0) / 1024;
   } catch {
     return 0;
@@ -89,7 +91,9 @@ function upload(port: number, host: string): Promise<number> {
     const req = http.request({ host: '127.0.0.1', port, path: '/sink', method: 'POST', headers: { host, 'content-length': String(BIG) } }, (res) => {
       let body = '';
       res.on('data', (d) => (body += d));
-      res.on('end', () => (Number(body) === BIG ? resolve((performance.now() - started) / 1000) : reject(new Error(`the target counted ${body} of ${BIG} bytes`))));
+      res.on('end', () =>
+        Number(body) === BIG ? resolve((performance.now() - started) / 1000) : reject(new Error(`the target counted ${body} of ${BIG} bytes`)),
+      );
     });
     req.on('error', reject);
     let left = BIG;
@@ -170,7 +174,11 @@ try {
   // the agent's row and identity (as `edgehub agent enroll` writes it), and the agent as a user runs it
   const dir = path.join(ws.work, 'agent');
   await benchAgent(db, { hubId, envZId: agentEnv, agent: agentCert, edgeCaPem: edgeCert.cert, edges: [`127.0.0.1:${edgeTlsPort}`], dir });
-  const agent = spawn(process.execPath, [...(process.env.BENCH_PROFILE ? ['--cpu-prof', `--cpu-prof-dir=${process.env.BENCH_PROFILE}`] : []), 'agent/bin/edgehub.js', 'agent', 'run', '--dir', dir], { stdio: ['ignore', 'ignore', 'inherit'] });
+  const agent = spawn(
+    process.execPath,
+    [...(process.env.BENCH_PROFILE ? ['--cpu-prof', `--cpu-prof-dir=${process.env.BENCH_PROFILE}`] : []), 'agent/bin/edgehub.js', 'agent', 'run', '--dir', dir],
+    { stdio: ['ignore', 'ignore', 'inherit'] },
+  );
   ws.onCleanup(() => stopChild(agent));
 
   const ready = async (host: string) => {
@@ -187,13 +195,24 @@ try {
 
   const load = (host: string, seconds: number) =>
     new Promise<autocannon.Result>((resolve, reject) =>
-      autocannon({ url: `http://127.0.0.1:${edgePort}`, connections: CONNECTIONS, duration: seconds, headers: { host } }, (err, result) => (err ? reject(err) : resolve(result))),
+      autocannon({ url: `http://127.0.0.1:${edgePort}`, connections: CONNECTIONS, duration: seconds, headers: { host } }, (err, result) =>
+        err ? reject(err) : resolve(result),
+      ),
     );
   await load(directHost, 2);
   await load(agentHost, 2);
   const results: Record<'direct' | 'agent', autocannon.Result[]> = { direct: [], agent: [] };
   for (let round = 0; round < ROUNDS; round++) {
-    const order: ['direct' | 'agent', string][] = round % 2 ? [['agent', agentHost], ['direct', directHost]] : [['direct', directHost], ['agent', agentHost]];
+    const order: ['direct' | 'agent', string][] =
+      round % 2
+        ? [
+            ['agent', agentHost],
+            ['direct', directHost],
+          ]
+        : [
+            ['direct', directHost],
+            ['agent', agentHost],
+          ];
     for (const [name, host] of order) {
       const r = await load(host, SECONDS);
       if (r.non2xx || r.errors > r.requests.total / 1000) throw new Error(`${name}: ${r.non2xx} non-2xx answers, ${r.errors} errors`);
@@ -204,7 +223,10 @@ try {
   const p99 = (n: 'direct' | 'agent') => median(results[n].map((r) => r.latency.p99));
 
   const transfer: Record<string, number> = {};
-  for (const [name, host] of [['direct', directHost], ['agent', agentHost]] as const) {
+  for (const [name, host] of [
+    ['direct', directHost],
+    ['agent', agentHost],
+  ] as const) {
     transfer[`${name} down`] = await download(edgePort, host, `/big?n=${BIG}`);
     transfer[`${name} up`] = await upload(edgePort, host);
   }
@@ -212,23 +234,46 @@ try {
 
   const idle = { edge: rssMb(edge.pid), agent: rssMb(agent.pid) };
   const [edgePeak, agentPeak] = await slowReader(edgePort, agentHost, 15, [edge.pid, agent.pid]);
-  const pool = process.env.BENCH_POOL === '0' ? [] : await poolBench({ ws, db, hubId, share, singleHost: agentHost, edgePid: edge.pid, edgePort, edgeTlsPort, metricsPort, edgeCert, certs, connections: CONNECTIONS, seconds: SECONDS });
+  const pool =
+    process.env.BENCH_POOL === '0'
+      ? []
+      : await poolBench({
+          ws,
+          db,
+          hubId,
+          share,
+          singleHost: agentHost,
+          edgePid: edge.pid,
+          edgePort,
+          edgeTlsPort,
+          metricsPort,
+          edgeCert,
+          certs,
+          connections: CONNECTIONS,
+          seconds: SECONDS,
+        });
   await db.end();
 
   console.log(`\nbench:agent — ${CONNECTIONS} connections, ${ROUNDS} x ${SECONDS} s per path (medians), 128-byte answers; the same target`);
   const line = (name: string, r: number, p: number) => `${name.padEnd(22)} ${r.toFixed(0).padStart(8)} req/s   p99 ${p.toFixed(1).padStart(6)} ms`;
   console.log(line('edge -> target', rps('direct'), p99('direct')));
   console.log(line('edge -> agent -> target', rps('agent'), p99('agent')));
-  console.log(`ratio  ${(rps('agent') / rps('direct')).toFixed(2)} of direct requests/s (target >= 0.6)   p99 ${(p99('agent') / p99('direct')).toFixed(2)}x direct (target < 2)`);
+  console.log(
+    `ratio  ${(rps('agent') / rps('direct')).toFixed(2)} of direct requests/s (target >= 0.6)   p99 ${(p99('agent') / p99('direct')).toFixed(2)}x direct (target < 2)`,
+  );
   console.log(
     `${BIG / 1024 / 1024} MiB download: direct ${mbps(transfer['direct down']).toFixed(0)} MiB/s, agent ${mbps(transfer['agent down']).toFixed(0)} MiB/s, ratio ${(transfer['direct down'] / transfer['agent down']).toFixed(2)} (target >= 0.5)`,
   );
   console.log(
     `${BIG / 1024 / 1024} MiB upload:   direct ${mbps(transfer['direct up']).toFixed(0)} MiB/s, agent ${mbps(transfer['agent up']).toFixed(0)} MiB/s, ratio ${(transfer['direct up'] / transfer['agent up']).toFixed(2)} (no target: for the record)`,
   );
-  console.log(`memory with a client reading at 1 MB/s from a fast target through the agent (15 s): edge peak ${edgePeak.toFixed(0)} MB (idle ${idle.edge.toFixed(0)}), agent peak ${agentPeak.toFixed(0)} MB (idle ${idle.agent.toFixed(0)}) (target < 200 MB each)`);
+  console.log(
+    `memory with a client reading at 1 MB/s from a fast target through the agent (15 s): edge peak ${edgePeak.toFixed(0)} MB (idle ${idle.edge.toFixed(0)}), agent peak ${agentPeak.toFixed(0)} MB (idle ${idle.agent.toFixed(0)}) (target < 200 MB each)`,
+  );
   for (const line of pool) console.log(line);
-  console.log(`rounds: direct ${results.direct.map((r) => r.requests.average.toFixed(0)).join(', ')}; agent ${results.agent.map((r) => r.requests.average.toFixed(0)).join(', ')}`);
+  console.log(
+    `rounds: direct ${results.direct.map((r) => r.requests.average.toFixed(0)).join(', ')}; agent ${results.agent.map((r) => r.requests.average.toFixed(0)).join(', ')}`,
+  );
 } catch (err) {
   console.error(`bench:agent failed: ${(err as Error).stack ?? err}`);
   process.exitCode = 1;

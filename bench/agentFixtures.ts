@@ -21,10 +21,28 @@ export interface BenchCertificate {
 export function selfSignedCertificate(dir: string, name: string, subject: string, san?: string): BenchCertificate {
   const certFile = path.join(dir, `${name}.crt`);
   const keyFile = path.join(dir, `${name}.key`);
-  execFileSync('openssl', [
-    'req', '-x509', '-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:P-256', '-nodes', '-days', '2',
-    '-keyout', keyFile, '-out', certFile, '-subj', subject, ...(san ? ['-addext', `subjectAltName=${san}`] : []),
-  ], { stdio: 'ignore' });
+  execFileSync(
+    'openssl',
+    [
+      'req',
+      '-x509',
+      '-newkey',
+      'ec',
+      '-pkeyopt',
+      'ec_paramgen_curve:P-256',
+      '-nodes',
+      '-days',
+      '2',
+      '-keyout',
+      keyFile,
+      '-out',
+      certFile,
+      '-subj',
+      subject,
+      ...(san ? ['-addext', `subjectAltName=${san}`] : []),
+    ],
+    { stdio: 'ignore' },
+  );
   return { cert: readFileSync(certFile, 'utf8'), key: readFileSync(keyFile, 'utf8'), certFile, keyFile };
 }
 
@@ -41,7 +59,16 @@ export async function benchAgent(
   await db.query(
     `INSERT INTO agents (id, hub_id, env_z_id, certificate_pem, fingerprint_sha256, serial_number, not_before, not_after, created_by)
      VALUES ($1, $2, $3, $4, $5, $6, $7, $8, 'bench')`,
-    [id, options.hubId, options.envZId, options.agent.cert, x509.fingerprint256.replaceAll(':', '').toLowerCase(), x509.serialNumber, new Date(x509.validFrom), new Date(x509.validTo)],
+    [
+      id,
+      options.hubId,
+      options.envZId,
+      options.agent.cert,
+      x509.fingerprint256.replaceAll(':', '').toLowerCase(),
+      x509.serialNumber,
+      new Date(x509.validFrom),
+      new Date(x509.validTo),
+    ],
   );
   // as the first enrollment does: the environment is reached only through its agents
   await db.query(`UPDATE environments SET reach = 'agent' WHERE hub_id = $1 AND env_z_id = $2`, [options.hubId, options.envZId]);

@@ -75,7 +75,9 @@ export async function poolBench(o: PoolBenchOptions): Promise<string[]> {
   const host = await o.share(envZId);
   const agents: PoolAgent[] = [];
   const start = (agent: Omit<PoolAgent, 'child' | 'exited'>): Promise<PoolAgent> => {
-    const child = spawn(process.execPath, ['agent/bin/edgehub.js', 'agent', 'run', '--dir', agent.dir, ...agent.args], { stdio: ['ignore', 'pipe', 'inherit'] });
+    const child = spawn(process.execPath, ['agent/bin/edgehub.js', 'agent', 'run', '--dir', agent.dir, ...agent.args], {
+      stdio: ['ignore', 'pipe', 'inherit'],
+    });
     o.ws.onCleanup(() => stopChild(child));
     const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
     return new Promise((resolve, reject) => {
@@ -87,7 +89,11 @@ export async function poolBench(o: PoolBenchOptions): Promise<string[]> {
       child.once('exit', (code) => reject(new Error(`agent ${agent.id} exited (${code}) before it connected`)));
     });
   };
-  for (const [i, args] of [['--weight', '1'], ['--weight', '3'], ['--priority', '1']].entries()) {
+  for (const [i, args] of [
+    ['--weight', '1'],
+    ['--weight', '3'],
+    ['--priority', '1'],
+  ].entries()) {
     const dir = path.join(o.ws.work, `pool-agent-${i}`);
     const cert = selfSignedCertificate(o.certs, `pool-agent-${i}`, `/CN=pool agent ${i}`);
     const id = await benchAgent(o.db, { hubId: o.hubId, envZId, agent: cert, edgeCaPem: o.edgeCert.cert, edges: [`127.0.0.1:${o.edgeTlsPort}`], dir });
@@ -113,9 +119,16 @@ export async function poolBench(o: PoolBenchOptions): Promise<string[]> {
   const cpuPerRequest = async (h: string) => {
     const cpu = cpuMs(o.edgePid);
     const r = await new Promise<autocannon.Result>((resolve, reject) =>
-      autocannon({ url: `http://127.0.0.1:${o.edgePort}`, connections: o.connections, duration: o.seconds, headers: { host: h } }, (err, result) => (err ? reject(err) : resolve(result))),
+      autocannon({ url: `http://127.0.0.1:${o.edgePort}`, connections: o.connections, duration: o.seconds, headers: { host: h } }, (err, result) =>
+        err ? reject(err) : resolve(result),
+      ),
     );
-    return { perRequest: (cpuMs(o.edgePid) - cpu) / Math.max(1, r.requests.total), rps: r.requests.average, failed: r.non2xx + r.errors, total: r.requests.total };
+    return {
+      perRequest: (cpuMs(o.edgePid) - cpu) / Math.max(1, r.requests.total),
+      rps: r.requests.average,
+      failed: r.non2xx + r.errors,
+      total: r.requests.total,
+    };
   };
   const single = await cpuPerRequest(o.singleHost);
   const pool = await cpuPerRequest(host);
@@ -126,7 +139,9 @@ export async function poolBench(o: PoolBenchOptions): Promise<string[]> {
   // rolling restart under load: each agent drained (SIGTERM) and started again, one at a time
   let instance: autocannon.Instance | undefined;
   const load = new Promise<autocannon.Result>((resolve, reject) => {
-    instance = autocannon({ url: `http://127.0.0.1:${o.edgePort}`, connections: o.connections, duration: 3600, headers: { host } }, (err, result) => (err ? reject(err) : resolve(result)));
+    instance = autocannon({ url: `http://127.0.0.1:${o.edgePort}`, connections: o.connections, duration: 3600, headers: { host } }, (err, result) =>
+      err ? reject(err) : resolve(result),
+    );
   });
   const rolling = Date.now();
   for (let i = 0; i < agents.length; i++) {

@@ -17,7 +17,20 @@
  */
 import type { ChildProcess } from 'node:child_process';
 import os from 'node:os';
-import { benchWorkspace, cpuMs, freePort, jsonClient, loadTest, median, migratedDatabase, postgresCpuMs, spawnApiIn, startServices, stopChild, waitUntilHealthy } from './harness.js';
+import {
+  benchWorkspace,
+  cpuMs,
+  freePort,
+  jsonClient,
+  loadTest,
+  median,
+  migratedDatabase,
+  postgresCpuMs,
+  spawnApiIn,
+  startServices,
+  stopChild,
+  waitUntilHealthy,
+} from './harness.js';
 
 const ws = benchWorkspace({ budgetMs: 25 * 60_000 });
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 4);
@@ -82,7 +95,12 @@ try {
     };
   };
 
-  console.log(`bench:api-ab ${PATH}: A ${dirs.A}, B ${dirs.B}; ${ROUNDS} rounds on fresh processes, each the first ${COLD} requests (cold) then ${DURATION} s (warm); load average ${os.loadavg().map((x) => x.toFixed(1)).join(' ')}`);
+  console.log(
+    `bench:api-ab ${PATH}: A ${dirs.A}, B ${dirs.B}; ${ROUNDS} rounds on fresh processes, each the first ${COLD} requests (cold) then ${DURATION} s (warm); load average ${os
+      .loadavg()
+      .map((x) => x.toFixed(1))
+      .join(' ')}`,
+  );
   const us = { cold: { A: [] as number[], B: [] as number[] }, warm: { A: [] as number[], B: [] as number[] } };
   const rps = { cold: { A: [] as number[], B: [] as number[] }, warm: { A: [] as number[], B: [] as number[] } };
   for (let round = 1; round <= ROUNDS; round++) {
@@ -93,7 +111,9 @@ try {
         const m = await run(side, apis[side], phase === 'cold' ? { amount: COLD } : { duration: DURATION });
         us[phase][side].push(m.us);
         rps[phase][side].push(m.rps);
-        console.log(`round ${round} ${phase} ${side} ${Math.round(m.rps).toLocaleString('en').padStart(6)} req/s  p99 ${String(m.p99).padStart(3)} ms  CPU ${m.us.toFixed(1)} µs/request (PostgreSQL ${m.pgUs.toFixed(1)})`);
+        console.log(
+          `round ${round} ${phase} ${side} ${Math.round(m.rps).toLocaleString('en').padStart(6)} req/s  p99 ${String(m.p99).padStart(3)} ms  CPU ${m.us.toFixed(1)} µs/request (PostgreSQL ${m.pgUs.toFixed(1)})`,
+        );
       }
     }
     await Promise.all([stopChild(apis.A.child), stopChild(apis.B.child)]);
@@ -105,7 +125,12 @@ try {
         `req/s B/A per round ${ratios.map((x) => x.toFixed(2)).join(', ')} (median ${median(ratios).toFixed(2)})`,
     );
   }
-  console.log(`load average at the end ${os.loadavg().map((x) => x.toFixed(1)).join(' ')}`);
+  console.log(
+    `load average at the end ${os
+      .loadavg()
+      .map((x) => x.toFixed(1))
+      .join(' ')}`,
+  );
 } finally {
   await ws.cleanUp();
 }

@@ -22,7 +22,20 @@
 import os from 'node:os';
 import pg from 'pg';
 import type { ChildProcess } from 'node:child_process';
-import { benchWorkspace, cpuMs, freePort, jsonClient, loadTest, median, postgresCpuMs, startProcess, startServices, stopChild, waitUntilHealthy, webEnv } from './harness.js';
+import {
+  benchWorkspace,
+  cpuMs,
+  freePort,
+  jsonClient,
+  loadTest,
+  median,
+  postgresCpuMs,
+  startProcess,
+  startServices,
+  stopChild,
+  waitUntilHealthy,
+  webEnv,
+} from './harness.js';
 
 const DURATION = Number(process.env.BENCH_DURATION ?? 10);
 const COLD = Number(process.env.BENCH_COLD ?? 2000);
@@ -69,7 +82,13 @@ try {
     const apiPort = await freePort();
     const api = startProcess(ws, 'api/server.ts', apiEnv(apiPort));
     const basePort = await freePort();
-    const limit = startProcess(ws, 'bench/api-baseline.ts', { ...process.env, DATABASE_URL: services.databaseUrl, PORT: String(basePort), BASELINE_HUB_ID: hub.id, BASELINE_SECRET_KEY: '22'.repeat(32) });
+    const limit = startProcess(ws, 'bench/api-baseline.ts', {
+      ...process.env,
+      DATABASE_URL: services.databaseUrl,
+      PORT: String(basePort),
+      BASELINE_HUB_ID: hub.id,
+      BASELINE_SECRET_KEY: '22'.repeat(32),
+    });
     const apiUrl = `http://127.0.0.1:${apiPort}`;
     const baseUrl = `http://127.0.0.1:${basePort}`;
     await waitUntilHealthy(apiUrl, api);
@@ -90,15 +109,29 @@ try {
 
   type Sides = Awaited<ReturnType<typeof startSides>>;
   const targets = (s: Sides) => ({
-    serviceRead: { url: `${s.apiUrl}/hub/${hub.id}/certificate-request-tokens/${token.json.id}`, connections: CONNECTIONS.read, headers: { authorization, accept: 'application/json' }, process: s.api },
+    serviceRead: {
+      url: `${s.apiUrl}/hub/${hub.id}/certificate-request-tokens/${token.json.id}`,
+      connections: CONNECTIONS.read,
+      headers: { authorization, accept: 'application/json' },
+      process: s.api,
+    },
     limitRead: { url: `${s.baseUrl}/tokens/${baseTokenId}`, connections: CONNECTIONS.read, headers: { accept: 'application/json' }, process: s.limit },
-    serviceCreate: { url: `${s.apiUrl}/hub/${hub.id}/certificate-request-tokens`, connections: CONNECTIONS.create, method: 'POST' as const, headers: { authorization, ...json }, process: s.api },
+    serviceCreate: {
+      url: `${s.apiUrl}/hub/${hub.id}/certificate-request-tokens`,
+      connections: CONNECTIONS.create,
+      method: 'POST' as const,
+      headers: { authorization, ...json },
+      process: s.api,
+    },
     limitCreate: { url: `${s.baseUrl}/tokens`, connections: CONNECTIONS.create, method: 'POST' as const, headers: json, process: s.limit },
     limitCreateOneStatement: { url: `${s.baseUrl}/tokens/one`, connections: CONNECTIONS.create, method: 'POST' as const, headers: json, process: s.limit },
   });
   type Name = keyof ReturnType<typeof targets>;
 
-  async function measure(target: { url: string; connections: number; method?: 'POST'; headers: Record<string, string>; process: ChildProcess }, load: { amount: number } | { duration: number }): Promise<Measured> {
+  async function measure(
+    target: { url: string; connections: number; method?: 'POST'; headers: Record<string, string>; process: ChildProcess },
+    load: { amount: number } | { duration: number },
+  ): Promise<Measured> {
     const cpuBefore = { server: cpuMs(target.process.pid), postgres: postgresCpuMs(services.postgresDataDir) };
     const result = await loadTest({
       url: target.url,
@@ -136,7 +169,12 @@ try {
   if (SCENARIOS.includes('read')) pairs.push(['serviceRead', 'limitRead']);
   if (SCENARIOS.includes('create')) pairs.push(['serviceCreate', 'limitCreate']);
 
-  console.log(`bench:api: ${ROUNDS} round(s), each on fresh processes: the first ${COLD} requests (cold), then ${DURATION} s (warm); read at ${CONNECTIONS.read} connections, create at ${CONNECTIONS.create}; load average ${os.loadavg().map((x) => x.toFixed(1)).join(' ')}`);
+  console.log(
+    `bench:api: ${ROUNDS} round(s), each on fresh processes: the first ${COLD} requests (cold), then ${DURATION} s (warm); read at ${CONNECTIONS.read} connections, create at ${CONNECTIONS.create}; load average ${os
+      .loadavg()
+      .map((x) => x.toFixed(1))
+      .join(' ')}`,
+  );
   for (let round = 1; round <= ROUNDS; round++) {
     const sides = await startSides();
     const t = targets(sides);
@@ -149,7 +187,8 @@ try {
       const order = round % 2 ? [service, limit] : [limit, service];
       for (const name of order) record('warm', name, await measure(t[name], { duration: DURATION }), round);
     }
-    if (SCENARIOS.includes('create') && round === ROUNDS) record('warm', 'limitCreateOneStatement', await measure(t.limitCreateOneStatement, { duration: DURATION }), round);
+    if (SCENARIOS.includes('create') && round === ROUNDS)
+      record('warm', 'limitCreateOneStatement', await measure(t.limitCreateOneStatement, { duration: DURATION }), round);
     await Promise.all([stopChild(sides.api), stopChild(sides.limit)]);
     console.log(`  (the hub has ${(await tokensOfHub()).toLocaleString('en')} tokens; load average ${os.loadavg()[0].toFixed(1)})`);
   }
@@ -157,7 +196,9 @@ try {
   const verdict = (ok: boolean) => (ok ? 'met' : 'NOT met');
   const listed = (xs: number[]) => xs.map((x) => x.toFixed(3)).join(', ');
   let bad = 0;
-  console.log(`\nper phase: req/s and CPU µs per request of the server process, medians of the rounds; p99 the worst round's; ratio service/limit per round (req/s), then their median`);
+  console.log(
+    `\nper phase: req/s and CPU µs per request of the server process, medians of the rounds; p99 the worst round's; ratio service/limit per round (req/s), then their median`,
+  );
   for (const phase of ['cold', 'warm'] as const) {
     for (const [service, limit] of pairs) {
       const s = results[phase][service] ?? [];
@@ -168,7 +209,8 @@ try {
       const ratio = median(ratios);
       const p99 = Math.max(...s.map((m) => m.p99));
       const what = service === 'serviceRead' ? 'read  ' : 'create';
-      const target = service === 'serviceRead' ? `target >= 0.45: ${verdict(ratio >= 0.45)}; p99 < 20 ms: ${verdict(p99 < 20)}` : `target >= 0.5: ${verdict(ratio >= 0.5)}`;
+      const target =
+        service === 'serviceRead' ? `target >= 0.45: ${verdict(ratio >= 0.45)}; p99 < 20 ms: ${verdict(p99 < 20)}` : `target >= 0.5: ${verdict(ratio >= 0.5)}`;
       console.log(
         `${phase} ${what}: service ${Math.round(median(s.map((m) => m.rps))).toLocaleString('en')} req/s p99 ${p99} ms, ${median(s.map((m) => m.server)).toFixed(0)} µs CPU/req; ` +
           `limit ${Math.round(median(l.map((m) => m.rps))).toLocaleString('en')} req/s p99 ${Math.max(...l.map((m) => m.p99))} ms, ${median(l.map((m) => m.server)).toFixed(0)} µs CPU/req`,
@@ -178,7 +220,12 @@ try {
   }
   const one = results.warm.limitCreateOneStatement?.[0];
   if (one) console.log(`for information: the limit's two inserts as one autocommitted statement ${Math.round(one.rps).toLocaleString('en')} req/s`);
-  console.log(`non-2xx and errors in all measurements: ${bad} (target 0: ${verdict(bad === 0)}); load average ${os.loadavg().map((x) => x.toFixed(1)).join(' ')}`);
+  console.log(
+    `non-2xx and errors in all measurements: ${bad} (target 0: ${verdict(bad === 0)}); load average ${os
+      .loadavg()
+      .map((x) => x.toFixed(1))
+      .join(' ')}`,
+  );
 } finally {
   await ws.cleanUp();
 }

@@ -25,8 +25,42 @@ try {
   const file = (name: string) => path.join(ws.work, name);
   const openssl = (...args: string[]) => execFileSync('openssl', args, { stdio: ['ignore', 'pipe', 'pipe'] });
   // the edge's certificate for the standard frontend (operator files) and a client certificate to upload
-  openssl('req', '-x509', '-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:P-256', '-nodes', '-keyout', file('edge.key'), '-out', file('edge.crt'), '-subj', '/CN=share.localhost', '-addext', 'subjectAltName=DNS:*.share.localhost', '-days', '2');
-  openssl('req', '-x509', '-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:P-256', '-nodes', '-keyout', file('client.key'), '-out', file('client.crt'), '-subj', '/CN=bench-client', '-days', '2');
+  openssl(
+    'req',
+    '-x509',
+    '-newkey',
+    'ec',
+    '-pkeyopt',
+    'ec_paramgen_curve:P-256',
+    '-nodes',
+    '-keyout',
+    file('edge.key'),
+    '-out',
+    file('edge.crt'),
+    '-subj',
+    '/CN=share.localhost',
+    '-addext',
+    'subjectAltName=DNS:*.share.localhost',
+    '-days',
+    '2',
+  );
+  openssl(
+    'req',
+    '-x509',
+    '-newkey',
+    'ec',
+    '-pkeyopt',
+    'ec_paramgen_curve:P-256',
+    '-nodes',
+    '-keyout',
+    file('client.key'),
+    '-out',
+    file('client.crt'),
+    '-subj',
+    '/CN=bench-client',
+    '-days',
+    '2',
+  );
   const clientPem = readFileSync(file('client.crt'), 'utf8');
   const client = new X509Certificate(clientPem);
 
@@ -55,7 +89,15 @@ try {
   await db.query(
     `INSERT INTO client_certificates (id, hub_id, name, source, certificate_pem, fingerprint_sha256, subject, serial_number, not_before, not_after, created_by)
      VALUES ($1, $2, 'bench-client', 'UPLOAD', $3, $4, 'CN=bench-client', $5, $6, $7, 'bench')`,
-    [`c${randomBytes(6).toString('hex')}`, hubId, clientPem, client.fingerprint256.replaceAll(':', '').toLowerCase(), client.serialNumber.toLowerCase(), new Date(client.validFrom), new Date(client.validTo)],
+    [
+      `c${randomBytes(6).toString('hex')}`,
+      hubId,
+      clientPem,
+      client.fingerprint256.replaceAll(':', '').toLowerCase(),
+      client.serialNumber.toLowerCase(),
+      new Date(client.validFrom),
+      new Date(client.validTo),
+    ],
   );
   await db.end();
 
@@ -72,7 +114,14 @@ try {
   const load = (host: string, seconds: number) =>
     new Promise<autocannon.Result>((resolve, reject) =>
       autocannon(
-        { url: `https://127.0.0.1:${edgePort}`, connections: CONNECTIONS, duration: seconds, headers: { host }, servername: host, tlsOptions } as autocannon.Options,
+        {
+          url: `https://127.0.0.1:${edgePort}`,
+          connections: CONNECTIONS,
+          duration: seconds,
+          headers: { host },
+          servername: host,
+          tlsOptions,
+        } as autocannon.Options,
         (err, result) => (err ? reject(err) : resolve(result)),
       ),
     );
@@ -85,7 +134,16 @@ try {
   await load(plainHost, 2);
   const results: Record<'plain' | 'mtls', autocannon.Result[]> = { plain: [], mtls: [] };
   for (let round = 0; round < ROUNDS; round++) {
-    const order: ['plain' | 'mtls', string][] = round % 2 ? [['mtls', mtlsHost], ['plain', plainHost]] : [['plain', plainHost], ['mtls', mtlsHost]];
+    const order: ['plain' | 'mtls', string][] =
+      round % 2
+        ? [
+            ['mtls', mtlsHost],
+            ['plain', plainHost],
+          ]
+        : [
+            ['plain', plainHost],
+            ['mtls', mtlsHost],
+          ];
     for (const [name, host] of order) {
       const r = await load(host, SECONDS);
       if (r.non2xx || r.errors) throw new Error(`${name}: ${r.non2xx} non-2xx answers, ${r.errors} errors`);
@@ -99,8 +157,12 @@ try {
   console.log(`\nbench:edge-access — ${CONNECTIONS} keep-alive TLS connections, ${ROUNDS} x ${SECONDS} s per share (medians), 128-byte answers`);
   console.log(line('TLS share (baseline)', rps('plain'), p99('plain')));
   console.log(line('mutual-TLS share', rps('mtls'), p99('mtls')));
-  console.log(`ratio  ${(rps('mtls') / rps('plain')).toFixed(2)} of the baseline's requests/s   p99 ${(p99('mtls') / p99('plain')).toFixed(2)}x the baseline's`);
-  console.log(`rounds: plain ${results.plain.map((r) => r.requests.average.toFixed(0)).join(', ')}; mtls ${results.mtls.map((r) => r.requests.average.toFixed(0)).join(', ')}`);
+  console.log(
+    `ratio  ${(rps('mtls') / rps('plain')).toFixed(2)} of the baseline's requests/s   p99 ${(p99('mtls') / p99('plain')).toFixed(2)}x the baseline's`,
+  );
+  console.log(
+    `rounds: plain ${results.plain.map((r) => r.requests.average.toFixed(0)).join(', ')}; mtls ${results.mtls.map((r) => r.requests.average.toFixed(0)).join(', ')}`,
+  );
 } finally {
   await ws.cleanUp();
 }

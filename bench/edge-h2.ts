@@ -40,7 +40,9 @@ try {
   const db = new pg.Client({ connectionString: services.databaseUrl });
   db.on('error', () => undefined);
   await db.connect();
-  const { hosts: [host] } = await benchShares(db, `http://127.0.0.1:${backendPort}`, [{ name: 'bench' }]);
+  const {
+    hosts: [host],
+  } = await benchShares(db, `http://127.0.0.1:${backendPort}`, [{ name: 'bench' }]);
   await db.end();
 
   const edgePort = await freePort();
@@ -57,13 +59,31 @@ try {
   /** One h2load round against `port` (the share's host as :authority and SNI): requests/s and p99 in ms. */
   const load = async (port: number, seconds: number, tag: string) => {
     const log = path.join(ws.work, `h2load-${tag}.tsv`);
-    const { stdout } = await run('h2load', ['-c', String(CONNECTIONS), '-m', String(STREAMS), '-D', String(seconds), `--connect-to=127.0.0.1:${port}`, `--log-file=${log}`, `https://${host}:${port}/`], { maxBuffer: 16 << 20 });
+    const { stdout } = await run(
+      'h2load',
+      [
+        '-c',
+        String(CONNECTIONS),
+        '-m',
+        String(STREAMS),
+        '-D',
+        String(seconds),
+        `--connect-to=127.0.0.1:${port}`,
+        `--log-file=${log}`,
+        `https://${host}:${port}/`,
+      ],
+      { maxBuffer: 16 << 20 },
+    );
     const rps = Number(/finished in [\d.]+s, ([\d.]+) req\/s/.exec(stdout)?.[1] ?? 0);
     const codes = /status codes: (\d+) 2xx, (\d+) 3xx, (\d+) 4xx, (\d+) 5xx/.exec(stdout) ?? [];
     const ok = Number(codes[1] ?? 0);
     // requests still in flight when the duration ends are counted failed by h2load: only answers other than 2xx count
     const wrong = Number(codes[2] ?? 0) + Number(codes[3] ?? 0) + Number(codes[4] ?? 0);
-    const durations = readFileSync(log, 'utf8').trim().split('\n').map((l) => Number(l.split('\t')[2]) / 1000).sort((a, b) => a - b);
+    const durations = readFileSync(log, 'utf8')
+      .trim()
+      .split('\n')
+      .map((l) => Number(l.split('\t')[2]) / 1000)
+      .sort((a, b) => a - b);
     return { rps, p99: durations[Math.floor(durations.length * 0.99)] ?? NaN, ok, wrong, protocol: /Application protocol: (\S+)/.exec(stdout)?.[1] };
   };
   // ready: both answer 200 over h2
@@ -81,7 +101,15 @@ try {
   await load(nginxPort, 2, 'warm-nginx');
   const results: Record<'edge' | 'nginx', { rps: number; p99: number }[]> = { edge: [], nginx: [] };
   for (let round = 0; round < ROUNDS; round++) {
-    for (const [name, port] of (round % 2 ? [['edge', edgePort], ['nginx', nginxPort]] : [['nginx', nginxPort], ['edge', edgePort]]) as ['edge' | 'nginx', number][]) {
+    for (const [name, port] of (round % 2
+      ? [
+          ['edge', edgePort],
+          ['nginx', nginxPort],
+        ]
+      : [
+          ['nginx', nginxPort],
+          ['edge', edgePort],
+        ]) as ['edge' | 'nginx', number][]) {
       const r = await load(port, SECONDS, `${name}-${round}`);
       if (r.wrong) throw new Error(`${name}: ${r.wrong} answers were not 2xx`);
       results[name].push(r);
@@ -90,10 +118,17 @@ try {
   }
   const rps = (n: 'edge' | 'nginx') => median(results[n].map((r) => r.rps));
   const p99 = (n: 'edge' | 'nginx') => median(results[n].map((r) => r.p99));
-  console.log(`\nbench:edge h2 — h2load ${CONNECTIONS} connections x ${STREAMS} streams, ${ROUNDS} x ${SECONDS} s per proxy (medians), 128-byte answers, TLS; load average ${os.loadavg().map((x) => x.toFixed(1)).join(' ')}`);
+  console.log(
+    `\nbench:edge h2 — h2load ${CONNECTIONS} connections x ${STREAMS} streams, ${ROUNDS} x ${SECONDS} s per proxy (medians), 128-byte answers, TLS; load average ${os
+      .loadavg()
+      .map((x) => x.toFixed(1))
+      .join(' ')}`,
+  );
   console.log(`nginx  ${rps('nginx').toFixed(0).padStart(8)} req/s   p99 ${p99('nginx').toFixed(1).padStart(6)} ms`);
   console.log(`edge   ${rps('edge').toFixed(0).padStart(8)} req/s   p99 ${p99('edge').toFixed(1).padStart(6)} ms`);
-  console.log(`ratio  ${(rps('edge') / rps('nginx')).toFixed(2)} of nginx's requests/s (target >= 0.5)   p99 ${(p99('edge') / p99('nginx')).toFixed(2)}x nginx's (target < 2)`);
+  console.log(
+    `ratio  ${(rps('edge') / rps('nginx')).toFixed(2)} of nginx's requests/s (target >= 0.5)   p99 ${(p99('edge') / p99('nginx')).toFixed(2)}x nginx's (target < 2)`,
+  );
 } catch (err) {
   console.error(`bench:edge-h2 failed: ${(err as Error).stack ?? err}`);
   process.exitCode = 1;

@@ -11,7 +11,20 @@ import autocannon from 'autocannon';
 import { Redis } from 'ioredis';
 import pg from 'pg';
 import { ensureCommands } from '../scripts/services/index.js';
-import { benchShares, benchWorkspace, compiledScript, freePort, median, schedCpuMs, startEdgeProcess, startServices, startNginxProxy, startPlainBackend, stopChild, treeCpuMs } from './harness.js';
+import {
+  benchShares,
+  benchWorkspace,
+  compiledScript,
+  freePort,
+  median,
+  schedCpuMs,
+  startEdgeProcess,
+  startServices,
+  startNginxProxy,
+  startPlainBackend,
+  stopChild,
+  treeCpuMs,
+} from './harness.js';
 
 const CONNECTIONS = Number(process.env.BENCH_CONNECTIONS ?? 50);
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 10);
@@ -51,7 +64,16 @@ try {
   const abEdge = abDir
     ? spawn(process.execPath, [compiledScript(ws, 'edge/index.ts', abDir)], {
         cwd: abDir,
-        env: { ...process.env, DATABASE_URL: services.databaseUrl, REDIS_URL: services.redisUrl, HUB_DATA_DIR: path.join(ws.work, 'data'), HUB_PROCESS: 'edge', HUB_EDGE_HTTP_PORT: String(abPort), HUB_EDGE_HTTPS_PORT: '0', LOG_LEVEL: 'warn' },
+        env: {
+          ...process.env,
+          DATABASE_URL: services.databaseUrl,
+          REDIS_URL: services.redisUrl,
+          HUB_DATA_DIR: path.join(ws.work, 'data'),
+          HUB_PROCESS: 'edge',
+          HUB_EDGE_HTTP_PORT: String(abPort),
+          HUB_EDGE_HTTPS_PORT: '0',
+          LOG_LEVEL: 'warn',
+        },
         stdio: ['ignore', 'ignore', 'inherit'],
       })
     : undefined;
@@ -76,7 +98,10 @@ try {
 
   const load = (port: number, seconds: number, as = host, overallRate?: number) =>
     new Promise<autocannon.Result>((resolve, reject) =>
-      autocannon({ url: `http://127.0.0.1:${port}`, connections: CONNECTIONS, duration: seconds, headers: { host: as }, ...(overallRate ? { overallRate } : {}) }, (err, result) => (err ? reject(err) : resolve(result))),
+      autocannon(
+        { url: `http://127.0.0.1:${port}`, connections: CONNECTIONS, duration: seconds, headers: { host: as }, ...(overallRate ? { overallRate } : {}) },
+        (err, result) => (err ? reject(err) : resolve(result)),
+      ),
     );
   // warm both (JIT, pools), then alternate so that a noisy moment does not favour one
   await load(edgePort, 2);
@@ -87,7 +112,15 @@ try {
   const sysPerRequest: Record<'edge' | 'nginx', number[]> = { edge: [], nginx: [] };
   const inspectCpu: Record<'edge' | 'redis', number[]> = { edge: [], redis: [] };
   for (let round = 0; round < ROUNDS; round++) {
-    for (const [name, port] of (round % 2 ? [['edge', edgePort], ['nginx', nginxPort]] : [['nginx', nginxPort], ['edge', edgePort]]) as ['edge' | 'nginx', number][]) {
+    for (const [name, port] of (round % 2
+      ? [
+          ['edge', edgePort],
+          ['nginx', nginxPort],
+        ]
+      : [
+          ['nginx', nginxPort],
+          ['edge', edgePort],
+        ]) as ['edge' | 'nginx', number][]) {
       const proxyPid = name === 'edge' ? edge.pid : nginx.pid;
       const before = { proxy: treeCpuMs(proxyPid), backend: schedCpuMs(backend.pid) };
       const r = await load(port, SECONDS);
@@ -118,7 +151,10 @@ try {
   const droppedIn = (text: string) => countersOf(text, 'edgehub_edge_inspect_dropped_total').reduce((n, l) => n + Number(l.split(' ')[1]), 0);
   // fixed offered rate: both shares at the same req/s, CPU per request and p99 compared, drops counted in these rounds
   const RATE = Number(process.env.BENCH_INSPECT_RATE ?? 4000);
-  const fixed: Record<'off' | 'on', { rps: number[]; p99: number[]; cpu: number[] }> = { off: { rps: [], p99: [], cpu: [] }, on: { rps: [], p99: [], cpu: [] } };
+  const fixed: Record<'off' | 'on', { rps: number[]; p99: number[]; cpu: number[] }> = {
+    off: { rps: [], p99: [], cpu: [] },
+    on: { rps: [], p99: [], cpu: [] },
+  };
   const droppedBefore = droppedIn(await scrape());
   for (let round = 0; round < ROUNDS; round++) {
     for (const which of (round % 2 ? ['on', 'off'] : ['off', 'on']) as ('off' | 'on')[]) {
@@ -146,7 +182,10 @@ try {
 
   // same-run A/B against another checkout's edge at the fixed offered rate (batches and event-loop turns alike on both):
   // CPU per request of each edge, inspect off and on, and Redis's
-  const ab: Record<'this' | 'other', { off: number[]; on: number[]; redis: number[]; rps: number[] }> = { this: { off: [], on: [], redis: [], rps: [] }, other: { off: [], on: [], redis: [], rps: [] } };
+  const ab: Record<'this' | 'other', { off: number[]; on: number[]; redis: number[]; rps: number[] }> = {
+    this: { off: [], on: [], redis: [], rps: [] },
+    other: { off: [], on: [], redis: [], rps: [] },
+  };
   if (abEdge) {
     // the other edge has not carried the rounds above: warm it (JIT, pools) as this one is, so that neither pays for it
     for (const seconds of [SECONDS, SECONDS]) {
@@ -174,27 +213,38 @@ try {
 
   // let the edge flush, then compare what it metered with what the client received
   await stopChild(edge);
-  const metered = (await db.query(`SELECT coalesce(sum(rx),0)::bigint AS rx, coalesce(sum(tx),0)::bigint AS tx FROM usage_samples WHERE share_id = $1`, [zId])).rows[0];
+  const metered = (await db.query(`SELECT coalesce(sum(rx),0)::bigint AS rx, coalesce(sum(tx),0)::bigint AS tx FROM usage_samples WHERE share_id = $1`, [zId]))
+    .rows[0];
   await db.end();
 
   const line = (name: string, r: number, p: number) => `${name.padEnd(6)} ${r.toFixed(0).padStart(8)} req/s   p99 ${p.toFixed(1).padStart(6)} ms`;
   console.log(`\nbench:edge — ${CONNECTIONS} connections, ${ROUNDS} x ${SECONDS} s per proxy (medians), 128-byte answers, metering on`);
   console.log(line('nginx', rps('nginx'), p99('nginx')));
   console.log(line('edge', rps('edge'), p99('edge')));
-  console.log(`ratio  ${(rps('edge') / rps('nginx')).toFixed(2)} of nginx's requests/s (target >= 0.6)   p99 ${(p99('edge') / p99('nginx')).toFixed(2)}x nginx's (target < 2)`);
-  console.log(`metered by the edge: rx ${metered.rx} B, tx ${metered.tx} B (the client counted ${edgeBytes} B received in the timed rounds, warm-up not included)`);
+  console.log(
+    `ratio  ${(rps('edge') / rps('nginx')).toFixed(2)} of nginx's requests/s (target >= 0.6)   p99 ${(p99('edge') / p99('nginx')).toFixed(2)}x nginx's (target < 2)`,
+  );
+  console.log(
+    `metered by the edge: rx ${metered.rx} B, tx ${metered.tx} B (the client counted ${edgeBytes} B received in the timed rounds, warm-up not included)`,
+  );
   console.log(
     `CPU per request (µs, medians): edge ${median(cpuPerRequest.edge).toFixed(0)} (kernel ${median(sysPerRequest.edge).toFixed(0)}), ` +
       `nginx ${median(cpuPerRequest.nginx).toFixed(0)} (kernel ${median(sysPerRequest.nginx).toFixed(0)}), the backend itself ${median(cpuPerRequest.backend).toFixed(0)}`,
   );
   console.log(line('edge+i', rps('inspect'), p99('inspect')) + '   (the same edge, a share with inspect on)');
-  console.log(`inspect on: ${(rps('inspect') / rps('edge')).toFixed(2)} of inspect off's requests/s (target >= 0.8)   p99 ${(p99('inspect') / p99('edge')).toFixed(2)}x (target < 1.5)`);
-  console.log(`CPU per request with inspect on (µs, medians): edge ${median(inspectCpu.edge).toFixed(0)} (off: ${median(cpuPerRequest.edge).toFixed(0)}), redis-server ${median(inspectCpu.redis).toFixed(0)}`);
+  console.log(
+    `inspect on: ${(rps('inspect') / rps('edge')).toFixed(2)} of inspect off's requests/s (target >= 0.8)   p99 ${(p99('inspect') / p99('edge')).toFixed(2)}x (target < 1.5)`,
+  );
+  console.log(
+    `CPU per request with inspect on (µs, medians): edge ${median(inspectCpu.edge).toFixed(0)} (off: ${median(cpuPerRequest.edge).toFixed(0)}), redis-server ${median(inspectCpu.redis).toFixed(0)}`,
+  );
   console.log(
     `at a fixed ${RATE} req/s offered: inspect off ${median(fixed.off.rps).toFixed(0)} req/s, p99 ${median(fixed.off.p99).toFixed(1)} ms, ${median(fixed.off.cpu).toFixed(0)} µs CPU/request; ` +
       `inspect on ${median(fixed.on.rps).toFixed(0)} req/s, p99 ${median(fixed.on.p99).toFixed(1)} ms (${(median(fixed.on.p99) / median(fixed.off.p99)).toFixed(2)}x), ${median(fixed.on.cpu).toFixed(0)} µs CPU/request; capture drops in these rounds: ${droppedAtRate}`,
   );
-  console.log(`capture: recorded ${counter('edgehub_edge_inspect_recorded_total').join(', ') || 0}; dropped ${counter('edgehub_edge_inspect_dropped_total').join(', ') || 'none'}`);
+  console.log(
+    `capture: recorded ${counter('edgehub_edge_inspect_recorded_total').join(', ') || 0}; dropped ${counter('edgehub_edge_inspect_dropped_total').join(', ') || 'none'}`,
+  );
   console.log(`Redis commands (whole run): ${commandStats.join('; ')}`);
   if (abEdge) {
     const row = (name: string, r: (typeof ab)['this']) =>
@@ -204,7 +254,9 @@ try {
     console.log(row(path.basename(abDir!), ab.other));
   }
   console.log(`rounds: edge+inspect ${results.inspect.map((r) => r.requests.average.toFixed(0)).join(', ')}`);
-  console.log(`rounds: edge ${results.edge.map((r) => r.requests.average.toFixed(0)).join(', ')}; nginx ${results.nginx.map((r) => r.requests.average.toFixed(0)).join(', ')}`);
+  console.log(
+    `rounds: edge ${results.edge.map((r) => r.requests.average.toFixed(0)).join(', ')}; nginx ${results.nginx.map((r) => r.requests.average.toFixed(0)).join(', ')}`,
+  );
 } catch (err) {
   console.error(`bench:edge-inspect failed: ${(err as Error).stack ?? err}`);
   process.exitCode = 1;

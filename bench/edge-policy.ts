@@ -27,7 +27,10 @@ try {
   const db = new pg.Client({ connectionString: services.databaseUrl });
   await db.connect();
   const { zIds, hosts } = await benchShares(db, `http://127.0.0.1:${backendPort}`, [{ name: 'plain' }, { name: 'policy' }, { name: 'over-limit' }]);
-  await db.query(`UPDATE shares SET policy = $2 WHERE z_id = $1`, [zIds[1], JSON.stringify({ ipAllow: cidrs, rateLimit: { requests: 1_000_000, per: 'PT1S', by: 'client-ip' }, ...headerRules })]);
+  await db.query(`UPDATE shares SET policy = $2 WHERE z_id = $1`, [
+    zIds[1],
+    JSON.stringify({ ipAllow: cidrs, rateLimit: { requests: 1_000_000, per: 'PT1S', by: 'client-ip' }, ...headerRules }),
+  ]);
   await db.query(`UPDATE shares SET policy = $2 WHERE z_id = $1`, [zIds[2], JSON.stringify({ rateLimit: { requests: 1, per: 'P1D', by: 'client-ip' } })]);
   await db.end();
   const [plainHost, policyHost, overHost] = hosts;
@@ -36,7 +39,9 @@ try {
   const edge = startEdgeProcess(ws, services, { HUB_EDGE_HTTP_PORT: String(edgePort), HUB_EDGE_HTTPS_PORT: '0', LOG_LEVEL: 'warn' });
   const load = (host: string, seconds: number) =>
     new Promise<autocannon.Result>((resolve, reject) =>
-      autocannon({ url: `http://127.0.0.1:${edgePort}`, connections: CONNECTIONS, duration: seconds, headers: { host } }, (err, result) => (err ? reject(err) : resolve(result))),
+      autocannon({ url: `http://127.0.0.1:${edgePort}`, connections: CONNECTIONS, duration: seconds, headers: { host } }, (err, result) =>
+        err ? reject(err) : resolve(result),
+      ),
     );
   for (let i = 0; ; i++) {
     const r = await load(policyHost, 1).catch(() => undefined);
@@ -47,7 +52,11 @@ try {
   await load(plainHost, 2);
   type Side = 'plain' | 'policy';
   const results: Record<Side, autocannon.Result[]> = { plain: [], policy: [] };
-  const cpu: Record<Side | 'refused', { ms: number; requests: number }> = { plain: { ms: 0, requests: 0 }, policy: { ms: 0, requests: 0 }, refused: { ms: 0, requests: 0 } };
+  const cpu: Record<Side | 'refused', { ms: number; requests: number }> = {
+    plain: { ms: 0, requests: 0 },
+    policy: { ms: 0, requests: 0 },
+    refused: { ms: 0, requests: 0 },
+  };
   const measured = async (side: Side | 'refused', host: string) => {
     const before = cpuMs(edge.pid);
     const r = await load(host, SECONDS);
@@ -56,7 +65,16 @@ try {
     return r;
   };
   for (let round = 0; round < ROUNDS; round++) {
-    const order: [Side, string][] = round % 2 ? [['policy', policyHost], ['plain', plainHost]] : [['plain', plainHost], ['policy', policyHost]];
+    const order: [Side, string][] =
+      round % 2
+        ? [
+            ['policy', policyHost],
+            ['plain', plainHost],
+          ]
+        : [
+            ['plain', plainHost],
+            ['policy', policyHost],
+          ];
     for (const [name, host] of order) {
       const r = await measured(name, host);
       if (r.non2xx || r.errors) throw new Error(`${name}: ${r.non2xx} non-2xx answers, ${r.errors} errors`);
@@ -73,9 +91,15 @@ try {
   console.log(`\nbench:edge-policy — ${CONNECTIONS} keep-alive connections, ${ROUNDS} x ${SECONDS} s per share (medians)`);
   console.log(line('share without a policy', rps('plain'), p99('plain')));
   console.log(line('1,000 CIDRs, rate limit, 3 headers', rps('policy'), p99('policy')));
-  console.log(`ratio ${(rps('policy') / rps('plain')).toFixed(2)} of the same share without a policy (requests/s); p99 ${(p99('policy') / p99('plain')).toFixed(2)}x`);
-  console.log(`edge CPU per request: proxied ${perRequest('plain').toFixed(1)} µs (with the policy ${perRequest('policy').toFixed(1)} µs), refused over the rate limit ${perRequest('refused').toFixed(1)} µs (${refused.requests.total} refused)`);
-  console.log(`rounds: plain ${results.plain.map((r) => r.requests.average.toFixed(0)).join(', ')}; policy ${results.policy.map((r) => r.requests.average.toFixed(0)).join(', ')}`);
+  console.log(
+    `ratio ${(rps('policy') / rps('plain')).toFixed(2)} of the same share without a policy (requests/s); p99 ${(p99('policy') / p99('plain')).toFixed(2)}x`,
+  );
+  console.log(
+    `edge CPU per request: proxied ${perRequest('plain').toFixed(1)} µs (with the policy ${perRequest('policy').toFixed(1)} µs), refused over the rate limit ${perRequest('refused').toFixed(1)} µs (${refused.requests.total} refused)`,
+  );
+  console.log(
+    `rounds: plain ${results.plain.map((r) => r.requests.average.toFixed(0)).join(', ')}; policy ${results.policy.map((r) => r.requests.average.toFixed(0)).join(', ')}`,
+  );
 } finally {
   await ws.cleanUp();
 }

@@ -17,7 +17,20 @@ import path from 'node:path';
 import autocannon from 'autocannon';
 import pg from 'pg';
 import { ensureCommands } from '../scripts/services/index.js';
-import { benchShares, benchWorkspace, freePort, median, schedCpuMs, startEdgeProcess, startProcess, startServices, startNginxProxy, startPlainBackend, stopChild, treeCpuMs } from './harness.js';
+import {
+  benchShares,
+  benchWorkspace,
+  freePort,
+  median,
+  schedCpuMs,
+  startEdgeProcess,
+  startProcess,
+  startServices,
+  startNginxProxy,
+  startPlainBackend,
+  stopChild,
+  treeCpuMs,
+} from './harness.js';
 
 const CONNECTIONS = Number(process.env.BENCH_CONNECTIONS ?? 50);
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 10);
@@ -35,7 +48,10 @@ try {
   const db = new pg.Client({ connectionString: services.databaseUrl });
   db.on('error', () => undefined); // PostgreSQL stops at clean-up
   await db.connect();
-  const { zIds: [zId], hosts: [host] } = await benchShares(db, `http://127.0.0.1:${backendPort}`, [{ name: 'bench' }]);
+  const {
+    zIds: [zId],
+    hosts: [host],
+  } = await benchShares(db, `http://127.0.0.1:${backendPort}`, [{ name: 'bench' }]);
 
   // the edge, as the Procfile runs it
   const edgePort = await freePort();
@@ -71,7 +87,17 @@ try {
     const child = startProcess(
       ws,
       'edge/index.ts',
-      { ...process.env, DATABASE_URL: services.databaseUrl, REDIS_URL: services.redisUrl, HUB_DATA_DIR: path.join(ws.work, 'data'), HUB_PROCESS: 'edge', HUB_METRICS_PORT: String(metrics), HUB_EDGE_HTTP_PORT: String(port), HUB_EDGE_HTTPS_PORT: '0', LOG_LEVEL: 'warn' },
+      {
+        ...process.env,
+        DATABASE_URL: services.databaseUrl,
+        REDIS_URL: services.redisUrl,
+        HUB_DATA_DIR: path.join(ws.work, 'data'),
+        HUB_PROCESS: 'edge',
+        HUB_METRICS_PORT: String(metrics),
+        HUB_EDGE_HTTP_PORT: String(port),
+        HUB_EDGE_HTTPS_PORT: '0',
+        LOG_LEVEL: 'warn',
+      },
       aDir,
     );
     edgeA = { port, metricsPort: metrics, child };
@@ -87,7 +113,9 @@ try {
   ];
   const load = (port: number, seconds: number) =>
     new Promise<autocannon.Result>((resolve, reject) =>
-      autocannon({ url: `http://127.0.0.1:${port}`, connections: CONNECTIONS, duration: seconds, headers: { host } }, (err, result) => (err ? reject(err) : resolve(result))),
+      autocannon({ url: `http://127.0.0.1:${port}`, connections: CONNECTIONS, duration: seconds, headers: { host } }, (err, result) =>
+        err ? reject(err) : resolve(result),
+      ),
     );
   // warm each (JIT, pools), then alternate so that a noisy moment does not favour one
   for (const p of proxies) await load(p.port, 2);
@@ -102,7 +130,16 @@ try {
       delayP99Ms: sum(/^edgehub_nodejs_eventloop_lag_p99_seconds(?:\{[^}]*\})? (\S+)$/gm) * 1000,
     };
   };
-  const blank = () => ({ results: [] as autocannon.Result[], cpu: [] as number[], sys: [] as number[], backend: [] as number[], gc: [] as number[], gcShare: [] as number[], delayMean: [] as number[], delayP99: [] as number[] });
+  const blank = () => ({
+    results: [] as autocannon.Result[],
+    cpu: [] as number[],
+    sys: [] as number[],
+    backend: [] as number[],
+    gc: [] as number[],
+    gcShare: [] as number[],
+    delayMean: [] as number[],
+    delayP99: [] as number[],
+  });
   const m: Record<Name, ReturnType<typeof blank>> = { nginx: blank(), edge: blank(), edgeA: blank() };
   for (let round = 0; round < ROUNDS; round++) {
     const order = round % 2 ? [...proxies].reverse() : proxies;
@@ -128,7 +165,9 @@ try {
         x.delayMean.push(runtime.delayMeanMs);
         x.delayP99.push(runtime.delayP99Ms);
       }
-      console.log(`  round ${round + 1} ${p.name.padEnd(6)} ${r.requests.average.toFixed(0).padStart(7)} req/s  p99 ${r.latency.p99} ms  CPU ${x.cpu.at(-1)!.toFixed(1)} µs/request`);
+      console.log(
+        `  round ${round + 1} ${p.name.padEnd(6)} ${r.requests.average.toFixed(0).padStart(7)} req/s  p99 ${r.latency.p99} ms  CPU ${x.cpu.at(-1)!.toFixed(1)} µs/request`,
+      );
     }
   }
   const rps = (name: Name) => median(m[name].results.map((r) => r.requests.average));
@@ -138,27 +177,41 @@ try {
   // let the edges flush, then compare what they metered with what the client received
   await stopChild(edge);
   if (edgeA) await stopChild(edgeA.child);
-  const metered = (await db.query(`SELECT coalesce(sum(rx),0)::bigint AS rx, coalesce(sum(tx),0)::bigint AS tx FROM usage_samples WHERE share_id = $1`, [zId])).rows[0];
+  const metered = (await db.query(`SELECT coalesce(sum(rx),0)::bigint AS rx, coalesce(sum(tx),0)::bigint AS tx FROM usage_samples WHERE share_id = $1`, [zId]))
+    .rows[0];
   await db.end();
 
   const line = (name: string, r: number, p: number) => `${name.padEnd(6)} ${r.toFixed(0).padStart(8)} req/s   p99 ${p.toFixed(1).padStart(6)} ms`;
-  console.log(`\nbench:edge — ${CONNECTIONS} connections, ${ROUNDS} x ${SECONDS} s per proxy (medians), 128-byte answers, metering on; load average ${os.loadavg().map((x) => x.toFixed(1)).join(' ')}`);
+  console.log(
+    `\nbench:edge — ${CONNECTIONS} connections, ${ROUNDS} x ${SECONDS} s per proxy (medians), 128-byte answers, metering on; load average ${os
+      .loadavg()
+      .map((x) => x.toFixed(1))
+      .join(' ')}`,
+  );
   console.log(line('nginx', rps('nginx'), p99('nginx')));
   for (const name of ['edge', ...(edgeA ? ['edgeA'] : [])] as Name[]) {
     const x = m[name];
     const label = name === 'edgeA' ? `edge A (${aDir})` : 'edge';
     console.log(line(name, rps(name), p99(name)));
-    console.log(`       ${label}: ratio ${(rps(name) / rps('nginx')).toFixed(2)} of nginx's requests/s (target >= 0.55), p99 ${(p99(name) / p99('nginx')).toFixed(2)}x nginx's (target < 2)`);
-    console.log(`       CPU ${median(x.cpu).toFixed(1)} µs per request (kernel ${median(x.sys).toFixed(1)}), the backend ${median(x.backend).toFixed(1)}; GC ${median(x.gc).toFixed(1)} µs per request (${(100 * median(x.gcShare)).toFixed(1)} % of its CPU); event-loop delay mean ${median(x.delayMean).toFixed(2)} ms, p99 ${median(x.delayP99).toFixed(2)} ms`);
+    console.log(
+      `       ${label}: ratio ${(rps(name) / rps('nginx')).toFixed(2)} of nginx's requests/s (target >= 0.55), p99 ${(p99(name) / p99('nginx')).toFixed(2)}x nginx's (target < 2)`,
+    );
+    console.log(
+      `       CPU ${median(x.cpu).toFixed(1)} µs per request (kernel ${median(x.sys).toFixed(1)}), the backend ${median(x.backend).toFixed(1)}; GC ${median(x.gc).toFixed(1)} µs per request (${(100 * median(x.gcShare)).toFixed(1)} % of its CPU); event-loop delay mean ${median(x.delayMean).toFixed(2)} ms, p99 ${median(x.delayP99).toFixed(2)} ms`,
+    );
   }
   console.log(`nginx: CPU ${median(m.nginx.cpu).toFixed(1)} µs per request (kernel ${median(m.nginx.sys).toFixed(1)})`);
   if (edgeA) {
     // each round measures both edges back to back: the difference within a round moves less with the machine's load
     // than either figure does
     const paired = m.edge.cpu.map((cpu, i) => cpu - m.edgeA.cpu[i]);
-    console.log(`A/B: edge - edge A = ${(median(m.edge.cpu) - median(m.edgeA.cpu)).toFixed(1)} µs CPU per request (medians); per round ${paired.map((d) => d.toFixed(1)).join(', ')}, median ${median(paired).toFixed(1)}; req/s edge/edge A ${(rps('edge') / rps('edgeA')).toFixed(2)}`);
+    console.log(
+      `A/B: edge - edge A = ${(median(m.edge.cpu) - median(m.edgeA.cpu)).toFixed(1)} µs CPU per request (medians); per round ${paired.map((d) => d.toFixed(1)).join(', ')}, median ${median(paired).toFixed(1)}; req/s edge/edge A ${(rps('edge') / rps('edgeA')).toFixed(2)}`,
+    );
   }
-  console.log(`metered by the edges: rx ${metered.rx} B, tx ${metered.tx} B (the client counted ${edgeBytes} B received from the edge in the timed rounds${edgeA ? ', plus what edge A carried' : ''}, warm-up not included)`);
+  console.log(
+    `metered by the edges: rx ${metered.rx} B, tx ${metered.tx} B (the client counted ${edgeBytes} B received from the edge in the timed rounds${edgeA ? ', plus what edge A carried' : ''}, warm-up not included)`,
+  );
 } catch (err) {
   console.error(`bench:edge failed: ${(err as Error).stack ?? err}`);
   process.exitCode = 1;

@@ -109,7 +109,13 @@ try {
   const jwts: string[] = new Array(COLD);
   const csrs = await Promise.all(Array.from({ length: COLD }, (_, i) => deviceCsr(`device-${i}.outside.example`)));
   await timed(COLD, 16, async (i) => {
-    const tok = await request(api, 'POST', `/hub/${hubId}/certificate-request-tokens`, { name: `device-${i}`, commonName: `device-${i}.outside.example` }, bearer);
+    const tok = await request(
+      api,
+      'POST',
+      `/hub/${hubId}/certificate-request-tokens`,
+      { name: `device-${i}`, commonName: `device-${i}.outside.example` },
+      bearer,
+    );
     if (tok.status !== 201) throw new Error(`token: ${tok.status} ${JSON.stringify(tok.json)}`);
     const jwt = await request(api, 'GET', `/hub/v2/${hubId}/certificate-request-tokens/${tok.json.id}/enrollment-jwt`, undefined, bearer);
     if (jwt.status !== 200) throw new Error(`jwt: ${jwt.status} ${JSON.stringify(jwt.json)}`);
@@ -132,7 +138,8 @@ try {
     return out;
   };
   // what the web and worker processes' helper threads (V8's optimizing compiler above all) add to their main threads
-  const mainThreads = () => Object.fromEntries(['web', 'worker'].map((role) => [role, (roles[role] ?? []).reduce((sum, pid) => sum + mainThreadCpuMs(pid), 0)]));
+  const mainThreads = () =>
+    Object.fromEntries(['web', 'worker'].map((role) => [role, (roles[role] ?? []).reduce((sum, pid) => sum + mainThreadCpuMs(pid), 0)]));
   const mainBefore = mainThreads();
   const before = cpu();
   const failures: string[] = [];
@@ -148,9 +155,15 @@ try {
     .map((k) => [k, (after[k] - before[k]) / COLD] as const)
     .sort((a, b) => b[1] - a[1]);
   const total = per.reduce((sum, [, v]) => sum + v, 0);
-  console.log(`cold:    the first ${COLD} enrollments after npm start, ${COLD_CONCURRENCY} concurrent clients: ${rate.toFixed(0)} enrollments/s (target >= 300: ${rate >= 300 ? 'met' : 'NOT met'})`);
-  console.log(`         CPU per enrollment ${total.toFixed(2)} ms: ${per.map(([k, v]) => `${k} ${v.toFixed(2)}`).join(', ')}; load average ${os.loadavg()[0].toFixed(1)}`);
-  console.log(`         of it the main threads: ${['web', 'worker'].map((k) => `${k} ${((mainAfter[k] - mainBefore[k]) / COLD).toFixed(2)}`).join(', ')} (the rest of theirs is helper threads: V8's optimizing compiler)`);
+  console.log(
+    `cold:    the first ${COLD} enrollments after npm start, ${COLD_CONCURRENCY} concurrent clients: ${rate.toFixed(0)} enrollments/s (target >= 300: ${rate >= 300 ? 'met' : 'NOT met'})`,
+  );
+  console.log(
+    `         CPU per enrollment ${total.toFixed(2)} ms: ${per.map(([k, v]) => `${k} ${v.toFixed(2)}`).join(', ')}; load average ${os.loadavg()[0].toFixed(1)}`,
+  );
+  console.log(
+    `         of it the main threads: ${['web', 'worker'].map((k) => `${k} ${((mainAfter[k] - mainBefore[k]) / COLD).toFixed(2)}`).join(', ')} (the rest of theirs is helper threads: V8's optimizing compiler)`,
+  );
   await stop(s);
   await ws.cleanUp();
   process.exit(rate >= 300 ? 0 : 1);

@@ -24,7 +24,21 @@ import http from 'node:http';
 import os from 'node:os';
 import path from 'node:path';
 import { deviceCsr } from './deviceCsr.js';
-import { benchWorkspace, cpuMs, cpuSplitMs, mainThreadCpuMs, freePort, jsonRequest, postgresCpuMs, startProcess, startServices, stopChild, timed, waitUntilAnswering, waitUntilHealthy } from './harness.js';
+import {
+  benchWorkspace,
+  cpuMs,
+  cpuSplitMs,
+  mainThreadCpuMs,
+  freePort,
+  jsonRequest,
+  postgresCpuMs,
+  startProcess,
+  startServices,
+  stopChild,
+  timed,
+  waitUntilAnswering,
+  waitUntilHealthy,
+} from './harness.js';
 
 const COLD = Number(process.env.BENCH_COLD ?? 600);
 const COLD_CONCURRENCY = Number(process.env.BENCH_COLD_CONCURRENCY ?? 16);
@@ -116,7 +130,13 @@ try {
   const total = COLD + WARMUP_MAX + ENROLLMENTS;
   const jwts: string[] = new Array(total);
   const setupMs = await timed(total, 16, async (i) => {
-    const tok = await request(base, 'POST', `/hub/${hubId}/certificate-request-tokens`, { name: `device-${i}`, commonName: `device-${i}.bench.example` }, bearer);
+    const tok = await request(
+      base,
+      'POST',
+      `/hub/${hubId}/certificate-request-tokens`,
+      { name: `device-${i}`, commonName: `device-${i}.bench.example` },
+      bearer,
+    );
     if (tok.status !== 201) throw new Error(`token: ${tok.status} ${JSON.stringify(tok.json)}`);
     const jwt = await request(base, 'GET', `/hub/v2/${hubId}/certificate-request-tokens/${tok.json.id}/enrollment-jwt`, undefined, bearer);
     if (jwt.status !== 200) throw new Error(`jwt: ${jwt.status} ${JSON.stringify(jwt.json)}`);
@@ -134,13 +154,20 @@ try {
   const web = startProcess(ws, 'api/server.ts', { ...env, HUB_PROCESS: 'web' });
   const clock = startProcess(ws, 'workers/clock.ts', { ...env, HUB_PROCESS: 'clock' });
   const edgePort = await freePort();
-  const edge = startProcess(ws, 'edge/index.ts', { ...env, HUB_PROCESS: 'edge', HUB_EDGE_HTTP_PORT: String(edgePort), HUB_EDGE_HTTPS_PORT: String(await freePort()) });
+  const edge = startProcess(ws, 'edge/index.ts', {
+    ...env,
+    HUB_PROCESS: 'edge',
+    HUB_EDGE_HTTP_PORT: String(edgePort),
+    HUB_EDGE_HTTPS_PORT: String(await freePort()),
+  });
   await waitUntilHealthy(base.origin, web);
   // the edge listens once it has loaded what it serves (routes, certificates): any answer will do
   await waitUntilAnswering(`http://127.0.0.1:${edgePort}/`, { alive: () => edge.exitCode === null, failure: 'the edge did not start' });
   const startMs = performance.now() - spawned;
   const startCpu = { web: cpuMs(web.pid), worker: cpuMs(worker.pid) };
-  console.log(`start:         the web process answered ${(startMs / 1000).toFixed(2)} s after both were started; CPU so far: web ${startCpu.web.toFixed(0)} ms, worker ${startCpu.worker.toFixed(0)} ms`);
+  console.log(
+    `start:         the web process answered ${(startMs / 1000).toFixed(2)} s after both were started; CPU so far: web ${startCpu.web.toFixed(0)} ms, worker ${startCpu.worker.toFixed(0)} ms`,
+  );
 
   const failures: string[] = [];
   const enrollOne = async (i: number) => {
@@ -172,13 +199,20 @@ try {
   const coldWorker = (cpuMs(worker.pid) - coldBefore.worker) / COLD;
   const kernel = (pid: number | undefined, before: { sys: number }) => ((cpuSplitMs(pid).sys - before.sys) / COLD).toFixed(2);
   const coldKernel = { web: kernel(web.pid, splitBefore.web), worker: kernel(worker.pid, splitBefore.worker) };
-  const coldMain = { web: ((mainThreadCpuMs(web.pid) - mainBefore.web) / COLD).toFixed(2), worker: ((mainThreadCpuMs(worker.pid) - mainBefore.worker) / COLD).toFixed(2) };
+  const coldMain = {
+    web: ((mainThreadCpuMs(web.pid) - mainBefore.web) / COLD).toFixed(2),
+    worker: ((mainThreadCpuMs(worker.pid) - mainBefore.worker) / COLD).toFixed(2),
+  };
   // counted, not timed: what a change of the protocol with Redis is worth whatever the machine's load
   const coldCommands = commandsPer(commandsBefore, redisCommands(services.redisUrl), COLD);
   if (failures.length) throw new Error(`${failures.length} cold enrollments failed, e.g. ${failures[0]}`);
   const coldSigns = rawSignRate(1000);
-  console.log(`cold:          the first ${COLD} enrollments after start, ${COLD_CONCURRENCY} concurrent clients, no warm-up: ${coldRate.toFixed(0)} enrollments/s (target >= 300: ${coldRate >= 300 ? 'met' : 'NOT met'})`);
-  console.log(`               ratio ${(coldRate / coldSigns).toFixed(4)} of raw signs/s (${coldSigns.toFixed(0)}, measured right after); service CPU ${coldCpu.toFixed(2)} ms per enrollment (web ${coldWeb.toFixed(2)}, of it kernel ${coldKernel.web}, main thread ${coldMain.web}; worker ${coldWorker.toFixed(2)}, of it kernel ${coldKernel.worker}, main thread ${coldMain.worker}); load average ${os.loadavg()[0].toFixed(1)}`);
+  console.log(
+    `cold:          the first ${COLD} enrollments after start, ${COLD_CONCURRENCY} concurrent clients, no warm-up: ${coldRate.toFixed(0)} enrollments/s (target >= 300: ${coldRate >= 300 ? 'met' : 'NOT met'})`,
+  );
+  console.log(
+    `               ratio ${(coldRate / coldSigns).toFixed(4)} of raw signs/s (${coldSigns.toFixed(0)}, measured right after); service CPU ${coldCpu.toFixed(2)} ms per enrollment (web ${coldWeb.toFixed(2)}, of it kernel ${coldKernel.web}, main thread ${coldMain.web}; worker ${coldWorker.toFixed(2)}, of it kernel ${coldKernel.worker}, main thread ${coldMain.worker}); load average ${os.loadavg()[0].toFixed(1)}`,
+  );
   const coldPer = (ms: number) => (ms / COLD).toFixed(2);
   console.log(
     `               PostgreSQL ${coldPer(coldAfter.postgres - coldBefore.postgres)}, Redis ${coldPer(coldAfter.redis - coldBefore.redis)}, edge ${coldPer(coldAfter.edge - coldBefore.edge)}, clock ${coldPer(coldAfter.clock - coldBefore.clock)} ms per enrollment; load generator (this process) ${coldPer((coldBenchCpu.user + coldBenchCpu.system) / 1000)} ms`,
@@ -204,10 +238,14 @@ try {
     await timed(n, CONCURRENCY, (i) => enrollOne(warmed + i));
     const now = serviceCpu();
     slices.push((sumCpu(now) - before) / n);
-    parts.push([now.web - at.web, now.worker - at.worker, now.postgres - at.postgres, now.redis - at.redis, now.edge - at.edge].map((x) => (x / n).toFixed(1)).join('/'));
+    parts.push(
+      [now.web - at.web, now.worker - at.worker, now.postgres - at.postgres, now.redis - at.redis, now.edge - at.edge].map((x) => (x / n).toFixed(1)).join('/'),
+    );
     warmed += n;
   }
-  console.log(`warm-up:       ${warmed - COLD} enrollments, service CPU ms per enrollment by slice of ${WARMUP_SLICE}: ${slices.map((x) => x.toFixed(2)).join(' ')}${stable() ? ' (stable)' : ' (not stable: BENCH_WARMUP_MAX reached)'}`);
+  console.log(
+    `warm-up:       ${warmed - COLD} enrollments, service CPU ms per enrollment by slice of ${WARMUP_SLICE}: ${slices.map((x) => x.toFixed(2)).join(' ')}${stable() ? ' (stable)' : ' (not stable: BENCH_WARMUP_MAX reached)'}`,
+  );
   console.log(`               by process (web/worker/PostgreSQL/Redis/edge): ${parts.join(' ')}`);
   const cpuBefore = { ...serviceCpu(), bench: process.cpuUsage(), webMain: mainThreadCpuMs(web.pid), workerMain: mainThreadCpuMs(worker.pid) };
   const ms = await timed(ENROLLMENTS, CONCURRENCY, (i) => enrollOne(warmed + i));
@@ -233,9 +271,13 @@ try {
   console.log(`warm:          ${ENROLLMENTS} with ${CONCURRENCY} concurrent clients in ${(ms / 1000).toFixed(2)} s`);
   console.log(`end to end:    ${enrollRate.toFixed(0)} enrollments/s   (target >= 300)`);
   console.log(`baseline:      ${signRate.toFixed(0)} raw ECDSA P-256 signs/s (node:crypto, one core, same run)`);
-  console.log(`cpu per enrollment: web ${cpu.web} ms (main thread ${cpu.webMain}), worker ${cpu.worker} ms (main thread ${cpu.workerMain}), PostgreSQL ${cpu.postgres} ms, Redis ${cpu.redis} ms, edge and clock ${cpu.edge} ms; load generator ${cpu.client} ms`);
+  console.log(
+    `cpu per enrollment: web ${cpu.web} ms (main thread ${cpu.webMain}), worker ${cpu.worker} ms (main thread ${cpu.workerMain}), PostgreSQL ${cpu.postgres} ms, Redis ${cpu.redis} ms, edge and clock ${cpu.edge} ms; load generator ${cpu.client} ms`,
+  );
   const cores = os.availableParallelism();
-  console.log(`capacity:      ${((cores * 1000) / serviceCpuMs).toFixed(0)} enrollments/s if the service had all ${cores} cores to itself (${serviceCpuMs.toFixed(2)} CPU ms each; load average ${os.loadavg()[0].toFixed(1)} during the run)`);
+  console.log(
+    `capacity:      ${((cores * 1000) / serviceCpuMs).toFixed(0)} enrollments/s if the service had all ${cores} cores to itself (${serviceCpuMs.toFixed(2)} CPU ms each; load average ${os.loadavg()[0].toFixed(1)} during the run)`,
+  );
   console.log(`ratio:         ${(enrollRate / signRate).toFixed(4)} (enrollments per raw signature time)`);
   await ws.cleanUp();
   process.exit(coldRate >= 300 && enrollRate >= 300 ? 0 : 1);

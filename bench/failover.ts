@@ -47,16 +47,26 @@ async function until<T>(what: string, probe: () => Promise<T | undefined | false
 
 function edgeGet(port: number, host: string): Promise<number> {
   return new Promise((resolve) => {
-    http.get({ host: '127.0.0.1', port, path: '/', headers: { host }, agent: false }, (res) => {
-      res.resume();
-      res.on('end', () => resolve(res.statusCode ?? 0));
-    }).on('error', () => resolve(0));
+    http
+      .get({ host: '127.0.0.1', port, path: '/', headers: { host }, agent: false }, (res) => {
+        res.resume();
+        res.on('end', () => resolve(res.statusCode ?? 0));
+      })
+      .on('error', () => resolve(0));
   });
 }
 
 /** The pids of the edge processes each node's supervisor reported. */
 function edgePids(node: string): number[] {
-  return [...new Set(lines.filter((l) => l.startsWith(`[${node}]`)).map((l) => /\bedge(?:\.\d+)? started \(pid (\d+)/.exec(l)?.[1]).filter(Boolean).map(Number))];
+  return [
+    ...new Set(
+      lines
+        .filter((l) => l.startsWith(`[${node}]`))
+        .map((l) => /\bedge(?:\.\d+)? started \(pid (\d+)/.exec(l)?.[1])
+        .filter(Boolean)
+        .map(Number),
+    ),
+  ];
 }
 
 function rssMb(pid: number): number {
@@ -87,10 +97,23 @@ async function main(): Promise<void> {
   for (let i = 0; i < 2; i++) {
     const name = `node-${i + 1}`;
     const [api, edge, tls, tcp] = [await freePort(), await freePort(), await freePort(), await freePort()];
-    const child = startNode(name, {
-      ...nodeEnv(stores.env, { dataDir: path.join(ws.work, name), adminToken, secretKeyHex: '22'.repeat(32), port: api, edgeHttp: edge, edgeHttps: tls, tcpFrom: tcp, tcpTo: tcp }),
-      HUB_UNAUTH_RATE_LIMIT: '0',
-    }, (l) => lines.push(l));
+    const child = startNode(
+      name,
+      {
+        ...nodeEnv(stores.env, {
+          dataDir: path.join(ws.work, name),
+          adminToken,
+          secretKeyHex: '22'.repeat(32),
+          port: api,
+          edgeHttp: edge,
+          edgeHttps: tls,
+          tcpFrom: tcp,
+          tcpTo: tcp,
+        }),
+        HUB_UNAUTH_RATE_LIMIT: '0',
+      },
+      (l) => lines.push(l),
+    );
     const exited = new Promise((r) => child.once('exit', r));
     ws.onCleanup(async () => {
       try {
@@ -103,7 +126,9 @@ async function main(): Promise<void> {
     nodes.push({ name, api, edge, tls, pid: child.pid!, exited });
     await until(`${name} healthy`, async () => (await json(api, 'GET', '/healthz', undefined)).status === 200, 240_000);
   }
-  say(`set-up: PostgreSQL ${stores.postgres.primary.port} (standby ${stores.postgres.standby.port}, address ${stores.relay.port}); Redis sentinels ${stores.redis.sentinelList}; nodes ${nodes.map((n) => `${n.name} API ${n.api} edge ${n.edge}`).join(', ')}`);
+  say(
+    `set-up: PostgreSQL ${stores.postgres.primary.port} (standby ${stores.postgres.standby.port}, address ${stores.relay.port}); Redis sentinels ${stores.redis.sentinelList}; nodes ${nodes.map((n) => `${n.name} API ${n.api} edge ${n.edge}`).join(', ')}`,
+  );
 
   const admin = `Bearer ${adminToken}`;
   const [one] = nodes;
@@ -148,10 +173,14 @@ async function main(): Promise<void> {
     const faultAt = Date.now();
     const engineDoneAt = await inject();
     // recovered: every path succeeded since its last failure, for 5 s, or 60 s have passed
-    await until(`${fault}: every path succeeding again`, async () => {
-      const since = Date.now() - 5000;
-      return PATHS.every((p) => !load.outcomes.some((o) => o.path === p && !o.ok && o.at > since)) && Date.now() - engineDoneAt > 5000;
-    }, 90_000).catch(() => undefined);
+    await until(
+      `${fault}: every path succeeding again`,
+      async () => {
+        const since = Date.now() - 5000;
+        return PATHS.every((p) => !load.outcomes.some((o) => o.path === p && !o.ok && o.at > since)) && Date.now() - engineDoneAt > 5000;
+      },
+      90_000,
+    ).catch(() => undefined);
     windows.push({ fault, start, faultAt, engineDoneAt, end: Date.now() });
   };
   await runWindow('redis', async () => {
@@ -209,12 +238,21 @@ async function main(): Promise<void> {
       load.acknowledged.certificates.filter((a) => a.at >= w.start && a.at <= w.end && !certs.has(a.id)).length;
     const edgeFailed = byPath.filter((b) => b.p.startsWith('edge')).reduce((n, b) => n + b.failed, 0);
     say(`\n${w.fault}: engine failover done ${((w.engineDoneAt - w.faultAt) / 1000).toFixed(1)} s after the fault`);
-    for (const b of byPath) say(`  ${b.p.padEnd(12)} sent ${String(b.sent).padStart(6)}  failed ${String(b.failed).padStart(5)}${b.lastFailure ? `  last failure ${((b.lastFailure - w.faultAt) / 1000).toFixed(1)} s after the fault` : ''}`);
+    for (const b of byPath)
+      say(
+        `  ${b.p.padEnd(12)} sent ${String(b.sent).padStart(6)}  failed ${String(b.failed).padStart(5)}${b.lastFailure ? `  last failure ${((b.lastFailure - w.faultAt) / 1000).toFixed(1)} s after the fault` : ''}`,
+      );
     say(`  every path succeeding again ${recovered.toFixed(1)} s after the fault, ${sinceEngine.toFixed(1)} s after the engine's failover finished`);
-    summaries.push(`failover ${w.fault}: acknowledged writes lost ${lost}, executions unfinished ${unfinished}, edge requests failed ${edgeFailed}, recovered in ${sinceEngine.toFixed(1)} s`);
+    summaries.push(
+      `failover ${w.fault}: acknowledged writes lost ${lost}, executions unfinished ${unfinished}, edge requests failed ${edgeFailed}, recovered in ${sinceEngine.toFixed(1)} s`,
+    );
   }
-  say(`\nedge memory (RSS, MB): before the node fault ${memoryBefore.map((m) => m.toFixed(0)).join(', ')}; node 2 after everything ${memoryAfter.map((m) => m.toFixed(0)).join(', ')}`);
-  say(`acknowledged: ${load.acknowledged.environments.length} environment creates, ${load.acknowledged.certificates.length} enrollments; executions unfinished 60 s after the last recovery: ${unfinished}`);
+  say(
+    `\nedge memory (RSS, MB): before the node fault ${memoryBefore.map((m) => m.toFixed(0)).join(', ')}; node 2 after everything ${memoryAfter.map((m) => m.toFixed(0)).join(', ')}`,
+  );
+  say(
+    `acknowledged: ${load.acknowledged.environments.length} environment creates, ${load.acknowledged.certificates.length} enrollments; executions unfinished 60 s after the last recovery: ${unfinished}`,
+  );
   say('');
   for (const s of summaries) say(s);
 }

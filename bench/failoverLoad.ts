@@ -31,20 +31,31 @@ const agent = new http.Agent({ keepAlive: true, maxSockets: 64 });
 function request(port: number, method: string, path: string, headers: Record<string, string>, body?: unknown): Promise<Answer> {
   const payload = body === undefined ? undefined : Buffer.from(JSON.stringify(body));
   return new Promise((resolve, reject) => {
-    const req = http.request({ agent, host: '127.0.0.1', port, method, path, timeout: 15_000, headers: { ...headers, ...(payload ? { 'content-type': 'application/json', 'content-length': String(payload.length) } : {}) } }, (res) => {
-      const chunks: Buffer[] = [];
-      res.on('data', (c: Buffer) => chunks.push(c));
-      res.on('end', () => {
-        const text = Buffer.concat(chunks).toString();
-        let json: unknown;
-        try {
-          json = text ? JSON.parse(text) : undefined;
-        } catch {
-          json = undefined;
-        }
-        resolve({ status: res.statusCode ?? 0, json });
-      });
-    });
+    const req = http.request(
+      {
+        agent,
+        host: '127.0.0.1',
+        port,
+        method,
+        path,
+        timeout: 15_000,
+        headers: { ...headers, ...(payload ? { 'content-type': 'application/json', 'content-length': String(payload.length) } : {}) },
+      },
+      (res) => {
+        const chunks: Buffer[] = [];
+        res.on('data', (c: Buffer) => chunks.push(c));
+        res.on('end', () => {
+          const text = Buffer.concat(chunks).toString();
+          let json: unknown;
+          try {
+            json = text ? JSON.parse(text) : undefined;
+          } catch {
+            json = undefined;
+          }
+          resolve({ status: res.statusCode ?? 0, json });
+        });
+      },
+    );
     req.on('timeout', () => req.destroy(new Error('timeout')));
     req.on('error', reject);
     req.end(payload);
@@ -139,13 +150,26 @@ export function startLoad(t: LoadTargets): Load {
       await new Promise((r) => setTimeout(r, 200));
       return true;
     }
-    const r = await t.balancer.send('api', 'POST', `${t.hubPath.replace('/hub/', '/hub/v2/')}/client-certificates/enroll`, { accept: 'application/json' }, { jwt: next.jwt, csr: await t.csr(next.commonName) });
+    const r = await t.balancer.send(
+      'api',
+      'POST',
+      `${t.hubPath.replace('/hub/', '/hub/v2/')}/client-certificates/enroll`,
+      { accept: 'application/json' },
+      { jwt: next.jwt, csr: await t.csr(next.commonName) },
+    );
     if (r.status === 201) acknowledged.certificates.push({ id: r.json.id, at: Date.now() });
     // answered 503 (a store away): the token was not spent, it is tried again; any other refusal spends it
     else if (r.status === 503) t.jwts.push(next);
     return r.status === 201;
   };
-  const loops = [loop('api', api), loop('api', api), loop('edge direct', edge(t.directHost)), loop('edge direct', edge(t.directHost)), loop('edge agent', edge(t.agentHost)), loop('enroll', enroll)];
+  const loops = [
+    loop('api', api),
+    loop('api', api),
+    loop('edge direct', edge(t.directHost)),
+    loop('edge direct', edge(t.directHost)),
+    loop('edge agent', edge(t.agentHost)),
+    loop('enroll', enroll),
+  ];
   return {
     outcomes,
     acknowledged,

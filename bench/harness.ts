@@ -120,7 +120,10 @@ export async function startPlainBackend(ws: BenchWorkspace): Promise<{ port: num
   const port = await freePort();
   const child = spawn(
     process.execPath,
-    ['-e', `const b=Buffer.alloc(128,120);require('http').createServer((q,s)=>{q.resume();q.on('end',()=>{s.writeHead(200,{'content-type':'text/plain','content-length':b.length});s.end(b)})}).listen(${port},'127.0.0.1')`],
+    [
+      '-e',
+      `const b=Buffer.alloc(128,120);require('http').createServer((q,s)=>{q.resume();q.on('end',()=>{s.writeHead(200,{'content-type':'text/plain','content-length':b.length});s.end(b)})}).listen(${port},'127.0.0.1')`,
+    ],
     { stdio: 'inherit' },
   );
   ws.onCleanup(() => stopChild(child));
@@ -167,7 +170,14 @@ export async function waitUntilAnswering(
 }
 
 /** A small JSON client on a keep-alive agent (lighter than fetch, so a load generator takes less CPU): status and body. */
-export function jsonRequest(agent: http.Agent, base: URL, method: string, urlPath: string, body?: unknown, auth?: string): Promise<{ status: number; json: any }> {
+export function jsonRequest(
+  agent: http.Agent,
+  base: URL,
+  method: string,
+  urlPath: string,
+  body?: unknown,
+  auth?: string,
+): Promise<{ status: number; json: any }> {
   const payload = body === undefined ? undefined : Buffer.from(JSON.stringify(body));
   return new Promise((resolve, reject) => {
     const req = http.request(
@@ -214,7 +224,14 @@ export function jsonClient(baseUrl: string, authorization: string) {
  * The environment of a web process the benches start: the bench's services (or `databaseUrl`), the admin token, a
  * fixed secret key, `npm start`'s log level unless LOG_LEVEL says otherwise, then `extra`.
  */
-export function webEnv(ws: BenchWorkspace, services: BenchServices, port: number, adminToken: string, extra: Record<string, string> = {}, databaseUrl = services.databaseUrl): NodeJS.ProcessEnv {
+export function webEnv(
+  ws: BenchWorkspace,
+  services: BenchServices,
+  port: number,
+  adminToken: string,
+  extra: Record<string, string> = {},
+  databaseUrl = services.databaseUrl,
+): NodeJS.ProcessEnv {
   return {
     ...process.env,
     DATABASE_URL: databaseUrl,
@@ -234,7 +251,13 @@ export function webEnv(ws: BenchWorkspace, services: BenchServices, port: number
  * against the bench's services, with `extra` environment on top; resolves once it answers /healthz. Every process of
  * one run shares one secret key, so each reads what the other wrote.
  */
-async function startApiIn(ws: BenchWorkspace, services: BenchServices, dir: string, adminToken: string, extra: Record<string, string> = {}): Promise<{ url: string; child: ChildProcess }> {
+async function startApiIn(
+  ws: BenchWorkspace,
+  services: BenchServices,
+  dir: string,
+  adminToken: string,
+  extra: Record<string, string> = {},
+): Promise<{ url: string; child: ChildProcess }> {
   const port = await freePort();
   const child = startProcess(ws, 'api/server.ts', webEnv(ws, services, port, adminToken, extra), dir);
   const url = `http://127.0.0.1:${port}`;
@@ -260,7 +283,11 @@ export async function migratedDatabase(services: BenchServices, name: string, di
   await admin.query(`CREATE DATABASE ${name}`);
   await admin.end();
   const url = services.databaseUrl.replace(/\/[^/]*$/, `/${name}`);
-  const migrate = spawn(process.execPath, ['--import', 'tsx', 'scripts/migrate.ts'], { cwd: dir, env: { ...process.env, DATABASE_URL: url, LOG_LEVEL: 'warn' }, stdio: ['ignore', 'ignore', 'inherit'] });
+  const migrate = spawn(process.execPath, ['--import', 'tsx', 'scripts/migrate.ts'], {
+    cwd: dir,
+    env: { ...process.env, DATABASE_URL: url, LOG_LEVEL: 'warn' },
+    stdio: ['ignore', 'ignore', 'inherit'],
+  });
   const code = await new Promise((resolve) => migrate.once('exit', resolve));
   if (code !== 0) throw new Error(`migrating ${name} from ${dir} failed (${code})`);
   return url;
@@ -270,7 +297,15 @@ export async function migratedDatabase(services: BenchServices, name: string, di
  * An API process from `dir` on `databaseUrl` (not yet waited for), compiled as `npm start` runs it, for benches that
  * start their sides again per round.
  */
-export function spawnApiIn(ws: BenchWorkspace, services: BenchServices, dir: string, databaseUrl: string, port: number, adminToken: string, extra: Record<string, string> = {}): ChildProcess {
+export function spawnApiIn(
+  ws: BenchWorkspace,
+  services: BenchServices,
+  dir: string,
+  databaseUrl: string,
+  port: number,
+  adminToken: string,
+  extra: Record<string, string> = {},
+): ChildProcess {
   return startProcess(ws, 'api/server.ts', webEnv(ws, services, port, adminToken, { HUB_QUEUE_PREFIX: `ab${port}`, ...extra }, databaseUrl), dir);
 }
 
@@ -280,14 +315,16 @@ export async function createShares(call: ReturnType<typeof jsonClient>, h: strin
   const frontendId = (await call('GET', `${h}/frontends`)).json[0].id as string;
   const zIds: string[] = new Array(count);
   let next = 0;
-  await Promise.all(Array.from({ length: 8 }, async () => {
-    while (next < count) {
-      const i = next++;
-      const r = await call('POST', `${h}/shares`, { name: `share-${i}`, frontendIds: [frontendId], target: 'http://10.0.0.5:8080', envZId });
-      if (r.status !== 201) throw new Error(`creating a share failed: ${r.status} ${r.text}`);
-      zIds[i] = r.json.zId;
-    }
-  }));
+  await Promise.all(
+    Array.from({ length: 8 }, async () => {
+      while (next < count) {
+        const i = next++;
+        const r = await call('POST', `${h}/shares`, { name: `share-${i}`, frontendIds: [frontendId], target: 'http://10.0.0.5:8080', envZId });
+        if (r.status !== 201) throw new Error(`creating a share failed: ${r.status} ${r.text}`);
+        zIds[i] = r.json.zId;
+      }
+    }),
+  );
   return { envZId, zIds };
 }
 
@@ -410,7 +447,11 @@ export function median(xs: number[]): number {
  * headers the edge sets. With `tls`, it listens with TLS and HTTP/2 (and lifts its cap of 1000 requests per
  * connection: h2load does not reconnect). Resolves with its port and process; stopped with the workspace.
  */
-export async function startNginxProxy(ws: BenchWorkspace, backendPort: number, tls?: { certFile: string; keyFile: string }): Promise<{ port: number; child: ChildProcess }> {
+export async function startNginxProxy(
+  ws: BenchWorkspace,
+  backendPort: number,
+  tls?: { certFile: string; keyFile: string },
+): Promise<{ port: number; child: ChildProcess }> {
   const port = await freePort();
   const dir = path.join(ws.work, 'nginx');
   mkdirSync(dir, { recursive: true });
@@ -455,7 +496,11 @@ http {
  * A hub with its default environment and one ACTIVE share of `target` on the public frontend per entry of `shares`,
  * written straight to PostgreSQL (the edge benches measure the data plane, not the API): their ids and hosts.
  */
-export async function benchShares(db: pg.Client, target: string, shares: { name: string; inspect?: boolean }[]): Promise<{ hubId: string; zIds: string[]; hosts: string[] }> {
+export async function benchShares(
+  db: pg.Client,
+  target: string,
+  shares: { name: string; inspect?: boolean }[],
+): Promise<{ hubId: string; zIds: string[]; hosts: string[] }> {
   const hubId = `bench-${randomBytes(4).toString('hex')}`;
   const envZId = `e${randomBytes(6).toString('hex')}`;
   await db.query(`INSERT INTO hubs (id, name) VALUES ($1, 'bench')`, [hubId]);

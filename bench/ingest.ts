@@ -27,7 +27,16 @@ try {
   const port = await freePort();
   const baseUrl = `http://127.0.0.1:${port}`;
   const adminToken = 'bench-admin-token-0123456789';
-  const apiProcess = startProcess(ws, 'api/server.ts', { ...process.env, DATABASE_URL: databaseUrl, REDIS_URL: redisUrl, HUB_ADMIN_TOKEN: adminToken, HUB_DATA_DIR: path.join(ws.work, 'data'), PORT: String(port), LOG_LEVEL: 'silent', HUB_PROCESS: 'web' });
+  const apiProcess = startProcess(ws, 'api/server.ts', {
+    ...process.env,
+    DATABASE_URL: databaseUrl,
+    REDIS_URL: redisUrl,
+    HUB_ADMIN_TOKEN: adminToken,
+    HUB_DATA_DIR: path.join(ws.work, 'data'),
+    PORT: String(port),
+    LOG_LEVEL: 'silent',
+    HUB_PROCESS: 'web',
+  });
   await waitUntilHealthy(baseUrl, apiProcess);
   const call = jsonClient(baseUrl, `Bearer ${adminToken}`);
 
@@ -39,7 +48,12 @@ try {
   const frontendId = (await call('GET', `${h}/frontends`)).json[0].id;
   const shares: { zId: string; envZId: string }[] = [];
   for (let i = 0; i < SHARES; i++) {
-    const r = await call('POST', `${h}/shares`, { name: `share-${i}`, frontendIds: [frontendId], target: 'http://10.0.0.5:8080', envZId: envs[i % ENVIRONMENTS] });
+    const r = await call('POST', `${h}/shares`, {
+      name: `share-${i}`,
+      frontendIds: [frontendId],
+      target: 'http://10.0.0.5:8080',
+      envZId: envs[i % ENVIRONMENTS],
+    });
     if (r.status !== 201) throw new Error(`creating a share failed: ${r.status} ${r.text}`);
     shares.push({ zId: r.json.zId, envZId: envs[i % ENVIRONMENTS] });
   }
@@ -82,7 +96,9 @@ try {
       await pool.query(inserts[b]);
     });
 
-  console.log(`ingest: ${TOTAL} samples in batches of ${BATCH}, ${CONCURRENCY} at once, ${ROUNDS} rounds, largest body ${Math.max(...bodies.map((b) => b.length))} bytes`);
+  console.log(
+    `ingest: ${TOTAL} samples in batches of ${BATCH}, ${CONCURRENCY} at once, ${ROUNDS} rounds, largest body ${Math.max(...bodies.map((b) => b.length))} bytes`,
+  );
   const api: number[] = [];
   const raw: number[] = [];
   // warm-up of both paths, then alternate so that neither always runs on a fresher table or a warmer cache
@@ -90,21 +106,30 @@ try {
   await call('POST', '/admin/v1/usage', bodies[0]);
   await pool.query(inserts[0]);
   for (let round = 0; round < ROUNDS; round++) {
-    for (const [name, run, into] of [['api', viaApi, api], ['raw', viaRawInsert, raw]] as const) {
+    for (const [name, run, into] of [
+      ['api', viaApi, api],
+      ['raw', viaRawInsert, raw],
+    ] as const) {
       await pool.query('TRUNCATE usage_samples');
       await pool.query('CHECKPOINT');
       const ms = await run();
       const stored = await count();
       if (stored !== TOTAL) throw new Error(`${name}: ${stored} rows stored, expected ${TOTAL}`);
       into.push((TOTAL / ms) * 1000);
-      console.log(`  round ${round + 1} ${name === 'api' ? 'POST /admin/v1/usage' : 'raw INSERT VALUES  '}: ${Math.round((TOTAL / ms) * 1000).toLocaleString('en')} samples/s (${ms.toFixed(0)} ms)`);
+      console.log(
+        `  round ${round + 1} ${name === 'api' ? 'POST /admin/v1/usage' : 'raw INSERT VALUES  '}: ${Math.round((TOTAL / ms) * 1000).toLocaleString('en')} samples/s (${ms.toFixed(0)} ms)`,
+      );
     }
   }
   const apiRate = median(api);
   const rawRate = median(raw);
   const ratio = apiRate / rawRate;
-  console.log(`\ningestion (median): ${Math.round(apiRate).toLocaleString('en')} samples/s; baseline raw multi-row INSERT: ${Math.round(rawRate).toLocaleString('en')} samples/s`);
-  console.log(`ratio ingestion/raw = ${ratio.toFixed(2)}  (target >= 0.5: ${ratio >= 0.5 ? 'met' : 'NOT met'}; >= 50k samples/s: ${apiRate >= 50_000 ? 'met' : 'NOT met'})`);
+  console.log(
+    `\ningestion (median): ${Math.round(apiRate).toLocaleString('en')} samples/s; baseline raw multi-row INSERT: ${Math.round(rawRate).toLocaleString('en')} samples/s`,
+  );
+  console.log(
+    `ratio ingestion/raw = ${ratio.toFixed(2)}  (target >= 0.5: ${ratio >= 0.5 ? 'met' : 'NOT met'}; >= 50k samples/s: ${apiRate >= 50_000 ? 'met' : 'NOT met'})`,
+  );
 } finally {
   await ws.cleanUp();
 }

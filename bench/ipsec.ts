@@ -98,10 +98,16 @@ try {
   const hubId = `bench-${randomBytes(4).toString('hex')}`;
   const envZId = `env${randomBytes(3).toString('hex')}`;
   await q(`INSERT INTO hubs (id, name, features) VALUES (:hubId, 'bench', '{"ipsec": true}')`, { hubId });
-  await q(`INSERT INTO environments (env_z_id, hub_id, description, created_by, is_default) VALUES (:envZId, :hubId, 'site', 'bench', false)`, { envZId, hubId });
+  await q(`INSERT INTO environments (env_z_id, hub_id, description, created_by, is_default) VALUES (:envZId, :hubId, 'site', 'bench', false)`, {
+    envZId,
+    hubId,
+  });
   const site = await privateNetwork('ehbs');
   ws.onCleanup(() => site.remove());
-  const target = site.spawn(process.execPath, ['-e', `require('net').createServer({allowHalfOpen:true},s=>{let n=0;s.on('data',d=>n+=d.length);s.on('end',()=>s.end(String(n)))}).listen(9000,'127.0.0.1',()=>console.log('ready'))`]);
+  const target = site.spawn(process.execPath, [
+    '-e',
+    `require('net').createServer({allowHalfOpen:true},s=>{let n=0;s.on('data',d=>n+=d.length);s.on('end',()=>s.end(String(n)))}).listen(9000,'127.0.0.1',()=>console.log('ready'))`,
+  ]);
   await new Promise((resolve) => target.stdout!.once('data', resolve));
   const rows = new pg.Client({ connectionString: services.databaseUrl });
   await rows.connect();
@@ -117,22 +123,58 @@ try {
 
   // the tunnel and the share, provisioned by the strongSwan provider as the worker does
   const tunnelId = `bench-tunnel-${randomBytes(3).toString('hex')}`;
-  await q(`INSERT INTO ipsec_tunnels (id, hub_id, name, status, peer_public_ip, peer_cidr, created_by) VALUES (:tunnelId, :hubId, 'bench', 'NEW', '203.0.113.2', '192.168.77.0/24', 'bench')`, { tunnelId, hubId });
+  await q(
+    `INSERT INTO ipsec_tunnels (id, hub_id, name, status, peer_public_ip, peer_cidr, created_by) VALUES (:tunnelId, :hubId, 'bench', 'NEW', '203.0.113.2', '192.168.77.0/24', 'bench')`,
+    { tunnelId, hubId },
+  );
   const provider = new StrongswanIpsecProvider();
-  const made = await provider.provisionTunnel({ tunnelId, hubId, name: 'bench', locationId: null, peerPublicIp: '203.0.113.2', peerCidr: '192.168.77.0/24', nlbPrivateIp: null });
+  const made = await provider.provisionTunnel({
+    tunnelId,
+    hubId,
+    name: 'bench',
+    locationId: null,
+    peerPublicIp: '203.0.113.2',
+    peerCidr: '192.168.77.0/24',
+    nlbPrivateIp: null,
+  });
   const shareId = `bench-share-${randomBytes(3).toString('hex')}`;
-  await q(`INSERT INTO ipsec_shares (id, hub_id, name, ipsec_tunnel_id, env_z_id, target, ingress_port, status, created_by) VALUES (:shareId, :hubId, 'bench', :tunnelId, :envZId, '127.0.0.1:9000', 7000, 'DEPLOYED', 'bench')`, { shareId, hubId, tunnelId, envZId });
+  await q(
+    `INSERT INTO ipsec_shares (id, hub_id, name, ipsec_tunnel_id, env_z_id, target, ingress_port, status, created_by) VALUES (:shareId, :hubId, 'bench', :tunnelId, :envZId, '127.0.0.1:9000', 7000, 'DEPLOYED', 'bench')`,
+    { shareId, hubId, tunnelId, envZId },
+  );
   await provider.provisionShare({ shareId, hubId, name: 'bench', tunnelId, envZId, target: '127.0.0.1:9000', ingressPort: 7000 });
 
   // the peer: its own charon with the sample configuration, unchanged
   const peerDir = path.join(ws.work, 'peer');
   mkdirSync(peerDir);
   const vici = `unix://${path.join(peerDir, 'peer.vici')}`;
-  writeFileSync(path.join(peerDir, 'strongswan.conf'), `charon {\n  load = random nonce kdf aes sha1 sha2 hmac gcm pem pkcs1 x509 pubkey openssl kernel-libipsec kernel-netlink socket-default vici updown\n  plugins {\n    vici {\n      socket = ${vici}\n    }\n  }\n}\n`);
-  const charon = spawn('ip', ['netns', 'exec', PEER, 'unshare', '-m', 'sh', '-c', `mount -t tmpfs none /run && STRONGSWAN_CONF=${path.join(peerDir, 'strongswan.conf')} exec /usr/lib/ipsec/charon`], { stdio: 'ignore' });
+  writeFileSync(
+    path.join(peerDir, 'strongswan.conf'),
+    `charon {\n  load = random nonce kdf aes sha1 sha2 hmac gcm pem pkcs1 x509 pubkey openssl kernel-libipsec kernel-netlink socket-default vici updown\n  plugins {\n    vici {\n      socket = ${vici}\n    }\n  }\n}\n`,
+  );
+  const charon = spawn(
+    'ip',
+    [
+      'netns',
+      'exec',
+      PEER,
+      'unshare',
+      '-m',
+      'sh',
+      '-c',
+      `mount -t tmpfs none /run && STRONGSWAN_CONF=${path.join(peerDir, 'strongswan.conf')} exec /usr/lib/ipsec/charon`,
+    ],
+    { stdio: 'ignore' },
+  );
   ws.onCleanup(() => stopChild(charon));
   for (let i = 0; ; i++) {
-    if (await run('swanctl', ['--stats', '--uri', vici]).then(() => true, () => false)) break;
+    if (
+      await run('swanctl', ['--stats', '--uri', vici]).then(
+        () => true,
+        () => false,
+      )
+    )
+      break;
     if (i > 200) throw new Error("the peer's charon did not start");
     await sleep(50);
   }

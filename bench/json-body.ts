@@ -11,7 +11,14 @@ const REPS = Number(process.env.BENCH_REPS || 40);
 const samples: unknown[] = [];
 let text = '';
 for (let i = 0; ; i++) {
-  samples.push({ hubId: `6f1c2a3e-1111-4222-8333-${String(i).padStart(12, '0')}`, shareId: `s${i}`, rx: i * 7, tx: i * 3, timestamp: new Date(1_795_000_000_000 + i).toISOString(), note: 'café \u{1F600}' });
+  samples.push({
+    hubId: `6f1c2a3e-1111-4222-8333-${String(i).padStart(12, '0')}`,
+    shareId: `s${i}`,
+    rx: i * 7,
+    tx: i * 3,
+    timestamp: new Date(1_795_000_000_000 + i).toISOString(),
+    note: 'café \u{1F600}',
+  });
   if (i % 100 === 0 && (text = JSON.stringify({ samples })).length > 1024 * 1024 - 200) break;
 }
 const body = Buffer.from(text);
@@ -36,7 +43,7 @@ function pair(): [number, number] {
 }
 const plain = () => JSON.parse(body.toString('utf8'));
 const strict = () => parseStrictJson(body);
-for (let i = 0; i < 5; i++) (plain(), strict()); // warm both
+for (let i = 0; i < 5; i++) plain(), strict(); // warm both
 
 const ratios: number[] = [];
 console.log(`body: ${(body.length / 1024 / 1024).toFixed(2)} MiB, ${samples.length} samples`);

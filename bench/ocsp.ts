@@ -82,7 +82,14 @@ try {
   console.log(`OCSP answer: ${answer.length} bytes; ${CONNECTIONS} connections, ${DURATION} s per measurement, ${ROUNDS} rounds`);
 
   const run = (url: string) =>
-    loadTest({ url, method: 'POST', headers: { 'content-type': 'application/ocsp-request' }, body: known.request, connections: CONNECTIONS, duration: DURATION });
+    loadTest({
+      url,
+      method: 'POST',
+      headers: { 'content-type': 'application/ocsp-request' },
+      body: known.request,
+      connections: CONNECTIONS,
+      duration: DURATION,
+    });
   await run(staticUrl);
   await run(ocspUrl); // warm both
   const ratios: number[] = [];

@@ -36,7 +36,14 @@ async function child(dir: string, role: string, file: string): Promise<void> {
   const certs = await import(path.join(dir, 'shared/pki/certificates.ts'));
   const names = await import(path.join(dir, 'shared/pki/names.ts'));
   const { privateKey } = generateKeyPairSync('ec', { namedCurve: 'prime256v1' });
-  const issuer = { name: names.buildName([[names.OID.organization, 'edgehub'], [names.OID.commonName, 'bench CA']]), privateKey, keyIdentifier: createHash('sha1').update('bench').digest() };
+  const issuer = {
+    name: names.buildName([
+      [names.OID.organization, 'edgehub'],
+      [names.OID.commonName, 'bench CA'],
+    ]),
+    privateKey,
+    keyIdentifier: createHash('sha1').update('bench').digest(),
+  };
   const notBefore = new Date();
   const notAfter = new Date(notBefore.getTime() + 365 * 86_400_000);
   let bytes = 0;
@@ -59,7 +66,12 @@ async function child(dir: string, role: string, file: string): Promise<void> {
 /** A PKCS#10 CSR for a fresh EC P-256 key, as bench/enroll.ts's devices make them, with its subject's and key's DER. */
 async function sample(i: number): Promise<Sample> {
   const keys = await webcrypto.subtle.generateKey({ name: 'ECDSA', namedCurve: 'P-256' }, false, ['sign', 'verify']);
-  const request = new CertificationRequest({ subject: buildName([[OID.commonName, `device-${i}.bench.example`], [OID.organization, 'Bench']]) });
+  const request = new CertificationRequest({
+    subject: buildName([
+      [OID.commonName, `device-${i}.bench.example`],
+      [OID.organization, 'Bench'],
+    ]),
+  });
   await request.subjectPublicKeyInfo.importKey(keys.publicKey);
   await request.sign(keys.privateKey, 'SHA-256');
   const der = request.toSchema(true).toBER();
@@ -92,7 +104,8 @@ async function main(): Promise<void> {
       }
       console.log(`round ${round}: ${line.join(', ')} ms CPU per enrollment`);
     }
-    for (const [key, values] of results) console.log(`${key}: median ${median(values).toFixed(3)} ms CPU per enrollment (${values.map((v) => v.toFixed(3)).join(' ')})`);
+    for (const [key, values] of results)
+      console.log(`${key}: median ${median(values).toFixed(3)} ms CPU per enrollment (${values.map((v) => v.toFixed(3)).join(' ')})`);
   } finally {
     await ws.cleanUp();
   }

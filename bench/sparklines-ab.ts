@@ -70,10 +70,14 @@ try {
       const m = await round(sides[name]);
       api[name].push(m.api);
       p95[name].push(m.p95);
-      console.log(`round ${r} ${name}  API ${m.api.toFixed(2)} ms CPU/answer  PostgreSQL ${m.postgres.toFixed(2)} ms  p50 ${m.p50.toFixed(1)} ms  p95 ${m.p95.toFixed(1)} ms`);
+      console.log(
+        `round ${r} ${name}  API ${m.api.toFixed(2)} ms CPU/answer  PostgreSQL ${m.postgres.toFixed(2)} ms  p50 ${m.p50.toFixed(1)} ms  p95 ${m.p95.toFixed(1)} ms`,
+      );
     }
   }
-  console.log(`median API CPU ms/answer: A ${median(api.A).toFixed(2)}, B ${median(api.B).toFixed(2)}, B - A ${(median(api.B) - median(api.A)).toFixed(2)}; median p95: A ${median(p95.A).toFixed(1)}, B ${median(p95.B).toFixed(1)}`);
+  console.log(
+    `median API CPU ms/answer: A ${median(api.A).toFixed(2)}, B ${median(api.B).toFixed(2)}, B - A ${(median(api.B) - median(api.A)).toFixed(2)}; median p95: A ${median(p95.A).toFixed(1)}, B ${median(p95.B).toFixed(1)}`,
+  );
 } finally {
   await ws.cleanUp();
 }

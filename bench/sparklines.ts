@@ -19,7 +19,18 @@ import { bucketIndex, bucketTimestamps, fill, queryShareSeries, type UsagePoint 
 import { rollUp } from '../workers/rollup.js';
 import { insertSamples, type UsageRow } from '../shared/metrics/store.js';
 import { planWindow, type MetricsWindow } from '../shared/metrics/window.js';
-import { benchWorkspace, cpuMs, createShares, freePort, jsonClient, percentile, postgresCpuMs, startProcess, startServices, waitUntilHealthy } from './harness.js';
+import {
+  benchWorkspace,
+  cpuMs,
+  createShares,
+  freePort,
+  jsonClient,
+  percentile,
+  postgresCpuMs,
+  startProcess,
+  startServices,
+  waitUntilHealthy,
+} from './harness.js';
 
 const SHARES = Number(process.env.BENCH_SHARES ?? 1_000);
 const MINUTES = 24 * 60;
@@ -68,7 +79,14 @@ try {
   const port = await freePort();
   const baseUrl = `http://127.0.0.1:${port}`;
   const adminToken = 'bench-admin-token-0123456789';
-  const env = { DATABASE_URL: services.databaseUrl, REDIS_URL: services.redisUrl, HUB_ADMIN_TOKEN: adminToken, HUB_DATA_DIR: path.join(ws.work, 'data'), PORT: String(port), LOG_LEVEL: 'silent' };
+  const env = {
+    DATABASE_URL: services.databaseUrl,
+    REDIS_URL: services.redisUrl,
+    HUB_ADMIN_TOKEN: adminToken,
+    HUB_DATA_DIR: path.join(ws.work, 'data'),
+    PORT: String(port),
+    LOG_LEVEL: 'silent',
+  };
   const api = startProcess(ws, 'api/server.ts', { ...process.env, ...env, HUB_PROCESS: 'web' });
   await waitUntilHealthy(baseUrl, api);
   const pgDir = services.postgresDataDir;
@@ -93,7 +111,14 @@ try {
     for (let m = firstMinute; m > firstMinute - batchMinutes && m >= 0; m--) {
       for (let n = 1; n <= SHARES; n++) {
         const ts = now - 60_000 - m * 60_000 + ((n * 7 + m) % 60) * 1000;
-        rows.push({ hubId: hub.id, shareId: shareIds[n - 1], envZId, rx: (n * 7919 + m * 104729) % 1_000_000, tx: (n * 31 + m * 17) % 50_000, timestamp: new Date(ts).toISOString() });
+        rows.push({
+          hubId: hub.id,
+          shareId: shareIds[n - 1],
+          envZId,
+          rx: (n * 7919 + m * 104729) % 1_000_000,
+          tx: (n * 31 + m * 17) % 50_000,
+          timestamp: new Date(ts).toISOString(),
+        });
       }
     }
     return rows;
@@ -102,12 +127,16 @@ try {
   for (let m = MINUTES - 1; m >= 0; m -= batchMinutes) firstMinutes.push(m);
   const backfillStarted = performance.now();
   let nextBatch = 0;
-  await Promise.all(Array.from({ length: BACKFILL_CONCURRENCY }, async () => {
-    while (nextBatch < firstMinutes.length) await insertSamples(batchOf(firstMinutes[nextBatch++]));
-  }));
+  await Promise.all(
+    Array.from({ length: BACKFILL_CONCURRENCY }, async () => {
+      while (nextBatch < firstMinutes.length) await insertSamples(batchOf(firstMinutes[nextBatch++]));
+    }),
+  );
   const backfillMs = performance.now() - backfillStarted;
   const [{ n: sampleCount }] = await db().query<{ n: number }>('SELECT count(*)::int AS n FROM usage_samples', { type: QueryTypes.SELECT });
-  console.log(`sparklines: ${SHARES} shares; backfill of ${sampleCount.toLocaleString('en')} samples (one per share and minute over a day) through insertSamples in ${firstMinutes.length} batches, ${BACKFILL_CONCURRENCY} at once: ${(backfillMs / 1000).toFixed(1)} s, ${Math.round(sampleCount / (backfillMs / 1000)).toLocaleString('en')} samples/s`);
+  console.log(
+    `sparklines: ${SHARES} shares; backfill of ${sampleCount.toLocaleString('en')} samples (one per share and minute over a day) through insertSamples in ${firstMinutes.length} batches, ${BACKFILL_CONCURRENCY} at once: ${(backfillMs / 1000).toFixed(1)} s, ${Math.round(sampleCount / (backfillMs / 1000)).toLocaleString('en')} samples/s`,
+  );
 
   const window = planWindow({ durationMs: 24 * 3_600_000, targetPoints: 30 });
   const sparklinesOverHttp = async () => {
@@ -122,7 +151,12 @@ try {
       `SELECT relname, autovacuum_count::int AS vacuums, autoanalyze_count::int AS analyzes FROM pg_stat_user_tables WHERE relname IN ('usage_samples', 'usage_hours', 'usage_minutes')`,
       { type: QueryTypes.SELECT },
     );
-    return Object.fromEntries(rows.flatMap((r) => [[`vacuum ${r.relname}`, r.vacuums], [`analyze ${r.relname}`, r.analyzes]]));
+    return Object.fromEntries(
+      rows.flatMap((r) => [
+        [`vacuum ${r.relname}`, r.vacuums],
+        [`analyze ${r.relname}`, r.analyzes],
+      ]),
+    );
   };
 
   /** Both answers (in process and over HTTP) against the raw aggregation, then timed, interleaved with the raw baseline. */
@@ -135,7 +169,9 @@ try {
     const httpSamples = new Map<string, UsagePoint[]>(http.json.sparklines.map((s: { id: string; samples: UsagePoint[] }) => [s.id, s.samples]));
     if (!isDeepStrictEqual(httpSamples, raw)) throw new Error(`${phase}: the HTTP sparklines differ from the raw aggregation`);
     const total = [...raw.values()].flat().reduce((sum, p) => sum + p.rx, 0);
-    console.log(`\n${phase}: answers agree: ${SHARES} sparklines x ${window.points} points (step ${window.stepMs / 60_000} min), rx total ${total.toLocaleString('en')}`);
+    console.log(
+      `\n${phase}: answers agree: ${SHARES} sparklines x ${window.points} points (step ${window.stepMs / 60_000} min), rx total ${total.toLocaleString('en')}`,
+    );
     for (let i = 0; i < 3; i++) await sparklinesOverHttp();
     const maintenanceBefore = await maintenance();
     const viaHttp = timings();
@@ -153,12 +189,16 @@ try {
     const maintenanceAfter = await maintenance();
     const ranMeanwhile = Object.keys(maintenanceAfter).filter((k) => maintenanceAfter[k] !== maintenanceBefore[k]);
     console.log(`  PostgreSQL's autovacuum during the measurement: ${ranMeanwhile.length ? ranMeanwhile.join(', ') : 'none'}`);
-    console.log(`  GET H/sparklines?duration=P1D over HTTP (${viaHttp.times.length} runs): p50 ${ms(httpT.p50)}, p95 ${ms(httpT.p95)}  (target p95 < 50 ms: ${httpT.p95 < 50 ? 'met' : 'NOT met'})`);
+    console.log(
+      `  GET H/sparklines?duration=P1D over HTTP (${viaHttp.times.length} runs): p50 ${ms(httpT.p50)}, p95 ${ms(httpT.p95)}  (target p95 < 50 ms: ${httpT.p95 < 50 ? 'met' : 'NOT met'})`,
+    );
     console.log(`  tiered query in process (${viaTiers.times.length} runs):           p50 ${ms(tiersT.p50)}, p95 ${ms(tiersT.p95)}`);
     if (rawRuns > 0) {
       const rawT = summary(viaRaw);
       console.log(`  baseline: raw-table aggregation (${viaRaw.times.length} runs):    p50 ${ms(rawT.p50)}, p95 ${ms(rawT.p95)}`);
-      console.log(`  ratio raw/tiered at p95 = ${(rawT.p95 / tiersT.p95).toFixed(1)}x in process, ${(rawT.p95 / httpT.p95).toFixed(1)}x over HTTP (target >= 20x)`);
+      console.log(
+        `  ratio raw/tiered at p95 = ${(rawT.p95 / tiersT.p95).toFixed(1)}x in process, ${(rawT.p95 / httpT.p95).toFixed(1)}x over HTTP (target >= 20x)`,
+      );
     }
   }
 
@@ -168,7 +208,9 @@ try {
   const rollStarted = performance.now();
   const rolled = await rollUp();
   await db().query('VACUUM ANALYZE usage_samples, usage_minutes, usage_hours');
-  console.log(`\nroll-up (into the minute buckets; the hour buckets were written at ingestion): ${rolled.samples.toLocaleString('en')} samples, ${rolled.minuteBuckets.toLocaleString('en')} minute and ${rolled.hourBuckets.toLocaleString('en')} hour bucket upserts, ${((performance.now() - rollStarted) / 1000).toFixed(1)} s with VACUUM ANALYZE`);
+  console.log(
+    `\nroll-up (into the minute buckets; the hour buckets were written at ingestion): ${rolled.samples.toLocaleString('en')} samples, ${rolled.minuteBuckets.toLocaleString('en')} minute and ${rolled.hourBuckets.toLocaleString('en')} hour bucket upserts, ${((performance.now() - rollStarted) / 1000).toFixed(1)} s with VACUUM ANALYZE`,
+  );
   await measurePhase('after the roll-up', RAW_ITERATIONS);
 
   // CPU time per answer does not depend on what else runs on the machine: with the cores to itself, one answer
@@ -189,7 +231,9 @@ try {
   const serviceMs = httpCpu.api + httpCpu.postgres;
   const tieredMs = tiersCpu.bench + tiersCpu.postgres;
   const rawMs = rawCpu.bench + rawCpu.postgres;
-  console.log(`\nCPU per answer: HTTP ${ms(serviceMs)} (API ${ms(httpCpu.api)} + PostgreSQL ${ms(httpCpu.postgres)}; client ${ms(httpCpu.bench)}), tiered in process ${ms(tieredMs)}, raw aggregation ${ms(rawMs)} (PostgreSQL ${ms(rawCpu.postgres)})`);
+  console.log(
+    `\nCPU per answer: HTTP ${ms(serviceMs)} (API ${ms(httpCpu.api)} + PostgreSQL ${ms(httpCpu.postgres)}; client ${ms(httpCpu.bench)}), tiered in process ${ms(tieredMs)}, raw aggregation ${ms(rawMs)} (PostgreSQL ${ms(rawCpu.postgres)})`,
+  );
   console.log(`ratio raw/tiered by CPU = ${(rawMs / tieredMs).toFixed(1)}x in process, ${(rawMs / serviceMs).toFixed(1)}x against the whole HTTP answer`);
 } finally {
   await ws.cleanUp();

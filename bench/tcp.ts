@@ -28,7 +28,18 @@ import path from 'node:path';
 import pg from 'pg';
 import { benchAgent, selfSignedCertificate } from './agentFixtures.js';
 import { ensureCommands } from '../scripts/services/index.js';
-import { type BenchWorkspace, benchWorkspace, compiledScript, freePort, median, migratedDatabase, startEdgeProcess, startServices, stopChild, treeCpuMs } from './harness.js';
+import {
+  type BenchWorkspace,
+  benchWorkspace,
+  compiledScript,
+  freePort,
+  median,
+  migratedDatabase,
+  startEdgeProcess,
+  startServices,
+  stopChild,
+  treeCpuMs,
+} from './harness.js';
 
 const MIB = Number(process.env.BENCH_MIB ?? 512);
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 3);
@@ -131,14 +142,23 @@ try {
       checkout === '.'
         ? startEdgeProcess(ws, { ...services, databaseUrl }, edgeEnv)
         : spawn(process.execPath, [...profile, compiledScript(ws, 'edge/index.ts', checkout)], {
-            env: { ...process.env, DATABASE_URL: databaseUrl, REDIS_URL: services.redisUrl, HUB_DATA_DIR: path.join(ws.work, 'data-base'), HUB_PROCESS: 'edge', ...edgeEnv },
+            env: {
+              ...process.env,
+              DATABASE_URL: databaseUrl,
+              REDIS_URL: services.redisUrl,
+              HUB_DATA_DIR: path.join(ws.work, 'data-base'),
+              HUB_PROCESS: 'edge',
+              ...edgeEnv,
+            },
             stdio: ['ignore', 'ignore', 'inherit'],
           });
     if (checkout !== '.') ws.onCleanup(() => stopChild(edge));
     const dir = path.join(ws.work, `agent-${randomBytes(3).toString('hex')}`);
     await benchAgent(db, { hubId, envZId: agentEnv, agent: agentCert, edgeCaPem: edgeCert.cert, edges: [`127.0.0.1:${edgeTlsPort}`], dir });
     await db.end();
-    const agent = spawn(process.execPath, [...profile, path.join(checkout, 'agent/bin/edgehub.js'), 'agent', 'run', '--dir', dir], { stdio: ['ignore', 'ignore', 'inherit'] });
+    const agent = spawn(process.execPath, [...profile, path.join(checkout, 'agent/bin/edgehub.js'), 'agent', 'run', '--dir', dir], {
+      stdio: ['ignore', 'ignore', 'inherit'],
+    });
     ws.onCleanup(() => stopChild(agent));
     return { edge, agent, directPort, agentPort };
   };
@@ -159,7 +179,11 @@ try {
       let sent = 0;
       socket.on('data', (d) => (answer += d));
       socket.on('error', reject);
-      socket.on('end', () => (Number(answer) === mib * 2 ** 20 ? resolve(mib / ((performance.now() - started) / 1000)) : reject(new Error(`the sink counted ${answer} of ${mib * 2 ** 20} bytes`))));
+      socket.on('end', () =>
+        Number(answer) === mib * 2 ** 20
+          ? resolve(mib / ((performance.now() - started) / 1000))
+          : reject(new Error(`the sink counted ${answer} of ${mib * 2 ** 20} bytes`)),
+      );
       const write = () => {
         while (sent < mib) {
           sent++;
@@ -178,34 +202,71 @@ try {
       if (base) await send(base.agentPort, 1);
       break;
     } catch (err) {
-      if (i > 100 || edge.exitCode !== null || (base && base.edge.exitCode !== null)) throw new Error(`the TCP shares did not carry (${(err as Error).message})`);
+      if (i > 100 || edge.exitCode !== null || (base && base.edge.exitCode !== null))
+        throw new Error(`the TCP shares did not carry (${(err as Error).message})`);
       await new Promise((r) => setTimeout(r, 200));
     }
   }
   type Column = 'direct connection' | 'share, direct' | 'share, agent' | 'nginx stream' | 'base share, direct' | 'base share, agent';
-  const ports: Partial<Record<Column, number>> = { 'direct connection': sinkPort, 'share, direct': directPort, 'share, agent': agentPort, 'nginx stream': nginx.port };
+  const ports: Partial<Record<Column, number>> = {
+    'direct connection': sinkPort,
+    'share, direct': directPort,
+    'share, agent': agentPort,
+    'nginx stream': nginx.port,
+  };
   if (base) Object.assign(ports, { 'base share, direct': base.directPort, 'base share, agent': base.agentPort });
   /** The processes whose CPU a column spends besides the client's and the sink's. */
   const carriers: Record<Column, [string, ChildProcess][]> = {
     'direct connection': [],
     'share, direct': [['edge', edge]],
-    'share, agent': [['edge', edge], ['agent', agent]],
+    'share, agent': [
+      ['edge', edge],
+      ['agent', agent],
+    ],
     'nginx stream': [['nginx', nginx.child]],
     'base share, direct': base ? [['edge', base.edge]] : [],
-    'base share, agent': base ? [['edge', base.edge], ['agent', base.agent]] : [],
+    'base share, agent': base
+      ? [
+          ['edge', base.edge],
+          ['agent', base.agent],
+        ]
+      : [],
   };
   const only = process.env.BENCH_ONLY?.split(',').map((x) => x.trim());
-  const short: Record<Column, string> = { 'direct connection': 'direct', 'share, direct': 'edge', 'share, agent': 'agent', 'nginx stream': 'nginx', 'base share, direct': 'edge', 'base share, agent': 'agent' };
-  if (only) for (const name of Object.keys(ports) as Column[]) if (name !== 'direct connection' && !only.includes(short[name])) delete (ports as Partial<typeof ports>)[name];
+  const short: Record<Column, string> = {
+    'direct connection': 'direct',
+    'share, direct': 'edge',
+    'share, agent': 'agent',
+    'nginx stream': 'nginx',
+    'base share, direct': 'edge',
+    'base share, agent': 'agent',
+  };
+  if (only)
+    for (const name of Object.keys(ports) as Column[])
+      if (name !== 'direct connection' && !only.includes(short[name])) delete (ports as Partial<typeof ports>)[name];
   if (process.env.BENCH_PIDS) {
     writeFileSync(process.env.BENCH_PIDS, `edge ${edge.pid}\nagent ${agent.pid}\nnginx ${nginx.child.pid}\n`);
     await new Promise((r) => setTimeout(r, Number(process.env.BENCH_PIDS_WAIT_MS ?? 0)));
   }
   const results = Object.fromEntries(Object.keys(ports).map((k) => [k, [] as number[]])) as Record<Column, number[]>;
   const cpu = Object.fromEntries(Object.keys(ports).map((k) => [k, {} as Record<string, number[]>])) as Record<Column, Record<string, number[]>>;
-  const load = () => os.loadavg().map((x) => x.toFixed(1)).join(' ');
+  const load = () =>
+    os
+      .loadavg()
+      .map((x) => x.toFixed(1))
+      .join(' ');
   // what each carrier spends doing nothing (pings, presence, reconnects): it is in every CPU-per-MiB figure below
-  const idle: [string, ChildProcess][] = [['edge', edge], ['agent', agent], ['nginx', nginx.child], ...(base ? ([['base edge', base.edge], ['base agent', base.agent]] as [string, ChildProcess][]) : [])];
+  const idle: [string, ChildProcess][] = [
+    ['edge', edge],
+    ['agent', agent],
+    ['nginx', nginx.child],
+    ...(base
+      ? ([
+          ['base edge', base.edge],
+          ['base agent', base.agent],
+        ] as [string, ChildProcess][])
+      : []),
+  ];
   const idleBefore = idle.map(([, p]) => treeCpuMs(p.pid).total);
   await new Promise((r) => setTimeout(r, 3000));
   console.log(`idle CPU over 3 s: ${idle.map(([who, p], i) => `${who} ${((treeCpuMs(p.pid).total - idleBefore[i]!) / 3).toFixed(1)} ms/s`).join(', ')}`);
@@ -219,16 +280,22 @@ try {
       const used = carriers[name].map(([who, p], i) => [who, (treeCpuMs(p.pid).total - before[i]!) / MIB] as const);
       for (const [who, ms] of used) (cpu[name][who] ??= []).push(ms);
       results[name].push(r);
-      console.log(`  round ${round + 1} ${name.padEnd(18)} ${r.toFixed(0).padStart(6)} MiB/s  ${used.map(([who, ms]) => `${who} ${ms.toFixed(2)} ms CPU/MiB`).join(', ')}`);
+      console.log(
+        `  round ${round + 1} ${name.padEnd(18)} ${r.toFixed(0).padStart(6)} MiB/s  ${used.map(([who, ms]) => `${who} ${ms.toFixed(2)} ms CPU/MiB`).join(', ')}`,
+      );
     }
   }
   const m = (name: Column) => (results[name]?.length ? median(results[name]) : NaN);
   console.log(`\nbench:tcp — ${MIB} MiB per transfer, ${ROUNDS} rounds (medians); load average ${load()}`);
   for (const name of Object.keys(ports) as Column[]) {
-    const spent = Object.entries(cpu[name]).map(([who, xs]) => `${who} ${median(xs).toFixed(2)} ms CPU/MiB`).join(', ');
+    const spent = Object.entries(cpu[name])
+      .map(([who, xs]) => `${who} ${median(xs).toFixed(2)} ms CPU/MiB`)
+      .join(', ');
     console.log(`${name.padEnd(18)} ${m(name).toFixed(0).padStart(6)} MiB/s  ${(m(name) / m('direct connection')).toFixed(2)}  ${spent}`);
   }
-  console.log(`ratio  share, direct ${(m('share, direct') / m('direct connection')).toFixed(2)} of the direct connection (target >= 0.6); share, agent ${(m('share, agent') / m('direct connection')).toFixed(2)} (target >= 0.4); nginx stream ${(m('nginx stream') / m('direct connection')).toFixed(2)} (reference)`);
+  console.log(
+    `ratio  share, direct ${(m('share, direct') / m('direct connection')).toFixed(2)} of the direct connection (target >= 0.6); share, agent ${(m('share, agent') / m('direct connection')).toFixed(2)} (target >= 0.4); nginx stream ${(m('nginx stream') / m('direct connection')).toFixed(2)} (reference)`,
+  );
 } catch (err) {
   console.error(`bench:tcp failed: ${(err as Error).stack ?? err}`);
   process.exitCode = 1;

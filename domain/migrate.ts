@@ -26,10 +26,10 @@ const recordedName = (name: string) => name.replace(/\.js$/, '.ts');
  */
 async function applyPublicFrontendTemplate(sequelize: Sequelize, transaction: Transaction): Promise<void> {
   const template = config().edge.publicFrontendTemplate;
-  await sequelize.query(
-    `UPDATE frontends SET url_template = :template WHERE hub_id IS NULL AND public_name = 'public' AND url_template <> :template`,
-    { replacements: { template }, transaction },
-  );
+  await sequelize.query(`UPDATE frontends SET url_template = :template WHERE hub_id IS NULL AND public_name = 'public' AND url_template <> :template`, {
+    replacements: { template },
+    transaction,
+  });
   await sequelize.query(
     `UPDATE shares s SET frontend_endpoint = replace(:template, '{token}', s.z_id)
        FROM frontends f

@@ -24,7 +24,13 @@ export function answer(res: ServerResponse, code: ErrorCode, message: string, he
   const { status, error } = ANSWERS[code];
   const page = pages.get(res)?.[status];
   const body = page ?? JSON.stringify({ error, message });
-  const head = { 'content-type': page === undefined ? 'application/json' : 'text/html; charset=utf-8', 'content-length': Buffer.byteLength(body), 'cache-control': 'no-store', [EDGE_CODE_HEADER]: code, ...headers };
+  const head = {
+    'content-type': page === undefined ? 'application/json' : 'text/html; charset=utf-8',
+    'content-length': Buffer.byteLength(body),
+    'cache-control': 'no-store',
+    [EDGE_CODE_HEADER]: code,
+    ...headers,
+  };
   answers.set(res, { headers: head, body });
   res.writeHead(status, head);
   res.end(body);
@@ -33,7 +39,8 @@ export function answer(res: ServerResponse, code: ErrorCode, message: string, he
 /** Who is told of the edge's own answer on a raw socket (an inspected share's upgrade request, edge/inspect/capture.ts). */
 export type SocketAnswerWatcher = (status: number, reason: string, lines: string[], body: string) => void;
 const socketWatchers = new WeakMap<Duplex, SocketAnswerWatcher>();
-export const watchSocketAnswer = (socket: Duplex, watcher: SocketAnswerWatcher | undefined) => void (watcher ? socketWatchers.set(socket, watcher) : socketWatchers.delete(socket));
+export const watchSocketAnswer = (socket: Duplex, watcher: SocketAnswerWatcher | undefined) =>
+  void (watcher ? socketWatchers.set(socket, watcher) : socketWatchers.delete(socket));
 
 /** The same answer written on a raw socket (an upgrade request has no ServerResponse); the connection closes. */
 export function answerSocket(socket: Duplex, code: ErrorCode, message: string, headers: Record<string, string> = {}): void {
@@ -46,6 +53,13 @@ export function answerSocket(socket: Duplex, code: ErrorCode, message: string, h
   const length = Buffer.byteLength(body);
   let more = '';
   for (const name in headers) more += `${name}: ${headers[name]}\r\n`;
-  socket.end(`HTTP/1.1 ${status} ${reason}\r\ncontent-type: ${type}\r\ncontent-length: ${length}\r\n${EDGE_CODE_HEADER}: ${code}\r\n${more}connection: close\r\n\r\n${body}`);
-  socketWatchers.get(socket)?.(status, reason, ['content-type', type, 'content-length', String(length), EDGE_CODE_HEADER, code, ...Object.entries(headers).flat(), 'connection', 'close'], body);
+  socket.end(
+    `HTTP/1.1 ${status} ${reason}\r\ncontent-type: ${type}\r\ncontent-length: ${length}\r\n${EDGE_CODE_HEADER}: ${code}\r\n${more}connection: close\r\n\r\n${body}`,
+  );
+  socketWatchers.get(socket)?.(
+    status,
+    reason,
+    ['content-type', type, 'content-length', String(length), EDGE_CODE_HEADER, code, ...Object.entries(headers).flat(), 'connection', 'close'],
+    body,
+  );
 }

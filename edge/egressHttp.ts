@@ -42,7 +42,8 @@ export function egressConnector(policy: EgressPolicy, options: ConnectorOptions)
     return connect;
   };
   /** Why connecting to `address` at `port` is refused, or undefined. */
-  const refusal = (address: string, port: number) => policy.deniesAt(address, port) ?? (options.ownPorts?.().has(port) && isOwnAddress(address) ? "the edge's own listener" : undefined);
+  const refusal = (address: string, port: number) =>
+    policy.deniesAt(address, port) ?? (options.ownPorts?.().has(port) && isOwnAddress(address) ? "the edge's own listener" : undefined);
   return (opts, callback) => {
     const host = bare(opts.hostname);
     const port = Number(opts.port) || (opts.protocol === 'https:' ? 443 : 80);

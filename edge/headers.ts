@@ -16,7 +16,18 @@ import type { ExchangeTap } from './inspect/tap.js';
 import { applyToLines, type CompiledHeaderRules } from './policy/headers.js';
 
 /** RFC 9110 7.6.1 connection-specific headers, plus the de-facto ones; never forwarded in either direction. */
-export const HOP_BY_HOP = new Set(['connection', 'keep-alive', 'proxy-connection', 'proxy-authenticate', 'proxy-authorization', 'te', 'trailer', 'transfer-encoding', 'upgrade', 'http2-settings']);
+export const HOP_BY_HOP = new Set([
+  'connection',
+  'keep-alive',
+  'proxy-connection',
+  'proxy-authenticate',
+  'proxy-authorization',
+  'te',
+  'trailer',
+  'transfer-encoding',
+  'upgrade',
+  'http2-settings',
+]);
 /**
  * Fields a trailer section may never carry (RFC 9110 6.5.1: framing, routing, request modifiers, authentication,
  * response control and content metadata): dropped from a target's trailers, so that none of them reaches a client
@@ -64,7 +75,14 @@ export const FORBIDDEN_TRAILERS = new Set([
 export const EDGE_CODE_HEADER = ERROR_CODE_HEADER.toLowerCase();
 
 /** Headers only the edge may set towards a target: a client's own are dropped, never passed on. */
-export const EDGE_SET_HEADERS = new Set(['x-forwarded-for', 'x-forwarded-proto', 'x-forwarded-host', 'x-client-certificate-name', 'x-client-certificate-fingerprint', 'x-forwarded-email']);
+export const EDGE_SET_HEADERS = new Set([
+  'x-forwarded-for',
+  'x-forwarded-proto',
+  'x-forwarded-host',
+  'x-client-certificate-name',
+  'x-client-certificate-fingerprint',
+  'x-forwarded-email',
+]);
 
 /** Framing and routing headers a Connection header may never remove. */
 const NOT_REMOVABLE = new Set(['host', 'content-length', 'transfer-encoding']);
@@ -162,7 +180,8 @@ export function requestHeaderLines(req: IncomingMessage, ctx: ForwardContext, vi
   if (ctx.identity) {
     for (const name in ctx.identity) {
       const value = ctx.identity[name];
-      if (INVALID_FIELD_VALUE.test(value)) throw Object.assign(new Error(`the ${name} value cannot be sent in an HTTP header`), { code: 'EDGE_INVALID_HEADER' });
+      if (INVALID_FIELD_VALUE.test(value))
+        throw Object.assign(new Error(`the ${name} value cannot be sent in an HTTP header`), { code: 'EDGE_INVALID_HEADER' });
       out.push(name, value);
     }
   }
@@ -235,7 +254,15 @@ export function hostOnlyCookie(line: string, host: string): string {
   for (let i = 1; i < parts.length; i++) {
     const eq = parts[i].indexOf('=');
     if ((eq < 0 ? parts[i] : parts[i].slice(0, eq)).trim().toLowerCase() !== 'domain') continue;
-    const domain = eq < 0 ? '' : parts[i].slice(eq + 1).trim().toLowerCase().replace(/^\./, '').replace(/\.$/, '');
+    const domain =
+      eq < 0
+        ? ''
+        : parts[i]
+            .slice(eq + 1)
+            .trim()
+            .toLowerCase()
+            .replace(/^\./, '')
+            .replace(/\.$/, '');
     // an empty Domain is ignored by browsers (the cookie stays host-only): harmless, but removed all the same
     if (domain !== host) foreign = true;
   }

@@ -17,7 +17,6 @@ import { Supervisor } from '../shared/supervisor.js';
 import { startEdge } from './server.js';
 import { presetSetting, setting } from '../shared/settings.js';
 
-
 async function runWorker(): Promise<void> {
   await initDb(); // the usage store writes through the shared pool
   await refuseWrongSecretKey();
@@ -29,7 +28,10 @@ async function runWorker(): Promise<void> {
   // HUB_EDGE_WORKER_INDEX is set by the edge's own primary on the workers it forks (not by npm start's supervisor)
   const index = setting('HUB_EDGE_WORKER_INDEX');
   await startMetricsServer(listener && index !== undefined ? { ...listener, port: listener.port + index } : (listener ?? null));
-  logger.info({ httpPort: edge.httpPort, httpsPort: edge.httpsPort, routes: edge.routes.size, template: config().edge.publicFrontendTemplate }, 'edge listening');
+  logger.info(
+    { httpPort: edge.httpPort, httpsPort: edge.httpsPort, routes: edge.routes.size, template: config().edge.publicFrontendTemplate },
+    'edge listening',
+  );
   onShutdown(async () => {
     // stop accepting, let requests in flight finish, then write the last counters
     await edge.stop();

@@ -25,10 +25,10 @@ import { http2Front } from './front/http2.js';
 import { requestDispatch } from './pipeline/dispatch.js';
 import { Meter } from './meter.js';
 import { HubLimiter } from './pipeline/limits.js';
-import { Proxy, } from './upstream/proxy.js';
-import { hopMark, } from './pipeline/refusals.js';
-import { OpenConnections, } from './revocation.js';
-import { RouteTable, } from './state/routes.js';
+import { Proxy } from './upstream/proxy.js';
+import { hopMark } from './pipeline/refusals.js';
+import { OpenConnections } from './revocation.js';
+import { RouteTable } from './state/routes.js';
 import { observeUpstreamError } from './telemetry.js';
 import { CertificateStore } from './front/tls.js';
 import { httpServer, listen, startConnectionChecks } from './front/listen.js';
@@ -126,7 +126,11 @@ export async function startEdge(options: EdgeOptions = {}): Promise<Edge> {
         presence: new Presence(pool, id),
         edges: () => ({ addresses: live?.addresses ?? [], self: live?.self ?? [] }),
         // what an agent may connect to: its environment's share targets and IPsec share targets
-        targetsOf: (hubId: string, envZId: string): string[] => [...routes.targetsOf(hubId, envZId), ...tcp.targetsOf(hubId, envZId), ...(ipsec?.targetsOf(hubId, envZId) ?? [])],
+        targetsOf: (hubId: string, envZId: string): string[] => [
+          ...routes.targetsOf(hubId, envZId),
+          ...tcp.targetsOf(hubId, envZId),
+          ...(ipsec?.targetsOf(hubId, envZId) ?? []),
+        ],
         sharesOf: (hubId: string, envZId: string) => [...routes.sharesOf(hubId, envZId), ...tcp.sharesOf(hubId, envZId)],
         affinityKey: affinityKey(config().secretKey),
         checksOf: (hubId: string, targets: string[]) => checks.of(hubId, targets),
@@ -141,9 +145,20 @@ export async function startEdge(options: EdgeOptions = {}): Promise<Edge> {
     connectorFor: (route, sticky) => agents.connectorFor(route, sticky),
   });
   const mark = hopMark(config().secretKey);
-  const inspection = options.inspect === false || !redisConfigured() ? undefined : startInspection({ edge: id, routeOf: (zId) => routes.byShare(zId), pools, meter, via: `1.1 ${mark}` });
+  const inspection =
+    options.inspect === false || !redisConfigured()
+      ? undefined
+      : startInspection({ edge: id, routeOf: (zId) => routes.byShare(zId), pools, meter, via: `1.1 ${mark}` });
   const onUpstreamError = (route: ShareRoute, kind: string) => observeUpstreamError(route.frontendId, kind);
-  const h2 = new UpstreamH2({ policy: egressPolicy(), timeoutMs: cfg.upstreamTimeoutMs, readTimeoutMs: cfg.upstreamReadTimeoutMs, ownPorts: () => ownPorts, connectorFor: (route) => agents.connectorFor(route), via: `1.1 ${mark}`, onUpstreamError });
+  const h2 = new UpstreamH2({
+    policy: egressPolicy(),
+    timeoutMs: cfg.upstreamTimeoutMs,
+    readTimeoutMs: cfg.upstreamReadTimeoutMs,
+    ownPorts: () => ownPorts,
+    connectorFor: (route) => agents.connectorFor(route),
+    via: `1.1 ${mark}`,
+    onUpstreamError,
+  });
   const proxy = new Proxy(meter, pools, { via: `1.1 ${mark}`, upgradeIdleMs: cfg.upgradeIdleTimeoutMs, onUpstreamError, h2 });
   // IPsec on strongSwan: the data plane runs in the edge that holds the IPsec host lock (edge/ipsec/host.ts)
   const ipsecConfig = config().ipsec;
@@ -166,7 +181,19 @@ export async function startEdge(options: EdgeOptions = {}): Promise<Edge> {
   // shares' traffic policies: the client address they judge, their rate limits counted across edges in Redis
   const rateLimits = new PolicyRateLimiter();
   const gate = new PolicyGate(new ClientAddress(trustedProxies), rateLimits);
-  const tcp = new TcpShares({ pool, host: options.host, policy: egressPolicy(), timeoutMs: cfg.upstreamTimeoutMs, meter, mutualTls: access.mutualTls, contextFor: (name) => certificates.contextFor(name), connectorFor: (route) => agents.connectorFor(route), ownPorts, idleMs: cfg.tcpIdleTimeoutMs, maxConnections: cfg.tcpMaxConnections });
+  const tcp = new TcpShares({
+    pool,
+    host: options.host,
+    policy: egressPolicy(),
+    timeoutMs: cfg.upstreamTimeoutMs,
+    meter,
+    mutualTls: access.mutualTls,
+    contextFor: (name) => certificates.contextFor(name),
+    connectorFor: (route) => agents.connectorFor(route),
+    ownPorts,
+    idleMs: cfg.tcpIdleTimeoutMs,
+    maxConnections: cfg.tcpMaxConnections,
+  });
   const connections = new OpenConnections();
   const feed = new ChangeFeed(url);
   const changes = new ChangeRouting({ routes, tcp, certificates, access, directory, checks, gateway, ipsec, connections, live: () => live });
@@ -201,7 +228,11 @@ export async function startEdge(options: EdgeOptions = {}): Promise<Edge> {
       server.on('upgrade', upgrade(false));
       httpPort = await listen(server, wantHttp, options.host);
       ownPorts.add(httpPort);
-      listeners.push({ close: (done) => server.close(() => done()), closeIdle: () => server.closeIdleConnections(), closeAll: () => server.closeAllConnections() });
+      listeners.push({
+        close: (done) => server.close(() => done()),
+        closeIdle: () => server.closeIdleConnections(),
+        closeAll: () => server.closeAllConnections(),
+      });
     }
     if (wantHttps !== 0 || options.httpsPort === 0) {
       // the TLS listener: HTTP/1.1 for clients, and the agents' connections (their own ALPN protocol) for the

@@ -1,4 +1,11 @@
-import { edgePolicyRefusalsTotal, edgeBytesTotal, edgeRequestDuration, edgeRequestsTotal, edgeUpstreamErrorsTotal, onScrape } from '../shared/telemetry/index.js';
+import {
+  edgePolicyRefusalsTotal,
+  edgeBytesTotal,
+  edgeRequestDuration,
+  edgeRequestsTotal,
+  edgeUpstreamErrorsTotal,
+  onScrape,
+} from '../shared/telemetry/index.js';
 
 /**
  * The edge's Prometheus series (shared/telemetry/), by frontend id ("none" for hosts no share answers). Request

@@ -47,7 +47,10 @@ const work = mkdtempSync(path.join(os.tmpdir(), 'edgehub-sea-'));
 try {
   const entry = path.join(work, 'entry.mjs');
   // SEA's argv is [binary, binary, ...args], as node's is [node, script, ...args]
-  writeFileSync(entry, `import { main } from ${JSON.stringify(path.join(AGENT_DIR, 'lib', 'cli.js'))};\nmain(process.argv.slice(2)).then((code) => { process.exitCode = code; });\n`);
+  writeFileSync(
+    entry,
+    `import { main } from ${JSON.stringify(path.join(AGENT_DIR, 'lib', 'cli.js'))};\nmain(process.argv.slice(2)).then((code) => { process.exitCode = code; });\n`,
+  );
   const bundle = path.join(work, 'edgehub.cjs');
   await build({ entryPoints: [entry], bundle: true, platform: 'node', format: 'cjs', target: 'node20', outfile: bundle, logLevel: 'warning' });
   const blob = path.join(work, 'sea-prep.blob');
@@ -62,7 +65,9 @@ try {
   rmSync(AGENT_BINARY, { force: true });
   execFileSync('mv', [aside, AGENT_BINARY]);
   writeFileSync(AGENT_BINARY_DIGEST, `${digest}\n`);
-  console.log(`built ${AGENT_BINARY} (${(statSync(AGENT_BINARY).size / 1e6).toFixed(1)} MB, ${process.platform}-${process.arch}) in ${((Date.now() - started) / 1000).toFixed(1)} s`);
+  console.log(
+    `built ${AGENT_BINARY} (${(statSync(AGENT_BINARY).size / 1e6).toFixed(1)} MB, ${process.platform}-${process.arch}) in ${((Date.now() - started) / 1000).toFixed(1)} s`,
+  );
 } finally {
   rmSync(work, { recursive: true, force: true });
 }

@@ -25,13 +25,29 @@ export interface HaNode {
 /** The ports of node `i` (0, 1): the configured ones, then one up per node; the TCP share range split in two. */
 export function nodePorts(i: number, base: { port: number; edgeHttp: number; edgeHttps: number; tcpFrom: number; tcpTo: number }) {
   const half = Math.floor((base.tcpTo - base.tcpFrom + 1) / 2);
-  return { port: base.port + i, edgeHttp: base.edgeHttp + i, edgeHttps: base.edgeHttps + i, tcpFrom: base.tcpFrom + i * half, tcpTo: base.tcpFrom + (i + 1) * half - 1 };
+  return {
+    port: base.port + i,
+    edgeHttp: base.edgeHttp + i,
+    edgeHttps: base.edgeHttps + i,
+    tcpFrom: base.tcpFrom + i * half,
+    tcpTo: base.tcpFrom + (i + 1) * half - 1,
+  };
 }
 
 /** What one node of the pair is given: the stores, its own data directory and ports, the settings both share. */
 export function nodeEnv(
   stores: Record<string, string>,
-  node: { dataDir: string; adminToken: string; secretKeyHex: string; port: number; publicBaseUrl?: string; edgeHttp: number; edgeHttps: number; tcpFrom: number; tcpTo: number },
+  node: {
+    dataDir: string;
+    adminToken: string;
+    secretKeyHex: string;
+    port: number;
+    publicBaseUrl?: string;
+    edgeHttp: number;
+    edgeHttps: number;
+    tcpFrom: number;
+    tcpTo: number;
+  },
 ): Record<string, string> {
   return {
     ...stores,
@@ -50,7 +66,12 @@ export function nodeEnv(
 }
 
 /** Starts one node (`npm start` with the stores given: it starts none of its own) in a process group of its own. */
-export function startNode(name: string, env: Record<string, string>, log: (line: string) => void, args = ['--import', 'tsx', 'scripts/start.ts']): ChildProcess {
+export function startNode(
+  name: string,
+  env: Record<string, string>,
+  log: (line: string) => void,
+  args = ['--import', 'tsx', 'scripts/start.ts'],
+): ChildProcess {
   const child = spawn(process.execPath, args, { env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'], detached: true });
   for (const stream of [child.stdout!, child.stderr!]) createInterface({ input: stream }).on('line', (line) => log(`[${name}] ${line}`));
   return child;
@@ -93,7 +114,13 @@ async function main(): Promise<void> {
       const name = `node-${i + 1}`;
       const p = nodePorts(i, base);
       const env = {
-        ...nodeEnv(stores.env, { ...p, dataDir: path.join(dir, name), adminToken: cfg.adminToken, secretKeyHex: cfg.secretKey.toString('hex'), publicBaseUrl: cfg.publicBaseUrl }),
+        ...nodeEnv(stores.env, {
+          ...p,
+          dataDir: path.join(dir, name),
+          adminToken: cfg.adminToken,
+          secretKeyHex: cfg.secretKey.toString('hex'),
+          publicBaseUrl: cfg.publicBaseUrl,
+        }),
         HUB_PUBLIC_FRONTEND_TEMPLATE: cfg.edge.publicFrontendTemplate,
       };
       nodes.push({ name, port: p.port, edgeHttpPort: p.edgeHttp, edgeHttpsPort: p.edgeHttps, process: startNode(name, env, log) });
@@ -103,11 +130,20 @@ async function main(): Promise<void> {
     await waitForHealth(nodes[1].port, 180_000);
     const pg = stores.postgres;
     console.log('\nedgehub (high availability, on one machine) is up:');
-    console.log(`  PostgreSQL  primary 127.0.0.1:${pg.primary.port}, synchronous standby 127.0.0.1:${pg.standby.port}, moving address 127.0.0.1:${stores.relay.port}`);
-    console.log(`  Redis       master and replica ${stores.redis.nodes.map((n) => `127.0.0.1:${n.port}`).join(', ')}; sentinels ${stores.redis.sentinelList} (master name ${stores.redis.name})`);
-    for (const n of nodes) console.log(`  ${n.name}      API http://localhost:${n.port}  edge http://localhost:${n.edgeHttpPort} https://localhost:${n.edgeHttpsPort}  (pid ${n.process.pid}, its own process group)`);
+    console.log(
+      `  PostgreSQL  primary 127.0.0.1:${pg.primary.port}, synchronous standby 127.0.0.1:${pg.standby.port}, moving address 127.0.0.1:${stores.relay.port}`,
+    );
+    console.log(
+      `  Redis       master and replica ${stores.redis.nodes.map((n) => `127.0.0.1:${n.port}`).join(', ')}; sentinels ${stores.redis.sentinelList} (master name ${stores.redis.name})`,
+    );
+    for (const n of nodes)
+      console.log(
+        `  ${n.name}      API http://localhost:${n.port}  edge http://localhost:${n.edgeHttpPort} https://localhost:${n.edgeHttpsPort}  (pid ${n.process.pid}, its own process group)`,
+      );
     console.log(`  admin token ${cfg.adminToken}`);
-    console.log('  faults to try: kill -9 the PostgreSQL primary (the standby is promoted and the address moves), the Redis master (Sentinel promotes the replica), or a node\'s process group (kill -9 -PID)\n');
+    console.log(
+      "  faults to try: kill -9 the PostgreSQL primary (the standby is promoted and the address moves), the Redis master (Sentinel promotes the replica), or a node's process group (kill -9 -PID)\n",
+    );
   } catch (err) {
     console.error(`edgehub: start:ha failed: ${err instanceof Error ? err.message : String(err)}`);
     await stop(1);

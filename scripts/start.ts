@@ -115,7 +115,10 @@ try {
     env.DATABASE_URL = pg.url('edgehub');
     console.error(`edgehub: PostgreSQL started (pid ${pg.pid}, port ${pg.port}): DATABASE_URL=${masked(env.DATABASE_URL)}`);
     const port = pg.port;
-    keepUp('PostgreSQL', pg, () => startPostgres(dir, { persistent: true, database: 'edgehub', port, password }), { ...keeping, started: (next) => (pg = next) });
+    keepUp('PostgreSQL', pg, () => startPostgres(dir, { persistent: true, database: 'edgehub', port, password }), {
+      ...keeping,
+      started: (next) => (pg = next),
+    });
   }
   if (cfg.redisSentinel) {
     // Redis through Sentinel: no redis-server of our own; at least one sentinel must answer and name the master
@@ -142,7 +145,13 @@ try {
   const tree = path.join(path.resolve(cfg.dataDir), 'build');
   const compiled = buildTree(process.cwd(), tree);
   console.error(`edgehub: compiled ${compiled} TypeScript files into ${tree} in ${((Date.now() - built) / 1000).toFixed(1)} s`);
-  supervisor = new Supervisor(children(tree), { env, backoffMs: cfg.restartBackoff.minMs, maxBackoffMs: cfg.restartBackoff.maxMs, metricsBasePort: cfg.metricsListener?.port, execArgv: cfg.nodeFlags });
+  supervisor = new Supervisor(children(tree), {
+    env,
+    backoffMs: cfg.restartBackoff.minMs,
+    maxBackoffMs: cfg.restartBackoff.maxMs,
+    metricsBasePort: cfg.metricsListener?.port,
+    execArgv: cfg.nodeFlags,
+  });
   supervisor.start();
   const base = `http://localhost:${cfg.port}`;
   console.log(`\nedgehub is starting at ${base}  (public base URL ${cfg.publicBaseUrl})`);
@@ -151,7 +160,10 @@ try {
   if (edge.httpsPort) console.log(`edge (shares, TLS by SNI) at https://localhost:${edge.httpsPort}`);
   console.log(`admin token: ${cfg.adminToken}`);
   console.log(`try: curl -H "Authorization: Bearer ${cfg.adminToken}" -H 'content-type: application/json' -d '{"name":"acme"}' ${base}/admin/v1/hubs`);
-  if (pg || rd) console.log(`more processes against the same data: DATABASE_URL and REDIS_URL above (npm start -- --show-secrets prints them whole); see docs/operating.md\n`);
+  if (pg || rd)
+    console.log(
+      `more processes against the same data: DATABASE_URL and REDIS_URL above (npm start -- --show-secrets prints them whole); see docs/operating.md\n`,
+    );
   // one line once everything answers: the API and the edge
   const ready = (await answers(`${base}/healthz`, 120_000)) && (!edge.httpPort || (await answers(`http://localhost:${edge.httpPort}/`, 60_000)));
   if (ready) console.log(`edgehub: ready. Console: ${base}/console  API reference: ${base}/docs`);

@@ -29,7 +29,11 @@ chmodSync(work, 0o755); // the postgres user must reach the data dir
 ensureCommands([
   { command: 'chromium', pkg: 'chromium', hint: 'Install it: `sudo apt-get install chromium` (the web console tests drive it).' },
   { command: 'ip', pkg: 'iproute2', hint: 'Install it: `sudo apt-get install iproute2`.' },
-  { command: 'swanctl', pkg: 'strongswan-swanctl strongswan-charon libcharon-extra-plugins', hint: 'Install it: `sudo apt-get install strongswan-swanctl strongswan-charon libcharon-extra-plugins`.' },
+  {
+    command: 'swanctl',
+    pkg: 'strongswan-swanctl strongswan-charon libcharon-extra-plugins',
+    hint: 'Install it: `sudo apt-get install strongswan-swanctl strongswan-charon libcharon-extra-plugins`.',
+  },
   REDIS_SERVER,
   { command: 'pebble', pkg: 'pebble', hint: 'Install it: `sudo apt-get install pebble`.' },
   { command: 'nginx', pkg: 'nginx', hint: 'Install it: `sudo apt-get install nginx`.' },
@@ -102,7 +106,10 @@ function browserLast(flags: string[]): string[][] {
   walk('test');
   const browser = (file: string) => /from 'playwright-core'|helpers\/console\.js'/.test(readFileSync(file, 'utf8'));
   const compiled = (file: string) => file.replace(/\.ts$/, '.js');
-  const first = files.filter((f) => !browser(f)).map(compiled).sort();
+  const first = files
+    .filter((f) => !browser(f))
+    .map(compiled)
+    .sort();
   const last = files.filter(browser).map(compiled).sort();
   return [
     [...flags, ...first],

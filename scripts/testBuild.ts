@@ -13,7 +13,13 @@ export function buildTestTree(root: string, to: string): number {
   mkdirSync(path.join(root, 'test-output'), { recursive: true });
   const compiled = buildTree(root, to, ['package.json']);
   const pkg = JSON.parse(readFileSync(path.join(root, 'package.json'), 'utf8'));
-  pkg.ava = { ...pkg.ava, extensions: ['js'], files: (pkg.ava?.files ?? []).map((f: string) => f.replace(/\.ts$/, '.js')), require: (pkg.ava?.require ?? []).map((f: string) => f.replace(/\.ts$/, '.js')), nodeArguments: ['--enable-source-maps'] };
+  pkg.ava = {
+    ...pkg.ava,
+    extensions: ['js'],
+    files: (pkg.ava?.files ?? []).map((f: string) => f.replace(/\.ts$/, '.js')),
+    require: (pkg.ava?.require ?? []).map((f: string) => f.replace(/\.ts$/, '.js')),
+    nodeArguments: ['--enable-source-maps'],
+  };
   writeFileSync(path.join(to, 'package.json'), `${JSON.stringify(pkg, null, 2)}\n`);
   return compiled;
 }

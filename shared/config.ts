@@ -24,10 +24,17 @@ function decodeSecretKey(raw: string): Buffer {
 }
 
 /** A comma-separated list of names, lower-cased, blanks left out. */
-const nameList = (raw: string): string[] => raw.split(',').map((n) => n.trim().toLowerCase()).filter(Boolean);
+const nameList = (raw: string): string[] =>
+  raw
+    .split(',')
+    .map((n) => n.trim().toLowerCase())
+    .filter(Boolean);
 
 function parseCidrList(raw: string, name = 'HUB_EGRESS_DENY'): string[] {
-  const list = raw.split(',').map((c) => c.trim()).filter(Boolean);
+  const list = raw
+    .split(',')
+    .map((c) => c.trim())
+    .filter(Boolean);
   for (const cidr of list) {
     try {
       ipaddr.parseCIDR(cidr);
@@ -54,9 +61,7 @@ export function loadConfig(env?: NodeJS.ProcessEnv) {
   const e = readSettings(env);
   const dataDir = path.resolve(e.HUB_DATA_DIR);
   const adminToken = e.HUB_ADMIN_TOKEN ?? storedSecret(dataDir, 'admin-token', () => randomBytes(24).toString('base64url'));
-  const secretKey = decodeSecretKey(
-    e.HUB_SECRET_KEY ?? storedSecret(dataDir, 'secret-key', () => randomBytes(32).toString('hex')),
-  );
+  const secretKey = decodeSecretKey(e.HUB_SECRET_KEY ?? storedSecret(dataDir, 'secret-key', () => randomBytes(32).toString('hex')));
   return {
     port: e.PORT,
     dataDir,
@@ -204,7 +209,12 @@ export function loadConfig(env?: NodeJS.ProcessEnv) {
       replays: e.HUB_INSPECT_REPLAYS,
       replaysPerHub: e.HUB_INSPECT_REPLAYS_PER_HUB,
       /** Live streams per key and per hub (over every web process), per web process, and their longest life. */
-      live: { perKey: e.HUB_INSPECT_LIVE_MAX, perHub: e.HUB_INSPECT_LIVE_HUB_MAX, perProcess: e.HUB_INSPECT_LIVE_PROCESS_MAX, lifetimeMs: durationMs(e.HUB_INSPECT_LIVE_LIFETIME)! },
+      live: {
+        perKey: e.HUB_INSPECT_LIVE_MAX,
+        perHub: e.HUB_INSPECT_LIVE_HUB_MAX,
+        perProcess: e.HUB_INSPECT_LIVE_PROCESS_MAX,
+        lifetimeMs: durationMs(e.HUB_INSPECT_LIVE_LIFETIME)!,
+      },
     },
     /** Edge login: GOOGLE's issuer, GitHub's OAuth and API bases. */
     login: { googleIssuerUrl: e.HUB_GOOGLE_ISSUER_URL, githubOAuthUrl: e.HUB_GITHUB_OAUTH_URL, githubApiUrl: e.HUB_GITHUB_API_URL },

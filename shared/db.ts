@@ -40,10 +40,15 @@ function createSequelize(): Sequelize {
  * the connections that live on.)
  */
 async function refuseReadOnlyServer(client: pg.Client): Promise<void> {
-  const { rows } = await client.query<{ recovery: boolean; readonly: string }>(`SELECT pg_is_in_recovery() AS recovery, current_setting('transaction_read_only') AS readonly`);
+  const { rows } = await client.query<{ recovery: boolean; readonly: string }>(
+    `SELECT pg_is_in_recovery() AS recovery, current_setting('transaction_read_only') AS readonly`,
+  );
   if (!rows[0].recovery && rows[0].readonly !== 'on') return;
   client.end().catch(() => undefined);
-  throw Object.assign(new Error(`the database server takes no writes (${rows[0].recovery ? 'in recovery: a standby, or a failover under way' : 'read-only'})`), { code: '25006' });
+  throw Object.assign(
+    new Error(`the database server takes no writes (${rows[0].recovery ? 'in recovery: a standby, or a failover under way' : 'read-only'})`),
+    { code: '25006' },
+  );
 }
 
 /** Connects and initialises every model listed in domain/models/index.ts, then their associations. */

@@ -43,7 +43,12 @@ function packedFiles(): string[] {
 /** A digest of the agent package's files: what the tarball's name and the single executable's build carry. */
 export function agentDigest(): string {
   const hash = createHash('sha256');
-  for (const rel of packedFiles()) hash.update(rel).update('\0').update(readFileSync(path.join(AGENT_DIR, rel))).update('\0');
+  for (const rel of packedFiles())
+    hash
+      .update(rel)
+      .update('\0')
+      .update(readFileSync(path.join(AGENT_DIR, rel)))
+      .update('\0');
   return hash.digest('hex').slice(0, 16);
 }
 
@@ -78,9 +83,11 @@ export async function agentTarball(): Promise<string> {
     }
   })();
   building = { key, done };
-  done.catch(() => undefined).finally(() => {
-    if (building?.done === done) building = undefined;
-  });
+  done
+    .catch(() => undefined)
+    .finally(() => {
+      if (building?.done === done) building = undefined;
+    });
   return done;
 }
 
@@ -92,6 +99,7 @@ export async function agentTarball(): Promise<string> {
 export function agentBinary(): { file: string } | { missing: string } {
   if (!existsSync(AGENT_BINARY)) return { missing: 'the single executable is not built on this service (npm run build:agent-binary builds it)' };
   const built = existsSync(AGENT_BINARY_DIGEST) ? readFileSync(AGENT_BINARY_DIGEST, 'utf8').trim() : '';
-  if (built !== agentDigest()) return { missing: 'the single executable on this service was built from another version of the agent: build it again (npm run build:agent-binary)' };
+  if (built !== agentDigest())
+    return { missing: 'the single executable on this service was built from another version of the agent: build it again (npm run build:agent-binary)' };
   return { file: AGENT_BINARY };
 }

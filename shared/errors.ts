@@ -44,29 +44,56 @@ const BAD_GATEWAY = { status: 502, error: 'bad_gateway' } as const;
 /** The codes the API answers with (and the commands and workers raise). */
 export const API_ERROR_CODES = {
   // general
-  EH_INVALID_REQUEST: { ...INVALID, meaning: 'a value is malformed, of the wrong type, unknown, or refused by a rule of the resource (the message names the property)' },
+  EH_INVALID_REQUEST: {
+    ...INVALID,
+    meaning: 'a value is malformed, of the wrong type, unknown, or refused by a rule of the resource (the message names the property)',
+  },
   EH_INVALID_STATE: { ...INVALID, meaning: "the resource's state does not allow the operation (the message names the state)" },
   EH_UNAUTHORIZED: { ...UNAUTHORIZED, meaning: 'no credential, or one that is invalid or expired', message: 'bearer token missing or invalid' },
-  EH_NOT_AUTHORIZED: { ...NOT_AUTHORIZED, meaning: 'the credential gives no access to this hub or resource (told apart from "no such hub" by nothing)', message: 'hub with the given id not found' },
+  EH_NOT_AUTHORIZED: {
+    ...NOT_AUTHORIZED,
+    meaning: 'the credential gives no access to this hub or resource (told apart from "no such hub" by nothing)',
+    message: 'hub with the given id not found',
+  },
   EH_FORBIDDEN: { ...FORBIDDEN, meaning: 'the credential is valid, but this operation is refused to it' },
   EH_NOT_FOUND: { ...NOT_FOUND, meaning: 'no such resource in a hub the caller may see' },
   EH_CONFLICT: { ...CONFLICT, meaning: 'a name or value that must be unique is taken, or a concurrent change won' },
   EH_PAYLOAD_TOO_LARGE: { status: 413, error: 'payload_too_large', meaning: 'the request body is larger than allowed', message: 'request body exceeds 1 MiB' },
-  EH_UNSUPPORTED_MEDIA_TYPE: { status: 415, error: 'unsupported_media_type', meaning: 'the request body is not JSON', message: 'request body must be JSON (Content-Type: application/json)' },
+  EH_UNSUPPORTED_MEDIA_TYPE: {
+    status: 415,
+    error: 'unsupported_media_type',
+    meaning: 'the request body is not JSON',
+    message: 'request body must be JSON (Content-Type: application/json)',
+  },
   EH_QUOTA_EXCEEDED: { ...QUOTA_EXCEEDED, meaning: 'a tenant quota is used up (the message names it and how to get under it)' },
   EH_RATE_LIMITED: { ...TOO_MANY_REQUESTS, meaning: 'too many requests or failed authentications from one address; retry after the given time' },
-  EH_UNAVAILABLE: { ...UNAVAILABLE, meaning: 'a dependency (PostgreSQL, Redis, a worker) did not answer in time or cannot be reached; retry later (`Retry-After` says when)' },
+  EH_UNAVAILABLE: {
+    ...UNAVAILABLE,
+    meaning: 'a dependency (PostgreSQL, Redis, a worker) did not answer in time or cannot be reached; retry later (`Retry-After` says when)',
+  },
   // the API's HTTP layer
   EH_ROUTE_NOT_FOUND: { ...NOT_FOUND, meaning: 'no route of the API answers this method and path' },
-  EH_NOT_ACCEPTABLE: { status: 406, error: 'not_acceptable', meaning: "the answer's media type is not one the request accepts (the message names the one to ask for)" },
+  EH_NOT_ACCEPTABLE: {
+    status: 406,
+    error: 'not_acceptable',
+    meaning: "the answer's media type is not one the request accepts (the message names the one to ask for)",
+  },
   EH_MALFORMED_JSON: { ...INVALID, meaning: 'the request body is not valid UTF-8 or not valid JSON, or an object in it repeats a property' },
-  EH_INTERNAL_ERROR: { status: 500, error: 'internal_error', meaning: 'an unexpected fault of the service; quote the request id of the message when reporting it' },
+  EH_INTERNAL_ERROR: {
+    status: 500,
+    error: 'internal_error',
+    meaning: 'an unexpected fault of the service; quote the request id of the message when reporting it',
+  },
   // authentication and access to the API
   EH_AUTHORIZATION_MALFORMED: { ...UNAUTHORIZED, meaning: 'the Authorization header is neither "Bearer <token>" nor well-formed Basic credentials' },
   EH_ADMIN_REQUIRED: { ...FORBIDDEN, meaning: 'the operation is for the operator: it needs the admin token' },
   EH_HUB_KEY_REQUIRED: { ...NOT_AUTHORIZED, meaning: 'an account route was called without a hub API key (operators use /hub/{hubId}/...)' },
   EH_FEATURE_DISABLED: { ...NOT_AUTHORIZED, meaning: 'the feature (IPsec) is not enabled for this hub' },
-  EH_ORIGIN_REFUSED: { ...FORBIDDEN, meaning: "a change of state came from another origin or site (Origin, Sec-Fetch-Site), or one through the queue UI was not sent as JSON from the service's own origin" },
+  EH_ORIGIN_REFUSED: {
+    ...FORBIDDEN,
+    meaning:
+      "a change of state came from another origin or site (Origin, Sec-Fetch-Site), or one through the queue UI was not sent as JSON from the service's own origin",
+  },
   // certificate request tokens, enrollment JWTs, CSRs
   EH_JWT_INVALID: { ...NOT_AUTHORIZED, meaning: 'the enrollment JWT is malformed, not valid yet, or its signature or a claim does not verify' },
   EH_JWT_UNKNOWN_KEY: { ...NOT_AUTHORIZED, meaning: 'the enrollment JWT is signed by a key that is not in the public key set (unknown or revoked)' },
@@ -85,7 +112,10 @@ export const API_ERROR_CODES = {
   EH_AGENT_JWT_INVALID: { ...FORBIDDEN, meaning: 'the agent enrollment JWT does not verify or is not an enrollment of this hub (or it was deleted)' },
   EH_AGENT_JWT_EXPIRED: { ...FORBIDDEN, meaning: 'the agent enrollment JWT has expired' },
   EH_AGENT_JWT_SPENT: { ...FORBIDDEN, meaning: 'the agent enrollment JWT was already used' },
-  EH_AGENT_PROOF_INVALID: { ...FORBIDDEN, meaning: "the agent renewal is not signed by the current key of an enrolled agent of this hub for this request, or it is stale (5 minutes)" },
+  EH_AGENT_PROOF_INVALID: {
+    ...FORBIDDEN,
+    meaning: 'the agent renewal is not signed by the current key of an enrolled agent of this hub for this request, or it is stale (5 minutes)',
+  },
   EH_AGENT_CERT_EXPIRED: { ...FORBIDDEN, meaning: "the agent's certificate has expired: it cannot be renewed; enroll the machine again" },
   // resources, their rules and states
   EH_IN_USE: { ...INVALID, meaning: 'the resource is still used by others (shares, frontends): delete or detach them first' },
@@ -95,11 +125,19 @@ export const API_ERROR_CODES = {
   EH_ADDRESS_IN_USE: { ...CONFLICT, meaning: 'the nlbPrivateIp is already used by another IPsec tunnel' },
   EH_PORT_IN_USE: { ...CONFLICT, meaning: 'the ingressPort is already used on the IPsec tunnel by another IPsec share' },
   EH_TCP_PORTS_EXHAUSTED: { ...CONFLICT, meaning: "every port of the edge's TCP port range (HUB_EDGE_TCP_PORTS) is held by a TCP share" },
-  EH_TARGET_DENIED: { ...FORBIDDEN, meaning: "the target (a TCP share's, a health check's) is one of the service's own endpoints: its database, its Redis, its API or metrics port, the edge's ports" },
+  EH_TARGET_DENIED: {
+    ...FORBIDDEN,
+    meaning:
+      "the target (a TCP share's, a health check's) is one of the service's own endpoints: its database, its Redis, its API or metrics port, the edge's ports",
+  },
   EH_CHECK_INTERVAL_TOO_SHORT: { ...INVALID, meaning: "the health check's intervalSeconds is below the hub's minimum (the message names it)" },
   EH_QUOTA_SCHEDULED_CHECKS: { ...QUOTA_EXCEEDED, meaning: 'the hub has as many scheduled health checks as its quota allows' },
   EH_LIST_TOO_DEEP: { ...INVALID, meaning: 'the page starts deeper in the list than lists are read (HUB_MAX_LIST_OFFSET)' },
-  EH_TOO_MANY_STREAMS: { ...TOO_MANY_REQUESTS, meaning: 'the API key, its hub or the web process holds as many live request streams as allowed (HUB_INSPECT_LIVE_MAX, HUB_INSPECT_LIVE_HUB_MAX, HUB_INSPECT_LIVE_PROCESS_MAX); close one first' },
+  EH_TOO_MANY_STREAMS: {
+    ...TOO_MANY_REQUESTS,
+    meaning:
+      'the API key, its hub or the web process holds as many live request streams as allowed (HUB_INSPECT_LIVE_MAX, HUB_INSPECT_LIVE_HUB_MAX, HUB_INSPECT_LIVE_PROCESS_MAX); close one first',
+  },
   EH_QUEUE_UNAVAILABLE: { ...UNAVAILABLE, meaning: 'the job queue (Redis) cannot be reached; the request is kept as an execution and runs once it is back' },
   EH_ISSUANCE_PENDING: { ...UNAVAILABLE, meaning: 'certificate issuance takes longer than the request waits; it continues as the named execution' },
 } as const satisfies Record<`EH_${string}`, ErrorEntry>;
@@ -108,7 +146,11 @@ export const API_ERROR_CODES = {
 export const EDGE_ERROR_CODES = {
   EH_REQUEST_MALFORMED: { ...EDGE_BAD_REQUEST, meaning: 'the edge refuses the request as malformed (more than one Host, a bad request target or header)' },
   EH_REQUEST_HEADERS_TOO_LARGE: { ...EDGE_BAD_REQUEST, meaning: "the request's header fields are over the edge's limit" },
-  EH_LOOP_DETECTED: { status: 508, error: 'loop_detected', meaning: "the request already passed through this deployment's edges: the share's target leads back to an edge" },
+  EH_LOOP_DETECTED: {
+    status: 508,
+    error: 'loop_detected',
+    meaning: "the request already passed through this deployment's edges: the share's target leads back to an edge",
+  },
   EH_SHARE_NOT_PUBLISHED: { ...NOT_FOUND, meaning: 'no share is published at the host the request names' },
   EH_HUB_OVERLOADED: { status: 503, error: 'overloaded', meaning: 'the hub has too many requests or connections in progress on this edge; try again shortly' },
   EH_MTLS_REQUIRED: { ...FORBIDDEN, meaning: 'the share requires mutual TLS: connect with https and present a client certificate of its hub' },
@@ -123,27 +165,49 @@ export const EDGE_ERROR_CODES = {
   EH_LOGIN_UNAVAILABLE: { ...UNAUTHORIZED, meaning: 'the share requires login, which this edge does not offer' },
   EH_LOGIN_FLOW_INVALID: { ...FORBIDDEN, meaning: 'the login callback does not belong to a login in progress in this browser for this share' },
   EH_LOGIN_REPLAYED: { ...FORBIDDEN, meaning: 'the login response was already used' },
-  EH_LOGIN_PROVIDER_REFUSED: { ...FORBIDDEN, meaning: "the identity provider refused the login, or its answer did not verify" },
+  EH_LOGIN_PROVIDER_REFUSED: { ...FORBIDDEN, meaning: 'the identity provider refused the login, or its answer did not verify' },
   EH_LOGIN_EMAIL_UNVERIFIED: { ...FORBIDDEN, meaning: 'the identity provider shared no email address, or one it does not confirm as verified' },
   EH_LOGIN_EMAIL_NOT_ALLOWED: { ...FORBIDDEN, meaning: "the login's email is not allowed by the auth provider or the share's email domains" },
   EH_IDP_UNREACHABLE: { ...BAD_GATEWAY, meaning: 'the identity provider could not be reached, answered wrongly, or is misconfigured' },
   EH_EGRESS_DENIED: { ...FORBIDDEN, meaning: "the share's target is denied by the egress policy" },
   EH_NO_AGENT: { ...BAD_GATEWAY, meaning: "no agent of the share's environment is connected (or it went away)" },
-  EH_TARGET_DOWN_AT_AGENTS: { ...BAD_GATEWAY, meaning: "the share's target is down at every agent of its environment (each connected agent reports it cannot reach it)" },
+  EH_TARGET_DOWN_AT_AGENTS: {
+    ...BAD_GATEWAY,
+    meaning: "the share's target is down at every agent of its environment (each connected agent reports it cannot reach it)",
+  },
   EH_AGENT_REFUSED_TARGET: { ...BAD_GATEWAY, meaning: "the environment's agent refused the target (not among its allowed targets)" },
   EH_AGENT_TARGET_UNREACHABLE: { ...BAD_GATEWAY, meaning: "the environment's agent could not reach the target" },
   EH_TARGET_UNREACHABLE: { ...BAD_GATEWAY, meaning: "the share's target could not be reached or answered something that cannot be passed on" },
   EH_TARGET_TIMEOUT: { status: 504, error: 'gateway_timeout', meaning: "the share's target did not answer in time" },
   EH_UPGRADE_NOT_CARRIED: { ...BAD_GATEWAY, meaning: 'the share speaks HTTP/2 to its target: upgrades (WebSocket) are not carried' },
-  EH_UPGRADE_NOT_SUPPORTED_BY_TARGET: { status: 501, error: 'not_implemented', meaning: "the share speaks HTTP/2 to its target, which does not accept WebSockets over it (no extended CONNECT, RFC 8441), or the upgrade is not a WebSocket" },
+  EH_UPGRADE_NOT_SUPPORTED_BY_TARGET: {
+    status: 501,
+    error: 'not_implemented',
+    meaning:
+      'the share speaks HTTP/2 to its target, which does not accept WebSockets over it (no extended CONNECT, RFC 8441), or the upgrade is not a WebSocket',
+  },
   EH_POLICY_ADDRESS_DENIED: { ...FORBIDDEN, meaning: "the client address is in the share policy's ipDeny, or not in its ipAllow" },
-  EH_POLICY_RATE_LIMITED: { status: 429, error: 'too_many_requests', meaning: "the client (address or identity) sent more requests than the share policy's rateLimit allows; retry after the given time" },
-  EH_POLICY_AUTH_REQUIRED: { ...UNAUTHORIZED, meaning: 'the share policy requires HTTP Basic credentials of one of its users, and none or wrong ones were sent' },
-  EH_SHARE_MAINTENANCE: { status: 503, error: 'unavailable', meaning: "the share is under maintenance (its policy's maintenance): the target is not contacted" },
+  EH_POLICY_RATE_LIMITED: {
+    status: 429,
+    error: 'too_many_requests',
+    meaning: "the client (address or identity) sent more requests than the share policy's rateLimit allows; retry after the given time",
+  },
+  EH_POLICY_AUTH_REQUIRED: {
+    ...UNAUTHORIZED,
+    meaning: 'the share policy requires HTTP Basic credentials of one of its users, and none or wrong ones were sent',
+  },
+  EH_SHARE_MAINTENANCE: {
+    status: 503,
+    error: 'unavailable',
+    meaning: "the share is under maintenance (its policy's maintenance): the target is not contacted",
+  },
 } as const satisfies Record<`EH_${string}`, ErrorEntry>;
 
 /** The whole table: every code, its answer and what it means. */
-export const ERROR_CODES: Readonly<Record<keyof typeof API_ERROR_CODES | keyof typeof EDGE_ERROR_CODES, ErrorEntry>> = { ...API_ERROR_CODES, ...EDGE_ERROR_CODES };
+export const ERROR_CODES: Readonly<Record<keyof typeof API_ERROR_CODES | keyof typeof EDGE_ERROR_CODES, ErrorEntry>> = {
+  ...API_ERROR_CODES,
+  ...EDGE_ERROR_CODES,
+};
 
 export type ErrorCode = keyof typeof ERROR_CODES;
 
@@ -181,7 +245,8 @@ export const notFound = (what: string, id?: string) =>
   new DomainError('EH_NOT_FOUND', id === undefined ? `${what} not found` : `${what} with id '${id}' not found`);
 export const conflict = (message: string) => new DomainError('EH_CONFLICT', message);
 export const payloadTooLarge = (message: string = API_ERROR_CODES.EH_PAYLOAD_TOO_LARGE.message) => new DomainError('EH_PAYLOAD_TOO_LARGE', message);
-export const unsupportedMediaType = (message: string = API_ERROR_CODES.EH_UNSUPPORTED_MEDIA_TYPE.message) => new DomainError('EH_UNSUPPORTED_MEDIA_TYPE', message);
+export const unsupportedMediaType = (message: string = API_ERROR_CODES.EH_UNSUPPORTED_MEDIA_TYPE.message) =>
+  new DomainError('EH_UNSUPPORTED_MEDIA_TYPE', message);
 /** A tenant quota is used up: say which limit and how to get under it. */
 export const quotaExceeded = (message: string) => new DomainError('EH_QUOTA_EXCEEDED', message);
 export const rateLimited = (message: string, retryAfterSeconds: number) => new DomainError('EH_RATE_LIMITED', message, retryAfterSeconds);

@@ -5,7 +5,20 @@ import { setting } from './settings.js';
 const level = setting('LOG_LEVEL') ?? (setting('NODE_ENV') === 'test' ? 'silent' : 'info');
 
 /** Keys whose values are secrets, wherever they sit in a logged object (top level and two levels down). */
-const SECRET_KEYS = ['token', 'password', 'clientSecret', 'client_secret', 'privateKey', 'preSharedKey', 'jwt', 'authorization', 'secret', 'secretKey', 'adminToken', 'proof'];
+const SECRET_KEYS = [
+  'token',
+  'password',
+  'clientSecret',
+  'client_secret',
+  'privateKey',
+  'preSharedKey',
+  'jwt',
+  'authorization',
+  'secret',
+  'secretKey',
+  'adminToken',
+  'proof',
+];
 /** What a database error carries beyond its message: the statement and its bound values (a token, a sealed key). */
 const ERROR_KEYS = ['sql', 'parameters', 'original', 'parent', 'fields', 'errors', 'detail'];
 

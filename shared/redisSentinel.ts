@@ -108,7 +108,17 @@ export async function sentinelsProblem(timeoutMs = 3000): Promise<string | undef
   const failures: string[] = [];
   let unknownMaster = false;
   for (const { host, port } of sentinel.sentinels) {
-    const probe = new Redis({ host, port, password: sentinel.sentinelPassword, lazyConnect: true, connectTimeout: timeoutMs, commandTimeout: timeoutMs, maxRetriesPerRequest: 0, retryStrategy: () => null, enableOfflineQueue: false });
+    const probe = new Redis({
+      host,
+      port,
+      password: sentinel.sentinelPassword,
+      lazyConnect: true,
+      connectTimeout: timeoutMs,
+      commandTimeout: timeoutMs,
+      maxRetriesPerRequest: 0,
+      retryStrategy: () => null,
+      enableOfflineQueue: false,
+    });
     probe.on('error', () => undefined);
     try {
       await probe.connect();

@@ -12,7 +12,9 @@ const PROBE = 'edgehub secret key probe';
 export class SecretKeyMismatch extends Error {}
 
 export async function verifySecretKey(): Promise<void> {
-  await db().query(`INSERT INTO secret_key_probe (id, sealed) VALUES (1, :sealed) ON CONFLICT (id) DO NOTHING`, { replacements: { sealed: encryptSecret(PROBE) } });
+  await db().query(`INSERT INTO secret_key_probe (id, sealed) VALUES (1, :sealed) ON CONFLICT (id) DO NOTHING`, {
+    replacements: { sealed: encryptSecret(PROBE) },
+  });
   const [row] = await db().query<{ sealed: string }>(`SELECT sealed FROM secret_key_probe WHERE id = 1`, { type: QueryTypes.SELECT });
   let opened: string | undefined;
   try {

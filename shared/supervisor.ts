@@ -68,10 +68,7 @@ export class Supervisor {
   private readonly log: (line: string) => void;
   private readonly execArgv: string[];
 
-  constructor(
-    specs: ChildSpec[],
-    options: SupervisorOptions,
-  ) {
+  constructor(specs: ChildSpec[], options: SupervisorOptions) {
     const env = options.env;
     this.backoffMs = options.backoffMs ?? 1000;
     this.maxBackoffMs = options.maxBackoffMs ?? 30_000;

@@ -15,7 +15,6 @@ import { presetSetting } from '../shared/settings.js';
 
 export { defineSchedule, type Schedule } from './schedule.js';
 
-
 /**
  * Runs `fn` for one tick of a schedule unless another clock already took that tick. The key names the schedule and
  * the tick (the cron's scheduled second, read on each clock's own time, so clocks whose hosts disagree by less than
@@ -35,13 +34,17 @@ export async function runExclusive(name: string, tick: Date, ttlMs: number, fn: 
 export function startClock(schedules: Schedule[]): ScheduledTask[] {
   return schedules.map((s) => {
     if (!cron.validate(s.cron)) throw new Error(`schedule '${s.name}' has an invalid cron expression '${s.cron}'`);
-    return cron.schedule(s.cron, async (context) => {
-      try {
-        await runExclusive(s.name, context.date, 10 * 60_000, s.run);
-      } catch (err) {
-        logger.warn({ schedule: s.name, err: (err as Error).message }, 'scheduled run failed');
-      }
-    }, { name: s.name, noOverlap: true });
+    return cron.schedule(
+      s.cron,
+      async (context) => {
+        try {
+          await runExclusive(s.name, context.date, 10 * 60_000, s.run);
+        } catch (err) {
+          logger.warn({ schedule: s.name, err: (err as Error).message }, 'scheduled run failed');
+        }
+      },
+      { name: s.name, noOverlap: true },
+    );
   });
 }
 

@@ -46,7 +46,10 @@ export async function reconcileExecutions(processors: ProcessorDefinition[], old
         createdAt: { [Op.lt]: new Date(Date.now() - olderThanMs) },
         ...(after && { [Op.or]: [{ createdAt: { [Op.gt]: after.createdAt } }, { createdAt: after.createdAt, id: { [Op.gt]: after.id } }] }),
       },
-      order: [['createdAt', 'ASC'], ['id', 'ASC']],
+      order: [
+        ['createdAt', 'ASC'],
+        ['id', 'ASC'],
+      ],
       limit: BATCH,
     });
     for (const execution of stale) {
@@ -103,7 +106,11 @@ async function settleFailure(def: ProcessorDefinition | undefined, execution: Ex
   };
   const before = execution.status;
   if (def) await finalizeFailure(def, ctx, err);
-  else await Execution.update({ status: 'FAILED', error: errorMessage(err), finishedAt: new Date() }, { where: { id: execution.id, status: ['QUEUED', 'RUNNING'] } });
+  else
+    await Execution.update(
+      { status: 'FAILED', error: errorMessage(err), finishedAt: new Date() },
+      { where: { id: execution.id, status: ['QUEUED', 'RUNNING'] } },
+    );
   log.warn({ err: err.message, was: before }, 'execution finished as FAILED by reconciliation');
   return true;
 }

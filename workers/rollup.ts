@@ -81,7 +81,11 @@ async function batchEnd(from: string, horizon: string, maxSamples: number, t: Tr
   if (!cut) return horizon;
   if (cut.xid !== cut.first) return cut.xid;
   // the first transaction alone holds more than maxSamples: take it whole
-  const next = await one<{ xid: string | null }>('SELECT min(xid)::text AS xid FROM usage_samples WHERE xid > $1::xid8 AND xid < $2::xid8', [cut.xid, horizon], t);
+  const next = await one<{ xid: string | null }>(
+    'SELECT min(xid)::text AS xid FROM usage_samples WHERE xid > $1::xid8 AND xid < $2::xid8',
+    [cut.xid, horizon],
+    t,
+  );
   return next?.xid ?? horizon;
 }
 

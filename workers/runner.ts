@@ -61,7 +61,9 @@ export async function runExecution(def: ProcessorDefinition, job: Job<JobData>):
   } catch (err) {
     if (!(err instanceof NotStarted)) throw err;
     // PostgreSQL away: every job fails alike before its handler; BullMQ retries it, the clock's reconciliation settles it
-    notStarted(err.message, (repeated) => logger.warn({ type: def.type, jobId: job.id, err: err.message, repeated }, 'job not started: its execution could not be read or recorded'));
+    notStarted(err.message, (repeated) =>
+      logger.warn({ type: def.type, jobId: job.id, err: err.message, repeated }, 'job not started: its execution could not be read or recorded'),
+    );
     throw err.cause;
   }
 }
@@ -105,7 +107,12 @@ async function startAndRun(def: ProcessorDefinition, job: Job<JobData>): Promise
     return { skipped: existing?.status ?? 'missing' };
   }
   // the execution row is the truth (the job's copy was checked against the schema, and must agree with it anyway)
-  return run(def, job, { id: execution.id, hubId: execution.hubId, payload: (execution.payload as Record<string, unknown>) ?? {}, createdBy: execution.createdBy }, attempt);
+  return run(
+    def,
+    job,
+    { id: execution.id, hubId: execution.hubId, payload: (execution.payload as Record<string, unknown>) ?? {}, createdBy: execution.createdBy },
+    attempt,
+  );
 }
 
 /**
@@ -232,11 +239,13 @@ export function startWorkers({ processors, queues }: WorkerOptions): Worker[] {
       if (!job || !/stalled/i.test(err.message)) return;
       jobsTotal.inc({ type: job.name, outcome: 'stalled' });
       const def = byType.get(job.name);
-      void executionById(job.data.executionId ?? String(job.id)).then((execution) => {
-        if (!execution || !def || !['QUEUED', 'RUNNING'].includes(execution.status)) return;
-        const ctx: JobContext = { execution, job, hubId: job.data.hubId, payload: job.data.payload, attempt: job.attemptsMade, log: logger };
-        return finalizeFailure(def, ctx, err);
-      }).catch((e) => logger.error({ err: errorMessage(e) }, 'could not settle a stalled job'));
+      void executionById(job.data.executionId ?? String(job.id))
+        .then((execution) => {
+          if (!execution || !def || !['QUEUED', 'RUNNING'].includes(execution.status)) return;
+          const ctx: JobContext = { execution, job, hubId: job.data.hubId, payload: job.data.payload, attempt: job.attemptsMade, log: logger };
+          return finalizeFailure(def, ctx, err);
+        })
+        .catch((e) => logger.error({ err: errorMessage(e) }, 'could not settle a stalled job'));
     });
     return worker;
   });

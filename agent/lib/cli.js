@@ -265,5 +265,10 @@ async function agent(args, values) {
     out(`wrote ${values.write} (runs as ${user}); now: systemctl daemon-reload && systemctl enable --now ${path.basename(values.write, '.service')}`);
     return 0;
   }
-  return fail(sub ? `unknown agent command '${sub}' (enroll, run, drain or install-service)` : 'edgehub agent enroll <jwt> | edgehub agent run | edgehub agent drain | edgehub agent install-service', 2);
+  return fail(
+    sub
+      ? `unknown agent command '${sub}' (enroll, run, drain or install-service)`
+      : 'edgehub agent enroll <jwt> | edgehub agent run | edgehub agent drain | edgehub agent install-service',
+    2,
+  );
 }

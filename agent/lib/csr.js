@@ -51,7 +51,11 @@ const ECDSA_WITH_SHA256 = '1.2.840.10045.4.3.2';
  * @param {string} label
  * @param {Buffer} bytes
  */
-export const pemOf = (label, bytes) => `-----BEGIN ${label}-----\n${bytes.toString('base64').replace(/(.{64})/g, '$1\n').replace(/\n$/, '')}\n-----END ${label}-----\n`;
+export const pemOf = (label, bytes) =>
+  `-----BEGIN ${label}-----\n${bytes
+    .toString('base64')
+    .replace(/(.{64})/g, '$1\n')
+    .replace(/\n$/, '')}\n-----END ${label}-----\n`;
 
 /**
  * A fresh P-256 key and a CSR whose subject is CN, then O and OU when given (UTF8String values).

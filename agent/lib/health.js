@@ -50,7 +50,16 @@ function probeHttp(authority, check) {
     const client = check.tls ? https : http;
     const timeout = Math.min(check.timeoutMs, Math.max(PROBE_MS, 1000));
     const req = client.request(
-      { host: target.host, port: target.port, method: check.method, path: check.path, headers: { host: check.host, 'user-agent': 'edgehub-agent health' }, servername: net.isIP(check.host) ? undefined : check.host, agent: false, timeout },
+      {
+        host: target.host,
+        port: target.port,
+        method: check.method,
+        path: check.path,
+        headers: { host: check.host, 'user-agent': 'edgehub-agent health' },
+        servername: net.isIP(check.host) ? undefined : check.host,
+        agent: false,
+        timeout,
+      },
       (res) => {
         res.resume();
         req.destroy();
@@ -124,7 +133,11 @@ export class TargetHealth {
       state.down = !state.down;
       state.streak = 0;
       const how = this.checkOf(target) ? 'HTTP check' : 'TCP';
-      this.log(state.down ? `target ${target} is down (${DOWN_AFTER} failed ${how} probes): the edges send its requests to other agents` : `target ${target} is up again`);
+      this.log(
+        state.down
+          ? `target ${target} is down (${DOWN_AFTER} failed ${how} probes): the edges send its requests to other agents`
+          : `target ${target} is up again`,
+      );
       this.pool.setDown(target, state.down);
     }
   }

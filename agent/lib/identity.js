@@ -30,7 +30,10 @@ import { settleRenewal } from './renew.js';
  * @param {NodeJS.ProcessEnv} [env]
  */
 export function defaultAgentDir(env = process.env) {
-  if (!env.HOME) throw new EnrollError('HOME is not set, so there is no default folder for the agent identity: pass --dir <folder> (for a service, e.g. --dir /var/lib/edgehub/agent)');
+  if (!env.HOME)
+    throw new EnrollError(
+      'HOME is not set, so there is no default folder for the agent identity: pass --dir <folder> (for a service, e.g. --dir /var/lib/edgehub/agent)',
+    );
   return path.join(env.HOME, '.edgehub', 'agent');
 }
 
@@ -81,7 +84,9 @@ export function readIdentity(dir) {
     } catch (err) {
       const code = /** @type {NodeJS.ErrnoException} */ (err).code;
       throw new EnrollError(
-        code === 'ENOENT' ? `no agent identity in ${dir} (${name} is missing): run edgehub agent enroll <jwt> first` : `cannot read ${path.join(dir, name)}: ${code ?? /** @type {Error} */ (err).message}`,
+        code === 'ENOENT'
+          ? `no agent identity in ${dir} (${name} is missing): run edgehub agent enroll <jwt> first`
+          : `cannot read ${path.join(dir, name)}: ${code ?? /** @type {Error} */ (err).message}`,
       );
     }
   };

@@ -38,7 +38,8 @@ export function unverifiedClaims(jwt) {
   }
   if (header.alg !== 'ES256') throw new EnrollError(`refused: the JWT must be signed with ES256 (it says ${String(header.alg)})`);
   if (typeof header.kid !== 'string' || !header.kid) throw new EnrollError('refused: the JWT header names no signing key (kid)');
-  if (header.jku !== undefined || header.jwk !== undefined || header.x5u !== undefined) throw new EnrollError('refused: the JWT header must not name its own key (jku, jwk or x5u)');
+  if (header.jku !== undefined || header.jwk !== undefined || header.x5u !== undefined)
+    throw new EnrollError('refused: the JWT header must not name its own key (jku, jwk or x5u)');
   return { kid: header.kid, claims };
 }
 
@@ -54,7 +55,8 @@ async function keySet(jwksUrl) {
     throw new EnrollError(`could not read the key set at ${jwksUrl.href}: ${oneLine(err)}`);
   }
   const body = /** @type {{ keys?: unknown } | null | undefined} */ (await res.json().catch(() => undefined));
-  if (!res.ok || !body || !Array.isArray(body.keys)) throw new EnrollError(`could not verify the JWT against ${jwksUrl.href}: the key set answered ${res.status} without keys`);
+  if (!res.ok || !body || !Array.isArray(body.keys))
+    throw new EnrollError(`could not verify the JWT against ${jwksUrl.href}: the key set answered ${res.status} without keys`);
   return body.keys;
 }
 
@@ -84,8 +86,10 @@ export async function verifiedClaims(jwt, url, hubId) {
   if (!ok) throw new EnrollError(`refused: the JWT's signature does not verify against the key set at ${jwksUrl.href}`);
   if (claims.iss !== JWT_ISSUER) throw new EnrollError(`refused: the JWT's issuer (iss) is '${String(claims.iss)}', expected '${JWT_ISSUER}'`);
   const audiences = Array.isArray(claims.aud) ? claims.aud : [claims.aud];
-  if (!audiences.includes(hubId)) throw new EnrollError(`refused: the JWT's audience (aud) is '${String(claims.aud)}', expected the hub of its url, '${hubId}'`);
-  if (typeof claims.exp !== 'number' || !Number.isFinite(claims.exp)) throw new EnrollError("refused: the JWT's 'exp' claim is invalid (missing or not a number)");
+  if (!audiences.includes(hubId))
+    throw new EnrollError(`refused: the JWT's audience (aud) is '${String(claims.aud)}', expected the hub of its url, '${hubId}'`);
+  if (typeof claims.exp !== 'number' || !Number.isFinite(claims.exp))
+    throw new EnrollError("refused: the JWT's 'exp' claim is invalid (missing or not a number)");
   if (claims.exp + LEEWAY_S <= Date.now() / 1000) throw new EnrollError(`refused: the JWT expired at ${new Date(claims.exp * 1000).toISOString()}`);
   if (typeof claims.sub !== 'string' || !claims.sub) throw new EnrollError("refused: the JWT's 'sub' claim is invalid (missing)");
   return claims;

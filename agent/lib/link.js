@@ -107,7 +107,11 @@ export class EdgeLink {
     socket.setNoDelay(true);
     socket.setKeepAlive(true, 15_000);
     socket.once('timeout', () => socket.destroy(new Error('timed out')));
-    socket.on('error', (/** @type {NodeJS.ErrnoException} */ err) => (reason = err.code ? `${err.code}${err.message.includes(err.code) ? '' : ` (${err.message})`}` : err.message));
+    socket.on(
+      'error',
+      (/** @type {NodeJS.ErrnoException} */ err) =>
+        (reason = err.code ? `${err.code}${err.message.includes(err.code) ? '' : ` (${err.message})`}` : err.message),
+    );
     socket.once('secureConnect', () => {
       socket.setTimeout(0);
       if (socket.alpnProtocol !== AGENT_ALPN) {
@@ -141,11 +145,21 @@ export class EdgeLink {
       const wasUp = this.up;
       this.up = false;
       const delay = this.backoff();
-      const refused = certificateExpiry(this.options.identity) <= Date.now() ? "the edge closed the connection: this agent's certificate has expired (enroll this machine again)" : 'the edge closed the connection (is this agent revoked?)';
+      const refused =
+        certificateExpiry(this.options.identity) <= Date.now()
+          ? "the edge closed the connection: this agent's certificate has expired (enroll this machine again)"
+          : 'the edge closed the connection (is this agent revoked?)';
       const why = wasUp ? '' : socket.alpnProtocol === AGENT_ALPN ? refused : reason;
       // the first failure says where the address came from: the setting to change when it is wrong
-      const hint = !wasUp && this.attempts === 1 && !socket.alpnProtocol ? ` (edge addresses come from the service's HUB_EDGE_AGENT_ADDRESSES${this.origin === 'given' ? ', or --edge' : ''})` : '';
-      this.options.log(wasUp ? `reconnecting to edge ${this.address} in ${(delay / 1000).toFixed(1)} s` : `cannot connect to edge ${this.address}: ${why}${hint}; retrying in ${(delay / 1000).toFixed(1)} s`);
+      const hint =
+        !wasUp && this.attempts === 1 && !socket.alpnProtocol
+          ? ` (edge addresses come from the service's HUB_EDGE_AGENT_ADDRESSES${this.origin === 'given' ? ', or --edge' : ''})`
+          : '';
+      this.options.log(
+        wasUp
+          ? `reconnecting to edge ${this.address} in ${(delay / 1000).toFixed(1)} s`
+          : `cannot connect to edge ${this.address}: ${why}${hint}; retrying in ${(delay / 1000).toFixed(1)} s`,
+      );
       this.timer = setTimeout(() => this.dial(), delay);
     });
   }
@@ -317,7 +331,8 @@ export class EdgeLink {
     const normalized = authorityOf(target.host, target.port);
     if (!this.targets.has(normalized)) return `the agent refuses ${normalized}: it is not the target of a share of environment ${this.options.identity.envZId}`;
     const allow = this.options.allow;
-    if (allow?.length && !allow.some((p) => p.matches(target.host, target.port))) return `the agent refuses ${normalized}: it matches no --allow pattern (${allow.map((p) => p.text).join(', ')})`;
+    if (allow?.length && !allow.some((p) => p.matches(target.host, target.port)))
+      return `the agent refuses ${normalized}: it matches no --allow pattern (${allow.map((p) => p.text).join(', ')})`;
     return undefined;
   }
 
@@ -346,7 +361,8 @@ export class EdgeLink {
     });
     socket.on('error', (/** @type {NodeJS.ErrnoException} */ err) => {
       if (!connected) {
-        if (!stream.destroyed && !stream.headersSent) stream.respond({ ':status': 502, [ERROR_HEADER]: `the agent cannot connect to ${authority} (${err.code ?? err.message})` }, { endStream: true });
+        if (!stream.destroyed && !stream.headersSent)
+          stream.respond({ ':status': 502, [ERROR_HEADER]: `the agent cannot connect to ${authority} (${err.code ?? err.message})` }, { endStream: true });
         return;
       }
       stream.close(http2.constants.NGHTTP2_CONNECT_ERROR);

@@ -110,7 +110,8 @@ export async function renew(dir, identity) {
   const r = await post(url, { csr: pending.csrPem, proof: renewalProof(identity, pending.csrPem) });
   if (r.status !== 200) throw new EnrollError(`renewal refused (${r.status}): ${r.json?.message ?? r.json?.error ?? 'no reason given'}`);
   const certificate = r.json?.certificate;
-  if (typeof certificate !== 'string' || !spki(certificate).equals(spki(pending.keyPem))) throw new EnrollError('the renewal answered without a certificate of the new key');
+  if (typeof certificate !== 'string' || !spki(certificate).equals(spki(pending.keyPem)))
+    throw new EnrollError('the renewal answered without a certificate of the new key');
   // the certificate first: a stop between the two is finished by settleRenewal, which needs the pending key
   replace(path.join(dir, 'agent.crt'), certificate, 0o644);
   replace(path.join(dir, 'agent.key'), pending.keyPem, 0o600);

@@ -28,11 +28,20 @@ const WARN_BEFORE_MS = 30 * DAY_MS;
 export function expiryNotice(identity, now = Date.now()) {
   const expiry = certificateExpiry(identity);
   const again = `enroll this machine again (a new JWT: the console, or POST /hub/${identity.hubId}/environments/${identity.envZId}/agent-enrollment) with edgehub agent enroll <jwt> --dir <new folder>, then revoke agent ${identity.id}`;
-  if (expiry <= now) return { expired: true, message: `the certificate of agent ${identity.id} expired at ${new Date(expiry).toISOString()}: the edges refuse it; ${again}` };
+  if (expiry <= now)
+    return { expired: true, message: `the certificate of agent ${identity.id} expired at ${new Date(expiry).toISOString()}: the edges refuse it; ${again}` };
   if (expiry - now <= WARN_BEFORE_MS) {
     const left = expiry - now;
-    const [n, unit] = left >= DAY_MS ? [Math.floor(left / DAY_MS), 'day'] : left >= 3_600_000 ? [Math.floor(left / 3_600_000), 'hour'] : [Math.max(1, Math.floor(left / 60_000)), 'minute'];
-    return { expired: false, message: `warning: the certificate of agent ${identity.id} expires at ${new Date(expiry).toISOString()} (in ${n} ${unit}${n === 1 ? '' : 's'}); unless it is renewed before then, ${again}` };
+    const [n, unit] =
+      left >= DAY_MS
+        ? [Math.floor(left / DAY_MS), 'day']
+        : left >= 3_600_000
+          ? [Math.floor(left / 3_600_000), 'hour']
+          : [Math.max(1, Math.floor(left / 60_000)), 'minute'];
+    return {
+      expired: false,
+      message: `warning: the certificate of agent ${identity.id} expires at ${new Date(expiry).toISOString()} (in ${n} ${unit}${n === 1 ? '' : 's'}); unless it is renewed before then, ${again}`,
+    };
   }
   return undefined;
 }
@@ -109,7 +118,9 @@ export class AgentRunner {
       const end = await renew(dir, identity);
       log(`renewed the certificate of agent ${identity.id}: valid until ${end.toISOString()}`);
     } catch (err) {
-      log(`could not renew the certificate of agent ${identity.id}: ${/** @type {Error} */ (err).message}; trying again in ${Math.round(RENEW_CHECK_MS / 60_000) || 1} min`);
+      log(
+        `could not renew the certificate of agent ${identity.id}: ${/** @type {Error} */ (err).message}; trying again in ${Math.round(RENEW_CHECK_MS / 60_000) || 1} min`,
+      );
     } finally {
       this.renewing = false;
     }

@@ -52,7 +52,8 @@ export function thisProgram() {
  */
 export function agentUnit(options) {
   const dir = path.resolve(options.dir);
-  if (!identityExists(dir)) throw new EnrollError(`no agent identity in ${dir}: run edgehub agent enroll <jwt> --dir ${dir} first (as the user the service is to run as)`);
+  if (!identityExists(dir))
+    throw new EnrollError(`no agent identity in ${dir}: run edgehub agent enroll <jwt> --dir ${dir} first (as the user the service is to run as)`);
   let owner;
   try {
     owner = statSync(path.join(dir, 'agent.key')).uid;
@@ -102,6 +103,8 @@ export function writeUnit(file, unit) {
     writeFileSync(file, unit, { mode: 0o644 });
   } catch (err) {
     const code = /** @type {NodeJS.ErrnoException} */ (err).code;
-    throw new EnrollError(`cannot write ${file} (${code ?? /** @type {Error} */ (err).message})${code === 'EACCES' ? ': run it as root (sudo), or give another path with --write <file>' : ''}`);
+    throw new EnrollError(
+      `cannot write ${file} (${code ?? /** @type {Error} */ (err).message})${code === 'EACCES' ? ': run it as root (sudo), or give another path with --write <file>' : ''}`,
+    );
   }
 }

@@ -65,7 +65,8 @@ export function targetUrl(text, tcp = false) {
     throw new EnrollError(`'${text}' is not a target: give a URL such as ${tcp ? 'tcp://localhost:5432' : 'http://localhost:3000'}, a host:port or a port`);
   }
   if (tcp) {
-    if (url.protocol !== 'tcp:' || !url.hostname || !url.port || (url.pathname && url.pathname !== '/' && url.pathname !== '')) throw new EnrollError(`'${text}': a TCP target is tcp://HOST:PORT`);
+    if (url.protocol !== 'tcp:' || !url.hostname || !url.port || (url.pathname && url.pathname !== '/' && url.pathname !== ''))
+      throw new EnrollError(`'${text}': a TCP target is tcp://HOST:PORT`);
     return url;
   }
   if (url.protocol !== 'http:' && url.protocol !== 'https:') throw new EnrollError(`'${text}': the target must be an http or https URL (or use --tcp)`);
@@ -89,8 +90,15 @@ export function emailDomain(pattern) {
 export function rateLimit(text) {
   const m = /^\s*(\d+)\s*\/\s*(\S+)\s*$/.exec(text);
   const unit = m && /^(\d*)([smhd])$/i.exec(m[2]);
-  const per = !m ? undefined : /^P/i.test(m[2]) ? m[2].toUpperCase() : unit ? `${unit[2].toLowerCase() === 'd' ? 'P' : 'PT'}${unit[1] || '1'}${unit[2].toUpperCase()}` : undefined;
-  if (!m || !per || Number(m[1]) < 1) throw new EnrollError(`--rate '${text}': give N/WINDOW, N at least 1 and WINDOW an ISO 8601 duration or a number of s, m, h or d (100/PT1M, 100/1m)`);
+  const per = !m
+    ? undefined
+    : /^P/i.test(m[2])
+      ? m[2].toUpperCase()
+      : unit
+        ? `${unit[2].toLowerCase() === 'd' ? 'P' : 'PT'}${unit[1] || '1'}${unit[2].toUpperCase()}`
+        : undefined;
+  if (!m || !per || Number(m[1]) < 1)
+    throw new EnrollError(`--rate '${text}': give N/WINDOW, N at least 1 and WINDOW an ISO 8601 duration or a number of s, m, h or d (100/PT1M, 100/1m)`);
   return { requests: Number(m[1]), per };
 }
 
@@ -111,7 +119,8 @@ export function policyOf(options) {
       return { user: pair.slice(0, colon), password: pair.slice(colon + 1) };
     });
   }
-  if (options.tcp && (policy.rateLimit || policy.basicAuth)) throw new EnrollError('--rate and --basic-auth apply to HTTP shares, not --tcp (a TCP share takes --allow)');
+  if (options.tcp && (policy.rateLimit || policy.basicAuth))
+    throw new EnrollError('--rate and --basic-auth apply to HTTP shares, not --tcp (a TCP share takes --allow)');
   return Object.keys(policy).length ? policy : undefined;
 }
 
@@ -219,7 +228,8 @@ export async function share(options) {
   /** @type {{ id: string; publicName: string }[]} */
   const frontends = await api.call('GET', `${hub}/frontends`);
   const chosen = options.frontends?.length ? options.frontends : [(frontends.find((f) => f.publicName === 'public') ?? frontends[0])?.id].filter(Boolean);
-  for (const id of chosen) if (!frontends.some((f) => f.id === id)) throw new EnrollError(`--frontend ${id}: no such frontend in this hub (GET ${hub}/frontends lists them)`);
+  for (const id of chosen)
+    if (!frontends.some((f) => f.id === id)) throw new EnrollError(`--frontend ${id}: no such frontend in this hub (GET ${hub}/frontends lists them)`);
   if (!chosen.length) throw new EnrollError('the hub has no frontend to publish on');
   if (options.login) {
     await api.call('GET', `${hub}/auth-providers/${encodeURIComponent(options.login)}`).catch((err) => {
@@ -264,7 +274,9 @@ export async function share(options) {
       made.agent = enrolled.id;
       options.log(`enrolled this machine as agent ${enrolled.id} of environment ${enrolled.envZId} (identity in ${enrolled.dir})`);
       if (!options.edges?.length && enrolled.edges.every((e) => /^(127\.|\[::1\]|localhost)/.test(e)) && !/^(127\.|\[::1\]|localhost)/.test(baseUrl.hostname)) {
-        options.log(`warning: the service hands out edge addresses on loopback (${enrolled.edges.join(', ')}): set HUB_EDGE_AGENT_ADDRESSES on the service to an address this machine reaches, or pass --edge HOST:PORT`);
+        options.log(
+          `warning: the service hands out edge addresses on loopback (${enrolled.edges.join(', ')}): set HUB_EDGE_AGENT_ADDRESSES on the service to an address this machine reaches, or pass --edge HOST:PORT`,
+        );
       }
     }
     identity = readIdentity(options.dir);
@@ -289,7 +301,9 @@ export async function share(options) {
     if (existing) {
       const published = existing.backendProxyEndpoint ?? existing.target;
       if (published !== body.target && published !== target.href) {
-        throw new EnrollError(`the reserved share '${options.name}' publishes ${published}, not ${body.target}: use another --name, or delete it (DELETE ${hub}/shares/${existing.zId})`);
+        throw new EnrollError(
+          `the reserved share '${options.name}' publishes ${published}, not ${body.target}: use another --name, or delete it (DELETE ${hub}/shares/${existing.zId})`,
+        );
       }
       created = existing;
       options.log(`reserved share '${options.name}' found`);
@@ -305,7 +319,9 @@ export async function share(options) {
     await undo();
     throw err;
   }
-  options.log(`share ${created.zId}: ${created.frontendEndpoint} -> ${target.href} (Ctrl-C ${options.name ? 'stops serving it; the reserved share is kept' : 'ends it'})`);
+  options.log(
+    `share ${created.zId}: ${created.frontendEndpoint} -> ${target.href} (Ctrl-C ${options.name ? 'stops serving it; the reserved share is kept' : 'ends it'})`,
+  );
   if (options.tcp && !options.mtls) {
     const { hostname, port } = new URL(created.frontendEndpoint);
     options.log(`connect with any TCP client, e.g.: nc ${dialHost(hostname)} ${port}`);

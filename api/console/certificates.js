@@ -18,7 +18,10 @@ function NewToken({ base, onMade }) {
     event.preventDefault();
     setError(undefined);
     try {
-      const token = await api(`${base}/certificate-request-tokens`, { method: 'POST', body: { name: name.trim(), ...(commonName.trim() ? { commonName: commonName.trim() } : {}) } });
+      const token = await api(`${base}/certificate-request-tokens`, {
+        method: 'POST',
+        body: { name: name.trim(), ...(commonName.trim() ? { commonName: commonName.trim() } : {}) },
+      });
       const jwt = await api(`${base}/certificate-request-tokens/${token.id}/enrollment-jwt`);
       setMade({ token, jwt });
       setName('');
@@ -37,13 +40,15 @@ function NewToken({ base, onMade }) {
     <input id="token-cn" value=${commonName} onInput=${(/** @type {FieldEvent} */ e) => setCommonName(e.currentTarget.value)} />
     <button type="submit">Create token</button>
     <${Problem} error=${error} />
-    ${made &&
-    html`<div class="reveal" role="status">
+    ${
+      made &&
+      html`<div class="reveal" role="status">
       <p>Token <strong>${made.token.name}</strong> made. The recipient runs (the JWT is valid until ${when(made.jwt.expiresAt)}):</p>
       <pre><code id="enroll-command">${command}</code></pre>
       <${CopyButton} text=${command} label="Copy the command" />
       <p class="sub">It writes the certificate, its key and <code>frontend-ca.pem</code>: the CA to trust for the <code>https://</code> shares (also here: <a href="/hub/v2/public/frontend-ca.pem" download="frontend-ca.pem">frontend-ca.pem</a>).</p>
-    </div>`}
+    </div>`
+    }
   </form>`;
 }
 
@@ -80,22 +85,32 @@ export function Certificates({ base }) {
       <${NewToken} base=${base} onMade=${tokens.reload} />
       <${Problem} error=${tokens.error ?? revokeError} />
       ${tokens.data && !tokens.data.content.length ? html`<p class="empty">No certificate request tokens yet. Create one above: the recipient gets the command that enrolls a client certificate with it.</p>` : null}
-      ${tokens.data?.content.length ? html`<div class="table-wrap"><table class="tokens">
+      ${
+        tokens.data?.content.length
+          ? html`<div class="table-wrap"><table class="tokens">
         <thead><tr><th scope="col">Name</th><th scope="col">Subject</th><th scope="col">Valid (years)</th><th scope="col">Expires</th><th scope="col">Created</th><th scope="col"><span class="sr-only">Actions</span></th></tr></thead>
         <tbody>${tokens.data.content.map(
-          (/** @type {Json} */ t) => html`<tr key=${t.id} data-token=${t.id}><th scope="row">${t.name}</th><td>${[t.commonName && `CN=${t.commonName}`, t.organization && `O=${t.organization}`, t.organizationalUnit && `OU=${t.organizationalUnit}`].filter(Boolean).join(', ') || '—'}</td><td>${t.validYears ?? '—'}</td><td>${when(t.expiresAt)}</td><td>${when(t.createdAt)}</td>
+          (
+            /** @type {Json} */ t,
+          ) => html`<tr key=${t.id} data-token=${t.id}><th scope="row">${t.name}</th><td>${[t.commonName && `CN=${t.commonName}`, t.organization && `O=${t.organization}`, t.organizationalUnit && `OU=${t.organizationalUnit}`].filter(Boolean).join(', ') || '—'}</td><td>${t.validYears ?? '—'}</td><td>${when(t.expiresAt)}</td><td>${when(t.createdAt)}</td>
             <td><${RevokeToken} base=${base} token=${t} onDone=${tokens.reload} onError=${setRevokeError} /></td></tr>`,
         )}</tbody>
-      </table></div>` : null}
+      </table></div>`
+          : null
+      }
       <${Pager} page=${tokens.data} onPage=${setTokenPage} label="Tokens" />
     </${Section}>
     <${Section} title="Client certificates">
       <${Problem} error=${certs.error} />
       ${certs.data && !certs.data.content.length ? html`<p class="empty">No client certificates yet: a recipient's <code>edgehub enroll</code> with a token above makes one (it also writes <code>frontend-ca.pem</code>, the CA to trust for the <code>https://</code> shares), or upload one or sign a CSR through the API.</p>` : null}
-      ${certs.data?.content.length ? html`<div class="table-wrap"><table class="certificates">
+      ${
+        certs.data?.content.length
+          ? html`<div class="table-wrap"><table class="certificates">
         <thead><tr><th scope="col">Name</th><th scope="col">Id</th><th scope="col">Created</th><th scope="col">By</th></tr></thead>
         <tbody>${certs.data.content.map((/** @type {Json} */ c) => html`<tr key=${c.id}><th scope="row">${c.name}</th><td><code>${c.id}</code></td><td>${when(c.createdAt)}</td><td>${c.createdBy}</td></tr>`)}</tbody>
-      </table></div>` : null}
+      </table></div>`
+          : null
+      }
       <${Pager} page=${certs.data} onPage=${setCertPage} label="Certificates" />
     </${Section}>
   </div>`;

@@ -22,7 +22,9 @@ const Reach = ({ env }) =>
 /** A connected agent's place in its environment's pool: weight, priority, draining, targets it reports down. */
 const poolState = (/** @type {Json} */ a) =>
   html`${' '}<span class="sub" data-pool>weight ${a.weight ?? 1}, priority ${a.priority ?? 0}</span>${a.draining ? html`${' '}<span class="badge busy" data-draining title="it takes no new requests and stops once those in flight finish">draining</span>` : ''}${
-    a.targetsDown?.length ? html`${' '}<span class="badge bad" data-targets-down title="shares whose target this agent reports it cannot reach">target down: ${a.targetsDown.join(', ')}</span>` : ''
+    a.targetsDown?.length
+      ? html`${' '}<span class="badge bad" data-targets-down title="shares whose target this agent reports it cannot reach">target down: ${a.targetsDown.join(', ')}</span>`
+      : ''
   }`;
 
 /**
@@ -33,7 +35,12 @@ const poolState = (/** @type {Json} */ a) =>
  */
 export function useEnvironmentStates(base, envZIds) {
   const ids = [...new Set(envZIds)].sort();
-  const states = usePoll(async () => new Map(await Promise.all(ids.map(async (id) => /** @type {[string, import('./api.js').Json]} */ ([id, await api(`${base}/environments/${id}`)])))), [base, ids.join(',')], 10_000);
+  const states = usePoll(
+    async () =>
+      new Map(await Promise.all(ids.map(async (id) => /** @type {[string, import('./api.js').Json]} */ ([id, await api(`${base}/environments/${id}`)])))),
+    [base, ids.join(',')],
+    10_000,
+  );
   return states.data ?? new Map();
 }
 
@@ -71,12 +78,14 @@ function AgentEnrollment({ base, envZId }) {
   return html`<div class="enroll">
     <button type="button" onClick=${make}>Add an agent</button>
     <${Problem} error=${error} />
-    ${made &&
-    html`<div class="reveal" role="status">
+    ${
+      made &&
+      html`<div class="reveal" role="status">
       <p>On the machine inside the private network (Node 20 or later), run (valid until ${when(made.expiresAt)}, once), then <code>edgehub agent run</code>:</p>
       <pre><code>${command}</code></pre>
       <${CopyButton} text=${command} label="Copy the command" />
-    </div>`}
+    </div>`
+    }
   </div>`;
 }
 
@@ -98,13 +107,16 @@ export function Environments({ base }) {
     ${(list.data?.content ?? []).map(
       (/** @type {Json} */ e) => html`<article class="card" key=${e.envZId} data-env=${e.envZId}>
         <h3>${e.description || 'environment'} <code>${e.envZId}</code> ${e.default ? html`<span class="badge plain">default</span>` : null} <${Reach} env=${e} /></h3>
-        ${e.agents?.length
-          ? html`<ul class="agents">
+        ${
+          e.agents?.length
+            ? html`<ul class="agents">
               ${e.agents.map(
-                (/** @type {Json} */ a) => html`<li key=${a.id} data-agent=${a.id}><${Badge} status=${a.connected ? 'online' : 'offline'} /> agent <code>${a.id}</code>${' '}<span class="sub">${a.connected ? `connected since ${when(a.connectedAt)} to ${a.edges.join(', ')}` : a.lastSeenAt ? `last seen ${when(a.lastSeenAt)}` : 'enrolled, never connected'}</span>${a.connected ? poolState(a) : ''}</li>`,
+                (/** @type {Json} */ a) =>
+                  html`<li key=${a.id} data-agent=${a.id}><${Badge} status=${a.connected ? 'online' : 'offline'} /> agent <code>${a.id}</code>${' '}<span class="sub">${a.connected ? `connected since ${when(a.connectedAt)} to ${a.edges.join(', ')}` : a.lastSeenAt ? `last seen ${when(a.lastSeenAt)}` : 'enrolled, never connected'}</span>${a.connected ? poolState(a) : ''}</li>`,
               )}
             </ul>`
-          : html`<p class="sub">${e.reach === 'agent' ? 'No agents: its shares answer 502 until an agent connects (reach is agents; the edge never connects to these targets itself).' : "No agents: the edge connects to this environment's targets itself."}</p>`}
+            : html`<p class="sub">${e.reach === 'agent' ? 'No agents: its shares answer 502 until an agent connects (reach is agents; the edge never connects to these targets itself).' : "No agents: the edge connects to this environment's targets itself."}</p>`
+        }
         <${AgentEnrollment} base=${base} envZId=${e.envZId} />
       </article>`,
     )}

@@ -33,7 +33,9 @@ export function Executions({ base }) {
     <div class="table-wrap"><table>
       <thead><tr><th scope="col">When</th><th scope="col">Type</th><th scope="col">Resource</th><th scope="col">Status</th><th scope="col">By</th><th scope="col">Error</th></tr></thead>
       <tbody>${(list.data?.content ?? []).map(
-        (/** @type {Json} */ e) => html`<tr key=${e.id}><td>${when(e.createdAt)}</td><th scope="row"><code>${e.type}</code></th><td>${e.resourceType ?? '—'} <code>${e.resourceId ?? ''}</code></td>
+        (
+          /** @type {Json} */ e,
+        ) => html`<tr key=${e.id}><td>${when(e.createdAt)}</td><th scope="row"><code>${e.type}</code></th><td>${e.resourceType ?? '—'} <code>${e.resourceId ?? ''}</code></td>
           <td><${Badge} status=${e.status} />${e.attempts > 1 ? html` <span class="sub">${e.attempts} attempts</span>` : null}</td><td>${e.createdBy}</td><td class="sub">${e.error ?? ''}</td></tr>`,
       )}</tbody>
     </table></div>

@@ -24,7 +24,9 @@ export function Frontends({ base }) {
     async () => {
       const page = await api(`${base}/custom-frontends?size=50`);
       const items = Array.isArray(page) ? page : page.content;
-      return Promise.all(items.map(async (/** @type {Json} */ f) => ({ ...f, records: await api(`${base}/custom-frontends/${f.id}/dns-records`).catch(() => undefined) })));
+      return Promise.all(
+        items.map(async (/** @type {Json} */ f) => ({ ...f, records: await api(`${base}/custom-frontends/${f.id}/dns-records`).catch(() => undefined) })),
+      );
     },
     [base],
     15_000,

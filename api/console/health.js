@@ -37,7 +37,14 @@ function NewCheck({ base, onMade }) {
     try {
       const made = await api(`${base}/health-checks`, {
         method: 'POST',
-        body: { name: form.name.trim(), target: form.target.trim(), path: form.path.trim(), method: form.method, expectedStatus: Number(form.expectedStatus), intervalSeconds: Number(form.intervalSeconds) },
+        body: {
+          name: form.name.trim(),
+          target: form.target.trim(),
+          path: form.path.trim(),
+          method: form.method,
+          expectedStatus: Number(form.expectedStatus),
+          intervalSeconds: Number(form.intervalSeconds),
+        },
       });
       setForm({ ...form, name: '' });
       onMade(made);

@@ -36,7 +36,9 @@ function Keys({ hub }) {
     <${Problem} error=${keys.error ?? error} />
     ${keys.data && !list.length ? html`<p class="empty">No API key yet: make one with <strong>New API key</strong> and hand it to the hub's people (it signs in here and to the API).</p>` : null}
     <ul>${list.map(
-      (/** @type {Json} */ k) => html`<li key=${k.id} data-key=${k.id}><code>${k.username}</code> ${k.name} <span class="sub">${k.revokedAt ? `revoked ${when(k.revokedAt)}` : `since ${when(k.createdAt)}`}</span>
+      (
+        /** @type {Json} */ k,
+      ) => html`<li key=${k.id} data-key=${k.id}><code>${k.username}</code> ${k.name} <span class="sub">${k.revokedAt ? `revoked ${when(k.revokedAt)}` : `since ${when(k.createdAt)}`}</span>
         ${k.revokedAt ? null : html` <button type="button" class="danger" onClick=${() => revoke(k)} aria-label=${`Revoke ${k.name} (${k.username})`}>Revoke</button>`}</li>`,
     )}</ul>
     <button type="button" onClick=${create}>New API key</button>
@@ -61,10 +63,12 @@ function HubCard({ hub, onDeleted }) {
     <p class="sub">created ${when(hub.createdAt)} · IPsec ${hub.features.ipsec ? 'on' : 'off'}</p>
     <${Keys} hub=${hub} />
     <${Problem} error=${error} />
-    ${confirming
-      ? html`<p role="alert">Delete ${hub.name} and everything in it? Its keys stop working and its shares stop answering.
+    ${
+      confirming
+        ? html`<p role="alert">Delete ${hub.name} and everything in it? Its keys stop working and its shares stop answering.
           <button type="button" class="danger" onClick=${remove}>Delete ${hub.name}</button> <button type="button" onClick=${() => setConfirming(false)}>Keep it</button></p>`
-      : html`<div class="danger-zone"><button type="button" class="danger" onClick=${() => setConfirming(true)}>Delete hub…</button></div>`}
+        : html`<div class="danger-zone"><button type="button" class="danger" onClick=${() => setConfirming(true)}>Delete hub…</button></div>`
+    }
   </article>`;
 }
 
@@ -129,9 +133,11 @@ export function Hubs() {
     <${Section} title="Hubs">
       <${NewHub} onMade=${list.reload} />
       <${Problem} error=${list.error} />
-      ${list.data && !list.data.content.length && page === 0
-        ? html`<p class="empty hint">No hub yet. A hub is a tenant: its people sign in to this console with an API key of it and publish their shares. Name one above and press <strong>Create hub</strong>, then make it an API key with <strong>New API key</strong>.</p>`
-        : null}
+      ${
+        list.data && !list.data.content.length && page === 0
+          ? html`<p class="empty hint">No hub yet. A hub is a tenant: its people sign in to this console with an API key of it and publish their shares. Name one above and press <strong>Create hub</strong>, then make it an API key with <strong>New API key</strong>.</p>`
+          : null
+      }
       ${(list.data?.content ?? []).map((/** @type {Json} */ h) => html`<${HubCard} key=${h.id} hub=${h} onDeleted=${list.reload} />`)}
       <${Pager} page=${list.data} onPage=${setPage} label="Hubs" />
     </${Section}>

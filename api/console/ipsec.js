@@ -12,7 +12,10 @@ export function Ipsec({ base }) {
     async () => {
       const tunnels = await api(`${base}/ipsec-tunnels?size=50`);
       const withState = await Promise.all(
-        tunnels.content.map(async (/** @type {Json} */ t) => ({ ...t, sa: t.status === 'DEPLOYED' ? (await api(`${base}/ipsec-tunnels/${t.id}/tunnel-config`).catch(() => undefined))?.tunnels?.[0] : undefined })),
+        tunnels.content.map(async (/** @type {Json} */ t) => ({
+          ...t,
+          sa: t.status === 'DEPLOYED' ? (await api(`${base}/ipsec-tunnels/${t.id}/tunnel-config`).catch(() => undefined))?.tunnels?.[0] : undefined,
+        })),
       );
       const shares = await api(`${base}/ipsec-shares?size=50`);
       return { tunnels: withState, shares: shares.content };
@@ -20,8 +23,12 @@ export function Ipsec({ base }) {
     [base],
     10_000,
   );
-  const envs = useEnvironmentStates(base, (data.data?.shares ?? []).map((/** @type {Json} */ s) => s.envZId));
-  if (data.error instanceof ApiError && data.error.status === 403) return html`<${Section} title="IPsec"><p class="empty">IPsec is not enabled for this hub (the operator turns it on with the hub's <code>features</code>).</p></${Section}>`;
+  const envs = useEnvironmentStates(
+    base,
+    (data.data?.shares ?? []).map((/** @type {Json} */ s) => s.envZId),
+  );
+  if (data.error instanceof ApiError && data.error.status === 403)
+    return html`<${Section} title="IPsec"><p class="empty">IPsec is not enabled for this hub (the operator turns it on with the hub's <code>features</code>).</p></${Section}>`;
   return html`<div>
     <${Section} title="IPsec tunnels">
       <${Problem} error=${data.error} />
@@ -39,7 +46,8 @@ export function Ipsec({ base }) {
       <div class="table-wrap"><table>
         <thead><tr><th scope="col">Name</th><th scope="col">Status</th><th scope="col">Listener</th><th scope="col">Target</th><th scope="col">Environment</th></tr></thead>
         <tbody>${(data.data?.shares ?? []).map(
-          (/** @type {Json} */ s) => html`<tr key=${s.id}><th scope="row">${s.name}</th><td><${Badge} status=${s.status} /></td><td>port ${s.ingressPort}</td><td><code>${s.target}</code></td><td><${EnvName} envZId=${s.envZId} env=${envs.get(s.envZId)} /></td></tr>`,
+          (/** @type {Json} */ s) =>
+            html`<tr key=${s.id}><th scope="row">${s.name}</th><td><${Badge} status=${s.status} /></td><td>port ${s.ingressPort}</td><td><code>${s.target}</code></td><td><${EnvName} envZId=${s.envZId} env=${envs.get(s.envZId)} /></td></tr>`,
         )}</tbody>
       </table></div>
     </${Section}>

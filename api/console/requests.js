@@ -33,7 +33,10 @@ function useLive(path, onEvent, enabled) {
       while (!stopped) {
         controller = new AbortController();
         try {
-          const res = await fetch(path, { headers: { accept: 'text/event-stream', authorization: `Bearer ${credential.get()}`, ...(last ? { 'last-event-id': last } : {}) }, signal: controller.signal });
+          const res = await fetch(path, {
+            headers: { accept: 'text/event-stream', authorization: `Bearer ${credential.get()}`, ...(last ? { 'last-event-id': last } : {}) },
+            signal: controller.signal,
+          });
           if (!res.ok) throw new Error(`live view: ${res.status}`);
           setState('live');
           const reader = /** @type {ReadableStream<Uint8Array>} */ (res.body).getReader();
@@ -47,8 +50,15 @@ function useLive(path, onEvent, enabled) {
             while ((end = text.indexOf('\n\n')) >= 0) {
               const block = text.slice(0, end);
               text = text.slice(end + 2);
-              const data = block.split('\n').filter((l) => l.startsWith('data: ')).map((l) => l.slice(6)).join('\n');
-              const id = block.split('\n').find((l) => l.startsWith('id: '))?.slice(4);
+              const data = block
+                .split('\n')
+                .filter((l) => l.startsWith('data: '))
+                .map((l) => l.slice(6))
+                .join('\n');
+              const id = block
+                .split('\n')
+                .find((l) => l.startsWith('id: '))
+                ?.slice(4);
               if (id) last = id;
               if (data) handler.current(JSON.parse(data));
             }
@@ -113,9 +123,16 @@ function Body({ message, label }) {
   const shown = mode === 'json' && json !== undefined ? json : mode === 'text' && text !== undefined ? text : hexDump(data);
   return html`<div class="body-view">
     <div class="window-picker" role="group" aria-label=${`${label} body as`}>
-      ${/** @type {[string, string, boolean][]} */ ([['text', 'Text', text !== undefined], ['json', 'JSON', json !== undefined], ['hex', 'Hex', true]]).map(
-        ([id, name, ok]) => html`<button type="button" disabled=${!ok} aria-pressed=${mode === id ? 'true' : 'false'} onClick=${() => setMode(id)}>${name}</button>`,
-      )}
+      ${
+        /** @type {[string, string, boolean][]} */ ([
+          ['text', 'Text', text !== undefined],
+          ['json', 'JSON', json !== undefined],
+          ['hex', 'Hex', true],
+        ]).map(
+          ([id, name, ok]) =>
+            html`<button type="button" disabled=${!ok} aria-pressed=${mode === id ? 'true' : 'false'} onClick=${() => setMode(id)}>${name}</button>`,
+        )
+      }
       <span class="sub">${bytes(data.length)}${message.bodyTruncated ? ' shown: the body was longer (cut at HUB_INSPECT_BODY_BYTES)' : ''}${text === undefined ? ' · not UTF-8' : ''}</span>
     </div>
     <pre class=${`body ${mode}`} data-mode=${mode}>${shown}</pre>
@@ -181,7 +198,11 @@ export function Requests({ base, share }) {
   useEffect(() => {
     api(`${base}/shares/${zId}/requests`).then(setItems, setError);
   }, [zId]);
-  const live = useLive(`${base}/shares/${zId}/requests/live`, (/** @type {Json} */ summary) => setItems((list) => [summary, ...(list ?? []).filter((e) => e.id !== summary.id)].slice(0, MAX_SHOWN)), Boolean(share.inspect));
+  const live = useLive(
+    `${base}/shares/${zId}/requests/live`,
+    (/** @type {Json} */ summary) => setItems((list) => [summary, ...(list ?? []).filter((e) => e.id !== summary.id)].slice(0, MAX_SHOWN)),
+    Boolean(share.inspect),
+  );
   const matching = (items ?? []).filter((e) => (!status || String(e.status)[0] === status[0]) && (!pathFilter || e.path.includes(pathFilter)));
   const pages = Math.max(1, Math.ceil(matching.length / PAGE_SIZE));
   const current = Math.min(page, pages - 1);
@@ -215,13 +236,15 @@ export function Requests({ base, share }) {
           </tr>`,
         )}</tbody>
       </table>
-      ${pages > 1
-        ? html`<nav class="pager" aria-label="Recorded requests pages">
+      ${
+        pages > 1
+          ? html`<nav class="pager" aria-label="Recorded requests pages">
             <button type="button" disabled=${current === 0} onClick=${() => setPage(current - 1)}>Previous</button>
             <span>Page ${current + 1} of ${pages} (${matching.length} requests)</span>
             <button type="button" disabled=${current + 1 >= pages} onClick=${() => setPage(current + 1)}>Next</button>
           </nav>`
-        : null}</div>
+          : null
+      }</div>
       ${selected ? html`<${Detail} base=${base} zId=${zId} id=${selected} onClose=${() => setSelected(undefined)} onReplayed=${(/** @type {Json} */ made) => (setItems((list) => [made, ...(list ?? []).filter((e) => e.id !== made.id)]), setSelected(made.id))} />` : null}
     </div>
   </div>`;

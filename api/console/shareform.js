@@ -26,7 +26,8 @@ const kindNamed = (id) => /** @type {typeof KINDS[number]} */ (KINDS.find((k) =>
 export const kindOf = (/** @type {Json} */ share) => (share?.protocol === 'tcp' ? 'tcp' : share?.targetProtocol === 'h2' ? 'h2' : 'http');
 
 /** A kind in a few words, for lists; undefined for plain HTTP. */
-export const kindWords = (/** @type {Json} */ share) => /** @type {Record<string, string | undefined>} */ ({ tcp: 'TCP', h2: 'HTTP/2 to the target' })[kindOf(share)];
+export const kindWords = (/** @type {Json} */ share) =>
+  /** @type {Record<string, string | undefined>} */ ({ tcp: 'TCP', h2: 'HTTP/2 to the target' })[kindOf(share)];
 
 /**
  * The address a TCP client dials: a share's port alone finds it, and a name under `.localhost` (a local service's
@@ -44,7 +45,9 @@ export function PublicAddress({ share }) {
   try {
     const { hostname, port } = new URL(share.frontendEndpoint);
     const host = dialHost(hostname);
-    line = share.mutualTls ? `openssl s_client -connect ${host}:${port}${host === hostname ? '' : ` -servername ${hostname}`} -cert NAME.crt -key NAME.key` : `nc ${host} ${port}`;
+    line = share.mutualTls
+      ? `openssl s_client -connect ${host}:${port}${host === hostname ? '' : ` -servername ${hostname}`} -cert NAME.crt -key NAME.key`
+      : `nc ${host} ${port}`;
   } catch {
     /* not a URL yet (no frontend): the address alone */
   }
@@ -93,11 +96,14 @@ export function AccessFields({ base, value, onChange, idPrefix, kind = 'http' })
     <legend>Who may reach it</legend>
     <label class="check"><input type="radio" name=${`${idPrefix}-mode`} checked=${value.mode === 'public' || (tcp && value.mode === 'login')} onChange=${() => set({ mode: 'public' })} /> Public: anyone with the address</label>
     <label class="check"><input type="radio" name=${`${idPrefix}-mode`} checked=${value.mode === 'mtls'} onChange=${() => set({ mode: 'mtls' })} /> Mutual TLS: only clients presenting a client certificate of this hub${tcp ? ' (the port speaks TLS)' : ''}</label>
-    ${tcp
-      ? html`<p class="sub">Login applies to HTTP shares: a TCP share admits by address or by client certificate.</p>`
-      : html`<label class="check"><input type="radio" name=${`${idPrefix}-mode`} checked=${value.mode === 'login'} disabled=${!list.length} onChange=${() => set({ mode: 'login', authProviderId: value.authProviderId || list[0]?.id || '' })} /> Login with an identity provider${list.length ? '' : ' (add an auth provider first: POST /auth-providers)'}</label>`}
-    ${!tcp && value.mode === 'login'
-      ? html`<div class="login-rules">
+    ${
+      tcp
+        ? html`<p class="sub">Login applies to HTTP shares: a TCP share admits by address or by client certificate.</p>`
+        : html`<label class="check"><input type="radio" name=${`${idPrefix}-mode`} checked=${value.mode === 'login'} disabled=${!list.length} onChange=${() => set({ mode: 'login', authProviderId: value.authProviderId || list[0]?.id || '' })} /> Login with an identity provider${list.length ? '' : ' (add an auth provider first: POST /auth-providers)'}</label>`
+    }
+    ${
+      !tcp && value.mode === 'login'
+        ? html`<div class="login-rules">
           <label for=${`${idPrefix}-provider`}>Auth provider</label>
           <select id=${`${idPrefix}-provider`} value=${value.authProviderId} onChange=${(/** @type {FieldEvent<HTMLSelectElement>} */ e) => set({ authProviderId: e.currentTarget.value })}>
             ${list.map((/** @type {Json} */ p) => html`<option value=${p.id}>${p.name} (${p.type})</option>`)}
@@ -105,10 +111,13 @@ export function AccessFields({ base, value, onChange, idPrefix, kind = 'http' })
           <label for=${`${idPrefix}-domains`}>Email domains (optional)</label>
           <input id=${`${idPrefix}-domains`} placeholder="example.com, example.org" value=${value.domains} onInput=${(/** @type {FieldEvent} */ e) => set({ domains: e.currentTarget.value })} />
         </div>`
-      : null}
-    ${kind === 'http'
-      ? html`<label class="check"><input type="checkbox" checked=${value.inspect} onChange=${(/** @type {FieldEvent} */ e) => set({ inspect: e.currentTarget.checked })} /> Inspect requests (record the last exchanges to read and replay them)</label>`
-      : null}
+        : null
+    }
+    ${
+      kind === 'http'
+        ? html`<label class="check"><input type="checkbox" checked=${value.inspect} onChange=${(/** @type {FieldEvent} */ e) => set({ inspect: e.currentTarget.checked })} /> Inspect requests (record the last exchanges to read and replay them)</label>`
+        : null
+    }
   </fieldset>`;
 }
 
@@ -131,7 +140,14 @@ export function CreateShare({ base, onMade, onCancel }) {
     try {
       const frontend = fronts.find((/** @type {Json} */ f) => f.publicName === 'public') ?? fronts[0];
       if (!frontend) throw new Error('no frontend is available to this hub');
-      const body = { name: name.trim(), target: target.trim(), frontendIds: [frontend.id], ...(envZId ? { envZId } : {}), ...kindBody(kind), ...accessBody(access, kind) };
+      const body = {
+        name: name.trim(),
+        target: target.trim(),
+        frontendIds: [frontend.id],
+        ...(envZId ? { envZId } : {}),
+        ...kindBody(kind),
+        ...accessBody(access, kind),
+      };
       const made = await api(`${base}/shares`, { method: 'POST', body });
       onMade(made);
     } catch (err) {
@@ -159,7 +175,9 @@ export function CreateShare({ base, onMade, onCancel }) {
       <label for="share-env">Environment</label>
       <select id="share-env" value=${envZId} onChange=${(/** @type {FieldEvent<HTMLSelectElement>} */ e) => setEnv(e.currentTarget.value)}>
         <option value="">the hub's default environment</option>
-        ${items(envs.data).filter((/** @type {Json} */ e) => !e.default).map((/** @type {Json} */ e) => html`<option value=${e.envZId}>${e.description} (${e.envZId})</option>`)}
+        ${items(envs.data)
+          .filter((/** @type {Json} */ e) => !e.default)
+          .map((/** @type {Json} */ e) => html`<option value=${e.envZId}>${e.description} (${e.envZId})</option>`)}
       </select>
     </div>
     <${AccessFields} base=${base} value=${access} onChange=${setAccess} idPrefix="new" kind=${kind} />

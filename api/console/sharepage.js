@@ -28,7 +28,8 @@ export function SharePage({ base, zId }) {
   const env = usePoll(() => (share.data ? api(`${base}/environments/${share.data.envZId}`) : Promise.resolve(undefined)), [base, share.data?.envZId], 0);
   const series = usePoll(() => api(`${base}/shares/${zId}/metrics?duration=${w.duration}&step=${w.step}`), [base, zId, windowId], 5_000);
   const s = share.data;
-  if (share.error instanceof ApiError && share.error.status === 404) return html`<${Section} title="Share not found"><p class="empty">No share <code>${zId}</code> in this hub (it may have been deleted). <a href="#/shares">Back to the shares</a></p></${Section}>`;
+  if (share.error instanceof ApiError && share.error.status === 404)
+    return html`<${Section} title="Share not found"><p class="empty">No share <code>${zId}</code> in this hub (it may have been deleted). <a href="#/shares">Back to the shares</a></p></${Section}>`;
   if (!s) return html`<div><${Problem} error=${share.error} /><p class="loading">Loading the share…</p></div>`;
   return html`<div class="share-page" data-share-page=${s.zId}>
     <p class="crumbs"><a href="#/shares">Shares</a> / ${s.name}</p>

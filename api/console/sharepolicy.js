@@ -9,7 +9,11 @@ import { Problem } from './parts.js';
 
 /** @typedef {import('./api.js').Json} Json */
 
-const lines = (/** @type {string} */ text) => text.split(/[\s,]+/).map((l) => l.trim()).filter(Boolean);
+const lines = (/** @type {string} */ text) =>
+  text
+    .split(/[\s,]+/)
+    .map((l) => l.trim())
+    .filter(Boolean);
 
 /** The policy as the form edits it. @param {Json} [policy] */
 const formOf = (policy = {}) => ({
@@ -37,7 +41,10 @@ function policyOf(form, tcp) {
   if (lines(form.deny).length) policy.ipDeny = lines(form.deny);
   if (!tcp) {
     if (form.requests.trim()) policy.rateLimit = { requests: Number(form.requests), per: form.per.trim(), by: form.by };
-    const users = form.users.split('\n').map((/** @type {string} */ l) => l.trim()).filter(Boolean);
+    const users = form.users
+      .split('\n')
+      .map((/** @type {string} */ l) => l.trim())
+      .filter(Boolean);
     if (users.length) {
       policy.basicAuth = users.map((/** @type {string} */ line) => {
         const colon = line.indexOf(':');
@@ -83,9 +90,10 @@ export function SharePolicy({ base, share, onSaved }) {
       <textarea id="policy-allow" rows="3" placeholder="CIDRs, one a line (empty: every address)" value=${form.allow} onInput=${(/** @type {FieldEvent<HTMLTextAreaElement>} */ e) => set({ allow: e.currentTarget.value })}></textarea>
       <label for="policy-deny">Denied networks</label>
       <textarea id="policy-deny" rows="2" placeholder="CIDRs, one a line (deny wins)" value=${form.deny} onInput=${(/** @type {FieldEvent<HTMLTextAreaElement>} */ e) => set({ deny: e.currentTarget.value })}></textarea>
-      ${tcp
-        ? null
-        : html`<label for="policy-requests">Rate limit (requests)</label>
+      ${
+        tcp
+          ? null
+          : html`<label for="policy-requests">Rate limit (requests)</label>
             <input id="policy-requests" type="number" min="1" placeholder="none" value=${form.requests} onInput=${(/** @type {FieldEvent} */ e) => set({ requests: e.currentTarget.value })} />
             <label for="policy-per">per (ISO 8601)</label>
             <input id="policy-per" value=${form.per} onInput=${(/** @type {FieldEvent} */ e) => set({ per: e.currentTarget.value })} />
@@ -97,11 +105,14 @@ export function SharePolicy({ base, share, onSaved }) {
             <label for="policy-users">Basic auth users</label>
             <textarea id="policy-users" rows="2" placeholder="user:password, one a line (a user alone keeps its password)" value=${form.users} onInput=${(/** @type {FieldEvent<HTMLTextAreaElement>} */ e) => set({ users: e.currentTarget.value })}></textarea>
             <label for="policy-advanced">Headers and error pages (JSON)</label>
-            <textarea id="policy-advanced" rows="6" value=${form.advanced} onInput=${(/** @type {FieldEvent<HTMLTextAreaElement>} */ e) => set({ advanced: e.currentTarget.value })}></textarea>`}
+            <textarea id="policy-advanced" rows="6" value=${form.advanced} onInput=${(/** @type {FieldEvent<HTMLTextAreaElement>} */ e) => set({ advanced: e.currentTarget.value })}></textarea>`
+      }
     </div>
-    ${tcp
-      ? html`<p class="sub">A TCP share's policy takes networks only: a connection from elsewhere is closed.</p>`
-      : html`<label class="check"><input type="checkbox" checked=${form.maintenance} onChange=${(/** @type {FieldEvent} */ e) => set({ maintenance: e.currentTarget.checked })} /> Maintenance: answer 503 (with the 503 page) without contacting the target</label>`}
+    ${
+      tcp
+        ? html`<p class="sub">A TCP share's policy takes networks only: a connection from elsewhere is closed.</p>`
+        : html`<label class="check"><input type="checkbox" checked=${form.maintenance} onChange=${(/** @type {FieldEvent} */ e) => set({ maintenance: e.currentTarget.checked })} /> Maintenance: answer 503 (with the 503 page) without contacting the target</label>`
+    }
     <div class="actions"><button type="submit">Save policy</button> ${saved ? html`<span role="status" class="sub">Policy saved: every edge applies it within 2 s.</span>` : null}</div>
     <${Problem} error=${error} />
   </form>`;

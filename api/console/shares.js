@@ -30,13 +30,18 @@ export function Shares({ base }) {
   const lines = usePoll(() => api(`${base}/sparklines?duration=${w.duration}&step=${w.smallStep}`), [base, windowId], 10_000);
   const byId = new Map((lines.data?.sparklines ?? []).filter((/** @type {Json} */ l) => l.scope === 'share').map((/** @type {Json} */ l) => [l.id, l.samples]));
   const shares = list.data?.content ?? [];
-  const envs = useEnvironmentStates(base, shares.map((/** @type {Json} */ s) => s.envZId));
+  const envs = useEnvironmentStates(
+    base,
+    shares.map((/** @type {Json} */ s) => s.envZId),
+  );
   const actions = html`<${WindowPicker} value=${windowId} onChange=${setWindow} label="Traffic window" /><button type="button" onClick=${() => setCreating(true)}>New share</button>`;
   return html`<${Section} title="Shares" actions=${actions}>
     ${creating ? html`<${CreateShare} base=${base} onCancel=${() => setCreating(false)} onMade=${(/** @type {Json} */ made) => (setCreating(false), (location.hash = `#/shares/${made.zId}`))} />` : null}
     <${Problem} error=${list.error ?? lines.error} />
     ${list.data && !shares.length ? html`<p class="empty">No shares yet. <button type="button" class="link" onClick=${() => setCreating(true)}>Create one</button> for a service you run (for example <code>http://localhost:3000</code>), or run <code>edgehub share http://localhost:3000</code> on the machine that runs it.</p>` : null}
-    ${shares.length ? html`<div class="table-wrap"><table class="stack">
+    ${
+      shares.length
+        ? html`<div class="table-wrap"><table class="stack">
       <caption class="sr-only">Shares of this hub</caption>
       <thead><tr><th scope="col">Name</th><th scope="col">Status</th><th scope="col">Public address</th><th scope="col">Environment</th><th scope="col">Access</th><th scope="col">Traffic (${w.label})</th></tr></thead>
       <tbody>
@@ -51,7 +56,9 @@ export function Shares({ base }) {
           </tr>`,
         )}
       </tbody>
-    </table></div>` : null}
+    </table></div>`
+        : null
+    }
     <${Pager} page=${list.data} onPage=${setPage} label="Shares" />
   </${Section}>`;
 }

@@ -20,7 +20,11 @@ export function SignIn({ onSignedIn }) {
     try {
       onSignedIn(token, await whoIs(token));
     } catch (err) {
-      setError(err instanceof ApiError && (err.status === 401 || err.status === 403) ? new Error('This is neither an API key of a hub nor the admin token.') : /** @type {Error} */ (err));
+      setError(
+        err instanceof ApiError && (err.status === 401 || err.status === 403)
+          ? new Error('This is neither an API key of a hub nor the admin token.')
+          : /** @type {Error} */ (err),
+      );
       field.current?.focus();
     } finally {
       setBusy(false);

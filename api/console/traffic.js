@@ -56,9 +56,18 @@ const css = (name, fallback) => getComputedStyle(document.documentElement).getPr
  * @returns {uPlot.Options}
  */
 function options({ width, height, compact, stepMs }) {
-  const bars = (/** @type {number} */ i) => /** @type {uPlot.Series.BarsPathBuilderFactory} */ (uPlot.paths.bars)({ size: [0.46, 64, 3], align: i === 1 ? -1 : 1 });
+  const bars = (/** @type {number} */ i) =>
+    /** @type {uPlot.Series.BarsPathBuilderFactory} */ (uPlot.paths.bars)({ size: [0.46, 64, 3], align: i === 1 ? -1 : 1 });
   /** @param {string} label @param {string} color @param {number} i @returns {uPlot.Series} */
-  const series = (label, color, i) => ({ label, stroke: color, fill: `${color}cc`, width: 0, points: { show: false }, paths: bars(i), value: (_u, v) => (v == null ? '—' : rate(v)) });
+  const series = (label, color, i) => ({
+    label,
+    stroke: color,
+    fill: `${color}cc`,
+    width: 0,
+    points: { show: false },
+    paths: bars(i),
+    value: (_u, v) => (v == null ? '—' : rate(v)),
+  });
   const grid = { stroke: css('--line', '#d9dee4'), width: 1 };
   const ticks = { show: false };
   return {
@@ -70,14 +79,21 @@ function options({ width, height, compact, stepMs }) {
     cursor: compact ? { show: false } : { y: false, points: { show: false } },
     // uPlot takes a partial selection box (its types ask for all of it)
     select: /** @type {uPlot.Select} */ ({ show: false }),
-    scales: { x: { time: true, range: (_u, min, max) => [min - stepMs / 2000, max + stepMs / 2000] }, y: { range: (_u, _min, max) => [0, Math.max(1, max) * 1.1] } },
+    scales: {
+      x: { time: true, range: (_u, min, max) => [min - stepMs / 2000, max + stepMs / 2000] },
+      y: { range: (_u, _min, max) => [0, Math.max(1, max) * 1.1] },
+    },
     axes: compact
       ? [{ show: false }, { show: false }]
       : [
           { stroke: css('--muted', '#5b6673'), grid, ticks },
           { stroke: css('--muted', '#5b6673'), grid, ticks, size: 76, values: (_u, vals) => vals.map((v) => rate(v)) },
         ],
-    series: [{ value: (_u, v) => (v == null ? '' : new Date(v * 1000).toLocaleString()) }, series('rx (received)', css('--rx', '#2b7de9'), 1), series('tx (sent)', css('--tx', '#d9822b'), 2)],
+    series: [
+      { value: (_u, v) => (v == null ? '' : new Date(v * 1000).toLocaleString()) },
+      series('rx (received)', css('--rx', '#2b7de9'), 1),
+      series('tx (sent)', css('--tx', '#d9822b'), 2),
+    ],
   };
 }
 

@@ -6,9 +6,7 @@ import { notAuthorized, refusal, unauthorized } from '../../shared/errors.js';
 import { safeEqual, sha256 } from '../../shared/secrets.js';
 import { cachedHub, cachedKey, peekHub, peekKey, type CachedHub, type CachedKey } from './authCache.js';
 
-export type Principal =
-  | { kind: 'admin'; name: 'admin' }
-  | { kind: 'apikey'; keyId: string; hubId: string; name: string };
+export type Principal = { kind: 'admin'; name: 'admin' } | { kind: 'apikey'; keyId: string; hubId: string; name: string };
 
 type Credentials = { scheme: 'bearer'; token: string } | { scheme: 'basic'; username: string; token: string };
 
@@ -22,7 +20,8 @@ export function parseAuthorization(header: string): Credentials {
   if (!/^[A-Za-z0-9+/]+={0,2}$/.test(value)) throw refusal('EH_AUTHORIZATION_MALFORMED', 'malformed Authorization header: Basic credentials are not base64');
   const decoded = Buffer.from(value, 'base64').toString('utf8');
   const colon = decoded.indexOf(':');
-  if (colon <= 0 || colon === decoded.length - 1) throw refusal('EH_AUTHORIZATION_MALFORMED', 'malformed Authorization header: Basic credentials must be username:token');
+  if (colon <= 0 || colon === decoded.length - 1)
+    throw refusal('EH_AUTHORIZATION_MALFORMED', 'malformed Authorization header: Basic credentials must be username:token');
   return { scheme: 'basic', username: decoded.slice(0, colon), token: decoded.slice(colon + 1) };
 }
 

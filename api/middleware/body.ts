@@ -5,8 +5,7 @@ import { parseStrictJson } from './strictJson.js';
 
 export const BODY_LIMIT_BYTES = 1024 * 1024;
 
-const hasBody = (ctx: Parameters<Middleware>[0]) =>
-  ctx.request.length !== undefined ? ctx.request.length > 0 : ctx.get('transfer-encoding') !== '';
+const hasBody = (ctx: Parameters<Middleware>[0]) => (ctx.request.length !== undefined ? ctx.request.length > 0 : ctx.get('transfer-encoding') !== '');
 
 /** Only JSON whitespace (a body of spaces is no body). */
 const isBlank = (body: Buffer) => body.every((b) => b === 0x20 || b === 0x0a || b === 0x0d || b === 0x09);

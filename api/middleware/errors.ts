@@ -62,7 +62,8 @@ function transientDatabaseFault(err: unknown): { message: string; retryAfter: nu
   if (state === '25006') return { message: 'the database takes no writes now (a failover is under way); retry after 2 s', retryAfter: 2, level: 'warn' };
   if (state === '57014') return { message: 'the database did not finish in time (statement timeout); retry later', retryAfter: 1, level: 'warn' };
   if (state === '40P01' || state === '40001') return { message: 'the request collided with a concurrent change; retry it', retryAfter: 1, level: 'warn' };
-  if (state?.startsWith('53') && state !== '53300') return { message: 'the database is out of resources (disk, memory or a limit); retry later', retryAfter: 5, level: 'error' };
+  if (state?.startsWith('53') && state !== '53300')
+    return { message: 'the database is out of resources (disk, memory or a limit); retry later', retryAfter: 5, level: 'error' };
   return undefined;
 }
 

@@ -73,7 +73,10 @@ async function checkWrite(ctx: Context): Promise<void> {
   if (!ctx.is('application/json')) throw refusal('EH_ORIGIN_REFUSED', 'a change through the queue UI must be sent as application/json');
   const origin = ctx.get('origin');
   if (!origin || !isOwnOrigin(ctx, origin)) {
-    throw refusal('EH_ORIGIN_REFUSED', `a change through the queue UI must come from ${publicOrigin()} (Origin: ${origin ? JSON.stringify(origin.slice(0, 200)) : 'none'})`);
+    throw refusal(
+      'EH_ORIGIN_REFUSED',
+      `a change through the queue UI must come from ${publicOrigin()} (Origin: ${origin ? JSON.stringify(origin.slice(0, 200)) : 'none'})`,
+    );
   }
 }
 

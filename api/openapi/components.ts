@@ -13,7 +13,13 @@ const nullableTimestamp = timestamp.nullable();
 const obj = <T extends z.ZodRawShape>(shape: T) => z.strictObject(shape);
 
 export const ErrorBody = obj({
-  error: z.string().meta({ description: 'the kind of error, shared by several refusals: invalid_request, unauthorized, forbidden, not_found, conflict, ... (the `Edgehub-Error-Code` header tells them apart)', example: 'not_found' }),
+  error: z
+    .string()
+    .meta({
+      description:
+        'the kind of error, shared by several refusals: invalid_request, unauthorized, forbidden, not_found, conflict, ... (the `Edgehub-Error-Code` header tells them apart)',
+      example: 'not_found',
+    }),
   message: z.string().meta({ description: 'what is wrong, for people', example: "no share 'abc' in this hub" }),
 }).meta({ id: 'Error', description: 'Every error answer: `{error, message}`, never a stack trace; its code is in the `Edgehub-Error-Code` header.' });
 
@@ -35,7 +41,10 @@ export const Hub = obj({
     tcpPorts: z.number().int().meta({ description: 'TCP shares (each holds one edge port) the hub may hold: its own, or HUB_MAX_TCP_PORTS' }),
   }),
   createdAt: nullableTimestamp,
-}).meta({ id: 'Hub', example: { id: 'hb_1a2b3c', name: 'acme', features: { ipsec: true }, quotas: { shares: 1000, tcpPorts: 20 }, createdAt: '2026-01-01T00:00:00.000Z' } });
+}).meta({
+  id: 'Hub',
+  example: { id: 'hb_1a2b3c', name: 'acme', features: { ipsec: true }, quotas: { shares: 1000, tcpPorts: 20 }, createdAt: '2026-01-01T00:00:00.000Z' },
+});
 
 export const ApiKey = obj({
   id,
@@ -47,7 +56,10 @@ export const ApiKey = obj({
   revokedAt: nullableTimestamp.optional(),
 }).meta({ id: 'ApiKey' });
 
-export const Frontend = obj({ id, urlTemplate: z.string(), publicName: z.string() }).meta({ id: 'Frontend', example: { id: 'fe_public', urlTemplate: 'https://{token}.share.example.com', publicName: 'public' } });
+export const Frontend = obj({ id, urlTemplate: z.string(), publicName: z.string() }).meta({
+  id: 'Frontend',
+  example: { id: 'fe_public', urlTemplate: 'https://{token}.share.example.com', publicName: 'public' },
+});
 
 export const Agent = obj({
   id,
@@ -56,8 +68,20 @@ export const Agent = obj({
   connectedAt: nullableTimestamp,
   lastSeenAt: nullableTimestamp,
   edges: z.array(z.string()).meta({ description: 'the edges it is connected to' }),
-  weight: z.number().int().min(1).max(100).meta({ description: "its share of the environment's new requests against its peers' (`edgehub agent run --weight`; 1 while not connected)" }),
-  priority: z.number().int().min(0).max(9).meta({ description: 'lower is preferred: agents of a higher number take requests only when none of a lower is usable (`--priority`; 0 while not connected)' }),
+  weight: z
+    .number()
+    .int()
+    .min(1)
+    .max(100)
+    .meta({ description: "its share of the environment's new requests against its peers' (`edgehub agent run --weight`; 1 while not connected)" }),
+  priority: z
+    .number()
+    .int()
+    .min(0)
+    .max(9)
+    .meta({
+      description: 'lower is preferred: agents of a higher number take requests only when none of a lower is usable (`--priority`; 0 while not connected)',
+    }),
   draining: z.boolean().meta({ description: 'draining: it takes no new requests and stops once those in flight finish' }),
   targetsDown: z.array(z.string()).meta({ description: 'ids of the shares whose target it reports it cannot reach' }),
 }).meta({ id: 'Agent' });
@@ -81,7 +105,8 @@ export const Environment = obj({
   description: z.string(),
   default: z.boolean().meta({ description: "the hub's default environment: shares created without an envZId belong to it" }),
   reach: z.enum(['agent', 'edge']).meta({
-    description: "'agent': its shares are served only through its connected agents (502 when none is connected; set by the first agent enrollment, changed back only by PATCH); 'edge': the edge connects to its targets itself",
+    description:
+      "'agent': its shares are served only through its connected agents (502 when none is connected; set by the first agent enrollment, changed back only by PATCH); 'edge': the edge connects to its targets itself",
   }),
   createdAt: nullableTimestamp,
   createdBy: z.string(),
@@ -113,8 +138,13 @@ export const SharePolicy = obj({
   ipDeny: z.array(z.string()).optional().meta({ description: 'CIDRs whose client addresses get 403; deny wins over allow' }),
   rateLimit: obj({ requests: z.number().int(), per: z.string(), by: z.enum(['client-ip', 'identity']) })
     .optional()
-    .meta({ description: 'at most `requests` per `per` (ISO 8601 duration) per client address or identity, counted across every edge; 429 with Retry-After past it' }),
-  basicAuth: z.array(obj({ user: z.string() })).optional().meta({ description: 'users admitted by HTTP Basic credentials (401 otherwise); passwords are never shown' }),
+    .meta({
+      description: 'at most `requests` per `per` (ISO 8601 duration) per client address or identity, counted across every edge; 429 with Retry-After past it',
+    }),
+  basicAuth: z
+    .array(obj({ user: z.string() }))
+    .optional()
+    .meta({ description: 'users admitted by HTTP Basic credentials (401 otherwise); passwords are never shown' }),
   requestHeaders: headerRules.optional().meta({ description: 'headers set on and removed from the request to the target' }),
   responseHeaders: headerRules.optional().meta({ description: 'headers set on and removed from the answer to the client' }),
   errorPages: obj({ '502': z.string().optional(), '503': z.string().optional(), '504': z.string().optional() })
@@ -139,18 +169,32 @@ export const Share = obj({
   backendProxyEndpoint: z.string(),
   oauthProvider: z.string().nullable(),
   oauthEmailDomains: z.array(z.string()).nullable(),
-  oauthAuthorizationCheckInterval: z.string().nullable().meta({ description: 'ISO 8601 duration after which a login session is checked again (PT3H unless the share sets it); null without an auth provider' }),
+  oauthAuthorizationCheckInterval: z
+    .string()
+    .nullable()
+    .meta({ description: 'ISO 8601 duration after which a login session is checked again (PT3H unless the share sets it); null without an auth provider' }),
   mutualTls: z.boolean().meta({ description: 'served only over TLS to clients presenting a client certificate of the hub' }),
   inspect: z.boolean().meta({ description: 'exchanges are recorded for the request inspector (GET .../requests)' }),
   affinity: z
     .enum(['none', 'client-ip', 'cookie'])
-    .meta({ description: "which agent of an agent-served environment carries a client's requests: 'none' (spread by weight), 'client-ip' (by the client's address) or 'cookie' (a signed cookie edgehub_affinity naming the agent); HTTP shares only; a client moves when its agent is no longer usable" }),
+    .meta({
+      description:
+        "which agent of an agent-served environment carries a client's requests: 'none' (spread by weight), 'client-ip' (by the client's address) or 'cookie' (a signed cookie edgehub_affinity naming the agent); HTTP shares only; a client moves when its agent is no longer usable",
+    }),
   protocol: z.enum(['http', 'tcp']).meta({ description: "'http' (routed by host) or 'tcp' (a port of HUB_EDGE_TCP_PORTS; frontendEndpoint tcp://HOST:PORT)" }),
   tcpIdleTimeout: z
     .string()
     .nullable()
-    .meta({ description: "a TCP share's connection with no byte either way for this ISO 8601 duration is closed; null: the edge's HUB_EDGE_TCP_IDLE_TIMEOUT (PT10M unless set), and always null for an HTTP share" }),
-  targetProtocol: z.enum(['http1', 'h2']).meta({ description: "what the edge speaks to the target: 'http1' (HTTP/1.1) or 'h2' (HTTP/2: TLS with ALPN for https targets, prior knowledge for http targets; gRPC)" }),
+    .meta({
+      description:
+        "a TCP share's connection with no byte either way for this ISO 8601 duration is closed; null: the edge's HUB_EDGE_TCP_IDLE_TIMEOUT (PT10M unless set), and always null for an HTTP share",
+    }),
+  targetProtocol: z
+    .enum(['http1', 'h2'])
+    .meta({
+      description:
+        "what the edge speaks to the target: 'http1' (HTTP/1.1) or 'h2' (HTTP/2: TLS with ALPN for https targets, prior knowledge for http targets; gRPC)",
+    }),
   policy: SharePolicy,
   reserved: z.boolean(),
   limited: z.boolean(),
@@ -174,7 +218,9 @@ export const CertificateRequestToken = obj({
 
 export const Deleted = obj({ id, name: z.string(), hubId: id, deletedAt: timestamp, deletedBy: z.string() }).meta({ id: 'Deleted' });
 
-export const EnrollmentJwt = obj({ hubId: id, certificateRequestTokenId: id, jwt: z.string(), url: z.string(), expiresAt: nullableTimestamp }).meta({ id: 'EnrollmentJwt' });
+export const EnrollmentJwt = obj({ hubId: id, certificateRequestTokenId: id, jwt: z.string(), url: z.string(), expiresAt: nullableTimestamp }).meta({
+  id: 'EnrollmentJwt',
+});
 
 const certificateSummaryShape = { id, name: z.string(), hubId: id, createdAt: nullableTimestamp, createdBy: z.string() };
 export const ClientCertificateSummary = obj(certificateSummaryShape).meta({ id: 'ClientCertificateSummary' });
@@ -189,7 +235,9 @@ export const ClientCertificate = obj({
   notAfter: nullableTimestamp,
 }).meta({ id: 'ClientCertificate' });
 
-export const EnrollmentViolations = z.array(z.unknown()).meta({ id: 'EnrollmentViolations', description: 'with `X-Validate: true`: what an enrollment would refuse (empty when it would succeed)' });
+export const EnrollmentViolations = z
+  .array(z.unknown())
+  .meta({ id: 'EnrollmentViolations', description: 'with `X-Validate: true`: what an enrollment would refuse (empty when it would succeed)' });
 
 export const AuthProvider = obj({
   id,

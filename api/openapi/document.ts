@@ -64,8 +64,17 @@ function success(status: number, answer: Success, op: Operation): ZodOpenApiResp
     ? Object.fromEntries(Object.entries(op.headers[status]!).map(([name, description]) => [name, { description, schema: { type: 'string' as const } }]))
     : undefined;
   if (answer === null) return { description: 'done; no body', headers };
-  if (answer instanceof z.ZodType) return { description: status === 202 ? 'accepted: the resource at its new state; the work goes on in an execution' : 'success', headers, content: { 'application/json': { schema: answer } } };
-  return { description: answer.description, headers, content: { [answer.mediaType]: { schema: { type: 'string' }, ...(answer.example ? { example: answer.example } : {}) } } };
+  if (answer instanceof z.ZodType)
+    return {
+      description: status === 202 ? 'accepted: the resource at its new state; the work goes on in an execution' : 'success',
+      headers,
+      content: { 'application/json': { schema: answer } },
+    };
+  return {
+    description: answer.description,
+    headers,
+    content: { [answer.mediaType]: { schema: { type: 'string' }, ...(answer.example ? { example: answer.example } : {}) } },
+  };
 }
 
 const pagedQuery = z.object({
@@ -81,7 +90,11 @@ function operationObject(op: Operation, paths: string[]): ZodOpenApiOperationObj
   for (const [status, answer] of Object.entries(op.responses)) responses[status as `${number}`] = success(Number(status), answer as Success, op);
   for (const status of errorStatuses(op)) {
     if (`${status}` in op.responses) continue; // an answer of the operation's own (the liveness probe's 503)
-    responses[`${status}`] = { description: ERROR_TEXT[status] ?? 'error', headers: errorCodeHeader(status), content: { 'application/json': { schema: ErrorBody } } };
+    responses[`${status}`] = {
+      description: ERROR_TEXT[status] ?? 'error',
+      headers: errorCodeHeader(status),
+      content: { 'application/json': { schema: ErrorBody } },
+    };
   }
   return {
     tags: [op.tag],
@@ -129,7 +142,7 @@ export function buildDocument(): ReturnType<typeof createDocument> {
     components: {
       securitySchemes: {
         apiKeyBearer: { type: 'http', scheme: 'bearer', description: "An API key's token: `Authorization: Bearer <token>`; grants its own hub only." },
-        apiKeyBasic: { type: 'http', scheme: 'basic', description: "An API key as `Authorization: Basic base64(<username>:<token>)`." },
+        apiKeyBasic: { type: 'http', scheme: 'basic', description: 'An API key as `Authorization: Basic base64(<username>:<token>)`.' },
         adminToken: { type: 'http', scheme: 'bearer', description: 'The operator token (HUB_ADMIN_TOKEN): `Authorization: Bearer <admin token>`.' },
       },
     },

@@ -25,4 +25,3 @@ export const presentSparklines = (
   totalPages: Math.ceil(paging.total / paging.size),
   maxPageSize: paging.cap,
 });
-

@@ -8,7 +8,13 @@ import { hubQuotas } from '../../domain/commands/hubQuotas.js';
 export const iso = (d: Date | null | undefined): string | null => (d ? d.toISOString() : null);
 
 /** `quotas`: what the hub may hold, its own where the operator set them, else the service's defaults. */
-export const presentHub = (h: Hub) => ({ id: h.id, name: h.name, features: { ipsec: Boolean(h.features?.ipsec) }, quotas: hubQuotas(h.quotas), createdAt: iso(h.createdAt) });
+export const presentHub = (h: Hub) => ({
+  id: h.id,
+  name: h.name,
+  features: { ipsec: Boolean(h.features?.ipsec) },
+  quotas: hubQuotas(h.quotas),
+  createdAt: iso(h.createdAt),
+});
 
 /** The token is shown once, at creation; it is passed in because only its hash is stored. */
 export const presentApiKey = (k: ApiKey, token?: string) => ({

@@ -1,5 +1,15 @@
 import { z } from 'zod';
-import { apiKeysOf, createApiKey, createHub, createStandardFrontend, deleteHub, getHub, listHubs, revokeApiKey, updateHub } from '../../domain/commands/platform.js';
+import {
+  apiKeysOf,
+  createApiKey,
+  createHub,
+  createStandardFrontend,
+  deleteHub,
+  getHub,
+  listHubs,
+  revokeApiKey,
+  updateHub,
+} from '../../domain/commands/platform.js';
 import { mapPage, pageRequest } from '../paging.js';
 import { presentApiKey, presentFrontend, presentHub } from '../presenters/platform.js';
 import { enqueueEdgeCertificates } from '../../domain/commands/edgeCertificates.js';

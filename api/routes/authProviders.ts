@@ -1,11 +1,18 @@
 import { z } from 'zod';
-import { AUTH_PROVIDER_TYPES, createAuthProvider, deleteAuthProvider, findAuthProvider, listAuthProviders, updateAuthProvider } from '../../domain/commands/authProviders.js';
+import {
+  AUTH_PROVIDER_TYPES,
+  createAuthProvider,
+  deleteAuthProvider,
+  findAuthProvider,
+  listAuthProviders,
+  updateAuthProvider,
+} from '../../domain/commands/authProviders.js';
 import { isHostname } from '../../domain/commands/customFrontends.js';
 import { principalName } from '../middleware/auth.js';
 import { mapPage, pageRequest } from '../paging.js';
 import { presentAuthProvider } from '../presenters/authProviders.js';
 import type { Routes } from '../router.js';
-import { currentHub, } from '../scope.js';
+import { currentHub } from '../scope.js';
 import { body, fields } from '../validate.js';
 
 const EMAIL_LOCAL = /^[A-Za-z0-9.!#$%&'+/=?^_`{|}~-]+$/;
@@ -47,12 +54,14 @@ export const createSchema = z.object({
 export const patchSchema = z.strictObject({
   name: fields.name.optional(),
   type: z.enum(AUTH_PROVIDER_TYPES).optional(),
-  config: z.strictObject({
-    clientId: nonEmpty.optional(),
-    clientSecret: nonEmpty.optional(),
-    issuerUrl: issuerUrl.nullable().optional(),
-    scopes: z.array(scope).max(50, 'must have at most 50 scopes').optional(),
-  }).optional(),
+  config: z
+    .strictObject({
+      clientId: nonEmpty.optional(),
+      clientSecret: nonEmpty.optional(),
+      issuerUrl: issuerUrl.nullable().optional(),
+      scopes: z.array(scope).max(50, 'must have at most 50 scopes').optional(),
+    })
+    .optional(),
   emailPatterns: emailPatterns.optional(),
 });
 

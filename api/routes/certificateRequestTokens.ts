@@ -12,7 +12,7 @@ import { principalName } from '../middleware/auth.js';
 import { mapPage, pageRequest } from '../paging.js';
 import { presentDeleted, presentEnrollmentJwt, presentToken } from '../presenters/pki.js';
 import type { Routes } from '../router.js';
-import { currentHub, } from '../scope.js';
+import { currentHub } from '../scope.js';
 import { body, fields } from '../validate.js';
 
 const subjectField = z.string().max(64, 'must be at most 64 characters (the X.520 upper bound)').nullable();

@@ -5,7 +5,7 @@ import { principalName } from '../middleware/auth.js';
 import { mapPage, pageRequest } from '../paging.js';
 import { presentCertificate, presentCertificateSummary, presentDeleted } from '../presenters/pki.js';
 import type { Routes } from '../router.js';
-import { currentHub, } from '../scope.js';
+import { currentHub } from '../scope.js';
 import { body, fields } from '../validate.js';
 
 const pem = z.string().min(1, 'must not be empty');

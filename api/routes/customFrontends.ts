@@ -11,7 +11,7 @@ import { principalName } from '../middleware/auth.js';
 import { presentCustomFrontend, presentDnsRecords } from '../presenters/customFrontends.js';
 import type { Routes } from '../router.js';
 import { mapPage, pageRequest } from '../paging.js';
-import { currentHub, } from '../scope.js';
+import { currentHub } from '../scope.js';
 import { body } from '../validate.js';
 
 const authProviderIds = z.array(z.string().min(1, 'must not be empty')).max(20, 'must name at most 20 auth providers');

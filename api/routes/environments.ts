@@ -1,6 +1,13 @@
 import { z } from 'zod';
 import { agentsOf } from '../../domain/commands/agents.js';
-import { createEnvironment, deleteEnvironment, ENVIRONMENT_REACHES, getEnvironment, listEnvironments, updateEnvironment } from '../../domain/commands/environments.js';
+import {
+  createEnvironment,
+  deleteEnvironment,
+  ENVIRONMENT_REACHES,
+  getEnvironment,
+  listEnvironments,
+  updateEnvironment,
+} from '../../domain/commands/environments.js';
 import { principalName } from '../middleware/auth.js';
 import { mapPage, pageRequest } from '../paging.js';
 import { presentAgent } from '../presenters/agents.js';

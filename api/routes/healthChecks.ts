@@ -13,13 +13,19 @@ import { principalName } from '../middleware/auth.js';
 import { mapPage, pageRequest } from '../paging.js';
 import { presentHealthCheck, presentHealthCheckResult } from '../presenters/healthChecks.js';
 import type { Routes } from '../router.js';
-import { currentHub, } from '../scope.js';
+import { currentHub } from '../scope.js';
 import { body, fields } from '../validate.js';
 
 const METHODS = ['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE', 'OPTIONS'] as const;
 
-const method = z.string().transform((m) => m.toUpperCase()).pipe(z.enum(METHODS));
-const path = z.string().max(2000, 'must be at most 2000 characters').regex(/^\/[^\s#]*$/, "must start with '/' and contain no spaces or fragment");
+const method = z
+  .string()
+  .transform((m) => m.toUpperCase())
+  .pipe(z.enum(METHODS));
+const path = z
+  .string()
+  .max(2000, 'must be at most 2000 characters')
+  .regex(/^\/[^\s#]*$/, "must start with '/' and contain no spaces or fragment");
 const expectedStatus = z.number().int().min(100).max(599);
 /** Only http and https backends are probed. */
 const target = z

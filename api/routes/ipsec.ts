@@ -44,18 +44,12 @@ export const createTunnelSchema = z.object({
 });
 
 const shareFields = {
-  name: z
-    .string()
-    .regex(/^[A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?$/, 'must be 1 to 63 letters, digits or hyphens, not starting or ending with a hyphen'),
+  name: z.string().regex(/^[A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?$/, 'must be 1 to 63 letters, digits or hyphens, not starting or ending with a hyphen'),
   ipsecTunnelId: z.string().min(1, 'must not be empty'),
   envZId: z.string().min(1, 'must not be empty'),
   envId: z.string().min(1, 'must not be empty'),
   target: checked(hostPortProblem),
-  ingressPort: z
-    .number()
-    .min(1, 'must be between 1 and 65535')
-    .max(65535, 'must be between 1 and 65535')
-    .refine(Number.isInteger, 'must be an integer'),
+  ingressPort: z.number().min(1, 'must be between 1 and 65535').max(65535, 'must be between 1 and 65535').refine(Number.isInteger, 'must be an integer'),
   locationId: optionalText,
 };
 
@@ -74,7 +68,14 @@ function fullShareInput(ctx: Context): ShareInput {
   const input = body(ctx, fullShareSchema);
   const envZId = environmentOf(input);
   if (envZId === undefined) throw badRequest("property '$.envZId' is required and must be of type string (envId is accepted as an alias)");
-  return { name: input.name, ipsecTunnelId: input.ipsecTunnelId, envZId, target: input.target, ingressPort: input.ingressPort, locationId: input.locationId ?? null };
+  return {
+    name: input.name,
+    ipsecTunnelId: input.ipsecTunnelId,
+    envZId,
+    target: input.target,
+    ingressPort: input.ingressPort,
+    locationId: input.locationId ?? null,
+  };
 }
 
 function partialShareInput(ctx: Context): Partial<ShareInput> {

@@ -43,7 +43,10 @@ function intParam(ctx: Context, name: string, fallback: number, max: number): nu
   if (value === undefined || value === '') return fallback;
   if (!/^\d+$/.test(value)) throw badRequest(`value for query parameter '${name}' must be a non-negative integer`);
   const n = Number(value);
-  if (n > max) throw badRequest(`value for query parameter '${name}' must be at most ${max}${name === 'size' ? ' (the most shares one sparklines response carries; page through the rest with page=1, 2, ...)' : ''}`);
+  if (n > max)
+    throw badRequest(
+      `value for query parameter '${name}' must be at most ${max}${name === 'size' ? ' (the most shares one sparklines response carries; page through the rest with page=1, 2, ...)' : ''}`,
+    );
   return n;
 }
 
@@ -60,7 +63,15 @@ async function sparklines(ctx: Context) {
   const page = intParam(ctx, 'page', 0, 1_000_000);
   const all = await sharesOfHub(hubId);
   const shares = all.slice(page * size, (page + 1) * size);
-  const series = shares.length === 0 ? new Map() : await queryShareSeries(hubId, shares.map((s) => s.id), window, shares.length < all.length);
+  const series =
+    shares.length === 0
+      ? new Map()
+      : await queryShareSeries(
+          hubId,
+          shares.map((s) => s.id),
+          window,
+          shares.length < all.length,
+        );
   const lines = shares.map((s) => ({ scope: s.scope, id: s.id, samples: series.get(s.id)! }));
   ctx.body = presentSparklines(hubId, window, lines, { page, size, total: all.length, cap });
 }

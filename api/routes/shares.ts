@@ -55,7 +55,16 @@ export const createSchema = z.object({
 });
 
 /** What can change on a share: its access rules, inspection, agent affinity, a TCP share's idle timeout and its policy (unknown properties are refused by name). */
-export const updateSchema = createSchema.pick({ mutualTls: true, inspect: true, affinity: true, authProviderId: true, oauthEmailDomains: true, oauthAuthorizationCheckInterval: true, tcpIdleTimeout: true, policy: true });
+export const updateSchema = createSchema.pick({
+  mutualTls: true,
+  inspect: true,
+  affinity: true,
+  authProviderId: true,
+  oauthEmailDomains: true,
+  oauthAuthorizationCheckInterval: true,
+  tcpIdleTimeout: true,
+  policy: true,
+});
 
 const SORTABLE = ['createdAt', 'name', 'status', 'zId'] as const;
 

@@ -91,12 +91,28 @@ export async function renewAgentCertificate(hubId: string, p: RenewAgentPayload)
   const csr = readCsr(p.csr);
   const ca = await hubCa(hubId);
   const { notBefore, notAfter } = leafValidityFor(config().security.agentCertValidityMs);
-  const issued = await issueCertificate({ subject: csr.subject, publicKey: csr.subjectPublicKeyInfo, issuer: ca.signer, notBefore, notAfter, profile: { kind: 'client' } });
+  const issued = await issueCertificate({
+    subject: csr.subject,
+    publicKey: csr.subjectPublicKeyInfo,
+    issuer: ca.signer,
+    notBefore,
+    notAfter,
+    profile: { kind: 'client' },
+  });
   const updated = await db().query<{ id: string }>(
     `UPDATE agents SET certificate_pem = :pem, fingerprint_sha256 = :fingerprint, serial_number = :serial, not_before = :notBefore, not_after = :notAfter
      WHERE id = :agentId AND hub_id = :hubId AND fingerprint_sha256 = :previous RETURNING id`,
     {
-      replacements: { pem: certificatePem(issued.der), fingerprint: issued.fingerprintSha256, serial: issued.serialNumber, notBefore, notAfter, agentId: p.agentId, hubId, previous: p.fingerprint },
+      replacements: {
+        pem: certificatePem(issued.der),
+        fingerprint: issued.fingerprintSha256,
+        serial: issued.serialNumber,
+        notBefore,
+        notAfter,
+        agentId: p.agentId,
+        hubId,
+        previous: p.fingerprint,
+      },
       type: QueryTypes.SELECT,
     },
   );

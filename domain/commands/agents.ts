@@ -33,7 +33,10 @@ export const agentEnrollUrl = (hubId: string) => `${config().publicBaseUrl}/hub/
 export const agentEdgeAddresses = (): string[] => config().edge.agentAddresses;
 
 async function environmentOf(hubId: string, envZId: string): Promise<void> {
-  const [row] = await db().query(`SELECT 1 FROM environments WHERE hub_id = :hubId AND env_z_id = :envZId`, { replacements: { hubId, envZId }, type: QueryTypes.SELECT });
+  const [row] = await db().query(`SELECT 1 FROM environments WHERE hub_id = :hubId AND env_z_id = :envZId`, {
+    replacements: { hubId, envZId },
+    type: QueryTypes.SELECT,
+  });
   if (!row) throw notFound('environment', envZId);
 }
 
@@ -102,13 +105,17 @@ export async function enrollAgent(hubId: string, input: { jwt: string; csr: stri
   try {
     claims = await verifyEnrollmentJwt(input.jwt, hubId, verificationKey);
   } catch (err) {
-    if (err instanceof JwtRefusal) throw refusal(err.label === 'expired' ? 'EH_AGENT_JWT_EXPIRED' : 'EH_AGENT_JWT_INVALID', err.message.replace(/^enrollment JWT/, 'agent enrollment JWT'));
+    if (err instanceof JwtRefusal)
+      throw refusal(err.label === 'expired' ? 'EH_AGENT_JWT_EXPIRED' : 'EH_AGENT_JWT_INVALID', err.message.replace(/^enrollment JWT/, 'agent enrollment JWT'));
     throw err;
   }
-  const [row] = await db().query<EnrollmentRow>(`SELECT id, env_z_id, expires_at, spent_at FROM agent_enrollments WHERE token_digest = :digest AND hub_id = :hubId`, {
-    replacements: { digest: sha256(claims.sub), hubId },
-    type: QueryTypes.SELECT,
-  });
+  const [row] = await db().query<EnrollmentRow>(
+    `SELECT id, env_z_id, expires_at, spent_at FROM agent_enrollments WHERE token_digest = :digest AND hub_id = :hubId`,
+    {
+      replacements: { digest: sha256(claims.sub), hubId },
+      type: QueryTypes.SELECT,
+    },
+  );
   if (!row) throw refusal('EH_AGENT_JWT_INVALID', 'this JWT is not an agent enrollment of this hub (or it was deleted)');
   if (row.spent_at) throw refusal('EH_AGENT_JWT_SPENT', 'this agent enrollment JWT was already used');
   if (new Date(row.expires_at).getTime() <= Date.now()) throw refusal('EH_AGENT_JWT_EXPIRED', 'this agent enrollment JWT has expired');
@@ -150,7 +157,14 @@ export async function issueAgentCertificate(hubId: string, p: EnrollAgentPayload
   const csr = readCsr(p.csr);
   const ca = await hubCa(hubId);
   const { notBefore, notAfter } = leafValidityFor(config().security.agentCertValidityMs);
-  const issued = await issueCertificate({ subject: csr.subject, publicKey: csr.subjectPublicKeyInfo, issuer: ca.signer, notBefore, notAfter, profile: { kind: 'client' } });
+  const issued = await issueCertificate({
+    subject: csr.subject,
+    publicKey: csr.subjectPublicKeyInfo,
+    issuer: ca.signer,
+    notBefore,
+    notAfter,
+    profile: { kind: 'client' },
+  });
   const inserted = await withTransaction(async (transaction) => {
     const rows = await db().query<{ id: string; env_z_id: string }>(
       `WITH spent AS (
@@ -162,13 +176,26 @@ export async function issueAgentCertificate(hubId: string, p: EnrollAgentPayload
        SELECT :agentId, :hubId, spent.env_z_id, :pem, :fingerprint, :serial, :notBefore, :notAfter, :createdBy FROM spent
        RETURNING id, env_z_id`,
       {
-        replacements: { enrollmentId: p.enrollmentId, hubId, agentId: p.agentId, pem: certificatePem(issued.der), fingerprint: issued.fingerprintSha256, serial: issued.serialNumber, notBefore, notAfter, createdBy },
+        replacements: {
+          enrollmentId: p.enrollmentId,
+          hubId,
+          agentId: p.agentId,
+          pem: certificatePem(issued.der),
+          fingerprint: issued.fingerprintSha256,
+          serial: issued.serialNumber,
+          notBefore,
+          notAfter,
+          createdBy,
+        },
         type: QueryTypes.SELECT,
         transaction,
       },
     );
     if (rows.length) {
-      await db().query(`UPDATE agent_enrollments SET agent_id = :agentId WHERE id = :enrollmentId`, { replacements: { agentId: p.agentId, enrollmentId: p.enrollmentId }, transaction });
+      await db().query(`UPDATE agent_enrollments SET agent_id = :agentId WHERE id = :enrollmentId`, {
+        replacements: { agentId: p.agentId, enrollmentId: p.enrollmentId },
+        transaction,
+      });
       // fail closed from the first agent on: its environment's targets are reached only through its agents
       await reachThroughAgents(hubId, rows[0].env_z_id, transaction);
     }
@@ -182,8 +209,12 @@ export async function issueAgentCertificate(hubId: string, p: EnrollAgentPayload
 async function edgeTrust(): Promise<{ edgeCaPem: string; edgeServerName: string }> {
   // the operator's own certificate files (a public CA): agents trust their system's roots (an empty edgeCa)
   const operatorCertificate = Boolean(config().edge.tlsCertFile);
-  const [issuer] = await db().query<{ certificate_pem: string }>(`SELECT certificate_pem FROM frontend_issuers ORDER BY created_at LIMIT 1`, { type: QueryTypes.SELECT });
-  const [frontend] = await db().query<{ url_template: string }>(`SELECT url_template FROM frontends WHERE hub_id IS NULL AND public_name = 'public'`, { type: QueryTypes.SELECT });
+  const [issuer] = await db().query<{ certificate_pem: string }>(`SELECT certificate_pem FROM frontend_issuers ORDER BY created_at LIMIT 1`, {
+    type: QueryTypes.SELECT,
+  });
+  const [frontend] = await db().query<{ url_template: string }>(`SELECT url_template FROM frontends WHERE hub_id IS NULL AND public_name = 'public'`, {
+    type: QueryTypes.SELECT,
+  });
   const domain = /^[a-z]+:\/\/\{token\}\.([^/:]+)/i.exec(frontend?.url_template ?? '')?.[1] ?? 'share.localhost';
   return { edgeCaPem: operatorCertificate ? '' : (issuer?.certificate_pem ?? ''), edgeServerName: `agent.${domain.toLowerCase()}` };
 }
@@ -197,7 +228,15 @@ export async function agentIdentity(hubId: string, agentId: string): Promise<Age
     { replacements: { agentId, hubId }, type: QueryTypes.SELECT },
   );
   if (!row) throw notFound('agent', agentId);
-  return { id: row.id, hubId: row.hub_id, envZId: row.env_z_id, certificatePem: row.certificate_pem + (row.chain ?? ''), ...(await edgeTrust()), edges: agentEdgeAddresses(), createdAt: row.created_at };
+  return {
+    id: row.id,
+    hubId: row.hub_id,
+    envZId: row.env_z_id,
+    certificatePem: row.certificate_pem + (row.chain ?? ''),
+    ...(await edgeTrust()),
+    edges: agentEdgeAddresses(),
+    createdAt: row.created_at,
+  };
 }
 
 export interface AgentState {
@@ -264,4 +303,3 @@ export async function revokeAgent(hubId: string, envZId: string, agentId: string
   });
   if (!rows.length) throw notFound('agent', agentId);
 }
-

@@ -98,7 +98,10 @@ export function ensureRootCa(): Promise<CertificateAuthority> {
     const existing = await CertificateAuthority.findOne({ where: { kind: 'ROOT' } });
     if (existing) return existing;
     const key = newKey();
-    const name = buildName([[OID.organization, 'edgehub'], [OID.commonName, 'edgehub Root CA']]);
+    const name = buildName([
+      [OID.organization, 'edgehub'],
+      [OID.commonName, 'edgehub Root CA'],
+    ]);
     const now = Date.now();
     const notAfter = new Date(now + ROOT_VALIDITY_YEARS * YEAR_MS);
     const { der } = await issueCertificate({
@@ -110,7 +113,15 @@ export function ensureRootCa(): Promise<CertificateAuthority> {
       profile: { kind: 'ca' },
     });
     return insertOnce(
-      { id: newId(), kind: 'ROOT', hubId: null, subject: 'O=edgehub, CN=edgehub Root CA', certificatePem: certificatePem(der), privateKeySealed: key.sealed, notAfter },
+      {
+        id: newId(),
+        kind: 'ROOT',
+        hubId: null,
+        subject: 'O=edgehub, CN=edgehub Root CA',
+        certificatePem: certificatePem(der),
+        privateKeySealed: key.sealed,
+        notAfter,
+      },
       () => CertificateAuthority.findOne({ where: { kind: 'ROOT' } }),
     );
   })().catch((err) => {
@@ -129,7 +140,11 @@ async function loadHubCa(hubId: string): Promise<LoadedCa> {
   if (!issuing) {
     const key = newKey();
     const subject = `O=edgehub, OU=hub ${hubId}, CN=edgehub Issuing CA`;
-    const name = buildName([[OID.organization, 'edgehub'], [OID.organizationalUnit, `hub ${hubId}`], [OID.commonName, 'edgehub Issuing CA']]);
+    const name = buildName([
+      [OID.organization, 'edgehub'],
+      [OID.organizationalUnit, `hub ${hubId}`],
+      [OID.commonName, 'edgehub Issuing CA'],
+    ]);
     const now = Date.now();
     const notAfter = new Date(Math.min(now + ISSUING_VALIDITY_YEARS * YEAR_MS, rootCa.notAfter.getTime()));
     const { der } = await issueCertificate({
@@ -147,7 +162,13 @@ async function loadHubCa(hubId: string): Promise<LoadedCa> {
       () => CertificateAuthority.findOne({ where: { kind: 'ISSUING', hubId } }),
     );
   }
-  return { id: issuing.id, urls: pkiUrls(hubId), signer: await signerOf(issuing), certificatePem: issuing.certificatePem, chainPem: issuing.certificatePem + rootCa.certificatePem };
+  return {
+    id: issuing.id,
+    urls: pkiUrls(hubId),
+    signer: await signerOf(issuing),
+    certificatePem: issuing.certificatePem,
+    chainPem: issuing.certificatePem + rootCa.certificatePem,
+  };
 }
 
 /** The hub's issuing CA with its decrypted key, created on first use, kept in a bounded cache with a TTL. */

@@ -103,17 +103,17 @@ export const FIND_CERTIFICATE_SQL = `SELECT ${CERTIFICATE_COLUMNS} FROM client_c
 
 /** A certificate's columns as a plain row (read on the enrollment hot path, so without model machinery). */
 export async function findCertificate(hubId: string, id: string): Promise<CertificateWithChain> {
-  const [row] = await preparedQuery<InferAttributes<ClientCertificate>>(
-    'pki_find_certificate',
-    FIND_CERTIFICATE_SQL,
-    [id, hubId],
-  );
+  const [row] = await preparedQuery<InferAttributes<ClientCertificate>>('pki_find_certificate', FIND_CERTIFICATE_SQL, [id, hubId]);
   const cert = row ? { ...row, chainPem: row.issuerId ? await chainOf(row.issuerId) : null } : undefined;
   if (!cert) throw notFound('client certificate', id);
   return cert;
 }
 
-export async function createCertificate(hubId: string, input: Required<Pick<CertificateInput, 'name' | 'value'>> & CertificateInput, createdBy: string): Promise<InferAttributes<ClientCertificate>> {
+export async function createCertificate(
+  hubId: string,
+  input: Required<Pick<CertificateInput, 'name' | 'value'>> & CertificateInput,
+  createdBy: string,
+): Promise<InferAttributes<ClientCertificate>> {
   const value = await readValue(input.value);
   if (value.kind === 'certificate') {
     return claimingName(input.name, () =>
@@ -130,7 +130,11 @@ export async function createCertificate(hubId: string, input: Required<Pick<Cert
   }
   // a fast answer for the common collision; the worker's transaction is what guarantees it
   if (!(await nameIsFree(hubId, input.name))) throw nameTaken(input.name);
-  const { certificateId } = await issueInWorker({ hubId, payload: { mode: 'create', ...value.request, name: input.name, validYears: input.validYears ?? 1 }, createdBy });
+  const { certificateId } = await issueInWorker({
+    hubId,
+    payload: { mode: 'create', ...value.request, name: input.name, validYears: input.validYears ?? 1 },
+    createdBy,
+  });
   return findCertificate(hubId, certificateId);
 }
 
@@ -141,7 +145,12 @@ export async function updateCertificate(hubId: string, id: string, input: Certif
   const value = input.value === undefined ? undefined : await readValue(input.value);
   if (value?.kind === 'csr') {
     if (!(await nameIsFree(hubId, name, id))) throw nameTaken(name);
-    await issueInWorker({ hubId, payload: { mode: 'replace', ...value.request, certificateId: id, name, validYears: input.validYears ?? 1 }, createdBy, resourceId: id });
+    await issueInWorker({
+      hubId,
+      payload: { mode: 'replace', ...value.request, certificateId: id, name, validYears: input.validYears ?? 1 },
+      createdBy,
+      resourceId: id,
+    });
     return findCertificate(hubId, id);
   }
   const changes = { name, ...(value ? uploadedFields(value.info) : {}) };
@@ -151,7 +160,10 @@ export async function updateCertificate(hubId: string, id: string, input: Certif
     withTransaction(async (transaction) => {
       await ClientCertificate.update(changes, { where: { id, hubId }, transaction });
       if (!value || !cert.issuerId) return undefined;
-      await recordRevocation({ caId: cert.issuerId, hubId, serialNumber: cert.serialNumber, certificateId: id, reasonCode: REVOCATION_REASONS.superseded, revokedBy: createdBy }, transaction);
+      await recordRevocation(
+        { caId: cert.issuerId, hubId, serialNumber: cert.serialNumber, certificateId: id, reasonCode: REVOCATION_REASONS.superseded, revokedBy: createdBy },
+        transaction,
+      );
       return cert.issuerId;
     }),
   );
@@ -166,14 +178,18 @@ export async function updateCertificate(hubId: string, id: string, input: Certif
 export async function deleteCertificate(hubId: string, id: string, reasonCode = 0, revokedBy = 'api'): Promise<InferAttributes<ClientCertificate>> {
   const cert = await findCertificate(hubId, id);
   const revoked = await withTransaction(async (transaction) => {
-    const rows = (await db().query(`DELETE FROM client_certificates WHERE id = :id AND hub_id = :hubId RETURNING issuer_id AS "issuerId", serial_number AS "serialNumber"`, {
-      replacements: { id, hubId },
-      type: QueryTypes.SELECT,
-      transaction,
-    })) as { issuerId: string | null; serialNumber: string }[];
+    const rows = (await db().query(
+      `DELETE FROM client_certificates WHERE id = :id AND hub_id = :hubId RETURNING issuer_id AS "issuerId", serial_number AS "serialNumber"`,
+      {
+        replacements: { id, hubId },
+        type: QueryTypes.SELECT,
+        transaction,
+      },
+    )) as { issuerId: string | null; serialNumber: string }[];
     if (rows.length === 0) throw notFound('client certificate', id);
     const [row] = rows;
-    if (row.issuerId) await recordRevocation({ caId: row.issuerId, hubId, serialNumber: row.serialNumber, certificateId: id, reasonCode, revokedBy }, transaction);
+    if (row.issuerId)
+      await recordRevocation({ caId: row.issuerId, hubId, serialNumber: row.serialNumber, certificateId: id, reasonCode, revokedBy }, transaction);
     return row.issuerId;
   });
   if (revoked) await requestCrlsQuietly([{ caId: revoked, hubId }], 'scheduler');

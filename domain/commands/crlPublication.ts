@@ -30,7 +30,11 @@ async function ensureResponder(ca: CertificateAuthority, signer: Signer): Promis
   const now = Date.now();
   const notAfter = new Date(Math.min(now + RESPONDER_VALIDITY_MS, ca.notAfter.getTime()));
   const { der } = await issueCertificate({
-    subject: buildName([[OID.organization, 'edgehub'], [OID.organizationalUnit, `hub ${ca.hubId}`], [OID.commonName, 'edgehub OCSP Responder']]),
+    subject: buildName([
+      [OID.organization, 'edgehub'],
+      [OID.organizationalUnit, `hub ${ca.hubId}`],
+      [OID.commonName, 'edgehub OCSP Responder'],
+    ]),
     publicKey: publicKeyInfo(publicKey.export({ format: 'der', type: 'spki' })),
     issuer: signer,
     notBefore: new Date(now - BACKDATE_MS),
@@ -71,7 +75,11 @@ async function writeCrl(caId: string, previous: number, der: Buffer, window: Ret
 
 const countRevocations = async (caId: string) =>
   Number(
-    ((await db().query('SELECT count(*) AS n FROM certificate_revocations WHERE ca_id = :caId', { replacements: { caId }, type: QueryTypes.SELECT })) as { n: string }[])[0].n,
+    (
+      (await db().query('SELECT count(*) AS n FROM certificate_revocations WHERE ca_id = :caId', { replacements: { caId }, type: QueryTypes.SELECT })) as {
+        n: string;
+      }[]
+    )[0].n,
   );
 
 /**

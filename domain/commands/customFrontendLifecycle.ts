@@ -113,7 +113,11 @@ async function recordIssuanceFailure(frontend: CustomFrontend, err: Error, statu
   const failures = frontend.certificateFailures + 1;
   const retryAt = new Date(Date.now() + issuanceBackoffMs(failures));
   await CustomFrontend.update(
-    { certificateFailures: failures, certificateRetryAt: retryAt, dnsMessage: `certificate issuance failed: ${err.message.slice(0, 500)}; next attempt after ${retryAt.toISOString()}` },
+    {
+      certificateFailures: failures,
+      certificateRetryAt: retryAt,
+      dnsMessage: `certificate issuance failed: ${err.message.slice(0, 500)}; next attempt after ${retryAt.toISOString()}`,
+    },
     { where: { id: frontend.id, status } },
   );
 }
@@ -143,7 +147,9 @@ export async function activateWhenDnsReady(customFrontendId: string): Promise<Re
   }
   if (frontend.certificateRetryAt && frontend.certificateRetryAt > new Date()) {
     if (Date.now() >= deadline.getTime()) {
-      throw new DnsWaitEnded(`no certificate could be issued before the DNS wait ended at ${deadline.toISOString()}: ${frontend.dnsMessage ?? 'issuance failed'}`);
+      throw new DnsWaitEnded(
+        `no certificate could be issued before the DNS wait ended at ${deadline.toISOString()}: ${frontend.dnsMessage ?? 'issuance failed'}`,
+      );
     }
     const message = `certificate issuance failed ${frontend.certificateFailures} time(s); next attempt after ${frontend.certificateRetryAt.toISOString()}`;
     if (!frontend.dnsMessage?.startsWith('certificate issuance failed')) await setMessage(message);
@@ -213,7 +219,15 @@ export async function enqueueDueRenewals(): Promise<number> {
         transaction,
       });
       if (underWay) return;
-      await enqueue({ type: RENEW_JOB, hubId: frontend.hubId, resourceType: 'customFrontend', resourceId: frontend.id, payload: { customFrontendId: frontend.id }, createdBy: 'scheduler', transaction });
+      await enqueue({
+        type: RENEW_JOB,
+        hubId: frontend.hubId,
+        resourceType: 'customFrontend',
+        resourceId: frontend.id,
+        payload: { customFrontendId: frontend.id },
+        createdBy: 'scheduler',
+        transaction,
+      });
       enqueued++;
     });
   }

@@ -84,10 +84,7 @@ export async function createCustomFrontend(
   return withTransaction(async (transaction) => {
     const id = newId();
     const frontendId = newId();
-    const frontend = await CustomFrontend.create(
-      { id, hubId, hostname, domainName: hostname, frontendId, status: 'NEW', createdBy },
-      { transaction },
-    );
+    const frontend = await CustomFrontend.create({ id, hubId, hostname, domainName: hostname, frontendId, status: 'NEW', createdBy }, { transaction });
     await Frontend.create(
       { id: frontendId, hubId, customFrontendId: id, publicName: hostname, urlTemplate: `https://{token}.${hostname}`, active: false },
       { transaction },

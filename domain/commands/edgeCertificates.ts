@@ -38,7 +38,13 @@ export async function ensureEdgeCertificates(): Promise<Record<string, unknown>>
        ON CONFLICT (domain) DO UPDATE SET certificate_pem = EXCLUDED.certificate_pem, private_key_sealed = EXCLUDED.private_key_sealed,
          issuer = EXCLUDED.issuer, not_after = EXCLUDED.not_after, updated_at = now()`,
       {
-        replacements: { domain, pem: certificate.certificatePem, key: encryptSecret(certificate.privateKeyPem), issuer: certificate.issuer, notAfter: certificate.notAfter },
+        replacements: {
+          domain,
+          pem: certificate.certificatePem,
+          key: encryptSecret(certificate.privateKeyPem),
+          issuer: certificate.issuer,
+          notAfter: certificate.notAfter,
+        },
       },
     );
     issued.push(domain);
@@ -46,8 +52,7 @@ export async function ensureEdgeCertificates(): Promise<Record<string, unknown>>
   return { domains, issued };
 }
 
-export const enqueueEdgeCertificates = (createdBy: string) =>
-  enqueue({ type: ENSURE_EDGE_CERTIFICATES_JOB, hubId: null, resourceType: 'frontend', createdBy });
+export const enqueueEdgeCertificates = (createdBy: string) => enqueue({ type: ENSURE_EDGE_CERTIFICATES_JOB, hubId: null, resourceType: 'frontend', createdBy });
 
 /**
  * The CA that signs the edge's certificates for standard frontends (PEM), for clients to verify the edge without

@@ -23,7 +23,12 @@ export async function createEnvironment(hubId: string, input: { description: str
  * Changes an environment's description and/or reach. A reach given is recorded as a finished execution (the audit
  * trail of who opened or closed the edge's direct path), in the same transaction as the change.
  */
-export async function updateEnvironment(hubId: string, envZId: string, input: { description?: string; reach?: EnvironmentReach }, updatedBy: string): Promise<Environment> {
+export async function updateEnvironment(
+  hubId: string,
+  envZId: string,
+  input: { description?: string; reach?: EnvironmentReach },
+  updatedBy: string,
+): Promise<Environment> {
   return withTransaction(async (transaction) => {
     const env = await Environment.findOne({ where: { hubId, envZId }, transaction, lock: transaction.LOCK.UPDATE });
     if (!env) throw notFound('environment', envZId);
@@ -59,7 +64,10 @@ export async function updateEnvironment(hubId: string, envZId: string, input: { 
 
 /** The first agent enrollment of an environment: from now on it is reached only through agents (same transaction). */
 export async function reachThroughAgents(hubId: string, envZId: string, transaction: import('sequelize').Transaction): Promise<void> {
-  await db().query(`UPDATE environments SET reach = 'agent' WHERE hub_id = :hubId AND env_z_id = :envZId AND reach <> 'agent'`, { replacements: { hubId, envZId }, transaction });
+  await db().query(`UPDATE environments SET reach = 'agent' WHERE hub_id = :hubId AND env_z_id = :envZId AND reach <> 'agent'`, {
+    replacements: { hubId, envZId },
+    transaction,
+  });
 }
 
 /**
@@ -77,7 +85,11 @@ export async function deleteEnvironment(hubId: string, envZId: string): Promise<
               (SELECT count(*) FROM ipsec_shares WHERE hub_id = :hubId AND env_z_id = :envZId AND status <> 'DELETED')::int AS ipsec`,
       { replacements: { hubId, envZId }, transaction, type: QueryTypes.SELECT },
     );
-    if (counts.shares || counts.ipsec) throw refusal('EH_ENVIRONMENT_NOT_EMPTY', `environment ${envZId} still hosts ${counts.shares} share(s) and ${counts.ipsec} IPsec share(s); delete them first`);
+    if (counts.shares || counts.ipsec)
+      throw refusal(
+        'EH_ENVIRONMENT_NOT_EMPTY',
+        `environment ${envZId} still hosts ${counts.shares} share(s) and ${counts.ipsec} IPsec share(s); delete them first`,
+      );
     await db().query(`DELETE FROM ipsec_shares WHERE hub_id = :hubId AND env_z_id = :envZId`, { replacements: { hubId, envZId }, transaction });
     await env.destroy({ transaction });
   });

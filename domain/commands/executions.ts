@@ -84,7 +84,17 @@ export async function recordScheduledExecution(run: {
 }): Promise<void> {
   await Execution.findOrCreate({
     where: { id: run.id },
-    defaults: { id: run.id, processId: run.id, hubId: run.hubId, type: run.type, resourceType: run.resourceType ?? null, resourceId: run.resourceId ?? null, status: 'QUEUED', payload: run.payload, createdBy: run.createdBy },
+    defaults: {
+      id: run.id,
+      processId: run.id,
+      hubId: run.hubId,
+      type: run.type,
+      resourceType: run.resourceType ?? null,
+      resourceId: run.resourceId ?? null,
+      status: 'QUEUED',
+      payload: run.payload,
+      createdBy: run.createdBy,
+    },
   });
 }
 

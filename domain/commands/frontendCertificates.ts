@@ -57,7 +57,10 @@ async function acmeAccount(directoryUrl: string): Promise<AcmeAccountKey> {
   const { newAcmeAccountKey } = await acmeIssuer();
   const [row] = existing
     ? [existing]
-    : await AcmeAccount.findOrCreate({ where: { directoryUrl }, defaults: { directoryUrl, accountUrl: null, privateKeySealed: encryptSecret(newAcmeAccountKey()) } });
+    : await AcmeAccount.findOrCreate({
+        where: { directoryUrl },
+        defaults: { directoryUrl, accountUrl: null, privateKeySealed: encryptSecret(newAcmeAccountKey()) },
+      });
   return { keyPem: decryptSecret(row.privateKeySealed), accountUrl: row.accountUrl ?? undefined };
 }
 

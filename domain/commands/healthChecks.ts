@@ -37,7 +37,10 @@ export interface HealthCheckResult extends ProbeOutcome {
 function scheduleRules(fields: Pick<HealthCheckFields, 'intervalSeconds' | 'target'>): void {
   const min = config().quotas.healthCheckMinIntervalSeconds;
   if (fields.intervalSeconds > 0 && fields.intervalSeconds < min) {
-    throw refusal('EH_CHECK_INTERVAL_TOO_SHORT', `value for property '$.intervalSeconds' must be 0 (manual runs only) or at least ${min} seconds (got ${fields.intervalSeconds})`);
+    throw refusal(
+      'EH_CHECK_INTERVAL_TOO_SHORT',
+      `value for property '$.intervalSeconds' must be 0 (manual runs only) or at least ${min} seconds (got ${fields.intervalSeconds})`,
+    );
   }
   if (fields.intervalSeconds > 0 && !fields.target) throw badRequest("property '$.target' is required when intervalSeconds is above 0");
 }
@@ -56,7 +59,10 @@ async function scheduledQuota(hubId: string, exceptId: string | null, transactio
     transaction,
   });
   if (scheduled >= max) {
-    throw refusal('EH_QUOTA_SCHEDULED_CHECKS', `this hub already has ${scheduled} scheduled health checks, the most allowed (${max}); disable one or set its intervalSeconds to 0 first`);
+    throw refusal(
+      'EH_QUOTA_SCHEDULED_CHECKS',
+      `this hub already has ${scheduled} scheduled health checks, the most allowed (${max}); disable one or set its intervalSeconds to 0 first`,
+    );
   }
 }
 

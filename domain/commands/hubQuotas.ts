@@ -42,9 +42,13 @@ export async function reserveShareQuota(hubId: string, tcp: boolean, transaction
     { replacements: { hubId }, type: QueryTypes.SELECT, transaction },
   );
   if (held.shares >= quotas.shares) {
-    throw quotaExceeded(`this hub has ${held.shares} shares, the most its quota allows (quotas.shares: ${quotas.shares}); delete a share first, or ask the operator to raise the hub's quota`);
+    throw quotaExceeded(
+      `this hub has ${held.shares} shares, the most its quota allows (quotas.shares: ${quotas.shares}); delete a share first, or ask the operator to raise the hub's quota`,
+    );
   }
   if (tcp && held.tcp >= quotas.tcpPorts) {
-    throw quotaExceeded(`this hub has ${held.tcp} TCP shares, the most its quota allows (quotas.tcpPorts: ${quotas.tcpPorts}); delete a TCP share first, or ask the operator to raise the hub's quota`);
+    throw quotaExceeded(
+      `this hub has ${held.tcp} TCP shares, the most its quota allows (quotas.tcpPorts: ${quotas.tcpPorts}); delete a TCP share first, or ask the operator to raise the hub's quota`,
+    );
   }
 }

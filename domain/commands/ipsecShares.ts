@@ -159,8 +159,7 @@ export async function deleteShare(hub: Pick<Hub, 'id'>, id: string, createdBy: s
 
 export const completeShareProvisioning = (id: string) => shareStates.apply(id, 'provisioned', { statusMessage: '' });
 export const completeShareTeardown = (id: string) => shareStates.apply(id, 'tornDown', { statusMessage: '' });
-export const failShareProvisioning = (id: string, reason: string) =>
-  shareStates.apply(id, 'provisioningFailed', { statusMessage: reason.slice(0, 2000) });
+export const failShareProvisioning = (id: string, reason: string) => shareStates.apply(id, 'provisioningFailed', { statusMessage: reason.slice(0, 2000) });
 export const failShareTeardown = (id: string, reason: string) =>
   shareStates.apply(id, 'teardownFailed', { statusMessage: `teardown failed: ${reason}`.slice(0, 2000) });
 

@@ -102,7 +102,10 @@ export async function deleteTunnel(hub: Pick<Hub, 'id'>, id: string, createdBy: 
     tunnelStates.assert(tunnel, 'delete');
     const shares = await IpsecShare.count({ where: { ipsecTunnelId: id, status: { [Op.ne]: 'DELETED' } }, transaction });
     if (shares > 0) {
-      throw refusal('EH_IN_USE', `IPsec tunnel ${id} is still targeted by ${shares} IPsec share${shares > 1 ? 's' : ''}; delete ${shares > 1 ? 'them' : 'it'} first`);
+      throw refusal(
+        'EH_IN_USE',
+        `IPsec tunnel ${id} is still targeted by ${shares} IPsec share${shares > 1 ? 's' : ''}; delete ${shares > 1 ? 'them' : 'it'} first`,
+      );
     }
     const from = tunnel.status;
     const deleting = await tunnelStates.apply(id, 'delete', { statusMessage: '' }, transaction);
@@ -165,8 +168,7 @@ export function completeTunnelProvisioning(id: string, made: ProvisionedTunnel):
 
 export const completeTunnelTeardown = (id: string) => tunnelStates.apply(id, 'tornDown', { statusMessage: '' });
 
-export const failTunnelProvisioning = (id: string, reason: string) =>
-  tunnelStates.apply(id, 'provisioningFailed', { statusMessage: reason.slice(0, 2000) });
+export const failTunnelProvisioning = (id: string, reason: string) => tunnelStates.apply(id, 'provisioningFailed', { statusMessage: reason.slice(0, 2000) });
 export const failTunnelTeardown = (id: string, reason: string) =>
   tunnelStates.apply(id, 'teardownFailed', { statusMessage: `teardown failed: ${reason}`.slice(0, 2000) });
 

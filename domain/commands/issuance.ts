@@ -28,7 +28,8 @@ export interface Issued {
   certificate?: Record<string, unknown>;
 }
 
-export const nameTaken = (name: string) => refusal('EH_NAME_TAKEN', `name '${name}' is already used by a certificate request token or client certificate in this hub`);
+export const nameTaken = (name: string) =>
+  refusal('EH_NAME_TAKEN', `name '${name}' is already used by a certificate request token or client certificate in this hub`);
 
 /**
  * The subject and key to certify, from the job: the parts of a CSR the web process verified, as they were encoded.
@@ -58,7 +59,14 @@ async function sign(hubId: string, p: IssuePayload): Promise<{ info: Certificate
     // CRL Distribution Points and Authority Information Access: where others check its revocation
     revocation: ca.urls,
   });
-  const info = { pem: certificatePem(issued.der), fingerprintSha256: issued.fingerprintSha256, subject: p.subject, serialNumber: issued.serialNumber, notBefore, notAfter };
+  const info = {
+    pem: certificatePem(issued.der),
+    fingerprintSha256: issued.fingerprintSha256,
+    subject: p.subject,
+    serialNumber: issued.serialNumber,
+    notBefore,
+    notAfter,
+  };
   return { info, issuerId: ca.id };
 }
 
@@ -82,7 +90,13 @@ function certificateFields(info: CertificateInfo, issuerId: string) {
  * marks it SUCCEEDED with this attempt: so the runner need not mark it RUNNING first. Foreign keys are checked at the
  * end of the statement, when the certificate row exists.
  */
-async function redeem(job: IssuingJob, hubId: string, p: Extract<IssuePayload, { mode: 'redeem' }>, id: string, signed: Awaited<ReturnType<typeof sign>>): Promise<Record<string, unknown>> {
+async function redeem(
+  job: IssuingJob,
+  hubId: string,
+  p: Extract<IssuePayload, { mode: 'redeem' }>,
+  id: string,
+  signed: Awaited<ReturnType<typeof sign>>,
+): Promise<Record<string, unknown>> {
   const { info, issuerId } = signed;
   const [row] = await preparedQuery<Record<string, unknown> & { claimed: boolean }>('pki_redeem', REDEEM_SQL, [
     p.tokenId,
@@ -142,7 +156,10 @@ async function create(job: IssuingJob, hubId: string, p: Extract<IssuePayload, {
       { id, hubId, name: p.name, source: 'CSR', createdBy: job.createdBy, ...certificateFields(signed.info, signed.issuerId) },
       { transaction },
     );
-    await db().query(`INSERT INTO pki_names (hub_id, name, certificate_id) VALUES (:hubId, :name, :id)`, { replacements: { hubId, name: p.name, id }, transaction });
+    await db().query(`INSERT INTO pki_names (hub_id, name, certificate_id) VALUES (:hubId, :name, :id)`, {
+      replacements: { hubId, name: p.name, id },
+      transaction,
+    });
   });
 }
 
@@ -152,13 +169,19 @@ async function create(job: IssuingJob, hubId: string, p: Extract<IssuePayload, {
  */
 async function replace(hubId: string, p: Extract<IssuePayload, { mode: 'replace' }>, signed: Awaited<ReturnType<typeof sign>>, revokedBy: string) {
   return withTransaction(async (transaction: Transaction) => {
-    const [old] = (await db().query(`SELECT issuer_id AS "issuerId", serial_number AS "serialNumber" FROM client_certificates WHERE id = :id AND hub_id = :hubId FOR UPDATE`, {
-      replacements: { id: p.certificateId, hubId },
-      type: QueryTypes.SELECT,
-      transaction,
-    })) as { issuerId: string | null; serialNumber: string }[];
+    const [old] = (await db().query(
+      `SELECT issuer_id AS "issuerId", serial_number AS "serialNumber" FROM client_certificates WHERE id = :id AND hub_id = :hubId FOR UPDATE`,
+      {
+        replacements: { id: p.certificateId, hubId },
+        type: QueryTypes.SELECT,
+        transaction,
+      },
+    )) as { issuerId: string | null; serialNumber: string }[];
     if (!old) throw notFound('client certificate', p.certificateId);
-    await ClientCertificate.update({ name: p.name, source: 'CSR', ...certificateFields(signed.info, signed.issuerId) }, { where: { id: p.certificateId, hubId }, transaction });
+    await ClientCertificate.update(
+      { name: p.name, source: 'CSR', ...certificateFields(signed.info, signed.issuerId) },
+      { where: { id: p.certificateId, hubId }, transaction },
+    );
     if (!old.issuerId || old.serialNumber === signed.info.serialNumber) return undefined;
     await recordRevocation(
       { caId: old.issuerId, hubId, serialNumber: old.serialNumber, certificateId: p.certificateId, reasonCode: REVOCATION_REASONS.superseded, revokedBy },

@@ -100,7 +100,8 @@ class LiveStreams {
    */
   async admit(owner: StreamOwner, end: () => void): Promise<() => void> {
     const limits = config().inspect.live;
-    if (this.open.size >= limits.perProcess) throw tooMany(`this web process holds ${limits.perProcess} live request streams (HUB_INSPECT_LIVE_PROCESS_MAX); try again later`);
+    if (this.open.size >= limits.perProcess)
+      throw tooMany(`this web process holds ${limits.perProcess} live request streams (HUB_INSPECT_LIVE_PROCESS_MAX); try again later`);
     const member = `${this.process}:${++this.seq}`;
     // counted in this process before Redis is asked: concurrent admissions see it
     const stream: OpenStream = { ...owner, member, end, admitted: false };
@@ -172,10 +173,7 @@ class LiveStreams {
   private listening(): void {
     if (this.listeners) return;
     const onReset = () => this.check();
-    this.listeners = [
-      listen(AUTH_CHANNEL, () => this.check(), onReset),
-      listen(EDGE_CHANNEL, (payload) => this.onEdgeChange(payload), onReset),
-    ];
+    this.listeners = [listen(AUTH_CHANNEL, () => this.check(), onReset), listen(EDGE_CHANNEL, (payload) => this.onEdgeChange(payload), onReset)];
   }
 
   private onEdgeChange(payload: string): void {
@@ -250,7 +248,9 @@ class LiveStreams {
     const [keys, hubs, shares] = await Promise.all([
       keyIds.length ? preparedQuery<{ id: string }>('live-keys', 'SELECT id FROM api_keys WHERE id = ANY($1::text[]) AND revoked_at IS NULL', [keyIds]) : [],
       preparedQuery<{ id: string }>('live-hubs', 'SELECT id FROM hubs WHERE id = ANY($1::text[])', [unique(streams.map((s) => s.hubId))]),
-      preparedQuery<{ hub_id: string; z_id: string }>('live-shares', 'SELECT hub_id, z_id FROM shares WHERE z_id = ANY($1::text[])', [unique(streams.map((s) => s.zId))]),
+      preparedQuery<{ hub_id: string; z_id: string }>('live-shares', 'SELECT hub_id, z_id FROM shares WHERE z_id = ANY($1::text[])', [
+        unique(streams.map((s) => s.zId)),
+      ]),
     ]);
     const keySet = new Set(keys.map((r) => r.id));
     const hubSet = new Set(hubs.map((r) => r.id));

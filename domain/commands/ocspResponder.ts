@@ -254,7 +254,10 @@ async function answer(hub: HubResponder, hubId: string, certIds: CertId[], nonce
       for (const a of answers) {
         if (a.status.kind === 'unknown') continue;
         const kept = hub.answers.get(a.key);
-        hub.answers.set(a.key, single ? { status: a.status, der: signed, signedAt: now } : { status: a.status, der: kept?.der, signedAt: kept?.signedAt ?? now });
+        hub.answers.set(
+          a.key,
+          single ? { status: a.status, der: signed, signedAt: now } : { status: a.status, der: kept?.der, signedAt: kept?.signedAt ?? now },
+        );
       }
     }
     return signed;

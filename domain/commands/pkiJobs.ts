@@ -33,7 +33,11 @@ export type IssuePayload = { subject: string; subjectDer: string; spki: string; 
 );
 
 /** The part of an IssuePayload that comes from the verified CSR. */
-export const issueRequestOf = (csr: ParsedCsr) => ({ subject: csr.subjectText, subjectDer: csr.subjectDer.toString('base64'), spki: csr.spkiDer.toString('base64') });
+export const issueRequestOf = (csr: ParsedCsr) => ({
+  subject: csr.subjectText,
+  subjectDer: csr.subjectDer.toString('base64'),
+  spki: csr.spkiDer.toString('base64'),
+});
 
 export interface IssueResult {
   certificateId: string;
@@ -48,7 +52,8 @@ export interface IssueResult {
 const waitMs = () => config().issuanceWaitMs;
 
 /** `promise`, or a rejection with `message` once `deadline` (epoch ms) has passed. */
-const before = <T>(promise: Promise<T>, deadline: number, message: string): Promise<T> => settleWithin(promise, deadline - Date.now(), () => new Error(message));
+const before = <T>(promise: Promise<T>, deadline: number, message: string): Promise<T> =>
+  settleWithin(promise, deadline - Date.now(), () => new Error(message));
 
 /** A refusal as the failed job's message (`<code>: <message>`), which the waiting web process turns back into it. */
 export function encodeRefusal(err: DomainError): string {
@@ -104,7 +109,8 @@ async function outcome<T>(jobId: string, finished: Promise<unknown>, deadline: n
     const message = (err as Error).message ?? '';
     const refused = decodeRefusal(message);
     if (refused) throw refused;
-    if (/timed out/i.test(message)) throw refusal('EH_ISSUANCE_PENDING', `certificate issuance is taking longer than expected; it continues as execution ${jobId}`);
+    if (/timed out/i.test(message))
+      throw refusal('EH_ISSUANCE_PENDING', `certificate issuance is taking longer than expected; it continues as execution ${jobId}`);
     throw unavailable(`certificate issuance failed (execution ${jobId}); retry later`);
   }
 }

@@ -18,7 +18,11 @@ export interface Authority {
 export async function authorityOf(hubId: string): Promise<Authority> {
   const rows =
     hubId === 'root'
-      ? await preparedQuery<Authority>('pki_public_root', `SELECT id, hub_id AS "hubId", certificate_pem AS "certificatePem" FROM certificate_authorities WHERE kind = 'ROOT'`, [])
+      ? await preparedQuery<Authority>(
+          'pki_public_root',
+          `SELECT id, hub_id AS "hubId", certificate_pem AS "certificatePem" FROM certificate_authorities WHERE kind = 'ROOT'`,
+          [],
+        )
       : await preparedQuery<Authority>(
           'pki_public_issuing',
           `SELECT id, hub_id AS "hubId", certificate_pem AS "certificatePem" FROM certificate_authorities WHERE kind = 'ISSUING' AND hub_id = $1`,

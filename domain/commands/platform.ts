@@ -62,7 +62,11 @@ export async function updateHub(id: string, input: Partial<HubInput>): Promise<H
  */
 export async function deleteHub(id: string): Promise<void> {
   const { tunnelIds, root } = await withTransaction(async (transaction) => {
-    const tunnels = await db().query<{ id: string }>(`SELECT id FROM ipsec_tunnels WHERE hub_id = :id`, { replacements: { id }, type: QueryTypes.SELECT, transaction });
+    const tunnels = await db().query<{ id: string }>(`SELECT id FROM ipsec_tunnels WHERE hub_id = :id`, {
+      replacements: { id },
+      type: QueryTypes.SELECT,
+      transaction,
+    });
     const cas = (await db().query(
       `SELECT i.id, i.certificate_pem AS "certificatePem", r.id AS "rootId" FROM certificate_authorities i, certificate_authorities r
        WHERE i.kind = 'ISSUING' AND i.hub_id = :id AND r.kind = 'ROOT'`,
@@ -73,7 +77,10 @@ export async function deleteHub(id: string): Promise<void> {
     // the hub's issuing CA goes with it: the root's CRL lists it from now on
     for (const ca of cas) {
       const serialNumber = new X509Certificate(ca.certificatePem).serialNumber.toLowerCase();
-      await recordRevocation({ caId: ca.rootId, hubId: null, serialNumber, certificateId: ca.id, reasonCode: REVOCATION_REASONS.cessationOfOperation, revokedBy: 'admin' }, transaction);
+      await recordRevocation(
+        { caId: ca.rootId, hubId: null, serialNumber, certificateId: ca.id, reasonCode: REVOCATION_REASONS.cessationOfOperation, revokedBy: 'admin' },
+        transaction,
+      );
     }
     return { tunnelIds: tunnels.map((t) => t.id), root: cas[0]?.rootId };
   });
@@ -85,7 +92,13 @@ export async function deleteHub(id: string): Promise<void> {
 /** The hub's API keys, revoked ones included (never their tokens). */
 export async function apiKeysOf(hubId: string): Promise<ApiKey[]> {
   await getHub(hubId);
-  return ApiKey.findAll({ where: { hubId }, order: [['createdAt', 'ASC'], ['id', 'ASC']] });
+  return ApiKey.findAll({
+    where: { hubId },
+    order: [
+      ['createdAt', 'ASC'],
+      ['id', 'ASC'],
+    ],
+  });
 }
 
 /** A new key; the token is returned once and only its SHA-256 is stored. */
@@ -132,4 +145,11 @@ export const listHubs = (req: PageRequest): Promise<Page<Hub>> => findPage(Hub, 
 export const visibleFrontends = (hubId: string) => ({ active: true, [Op.or]: [{ hubId: null }, { hubId }] });
 
 /** The frontends a hub may publish on, oldest first. */
-export const frontendsOf = (hubId: string): Promise<Frontend[]> => Frontend.findAll({ where: visibleFrontends(hubId), order: [['createdAt', 'ASC'], ['id', 'ASC']] });
+export const frontendsOf = (hubId: string): Promise<Frontend[]> =>
+  Frontend.findAll({
+    where: visibleFrontends(hubId),
+    order: [
+      ['createdAt', 'ASC'],
+      ['id', 'ASC'],
+    ],
+  });

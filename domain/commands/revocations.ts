@@ -55,13 +55,28 @@ export async function recordRevocation(r: Revocation, transaction: Transaction):
  * and once it wrote its CRL a later request reads the new number, a new job.
  */
 export async function requestCrl(caId: string, hubId: string | null, createdBy: string): Promise<Execution> {
-  const [current] = await preparedQuery<{ crl_number: string }>('pki_crl_number', 'SELECT crl_number FROM certificate_revocation_lists WHERE ca_id = $1', [caId]);
+  const [current] = await preparedQuery<{ crl_number: string }>('pki_crl_number', 'SELECT crl_number FROM certificate_revocation_lists WHERE ca_id = $1', [
+    caId,
+  ]);
   const base = `crl-${caId}-${current?.crl_number ?? 0}`;
   const earlier = await Execution.findByPk(base, { attributes: ['status'] });
   // a job of that id that failed for good does not hold back the next request
   const id = earlier?.status === 'FAILED' ? `${base}-${Date.now()}` : base;
   await Execution.bulkCreate(
-    [{ id, processId: id, hubId, type: PUBLISH_CRL_JOB, resourceType: 'certificateAuthority', resourceId: caId, status: 'QUEUED', payload: { caId }, createdBy, jobOptions: { attempts: 5, backoff: { type: 'exponential', delay: 500 } } }],
+    [
+      {
+        id,
+        processId: id,
+        hubId,
+        type: PUBLISH_CRL_JOB,
+        resourceType: 'certificateAuthority',
+        resourceId: caId,
+        status: 'QUEUED',
+        payload: { caId },
+        createdBy,
+        jobOptions: { attempts: 5, backoff: { type: 'exponential', delay: 500 } },
+      },
+    ],
     { ignoreDuplicates: true },
   );
   const execution = (await Execution.findByPk(id)) as Execution;

@@ -40,7 +40,12 @@ export interface ShareInput {
   policy?: PolicyInput | null;
 }
 
-export type ShareUpdate = Partial<Pick<ShareInput, 'mutualTls' | 'inspect' | 'affinity' | 'authProviderId' | 'oauthEmailDomains' | 'oauthAuthorizationCheckInterval' | 'tcpIdleTimeout' | 'policy'>>;
+export type ShareUpdate = Partial<
+  Pick<
+    ShareInput,
+    'mutualTls' | 'inspect' | 'affinity' | 'authProviderId' | 'oauthEmailDomains' | 'oauthAuthorizationCheckInterval' | 'tcpIdleTimeout' | 'policy'
+  >
+>;
 
 const idleTimeoutRefused = "property '$.tcpIdleTimeout' is for TCP shares: an HTTP share's connections are kept by its clients' keep-alive";
 
@@ -116,7 +121,8 @@ function refuseCookieAffinity(protocol: unknown, affinity: string | undefined): 
 function refuseInspection(share: { protocol?: unknown; targetProtocol?: unknown }, inspect: boolean | undefined): void {
   if (!inspect) return;
   if (share.protocol === 'tcp') throw badRequest(`property '$.inspect' is for HTTP shares: a TCP share carries streams, not requests to record`);
-  if (share.targetProtocol === 'h2') throw badRequest(`property '$.inspect' is not available for shares with '$.targetProtocol': 'h2' (their exchanges are not recorded)`);
+  if (share.targetProtocol === 'h2')
+    throw badRequest(`property '$.inspect' is not available for shares with '$.targetProtocol': 'h2' (their exchanges are not recorded)`);
 }
 
 /** Why a target does not fit the share's protocol, or undefined. */
@@ -141,7 +147,8 @@ async function refuseOwnEndpoint(target: string): Promise<void> {
 
 /** Why login options cannot go on a TCP share (create or update), or undefined. */
 function loginRefusal(input: Pick<ShareInput, 'authProviderId' | 'oauthEmailDomains' | 'oauthAuthorizationCheckInterval'>): string | undefined {
-  if (input.authProviderId || input.oauthEmailDomains?.length || input.oauthAuthorizationCheckInterval) return "properties '$.authProviderId', '$.oauthEmailDomains' and '$.oauthAuthorizationCheckInterval' are for HTTP shares: a TCP share admits by mutual TLS";
+  if (input.authProviderId || input.oauthEmailDomains?.length || input.oauthAuthorizationCheckInterval)
+    return "properties '$.authProviderId', '$.oauthEmailDomains' and '$.oauthAuthorizationCheckInterval' are for HTTP shares: a TCP share admits by mutual TLS";
   return undefined;
 }
 
@@ -153,13 +160,18 @@ const TCP_POLICY_FIELDS = new Set(['ipAllow', 'ipDeny']);
  * basic auth does not go with an auth provider (one login at a time); a user named without a password must be one
  * the share has already.
  */
-async function policyFor(policy: PolicyInput | null, share: { tcp: boolean; authProviderId: string | null | undefined }, previous: StoredPolicy | null): Promise<StoredPolicy | null> {
+async function policyFor(
+  policy: PolicyInput | null,
+  share: { tcp: boolean; authProviderId: string | null | undefined },
+  previous: StoredPolicy | null,
+): Promise<StoredPolicy | null> {
   if (!policy) return null;
   if (share.tcp) {
     const other = Object.keys(policy).find((k) => !TCP_POLICY_FIELDS.has(k));
     if (other) throw badRequest(`property '$.policy.${other}' is for HTTP shares: a TCP share's policy takes '$.policy.ipAllow' and '$.policy.ipDeny' only`);
   }
-  if (policy.basicAuth && share.authProviderId) throw badRequest("property '$.policy.basicAuth' cannot go with an auth provider ('$.authProviderId'): a share has one login");
+  if (policy.basicAuth && share.authProviderId)
+    throw badRequest("property '$.policy.basicAuth' cannot go with an auth provider ('$.authProviderId'): a share has one login");
   const stored = await storedPolicy(policy, previous);
   if (stored && 'missingPassword' in stored) {
     const i = policy.basicAuth!.findIndex((u) => u.user === stored.missingPassword);
@@ -176,7 +188,11 @@ async function freeTcpPort(transaction: Transaction): Promise<number> {
       WHERE NOT EXISTS (SELECT 1 FROM shares WHERE tcp_port = p) ORDER BY p LIMIT 1`,
     { replacements: { from, to }, type: QueryTypes.SELECT, transaction },
   );
-  if (!rows.length) throw refusal('EH_TCP_PORTS_EXHAUSTED', `every port of HUB_EDGE_TCP_PORTS (${from}-${to}) is held by a TCP share: delete one, or give the edge a wider range`);
+  if (!rows.length)
+    throw refusal(
+      'EH_TCP_PORTS_EXHAUSTED',
+      `every port of HUB_EDGE_TCP_PORTS (${from}-${to}) is held by a TCP share: delete one, or give the edge a wider range`,
+    );
   return rows[0].port;
 }
 
@@ -210,7 +226,8 @@ async function createShareOnce(hubId: string, input: ShareInput, createdBy: stri
   // a TCP share the edge connects itself (not through agents: their network is theirs) may not aim at the service
   if (input.protocol === 'tcp' && (environment?.reach ?? 'edge') === 'edge') await refuseOwnEndpoint(input.target);
   const authProvider = input.authProviderId ? await AuthProvider.findOne({ where: { hubId, id: input.authProviderId } }) : null;
-  if (input.authProviderId && !authProvider) throw badRequest(`value for property '$.authProviderId' names no auth provider of this hub: '${input.authProviderId}'`);
+  if (input.authProviderId && !authProvider)
+    throw badRequest(`value for property '$.authProviderId' names no auth provider of this hub: '${input.authProviderId}'`);
 
   if ((input.oauthEmailDomains?.length || input.oauthAuthorizationCheckInterval) && !authProvider) {
     throw badRequest(`properties '$.oauthEmailDomains' and '$.oauthAuthorizationCheckInterval' need an auth provider ('$.authProviderId')`);
@@ -230,7 +247,9 @@ async function createShareOnce(hubId: string, input: ShareInput, createdBy: stri
         envZId: input.envZId ?? (await defaultEnvironmentId(hubId, transaction)),
         name: input.name,
         frontendId: primary.id,
-        frontendEndpoint: tcp ? `tcp://${new URL(endpointOf(primary.urlTemplate, zId, false)).hostname}:${tcpPort}` : endpointOf(primary.urlTemplate, zId, input.mutualTls ?? false),
+        frontendEndpoint: tcp
+          ? `tcp://${new URL(endpointOf(primary.urlTemplate, zId, false)).hostname}:${tcpPort}`
+          : endpointOf(primary.urlTemplate, zId, input.mutualTls ?? false),
         target: input.target,
         authProviderId: authProvider?.id ?? null,
         mutualTls: input.mutualTls ?? false,
@@ -248,7 +267,10 @@ async function createShareOnce(hubId: string, input: ShareInput, createdBy: stri
       },
       { transaction },
     );
-    await ShareFrontend.bulkCreate(frontendIds.map((frontendId, position) => ({ shareZId: zId, frontendId, position })), { transaction });
+    await ShareFrontend.bulkCreate(
+      frontendIds.map((frontendId, position) => ({ shareZId: zId, frontendId, position })),
+      { transaction },
+    );
     await enqueue({ type: PROVISION_SHARE_JOB, hubId, resourceType: 'share', resourceId: zId, payload: { zId }, createdBy, transaction });
     return { share, frontendIds, authProvider };
   });
@@ -273,12 +295,14 @@ export async function updateShare(hubId: string, zId: string, input: ShareUpdate
   if (authProviderId && !authProvider) throw badRequest(`value for property '$.authProviderId' names no auth provider of this hub: '${authProviderId}'`);
   const changes: Partial<Share['_attributes']> = {};
   if (input.policy !== undefined) changes.policy = await policyFor(input.policy, { tcp, authProviderId }, share.policy);
-  else if (authProviderId && share.policy?.basicAuth) throw badRequest("property '$.authProviderId' cannot be set on a share with '$.policy.basicAuth': a share has one login");
+  else if (authProviderId && share.policy?.basicAuth)
+    throw badRequest("property '$.authProviderId' cannot be set on a share with '$.policy.basicAuth': a share has one login");
   if (input.inspect !== undefined) changes.inspect = input.inspect;
   if (input.affinity !== undefined) changes.affinity = input.affinity;
   if (input.tcpIdleTimeout !== undefined && tcp) changes.tcpIdleTimeout = input.tcpIdleTimeout;
   if (input.authProviderId !== undefined) changes.authProviderId = authProvider?.id ?? null;
-  if (input.oauthEmailDomains !== undefined) changes.oauthEmailDomains = input.oauthEmailDomains?.length ? [...new Set(input.oauthEmailDomains.map((d) => d.toLowerCase()))] : null;
+  if (input.oauthEmailDomains !== undefined)
+    changes.oauthEmailDomains = input.oauthEmailDomains?.length ? [...new Set(input.oauthEmailDomains.map((d) => d.toLowerCase()))] : null;
   if (input.oauthAuthorizationCheckInterval !== undefined) changes.oauthCheckInterval = input.oauthAuthorizationCheckInterval;
   if (!authProvider) {
     // without a login the login options mean nothing: refused when given, cleared when the provider goes

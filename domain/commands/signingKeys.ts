@@ -35,10 +35,10 @@ async function newKeyRow(): Promise<{ kid: string; publicJwk: Record<string, str
 
 async function insertKey(status: 'ACTIVE'): Promise<string> {
   const row = await newKeyRow();
-  await db().query(
-    `INSERT INTO signing_keys (kid, status, public_jwk, private_key_sealed) VALUES (:kid, :status, :jwk, :sealed) ON CONFLICT DO NOTHING`,
-    { replacements: { kid: row.kid, status, jwk: JSON.stringify(row.publicJwk), sealed: row.privateKeySealed }, type: QueryTypes.INSERT },
-  );
+  await db().query(`INSERT INTO signing_keys (kid, status, public_jwk, private_key_sealed) VALUES (:kid, :status, :jwk, :sealed) ON CONFLICT DO NOTHING`, {
+    replacements: { kid: row.kid, status, jwk: JSON.stringify(row.publicJwk), sealed: row.privateKeySealed },
+    type: QueryTypes.INSERT,
+  });
   return row.kid;
 }
 
@@ -124,7 +124,9 @@ export async function rotateSigningKey(supersedes: string): Promise<{ kid: strin
  * Revokes a key at once: it leaves the JWKS and verifies nothing (its JWTs stop working; their tokens stay valid and
  * get a new JWT from the active key). Revoking the active key activates a new one in the same transaction.
  */
-export async function revokeSigningKey(kid: string): Promise<{ kid: string; status: 'REVOKED'; revokedAt: Date; activeKid: string } | { refused: string } | undefined> {
+export async function revokeSigningKey(
+  kid: string,
+): Promise<{ kid: string; status: 'REVOKED'; revokedAt: Date; activeKid: string } | { refused: string } | undefined> {
   const fresh = await newKeyRow();
   const result = await withTransaction(async (transaction) => {
     const [row] = await db().query<{ status: string }>(`SELECT status FROM signing_keys WHERE kid = :kid FOR UPDATE`, {
@@ -235,12 +237,25 @@ export async function requestRotation(createdBy: string, supersedes?: string): P
   const active = await ensureActiveKeyRow();
   if (supersedes !== undefined && active.kid !== supersedes) return undefined;
   const base = `rotate-signing-key-${active.kid}`;
-  const tried = (await Execution.findAll({ where: { resourceType: 'signingKey', resourceId: active.kid, type: ROTATE_JOB }, attributes: ['id', 'status'] }))
-    .filter((e) => e.id === base || (e.id.startsWith(`${base}-`) && /^\d+$/.test(e.id.slice(base.length + 1))));
+  const tried = (
+    await Execution.findAll({ where: { resourceType: 'signingKey', resourceId: active.kid, type: ROTATE_JOB }, attributes: ['id', 'status'] })
+  ).filter((e) => e.id === base || (e.id.startsWith(`${base}-`) && /^\d+$/.test(e.id.slice(base.length + 1))));
   const unfinished = tried.find((e) => e.status !== 'FAILED');
   const id = unfinished?.id ?? (tried.length === 0 ? base : `${base}-${tried.length + 1}`);
   await Execution.bulkCreate(
-    [{ id, processId: id, hubId: null, type: ROTATE_JOB, resourceType: 'signingKey', resourceId: active.kid, status: 'QUEUED', payload: { supersedes: active.kid }, createdBy }],
+    [
+      {
+        id,
+        processId: id,
+        hubId: null,
+        type: ROTATE_JOB,
+        resourceType: 'signingKey',
+        resourceId: active.kid,
+        status: 'QUEUED',
+        payload: { supersedes: active.kid },
+        createdBy,
+      },
+    ],
     { ignoreDuplicates: true },
   );
   const execution = (await Execution.findByPk(id)) as Execution;
@@ -251,8 +266,7 @@ export async function requestRotation(createdBy: string, supersedes?: string): P
 /** The operator's rotation: waits for the job and answers with the new kid. */
 export async function rotateNow(createdBy: string): Promise<{ kid: string; previousKid: string }> {
   const execution = await requestRotation(createdBy);
-  const result =
-    execution.status === 'SUCCEEDED' ? (execution.result as { kid: string }) : await waitForPkiJob<{ kid: string }>(execution.processId);
+  const result = execution.status === 'SUCCEEDED' ? (execution.result as { kid: string }) : await waitForPkiJob<{ kid: string }>(execution.processId);
   forgetActiveKey();
   forgetPublishedKeys();
   return { kid: result.kid, previousKid: String(execution.payload.supersedes) };

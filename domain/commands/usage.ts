@@ -55,15 +55,18 @@ function shapeOf(raw: unknown, now: number): UsageRow {
   const tx = count(sample, 'tx');
   if (typeof sample.timestamp !== 'string') throw new SampleError(`'timestamp' is required and must be an RFC 3339 string`);
   const at = parseRfc3339(sample.timestamp);
-  if (at === undefined) throw new SampleError(`'timestamp' must be an RFC 3339 date-time such as 2026-01-31T12:00:00Z (received '${sample.timestamp.slice(0, 40)}')`);
+  if (at === undefined)
+    throw new SampleError(`'timestamp' must be an RFC 3339 date-time such as 2026-01-31T12:00:00Z (received '${sample.timestamp.slice(0, 40)}')`);
   if (at < 0) throw new SampleError(`'timestamp' ${sample.timestamp} is before 1970`);
-  if (at > now + FUTURE_SKEW_MS) throw new SampleError(`'timestamp' ${sample.timestamp} is in the future (more than ${FUTURE_SKEW_MS / 1000} s ahead of the server clock)`);
+  if (at > now + FUTURE_SKEW_MS)
+    throw new SampleError(`'timestamp' ${sample.timestamp} is in the future (more than ${FUTURE_SKEW_MS / 1000} s ahead of the server clock)`);
   // RFC 3339 allows a lower-case t and z; the upper-case form is the one every parser takes
   const timestamp = sample.timestamp.toUpperCase();
   return { hubId: sample.hubId, shareId: optionalId(sample, 'shareId'), envZId: optionalId(sample, 'envZId'), rx, tx, timestamp };
 }
 
-const rejectSample = (index: number, problem: string) => badRequest(`sample ${index} ($.samples[${index}]) is invalid: ${problem}; no sample of the batch was stored`);
+const rejectSample = (index: number, problem: string) =>
+  badRequest(`sample ${index} ($.samples[${index}]) is invalid: ${problem}; no sample of the batch was stored`);
 
 interface ShareRow {
   id: string;
@@ -80,8 +83,14 @@ async function lookUp(rows: UsageRow[]) {
   const select = <T extends object>(sql: string, ids: string[]) =>
     ids.length === 0 ? Promise.resolve([] as T[]) : db().query<T>(sql, { bind: [ids], type: QueryTypes.SELECT });
   const [hubs, environments, shares] = await Promise.all([
-    select<{ id: string }>('SELECT id FROM hubs WHERE id = ANY($1::text[])', distinct((r) => r.hubId)),
-    select<{ hub_id: string; env_z_id: string }>('SELECT hub_id, env_z_id FROM environments WHERE env_z_id = ANY($1::text[])', distinct((r) => r.envZId)),
+    select<{ id: string }>(
+      'SELECT id FROM hubs WHERE id = ANY($1::text[])',
+      distinct((r) => r.hubId),
+    ),
+    select<{ hub_id: string; env_z_id: string }>(
+      'SELECT hub_id, env_z_id FROM environments WHERE env_z_id = ANY($1::text[])',
+      distinct((r) => r.envZId),
+    ),
     select<ShareRow>(shareQuery, shareIds),
   ]);
   return {
@@ -102,7 +111,8 @@ export async function ingestUsage(input: unknown, now = Date.now()): Promise<{ a
   const extra = Object.keys(rest);
   if (extra.length) throw badRequest(`unknown propert${extra.length > 1 ? 'ies' : 'y'} ${extra.map((k) => `'$.${k}'`).join(', ')}`);
   if (!Array.isArray(samples)) throw badRequest(`property '$.samples' is required and must be of type array (received ${describe(samples)})`);
-  if (samples.length > MAX_SAMPLES_PER_BATCH) throw badRequest(`'$.samples' has ${samples.length} samples; at most ${MAX_SAMPLES_PER_BATCH} are allowed per request`);
+  if (samples.length > MAX_SAMPLES_PER_BATCH)
+    throw badRequest(`'$.samples' has ${samples.length} samples; at most ${MAX_SAMPLES_PER_BATCH} are allowed per request`);
 
   const rows = samples.map((sample, index) => {
     try {

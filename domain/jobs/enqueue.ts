@@ -89,7 +89,16 @@ async function record(spec: EnqueueSpec): Promise<{ id: string; execution: () =>
     'executions_insert',
     `INSERT INTO executions (id, process_id, hub_id, type, resource_type, resource_id, status, payload, created_by, job_options)
      VALUES ($1, $1, $2, $3, $4, $5, 'QUEUED', $6, $7, $8) RETURNING created_at`,
-    [id, fields.hubId, fields.type, fields.resourceType, fields.resourceId, JSON.stringify(fields.payload), fields.createdBy, fields.jobOptions && JSON.stringify(fields.jobOptions)],
+    [
+      id,
+      fields.hubId,
+      fields.type,
+      fields.resourceType,
+      fields.resourceId,
+      JSON.stringify(fields.payload),
+      fields.createdBy,
+      fields.jobOptions && JSON.stringify(fields.jobOptions),
+    ],
   );
   await dispatch(fields);
   return { id, execution: () => Execution.build({ ...fields, createdAt: row.created_at, attempts: 0, error: null, result: null }, { isNewRecord: false }) };

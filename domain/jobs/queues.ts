@@ -121,7 +121,10 @@ export const CLOSE_GRACE_MS = 5000;
  * command would wait in its queue for Redis). The grace is an option, never a second positional argument: a
  * positional one took each array index of `list.map(closeWithConnection)`, and gave the first queue 0 ms.
  */
-export async function closeWithConnection(owner: { close(): Promise<void>; opts: { connection?: unknown } }, { graceMs = CLOSE_GRACE_MS }: { graceMs?: number } = {}): Promise<void> {
+export async function closeWithConnection(
+  owner: { close(): Promise<void>; opts: { connection?: unknown } },
+  { graceMs = CLOSE_GRACE_MS }: { graceMs?: number } = {},
+): Promise<void> {
   // neither the connection nor BullMQ's copies of it (a worker's blocking connection) may reconnect from now on
   stopReconnecting(owner.opts.connection);
   const closed = owner.close().catch(() => undefined);

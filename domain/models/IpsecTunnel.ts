@@ -6,7 +6,6 @@ export type IpsecStatus = (typeof IPSEC_STATUSES)[number];
 export type { TunnelOptions } from '../../shared/ipsec/options.js';
 import type { TunnelOptions } from '../../shared/ipsec/options.js';
 
-
 /** A VPN ingress point of a hub. The provisioned fields are filled when it reaches DEPLOYED. */
 export class IpsecTunnel extends Model<InferAttributes<IpsecTunnel>, InferCreationAttributes<IpsecTunnel>> {
   declare id: string;

@@ -112,7 +112,9 @@ export class ClientCertificateRegistry {
   load(): Promise<void> {
     return this.serialised(async () => {
       const [cas, certs] = await Promise.all([
-        this.pool.query<{ id: string; hub_id: string; certificate_pem: string }>(`SELECT id, hub_id, certificate_pem FROM certificate_authorities WHERE kind = 'ISSUING'`),
+        this.pool.query<{ id: string; hub_id: string; certificate_pem: string }>(
+          `SELECT id, hub_id, certificate_pem FROM certificate_authorities WHERE kind = 'ISSUING'`,
+        ),
         this.pool.query<CertificateRow>(`SELECT ${CERTIFICATE_COLUMNS} FROM client_certificates`),
       ]);
       this.byFingerprint = new Map();
@@ -150,7 +152,8 @@ export class ClientCertificateRegistry {
 
   /** Whether the client on this TLS connection may reach a mutual-TLS share of `hubId`. Synchronous; no I/O. */
   check(hubId: string, socket: TLSSocket): MutualTlsDecision {
-    if (!socket || !(socket as TLSSocket).encrypted) return { ok: false, code: 'EH_MTLS_REQUIRED', message: 'this share requires mutual TLS: connect over HTTPS with a client certificate' };
+    if (!socket || !(socket as TLSSocket).encrypted)
+      return { ok: false, code: 'EH_MTLS_REQUIRED', message: 'this share requires mutual TLS: connect over HTTPS with a client certificate' };
     const peer = peerOf(socket);
     if (!peer) return { ok: false, code: 'EH_MTLS_NO_CERT', message: 'this share requires a client certificate and none was presented' };
     const now = Date.now();
@@ -162,7 +165,10 @@ export class ClientCertificateRegistry {
       const bySerial = this.issuedSerials.get(hubId)?.get(peer.serial);
       if (bySerial && bySerial.issuerId === issuer.id) {
         // listed by serial: judge validity by the certificate actually presented
-        return this.admit({ ...bySerial, fingerprint: peer.fingerprint, notBefore: Date.parse(peer.certificate.validFrom), notAfter: Date.parse(peer.certificate.validTo) }, now);
+        return this.admit(
+          { ...bySerial, fingerprint: peer.fingerprint, notBefore: Date.parse(peer.certificate.validFrom), notAfter: Date.parse(peer.certificate.validTo) },
+          now,
+        );
       }
       return { ok: false, code: 'EH_MTLS_CERT_DELETED', message: 'the client certificate was deleted or is no longer listed in the hub' };
     }
@@ -171,7 +177,8 @@ export class ClientCertificateRegistry {
 
   private admit(listed: Listed, now: number): MutualTlsDecision {
     if (now >= listed.notAfter) return { ok: false, code: 'EH_MTLS_CERT_EXPIRED', message: `the client certificate expired at ${iso(listed.notAfter)}` };
-    if (now < listed.notBefore) return { ok: false, code: 'EH_MTLS_CERT_NOT_YET_VALID', message: `the client certificate is not valid before ${iso(listed.notBefore)}` };
+    if (now < listed.notBefore)
+      return { ok: false, code: 'EH_MTLS_CERT_NOT_YET_VALID', message: `the client certificate is not valid before ${iso(listed.notBefore)}` };
     return { ok: true, identity: { name: listed.name, fingerprint: listed.fingerprint, certificateId: listed.id } };
   }
 

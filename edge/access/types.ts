@@ -5,7 +5,9 @@ import type { ErrorCode } from '../../shared/errors.js';
 import type { EdgeChange, ShareRoute } from '../types.js';
 
 /** Access-control hooks (edge/access/*): mutual TLS by the hub's client certificates, and login. */
-export type MutualTlsDecision = { ok: true; identity: { name: string; fingerprint: string; certificateId?: string } } | { ok: false; code: ErrorCode; message: string };
+export type MutualTlsDecision =
+  | { ok: true; identity: { name: string; fingerprint: string; certificateId?: string } }
+  | { ok: false; code: ErrorCode; message: string };
 export interface MutualTlsChecker {
   load(): Promise<void>;
   onChange(change: EdgeChange): Promise<void>;

@@ -20,7 +20,8 @@ export const AFFINITY_COOKIE = 'edgehub_affinity';
 export const affinityKey = (secretKey: Buffer): Buffer => createHmac('sha256', secretKey).update('edgehub agent affinity cookie v1').digest();
 
 /** The cookie value naming `agentId` for share `zId`. */
-export const affinityToken = (key: Buffer, zId: string, agentId: string): string => createHmac('sha256', key).update(`${zId}\n${agentId}`).digest('base64url').slice(0, 32);
+export const affinityToken = (key: Buffer, zId: string, agentId: string): string =>
+  createHmac('sha256', key).update(`${zId}\n${agentId}`).digest('base64url').slice(0, 32);
 
 /** The request's claim to an agent, for a share with affinity; undefined without. */
 export function stickyOf(req: IncomingMessage, route: ShareRoute, secure: boolean): Sticky | undefined {
@@ -38,7 +39,8 @@ export function stickyOf(req: IncomingMessage, route: ShareRoute, secure: boolea
 }
 
 /** The Set-Cookie value naming the chosen agent (host-only: no Domain attribute). */
-export const affinityCookie = (token: string, secure: boolean): string => `${AFFINITY_COOKIE}=${token}; Path=/; HttpOnly; SameSite=Lax${secure ? '; Secure' : ''}`;
+export const affinityCookie = (token: string, secure: boolean): string =>
+  `${AFFINITY_COOKIE}=${token}; Path=/; HttpOnly; SameSite=Lax${secure ? '; Secure' : ''}`;
 
 /** Whether `cookie` is the token for `agentId` (compared in constant time). */
 export function names(key: Buffer, zId: string, agentId: string, cookie: string): boolean {

@@ -46,7 +46,14 @@ export class TargetChecks {
           // the first check of a target counts
           if (checks.has(authority)) continue;
           const base = url.pathname.replace(/\/+$/, '');
-          checks.set(authority, { method: r.method, path: `${base}${r.path}`, status: r.expected_status, timeoutMs: r.timeout_ms, tls: url.protocol === 'https:', host: url.hostname });
+          checks.set(authority, {
+            method: r.method,
+            path: `${base}${r.path}`,
+            status: r.expected_status,
+            timeoutMs: r.timeout_ms,
+            tls: url.protocol === 'https:',
+            host: url.hostname,
+          });
         }
         this.byHub = byHub;
       })

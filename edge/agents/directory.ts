@@ -36,7 +36,13 @@ export class AgentDirectory {
       const byFingerprint = new Map<string, AgentRecord>();
       const byId = new Map<string, AgentRecord>();
       for (const r of rows) {
-        const record = { id: r.id, hubId: r.hub_id, envZId: r.env_z_id, fingerprint: r.fingerprint_sha256.toLowerCase(), notAfter: new Date(r.not_after).getTime() };
+        const record = {
+          id: r.id,
+          hubId: r.hub_id,
+          envZId: r.env_z_id,
+          fingerprint: r.fingerprint_sha256.toLowerCase(),
+          notAfter: new Date(r.not_after).getTime(),
+        };
         byFingerprint.set(record.fingerprint, record);
         byId.set(record.id, record);
       }

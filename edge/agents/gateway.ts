@@ -111,7 +111,10 @@ export class AgentGatewayServer implements AgentGateway {
     const fingerprint = certificate?.raw ? createHash('sha256').update(certificate.raw).digest('hex') : '';
     const agent = fingerprint ? this.o.directory.byCertificate(fingerprint) : undefined;
     if (!agent) {
-      logger.warn({ remote: socket.remoteAddress, fingerprint: fingerprint || undefined }, 'edge: agent connection refused (no enrolled agent has this certificate)');
+      logger.warn(
+        { remote: socket.remoteAddress, fingerprint: fingerprint || undefined },
+        'edge: agent connection refused (no enrolled agent has this certificate)',
+      );
       return void socket.destroy();
     }
     if (!this.admission.admit(agent, socket)) return void socket.destroy();
@@ -159,7 +162,15 @@ export class AgentGatewayServer implements AgentGateway {
       () => {
         link.ready = true;
         logger.info(
-          { agentId: agent.id, hubId: agent.hubId, envZId: agent.envZId, remote: socket.remoteAddress, weight: link.weight, priority: link.priority, serves: link.serves ? [...link.serves] : 'all' },
+          {
+            agentId: agent.id,
+            hubId: agent.hubId,
+            envZId: agent.envZId,
+            remote: socket.remoteAddress,
+            weight: link.weight,
+            priority: link.priority,
+            serves: link.serves ? [...link.serves] : 'all',
+          },
           'edge: agent connected',
         );
         this.pushEdges(link);
@@ -226,11 +237,20 @@ export class AgentGatewayServer implements AgentGateway {
   private applyState(link: Link, said: unknown): void {
     const wasDraining = link.draining;
     const foreign = applyState(link, said, link.acked);
-    if (foreign.length) logger.warn({ agentId: link.agent.id, envZId: link.agent.envZId, targets: foreign.slice(0, 10) }, "edge: agent reported targets down that are not its environment's; ignored");
+    if (foreign.length)
+      logger.warn(
+        { agentId: link.agent.id, envZId: link.agent.envZId, targets: foreign.slice(0, 10) },
+        "edge: agent reported targets down that are not its environment's; ignored",
+      );
     if (link.draining && !wasDraining) logger.info({ agentId: link.agent.id, envZId: link.agent.envZId }, 'edge: agent draining; it is sent nothing new');
     const down = new Set(link.down);
     const targetsDown = (this.o.sharesOf?.(link.agent.hubId, link.agent.envZId) ?? []).filter((s) => down.has(s.authority)).map((s) => s.zId);
-    void this.o.presence.state(link.agent.id, { weight: link.weight, priority: link.priority, draining: link.draining, targetsDown: [...new Set(targetsDown)].sort() });
+    void this.o.presence.state(link.agent.id, {
+      weight: link.weight,
+      priority: link.priority,
+      draining: link.draining,
+      targetsDown: [...new Set(targetsDown)].sort(),
+    });
   }
 
   /** Reads the agent's state stream (one JSON line per change) for as long as the connection lasts. */
@@ -315,7 +335,8 @@ export class AgentGatewayServer implements AgentGateway {
     const key = envKey(route.hubId, route.envZId);
     // this request's agent connection, chosen now: the pools keep target connections per agent connection
     const authority = targetAuthority(route.target);
-    const chosen = sticky && this.o.affinityKey ? this.pickSticky(route, authority, sticky, this.o.affinityKey) : this.pick(route.hubId, route.envZId, authority);
+    const chosen =
+      sticky && this.o.affinityKey ? this.pickSticky(route, authority, sticky, this.o.affinityKey) : this.pick(route.hubId, route.envZId, authority);
     if (typeof chosen === 'object') {
       this.figures.request(chosen.agent.id);
       chosen.connector ??= streamConnector((authority) => this.openStream(route.hubId, route.envZId, authority, chosen), this.o.connectTimeoutMs);
@@ -426,8 +447,13 @@ export class AgentGatewayServer implements AgentGateway {
       if (asked) return asked;
       chosen = 'none';
     }
-    if (chosen === 'down') throw new AgentStreamError('EDGE_TARGET_DOWN', `the share's target ${authority} is down at every agent of environment ${envZId} (each reports it cannot reach it)`);
-    if (chosen === 'none') throw new AgentStreamError('EDGE_NO_AGENT', `no agent connected for environment ${envZId}: the share's target is reached only through its agents`);
+    if (chosen === 'down')
+      throw new AgentStreamError(
+        'EDGE_TARGET_DOWN',
+        `the share's target ${authority} is down at every agent of environment ${envZId} (each reports it cannot reach it)`,
+      );
+    if (chosen === 'none')
+      throw new AgentStreamError('EDGE_NO_AGENT', `no agent connected for environment ${envZId}: the share's target is reached only through its agents`);
     return chosen;
   }
 

@@ -46,7 +46,10 @@ export class AgentAdmission {
   admit(agent: AgentRecord, socket: TLSSocket): boolean {
     const penalty = this.penalties.get(agent.id);
     if (penalty && penalty > Date.now()) {
-      logger.warn({ agentId: agent.id, hubId: agent.hubId, remote: socket.remoteAddress }, `edge: agent connection refused: agent ${agent.id} flooded this edge; it may connect again in ${Math.ceil((penalty - Date.now()) / 1000)} s`);
+      logger.warn(
+        { agentId: agent.id, hubId: agent.hubId, remote: socket.remoteAddress },
+        `edge: agent connection refused: agent ${agent.id} flooded this edge; it may connect again in ${Math.ceil((penalty - Date.now()) / 1000)} s`,
+      );
       return false;
     }
     if (penalty) this.penalties.delete(agent.id);
@@ -69,7 +72,10 @@ export class AgentAdmission {
 
   /** The agent flooded: logs why, and refuses its connections for FLOOD_PENALTY_MS (the caller closes this one). */
   penalize(agent: AgentRecord, socket: TLSSocket, reason: string): void {
-    logger.warn({ agentId: agent.id, hubId: agent.hubId, remote: socket.remoteAddress }, `edge: agent connection closed: it sent ${reason}; it may connect again in ${FLOOD_PENALTY_MS / 1000} s`);
+    logger.warn(
+      { agentId: agent.id, hubId: agent.hubId, remote: socket.remoteAddress },
+      `edge: agent connection closed: it sent ${reason}; it may connect again in ${FLOOD_PENALTY_MS / 1000} s`,
+    );
     this.penalties.set(agent.id, Date.now() + FLOOD_PENALTY_MS);
   }
 }

@@ -30,12 +30,20 @@ export interface PoolMember {
   current: number;
 }
 
-export const poolDefaults = (): PoolMember => ({ weight: WEIGHT.default, priority: PRIORITY.default, draining: false, down: new Set(), serves: undefined, current: 0 });
+export const poolDefaults = (): PoolMember => ({
+  weight: WEIGHT.default,
+  priority: PRIORITY.default,
+  draining: false,
+  down: new Set(),
+  serves: undefined,
+  current: 0,
+});
 
 const inRange = (value: unknown, range: { min: number; max: number; default: number }) =>
   Number.isInteger(value) && (value as number) >= range.min && (value as number) <= range.max ? (value as number) : range.default;
 
-const authorities = (list: unknown): string[] => (Array.isArray(list) ? list.filter((t): t is string => typeof t === 'string' && t.length <= 300).slice(0, 10_000) : []);
+const authorities = (list: unknown): string[] =>
+  Array.isArray(list) ? list.filter((t): t is string => typeof t === 'string' && t.length <= 300).slice(0, 10_000) : [];
 
 /**
  * Takes what the agent said of itself (`{weight, priority, draining, down, serves?}`); `known` are the targets of its

@@ -70,10 +70,14 @@ export class Presence {
     const known = this.counts.get(agentId);
     if (!known) return this.work;
     known.state = state;
-    return this.run(
-      `UPDATE agent_connections SET weight = $3, priority = $4, draining = $5, targets_down = $6 WHERE agent_id = $1 AND edge_id = $2`,
-      [agentId, this.edgeId, state.weight, state.priority, state.draining, state.targetsDown],
-    );
+    return this.run(`UPDATE agent_connections SET weight = $3, priority = $4, draining = $5, targets_down = $6 WHERE agent_id = $1 AND edge_id = $2`, [
+      agentId,
+      this.edgeId,
+      state.weight,
+      state.priority,
+      state.draining,
+      state.targetsDown,
+    ]);
   }
 
   disconnected(agentId: string): Promise<unknown> {

@@ -52,10 +52,18 @@ export class CertificateStore {
         this.pool.query<{ hostname: string; certificate_pem: string; certificate_key_sealed: string }>(
           `SELECT hostname, certificate_pem, certificate_key_sealed FROM custom_frontends WHERE status = 'ACTIVE' AND certificate_pem IS NOT NULL`,
         ),
-        this.pool.query<{ domain: string; certificate_pem: string; private_key_sealed: string }>(`SELECT domain, certificate_pem, private_key_sealed FROM edge_certificates`),
+        this.pool.query<{ domain: string; certificate_pem: string; private_key_sealed: string }>(
+          `SELECT domain, certificate_pem, private_key_sealed FROM edge_certificates`,
+        ),
       ]);
-      this.custom = this.merge(this.custom, custom.rows.map((r) => [r.hostname, r.certificate_pem, r.certificate_key_sealed]));
-      this.standard = this.merge(this.standard, standard.rows.map((r) => [r.domain, r.certificate_pem, r.private_key_sealed]));
+      this.custom = this.merge(
+        this.custom,
+        custom.rows.map((r) => [r.hostname, r.certificate_pem, r.certificate_key_sealed]),
+      );
+      this.standard = this.merge(
+        this.standard,
+        standard.rows.map((r) => [r.domain, r.certificate_pem, r.private_key_sealed]),
+      );
     });
     this.work = run.catch((err) => logger.error({ err: (err as Error).message }, 'edge: certificate load failed'));
     return run;

@@ -22,7 +22,21 @@ import type { Duplex } from 'node:stream';
 import type { Redis } from 'ioredis';
 import { logger } from '../../shared/logger.js';
 import { logThrottle } from '../../shared/logThrottle.js';
-import { BATCH, type CapturedMessage, ENTRY_BYTES, type InspectLimits, type RecordedExchange, type BoundRefusal, isBoundRefusal, recordArgs, recordedBytes, recordedExchange, recordExchange, type StoredSummary, withRecordScript } from '../../shared/inspect/store.js';
+import {
+  BATCH,
+  type CapturedMessage,
+  ENTRY_BYTES,
+  type InspectLimits,
+  type RecordedExchange,
+  type BoundRefusal,
+  isBoundRefusal,
+  recordArgs,
+  recordedBytes,
+  recordedExchange,
+  recordExchange,
+  type StoredSummary,
+  withRecordScript,
+} from '../../shared/inspect/store.js';
 import { isForm, redactForm, redactLines, redactQuery } from '../../shared/inspect/redact.js';
 import { inspectDropped, inspectRecorded } from '../../shared/telemetry/index.js';
 import { CALLBACK_PATH } from '../access/login/index.js';
@@ -254,7 +268,10 @@ export class Capture {
   readonly limits: CaptureOptions['limits'];
   readonly edge: string;
   /** Since start, for tests and the bench. */
-  readonly counts = { recorded: 0, dropped: { queue_full: 0, redis_unavailable: 0, redis_error: 0, bound_bytes: 0, bound_shares: 0 } as Record<DropReason, number> };
+  readonly counts = {
+    recorded: 0,
+    dropped: { queue_full: 0, redis_unavailable: 0, redis_error: 0, bound_bytes: 0, bound_shares: 0 } as Record<DropReason, number>,
+  };
 
   constructor(private readonly options: CaptureOptions) {
     this.limits = options.limits;
@@ -348,7 +365,16 @@ export class Capture {
     }
     const pipeline = this.options.redis.pipeline();
     const scripted = pipeline as unknown as { inspectRecord(...args: unknown[]): void };
-    for (const entry of entries) scripted.inspectRecord(...recordArgs(this.options.prefix, entry[0].hubId, entry[0].zId, this.limits, entry.map((q) => q.exchange)));
+    for (const entry of entries)
+      scripted.inspectRecord(
+        ...recordArgs(
+          this.options.prefix,
+          entry[0].hubId,
+          entry[0].zId,
+          this.limits,
+          entry.map((q) => q.exchange),
+        ),
+      );
     try {
       const results = (await pipeline.exec()) ?? [];
       let failed = 0;

@@ -16,12 +16,29 @@ export interface Inspection {
   stop(): Promise<void>;
 }
 
-export function startInspection(options: { edge: string; routeOf: (zId: string) => ShareRoute | undefined; pools: UpstreamPools; meter: Meter; via: string }): Inspection {
+export function startInspection(options: {
+  edge: string;
+  routeOf: (zId: string) => ShareRoute | undefined;
+  pools: UpstreamPools;
+  meter: Meter;
+  via: string;
+}): Inspection {
   const cfg = config();
   const redis = createRedis('producer');
   const blocking = createRedis('worker');
   const capture = new Capture({ redis, prefix: cfg.queuePrefix, limits: cfg.inspect, edge: options.edge });
-  const replays = new Replays({ blocking, redis, prefix: cfg.queuePrefix, capture, routeOf: options.routeOf, pools: options.pools, meter: options.meter, via: options.via, concurrency: cfg.inspect.replays, perHub: cfg.inspect.replaysPerHub });
+  const replays = new Replays({
+    blocking,
+    redis,
+    prefix: cfg.queuePrefix,
+    capture,
+    routeOf: options.routeOf,
+    pools: options.pools,
+    meter: options.meter,
+    via: options.via,
+    concurrency: cfg.inspect.replays,
+    perHub: cfg.inspect.replaysPerHub,
+  });
   replays.start();
   return {
     capture,

@@ -15,7 +15,16 @@
 import type { Redis } from 'ioredis';
 import type { Dispatcher } from 'undici';
 import { logger } from '../../shared/logger.js';
-import { BoundError, getExchange, present, recordedExchange, summaryOf, type ReplayReply, type ReplayRequest, type StoredSummary } from '../../shared/inspect/store.js';
+import {
+  BoundError,
+  getExchange,
+  present,
+  recordedExchange,
+  summaryOf,
+  type ReplayReply,
+  type ReplayRequest,
+  type StoredSummary,
+} from '../../shared/inspect/store.js';
 import { REDACTED, redactLines } from '../../shared/inspect/redact.js';
 import { replayKeys, takeReplay, wakeReplays } from '../../shared/inspect/replayQueue.js';
 import { HOP_BY_HOP } from '../headers.js';
@@ -137,7 +146,11 @@ export class Replays {
     const recorded = await getExchange(redis, prefix, request.hubId, request.zId, request.exchangeId, capture.limits);
     if (!recorded) return refuse(404, 'not_found', `exchange with id '${request.exchangeId}' not found`);
     if (recorded.request.bodyTruncated) {
-      return refuse(400, 'invalid_request', `the recorded request body was cut at ${capture.limits.bodyBytes} bytes (HUB_INSPECT_BODY_BYTES); it cannot be sent again whole`);
+      return refuse(
+        400,
+        'invalid_request',
+        `the recorded request body was cut at ${capture.limits.bodyBytes} bytes (HUB_INSPECT_BODY_BYTES); it cannot be sent again whole`,
+      );
     }
     const headers: string[] = [];
     for (const [name, value] of recorded.request.headers) {
@@ -155,7 +168,9 @@ export class Replays {
     let responseLines: string[] = [];
     try {
       const path = targetPath(route.target, originForm(recorded.path));
-      const answer = await this.options.pools.dispatcher(route).request({ method: method as Dispatcher.HttpMethod, path, headers, body: body.length || !['GET', 'HEAD'].includes(method) ? body : null });
+      const answer = await this.options.pools
+        .dispatcher(route)
+        .request({ method: method as Dispatcher.HttpMethod, path, headers, body: body.length || !['GET', 'HEAD'].includes(method) ? body : null });
       status = answer.statusCode;
       for (const [name, value] of Object.entries(answer.headers)) {
         if (HOP_BY_HOP.has(name)) continue;
@@ -189,7 +204,11 @@ export class Replays {
     try {
       id = await capture.record(
         route,
-        recordedExchange(summary, { lines: recorded.request.headers.flat(), body: recorded.request.body, bodyTruncated: false }, response.captured(redactLines(responseLines))),
+        recordedExchange(
+          summary,
+          { lines: recorded.request.headers.flat(), body: recorded.request.body, bodyTruncated: false },
+          response.captured(redactLines(responseLines)),
+        ),
       );
     } catch (err) {
       if (err instanceof BoundError) return refuse(429, 'quota_exceeded', `the replay was sent (status ${status}) but not recorded: ${err.message}`);

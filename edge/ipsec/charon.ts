@@ -137,7 +137,16 @@ export class Charon {
     rmSync(this.vici, { force: true });
     const child = spawn(
       'ip',
-      ['netns', 'exec', this.ns, 'unshare', '-m', 'sh', '-c', `mount -t tmpfs none /run && STRONGSWAN_CONF=${path.join(this.dir, 'strongswan.conf')} exec ${CHARON_PATH}`],
+      [
+        'netns',
+        'exec',
+        this.ns,
+        'unshare',
+        '-m',
+        'sh',
+        '-c',
+        `mount -t tmpfs none /run && STRONGSWAN_CONF=${path.join(this.dir, 'strongswan.conf')} exec ${CHARON_PATH}`,
+      ],
       { stdio: 'ignore' },
     );
     this.child = child;

@@ -209,7 +209,10 @@ export class IpsecHost {
       } catch (err) {
         logger.error({ tunnelId: id, err: (err as Error).message }, 'ipsec: tunnel could not be loaded');
         await runtime.down().catch(() => undefined);
-        await pool.query(`UPDATE ipsec_local_tunnels SET sa_status = 'DOWN', sa_status_message = $2, sa_checked_at = now() WHERE tunnel_id = $1`, [id, `charon could not load the tunnel: ${(err as Error).message}`]);
+        await pool.query(`UPDATE ipsec_local_tunnels SET sa_status = 'DOWN', sa_status_message = $2, sa_checked_at = now() WHERE tunnel_id = $1`, [
+          id,
+          `charon could not load the tunnel: ${(err as Error).message}`,
+        ]);
         continue;
       }
       runtime.onLost = () => this.changed();
@@ -222,7 +225,10 @@ export class IpsecHost {
     // what charon says of each security association
     for (const [id, runtime] of this.tunnels) {
       const report = await runtime.report().catch((err) => ({ status: 'DOWN' as const, message: `charon did not answer: ${(err as Error).message}` }));
-      await pool.query(`UPDATE ipsec_local_tunnels SET sa_status = $2, sa_status_message = $3, sa_checked_at = now(), loaded_at = coalesce(loaded_at, now()) WHERE tunnel_id = $1`, [id, report.status, report.message]);
+      await pool.query(
+        `UPDATE ipsec_local_tunnels SET sa_status = $2, sa_status_message = $3, sa_checked_at = now(), loaded_at = coalesce(loaded_at, now()) WHERE tunnel_id = $1`,
+        [id, report.status, report.message],
+      );
     }
   }
 
@@ -233,7 +239,12 @@ export class IpsecHost {
          FROM ipsec_local_listeners l JOIN ipsec_shares s ON s.id = l.share_id
         WHERE l.released_at IS NULL`,
     );
-    const wanted = new Map<string, ShareEntry>(rows.map((r) => [r.share_id, { shareId: r.share_id, tunnelId: r.tunnel_id, hubId: r.hub_id, envZId: r.env_z_id, target: r.target, port: r.ingress_port }]));
+    const wanted = new Map<string, ShareEntry>(
+      rows.map((r) => [
+        r.share_id,
+        { shareId: r.share_id, tunnelId: r.tunnel_id, hubId: r.hub_id, envZId: r.env_z_id, target: r.target, port: r.ingress_port },
+      ]),
+    );
     for (const [shareId, entry] of this.shares) {
       const next = wanted.get(shareId);
       if (next && next.port === entry.port && next.tunnelId === entry.tunnelId && this.tunnels.get(entry.tunnelId)?.listening.has(shareId)) {
@@ -319,7 +330,9 @@ export class IpsecHost {
     this.tunnels.clear();
     this.shares.clear();
     if (ids.length) {
-      await this.o.pool.query(`UPDATE ipsec_local_tunnels SET loaded_at = NULL, sa_status = NULL, sa_status_message = NULL WHERE tunnel_id = ANY($1)`, [ids]).catch(() => undefined);
+      await this.o.pool
+        .query(`UPDATE ipsec_local_tunnels SET loaded_at = NULL, sa_status = NULL, sa_status_message = NULL WHERE tunnel_id = ANY($1)`, [ids])
+        .catch(() => undefined);
       await this.o.pool.query(`UPDATE ipsec_local_listeners SET listening_at = NULL WHERE tunnel_id = ANY($1)`, [ids]).catch(() => undefined);
     }
   }

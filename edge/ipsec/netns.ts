@@ -17,7 +17,10 @@ export const NETNS_PREFIX = 'ehv-';
 
 /** The namespace of a tunnel (stable: the data plane finds its own after a restart). */
 export const tunnelNetns = (tunnelId: string) => `${NETNS_PREFIX}${createHash('sha256').update(tunnelId).digest('hex').slice(0, 10)}`;
-const linkNames = (ns: string) => ({ wan: `${ns.slice(NETNS_PREFIX.length, NETNS_PREFIX.length + 10)}w`, tunnel: `${ns.slice(NETNS_PREFIX.length, NETNS_PREFIX.length + 10)}t` });
+const linkNames = (ns: string) => ({
+  wan: `${ns.slice(NETNS_PREFIX.length, NETNS_PREFIX.length + 10)}w`,
+  tunnel: `${ns.slice(NETNS_PREFIX.length, NETNS_PREFIX.length + 10)}t`,
+});
 
 async function ip(args: string[]): Promise<string> {
   const { stdout } = await run('ip', args);

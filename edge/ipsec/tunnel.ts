@@ -23,7 +23,8 @@ export interface TunnelSpec extends ResponderSpec {
 }
 
 /** What the runtime was made from: a change of any of these re-creates it. */
-export const specKey = (s: TunnelSpec) => JSON.stringify([s.outside, s.peerPublicIp, s.peerCidr, s.vpcCidr, s.preSharedKey, s.options, s.nlbPrivateIp, s.insideAws]);
+export const specKey = (s: TunnelSpec) =>
+  JSON.stringify([s.outside, s.peerPublicIp, s.peerCidr, s.vpcCidr, s.preSharedKey, s.options, s.nlbPrivateIp, s.insideAws]);
 
 type Waiter = { resolve: () => void; reject: (err: Error) => void };
 
@@ -64,7 +65,13 @@ export class TunnelRuntime {
   }
 
   async up(): Promise<void> {
-    const net: TunnelNetwork = { ns: this.ns, outside: this.spec.outside, insideAws: this.spec.insideAws, insideCustomer: this.spec.insideCustomer, nlbPrivateIp: this.spec.nlbPrivateIp };
+    const net: TunnelNetwork = {
+      ns: this.ns,
+      outside: this.spec.outside,
+      insideAws: this.spec.insideAws,
+      insideCustomer: this.spec.insideCustomer,
+      nlbPrivateIp: this.spec.nlbPrivateIp,
+    };
     mkdirSync(path.dirname(this.marker), { recursive: true, mode: 0o700 });
     writeFileSync(this.marker, `${process.pid}\n`);
     await createTunnelNetwork(net, this.wanNetns);
@@ -82,7 +89,10 @@ export class TunnelRuntime {
   private startRelay(): Promise<void> {
     this.relayStarts++;
     let ready = false;
-    const relay = spawn('ip', ['netns', 'exec', this.ns, process.execPath, '--import', 'tsx', RELAY, this.edgeSocket], { cwd: ROOT, stdio: ['pipe', 'pipe', 'inherit'] });
+    const relay = spawn('ip', ['netns', 'exec', this.ns, process.execPath, '--import', 'tsx', RELAY, this.edgeSocket], {
+      cwd: ROOT,
+      stdio: ['pipe', 'pipe', 'inherit'],
+    });
     this.relay = relay;
     this.relayReady = new Promise<void>((resolve, reject) => {
       readline.createInterface({ input: relay.stdout! }).on('line', (line) => {

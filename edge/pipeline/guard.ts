@@ -19,7 +19,8 @@ export type Identity = { ok: true; headers?: Record<string, string> } | { ok: fa
  */
 export function identityOf({ access }: PipelineParts, route: ShareRoute, connection: Duplex, secure: boolean): Identity {
   if (!route.mutualTls) return { ok: true };
-  if (!secure) return { ok: false, code: 'EH_MTLS_REQUIRED', message: 'this share requires mutual TLS: connect with https and present a client certificate of its hub' };
+  if (!secure)
+    return { ok: false, code: 'EH_MTLS_REQUIRED', message: 'this share requires mutual TLS: connect with https and present a client certificate of its hub' };
   if (!access.mutualTls) return { ok: false, code: 'EH_MTLS_UNAVAILABLE', message: 'mutual TLS is not available on this edge' };
   const decision = access.mutualTls.check(route.hubId, connection as TLSSocket);
   if (!decision.ok) return decision;

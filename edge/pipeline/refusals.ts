@@ -28,7 +28,8 @@ export function requestRefusal(req: IncomingMessage, host: string, mark: string)
     } catch {
       authority = undefined;
     }
-    if (authority === undefined || authority !== host) return ['EH_REQUEST_MALFORMED', 'the request target must be a path, or an absolute URL of the Host it names'];
+    if (authority === undefined || authority !== host)
+      return ['EH_REQUEST_MALFORMED', 'the request target must be a path, or an absolute URL of the Host it names'];
   }
   const via = req.headers.via;
   if (via && via.includes(mark)) return ['EH_LOOP_DETECTED', "the request already passed through this edge: the share's target leads back to the edge"];

@@ -33,10 +33,16 @@ const maintenance: PolicyRefusal = { code: 'EH_SHARE_MAINTENANCE', message: 'thi
 
 const tooMany = (ms: number): PolicyRefusal => {
   const seconds = Math.max(1, Math.ceil(ms / 1000));
-  return { code: 'EH_POLICY_RATE_LIMITED', message: `too many requests to this share; retry after ${seconds} s`, reason: 'rate_limit', headers: { 'retry-after': String(seconds) } };
+  return {
+    code: 'EH_POLICY_RATE_LIMITED',
+    message: `too many requests to this share; retry after ${seconds} s`,
+    reason: 'rate_limit',
+    headers: { 'retry-after': String(seconds) },
+  };
 };
 
-const then = <T>(value: T | Promise<T>, next: (v: T) => Verdict | Promise<Verdict>): Verdict | Promise<Verdict> => (value instanceof Promise ? value.then(next) : next(value));
+const then = <T>(value: T | Promise<T>, next: (v: T) => Verdict | Promise<Verdict>): Verdict | Promise<Verdict> =>
+  value instanceof Promise ? value.then(next) : next(value);
 
 export class PolicyGate {
   constructor(

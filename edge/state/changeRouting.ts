@@ -7,7 +7,16 @@ import { logger } from '../../shared/logger.js';
 import type { EdgeChange } from '../types.js';
 
 /** Changes after which open connections are asked again whether they may stay (edge/revocation.ts). */
-const REVOCATION_TABLES = new Set(['shares', 'share_frontends', 'frontends', 'custom_frontends', 'auth_providers', 'client_certificates', 'certificate_authorities', 'hubs']);
+const REVOCATION_TABLES = new Set([
+  'shares',
+  'share_frontends',
+  'frontends',
+  'custom_frontends',
+  'auth_providers',
+  'client_certificates',
+  'certificate_authorities',
+  'hubs',
+]);
 /** Tables whose change reloads every route ('environments': a reach changed, which every share of it carries). */
 const FULL_RELOAD_TABLES = new Set(['frontends', 'custom_frontends', 'auth_providers', 'environments']);
 const TLS_TABLES = new Set(['custom_frontends', 'edge_certificates']);
@@ -37,7 +46,14 @@ export class ChangeRouting {
 
   reloadEverything(): Promise<unknown> {
     const t = this.t;
-    this.applied = Promise.all([t.routes.reloadAll(), t.tcp.reloadAll(), t.certificates.reload(), t.access.mutualTls?.load(), t.directory.reload(), t.checks?.reload()])
+    this.applied = Promise.all([
+      t.routes.reloadAll(),
+      t.tcp.reloadAll(),
+      t.certificates.reload(),
+      t.access.mutualTls?.load(),
+      t.directory.reload(),
+      t.checks?.reload(),
+    ])
       .then(() => t.gateway?.directoryChanged())
       .catch((err) => logger.error({ err: (err as Error).message }, 'edge: reload failed'));
     return this.applied;
@@ -59,7 +75,8 @@ export class ChangeRouting {
     // a certificate added revokes nothing (its hub's CA, rows changed or deleted may): no pass over open connections
     const revokes = REVOCATION_TABLES.has(change.table) && !(change.table === 'client_certificates' && change.op === 'INSERT');
     if (revokes) void this.applied.then(() => (t.connections.sweep(), t.tcp.sweep()));
-    if (change.table === 'shares' || change.table === 'share_frontends' || FULL_RELOAD_TABLES.has(change.table)) void this.applied.then(() => t.gateway?.targetsChanged());
+    if (change.table === 'shares' || change.table === 'share_frontends' || FULL_RELOAD_TABLES.has(change.table))
+      void this.applied.then(() => t.gateway?.targetsChanged());
   }
 
   /** Resolves once every change queued so far has been applied. */

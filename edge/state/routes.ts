@@ -151,7 +151,13 @@ export class RouteTable {
   }
 
   /** `policies`: the share's compiled policy, made once per load whatever the number of its hosts. */
-  private place(row: RouteRow, byHost: Map<string, ShareRoute>, hostsByShare: Map<string, string[]>, secrets: Map<string, string>, policies: Map<string, CompiledPolicy | undefined>): void {
+  private place(
+    row: RouteRow,
+    byHost: Map<string, ShareRoute>,
+    hostsByShare: Map<string, string[]>,
+    secrets: Map<string, string>,
+    policies: Map<string, CompiledPolicy | undefined>,
+  ): void {
     const pattern = hostPattern(row.url_template);
     if (!pattern) return;
     let target: URL;

@@ -106,14 +106,17 @@ export class TcpShares {
   /** `host:port` of the environment's TCP share targets (what its agents may connect to). */
   targetsOf(hubId: string, envZId: string): string[] {
     const out: string[] = [];
-    for (const l of this.listeners.values()) if (l.route.hubId === hubId && l.route.envZId === envZId) out.push(authorityOf(l.route.target.hostname, l.route.target.port));
+    for (const l of this.listeners.values())
+      if (l.route.hubId === hubId && l.route.envZId === envZId) out.push(authorityOf(l.route.target.hostname, l.route.target.port));
     return out;
   }
 
   /** The environment's TCP shares with their targets (host:port). */
   sharesOf(hubId: string, envZId: string): { zId: string; authority: string }[] {
     const out: { zId: string; authority: string }[] = [];
-    for (const l of this.listeners.values()) if (l.route.hubId === hubId && l.route.envZId === envZId) out.push({ zId: l.route.zId, authority: authorityOf(l.route.target.hostname, l.route.target.port) });
+    for (const l of this.listeners.values())
+      if (l.route.hubId === hubId && l.route.envZId === envZId)
+        out.push({ zId: l.route.zId, authority: authorityOf(l.route.target.hostname, l.route.target.port) });
     return out;
   }
 
@@ -187,7 +190,16 @@ export class TcpShares {
       checkIntervalMs: 0,
       policy,
     };
-    const listener: Listener = { route, signature, connections: new Set(), sockets: new Set(), listening: false, server: undefined as never, idleMs, refusedLoggedAt: 0 };
+    const listener: Listener = {
+      route,
+      signature,
+      connections: new Set(),
+      sockets: new Set(),
+      listening: false,
+      server: undefined as never,
+      idleMs,
+      refusedLoggedAt: 0,
+    };
     listener.server = net.createServer({ allowHalfOpen: true }, (socket) => this.accept(listener, socket, host));
     this.listeners.set(row.z_id, listener);
     await new Promise<void>((resolve) => {
@@ -218,7 +230,10 @@ export class TcpShares {
     // the port is closed at once; the close callback waits for the last connection. Every change of every TCP share
     // goes through one queue, so a connection that somehow outlives its reset must not hold up the next change
     await settleWithin(closed, DROP_WAIT_MS, () => new Error('connections still open')).catch((err: Error) =>
-      logger.warn({ zId, port: Number(listener.signature.split(' ')[0]), open: listener.sockets.size, err: err.message }, 'edge: TCP share closed, a connection still closing'),
+      logger.warn(
+        { zId, port: Number(listener.signature.split(' ')[0]), open: listener.sockets.size, err: err.message },
+        'edge: TCP share closed, a connection still closing',
+      ),
     );
   }
 
@@ -231,7 +246,10 @@ export class TcpShares {
       const now = Date.now();
       if (now - listener.refusedLoggedAt >= 60_000) {
         listener.refusedLoggedAt = now;
-        logger.warn({ zId: listener.route.zId, max: this.o.maxConnections }, 'edge: TCP share at its connection limit (HUB_EDGE_TCP_MAX_CONNECTIONS): new connections closed');
+        logger.warn(
+          { zId: listener.route.zId, max: this.o.maxConnections },
+          'edge: TCP share at its connection limit (HUB_EDGE_TCP_MAX_CONNECTIONS): new connections closed',
+        );
       }
       return;
     }
@@ -295,21 +313,24 @@ export class TcpShares {
     this.o.meter.track(client, route);
     const via = this.o.connectorFor(route);
     const connect = via?.connect ?? this.direct;
-    connect({ hostname: route.target.hostname, host: route.target.host, protocol: 'http:', port: route.target.port, servername: undefined } as buildConnector.Options, (err, socket) => {
-      if (err || !socket) {
-        logger.info({ zId: route.zId, err: err?.message }, 'edge: TCP share target not reached');
-        return void client.destroy();
-      }
-      upstream = socket as unknown as Duplex;
-      if (client.destroyed) return void upstream.destroy();
-      upstream.on('error', () => client.destroy());
-      upstream.once('close', () => {
-        // the target went away: what it sent is flushed, then the client's connection closes
-        if (!client.writableEnded) client.end();
-        client.destroySoon();
-      });
-      pump(client, upstream);
-      pump(upstream, client);
-    });
+    connect(
+      { hostname: route.target.hostname, host: route.target.host, protocol: 'http:', port: route.target.port, servername: undefined } as buildConnector.Options,
+      (err, socket) => {
+        if (err || !socket) {
+          logger.info({ zId: route.zId, err: err?.message }, 'edge: TCP share target not reached');
+          return void client.destroy();
+        }
+        upstream = socket as unknown as Duplex;
+        if (client.destroyed) return void upstream.destroy();
+        upstream.on('error', () => client.destroy());
+        upstream.once('close', () => {
+          // the target went away: what it sent is flushed, then the client's connection closes
+          if (!client.writableEnded) client.end();
+          client.destroySoon();
+        });
+        pump(client, upstream);
+        pump(upstream, client);
+      },
+    );
   }
 }

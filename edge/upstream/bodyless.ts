@@ -18,6 +18,7 @@ export function withoutLength(lines: string[]): string[] {
  * Parse errors llhttp can only raise in a header section: once the answer's head was accepted (so during its body),
  * they come from the trailer section, after the last chunk.
  */
-const HEADER_SECTION_ERRORS = /Content-Length can't be present with Transfer-Encoding|Transfer-Encoding can't be present with Content-Length|Invalid header (?:field|value) char|Header overflow|Duplicate Content-Length|Invalid character in Content-Length|Missing expected (?:CR|LF) after header value|Unexpected whitespace after header value/;
+const HEADER_SECTION_ERRORS =
+  /Content-Length can't be present with Transfer-Encoding|Transfer-Encoding can't be present with Content-Length|Invalid header (?:field|value) char|Header overflow|Duplicate Content-Length|Invalid character in Content-Length|Missing expected (?:CR|LF) after header value|Unexpected whitespace after header value/;
 
 export const inTrailers = (err: Error): boolean => err.name === 'HTTPParserError' && HEADER_SECTION_ERRORS.test(err.message);

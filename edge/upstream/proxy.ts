@@ -56,7 +56,8 @@ export function failure(err: NodeJS.ErrnoException, route: ShareRoute): Failure 
   const agent = AGENT_FAILURES[err.code ?? ''] ?? AGENT_FAILURES[cause.code ?? ''];
   if (agent) return failed(agent, cause.message);
   if (err instanceof BadRequest) return failed('EH_REQUEST_MALFORMED', err.message);
-  if (TIMEOUT_CODES.has(err.code ?? '') || TIMEOUT_CODES.has(cause.code ?? '')) return failed('EH_TARGET_TIMEOUT', `the share's target ${target.host} did not answer in time`);
+  if (TIMEOUT_CODES.has(err.code ?? '') || TIMEOUT_CODES.has(cause.code ?? ''))
+    return failed('EH_TARGET_TIMEOUT', `the share's target ${target.host} did not answer in time`);
   return failed('EH_TARGET_UNREACHABLE', `the share's target ${target.host} could not be reached (${cause.code ?? err.code ?? err.message})`);
 }
 
@@ -129,7 +130,10 @@ class Forwarding implements Dispatcher.DispatchHandler {
     try {
       // a target's cookies stay on the share's own host (headers.ts hostOnlyCookie)
       // and the share policy's response header rules apply
-      const lines = applyToLines(responseHeaderLines(rawHeaders, false, res.req?.headers.host ?? (res.req?.headers[':authority'] as string | undefined) ?? ''), this.route.policy?.responseHeaders);
+      const lines = applyToLines(
+        responseHeaderLines(rawHeaders, false, res.req?.headers.host ?? (res.req?.headers[':authority'] as string | undefined) ?? ''),
+        this.route.policy?.responseHeaders,
+      );
       // a share with cookie affinity: the cookie naming the agent chosen for this client
       if (this.sticky?.setCookie) lines.push('set-cookie', this.sticky.setCookie);
       this.tap?.head(status, lines);
@@ -137,7 +141,11 @@ class Forwarding implements Dispatcher.DispatchHandler {
       if (this.bodyless) res.end();
     } catch (err) {
       this.abort?.(err as Error);
-      this.fail(Object.assign(new Error(`the target's answer head cannot be passed on (${(err as NodeJS.ErrnoException).code ?? 'invalid'})`), { code: 'HPE_INVALID_HEADER' }));
+      this.fail(
+        Object.assign(new Error(`the target's answer head cannot be passed on (${(err as NodeJS.ErrnoException).code ?? 'invalid'})`), {
+          code: 'HPE_INVALID_HEADER',
+        }),
+      );
       return false;
     }
     return true;
@@ -229,7 +237,10 @@ class Upgrading implements Dispatcher.DispatchHandler {
     const socket = this.socket;
     if (socket.destroyed) return void upstream.destroy();
     let text = `HTTP/1.1 ${status} Switching Protocols\r\n`;
-    const lines = applyToLines(responseHeaderLines((controller as { rawHeaders?: Buffer[] }).rawHeaders ?? [], true, this.host), this.route.policy?.responseHeaders);
+    const lines = applyToLines(
+      responseHeaderLines((controller as { rawHeaders?: Buffer[] }).rawHeaders ?? [], true, this.host),
+      this.route.policy?.responseHeaders,
+    );
     for (let i = 0; i < lines.length; i += 2) text += `${lines[i]}: ${lines[i + 1]}\r\n`;
     socket.write(`${text}\r\n`, 'latin1');
     socket.off('data', this.early);
@@ -261,7 +272,10 @@ class Upgrading implements Dispatcher.DispatchHandler {
     this.done = true;
     this.answerHead = true;
     let text = `HTTP/1.1 ${status} ${statusMessage ?? ''}\r\n`;
-    const lines = applyToLines(responseHeaderLines((controller as { rawHeaders?: Buffer[] }).rawHeaders ?? [], false, this.host), this.route.policy?.responseHeaders);
+    const lines = applyToLines(
+      responseHeaderLines((controller as { rawHeaders?: Buffer[] }).rawHeaders ?? [], false, this.host),
+      this.route.policy?.responseHeaders,
+    );
     for (let i = 0; i < lines.length; i += 2) text += `${lines[i]}: ${lines[i + 1]}\r\n`;
     this.socket.write(`${text}connection: close\r\n\r\n`, 'latin1');
   }
@@ -339,9 +353,17 @@ export class Proxy {
   }
 
   /** An Upgrade request (WebSocket): relayed, then the two connections are spliced and metered until they close. */
-  upgrade(req: IncomingMessage, socket: Duplex, head: Buffer, route: ShareRoute, ctx: ForwardContext, onSpliced: (socket: Duplex) => void = () => undefined): void {
+  upgrade(
+    req: IncomingMessage,
+    socket: Duplex,
+    head: Buffer,
+    route: ShareRoute,
+    ctx: ForwardContext,
+    onSpliced: (socket: Duplex) => void = () => undefined,
+  ): void {
     if (route.targetProtocol === 'h2') {
-      if (!this.options.h2) return answerSocket(socket, 'EH_UPGRADE_NOT_CARRIED', 'this edge does not speak HTTP/2 to targets: upgrades (WebSocket) to this share are not carried');
+      if (!this.options.h2)
+        return answerSocket(socket, 'EH_UPGRADE_NOT_CARRIED', 'this edge does not speak HTTP/2 to targets: upgrades (WebSocket) to this share are not carried');
       // a WebSocket as an extended CONNECT stream (edge/upstream/upstreamH2.ts), spliced, metered and timed out as here
       return this.options.h2.upgrade(req, socket, head, route, ctx, (client) => {
         const s = client as Socket;
@@ -355,7 +377,12 @@ export class Proxy {
     const handler = new Upgrading(socket, head, route, this.meter, this.options, onSpliced);
     handler.host = req.headers.host ?? '';
     try {
-      this.pools.dispatcher(route, stickyOf(req, route, ctx.secure)).dispatch({ method: req.method ?? 'GET', path: prepared.path, headers: prepared.headers, upgrade: String(req.headers.upgrade ?? 'websocket'), body: null }, handler);
+      this.pools
+        .dispatcher(route, stickyOf(req, route, ctx.secure))
+        .dispatch(
+          { method: req.method ?? 'GET', path: prepared.path, headers: prepared.headers, upgrade: String(req.headers.upgrade ?? 'websocket'), body: null },
+          handler,
+        );
     } catch (err) {
       handler.onResponseError(undefined as never, err as Error);
     }

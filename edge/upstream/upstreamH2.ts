@@ -26,7 +26,17 @@ import { settleWithin } from '../../shared/timeouts.js';
 import { pump } from 'edgehub-agent/pump';
 import { answer, answerSocket } from '../answers.js';
 import { applyToObject } from '../policy/headers.js';
-import { cookieHost, declaredLength, EDGE_CODE_HEADER, FORBIDDEN_TRAILERS, hasBody, HOP_BY_HOP, hostOnlyCookie, requestHeaderLines, type ForwardContext } from '../headers.js';
+import {
+  cookieHost,
+  declaredLength,
+  EDGE_CODE_HEADER,
+  FORBIDDEN_TRAILERS,
+  hasBody,
+  HOP_BY_HOP,
+  hostOnlyCookie,
+  requestHeaderLines,
+  type ForwardContext,
+} from '../headers.js';
 import { originForm, targetPath } from './paths.js';
 import { failure, failureKind } from './proxy.js';
 import type { ShareRoute } from '../types.js';
@@ -51,7 +61,11 @@ export interface UpstreamH2Options {
 const TRAILER_FIELDS = new Set(['grpc-status', 'grpc-message', 'grpc-status-details-bin']);
 
 /** Answer fields passed to the client: no pseudo-fields, no connection-specific ones. */
-function passable(headers: IncomingHttpHeaders, into: Record<string, string | string[]> = {}, only?: (name: string) => boolean): Record<string, string | string[]> {
+function passable(
+  headers: IncomingHttpHeaders,
+  into: Record<string, string | string[]> = {},
+  only?: (name: string) => boolean,
+): Record<string, string | string[]> {
   for (const name in headers) {
     if (name.charCodeAt(0) === 58 || HOP_BY_HOP.has(name) || name === EDGE_CODE_HEADER) continue;
     if (only && !only(name)) continue;
@@ -243,7 +257,12 @@ export class UpstreamH2 {
           if (res.writableEnded || cancelled) return;
           const code = stream.rstCode ?? 0;
           // reset by the target (or its connection lost) before the answer ended
-          if (!started) return fail(Object.assign(new Error(`the target reset the stream (code ${code})`), { code: code === http2.constants.NGHTTP2_REFUSED_STREAM ? 'ECONNREFUSED' : 'ECONNRESET' }));
+          if (!started)
+            return fail(
+              Object.assign(new Error(`the target reset the stream (code ${code})`), {
+                code: code === http2.constants.NGHTTP2_REFUSED_STREAM ? 'ECONNREFUSED' : 'ECONNRESET',
+              }),
+            );
           if (res.headersSent && !stream.readableEnded) res.destroy();
         });
         if (body) {
@@ -272,7 +291,11 @@ export class UpstreamH2 {
     socket.on('error', () => undefined);
     const key = req.headers['sec-websocket-key'];
     if (String(req.headers.upgrade ?? '').toLowerCase() !== 'websocket' || typeof key !== 'string') {
-      return answerSocket(socket, 'EH_UPGRADE_NOT_SUPPORTED_BY_TARGET', `this share speaks HTTP/2 to its target: only WebSocket upgrades are carried (Upgrade: ${String(req.headers.upgrade ?? '')})`);
+      return answerSocket(
+        socket,
+        'EH_UPGRADE_NOT_SUPPORTED_BY_TARGET',
+        `this share speaks HTTP/2 to its target: only WebSocket upgrades are carried (Upgrade: ${String(req.headers.upgrade ?? '')})`,
+      );
     }
     let headers: OutgoingHttpHeaders;
     try {
@@ -305,7 +328,11 @@ export class UpstreamH2 {
         await settleWithin(this.settled.get(session) ?? Promise.resolve(), this.o.timeoutMs, () => new Error('no SETTINGS in time')).catch(() => undefined);
         if (socket.destroyed) return;
         if (!session.remoteSettings.enableConnectProtocol) {
-          return answerSocket(socket, 'EH_UPGRADE_NOT_SUPPORTED_BY_TARGET', "this share's target speaks HTTP/2 and does not accept WebSockets over it (it does not allow extended CONNECT, RFC 8441)");
+          return answerSocket(
+            socket,
+            'EH_UPGRADE_NOT_SUPPORTED_BY_TARGET',
+            "this share's target speaks HTTP/2 and does not accept WebSockets over it (it does not allow extended CONNECT, RFC 8441)",
+          );
         }
         const stream = session.request(headers, { endStream: false });
         stream.on('error', () => undefined);
@@ -337,7 +364,8 @@ export class UpstreamH2 {
           }
           const accept = createHash('sha1').update(`${key}258EAFA5-E914-47DA-95CA-C5AB0DC85B11`).digest('base64');
           let text = `HTTP/1.1 101 Switching Protocols\r\nupgrade: websocket\r\nconnection: Upgrade\r\nsec-websocket-accept: ${accept}\r\n`;
-          for (const name of ['sec-websocket-protocol', 'sec-websocket-extensions']) if (out[name] !== undefined) text += `${name}: ${[out[name]].flat().join(', ')}\r\n`;
+          for (const name of ['sec-websocket-protocol', 'sec-websocket-extensions'])
+            if (out[name] !== undefined) text += `${name}: ${[out[name]].flat().join(', ')}\r\n`;
           socket.write(`${text}\r\n`, 'latin1');
           socket.off('data', hold);
           for (const chunk of early) if (chunk.length) stream.write(chunk);
@@ -353,6 +381,13 @@ export class UpstreamH2 {
     this.closed = true;
     const pending = [...this.sessions.values()];
     this.sessions.clear();
-    await Promise.all(pending.map((p) => p.then((s) => s.destroy(), () => undefined)));
+    await Promise.all(
+      pending.map((p) =>
+        p.then(
+          (s) => s.destroy(),
+          () => undefined,
+        ),
+      ),
+    );
   }
 }

@@ -40,7 +40,10 @@ const reachable = (port: number) =>
  * Starts the stores in `dir` (made fresh by the caller). The watcher checks the primary every `checkMs` and fails over
  * after `failures` checks in a row found it away.
  */
-export async function startHaStores(dir: string, options: { database?: string; checkMs?: number; failures?: number; log?: (line: string) => void } = {}): Promise<HaStores> {
+export async function startHaStores(
+  dir: string,
+  options: { database?: string; checkMs?: number; failures?: number; log?: (line: string) => void } = {},
+): Promise<HaStores> {
   const database = options.database ?? 'edgehub';
   const log = options.log ?? (() => undefined);
   const postgres = await startPostgresWithStandby(path.join(dir, 'postgres'), database);

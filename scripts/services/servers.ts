@@ -29,7 +29,11 @@ function setpriv(): string | undefined {
  * `stopSignal`. It also gets `stopSignal` when this process exits without stopping it: from an 'exit' hook, and on
  * Linux from the kernel as its parent-death signal (also when this process is SIGKILLed or crashes).
  */
-export function spawnServer(command: string, args: string[], options: { stopSignal: NodeJS.Signals; uid?: number; gid?: number; env?: NodeJS.ProcessEnv }): ChildProcess {
+export function spawnServer(
+  command: string,
+  args: string[],
+  options: { stopSignal: NodeJS.Signals; uid?: number; gid?: number; env?: NodeJS.ProcessEnv },
+): ChildProcess {
   const guard = setpriv();
   // setpriv sets the signal and execs the server (same pid); the signal survives exec, and a change of user before it
   const [file, argv] = guard ? [guard, ['--pdeathsig', options.stopSignal, '--', command, ...args]] : [command, args];

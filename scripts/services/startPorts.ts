@@ -67,6 +67,7 @@ export async function checkStartPorts(e: SettingsValues): Promise<string | undef
     return `HUB_EDGE_TCP_PORTS ${shown} (the ports of TCP shares) is already used by another edgehub on this machine${pid ? ` (npm start, pid ${pid})` : ''}: stop it, or set HUB_EDGE_TCP_PORTS to another range, such as 21000-21999`;
   }
   const taken = await takenInRange(range);
-  if (taken.length) return `port${taken.length > 1 ? 's' : ''} ${taken.join(', ')} of HUB_EDGE_TCP_PORTS ${shown} (the ports of TCP shares) ${taken.length > 1 ? 'are' : 'is'} already in use by another program: stop it, or set HUB_EDGE_TCP_PORTS to a free range`;
+  if (taken.length)
+    return `port${taken.length > 1 ? 's' : ''} ${taken.join(', ')} of HUB_EDGE_TCP_PORTS ${shown} (the ports of TCP shares) ${taken.length > 1 ? 'are' : 'is'} already in use by another program: stop it, or set HUB_EDGE_TCP_PORTS to a free range`;
   return undefined;
 }

@@ -241,12 +241,23 @@ export function recordArgs(prefix: string, hubId: string, zId: string, limits: I
 /** A batch a bound refused (the record script's answer): said to the caller as an error. */
 export class BoundError extends Error {
   constructor(readonly reason: BoundRefusal) {
-    super(reason === 'bound_shares' ? 'the hub has as many shares with recorded exchanges as HUB_INSPECT_HUB_SHARES allows' : 'the recorded exchanges of the hub (HUB_INSPECT_HUB_BYTES) or of all hubs (HUB_INSPECT_TOTAL_BYTES) leave no room for it');
+    super(
+      reason === 'bound_shares'
+        ? 'the hub has as many shares with recorded exchanges as HUB_INSPECT_HUB_SHARES allows'
+        : 'the recorded exchanges of the hub (HUB_INSPECT_HUB_BYTES) or of all hubs (HUB_INSPECT_TOTAL_BYTES) leave no room for it',
+    );
   }
 }
 
 /** Records one exchange now (a batch of its own); resolves to its id, or rejects with a BoundError. */
-export async function recordExchange(redis: Redis, prefix: string, hubId: string, zId: string, limits: InspectLimits, exchange: RecordedExchange): Promise<string> {
+export async function recordExchange(
+  redis: Redis,
+  prefix: string,
+  hubId: string,
+  zId: string,
+  limits: InspectLimits,
+  exchange: RecordedExchange,
+): Promise<string> {
   const entry = await withRecordScript(redis).inspectRecord(...recordArgs(prefix, hubId, zId, limits, [exchange]));
   if (isBoundRefusal(entry)) throw new BoundError(entry);
   return exchangeId(entry, 0);
@@ -353,7 +364,14 @@ export async function listExchanges(redis: Redis, prefix: string, hubId: string,
 }
 
 /** One exchange with its headers and bodies, or undefined (unknown, trimmed, expired, or another share's). */
-export async function getExchange(redis: Redis, prefix: string, hubId: string, zId: string, id: string, limits: InspectLimits): Promise<ExchangeDetail | undefined> {
+export async function getExchange(
+  redis: Redis,
+  prefix: string,
+  hubId: string,
+  zId: string,
+  id: string,
+  limits: InspectLimits,
+): Promise<ExchangeDetail | undefined> {
   const at = parseExchangeId(id);
   if (!at) return undefined;
   const keys = inspectKeys(prefix, hubId, zId);
@@ -397,4 +415,6 @@ export interface ReplayRequest {
   /** Epoch ms after which nobody waits for it: an edge that takes it later drops it. */
   deadline: number;
 }
-export type ReplayReply = { replayId: string; ok: true; exchange: ExchangeSummary } | { replayId: string; ok: false; status: number; error: string; message: string };
+export type ReplayReply =
+  | { replayId: string; ok: true; exchange: ExchangeSummary }
+  | { replayId: string; ok: false; status: number; error: string; message: string };

@@ -15,7 +15,9 @@ export interface Cidr {
 /** Strict dotted-quad (no leading zeros, no shorthand) to a 32-bit unsigned integer, or undefined. */
 export function parseIpv4(text: string): number | undefined {
   if (!ipaddr.IPv4.isValidFourPartDecimal(text)) return undefined;
-  return ipaddr.IPv4.parse(text).toByteArray().reduce((n, octet) => n * 256 + octet, 0);
+  return ipaddr.IPv4.parse(text)
+    .toByteArray()
+    .reduce((n, octet) => n * 256 + octet, 0);
 }
 
 export function formatIpv4(n: number): string {

@@ -92,8 +92,9 @@ export function fill(
  */
 export async function querySeries(hubId: string, scope: SeriesScope, ids: string[], window: MetricsWindow): Promise<UsagePoint[]> {
   if (ids.length === 0) return fill(window, []);
-  const rows = await inSnapshot((select, watermark) => select<{ i: number; rx: string; tx: string }>(
-    `SELECT u.i, sum(u.rx)::bigint AS rx, sum(u.tx)::bigint AS tx
+  const rows = await inSnapshot((select, watermark) =>
+    select<{ i: number; rx: string; tx: string }>(
+      `SELECT u.i, sum(u.rx)::bigint AS rx, sum(u.tx)::bigint AS tx
      FROM (
        SELECT ${tierBucketIndex('$8', '$6')} AS i, rx, tx FROM ${window.tier}
        WHERE hub_id = $1 AND scope = $2 AND scope_id = ANY($3::text[]) AND bucket_start >= $4::timestamptz AND bucket_start < $5::timestamptz
@@ -102,8 +103,9 @@ export async function querySeries(hubId: string, scope: SeriesScope, ids: string
        WHERE xid >= $7::xid8 ${pendingFilter(window)} AND hub_id = $1 ${RAW_FILTER[scope]} AND ts >= $4::timestamptz AND ts < $5::timestamptz
      ) u
      GROUP BY 1`,
-    [hubId, scope, ids, new Date(window.startMs).toISOString(), new Date(window.endMs).toISOString(), window.stepMs / 1000, watermark, window.startMs / 1000],
-  ));
+      [hubId, scope, ids, new Date(window.startMs).toISOString(), new Date(window.endMs).toISOString(), window.stepMs / 1000, watermark, window.startMs / 1000],
+    ),
+  );
   return fill(window, rows);
 }
 
@@ -115,8 +117,9 @@ export async function queryShareSeries(hubId: string, shareIds: string[], window
   // One row per share: its tier rows and pending samples packed as 20-byte records (int4 bucket index, int8 rx,
   // int8 tx): 1,000 rows instead of 24,000, and no number is formatted as text on the way (the cheapest form to
   // build and to read). Records of the same bucket are summed here, so a single aggregate suffices.
-  const rows = await inSnapshot((select, watermark) => select<{ id: string; buckets: Buffer }>(
-    `SELECT u.id, string_agg(int4send(u.i) || int8send(u.rx) || int8send(u.tx), ''::bytea) AS buckets
+  const rows = await inSnapshot((select, watermark) =>
+    select<{ id: string; buckets: Buffer }>(
+      `SELECT u.id, string_agg(int4send(u.i) || int8send(u.rx) || int8send(u.tx), ''::bytea) AS buckets
      FROM (
        SELECT scope_id AS id, ${tierBucketIndex('$6', '$4')} AS i, rx, tx FROM ${window.tier}
        WHERE hub_id = $1 AND scope = 'share' AND bucket_start >= $2::timestamptz AND bucket_start < $3::timestamptz ${onlyThese ? 'AND scope_id = ANY($7::text[])' : ''}
@@ -125,8 +128,17 @@ export async function queryShareSeries(hubId: string, shareIds: string[], window
        WHERE xid >= $5::xid8 ${pendingFilter(window)} AND hub_id = $1 AND share_id IS NOT NULL AND ts >= $2::timestamptz AND ts < $3::timestamptz ${onlyThese ? 'AND share_id = ANY($7::text[])' : ''}
      ) u
      GROUP BY u.id`,
-    [hubId, new Date(window.startMs).toISOString(), new Date(window.endMs).toISOString(), window.stepMs / 1000, watermark, window.startMs / 1000, ...(onlyThese ? [shareIds] : [])],
-  ));
+      [
+        hubId,
+        new Date(window.startMs).toISOString(),
+        new Date(window.endMs).toISOString(),
+        window.stepMs / 1000,
+        watermark,
+        window.startMs / 1000,
+        ...(onlyThese ? [shareIds] : []),
+      ],
+    ),
+  );
   const byShare = new Map(rows.map((row) => [row.id, row.buckets]));
   const timestamps = bucketTimestamps(window);
   return new Map(

@@ -92,8 +92,20 @@ function foldHours(rows: UsageRow[], timestamps: string[]): Deltas {
     if (row.shareId !== null) add(row.hubId, 'share', row.shareId, hour, row.rx, row.tx);
     if (row.envZId !== null) add(row.hubId, 'environment', row.envZId, hour, row.rx, row.tx);
   }
-  const sorted = [...buckets.values()].sort(
-    (a, b) => (a.hubId < b.hubId ? -1 : a.hubId > b.hubId ? 1 : a.scope < b.scope ? -1 : a.scope > b.scope ? 1 : a.scopeId < b.scopeId ? -1 : a.scopeId > b.scopeId ? 1 : a.hour - b.hour),
+  const sorted = [...buckets.values()].sort((a, b) =>
+    a.hubId < b.hubId
+      ? -1
+      : a.hubId > b.hubId
+        ? 1
+        : a.scope < b.scope
+          ? -1
+          : a.scope > b.scope
+            ? 1
+            : a.scopeId < b.scopeId
+              ? -1
+              : a.scopeId > b.scopeId
+                ? 1
+                : a.hour - b.hour,
   );
   const d: Deltas = { hubIds: [], scopes: [], scopeIds: [], starts: [], rx: [], tx: [] };
   for (const b of sorted) {

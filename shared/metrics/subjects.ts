@@ -47,7 +47,11 @@ export interface HubShare {
 export async function sharesOfHub(hubId: string): Promise<HubShare[]> {
   const [plain, ipsec] = await Promise.all([
     preparedQuery<{ id: string }>('metrics-shares-of-hub', 'SELECT z_id AS id FROM shares WHERE hub_id = $1 ORDER BY created_at, z_id', [hubId]),
-    preparedQuery<{ id: string }>('metrics-ipsec-shares-of-hub', `SELECT id FROM ipsec_shares WHERE hub_id = $1 AND status <> 'DELETED' ORDER BY created_at, id`, [hubId]),
+    preparedQuery<{ id: string }>(
+      'metrics-ipsec-shares-of-hub',
+      `SELECT id FROM ipsec_shares WHERE hub_id = $1 AND status <> 'DELETED' ORDER BY created_at, id`,
+      [hubId],
+    ),
   ]);
   const shares: HubShare[] = new Array(plain.length + ipsec.length);
   for (let i = 0; i < plain.length; i++) shares[i] = { id: plain[i]!.id, scope: 'share' };

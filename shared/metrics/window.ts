@@ -44,11 +44,15 @@ export function planWindow({ durationMs, stepMs, targetPoints = 200, now = Date.
   if (step % MINUTE !== 0) throw badRequest(`value for query parameter 'step' must be a whole number of minutes (PT1M, PT5M, PT1H, ...)`);
   const points = Math.ceil(durationMs / step);
   if (points > MAX_POINTS) {
-    throw badRequest(`a ${isoDuration(durationMs)} window with step ${isoDuration(step)} has ${points} points; at most ${MAX_POINTS} are allowed (use a larger step)`);
+    throw badRequest(
+      `a ${isoDuration(durationMs)} window with step ${isoDuration(step)} has ${points} points; at most ${MAX_POINTS} are allowed (use a larger step)`,
+    );
   }
   const tier: Tier = step % HOUR === 0 ? 'usage_hours' : 'usage_minutes';
   if (tier === 'usage_minutes' && durationMs + step > MINUTE_TIER_RETENTION_MS) {
-    throw badRequest(`windows longer than ${isoDuration(MINUTE_TIER_RETENTION_MS - HOUR)} need a step of whole hours (minute buckets are kept ${isoDuration(MINUTE_TIER_RETENTION_MS)})`);
+    throw badRequest(
+      `windows longer than ${isoDuration(MINUTE_TIER_RETENTION_MS - HOUR)} need a step of whole hours (minute buckets are kept ${isoDuration(MINUTE_TIER_RETENTION_MS)})`,
+    );
   }
   const endMs = Math.floor(now / step) * step + step;
   return { startMs: endMs - points * step, endMs, stepMs: step, points, period: isoDuration(durationMs), tier };
@@ -60,10 +64,7 @@ const first = (v: unknown): string | undefined => {
 };
 
 /** The window of a metrics request: `duration` or its alias `range` (one of them, else the default), optional `step`. */
-export function windowFromQuery(
-  query: Record<string, unknown>,
-  options: { defaultDuration: string; targetPoints?: number; now?: number },
-): MetricsWindow {
+export function windowFromQuery(query: Record<string, unknown>, options: { defaultDuration: string; targetPoints?: number; now?: number }): MetricsWindow {
   const given = ['duration', 'range'].filter((n) => first(query[n]) !== undefined);
   if (given.length > 1) throw badRequest(`give one of the query parameters 'duration' or 'range', not both`);
   const name = given[0] ?? 'duration';

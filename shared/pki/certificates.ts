@@ -1,6 +1,17 @@
 import { createHash, createPublicKey, randomBytes, sign, X509Certificate, type KeyObject } from 'node:crypto';
 import * as asn1js from 'asn1js';
-import { AlgorithmIdentifier, AuthorityKeyIdentifier, BasicConstraints, Certificate, Extension, ExtKeyUsage, PublicKeyInfo, RelativeDistinguishedNames, Time, TimeType } from 'pkijs';
+import {
+  AlgorithmIdentifier,
+  AuthorityKeyIdentifier,
+  BasicConstraints,
+  Certificate,
+  Extension,
+  ExtKeyUsage,
+  PublicKeyInfo,
+  RelativeDistinguishedNames,
+  Time,
+  TimeType,
+} from 'pkijs';
 import { refusal } from '../errors.js';
 import { assertDer, derToPem, pemToDer, readElement } from './der.js';
 
@@ -166,7 +177,8 @@ const OCSP_NOCHECK_EXTENSION = encodedOnce(extension(OID.ocspNoCheck, false, new
 export function tlv(tag: number, ...content: Buffer[]): Buffer {
   const body = Buffer.concat(content);
   const n = body.length;
-  const header = n < 0x80 ? [tag, n] : n < 0x100 ? [tag, 0x81, n] : n < 0x10000 ? [tag, 0x82, n >> 8, n & 0xff] : [tag, 0x83, n >> 16, (n >> 8) & 0xff, n & 0xff];
+  const header =
+    n < 0x80 ? [tag, n] : n < 0x100 ? [tag, 0x81, n] : n < 0x10000 ? [tag, 0x82, n >> 8, n & 0xff] : [tag, 0x83, n >> 16, (n >> 8) & 0xff, n & 0xff];
   return Buffer.concat([Buffer.from(header), body]);
 }
 
@@ -181,7 +193,8 @@ function revocationExtensions(urls: RevocationUrls): Extension[] {
   const access: Buffer[] = [];
   if (urls.ocsp) access.push(tlv(0x30, oid(OID.accessOcsp), uri(urls.ocsp)));
   if (urls.caIssuers) access.push(tlv(0x30, oid(OID.accessCaIssuers), uri(urls.caIssuers)));
-  if (access.length) out.push(encodedOnce(new Extension({ extnID: OID.authorityInfoAccess, critical: false, extnValue: new Uint8Array(tlv(0x30, ...access)).buffer })));
+  if (access.length)
+    out.push(encodedOnce(new Extension({ extnID: OID.authorityInfoAccess, critical: false, extnValue: new Uint8Array(tlv(0x30, ...access)).buffer })));
   return out;
 }
 
@@ -190,7 +203,11 @@ const signerParts = new WeakMap<Signer, { issuer: RelativeDistinguishedNames; ak
 function partsOf(signer: Signer) {
   let parts = signerParts.get(signer);
   if (!parts) {
-    const aki = extension(OID.authorityKeyIdentifier, false, new AuthorityKeyIdentifier({ keyIdentifier: new asn1js.OctetString({ valueHex: new Uint8Array(signer.keyIdentifier) }) }).toSchema());
+    const aki = extension(
+      OID.authorityKeyIdentifier,
+      false,
+      new AuthorityKeyIdentifier({ keyIdentifier: new asn1js.OctetString({ valueHex: new Uint8Array(signer.keyIdentifier) }) }).toSchema(),
+    );
     parts = { issuer: encodedName(signer.name), aki: encodedOnce(aki) };
     signerParts.set(signer, parts);
   }
@@ -262,7 +279,13 @@ export async function issueCertificate(req: IssueRequest): Promise<Issued> {
   const signature = sign('sha256', tbs, req.issuer.privateKey);
   // the TBSCertificate as it was signed, not encoded a second time
   const der = Buffer.from(
-    new asn1js.Sequence({ value: [new Encoded({ data: tbs }) as unknown as asn1js.BaseBlock, certificate.signatureAlgorithm.toSchema(), new asn1js.BitString({ valueHex: new Uint8Array(signature) })] }).toBER(),
+    new asn1js.Sequence({
+      value: [
+        new Encoded({ data: tbs }) as unknown as asn1js.BaseBlock,
+        certificate.signatureAlgorithm.toSchema(),
+        new asn1js.BitString({ valueHex: new Uint8Array(signature) }),
+      ],
+    }).toBER(),
   );
   return { der, serialNumber: serial.toString('hex'), fingerprintSha256: createHash('sha256').update(der).digest('hex') };
 }
@@ -275,7 +298,9 @@ export const certificatePem = (der: Buffer) => derToPem(der, 'CERTIFICATE');
  */
 export function certifiesKey(certificatePem: string, spkiDer: Uint8Array): boolean {
   const canonical = (key: KeyObject) => key.export({ type: 'spki', format: 'der' });
-  return canonical(new X509Certificate(certificatePem).publicKey).equals(canonical(createPublicKey({ key: Buffer.from(spkiDer), format: 'der', type: 'spki' })));
+  return canonical(new X509Certificate(certificatePem).publicKey).equals(
+    canonical(createPublicKey({ key: Buffer.from(spkiDer), format: 'der', type: 'spki' })),
+  );
 }
 
 /** What the service stores about a certificate. */

@@ -49,8 +49,14 @@ function entry(r: RevokedEntry): RevokedCertificate {
   const extensions =
     r.reasonCode === 0
       ? undefined
-      : new Extensions({ extensions: [new Extension({ extnID: OID.reasonCode, critical: false, extnValue: new asn1js.Enumerated({ value: r.reasonCode }).toBER() })] });
-  return new RevokedCertificate({ userCertificate: integerOfHex(r.serialNumber), revocationDate: time(r.revokedAt), ...(extensions ? { crlEntryExtensions: extensions } : {}) });
+      : new Extensions({
+          extensions: [new Extension({ extnID: OID.reasonCode, critical: false, extnValue: new asn1js.Enumerated({ value: r.reasonCode }).toBER() })],
+        });
+  return new RevokedCertificate({
+    userCertificate: integerOfHex(r.serialNumber),
+    revocationDate: time(r.revokedAt),
+    ...(extensions ? { crlEntryExtensions: extensions } : {}),
+  });
 }
 
 /** A signed CRL's DER. */
@@ -73,6 +79,12 @@ export function buildCrl(req: CrlRequest): Buffer {
   const tbs = Buffer.from((crl as unknown as { encodeTBS(): asn1js.Sequence }).encodeTBS().toBER());
   const signature = sign('sha256', tbs, req.issuer.privateKey);
   return Buffer.from(
-    new asn1js.Sequence({ value: [new Encoded({ data: tbs }) as unknown as asn1js.BaseBlock, ECDSA_WITH_SHA256.toSchema(), new asn1js.BitString({ valueHex: new Uint8Array(signature) })] }).toBER(),
+    new asn1js.Sequence({
+      value: [
+        new Encoded({ data: tbs }) as unknown as asn1js.BaseBlock,
+        ECDSA_WITH_SHA256.toSchema(),
+        new asn1js.BitString({ valueHex: new Uint8Array(signature) }),
+      ],
+    }).toBER(),
   );
 }

@@ -151,7 +151,8 @@ function keyPolicy(request: CertificationRequest): { description: string; type: 
     const curveOid = parameters instanceof asn1js.ObjectIdentifier ? parameters.getValue() : 'unknown';
     const curve = EC_CURVES[curveOid];
     if (!curve) throw refusal('EH_CSR_INVALID', `CSR public key is on EC curve ${CURVE_NAMES[curveOid] ?? curveOid}; ${ACCEPTED}`);
-    if (bits.byteLength !== 1 + 2 * curve.coordinateBytes || bits[0] !== 0x04) throw refusal('EH_CSR_INVALID', 'CSR public key is not an uncompressed EC point');
+    if (bits.byteLength !== 1 + 2 * curve.coordinateBytes || bits[0] !== 0x04)
+      throw refusal('EH_CSR_INVALID', 'CSR public key is not an uncompressed EC point');
     const point = Buffer.from(bits.buffer, bits.byteOffset, bits.byteLength);
     const [x, y] = [point.subarray(1, 1 + curve.coordinateBytes), point.subarray(1 + curve.coordinateBytes)].map((c) => c.toString('base64url'));
     return { description: `EC ${curve.name}`, type: 'ec', jwk: { kty: 'EC', crv: curve.name, x, y } };
@@ -168,7 +169,10 @@ function keyPolicy(request: CertificationRequest): { description: string; type: 
     if (size > RSA_MAX_BITS) throw refusal('EH_CSR_INVALID', `CSR public key is RSA ${size} bits; at most ${RSA_MAX_BITS} bits are accepted`);
     const exponent = key.publicExponent.valueBlock.valueHexView;
     if (bitLength(exponent) > 32 || key.publicExponent.valueBlock.valueDec !== RSA_EXPONENT) {
-      throw refusal('EH_CSR_INVALID', `CSR public key has RSA public exponent ${BigInt(`0x${Buffer.from(exponent).toString('hex') || '0'}`)}; only 65537 is accepted`);
+      throw refusal(
+        'EH_CSR_INVALID',
+        `CSR public key has RSA public exponent ${BigInt(`0x${Buffer.from(exponent).toString('hex') || '0'}`)}; only 65537 is accepted`,
+      );
     }
     return { description: `RSA ${size}`, type: 'rsa' };
   }
@@ -176,7 +180,12 @@ function keyPolicy(request: CertificationRequest): { description: string; type: 
 }
 
 const CURVE_NAMES: Record<string, string> = { '1.3.132.0.35': 'P-521 (secp521r1)', '1.3.132.0.10': 'secp256k1' };
-const KEY_TYPE_NAMES: Record<string, string> = { '1.3.101.112': 'Ed25519', '1.3.101.113': 'Ed448', '1.2.840.113549.1.1.10': 'RSASSA-PSS', '1.2.840.10040.4.1': 'DSA' };
+const KEY_TYPE_NAMES: Record<string, string> = {
+  '1.3.101.112': 'Ed25519',
+  '1.3.101.113': 'Ed448',
+  '1.2.840.113549.1.1.10': 'RSASSA-PSS',
+  '1.2.840.10040.4.1': 'DSA',
+};
 
 /**
  * The CSR's self-signature checked with node:crypto over the bytes pkijs kept (the CertificationRequestInfo as it was

@@ -48,7 +48,11 @@ export interface EnrollmentToken {
  * A one-time JWT of ours (ES256, header kid, no jku): issuer `hub`, audience the hub, subject the token string it
  * carries, expiring with it. Certificate and agent enrollments both are one.
  */
-export function signJwt(claims: Record<string, unknown>, to: { hubId: string; subject: string; expiresAt: Date }, key: { kid: string; privateKey: KeyObject }): Promise<string> {
+export function signJwt(
+  claims: Record<string, unknown>,
+  to: { hubId: string; subject: string; expiresAt: Date },
+  key: { kid: string; privateKey: KeyObject },
+): Promise<string> {
   return new SignJWT(claims)
     .setProtectedHeader({ alg: 'ES256', kid: key.kid, typ: 'JWT' })
     .setIssuer(JWT_ISSUER)

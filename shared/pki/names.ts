@@ -64,6 +64,8 @@ export function nameToString(name: NameEntries): string {
  * from the encoding wanted: pkijs keeps a parsed name's bytes.
  */
 export function buildName(parts: [oid: string, value: string][]): RelativeDistinguishedNames {
-  const rdns = parts.map(([type, value]) => new asn1js.Set({ value: [new AttributeTypeAndValue({ type, value: new asn1js.Utf8String({ value }) }).toSchema()] }));
+  const rdns = parts.map(
+    ([type, value]) => new asn1js.Set({ value: [new AttributeTypeAndValue({ type, value: new asn1js.Utf8String({ value }) }).toSchema()] }),
+  );
   return RelativeDistinguishedNames.fromBER(new asn1js.Sequence({ value: rdns }).toBER());
 }

@@ -132,7 +132,10 @@ export const ocspError = (status: (typeof OCSP_STATUS)[keyof typeof OCSP_STATUS]
 
 /** GeneralizedTime, whole seconds (RFC 5280 4.1.2.5.2). */
 function generalizedTime(date: Date): Buffer {
-  const text = date.toISOString().replace(/[-:T]/g, '').replace(/\.\d+Z$/, 'Z');
+  const text = date
+    .toISOString()
+    .replace(/[-:T]/g, '')
+    .replace(/\.\d+Z$/, 'Z');
   return tlv(0x18, Buffer.from(text, 'ascii'));
 }
 
@@ -162,7 +165,13 @@ function certStatus(s: CertStatus): Buffer {
 /** A signed successful OCSPResponse (BasicOCSPResponse) answering each CertID, echoing the nonce extension if any. */
 export function buildOcspResponse(responder: Responder, answers: SingleAnswer[], producedAt: Date, nonce?: Buffer): Buffer {
   const singles = answers.map((a) => tlv(0x30, a.certId, certStatus(a.status), generalizedTime(a.thisUpdate), tlv(0xa0, generalizedTime(a.nextUpdate))));
-  const tbs = tlv(0x30, tlv(0xa2, tlv(0x04, responder.keyHash)), generalizedTime(producedAt), tlv(0x30, ...singles), ...(nonce ? [tlv(0xa1, tlv(0x30, nonce))] : []));
+  const tbs = tlv(
+    0x30,
+    tlv(0xa2, tlv(0x04, responder.keyHash)),
+    generalizedTime(producedAt),
+    tlv(0x30, ...singles),
+    ...(nonce ? [tlv(0xa1, tlv(0x30, nonce))] : []),
+  );
   const signature = sign('sha256', tbs, responder.privateKey);
   const basic = tlv(0x30, tbs, ECDSA_WITH_SHA256, tlv(0x03, Buffer.of(0), signature), tlv(0xa0, tlv(0x30, responder.certificateDer)));
   return tlv(0x30, Buffer.of(0x0a, 0x01, 0x00), tlv(0xa0, tlv(0x30, BASIC_OID, tlv(0x04, basic))));

@@ -24,7 +24,10 @@ const ALGORITHM = { name: 'ECDSA', namedCurve: 'P-256', hash: 'SHA-256' } as con
 const DAY = 86_400_000;
 
 const toPem = (der: ArrayBuffer, label: string) =>
-  `-----BEGIN ${label}-----\n${Buffer.from(der).toString('base64').replace(/(.{64})/g, '$1\n').replace(/\n$/, '')}\n-----END ${label}-----\n`;
+  `-----BEGIN ${label}-----\n${Buffer.from(der)
+    .toString('base64')
+    .replace(/(.{64})/g, '$1\n')
+    .replace(/\n$/, '')}\n-----END ${label}-----\n`;
 
 async function exportPrivateKey(key: CryptoKey): Promise<string> {
   return toPem(await webcrypto.subtle.exportKey('pkcs8', key as webcrypto.CryptoKey), 'PRIVATE KEY');
@@ -35,7 +38,10 @@ async function importPrivateKey(pem: string): Promise<CryptoKey> {
   return (await webcrypto.subtle.importKey('pkcs8', der, ALGORITHM, false, ['sign'])) as unknown as CryptoKey;
 }
 
-const randomSerial = () => Buffer.from(webcrypto.getRandomValues(new Uint8Array(16))).toString('hex').replace(/^[89a-f]/, '1');
+const randomSerial = () =>
+  Buffer.from(webcrypto.getRandomValues(new Uint8Array(16)))
+    .toString('hex')
+    .replace(/^[89a-f]/, '1');
 
 /** A certificate authority as plain values: its certificate and its private key (PKCS#8), both PEM. */
 export interface CaMaterial {

@@ -83,7 +83,8 @@ export interface AcmeAccountKey {
 }
 
 /** A new account key (ECDSA P-256), for the caller to store before its first use. */
-export const newAcmeAccountKey = (): string => generateKeyPairSync('ec', { namedCurve: 'P-256' }).privateKey.export({ type: 'pkcs8', format: 'pem' }).toString();
+export const newAcmeAccountKey = (): string =>
+  generateKeyPairSync('ec', { namedCurve: 'P-256' }).privateKey.export({ type: 'pkcs8', format: 'pem' }).toString();
 
 /** One registered client per directory and account key in this process; newAccount with a known key finds the account. */
 const clients = new Map<string, Promise<acme.Client>>();
@@ -143,10 +144,19 @@ async function issueOnce(
     }
     for (const challenge of pending) await c.completeChallenge(challenge);
     for (const challenge of pending) await c.waitForValidStatus(challenge);
-    const [privateKey, csr] = await acme.crypto.createCsr({ commonName: hostname, altNames: [hostname, `*.${hostname}`] }, await acme.crypto.createPrivateEcdsaKey('P-256'));
+    const [privateKey, csr] = await acme.crypto.createCsr(
+      { commonName: hostname, altNames: [hostname, `*.${hostname}`] },
+      await acme.crypto.createPrivateEcdsaKey('P-256'),
+    );
     const finalized = await c.finalizeOrder(order, csr);
     const chain = await c.getCertificate(finalized);
-    return { certificatePem: chain, privateKeyPem: privateKey.toString(), notAfter: acme.crypto.readCertificateInfo(chain).notAfter, issuer: 'acme', accountUrl: c.getAccountUrl() };
+    return {
+      certificatePem: chain,
+      privateKeyPem: privateKey.toString(),
+      notAfter: acme.crypto.readCertificateInfo(chain).notAfter,
+      issuer: 'acme',
+      accountUrl: c.getAccountUrl(),
+    };
   } catch (err) {
     throw acmeFailure(err, lastTransportError.getStore()?.error);
   } finally {

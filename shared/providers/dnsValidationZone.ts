@@ -23,7 +23,11 @@ export interface ValidationZone {
 const inZone = (name: string, zone: string) => name === zone || name.endsWith(`.${zone}`);
 
 /** An authoritative UDP responder for the validation zone: TXT answers from the records, NXDOMAIN otherwise. */
-export async function startValidationResponder(listen: string, records: ValidationZone, zone = config().validationDomain): Promise<{ port: number; close(): Promise<void> }> {
+export async function startValidationResponder(
+  listen: string,
+  records: ValidationZone,
+  zone = config().validationDomain,
+): Promise<{ port: number; close(): Promise<void> }> {
   const separator = listen.lastIndexOf(':');
   const host = listen.slice(0, separator);
   const port = Number(listen.slice(separator + 1));
@@ -41,7 +45,8 @@ export async function startValidationResponder(listen: string, records: Validati
         const values = await records.lookup(name);
         if (!values.length) response.header.rcode = NXDOMAIN;
         else if (question.type === Packet.TYPE.TXT) {
-          for (const value of values) response.answers.push({ name: question.name, type: Packet.TYPE.TXT, class: Packet.CLASS.IN, ttl: 0, data: value } as never);
+          for (const value of values)
+            response.answers.push({ name: question.name, type: Packet.TYPE.TXT, class: Packet.CLASS.IN, ttl: 0, data: value } as never);
         }
         return send(response);
       })().catch((err) => logger.warn({ err: (err as Error).message }, 'validation DNS answer failed'));

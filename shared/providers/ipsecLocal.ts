@@ -155,10 +155,10 @@ export class LocalIpsecProvider implements IpsecProvider {
     }
     await this.step(); // wait for the listener to become active
     await this.dataPlane('listening', spec.shareId);
-    const [row] = await db().query<{ listener_id: string }>(
-      'SELECT listener_id FROM ipsec_local_listeners WHERE share_id = :id AND released_at IS NULL',
-      { replacements: { id: spec.shareId }, type: QueryTypes.SELECT },
-    );
+    const [row] = await db().query<{ listener_id: string }>('SELECT listener_id FROM ipsec_local_listeners WHERE share_id = :id AND released_at IS NULL', {
+      replacements: { id: spec.shareId },
+      type: QueryTypes.SELECT,
+    });
     if (!row) throw new IpsecProviderError(`the listener of IPsec share ${spec.shareId} was deleted while it was being created`, true);
     return { listenerId: row.listener_id };
   }
@@ -179,8 +179,14 @@ export class LocalIpsecProvider implements IpsecProvider {
 
   async releaseTunnels(tunnelIds: string[]): Promise<void> {
     await db().transaction(async (transaction) => {
-      await db().query(`UPDATE ipsec_local_listeners SET released_at = now() WHERE tunnel_id IN (:ids) AND released_at IS NULL`, { replacements: { ids: tunnelIds }, transaction });
-      await db().query(`UPDATE ipsec_local_tunnels SET state = 'deleted', released_at = now() WHERE tunnel_id IN (:ids) AND released_at IS NULL`, { replacements: { ids: tunnelIds }, transaction });
+      await db().query(`UPDATE ipsec_local_listeners SET released_at = now() WHERE tunnel_id IN (:ids) AND released_at IS NULL`, {
+        replacements: { ids: tunnelIds },
+        transaction,
+      });
+      await db().query(`UPDATE ipsec_local_tunnels SET state = 'deleted', released_at = now() WHERE tunnel_id IN (:ids) AND released_at IS NULL`, {
+        replacements: { ids: tunnelIds },
+        transaction,
+      });
     });
   }
 
@@ -235,10 +241,9 @@ export class LocalIpsecProvider implements IpsecProvider {
 
   /** Inserts the load balancer row; undefined when the address was taken meanwhile. */
   private async insertLoadBalancer(tunnelId: string, ip: string): Promise<TunnelRow | undefined> {
-    await db().query(
-      `INSERT INTO ipsec_local_tunnels (tunnel_id, nlb_private_ip, nlb_dns_name) VALUES (:id, :ip, :dns) ON CONFLICT DO NOTHING`,
-      { replacements: { id: tunnelId, ip, dns: `ipsec-${hex(4)}-${hex(8)}.elb.edgehub.internal` } },
-    );
+    await db().query(`INSERT INTO ipsec_local_tunnels (tunnel_id, nlb_private_ip, nlb_dns_name) VALUES (:id, :ip, :dns) ON CONFLICT DO NOTHING`, {
+      replacements: { id: tunnelId, ip, dns: `ipsec-${hex(4)}-${hex(8)}.elb.edgehub.internal` },
+    });
     const row = await this.tunnelRow(tunnelId);
     // another call for this same tunnel may have won the race: its row is ours too
     return row && !row.released_at ? row : undefined;

@@ -30,19 +30,31 @@ export class StrongswanIpsecProvider extends LocalIpsecProvider {
       const rows = await db().query(CONDITIONS[event], { replacements: { id }, type: QueryTypes.SELECT });
       if (rows.length) return;
       // retried by the job with backoff: the edge holding the IPsec host role may be starting or restarting
-      if (Date.now() > deadline) throw new IpsecProviderError(`the IPsec data plane did not report '${event}' for ${id} within ${this.waitMs / 1000} s (is an edge process running as root with strongSwan?)`, false);
+      if (Date.now() > deadline)
+        throw new IpsecProviderError(
+          `the IPsec data plane did not report '${event}' for ${id} within ${this.waitMs / 1000} s (is an edge process running as root with strongSwan?)`,
+          false,
+        );
       await sleep(100);
     }
   }
 
   override async tunnelStatus(tunnelId: string): Promise<TunnelStatus | undefined> {
-    const [row] = await db().query<{ state: string; outside: string | null; loaded_at: Date | null; sa_status: string | null; sa_status_message: string | null }>(
+    const [row] = await db().query<{
+      state: string;
+      outside: string | null;
+      loaded_at: Date | null;
+      sa_status: string | null;
+      sa_status_message: string | null;
+    }>(
       `SELECT state, host(outside_ip_address) AS outside, loaded_at, sa_status, sa_status_message FROM ipsec_local_tunnels WHERE tunnel_id = :id AND released_at IS NULL`,
       { replacements: { id: tunnelId }, type: QueryTypes.SELECT },
     );
     if (!row?.outside) return undefined;
     const status = row.loaded_at ? (row.sa_status ?? 'DOWN') : 'DOWN';
-    const statusMessage = row.loaded_at ? (row.sa_status_message ?? 'charon holds the connection; no report yet') : 'charon does not hold the connection (the IPsec host is not running)';
+    const statusMessage = row.loaded_at
+      ? (row.sa_status_message ?? 'charon holds the connection; no report yet')
+      : 'charon does not hold the connection (the IPsec host is not running)';
     return { state: row.state, tunnels: [{ outsideIpAddress: row.outside, status, statusMessage }] };
   }
 }

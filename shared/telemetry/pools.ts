@@ -29,12 +29,16 @@ function poolGauge(name: string, help: string, stats: () => PoolGaugeStats | und
   });
 }
 
-poolGauge('edgehub_db_pool_connections', "The process's database pool (Sequelize's; prepared statements, COPY and snapshots borrow from it too) by state: in use, idle, the maximum, and callers waiting for one", () => {
-  let pool: { available: number; using: number; waiting: number; maxSize: number } | undefined;
-  try {
-    pool = (db().connectionManager as unknown as { pool?: typeof pool }).pool;
-  } catch {
-    return undefined; // not connected in this process (yet)
-  }
-  return pool && { inUse: pool.using, idle: pool.available, max: pool.maxSize, waiting: pool.waiting };
-});
+poolGauge(
+  'edgehub_db_pool_connections',
+  "The process's database pool (Sequelize's; prepared statements, COPY and snapshots borrow from it too) by state: in use, idle, the maximum, and callers waiting for one",
+  () => {
+    let pool: { available: number; using: number; waiting: number; maxSize: number } | undefined;
+    try {
+      pool = (db().connectionManager as unknown as { pool?: typeof pool }).pool;
+    } catch {
+      return undefined; // not connected in this process (yet)
+    }
+    return pool && { inUse: pool.using, idle: pool.available, max: pool.maxSize, waiting: pool.waiting };
+  },
+);

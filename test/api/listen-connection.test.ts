@@ -11,7 +11,9 @@ import { useStack, waitFor } from '../helpers/stack.js';
 const stack = useStack(test, { workers: false });
 
 const connectionsNamed = async (name: string) =>
-  (await stack.sql.query<{ pid: number }>('SELECT pid FROM pg_stat_activity WHERE datname = current_database() AND application_name = $1', [name])).rows.map((r) => r.pid);
+  (await stack.sql.query<{ pid: number }>('SELECT pid FROM pg_stat_activity WHERE datname = current_database() AND application_name = $1', [name])).rows.map(
+    (r) => r.pid,
+  );
 
 const notify = (channel: string, payload: string) => stack.sql.query('SELECT pg_notify($1, $2)', [channel, payload]);
 
@@ -27,8 +29,18 @@ test.serial('channels share a connection; a cut tells each listener, and each he
   const heard: string[] = [];
   const resets: string[] = [];
   const options = { connectionString: stack.databaseUrl, applicationName: name, maxBackoffMs: 200 };
-  const a = listen('test_a', (p) => heard.push(`a:${p}`), (why) => resets.push(`a:${why}`), options);
-  const b = listen('test_b', (p) => heard.push(`b:${p}`), (why) => resets.push(`b:${why}`), options);
+  const a = listen(
+    'test_a',
+    (p) => heard.push(`a:${p}`),
+    (why) => resets.push(`a:${why}`),
+    options,
+  );
+  const b = listen(
+    'test_b',
+    (p) => heard.push(`b:${p}`),
+    (why) => resets.push(`b:${why}`),
+    options,
+  );
   await Promise.all([a.ready(), b.ready()]);
   t.true(a.live && b.live);
   t.is((await connectionsNamed(name)).length, 1, 'two channels, one connection');
@@ -38,7 +50,12 @@ test.serial('channels share a connection; a cut tells each listener, and each he
   t.deepEqual(heard.sort(), ['a:1', 'b:2'], 'each listener hears its own channel only');
 
   // a channel asked for while the connection is up
-  const c = listen('test_c', (p) => heard.push(`c:${p}`), (why) => resets.push(`c:${why}`), options);
+  const c = listen(
+    'test_c',
+    (p) => heard.push(`c:${p}`),
+    (why) => resets.push(`c:${why}`),
+    options,
+  );
   await c.ready();
   await notify('test_c', '3');
   await waitFor(async () => heard.includes('c:3'), { what: 'the third channel' });
@@ -47,7 +64,9 @@ test.serial('channels share a connection; a cut tells each listener, and each he
   // cut: every listener is told, none is live until listening again, then each hears its channel again
   resets.length = 0;
   await stack.sql.query('SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = $1', [name]);
-  await waitFor(async () => ['a', 'b', 'c'].every((x) => resets.includes(`${x}:lost`) && resets.includes(`${x}:listening`)), { what: 'lost and listening again' });
+  await waitFor(async () => ['a', 'b', 'c'].every((x) => resets.includes(`${x}:lost`) && resets.includes(`${x}:listening`)), {
+    what: 'lost and listening again',
+  });
   for (const x of ['a', 'b', 'c']) t.true(resets.indexOf(`${x}:lost`) < resets.indexOf(`${x}:listening`), `${x}: lost, then listening`);
   t.true(a.live && b.live && c.live);
   heard.length = 0;
@@ -71,7 +90,12 @@ test.serial('channels share a connection; a cut tells each listener, and each he
   await waitFor(async () => (await connectionsNamed(name)).length === 0, { what: 'the connection to end with its last listener' });
 
   // and a new listener after that makes a new connection
-  const d = listen('test_d', (p) => heard.push(`d:${p}`), () => undefined, options);
+  const d = listen(
+    'test_d',
+    (p) => heard.push(`d:${p}`),
+    () => undefined,
+    options,
+  );
   await d.ready();
   await notify('test_d', '9');
   await waitFor(async () => heard.includes('d:9'), { what: 'a listener after the last one closed' });
@@ -80,7 +104,12 @@ test.serial('channels share a connection; a cut tells each listener, and each he
 });
 
 test.serial('a listener that is not listening yet says so: ready() bounds the wait', async (t) => {
-  const l = listen('test_e', () => undefined, () => undefined, { connectionString: 'postgres://nobody@127.0.0.1:1/none', applicationName: 'listen-nowhere', maxBackoffMs: 200 });
+  const l = listen(
+    'test_e',
+    () => undefined,
+    () => undefined,
+    { connectionString: 'postgres://nobody@127.0.0.1:1/none', applicationName: 'listen-nowhere', maxBackoffMs: 200 },
+  );
   t.false(l.live);
   await t.throwsAsync(() => l.ready(500), { message: /not listening on test_e within 500 ms/ });
   await l.close();

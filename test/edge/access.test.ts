@@ -63,7 +63,11 @@ async function enrollWithClient(h: HubFixture, name: string, commonName: string)
   if (tok.status !== 201) throw new Error(tok.text);
   const jwt = await h.call('GET', `${h.h2}/certificate-request-tokens/${tok.json.id}/enrollment-jwt`);
   const out = mkdtempSync(path.join(process.env.TEST_WORK_DIR ?? os.tmpdir(), 'edge-enroll-'));
-  const { stdout } = await run(process.execPath, [path.join(root, 'agent', 'bin', 'edgehub.js'), 'enroll', jwt.json.jwt, '--out', out, '--expect-host', new URL(stack.baseUrl).host], { cwd: root });
+  const { stdout } = await run(
+    process.execPath,
+    [path.join(root, 'agent', 'bin', 'edgehub.js'), 'enroll', jwt.json.jwt, '--out', out, '--expect-host', new URL(stack.baseUrl).host],
+    { cwd: root },
+  );
   const certFile = path.join(out, `${name}.crt`);
   const keyFile = path.join(out, `${name}.key`);
   return { stdout, certFile, keyFile, cert: readFileSync(certFile, 'utf8'), key: readFileSync(keyFile, 'utf8') };
@@ -87,7 +91,11 @@ test('mTLS: token with commonName -> JWT -> enrollment client -> the written key
   t.is((await hub.call('GET', `${hub.h}/client-certificates/${id}`)).json.fingerprintSha256, ok.json.certificateFingerprint);
 
   // curl with the files as written (certificate with its chain)
-  const curl = await curlRequest(`https://${host}:${edge.httpsPort}/via-curl`, { certFile: device.certFile, keyFile: device.keyFile, resolve: `${host}:${edge.httpsPort}:127.0.0.1` });
+  const curl = await curlRequest(`https://${host}:${edge.httpsPort}/via-curl`, {
+    certFile: device.certFile,
+    keyFile: device.keyFile,
+    resolve: `${host}:${edge.httpsPort}:127.0.0.1`,
+  });
   t.is(curl.status, 200, curl.body);
   t.is(curl.json.certificateName, 'device-1');
 
@@ -110,13 +118,20 @@ test('mTLS: token with commonName -> JWT -> enrollment client -> the written key
     intervalMs: 10,
     what: 'the kept-alive connection of the deleted certificate closed',
   });
-  const refused = await waitFor(async () => {
-    const r = await overTls(host, device, { agent }).catch(() => undefined);
-    return r?.status === 403 && r;
-  }, { timeoutMs: 2000, intervalMs: 50, what: 'the deleted certificate refused' });
+  const refused = await waitFor(
+    async () => {
+      const r = await overTls(host, device, { agent }).catch(() => undefined);
+      return r?.status === 403 && r;
+    },
+    { timeoutMs: 2000, intervalMs: 50, what: 'the deleted certificate refused' },
+  );
   assertRefused(t, refused, 403, 'forbidden', 'EH_MTLS_CERT_DELETED');
   t.is((await overTls(host, device)).status, 403);
-  const curlAfter = await curlRequest(`https://${host}:${edge.httpsPort}/`, { certFile: device.certFile, keyFile: device.keyFile, resolve: `${host}:${edge.httpsPort}:127.0.0.1` });
+  const curlAfter = await curlRequest(`https://${host}:${edge.httpsPort}/`, {
+    certFile: device.certFile,
+    keyFile: device.keyFile,
+    resolve: `${host}:${edge.httpsPort}:127.0.0.1`,
+  });
   t.is(curlAfter.status, 403);
   agent.destroy();
 });
@@ -146,20 +161,30 @@ test("mTLS: another hub's certificate, an uploaded one exactly, and a resuming c
   const upload = await selfSigned('partner', new Date(Date.now() - 86400_000), new Date(Date.now() + 86400_000));
   const lookalike = await selfSigned('partner', new Date(Date.now() - 86400_000), new Date(Date.now() + 86400_000));
   t.is((await hub.call('POST', `${hub.h}/client-certificates`, { body: { name: 'partner', value: upload.certPem } })).status, 201);
-  await waitFor(async () => (await overTls(host, { cert: upload.certPem, key: upload.keyPem })).status === 200, { timeoutMs: 2000, what: 'the upload admitted' });
+  await waitFor(async () => (await overTls(host, { cert: upload.certPem, key: upload.keyPem })).status === 200, {
+    timeoutMs: 2000,
+    what: 'the upload admitted',
+  });
   t.is((await overTls(host, { cert: upload.certPem, key: upload.keyPem })).json.certificateName, 'partner');
   const r2 = await overTls(host, { cert: lookalike.certPem, key: lookalike.keyPem });
   assertRefused(t, r2, 403, 'forbidden', 'EH_MTLS_CERT_UNKNOWN');
 
   // the certificate's file on disk works with curl too
-  const curl = await curlRequest(`https://${host}:${edge.httpsPort}/`, { certFile: tempFile('crt', cert), keyFile: tempFile('key', keyPem), resolve: `${host}:${edge.httpsPort}:127.0.0.1` });
+  const curl = await curlRequest(`https://${host}:${edge.httpsPort}/`, {
+    certFile: tempFile('crt', cert),
+    keyFile: tempFile('key', keyPem),
+    resolve: `${host}:${edge.httpsPort}:127.0.0.1`,
+  });
   t.is(curl.status, 200);
 });
 
 /** An OIDC provider registered for `hosts` (on the edge's HTTP port), and an auth provider of `h` using it. */
 async function oidcFor(h: HubFixture, hosts: string[], providerId: string, emailPatterns: string[]) {
   const idp = await startOidcProvider({
-    redirectUris: hosts.flatMap((host) => [`http://${host}:${edge.httpPort}/.edgehub/oauth/callback`, `https://${host}:${edge.httpsPort}/.edgehub/oauth/callback`]),
+    redirectUris: hosts.flatMap((host) => [
+      `http://${host}:${edge.httpPort}/.edgehub/oauth/callback`,
+      `https://${host}:${edge.httpsPort}/.edgehub/oauth/callback`,
+    ]),
   });
   idps.push(idp);
   // the provider's settings change on a live share: the edge picks them up from the change notification
@@ -167,13 +192,21 @@ async function oidcFor(h: HubFixture, hosts: string[], providerId: string, email
     body: { config: { clientId: idp.clientId, clientSecret: idp.clientSecret, issuerUrl: idp.issuer }, emailPatterns },
   });
   if (patched.status !== 200) throw new Error(`${patched.status} ${patched.text}`);
-  await waitFor(async () => hosts.every((host) => edge.routes.lookup(host)?.auth?.clientId === idp.clientId), { timeoutMs: 2000, what: 'the edge seeing the provider change' });
+  await waitFor(async () => hosts.every((host) => edge.routes.lookup(host)?.auth?.clientId === idp.clientId), {
+    timeoutMs: 2000,
+    what: 'the edge seeing the provider change',
+  });
   return idp;
 }
 
 test('login through the edge: a browser signs in at the OpenID provider; the target sees the email and no edge cookie', async (t) => {
   const provider = await hub.call('POST', `${hub.h}/auth-providers`, {
-    body: { name: 'corp', type: 'OIDC', config: { clientId: 'placeholder', clientSecret: 'placeholder', issuerUrl: 'http://127.0.0.1:9', scopes: ['openid', 'email'] }, emailPatterns: ['*@example.com'] },
+    body: {
+      name: 'corp',
+      type: 'OIDC',
+      config: { clientId: 'placeholder', clientSecret: 'placeholder', issuerUrl: 'http://127.0.0.1:9', scopes: ['openid', 'email'] },
+      emailPatterns: ['*@example.com'],
+    },
   });
   t.is(provider.status, 201, provider.text);
   const a = await routedShare(edge, hub, { target: backend.url, authProviderId: provider.json.id });
@@ -199,7 +232,10 @@ test('login through the edge: a browser signs in at the OpenID provider; the tar
   t.is(back.headers.location, '/inbox?unread=1');
   const page = await browser.request(url(a.host, '/inbox?unread=1'), { headers: { 'x-forwarded-email': 'forged@example.com' } });
   t.is(page.status, 200, page.body);
-  t.deepEqual({ email: page.json.email, cookie: page.json.cookie, url: page.json.url }, { email: 'alice@example.com', cookie: 'app=mine', url: '/inbox?unread=1' });
+  t.deepEqual(
+    { email: page.json.email, cookie: page.json.cookie, url: page.json.url },
+    { email: 'alice@example.com', cookie: 'app=mine', url: '/inbox?unread=1' },
+  );
 
   // the session cookie works for a non-browser client of the same host, not on the other share's host
   const session = browser.cookies(a.host).get('edgehub_session')?.value as string;
@@ -236,7 +272,9 @@ test('login through the edge: a browser signs in at the OpenID provider; the tar
   const tlsUrl = `https://${a.host}:${edge.httpsPort}/secure`;
   const secure = new Browser();
   // the standard frontend's certificate is issued by a worker at its first start
-  const started = await waitFor(async () => (await secure.request(tlsUrl).catch(() => undefined)) as Awaited<ReturnType<Browser['request']>> | undefined, { what: 'the edge serving TLS for the public frontend' });
+  const started = await waitFor(async () => (await secure.request(tlsUrl).catch(() => undefined)) as Awaited<ReturnType<Browser['request']>> | undefined, {
+    what: 'the edge serving TLS for the public frontend',
+  });
   t.is(started.status, 302);
   const scb = await signInAtIdp(secure, new URL(started.headers.location as string), 'alice@example.com');
   t.is(scb.origin, `https://${a.host}:${edge.httpsPort}`);
@@ -261,7 +299,12 @@ test("login: an open WebSocket of a session whose email the provider's patterns 
     await wsBackend.close();
   });
   const provider = await hub.call('POST', `${hub.h}/auth-providers`, {
-    body: { name: 'ws-corp', type: 'OIDC', config: { clientId: 'placeholder', clientSecret: 'placeholder', issuerUrl: 'http://127.0.0.1:9' }, emailPatterns: ['*@example.com'] },
+    body: {
+      name: 'ws-corp',
+      type: 'OIDC',
+      config: { clientId: 'placeholder', clientSecret: 'placeholder', issuerUrl: 'http://127.0.0.1:9' },
+      emailPatterns: ['*@example.com'],
+    },
   });
   t.is(provider.status, 201, provider.text);
   const share = await routedShare(edge, hub, { target: wsBackend.url, authProviderId: provider.json.id });
@@ -284,6 +327,10 @@ test("login: an open WebSocket of a session whose email the provider's patterns 
     body: { config: { clientId: idp.clientId, clientSecret: idp.clientSecret, issuerUrl: idp.issuer }, emailPatterns: ['alice@example.com'] },
   });
   t.is(patched.status, 200, patched.text);
-  await waitFor(async () => Promise.race([closed.then(() => true), new Promise<false>((r) => setTimeout(() => r(false), 50))]), { timeoutMs: 2000, intervalMs: 10, what: 'the WebSocket of the no longer allowed session closed' });
+  await waitFor(async () => Promise.race([closed.then(() => true), new Promise<false>((r) => setTimeout(() => r(false), 50))]), {
+    timeoutMs: 2000,
+    intervalMs: 10,
+    what: 'the WebSocket of the no longer allowed session closed',
+  });
   t.pass();
 });

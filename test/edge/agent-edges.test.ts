@@ -46,7 +46,14 @@ test.before(async () => {
 async function edgeProcess() {
   const [httpPort, httpsPort] = await Promise.all([freePort(), freePort()]);
   const child = spawn(process.execPath, scriptArgs('edge/index.ts'), {
-    env: { ...process.env, HUB_PROCESS: 'edge', HUB_EDGE_HTTP_PORT: String(httpPort), HUB_EDGE_HTTPS_PORT: String(httpsPort), HUB_EDGE_AGENT_ADDRESSES: `${ns.hostIp}:${httpsPort}`, LOG_LEVEL: 'warn' },
+    env: {
+      ...process.env,
+      HUB_PROCESS: 'edge',
+      HUB_EDGE_HTTP_PORT: String(httpPort),
+      HUB_EDGE_HTTPS_PORT: String(httpsPort),
+      HUB_EDGE_AGENT_ADDRESSES: `${ns.hostIp}:${httpsPort}`,
+      LOG_LEVEL: 'warn',
+    },
     stdio: ['ignore', 'ignore', 'inherit'],
   });
   const exited = new Promise((resolve) => child.once('exit', resolve));
@@ -77,9 +84,15 @@ test.serial('an agent given one edge connects to every live edge within 10 s, se
   const third = await edgeProcess();
   await agent.printed(new RegExp(`connected to edge ${third.address.replace(/\./g, '\\.')}`), 10_000);
   for (const port of [edge.httpPort!, second.httpPort, third.httpPort]) {
-    await waitFor(async () => (await edgeRequest(port, host, { path: '/whoami' })).text === 'A', { timeoutMs: 5000, what: `the share answering on the edge at :${port}` });
+    await waitFor(async () => (await edgeRequest(port, host, { path: '/whoami' })).text === 'A', {
+      timeoutMs: 5000,
+      what: `the share answering on the edge at :${port}`,
+    });
   }
-  t.false(agent.lines.some((l) => new RegExp(`found edge ${address.replace(/\./g, '\\.')}`).test(l)), 'the given edge is not dialled twice');
+  t.false(
+    agent.lines.some((l) => new RegExp(`found edge ${address.replace(/\./g, '\\.')}`).test(l)),
+    'the given edge is not dialled twice',
+  );
 
   // the third edge dies without cleaning up: once its liveness expires (3 s here) the agent stops dialling it
   third.child.kill('SIGKILL');

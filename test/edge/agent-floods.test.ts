@@ -147,7 +147,9 @@ for (const kind of Object.keys(EXPECTED) as Flood[]) {
       const after = await latencies(edge.httpPort!, otherHost, 300);
       await answer.ended; // the slow answer went with the session
       const reference = Math.max(p99(before), p99(after));
-      t.log(`${kind} #${attempt}: ${(result.sent / 1e6).toFixed(1)} MB sent; p99 before ${p99(before).toFixed(2)} ms, during ${p99(during).toFixed(2)} ms, after ${p99(after).toFixed(2)} ms`);
+      t.log(
+        `${kind} #${attempt}: ${(result.sent / 1e6).toFixed(1)} MB sent; p99 before ${p99(before).toFixed(2)} ms, during ${p99(during).toFixed(2)} ms, after ${p99(after).toFixed(2)} ms`,
+      );
       t.true(result.closedByEdge, 'the edge closed the flooding session');
       const lines = logged(/^edge: agent connection closed: it sent /).filter((l) => l.agentId === id);
       t.is(lines.length, 1, 'one log line names the flood');
@@ -161,28 +163,35 @@ for (const kind of Object.keys(EXPECTED) as Flood[]) {
   });
 }
 
-test.serial('a frame HTTP/2 forbids (CONTINUATION without HEADERS) makes the edge stop reading; the session ends as a flood or at its next unanswered ping', async (t) => {
-  const { dir, id } = await enrollAgent(attacker, attackerEnv, work);
-  const dial = await dialAsAgent(dir, edge.httpsPort!, { serve: true });
-  await waitFor(async () => edge.agents.connected(attacker.hubId, attackerEnv).includes(id), { what: 'the agent connected' });
-  const answer = await slowAnswer();
-  t.true(dial.held > 0);
-  // nghttp2 answers the first one with GOAWAY and reads nothing more: the flood stalls on the socket's buffers
-  const result = await floodOn(dial, 'CONTINUATION_ALONE', 20_000);
-  await answer.ended;
-  t.log(`${(result.sent / 1e6).toFixed(1)} MB written before the edge closed the connection`);
-  t.true(result.closedByEdge, 'the edge closed the session');
-  t.true(result.sent < 16e6, 'the edge stopped reading');
-  // what nghttp2 read before it stopped may already be over the overhead budget (a flood); else the ping ends it;
-  // newer nghttp2 (Node 22) reports the forbidden frame as a protocol error, which ends the session at once
-  const closing = logged(/^edge: agent (did not answer a ping; connection closed$|connection closed: it sent (\d+ bytes of frames|frames nghttp2 refused \(Protocol error: ))/).filter((l) => l.agentId === id);
-  t.is(closing.length, 1, 'one log line says why the session ended');
-  t.log(closing[0]?.msg);
-});
+test.serial(
+  'a frame HTTP/2 forbids (CONTINUATION without HEADERS) makes the edge stop reading; the session ends as a flood or at its next unanswered ping',
+  async (t) => {
+    const { dir, id } = await enrollAgent(attacker, attackerEnv, work);
+    const dial = await dialAsAgent(dir, edge.httpsPort!, { serve: true });
+    await waitFor(async () => edge.agents.connected(attacker.hubId, attackerEnv).includes(id), { what: 'the agent connected' });
+    const answer = await slowAnswer();
+    t.true(dial.held > 0);
+    // nghttp2 answers the first one with GOAWAY and reads nothing more: the flood stalls on the socket's buffers
+    const result = await floodOn(dial, 'CONTINUATION_ALONE', 20_000);
+    await answer.ended;
+    t.log(`${(result.sent / 1e6).toFixed(1)} MB written before the edge closed the connection`);
+    t.true(result.closedByEdge, 'the edge closed the session');
+    t.true(result.sent < 16e6, 'the edge stopped reading');
+    // what nghttp2 read before it stopped may already be over the overhead budget (a flood); else the ping ends it;
+    // newer nghttp2 (Node 22) reports the forbidden frame as a protocol error, which ends the session at once
+    const closing = logged(
+      /^edge: agent (did not answer a ping; connection closed$|connection closed: it sent (\d+ bytes of frames|frames nghttp2 refused \(Protocol error: ))/,
+    ).filter((l) => l.agentId === id);
+    t.is(closing.length, 1, 'one log line says why the session ended');
+    t.log(closing[0]?.msg);
+  },
+);
 
 test.serial('honest traffic through a real agent never trips the limits: a 64 MiB download, a 32 MiB upload, hundreds of small requests', async (t) => {
   const { dir, id } = honestAgent;
-  const child = spawn(process.execPath, ['agent/bin/edgehub.js', 'agent', 'run', '--dir', dir, '--edge', `127.0.0.1:${edge.httpsPort}`], { stdio: ['ignore', 'pipe', 'pipe'] });
+  const child = spawn(process.execPath, ['agent/bin/edgehub.js', 'agent', 'run', '--dir', dir, '--edge', `127.0.0.1:${edge.httpsPort}`], {
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
   let printed = '';
   child.stdout.on('data', (d) => (printed += d));
   child.stderr.on('data', (d) => (printed += d));
@@ -208,9 +217,19 @@ test.serial('honest traffic through a real agent never trips the limits: a 64 Mi
 
   // one big upload: the agent acknowledges it with window updates
   const uploaded = await new Promise<string>((resolve, reject) => {
-    const req = http.request({ host: '127.0.0.1', port: edge.httpPort, method: 'POST', path: '/upload', headers: { host: honestHost, 'content-length': String(UPLOAD) }, agent: false }, (res) => {
-      readBody(res).then((b) => resolve(b.toString()), reject);
-    });
+    const req = http.request(
+      {
+        host: '127.0.0.1',
+        port: edge.httpPort,
+        method: 'POST',
+        path: '/upload',
+        headers: { host: honestHost, 'content-length': String(UPLOAD) },
+        agent: false,
+      },
+      (res) => {
+        readBody(res).then((b) => resolve(b.toString()), reject);
+      },
+    );
     req.once('error', reject);
     req.end(Buffer.alloc(UPLOAD, 3));
   });
@@ -227,7 +246,9 @@ test.serial('honest traffic through a real agent never trips the limits: a 64 Mi
           const i = next++;
           bodies[i] = await new Promise<string>((resolve, reject) => {
             http
-              .get({ host: '127.0.0.1', port: edge.httpPort, path: `/${prefix}${i}`, headers: { host: honestHost }, agent }, (res) => readBody(res).then((b) => resolve(`${res.statusCode} ${b}`), reject))
+              .get({ host: '127.0.0.1', port: edge.httpPort, path: `/${prefix}${i}`, headers: { host: honestHost }, agent }, (res) =>
+                readBody(res).then((b) => resolve(`${res.statusCode} ${b}`), reject),
+              )
               .once('error', reject);
           });
         }
@@ -237,12 +258,22 @@ test.serial('honest traffic through a real agent never trips the limits: a 64 Mi
     return bodies;
   };
   const kept = await small('kept', 400);
-  t.deepEqual(kept, Array.from({ length: 400 }, (_, i) => `200 small /kept${i}`));
+  t.deepEqual(
+    kept,
+    Array.from({ length: 400 }, (_, i) => `200 small /kept${i}`),
+  );
   const closed = await small('close', 300);
-  t.deepEqual(closed, Array.from({ length: 300 }, (_, i) => `200 small /close${i}`));
+  t.deepEqual(
+    closed,
+    Array.from({ length: 300 }, (_, i) => `200 small /close${i}`),
+  );
 
   t.deepEqual(edge.agents.connected(honest.hubId, honestEnv), [id], 'the same connection carried it all');
-  t.deepEqual(logged(/^edge: agent connection (closed|refused)/).filter((l) => l.agentId === id), [], 'never closed or refused');
+  t.deepEqual(
+    logged(/^edge: agent connection (closed|refused)/).filter((l) => l.agentId === id),
+    [],
+    'never closed or refused',
+  );
   child.kill();
   await exited;
   const gone = await waitFor(async () => logged(/^edge: agent disconnected$/).find((l) => l.agentId === id), { what: 'the honest agent disconnected' });

@@ -41,7 +41,6 @@ test.before(async () => {
   otherHost = (await routedShare(edge, other, { target: backend.url })).host;
 });
 
-
 const latencies = (n: number) => latenciesOf(edge.httpPort!, otherHost, n);
 
 test.serial('at most 8 connections per agent certificate; the next is refused', async (t) => {
@@ -49,7 +48,10 @@ test.serial('at most 8 connections per agent certificate; the next is refused', 
   const dials: Awaited<ReturnType<typeof dialAsAgent>>[] = [];
   for (let i = 0; i < 8; i++) dials.push(await dialAsAgent(dir, edge.httpsPort!));
   cleanups.push(async () => dials.forEach((d) => d.socket.destroy()));
-  t.true(dials.every((d) => d.up), 'eight connections taken');
+  t.true(
+    dials.every((d) => d.up),
+    'eight connections taken',
+  );
   await waitFor(async () => edge.agents.connected(attacker.hubId, envZId).length === 8, { what: 'eight connections on the gateway' });
   const ninth = await dialAsAgent(dir, edge.httpsPort!);
   t.false(ninth.up, 'the ninth is refused');
@@ -77,7 +79,9 @@ for (const kind of ['WINDOW_UPDATE', 'SETTINGS', 'PING', 'RST_STREAM', 'CONTINUA
       const result = await flooding;
       const after = await latencies(300);
       const reference = Math.max(p99(before), p99(after));
-      t.log(`${kind} #${attempt}: ${(result.sent / 1e6).toFixed(1)} MB sent; p99 before ${p99(before).toFixed(2)} ms, during ${p99(during).toFixed(2)} ms, after ${p99(after).toFixed(2)} ms`);
+      t.log(
+        `${kind} #${attempt}: ${(result.sent / 1e6).toFixed(1)} MB sent; p99 before ${p99(before).toFixed(2)} ms, during ${p99(during).toFixed(2)} ms, after ${p99(after).toFixed(2)} ms`,
+      );
       t.true(result.up, 'the flooding agent was connected first');
       t.true(result.closedByEdge, 'the edge closed the flooding session');
       // the same agent reconnecting at once is refused for a while, so a flood cannot simply start again

@@ -58,7 +58,8 @@ const get = (host: string) => edgeRequest(edge.httpPort!, host, { path: '/whoami
 
 /** Every path by which the edge reloads routes, agents and environments, forced now; resolves once applied. */
 async function forceReloads(envZId: string, zId: string): Promise<void> {
-  const notify = (change: Record<string, unknown>) => stack.sql.query(`SELECT pg_notify('edgehub_edge', $1)`, [JSON.stringify({ op: 'UPDATE', hubId: hub.hubId, ...change })]);
+  const notify = (change: Record<string, unknown>) =>
+    stack.sql.query(`SELECT pg_notify('edgehub_edge', $1)`, [JSON.stringify({ op: 'UPDATE', hubId: hub.hubId, ...change })]);
   await notify({ table: 'agents', id: 'none' });
   await notify({ table: 'environments', id: envZId });
   await notify({ table: 'shares', id: zId });
@@ -66,7 +67,9 @@ async function forceReloads(envZId: string, zId: string): Promise<void> {
   await edge.settled();
   // the change feed lost: on its reconnection the edge reloads everything (notifications may have been missed)
   const before = await stack.sql.query(`SELECT pid FROM pg_stat_activity WHERE datname = current_database() AND application_name = 'edgehub-edge-listen'`);
-  await stack.sql.query(`SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = current_database() AND application_name = 'edgehub-edge-listen'`);
+  await stack.sql.query(
+    `SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = current_database() AND application_name = 'edgehub-edge-listen'`,
+  );
   await waitFor(
     async () => {
       const now = await stack.sql.query(`SELECT pid FROM pg_stat_activity WHERE datname = current_database() AND application_name = 'edgehub-edge-listen'`);
@@ -79,58 +82,61 @@ async function forceReloads(envZId: string, zId: string): Promise<void> {
   await edge.settled();
 }
 
-test.serial('reach: a revoked last agent fails closed (502 at once, never the decoy), through every reload; only PATCH reach edge opens the direct path', async (t) => {
-  const envZId = await newEnvironment(hub);
-  t.is((await hub.call('GET', `${hub.h}/environments/${envZId}`)).json.reach, 'edge', 'a new environment is reached by the edge');
-  const target = `http://127.0.0.1:${port}`;
-  const { host, zId } = await routedShare(edge, hub, { target, envZId });
-  // reach edge: the edge connects itself, and in its network the decoy answers
-  t.is((await get(host)).text, 'decoy');
-  const hitsBefore = decoyHits;
+test.serial(
+  'reach: a revoked last agent fails closed (502 at once, never the decoy), through every reload; only PATCH reach edge opens the direct path',
+  async (t) => {
+    const envZId = await newEnvironment(hub);
+    t.is((await hub.call('GET', `${hub.h}/environments/${envZId}`)).json.reach, 'edge', 'a new environment is reached by the edge');
+    const target = `http://127.0.0.1:${port}`;
+    const { host, zId } = await routedShare(edge, hub, { target, envZId });
+    // reach edge: the edge connects itself, and in its network the decoy answers
+    t.is((await get(host)).text, 'decoy');
+    const hitsBefore = decoyHits;
 
-  const { dir, id } = await enrollAgent(hub, envZId, work);
-  t.is((await hub.call('GET', `${hub.h}/environments/${envZId}`)).json.reach, 'agent', 'the first enrollment sets reach agent');
-  const agent: RunningAgent = runAgent(ns, dir, [edge.httpsPort!]);
-  cleanups.push(() => agent.stop('SIGKILL'));
-  await agent.printed(/connected to edge/);
-  await waitFor(async () => (await get(host)).text === 'private', { what: 'the private target through the agent' });
+    const { dir, id } = await enrollAgent(hub, envZId, work);
+    t.is((await hub.call('GET', `${hub.h}/environments/${envZId}`)).json.reach, 'agent', 'the first enrollment sets reach agent');
+    const agent: RunningAgent = runAgent(ns, dir, [edge.httpsPort!]);
+    cleanups.push(() => agent.stop('SIGKILL'));
+    await agent.printed(/connected to edge/);
+    await waitFor(async () => (await get(host)).text === 'private', { what: 'the private target through the agent' });
 
-  t.is((await hub.call('DELETE', `${hub.h}/environments/${envZId}/agents/${id}`)).status, 204);
-  await agent.printed(/disconnected from edge/, 5000);
-  await waitFor(async () => edge.agents.connected(hub.hubId, envZId).length === 0, { what: 'no agent on the gateway' });
-  const started = Date.now();
-  const revoked = await get(host);
-  assertRefused(t, revoked, 502, 'bad_gateway', 'EH_NO_AGENT', envZId); // names the environment
-  t.true(Date.now() - started < 1000, 'answered at once');
-  const env = await hub.call('GET', `${hub.h}/environments/${envZId}`);
-  t.is(env.json.reach, 'agent', 'revoking the last agent leaves reach agent');
-  t.deepEqual(env.json.agents, []);
+    t.is((await hub.call('DELETE', `${hub.h}/environments/${envZId}/agents/${id}`)).status, 204);
+    await agent.printed(/disconnected from edge/, 5000);
+    await waitFor(async () => edge.agents.connected(hub.hubId, envZId).length === 0, { what: 'no agent on the gateway' });
+    const started = Date.now();
+    const revoked = await get(host);
+    assertRefused(t, revoked, 502, 'bad_gateway', 'EH_NO_AGENT', envZId); // names the environment
+    t.true(Date.now() - started < 1000, 'answered at once');
+    const env = await hub.call('GET', `${hub.h}/environments/${envZId}`);
+    t.is(env.json.reach, 'agent', 'revoking the last agent leaves reach agent');
+    t.deepEqual(env.json.agents, []);
 
-  await forceReloads(envZId, zId);
-  const later = await get(host);
-  t.is(later.status, 502, `after the reloads: ${later.status} ${later.text}`);
-  t.is(decoyHits, hitsBefore, 'the decoy in the edge network was never asked while reach was agent');
+    await forceReloads(envZId, zId);
+    const later = await get(host);
+    t.is(later.status, 502, `after the reloads: ${later.status} ${later.text}`);
+    t.is(decoyHits, hitsBefore, 'the decoy in the edge network was never asked while reach was agent');
 
-  // bad input: 400 naming the field, nothing changed, nothing recorded
-  const bad = await hub.call('PATCH', `${hub.h}/environments/${envZId}`, { body: { reach: 'sometimes' } });
-  assertRefused(t, bad, 400, 'invalid_request', 'EH_INVALID_REQUEST', '$.reach');
-  t.is((await hub.call('PATCH', `${hub.h}/environments/${envZId}`, { body: { reach: 'edge', mtls: true } })).status, 400);
-  t.is((await hub.call('PATCH', `${hub.h}/environments/nope`, { body: { reach: 'edge' } })).status, 404);
-  const other = await stack.hub();
-  t.is((await other.call('PATCH', `${other.h}/environments/${envZId}`, { body: { reach: 'edge' } })).status, 404, "another hub's key");
-  t.is((await hub.call('GET', `${hub.h}/environments/${envZId}`)).json.reach, 'agent');
-  t.is((await get(host)).status, 502);
+    // bad input: 400 naming the field, nothing changed, nothing recorded
+    const bad = await hub.call('PATCH', `${hub.h}/environments/${envZId}`, { body: { reach: 'sometimes' } });
+    assertRefused(t, bad, 400, 'invalid_request', 'EH_INVALID_REQUEST', '$.reach');
+    t.is((await hub.call('PATCH', `${hub.h}/environments/${envZId}`, { body: { reach: 'edge', mtls: true } })).status, 400);
+    t.is((await hub.call('PATCH', `${hub.h}/environments/nope`, { body: { reach: 'edge' } })).status, 404);
+    const other = await stack.hub();
+    t.is((await other.call('PATCH', `${other.h}/environments/${envZId}`, { body: { reach: 'edge' } })).status, 404, "another hub's key");
+    t.is((await hub.call('GET', `${hub.h}/environments/${envZId}`)).json.reach, 'agent');
+    t.is((await get(host)).status, 502);
 
-  // the explicit change: the edge reaches the address in its own network again, and the change is an execution
-  const patched = await hub.call('PATCH', `${hub.h}/environments/${envZId}`, { body: { reach: 'edge' } });
-  t.is(patched.status, 200, patched.text);
-  t.is(patched.json.reach, 'edge');
-  t.is(patched.json.envZId, envZId);
-  await waitFor(async () => (await get(host)).text === 'decoy', { timeoutMs: 2000, what: 'the edge connecting itself after PATCH reach edge' });
-  const executions = await hub.call('GET', `${hub.h}/executions?size=50`);
-  const recorded = executions.json.content.find((e: { type: string; resourceId: string }) => e.type === 'environments.setReach' && e.resourceId === envZId);
-  t.like(recorded, { status: 'SUCCEEDED', resourceType: 'environment', result: { from: 'agent', to: 'edge' } });
-});
+    // the explicit change: the edge reaches the address in its own network again, and the change is an execution
+    const patched = await hub.call('PATCH', `${hub.h}/environments/${envZId}`, { body: { reach: 'edge' } });
+    t.is(patched.status, 200, patched.text);
+    t.is(patched.json.reach, 'edge');
+    t.is(patched.json.envZId, envZId);
+    await waitFor(async () => (await get(host)).text === 'decoy', { timeoutMs: 2000, what: 'the edge connecting itself after PATCH reach edge' });
+    const executions = await hub.call('GET', `${hub.h}/executions?size=50`);
+    const recorded = executions.json.content.find((e: { type: string; resourceId: string }) => e.type === 'environments.setReach' && e.resourceId === envZId);
+    t.like(recorded, { status: 'SUCCEEDED', resourceType: 'environment', result: { from: 'agent', to: 'edge' } });
+  },
+);
 
 test.serial('reach on create and in every answer; a bad value is a 400 naming the field', async (t) => {
   const created = await hub.call('POST', `${hub.h}/environments`, { body: { description: 'closed from the start', reach: 'agent' } });

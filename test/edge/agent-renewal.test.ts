@@ -72,62 +72,71 @@ test.serial('a running agent renews its certificate; the edge admits the new one
   t.pass();
 });
 
-test.serial('renewal refusals: another key, another agent, another CSR, stale, unknown or revoked agent, bad input; a retry gets the same certificate', async (t) => {
-  const envZId = await newEnvironment(bench.hub);
-  const { dir, id } = await enrollAgent(bench.hub, envZId, work);
-  const identity = readIdentity(dir);
-  const { csrPem } = keyAndCsr({ cn: 'renewal' });
-  const call = (agentId: string, body: unknown) => stack.call('POST', renewPath(agentId), { body });
+test.serial(
+  'renewal refusals: another key, another agent, another CSR, stale, unknown or revoked agent, bad input; a retry gets the same certificate',
+  async (t) => {
+    const envZId = await newEnvironment(bench.hub);
+    const { dir, id } = await enrollAgent(bench.hub, envZId, work);
+    const identity = readIdentity(dir);
+    const { csrPem } = keyAndCsr({ cn: 'renewal' });
+    const call = (agentId: string, body: unknown) => stack.call('POST', renewPath(agentId), { body });
 
-  // a proof by a key that is not the agent's
-  const stranger = { ...identity, keyPem: generateKeyPairSync('ec', { namedCurve: 'P-256' }).privateKey.export({ type: 'pkcs8', format: 'pem' }) as string };
-  assertRefused(t, await call(id, { csr: csrPem, proof: renewalProof(stranger, csrPem) }), 403, 'forbidden', 'EH_AGENT_PROOF_INVALID');
-  // the agent's own proof, for another agent of the hub
-  const other = await enrollAgent(bench.hub, envZId, work);
-  assertRefused(t, await call(other.id, { csr: csrPem, proof: renewalProof(identity, csrPem) }), 403, 'forbidden', 'EH_AGENT_PROOF_INVALID');
-  // for another CSR than the one sent
-  assertRefused(t, await call(id, { csr: csrPem, proof: renewalProof(identity, keyAndCsr({ cn: 'x' }).csrPem) }), 403, 'forbidden', 'EH_AGENT_PROOF_INVALID');
-  // stale: signed ten minutes ago
-  const realNow = Date.now;
-  Date.now = () => realNow() - 10 * 60_000;
-  const stale = renewalProof(identity, csrPem);
-  Date.now = realNow;
-  assertRefused(t, await call(id, { csr: csrPem, proof: stale }), 403, 'forbidden', 'EH_AGENT_PROOF_INVALID');
-  // dated ahead of the service's clock by more than clock skew (55 s): refused; a few seconds ahead is skew, below
-  Date.now = () => realNow() + 55_000;
-  const ahead = renewalProof(identity, csrPem);
-  Date.now = realNow;
-  const aheadAnswer = await call(id, { csr: csrPem, proof: ahead });
-  assertRefused(t, aheadAnswer, 403, 'forbidden', 'EH_AGENT_PROOF_INVALID');
-  t.regex(aheadAnswer.json.message, /iat/);
-  // an agent that does not exist
-  assertRefused(t, await call('no-such-agent', { csr: csrPem, proof: renewalProof(identity, csrPem) }), 403, 'forbidden', 'EH_AGENT_PROOF_INVALID');
-  // bad input: no proof, a key that is not P-256
-  assertRefused(t, await call(id, { csr: csrPem }), 400, 'invalid_request', 'EH_INVALID_REQUEST');
-  const rsa = await makeCsr('/CN=rsa', 'rsa2048');
-  assertRefused(t, await call(id, { csr: rsa, proof: renewalProof(identity, rsa) }), 400, 'invalid_request', 'EH_CSR_INVALID');
+    // a proof by a key that is not the agent's
+    const stranger = { ...identity, keyPem: generateKeyPairSync('ec', { namedCurve: 'P-256' }).privateKey.export({ type: 'pkcs8', format: 'pem' }) as string };
+    assertRefused(t, await call(id, { csr: csrPem, proof: renewalProof(stranger, csrPem) }), 403, 'forbidden', 'EH_AGENT_PROOF_INVALID');
+    // the agent's own proof, for another agent of the hub
+    const other = await enrollAgent(bench.hub, envZId, work);
+    assertRefused(t, await call(other.id, { csr: csrPem, proof: renewalProof(identity, csrPem) }), 403, 'forbidden', 'EH_AGENT_PROOF_INVALID');
+    // for another CSR than the one sent
+    assertRefused(t, await call(id, { csr: csrPem, proof: renewalProof(identity, keyAndCsr({ cn: 'x' }).csrPem) }), 403, 'forbidden', 'EH_AGENT_PROOF_INVALID');
+    // stale: signed ten minutes ago
+    const realNow = Date.now;
+    Date.now = () => realNow() - 10 * 60_000;
+    const stale = renewalProof(identity, csrPem);
+    Date.now = realNow;
+    assertRefused(t, await call(id, { csr: csrPem, proof: stale }), 403, 'forbidden', 'EH_AGENT_PROOF_INVALID');
+    // dated ahead of the service's clock by more than clock skew (55 s): refused; a few seconds ahead is skew, below
+    Date.now = () => realNow() + 55_000;
+    const ahead = renewalProof(identity, csrPem);
+    Date.now = realNow;
+    const aheadAnswer = await call(id, { csr: csrPem, proof: ahead });
+    assertRefused(t, aheadAnswer, 403, 'forbidden', 'EH_AGENT_PROOF_INVALID');
+    t.regex(aheadAnswer.json.message, /iat/);
+    // an agent that does not exist
+    assertRefused(t, await call('no-such-agent', { csr: csrPem, proof: renewalProof(identity, csrPem) }), 403, 'forbidden', 'EH_AGENT_PROOF_INVALID');
+    // bad input: no proof, a key that is not P-256
+    assertRefused(t, await call(id, { csr: csrPem }), 400, 'invalid_request', 'EH_INVALID_REQUEST');
+    const rsa = await makeCsr('/CN=rsa', 'rsa2048');
+    assertRefused(t, await call(id, { csr: rsa, proof: renewalProof(identity, rsa) }), 400, 'invalid_request', 'EH_CSR_INVALID');
 
-  // the right proof renews (dated 3 s ahead: clock skew is tolerated); the same request again (its answer lost) gets
-  // the same certificate, once
-  Date.now = () => realNow() + 3_000;
-  const skewed = renewalProof(identity, csrPem);
-  Date.now = realNow;
-  const renewed = await call(id, { csr: csrPem, proof: skewed });
-  t.is(renewed.status, 200, renewed.text);
-  t.is(renewed.json.id, id);
-  const retried = await call(id, { csr: csrPem, proof: renewalProof(identity, csrPem) });
-  t.is(retried.status, 200, retried.text);
-  t.is(retried.json.certificate, renewed.json.certificate);
-  // the old key's proof for a new CSR no longer counts: the agent's key is the new one now
-  const next = keyAndCsr({ cn: 'next' }).csrPem;
-  assertRefused(t, await call(id, { csr: next, proof: renewalProof(identity, next) }), 403, 'forbidden', 'EH_AGENT_PROOF_INVALID');
+    // the right proof renews (dated 3 s ahead: clock skew is tolerated); the same request again (its answer lost) gets
+    // the same certificate, once
+    Date.now = () => realNow() + 3_000;
+    const skewed = renewalProof(identity, csrPem);
+    Date.now = realNow;
+    const renewed = await call(id, { csr: csrPem, proof: skewed });
+    t.is(renewed.status, 200, renewed.text);
+    t.is(renewed.json.id, id);
+    const retried = await call(id, { csr: csrPem, proof: renewalProof(identity, csrPem) });
+    t.is(retried.status, 200, retried.text);
+    t.is(retried.json.certificate, renewed.json.certificate);
+    // the old key's proof for a new CSR no longer counts: the agent's key is the new one now
+    const next = keyAndCsr({ cn: 'next' }).csrPem;
+    assertRefused(t, await call(id, { csr: next, proof: renewalProof(identity, next) }), 403, 'forbidden', 'EH_AGENT_PROOF_INVALID');
 
-  // revoked: refused like an unknown agent
-  t.is((await bench.hub.call('DELETE', `${bench.hub.h}/environments/${envZId}/agents/${other.id}`)).status, 204);
-  const otherIdentity = readIdentity(other.dir);
-  assertRefused(t, await call(other.id, { csr: next, proof: renewalProof(otherIdentity, next) }), 403, 'forbidden', 'EH_AGENT_PROOF_INVALID');
-  // and an agent of another hub cannot renew through this one
-  const elsewhere = await stack.hub({ name: 'elsewhere' });
-  assertRefused(t, await stack.call('POST', `/hub/v2/${elsewhere.hubId}/agents/${id}/renew`, { body: { csr: next, proof: renewalProof(identity, next) } }), 403, 'forbidden', 'EH_AGENT_PROOF_INVALID');
-  t.is(readFileSync(path.join(dir, 'agent.key'), 'utf8'), identity.keyPem, 'the identity on disk was not touched by these calls');
-});
+    // revoked: refused like an unknown agent
+    t.is((await bench.hub.call('DELETE', `${bench.hub.h}/environments/${envZId}/agents/${other.id}`)).status, 204);
+    const otherIdentity = readIdentity(other.dir);
+    assertRefused(t, await call(other.id, { csr: next, proof: renewalProof(otherIdentity, next) }), 403, 'forbidden', 'EH_AGENT_PROOF_INVALID');
+    // and an agent of another hub cannot renew through this one
+    const elsewhere = await stack.hub({ name: 'elsewhere' });
+    assertRefused(
+      t,
+      await stack.call('POST', `/hub/v2/${elsewhere.hubId}/agents/${id}/renew`, { body: { csr: next, proof: renewalProof(identity, next) } }),
+      403,
+      'forbidden',
+      'EH_AGENT_PROOF_INVALID',
+    );
+    t.is(readFileSync(path.join(dir, 'agent.key'), 'utf8'), identity.keyPem, 'the identity on disk was not touched by these calls');
+  },
+);

@@ -28,38 +28,47 @@ const connectedInApi = async (envZId: string) => {
   return r.status === 200 && r.json.agents.length === 1 && r.json.agents[0].connected === true;
 };
 
-test.serial('PostgreSQL away: the share keeps answering through its agent, an agent that starts then serves, and the API shows it connected once the database is back', async (t) => {
-  const envZId = await newEnvironment(bench.hub);
-  const { host } = await routedShare(bench.edge, bench.hub, { target: 'http://127.0.0.1:8080', envZId });
-  const { dir, id } = await enrollAgent(bench.hub, envZId, work);
-  const first = agentIn(dir);
-  await first.printed(/connected to edge/);
-  t.is((await edgeRequest(bench.edge.httpPort!, host, { path: '/whoami' })).text, 'A');
-  await waitFor(() => connectedInApi(envZId), { what: 'the agent connected in the API' });
-  // stopped before the outage: its presence is gone
-  await first.stop('SIGKILL');
-  await waitFor(async () => !(await connectedInApi(envZId)), { what: 'the stopped agent shown disconnected' });
+test.serial(
+  'PostgreSQL away: the share keeps answering through its agent, an agent that starts then serves, and the API shows it connected once the database is back',
+  async (t) => {
+    const envZId = await newEnvironment(bench.hub);
+    const { host } = await routedShare(bench.edge, bench.hub, { target: 'http://127.0.0.1:8080', envZId });
+    const { dir, id } = await enrollAgent(bench.hub, envZId, work);
+    const first = agentIn(dir);
+    await first.printed(/connected to edge/);
+    t.is((await edgeRequest(bench.edge.httpPort!, host, { path: '/whoami' })).text, 'A');
+    await waitFor(() => connectedInApi(envZId), { what: 'the agent connected in the API' });
+    // stopped before the outage: its presence is gone
+    await first.stop('SIGKILL');
+    await waitFor(async () => !(await connectedInApi(envZId)), { what: 'the stopped agent shown disconnected' });
 
-  const outageStarted = Date.now();
-  const outage = await stopDatabase(stack.databaseUrl);
-  try {
-    t.is((await edgeRequest(bench.edge.httpPort!, host)).status, 502, 'no agent: 502 (the share fails closed)');
-    // the agent starts during the outage: the edge takes it from what it holds
-    const second = agentIn(dir);
-    await second.printed(/connected to edge/);
-    await waitFor(async () => (await edgeRequest(bench.edge.httpPort!, host, { path: '/whoami' })).text === 'A', { timeoutMs: 5000, what: 'the agent serving during the outage' });
-  } finally {
-    await outage.end();
-  }
-  // its presence could not be written during the outage: the next heartbeat (every 5 s) writes it, with its own time
-  await waitFor(() => connectedInApi(envZId), { timeoutMs: 15_000, intervalMs: 250, what: 'the agent shown connected once PostgreSQL is back' });
-  const shown = (await bench.hub.call('GET', `${bench.hub.h}/environments/${envZId}`)).json.agents[0];
-  t.true(Date.parse(shown.connectedAt) >= outageStarted - 1000, `connectedAt ${shown.connectedAt} is this connection's`);
+    const outageStarted = Date.now();
+    const outage = await stopDatabase(stack.databaseUrl);
+    try {
+      t.is((await edgeRequest(bench.edge.httpPort!, host)).status, 502, 'no agent: 502 (the share fails closed)');
+      // the agent starts during the outage: the edge takes it from what it holds
+      const second = agentIn(dir);
+      await second.printed(/connected to edge/);
+      await waitFor(async () => (await edgeRequest(bench.edge.httpPort!, host, { path: '/whoami' })).text === 'A', {
+        timeoutMs: 5000,
+        what: 'the agent serving during the outage',
+      });
+    } finally {
+      await outage.end();
+    }
+    // its presence could not be written during the outage: the next heartbeat (every 5 s) writes it, with its own time
+    await waitFor(() => connectedInApi(envZId), { timeoutMs: 15_000, intervalMs: 250, what: 'the agent shown connected once PostgreSQL is back' });
+    const shown = (await bench.hub.call('GET', `${bench.hub.h}/environments/${envZId}`)).json.agents[0];
+    t.true(Date.parse(shown.connectedAt) >= outageStarted - 1000, `connectedAt ${shown.connectedAt} is this connection's`);
 
-  // and a revocation after the outage still closes it out
-  t.is((await bench.hub.call('DELETE', `${bench.hub.h}/environments/${envZId}/agents/${id}`)).status, 204);
-  await waitFor(async () => (await edgeRequest(bench.edge.httpPort!, host)).status === 502, { timeoutMs: 5000, what: 'the revoked agent no longer carrying the share' });
-});
+    // and a revocation after the outage still closes it out
+    t.is((await bench.hub.call('DELETE', `${bench.hub.h}/environments/${envZId}/agents/${id}`)).status, 204);
+    await waitFor(async () => (await edgeRequest(bench.edge.httpPort!, host)).status === 502, {
+      timeoutMs: 5000,
+      what: 'the revoked agent no longer carrying the share',
+    });
+  },
+);
 
 const PING_MS = 500;
 
@@ -82,6 +91,10 @@ test.serial('a silent path: the agent gives the connection up within two PING in
     await bench.ns.link(true);
   }
   // dialled again (backoff at most 5 s): the share is served through it again
-  await waitFor(async () => (await edgeRequest(bench.edge.httpPort!, host, { path: '/whoami' })).text === 'A', { timeoutMs: 20_000, intervalMs: 250, what: 'the share served through the agent again' });
+  await waitFor(async () => (await edgeRequest(bench.edge.httpPort!, host, { path: '/whoami' })).text === 'A', {
+    timeoutMs: 20_000,
+    intervalMs: 250,
+    what: 'the share served through the agent again',
+  });
   t.is(agent.lines.filter((l) => /^connected to edge/.test(l)).length, 2, agent.lines.join('\n'));
 });

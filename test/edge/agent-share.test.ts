@@ -25,7 +25,12 @@ test.before(async () => {
   ports = { http: await freePort(), https: await freePort(), tcp: await freeRange(2) };
 });
 const stack = useStack(test, () => ({
-  env: { HUB_EDGE_HTTP_PORT: String(ports.http), HUB_EDGE_HTTPS_PORT: String(ports.https), HUB_EDGE_TCP_PORTS: `${ports.tcp}-${ports.tcp + 1}`, HUB_EDGE_FLUSH_MS: '600000' },
+  env: {
+    HUB_EDGE_HTTP_PORT: String(ports.http),
+    HUB_EDGE_HTTPS_PORT: String(ports.https),
+    HUB_EDGE_TCP_PORTS: `${ports.tcp}-${ports.tcp + 1}`,
+    HUB_EDGE_FLUSH_MS: '600000',
+  },
 }));
 stack.onStop(async () => {
   for (const c of cleanups.reverse()) await c().catch(() => undefined);
@@ -60,7 +65,9 @@ test.before(async () => {
   process.env.HUB_EDGE_AGENT_ADDRESSES = `${ns.hostIp}:${ports.https}`;
   resetConfig();
   // the public frontend on this edge's port, so that the addresses the service prints are the ones that answer
-  await stack.sql.query(`UPDATE frontends SET url_template = $1 WHERE hub_id IS NULL AND public_name = 'public'`, [`http://{token}.share.localhost:${ports.http}`]);
+  await stack.sql.query(`UPDATE frontends SET url_template = $1 WHERE hub_id IS NULL AND public_name = 'public'`, [
+    `http://{token}.share.localhost:${ports.http}`,
+  ]);
 });
 
 /** `edgehub share ...` in the namespace; `url` is EDGEHUB_URL (default: the service as the namespace reaches it). */
@@ -127,7 +134,10 @@ test.serial('--mtls: the printed curl line works with the served CA and the enro
   t.regex(line, /--cacert \S+frontend-ca\.pem --cert \S+\.crt --key \S+\.key https:\/\//);
   const args = line.split(/\s+/).slice(1);
   // exactly the printed command (curl resolves *.localhost to loopback by itself)
-  await waitFor(async () => (await runFile('curl', ['-sS', ...args.slice(0, -1), `${args.at(-1)}/whoami`]).catch(() => ({ stdout: '' }))).stdout === 'private', { what: 'curl through mutual TLS' });
+  await waitFor(
+    async () => (await runFile('curl', ['-sS', ...args.slice(0, -1), `${args.at(-1)}/whoami`]).catch(() => ({ stdout: '' }))).stdout === 'private',
+    { what: 'curl through mutual TLS' },
+  );
   // without a certificate: refused, never served (a few tries: one curl on a loaded machine may fail to connect)
   const outcomes: string[] = [];
   for (let i = 0; i < 5 && outcomes.at(-1) !== '403'; i++) {
@@ -182,7 +192,11 @@ test.serial('a failed first run leaves nothing behind and names the setting to c
   t.regex(run.err(), /^edgehub: .*set PUBLIC_BASE_URL on the service/);
   t.is(run.err().trim().split('\n').length, 1, 'one line');
   const after = await hub.call('GET', `${hub.h}/environments?size=100`);
-  t.deepEqual(after.json.content.map((e: { envZId: string }) => e.envZId).sort(), before.json.content.map((e: { envZId: string }) => e.envZId).sort(), 'no environment left');
+  t.deepEqual(
+    after.json.content.map((e: { envZId: string }) => e.envZId).sort(),
+    before.json.content.map((e: { envZId: string }) => e.envZId).sort(),
+    'no environment left',
+  );
   t.is((await hub.call('GET', `${hub.h}/shares?size=100`)).json.totalElements, shares.json.totalElements, 'no share left');
   t.false(existsSync(path.join(dir, 'agent.json')), 'no identity left');
 
@@ -215,28 +229,36 @@ function echoThrough(port: number, text: string, host = '127.0.0.1'): Promise<st
   });
 }
 
-test.serial('--tcp: prints tcp://HOST:PORT and a line to connect with; bytes cross the agent both ways; Ctrl-C deletes the share and frees its port', async (t) => {
-  const run = share(['9090', '--tcp', '--dir', dirOf('tcp')]);
-  const { zId, endpoint } = await run.up();
-  const url = new URL(endpoint);
-  t.is(url.protocol, 'tcp:');
-  t.true(Number(url.port) >= ports.tcp && Number(url.port) <= ports.tcp + 1, endpoint);
-  const line = await waitFor(async () => /^connect with .*$/m.exec(run.out())?.[0], { what: 'the connect line' });
-  // the line's host is one this machine's resolver answers (a `.localhost` frontend's name is printed as localhost)
-  const [, dialed, dialedPort] = /nc (\S+) (\d+)$/.exec(line) ?? [];
-  t.is(dialedPort, url.port, line);
-  t.is(dialed, url.hostname.endsWith('.localhost') ? 'localhost' : url.hostname, line);
-  const share_ = await hub.call('GET', `${hub.h}/shares/${zId}`);
-  t.like(share_.json, { protocol: 'tcp', frontendEndpoint: endpoint });
-  // the agent says it carries its one target, at connection or once the edge has loaded the new share
-  await waitFor(async () => /(, 1 target\)|: 1 target now)$/m.test(run.out()), { what: `the agent's line with its target (${run.out()})` });
-  const text = 'through the agent to the echo server, and back';
-  t.is(await waitFor(async () => (await echoThrough(Number(url.port), text, dialed).catch(() => '')) || undefined, { what: 'the echo through the TCP share, by the line printed' }), text);
-  run.child.kill('SIGINT');
-  t.is(await run.exited, 0, run.err());
-  t.is((await hub.call('GET', `${hub.h}/shares/${zId}`)).status, 404, 'deleted on Ctrl-C');
-  await waitFor(async () => (await echoThrough(Number(url.port), 'x').catch(() => 'refused')) === 'refused', { what: 'the port refusing' });
-});
+test.serial(
+  '--tcp: prints tcp://HOST:PORT and a line to connect with; bytes cross the agent both ways; Ctrl-C deletes the share and frees its port',
+  async (t) => {
+    const run = share(['9090', '--tcp', '--dir', dirOf('tcp')]);
+    const { zId, endpoint } = await run.up();
+    const url = new URL(endpoint);
+    t.is(url.protocol, 'tcp:');
+    t.true(Number(url.port) >= ports.tcp && Number(url.port) <= ports.tcp + 1, endpoint);
+    const line = await waitFor(async () => /^connect with .*$/m.exec(run.out())?.[0], { what: 'the connect line' });
+    // the line's host is one this machine's resolver answers (a `.localhost` frontend's name is printed as localhost)
+    const [, dialed, dialedPort] = /nc (\S+) (\d+)$/.exec(line) ?? [];
+    t.is(dialedPort, url.port, line);
+    t.is(dialed, url.hostname.endsWith('.localhost') ? 'localhost' : url.hostname, line);
+    const share_ = await hub.call('GET', `${hub.h}/shares/${zId}`);
+    t.like(share_.json, { protocol: 'tcp', frontendEndpoint: endpoint });
+    // the agent says it carries its one target, at connection or once the edge has loaded the new share
+    await waitFor(async () => /(, 1 target\)|: 1 target now)$/m.test(run.out()), { what: `the agent's line with its target (${run.out()})` });
+    const text = 'through the agent to the echo server, and back';
+    t.is(
+      await waitFor(async () => (await echoThrough(Number(url.port), text, dialed).catch(() => '')) || undefined, {
+        what: 'the echo through the TCP share, by the line printed',
+      }),
+      text,
+    );
+    run.child.kill('SIGINT');
+    t.is(await run.exited, 0, run.err());
+    t.is((await hub.call('GET', `${hub.h}/shares/${zId}`)).status, 404, 'deleted on Ctrl-C');
+    await waitFor(async () => (await echoThrough(Number(url.port), 'x').catch(() => 'refused')) === 'refused', { what: 'the port refusing' });
+  },
+);
 
 /**
  * `openssl s_client ARGS -quiet` (the printed line's arguments) sending `text`: what came back once it holds `text`,
@@ -269,7 +291,12 @@ test.serial('--tcp --mtls: the printed openssl line carries bytes with the enrol
   t.is(url.protocol, 'tcp:');
   const line = await waitFor(async () => /^openssl s_client .*$/m.exec(run.out())?.[0], { what: 'the openssl line' });
   // a `.localhost` frontend's name is dialed as localhost and sent as SNI
-  t.regex(line, new RegExp(`^openssl s_client -connect localhost:${url.port} -servername ${url.hostname.replaceAll('.', '\\.')} -CAfile \\S+ -cert \\S+\\.crt -key \\S+\\.key$`));
+  t.regex(
+    line,
+    new RegExp(
+      `^openssl s_client -connect localhost:${url.port} -servername ${url.hostname.replaceAll('.', '\\.')} -CAfile \\S+ -cert \\S+\\.crt -key \\S+\\.key$`,
+    ),
+  );
   const args = line.split(/\s+/).slice(1);
   const text = 'mutual TLS through the agent, and back';
   t.is(await waitFor(async () => (await sClient(args, text)) || undefined, { what: 'the echo through the printed openssl line' }), text);
@@ -306,26 +333,51 @@ test.serial('--inspect: the requests that reach the share are recorded, and anot
   t.is(await plain.exited, 0);
 });
 
-test.serial('--allow, --rate and --basic-auth: the share carries the policy, the edge asks for the credentials, and bad values are refused before anything is made', async (t) => {
-  const bad = share(['http://localhost:8080', '--rate', '0/1m', '--dir', dirOf('policy-bad')]);
-  t.is(await bad.exited, 1);
-  t.regex(bad.err(), /--rate '0\/1m'/);
-  const run = share(['http://localhost:8080', '--allow', '127.0.0.0/8', '--allow', '::1/128', '--rate', '100/1m', '--basic-auth', 'demo:s3cret:pass', '--dir', dirOf('policy')]);
-  const { zId, endpoint } = await run.up();
-  const made = await hub.call('GET', `${hub.h}/shares/${zId}`);
-  t.deepEqual(made.json.policy, { ipAllow: ['127.0.0.0/8', '::1/128'], rateLimit: { requests: 100, per: 'PT1M', by: 'client-ip' }, basicAuth: [{ user: 'demo' }] });
-  const host = new URL(endpoint).hostname;
-  const refused = await waitFor(async () => {
-    const r = await whoami(host);
-    return r.status !== 404 && r;
-  }, { what: 'the edge routing the share' });
-  t.is(refused.status, 401);
-  t.is(refused.headers['www-authenticate'], 'Basic realm="edgehub"');
-  const served = await edgeRequest(edge.httpPort!, host, { path: '/whoami', headers: { authorization: `Basic ${Buffer.from('demo:s3cret:pass').toString('base64')}` } });
-  t.is(served.text, 'private');
-  run.child.kill('SIGINT');
-  t.is(await run.exited, 0, run.err());
-});
+test.serial(
+  '--allow, --rate and --basic-auth: the share carries the policy, the edge asks for the credentials, and bad values are refused before anything is made',
+  async (t) => {
+    const bad = share(['http://localhost:8080', '--rate', '0/1m', '--dir', dirOf('policy-bad')]);
+    t.is(await bad.exited, 1);
+    t.regex(bad.err(), /--rate '0\/1m'/);
+    const run = share([
+      'http://localhost:8080',
+      '--allow',
+      '127.0.0.0/8',
+      '--allow',
+      '::1/128',
+      '--rate',
+      '100/1m',
+      '--basic-auth',
+      'demo:s3cret:pass',
+      '--dir',
+      dirOf('policy'),
+    ]);
+    const { zId, endpoint } = await run.up();
+    const made = await hub.call('GET', `${hub.h}/shares/${zId}`);
+    t.deepEqual(made.json.policy, {
+      ipAllow: ['127.0.0.0/8', '::1/128'],
+      rateLimit: { requests: 100, per: 'PT1M', by: 'client-ip' },
+      basicAuth: [{ user: 'demo' }],
+    });
+    const host = new URL(endpoint).hostname;
+    const refused = await waitFor(
+      async () => {
+        const r = await whoami(host);
+        return r.status !== 404 && r;
+      },
+      { what: 'the edge routing the share' },
+    );
+    t.is(refused.status, 401);
+    t.is(refused.headers['www-authenticate'], 'Basic realm="edgehub"');
+    const served = await edgeRequest(edge.httpPort!, host, {
+      path: '/whoami',
+      headers: { authorization: `Basic ${Buffer.from('demo:s3cret:pass').toString('base64')}` },
+    });
+    t.is(served.text, 'private');
+    run.child.kill('SIGINT');
+    t.is(await run.exited, 0, run.err());
+  },
+);
 
 test.serial('share processes side by side on one machine (one agent identity): every request reaches the process that carries its share', async (t) => {
   const dir = dirOf('side-by-side');

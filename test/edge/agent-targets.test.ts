@@ -60,9 +60,14 @@ test.serial('a share made while its agent takes its first targets reaches the ag
   const { host } = await routedShare(edge, hub, { name: 'made-meanwhile', target: backend.url, envZId });
   release();
 
-  await waitFor(async () => /connected to edge .*, 0 targets\)$/m.test(lines.join('\n')), { what: `the agent up with the list it was first sent (${lines.join(' | ')})` });
+  await waitFor(async () => /connected to edge .*, 0 targets\)$/m.test(lines.join('\n')), {
+    what: `the agent up with the list it was first sent (${lines.join(' | ')})`,
+  });
   // told of the share's target at once, not only when a first request for it comes (the edge asks then too)
-  await waitFor(async () => lines.some((line) => /: 1 target now$/.test(line)), { timeoutMs: 3000, what: `the agent told of the new target (${lines.join(' | ')})` });
+  await waitFor(async () => lines.some((line) => /: 1 target now$/.test(line)), {
+    timeoutMs: 3000,
+    what: `the agent told of the new target (${lines.join(' | ')})`,
+  });
   t.is(lists, 2, 'the first list, then the one with the share');
   const answer = await waitFor(
     async () => {

@@ -38,7 +38,10 @@ test.before(async () => {
   edge = await startTestEdge({ host: '0.0.0.0' });
   hub = await stack.hub();
   [nsA, nsB] = await Promise.all([privateNetwork(), privateNetwork()]);
-  cleanups.push(() => nsA.remove(), () => nsB.remove());
+  cleanups.push(
+    () => nsA.remove(),
+    () => nsB.remove(),
+  );
   await Promise.all([startPrivateTarget(nsA, 'A'), startPrivateTarget(nsB, 'B')]);
   // the worker's first start issues the public frontend's certificate (what agents verify the edge by)
   await publicFrontendCertificate(stack.databaseUrl);
@@ -85,7 +88,10 @@ test.serial('enrollment: a one-time JWT, the identity written by the command lin
 
   const env = await hub.call('GET', `${hub.h}/environments/${envZId}`);
   t.is(env.status, 200);
-  t.deepEqual(env.json.agents.map((a: { id: string }) => a.id), [meta.id]);
+  t.deepEqual(
+    env.json.agents.map((a: { id: string }) => a.id),
+    [meta.id],
+  );
   t.like(env.json.agents[0], { connected: false, connectedAt: null, edges: [] });
 
   // failures are clear 4xx, nothing written
@@ -157,7 +163,10 @@ test.serial('traffic through the agent: the edge cannot reach the target; reques
   // metering counts the client's bytes as for any share
   await edge.meter.flush();
   const metrics = await hub.call('GET', `${hub.h}/shares/${zId}/metrics?range=PT1H`);
-  const totals = metrics.json.samples.reduce((s: { rx: number; tx: number }, p: { rx: number; tx: number }) => ({ rx: s.rx + p.rx, tx: s.tx + p.tx }), { rx: 0, tx: 0 });
+  const totals = metrics.json.samples.reduce((s: { rx: number; tx: number }, p: { rx: number; tx: number }) => ({ rx: s.rx + p.rx, tx: s.tx + p.tx }), {
+    rx: 0,
+    tx: 0,
+  });
   t.true(totals.rx > upload.length, `rx ${totals.rx}`);
   t.true(totals.tx > upload.length + down.body.length, `tx ${totals.tx}`);
 });
@@ -203,7 +212,10 @@ test.serial('two agents share the load and fail over at once; none left is an im
   // agent A killed: every following request is carried by B, none fails
   await a.stop('SIGKILL');
   const after = await Promise.all(Array.from({ length: 8 }, () => get(host, '/whoami')));
-  t.deepEqual(after.map((r) => `${r.status} ${r.text}`), Array(8).fill('200 B'));
+  t.deepEqual(
+    after.map((r) => `${r.status} ${r.text}`),
+    Array(8).fill('200 B'),
+  );
 
   // no agent left: an immediate 502 naming the environment
   await b.stop('SIGKILL');
@@ -221,7 +233,7 @@ test.serial('two agents share the load and fail over at once; none left is an im
   t.pass();
 });
 
-test.serial('revocation: the agent\'s connections close within 2 s and it is refused when it dials again', async (t) => {
+test.serial("revocation: the agent's connections close within 2 s and it is refused when it dials again", async (t) => {
   const envZId = await environment();
   const { host } = await routedShare(edge, hub, { target: TARGET, envZId });
   const { dir, id } = await enrolled(envZId);
@@ -294,13 +306,19 @@ test.serial('two edge processes: the agent dials both and each serves the share;
   await waitFor(async () => agent.lines.filter((l) => /connected to edge/.test(l)).length >= 2, { what: 'connected to both edges' });
   t.is((await get(host)).text, 'A');
   await waitFor(async () => (await edgeRequest(httpPort, host, { path: '/whoami' })).text === 'A', { what: 'the second edge serving through the agent' });
-  await waitFor(async () => (await hub.call('GET', `${hub.h}/environments/${envZId}`)).json.agents.find((a: { id: string }) => a.id === id)?.edges.length === 2, { what: 'two edges listed' });
+  await waitFor(
+    async () => (await hub.call('GET', `${hub.h}/environments/${envZId}`)).json.agents.find((a: { id: string }) => a.id === id)?.edges.length === 2,
+    { what: 'two edges listed' },
+  );
 
   second.child.kill('SIGTERM');
   await second.exited;
   await agent.printed(/disconnected from edge .*:\d+/);
   second = spawnEdge();
-  await waitFor(async () => (await edgeRequest(httpPort, host, { path: '/whoami' }).catch(() => ({ text: '' }))).text === 'A', { timeoutMs: 30_000, what: 'the restarted edge serving through the agent again' });
+  await waitFor(async () => (await edgeRequest(httpPort, host, { path: '/whoami' }).catch(() => ({ text: '' }))).text === 'A', {
+    timeoutMs: 30_000,
+    what: 'the restarted edge serving through the agent again',
+  });
   t.pass();
 });
 
@@ -337,9 +355,11 @@ test.serial('edgehub share: enrolls this machine, publishes the target, prints i
   const host = new URL(endpoint).hostname;
   await waitFor(async () => edge.routes.lookup(host), { what: 'the share routed' });
   let last = '';
-  await waitFor(async () => (last = (await get(host)).text) === 'B', { what: `the public address serving the private target (last answer: ${last})` }).catch((e) => {
-    throw new Error(`${(e as Error).message}; last answer ${last}; agent: ${out} ${err}`);
-  });
+  await waitFor(async () => (last = (await get(host)).text) === 'B', { what: `the public address serving the private target (last answer: ${last})` }).catch(
+    (e) => {
+      throw new Error(`${(e as Error).message}; last answer ${last}; agent: ${out} ${err}`);
+    },
+  );
   t.regex(out, /enrolled this machine as agent/);
 
   child.kill('SIGINT');

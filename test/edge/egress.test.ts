@@ -62,7 +62,12 @@ test('0.0.0.0/8 and [::] connect to this host, so they are denied wherever loopb
 
 test("login: the identity provider's discovery goes through the egress policy", async (t) => {
   const provider = await hub.call('POST', `${hub.h}/auth-providers`, {
-    body: { name: 'denied-idp', type: 'OIDC', config: { clientId: 'c', clientSecret: 's', issuerUrl: `http://127.0.0.1:${backend.port}` }, emailPatterns: ['*@example.com'] },
+    body: {
+      name: 'denied-idp',
+      type: 'OIDC',
+      config: { clientId: 'c', clientSecret: 's', issuerUrl: `http://127.0.0.1:${backend.port}` },
+      emailPatterns: ['*@example.com'],
+    },
   });
   t.is(provider.status, 201, provider.text);
   const { host } = await routedShare(edge, hub, { target: 'http://203.0.113.10', authProviderId: provider.json.id });

@@ -51,7 +51,19 @@ test('a mutual-TLS share answers at its https:// address; curl with the enrolled
   // the test's edge listens on its own port; the name and the CA are the real ones
   const url = `https://${host}:${edge.httpsPort}/`;
   const curl = (extra: string[]) =>
-    run('curl', ['-sS', '--cacert', path.join(out, 'frontend-ca.pem'), '--resolve', `${host}:${edge.httpsPort}:127.0.0.1`, '-o', '-', '-w', '\n%{http_code}', ...extra, url]).then(
+    run('curl', [
+      '-sS',
+      '--cacert',
+      path.join(out, 'frontend-ca.pem'),
+      '--resolve',
+      `${host}:${edge.httpsPort}:127.0.0.1`,
+      '-o',
+      '-',
+      '-w',
+      '\n%{http_code}',
+      ...extra,
+      url,
+    ]).then(
       (r) => r.stdout,
       (e: { stdout?: string; stderr?: string }) => `curl failed (${e.stdout ?? ''}): ${e.stderr ?? ''}`,
     );

@@ -55,7 +55,12 @@ function answerFor(rng: Rng, tag: string): Answer {
   const body = `body-${tag}-${'x'.repeat(rng.int(40))}`;
   const cl = (b: string) => `Content-Length: ${b.length}\r\n`;
   const variants: (() => Answer)[] = [
-    () => ({ kind: 'length', bytes: (m) => `HTTP/1.1 200 OK\r\nSet-Cookie: own=${tag}\r\n${cl(body)}\r\n${m === 'HEAD' ? '' : body}`, intended: { status: 200, body }, close: false }),
+    () => ({
+      kind: 'length',
+      bytes: (m) => `HTTP/1.1 200 OK\r\nSet-Cookie: own=${tag}\r\n${cl(body)}\r\n${m === 'HEAD' ? '' : body}`,
+      intended: { status: 200, body },
+      close: false,
+    }),
     () => ({
       kind: 'chunked+trailers',
       bytes: (m) =>
@@ -65,20 +70,62 @@ function answerFor(rng: Rng, tag: string): Answer {
       intended: { status: 200, body },
       close: false,
     }),
-    () => ({ kind: 'close-delimited', bytes: (m) => `HTTP/1.1 200 OK\r\nConnection: close\r\n\r\n${m === 'HEAD' ? '' : body}`, intended: { status: 200, body }, close: true }),
-    () => ({ kind: '103 first', bytes: (m) => `HTTP/1.1 103 Early Hints\r\nLink: </x.css>; rel=preload\r\n\r\nHTTP/1.1 200 OK\r\n${cl(body)}\r\n${m === 'HEAD' ? '' : body}`, intended: { status: 200, body }, close: false }),
-    () => ({ kind: '100 first', bytes: (m) => `HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 200 OK\r\n${cl(body)}\r\n${m === 'HEAD' ? '' : body}`, intended: { status: 200, body }, close: false }),
     () => ({
-      kind: 'leftover',
-      bytes: (m) => `HTTP/1.1 200 OK\r\n${cl(body)}\r\n${m === 'HEAD' ? '' : body}HTTP/1.1 403 Poisoned\r\nSet-Cookie: ${POISON}-left=1\r\nContent-Length: 6\r\n\r\n${POISON}`,
+      kind: 'close-delimited',
+      bytes: (m) => `HTTP/1.1 200 OK\r\nConnection: close\r\n\r\n${m === 'HEAD' ? '' : body}`,
+      intended: { status: 200, body },
+      close: true,
+    }),
+    () => ({
+      kind: '103 first',
+      bytes: (m) => `HTTP/1.1 103 Early Hints\r\nLink: </x.css>; rel=preload\r\n\r\nHTTP/1.1 200 OK\r\n${cl(body)}\r\n${m === 'HEAD' ? '' : body}`,
       intended: { status: 200, body },
       close: false,
     }),
-    () => ({ kind: 'early close', bytes: () => `HTTP/1.1 200 OK\r\nContent-Length: ${body.length + 50}\r\n\r\n${body}`, intended: null, intendedHead: { status: 200, body: '' }, close: true }),
-    () => ({ kind: 'two lengths', bytes: () => `HTTP/1.1 200 OK\r\nContent-Length: ${body.length}\r\nContent-Length: ${body.length + 6}\r\n\r\n${body}${POISON}`, intended: null, close: false }),
-    () => ({ kind: 'length and chunked', bytes: () => `HTTP/1.1 200 OK\r\nContent-Length: 3\r\nTransfer-Encoding: chunked\r\n\r\n${body.length.toString(16)}\r\n${body}\r\n0\r\n\r\n`, intended: null, close: false }),
-    () => ({ kind: 'body on 204', bytes: () => `HTTP/1.1 204 No Content\r\nContent-Length: 6\r\n\r\n${POISON}`, intended: { status: 204, body: '' }, close: false }),
-    () => ({ kind: 'space before colon', bytes: () => `HTTP/1.1 200 OK\r\nSet-Cookie : ${POISON}-space=1\r\n${cl(body)}\r\n${body}`, intended: null, close: false }),
+    () => ({
+      kind: '100 first',
+      bytes: (m) => `HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 200 OK\r\n${cl(body)}\r\n${m === 'HEAD' ? '' : body}`,
+      intended: { status: 200, body },
+      close: false,
+    }),
+    () => ({
+      kind: 'leftover',
+      bytes: (m) =>
+        `HTTP/1.1 200 OK\r\n${cl(body)}\r\n${m === 'HEAD' ? '' : body}HTTP/1.1 403 Poisoned\r\nSet-Cookie: ${POISON}-left=1\r\nContent-Length: 6\r\n\r\n${POISON}`,
+      intended: { status: 200, body },
+      close: false,
+    }),
+    () => ({
+      kind: 'early close',
+      bytes: () => `HTTP/1.1 200 OK\r\nContent-Length: ${body.length + 50}\r\n\r\n${body}`,
+      intended: null,
+      intendedHead: { status: 200, body: '' },
+      close: true,
+    }),
+    () => ({
+      kind: 'two lengths',
+      bytes: () => `HTTP/1.1 200 OK\r\nContent-Length: ${body.length}\r\nContent-Length: ${body.length + 6}\r\n\r\n${body}${POISON}`,
+      intended: null,
+      close: false,
+    }),
+    () => ({
+      kind: 'length and chunked',
+      bytes: () => `HTTP/1.1 200 OK\r\nContent-Length: 3\r\nTransfer-Encoding: chunked\r\n\r\n${body.length.toString(16)}\r\n${body}\r\n0\r\n\r\n`,
+      intended: null,
+      close: false,
+    }),
+    () => ({
+      kind: 'body on 204',
+      bytes: () => `HTTP/1.1 204 No Content\r\nContent-Length: 6\r\n\r\n${POISON}`,
+      intended: { status: 204, body: '' },
+      close: false,
+    }),
+    () => ({
+      kind: 'space before colon',
+      bytes: () => `HTTP/1.1 200 OK\r\nSet-Cookie : ${POISON}-space=1\r\n${cl(body)}\r\n${body}`,
+      intended: null,
+      close: false,
+    }),
   ];
   return rng.pick(variants)();
 }
@@ -119,7 +166,10 @@ function makeCase(rng: Rng, id: number, host: string): Case {
     if (rng.next() < 0.2) headers.push('X-Keep: kept-unless-listed');
     const smuggle = `GET /f/${id}/smuggled HTTP/1.1\r\nHost: ${host}\r\n\r\n`;
     let body = '';
-    const framing = method === 'GET' || method === 'HEAD' || method === 'DELETE' ? rng.pick(['none', 'none', 'length']) : rng.pick(['length', 'chunked', 'chunked-trailer', 'both', 'two-lengths', 'te-identity']);
+    const framing =
+      method === 'GET' || method === 'HEAD' || method === 'DELETE'
+        ? rng.pick(['none', 'none', 'length'])
+        : rng.pick(['length', 'chunked', 'chunked-trailer', 'both', 'two-lengths', 'te-identity']);
     kinds.push(`${method}/${framing}/${connection || '-'}`);
     let framed = '';
     if (framing === 'length') {
@@ -242,13 +292,19 @@ test(`differential fuzz of the upstream path against nginx (seed ${SEED})`, asyn
   for (let id = 0; id < CASES && Date.now() < deadline; id++) {
     const c = makeCase(rng, id, host);
     for (const r of c.requests) answers.set(r.path, answerFor(rng, `${id}`));
-    const outcome: Record<'edge' | 'nginx', { responses: WireMessage[]; error?: string; targetSaw: WireMessage[]; probe: WireMessage | undefined }> = {} as never;
+    const outcome: Record<'edge' | 'nginx', { responses: WireMessage[]; error?: string; targetSaw: WireMessage[]; probe: WireMessage | undefined }> =
+      {} as never;
     for (const via of ['nginx', 'edge'] as const) {
       current = via;
       received = [];
       const port = via === 'edge' ? edge.httpPort! : nginx.port;
       const { text, closed } = await exchange(port, c.bytes);
-      const parsed = parseMessages(text, 'response', c.requests.map((r) => r.method), closed);
+      const parsed = parseMessages(
+        text,
+        'response',
+        c.requests.map((r) => r.method),
+        closed,
+      );
       const targetSaw = received.filter((r) => r.via === via && r.message.target?.startsWith(`/f/${id}/`)).map((r) => r.message);
       // a fresh client afterwards: whatever the case did to a pooled target connection must not reach it
       const probeText = await exchange(port, `GET /probe/${via}-${id} HTTP/1.1\r\nHost: ${host}\r\nConnection: close\r\n\r\n`);
@@ -264,10 +320,14 @@ test(`differential fuzz of the upstream path against nginx (seed ${SEED})`, asyn
     for (const m of e.targetSaw) {
       const request = c.requests.find((r) => r.path === m.target);
       if (!request) fail(`the target received ${m.method} ${m.target}, which the client never sent as a request`);
-      else if (m.body !== request.body && !(request.method === 'GET' || request.method === 'HEAD' || request.method === 'DELETE' ? m.body === '' || m.body === request.body : false))
+      else if (
+        m.body !== request.body &&
+        !(request.method === 'GET' || request.method === 'HEAD' || request.method === 'DELETE' ? m.body === '' || m.body === request.body : false)
+      )
         fail(`the target received a body other than the client's for ${m.target}: ${JSON.stringify(m.body.slice(0, 60))}`);
       if (m.headers.some(([name]) => name.includes('_'))) fail(`a header with an underscore reached the target`);
-      if (m.headers.some(([name, v]) => name.toLowerCase() === 'x-client-certificate-name' && v === 'forged')) fail('a forged identity header reached the target');
+      if (m.headers.some(([name, v]) => name.toLowerCase() === 'x-client-certificate-name' && v === 'forged'))
+        fail('a forged identity header reached the target');
       if (m.headers.filter(([name]) => name.toLowerCase() === 'host').length !== 1) fail('the target did not receive exactly one Host');
       if (m.trailers.some(([name]) => name.toLowerCase().includes(POISON))) fail("the client's request trailer reached the target");
     }
@@ -275,7 +335,8 @@ test(`differential fuzz of the upstream path against nginx (seed ${SEED})`, asyn
     for (const m of e.targetSaw) {
       const i = c.requests.findIndex((r) => r.path === m.target);
       const nginxAnswer = n.responses[i];
-      const refusedByNginx = !n.targetSaw.some((x) => x.target === m.target) && nginxAnswer !== undefined && nginxAnswer.status! >= 400 && nginxAnswer.status! < 500;
+      const refusedByNginx =
+        !n.targetSaw.some((x) => x.target === m.target) && nginxAnswer !== undefined && nginxAnswer.status! >= 400 && nginxAnswer.status! < 500;
       if (refusedByNginx) fail(`${m.target} reached the target through the edge, while nginx refused it (${nginxAnswer.status})`);
     }
     // the client: each complete answer is the target's own answer to that request, or a refusal of the edge
@@ -289,9 +350,11 @@ test(`differential fuzz of the upstream path against nginx (seed ${SEED})`, asyn
       if (!request) return fail(`the client received more answers than it sent requests (${m.status})`);
       if (!intended) return fail(`the client received a complete ${m.status} where the target's answer was not a valid one`);
       const body = request.method === 'HEAD' ? '' : intended.body;
-      if (m.status !== intended.status || m.body !== body) fail(`answer ${i}: ${m.status} ${JSON.stringify(m.body.slice(0, 60))} instead of ${intended.status} ${JSON.stringify(body.slice(0, 60))}`);
+      if (m.status !== intended.status || m.body !== body)
+        fail(`answer ${i}: ${m.status} ${JSON.stringify(m.body.slice(0, 60))} instead of ${intended.status} ${JSON.stringify(body.slice(0, 60))}`);
     });
-    if (!e.probe || e.probe.status !== 200 || e.probe.body !== `probe-edge-${id}` || hasPoison(e.probe)) fail(`the next client got ${e.probe ? `${e.probe.status} ${JSON.stringify(e.probe.body)}` : 'nothing'} instead of its own answer`);
+    if (!e.probe || e.probe.status !== 200 || e.probe.body !== `probe-edge-${id}` || hasPoison(e.probe))
+      fail(`the next client got ${e.probe ? `${e.probe.status} ${JSON.stringify(e.probe.body)}` : 'nothing'} instead of its own answer`);
     // differences that are not findings (the edge refusing where nginx passes, or the reverse), counted for the log
     const shape = (o: typeof e) => o.responses.map((m) => (m.complete ? m.status : `${m.status}-cut`)).join(',') || 'none';
     if (shape(e) !== shape(n)) {

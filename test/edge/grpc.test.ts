@@ -44,7 +44,10 @@ test.before(async () => {
 
 /** A gRPC client of the share at `host`, through the edge's TLS listener. */
 function client(host: string) {
-  const c = new EchoClient(`127.0.0.1:${edge.httpsPort}`, grpc.credentials.createSsl(ca), { 'grpc.ssl_target_name_override': host, 'grpc.default_authority': host });
+  const c = new EchoClient(`127.0.0.1:${edge.httpsPort}`, grpc.credentials.createSsl(ca), {
+    'grpc.ssl_target_name_override': host,
+    'grpc.default_authority': host,
+  });
   cleanups.push(async () => c.close());
   return c as grpc.Client & Record<string, (...args: any[]) => any>;
 }
@@ -52,7 +55,9 @@ function client(host: string) {
 const unary = (c: ReturnType<typeof client>, name: string, body: string, options: grpc.CallOptions = {}) =>
   new Promise<{ err: grpc.ServiceError | null; value?: Buffer; trailers?: grpc.Metadata }>((resolve) => {
     let trailers: grpc.Metadata | undefined;
-    const call = c[name](Buffer.from(body), new grpc.Metadata(), options, (err: grpc.ServiceError | null, value?: Buffer) => setImmediate(() => resolve({ err, value, trailers })));
+    const call = c[name](Buffer.from(body), new grpc.Metadata(), options, (err: grpc.ServiceError | null, value?: Buffer) =>
+      setImmediate(() => resolve({ err, value, trailers })),
+    );
     call.on('status', (s: grpc.StatusObject) => (trailers = s.metadata));
   });
 
@@ -111,7 +116,10 @@ async function allCalls(t: import('ava').ExecutionContext, host: string) {
     call.on('end', () => resolve(got));
     call.write(Buffer.from('0'));
   });
-  t.deepEqual(pongs, Array.from({ length: 20 }, (_, i) => `pong:${i}`));
+  t.deepEqual(
+    pongs,
+    Array.from({ length: 20 }, (_, i) => `pong:${i}`),
+  );
 
   // an error status with its message
   const failed = await unary(c, 'fail', 'x');
@@ -132,17 +140,23 @@ async function allCalls(t: import('ava').ExecutionContext, host: string) {
     call.on('data', () => ++n === 5 && call.cancel());
     call.on('error', () => resolve());
   });
-  await waitFor(async () => seen.cancelled.filter((n) => n === 'endless').length > endlessBefore, { timeoutMs: 2500, what: 'the server seeing the cancellation' });
+  await waitFor(async () => seen.cancelled.filter((n) => n === 'endless').length > endlessBefore, {
+    timeoutMs: 2500,
+    what: 'the server seeing the cancellation',
+  });
 }
 
-test.serial('gRPC through the edge: unary with trailers, 10,000 streamed messages, client streaming, bidi ping-pong, an error status, a deadline and a cancellation reaching the server', async (t) => {
-  const { host } = await routedShare(edge, hub, { name: 'grpc', target: `http://127.0.0.1:${target.port}`, targetProtocol: 'h2' });
-  await allCalls(t, host);
-  // the target saw the edge's forwarding fields, not the client's own
-  const last = seen.metadata.at(-1)!;
-  t.is(last['x-forwarded-proto'], 'https');
-  t.is(last['x-forwarded-host'], host);
-});
+test.serial(
+  'gRPC through the edge: unary with trailers, 10,000 streamed messages, client streaming, bidi ping-pong, an error status, a deadline and a cancellation reaching the server',
+  async (t) => {
+    const { host } = await routedShare(edge, hub, { name: 'grpc', target: `http://127.0.0.1:${target.port}`, targetProtocol: 'h2' });
+    await allCalls(t, host);
+    // the target saw the edge's forwarding fields, not the client's own
+    const last = seen.metadata.at(-1)!;
+    t.is(last['x-forwarded-proto'], 'https');
+    t.is(last['x-forwarded-host'], host);
+  },
+);
 
 test.serial('an http1 share in front of a gRPC server fails the call cleanly (no HTTP/2 towards the target), never hangs', async (t) => {
   const { host } = await routedShare(edge, hub, { name: 'grpc-h1', target: `http://127.0.0.1:${target.port}` });
@@ -209,7 +223,11 @@ test.serial("an h2 target's cookies stay on the share's own host: a Domain namin
         for (const session of sessions) session.destroy();
       }),
   );
-  const { host } = await routedShare(edge, hub, { name: 'cookies', target: `http://127.0.0.1:${(server.address() as { port: number }).port}`, targetProtocol: 'h2' });
+  const { host } = await routedShare(edge, hub, {
+    name: 'cookies',
+    target: `http://127.0.0.1:${(server.address() as { port: number }).port}`,
+    targetProtocol: 'h2',
+  });
   const r = await edgeRequest(edge.httpPort!, host);
   t.is(r.status, 200, r.text);
   const cookies = [r.headers['set-cookie'] ?? []].flat();

@@ -46,7 +46,9 @@ const refused = (servername: string, alpn: string) =>
 
 /** A PING flood from a process of its own (test/helpers/h2attack.ts), for `ms`; resolves with its summary. */
 async function pingFlood(host: string, ms: number): Promise<{ done: Promise<AttackSummary> }> {
-  const child: ChildProcess = spawn(process.execPath, scriptArgs('test/helpers/h2attack.ts', 'ping', String(edge.httpsPort), host, String(ms)), { stdio: ['pipe', 'pipe', 'inherit'] });
+  const child: ChildProcess = spawn(process.execPath, scriptArgs('test/helpers/h2attack.ts', 'ping', String(edge.httpsPort), host, String(ms)), {
+    stdio: ['pipe', 'pipe', 'inherit'],
+  });
   cleanups.push(async () => child.kill('SIGKILL'));
   let out = '';
   const done = new Promise<AttackSummary>((resolve, reject) => {
@@ -82,13 +84,19 @@ test('a PING flood from 127.0.0.1: an agent on the same address connects and its
     { timeoutMs: 10_000, what: "the agent's share answering" },
   );
   t.is(through.text, 'through the agent');
-  t.false(agent.lines.some((l) => /cannot connect/.test(l)), agent.lines.join(' | '));
+  t.false(
+    agent.lines.some((l) => /cannot connect/.test(l)),
+    agent.lines.join(' | '),
+  );
 
   // an HTTP/1.1 client over TLS from the same address is served
   const h1 = await new Promise<string>((resolve) => {
-    const socket = tls.connect({ host: '127.0.0.1', port: edge.httpsPort!, servername: other.host, ALPNProtocols: ['http/1.1'], rejectUnauthorized: false }, () => {
-      socket.write(`GET / HTTP/1.1\r\nHost: ${other.host}\r\nConnection: close\r\n\r\n`);
-    });
+    const socket = tls.connect(
+      { host: '127.0.0.1', port: edge.httpsPort!, servername: other.host, ALPNProtocols: ['http/1.1'], rejectUnauthorized: false },
+      () => {
+        socket.write(`GET / HTTP/1.1\r\nHost: ${other.host}\r\nConnection: close\r\n\r\n`);
+      },
+    );
     let text = '';
     socket.on('data', (d: Buffer) => (text += d.toString('latin1')));
     socket.on('error', () => resolve(text));

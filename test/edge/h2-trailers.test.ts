@@ -28,13 +28,19 @@ test.before(async () => {
   await publicFrontendCertificate(stack.databaseUrl);
 });
 
-test('a target\'s trailer fields that a trailer may not carry (content-length, host, set-cookie, authorization) are dropped; the HTTP/1.1 client reads every chunk', async (t) => {
+test("a target's trailer fields that a trailer may not carry (content-length, host, set-cookie, authorization) are dropped; the HTTP/1.1 client reads every chunk", async (t) => {
   server = http2.createServer();
   server.on('stream', (stream) => {
     stream.on('error', () => undefined);
     stream.respond({ ':status': 200, 'content-type': 'text/plain' }, { waitForTrailers: true });
     stream.on('wantTrailers', () =>
-      stream.sendTrailers({ 'content-length': String('first-chunk;last-chunk'.length), host: 'evil.example', 'set-cookie': 'stolen=1', authorization: 'Basic c3RvbGVu', 'x-checksum': 'abc' }),
+      stream.sendTrailers({
+        'content-length': String('first-chunk;last-chunk'.length),
+        host: 'evil.example',
+        'set-cookie': 'stolen=1',
+        authorization: 'Basic c3RvbGVu',
+        'x-checksum': 'abc',
+      }),
     );
     stream.write('first-chunk;');
     setTimeout(() => stream.end('last-chunk'), 50);

@@ -44,7 +44,12 @@ async function h2Target(connect: boolean): Promise<{ port: number; seen: Incomin
       stream.respond({ ':status': 403, 'content-type': 'text/plain', 'x-reason': 'room closed', 'edgehub-error-code': 'EH_FAKE' });
       return void stream.end('room closed');
     }
-    stream.respond({ ':status': 200, 'sec-websocket-protocol': String(headers['sec-websocket-protocol'] ?? '').split(',')[0]!.trim() });
+    stream.respond({
+      ':status': 200,
+      'sec-websocket-protocol': String(headers['sec-websocket-protocol'] ?? '')
+        .split(',')[0]!
+        .trim(),
+    });
     stream.pipe(stream);
   });
   server.on('sessionError', () => undefined);
@@ -90,63 +95,75 @@ function readBytes(socket: net.Socket, n: number, already: Buffer): Promise<Buff
   });
 }
 
-test.serial('a WebSocket to an HTTP/2 target that allows extended CONNECT: 101 with the accept of its key, :protocol websocket, bytes both ways, metered', async (t) => {
-  const target = await h2Target(true);
-  const { zId, host } = await routedShare(edge, hub, { target: `http://127.0.0.1:${target.port}`, targetProtocol: 'h2' });
-  const key = randomBytes(16).toString('base64');
-  const { head, socket, rest } = await upgrade(host, key);
-  t.regex(head, /^HTTP\/1\.1 101 /);
-  const accept = createHash('sha1').update(`${key}258EAFA5-E914-47DA-95CA-C5AB0DC85B11`).digest('base64');
-  t.regex(head, new RegExp(`\\r\\nsec-websocket-accept: ${accept.replace(/[+/=]/g, '\\$&')}\\r?(\\n|$)`, 'i'));
-  t.regex(head, /\r\nsec-websocket-protocol: chat\r?(\n|$)/i);
-  t.regex(head, /\r\nupgrade: websocket/i);
+test.serial(
+  'a WebSocket to an HTTP/2 target that allows extended CONNECT: 101 with the accept of its key, :protocol websocket, bytes both ways, metered',
+  async (t) => {
+    const target = await h2Target(true);
+    const { zId, host } = await routedShare(edge, hub, { target: `http://127.0.0.1:${target.port}`, targetProtocol: 'h2' });
+    const key = randomBytes(16).toString('base64');
+    const { head, socket, rest } = await upgrade(host, key);
+    t.regex(head, /^HTTP\/1\.1 101 /);
+    const accept = createHash('sha1').update(`${key}258EAFA5-E914-47DA-95CA-C5AB0DC85B11`).digest('base64');
+    t.regex(head, new RegExp(`\\r\\nsec-websocket-accept: ${accept.replace(/[+/=]/g, '\\$&')}\\r?(\\n|$)`, 'i'));
+    t.regex(head, /\r\nsec-websocket-protocol: chat\r?(\n|$)/i);
+    t.regex(head, /\r\nupgrade: websocket/i);
 
-  const stream = target.seen.at(-1)!;
-  t.is(stream[':method'], 'CONNECT');
-  t.is(stream[':protocol'], 'websocket');
-  t.is(stream[':path'], '/chat?room=1');
-  t.is(stream['sec-websocket-protocol'], 'chat, superchat');
-  t.is(stream['sec-websocket-key'], undefined, 'no key over HTTP/2');
+    const stream = target.seen.at(-1)!;
+    t.is(stream[':method'], 'CONNECT');
+    t.is(stream[':protocol'], 'websocket');
+    t.is(stream[':path'], '/chat?room=1');
+    t.is(stream['sec-websocket-protocol'], 'chat, superchat');
+    t.is(stream['sec-websocket-key'], undefined, 'no key over HTTP/2');
 
-  // what the client sends comes back (the target echoes the stream), 1 MiB byte-exact
-  const data = randomBytes(1 << 20);
-  socket.write(data);
-  const back = await readBytes(socket, data.length, rest);
-  t.true(back.equals(data));
-  socket.end();
-  await new Promise<void>((resolve) => socket.once('close', () => resolve()));
-  await edge.meter.flush();
-  const metered = await waitFor(async () => stored.find((r) => r.shareId === zId && r.rx >= data.length && r.tx >= data.length), { timeoutMs: 5000, what: 'the WebSocket metered' });
-  t.truthy(metered);
-});
+    // what the client sends comes back (the target echoes the stream), 1 MiB byte-exact
+    const data = randomBytes(1 << 20);
+    socket.write(data);
+    const back = await readBytes(socket, data.length, rest);
+    t.true(back.equals(data));
+    socket.end();
+    await new Promise<void>((resolve) => socket.once('close', () => resolve()));
+    await edge.meter.flush();
+    const metered = await waitFor(async () => stored.find((r) => r.shareId === zId && r.rx >= data.length && r.tx >= data.length), {
+      timeoutMs: 5000,
+      what: 'the WebSocket metered',
+    });
+    t.truthy(metered);
+  },
+);
 
-test.serial('a WebSocket to an HTTP/2 target that does not allow extended CONNECT: 501 not_implemented as JSON, the connection closed, no stream at the target', async (t) => {
-  const target = await h2Target(false);
-  const { host } = await routedShare(edge, hub, { target: `http://127.0.0.1:${target.port}`, targetProtocol: 'h2' });
-  const { head, socket, rest, closed } = await upgrade(host, randomBytes(16).toString('base64'));
-  t.regex(head, /^HTTP\/1\.1 501 /);
-  t.regex(head, /content-type: application\/json/i);
-  t.regex(head, /edgehub-error-code: EH_UPGRADE_NOT_SUPPORTED_BY_TARGET/i);
-  const length = Number(/content-length: (\d+)/i.exec(head)?.[1]);
-  const body = JSON.parse((await readBytes(socket, length, rest)).subarray(0, length).toString());
-  t.is(body.error, 'not_implemented');
-  t.regex(body.message, /extended CONNECT/);
-  await closed;
-  t.is(target.seen.length, 0);
-});
+test.serial(
+  'a WebSocket to an HTTP/2 target that does not allow extended CONNECT: 501 not_implemented as JSON, the connection closed, no stream at the target',
+  async (t) => {
+    const target = await h2Target(false);
+    const { host } = await routedShare(edge, hub, { target: `http://127.0.0.1:${target.port}`, targetProtocol: 'h2' });
+    const { head, socket, rest, closed } = await upgrade(host, randomBytes(16).toString('base64'));
+    t.regex(head, /^HTTP\/1\.1 501 /);
+    t.regex(head, /content-type: application\/json/i);
+    t.regex(head, /edgehub-error-code: EH_UPGRADE_NOT_SUPPORTED_BY_TARGET/i);
+    const length = Number(/content-length: (\d+)/i.exec(head)?.[1]);
+    const body = JSON.parse((await readBytes(socket, length, rest)).subarray(0, length).toString());
+    t.is(body.error, 'not_implemented');
+    t.regex(body.message, /extended CONNECT/);
+    await closed;
+    t.is(target.seen.length, 0);
+  },
+);
 
-test.serial("a WebSocket the HTTP/2 target declines: its status, headers and body go back as it answered (never the edge's own code header), then the connection closes", async (t) => {
-  const target = await h2Target(true);
-  const { host } = await routedShare(edge, hub, { target: `http://127.0.0.1:${target.port}`, targetProtocol: 'h2' });
-  const { head, socket, rest, closed } = await upgrade(host, randomBytes(16).toString('base64'), '/declined');
-  t.regex(head, /^HTTP\/1\.1 403 Forbidden\r\n/);
-  t.regex(head, /\r\nx-reason: room closed\r?(\n|$)/i);
-  t.regex(head, /\r\nconnection: close\r?(\n|$)/i);
-  t.notRegex(head, /edgehub-error-code/i, "a target's answer never carries the edge's code header");
-  t.notRegex(head, /sec-websocket-accept|upgrade:/i);
-  let body = rest;
-  socket.on('data', (d: Buffer) => (body = Buffer.concat([body, d])));
-  await closed;
-  t.is(body.toString(), 'room closed');
-  t.is(target.seen.at(-1)![':protocol'], 'websocket');
-});
+test.serial(
+  "a WebSocket the HTTP/2 target declines: its status, headers and body go back as it answered (never the edge's own code header), then the connection closes",
+  async (t) => {
+    const target = await h2Target(true);
+    const { host } = await routedShare(edge, hub, { target: `http://127.0.0.1:${target.port}`, targetProtocol: 'h2' });
+    const { head, socket, rest, closed } = await upgrade(host, randomBytes(16).toString('base64'), '/declined');
+    t.regex(head, /^HTTP\/1\.1 403 Forbidden\r\n/);
+    t.regex(head, /\r\nx-reason: room closed\r?(\n|$)/i);
+    t.regex(head, /\r\nconnection: close\r?(\n|$)/i);
+    t.notRegex(head, /edgehub-error-code/i, "a target's answer never carries the edge's code header");
+    t.notRegex(head, /sec-websocket-accept|upgrade:/i);
+    let body = rest;
+    socket.on('data', (d: Buffer) => (body = Buffer.concat([body, d])));
+    await closed;
+    t.is(body.toString(), 'room closed');
+    t.is(target.seen.at(-1)![':protocol'], 'websocket');
+  },
+);

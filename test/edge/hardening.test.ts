@@ -51,9 +51,13 @@ test('Connection: content-length cannot turn a body into a second request (smugg
   const target = await recorder();
   const { host } = await routedShare(edge, hub, { target: target.url });
   const smuggled = `GET /x HTTP/1.1\r\nHost: ${host}\r\nX-Client-Certificate-Name: victim\r\n\r\n`;
-  const text = await rawExchange(edge.httpPort!, `POST /upload HTTP/1.1\r\nHost: ${host}\r\nConnection: content-length, host\r\nContent-Length: ${smuggled.length}\r\n\r\n${smuggled}`, {
-    done: (s) => answersComplete(s, 1),
-  });
+  const text = await rawExchange(
+    edge.httpPort!,
+    `POST /upload HTTP/1.1\r\nHost: ${host}\r\nConnection: content-length, host\r\nContent-Length: ${smuggled.length}\r\n\r\n${smuggled}`,
+    {
+      done: (s) => answersComplete(s, 1),
+    },
+  );
   t.is(statusOf(text), 200, text);
   // a request after it, on a connection of its own: the target's connection is still in step
   t.is((await edgeRequest(edge.httpPort!, host, { path: '/next' })).text, 'ok');
@@ -69,9 +73,13 @@ test('Connection: content-length cannot turn a body into a second request (smugg
   t.false(upload.rawHeaders.some((h) => h.toLowerCase() === 'x-client-certificate-name'));
 
   // a chunked body whose Transfer-Encoding is listed in Connection still arrives as that body
-  const chunked = await rawExchange(edge.httpPort!, `POST /chunked HTTP/1.1\r\nHost: ${host}\r\nConnection: transfer-encoding\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nhello\r\n0\r\n\r\n`, {
-    done: (s) => answersComplete(s, 1),
-  });
+  const chunked = await rawExchange(
+    edge.httpPort!,
+    `POST /chunked HTTP/1.1\r\nHost: ${host}\r\nConnection: transfer-encoding\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nhello\r\n0\r\n\r\n`,
+    {
+      done: (s) => answersComplete(s, 1),
+    },
+  );
   t.is(statusOf(chunked), 200, chunked);
   t.is(target.requests.at(-1)?.body, 'hello');
 });
@@ -80,7 +88,10 @@ test("chunked trailers of one answer never become headers of the next user's ans
   const hub = await stack.hub();
   const reusedAt: number[] = [];
   const target = await raw((_head, index, socket) => {
-    if (index === 0) return void socket.write('HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\nTrailer: Set-Cookie\r\n\r\n5\r\nhello\r\n0\r\nSet-Cookie: stolen=1\r\nX-Trailer: yes\r\n\r\n');
+    if (index === 0)
+      return void socket.write(
+        'HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\nTrailer: Set-Cookie\r\n\r\n5\r\nhello\r\n0\r\nSet-Cookie: stolen=1\r\nX-Trailer: yes\r\n\r\n',
+      );
     reusedAt.push(index);
     socket.write('HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok');
   });
@@ -101,7 +112,8 @@ test('bytes after a complete answer never reach the next client (a forged head i
   const hub = await stack.hub();
   let answered = 0;
   const target = await raw((_head, _index, socket) => {
-    if (answered++ === 0) socket.write('HTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\nhelloHTTP/1.1 403 Poisoned\r\nSet-Cookie: poison=1\r\nContent-Length: 0\r\n\r\n');
+    if (answered++ === 0)
+      socket.write('HTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\nhelloHTTP/1.1 403 Poisoned\r\nSet-Cookie: poison=1\r\nContent-Length: 0\r\n\r\n');
     else socket.write('HTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\nfresh');
   });
   const { host } = await routedShare(edge, hub, { target: target.url });
@@ -137,10 +149,13 @@ test("one hub uploading another hub's client certificate does not lock that hub'
   // and hub B's share admits the exact certificate it uploaded, under B's name for it
   const shareB = await routedShare(edge, hubB, { target: backend.url, mutualTls: true });
   await edge.settled();
-  const inB = await waitFor(async () => {
-    const r = await edgeRequest(edge.httpsPort!, shareB.host, { tls });
-    return r.status === 200 && r;
-  }, { timeoutMs: 2000, what: 'the upload admitted in B' });
+  const inB = await waitFor(
+    async () => {
+      const r = await edgeRequest(edge.httpsPort!, shareB.host, { tls });
+      return r.status === 200 && r;
+    },
+    { timeoutMs: 2000, what: 'the upload admitted in B' },
+  );
   t.is(inB.text, 'copied');
 });
 
@@ -174,7 +189,14 @@ test('deleting a client certificate closes its open WebSocket within 2 s; deleti
   const { host } = await routedShare(edge, hub, { target: backend.url, mutualTls: true });
   await edge.settled();
   const ws = await waitFor(
-    () => openWs(`wss://127.0.0.1:${edge.httpsPort}/chat`, { headers: { host }, servername: host, cert: certPem, key: keyPem, rejectUnauthorized: false } as WebSocket.ClientOptions).catch(() => undefined),
+    () =>
+      openWs(`wss://127.0.0.1:${edge.httpsPort}/chat`, {
+        headers: { host },
+        servername: host,
+        cert: certPem,
+        key: keyPem,
+        rejectUnauthorized: false,
+      } as WebSocket.ClientOptions).catch(() => undefined),
     { timeoutMs: 2000, what: 'the WebSocket open' },
   );
   const echoed = new Promise<string>((resolve) => ws.once('message', (d) => resolve(d.toString())));
@@ -182,7 +204,11 @@ test('deleting a client certificate closes its open WebSocket within 2 s; deleti
   t.is(await echoed, 'echo:hi');
   const gone = closed(ws);
   t.is((await hub.call('DELETE', `${hub.h}/client-certificates/${generated.json.id}`)).status, 200);
-  await waitFor(async () => Promise.race([gone.then(() => true), new Promise<false>((r) => setTimeout(() => r(false), 50))]), { timeoutMs: 2000, intervalMs: 10, what: 'the WebSocket closed' });
+  await waitFor(async () => Promise.race([gone.then(() => true), new Promise<false>((r) => setTimeout(() => r(false), 50))]), {
+    timeoutMs: 2000,
+    intervalMs: 10,
+    what: 'the WebSocket closed',
+  });
   t.pass();
 
   // a public share's WebSocket closes when the share is deleted
@@ -190,21 +216,30 @@ test('deleting a client certificate closes its open WebSocket within 2 s; deleti
   const ws2 = await openWs(`ws://127.0.0.1:${edge.httpPort}/chat`, { headers: { host: open.host } });
   const gone2 = closed(ws2);
   t.is((await hub.call('DELETE', `${hub.h}/shares/${open.zId}`)).status, 204);
-  await waitFor(async () => Promise.race([gone2.then(() => true), new Promise<false>((r) => setTimeout(() => r(false), 50))]), { timeoutMs: 2000, intervalMs: 10, what: 'the WebSocket of the deleted share closed' });
+  await waitFor(async () => Promise.race([gone2.then(() => true), new Promise<false>((r) => setTimeout(() => r(false), 50))]), {
+    timeoutMs: 2000,
+    intervalMs: 10,
+    what: 'the WebSocket of the deleted share closed',
+  });
 });
 
 test('header names with underscores never reach the target (CGI would read them as the identity headers)', async (t) => {
   const hub = await stack.hub();
   const target = await recorder();
   const { host } = await routedShare(edge, hub, { target: target.url });
-  const text = await rawExchange(edge.httpPort!, get(host, '/', 'X_Client_Certificate_Name: admin\r\nX-Forwarded_Email: boss@example.com\r\nX-Fine: yes\r\n'), { done: (s) => answersComplete(s, 1) });
+  const text = await rawExchange(edge.httpPort!, get(host, '/', 'X_Client_Certificate_Name: admin\r\nX-Forwarded_Email: boss@example.com\r\nX-Fine: yes\r\n'), {
+    done: (s) => answersComplete(s, 1),
+  });
   t.is(statusOf(text), 200);
   const [seen] = target.requests;
-  t.false(seen.rawHeaders.some((h, i) => i % 2 === 0 && h.includes('_')), JSON.stringify(seen.rawHeaders));
+  t.false(
+    seen.rawHeaders.some((h, i) => i % 2 === 0 && h.includes('_')),
+    JSON.stringify(seen.rawHeaders),
+  );
   t.is(seen.headers['x-fine'], 'yes');
 });
 
-test("a share whose target is the edge itself is refused, directly (403) or through another proxy (508), without a loop", async (t) => {
+test('a share whose target is the edge itself is refused, directly (403) or through another proxy (508), without a loop', async (t) => {
   const hub = await stack.hub();
   const direct = await routedShare(edge, hub, { target: `http://127.0.0.1:${edge.httpPort}` });
   const d = await edgeRequest(edge.httpPort!, direct.host);
@@ -250,7 +285,10 @@ test('two Host headers are a 400; dot segments are resolved under the target pat
     const r = await rawExchange(edge.httpPort!, get(host, path), { done: (s) => answersComplete(s, 1) });
     t.is(statusOf(r), 400, `${path}: ${r}`);
   }
-  t.false(target.requests.some((r) => r.url.includes('admin')), 'no climbing path reached the target');
+  t.false(
+    target.requests.some((r) => r.url.includes('admin')),
+    'no climbing path reached the target',
+  );
   // an absolute-form request target for another host than Host is refused too
   const absolute = await rawExchange(edge.httpPort!, `GET http://other.example/x HTTP/1.1\r\nHost: ${host}\r\n\r\n`, { done: (s) => answersComplete(s, 1) });
   t.is(statusOf(absolute), 400, absolute);

@@ -90,7 +90,9 @@ async function victimP99(ms: number): Promise<number> {
 
 /** The attacker's process, started and loaded; `go()` starts the attack and resolves with its summary. */
 async function attackerReady(kind: AttackKind, ms: number): Promise<{ go(): Promise<AttackSummary> }> {
-  const child = spawn(process.execPath, scriptArgs('test/helpers/h2attack.ts', kind, String(edge.httpsPort), attacked, String(ms)), { stdio: ['pipe', 'pipe', 'inherit'] });
+  const child = spawn(process.execPath, scriptArgs('test/helpers/h2attack.ts', kind, String(edge.httpsPort), attacked, String(ms)), {
+    stdio: ['pipe', 'pipe', 'inherit'],
+  });
   let out = '';
   const done = new Promise<AttackSummary>((resolve, reject) => {
     child.stdout.on('data', (d) => (out += d));
@@ -122,7 +124,19 @@ const admitted = () =>
 
 test.serial('a CONTINUATION flood is cut within a few frames; a header list over 16 KiB is refused without reaching the target', async (t) => {
   const raw = await rawH2(edge.httpsPort!, attacked);
-  raw.send(frame(FRAME.HEADERS, 0, 1, headerBlock([[':method', 'GET'], [':scheme', 'https'], [':path', '/'], [':authority', attacked]])));
+  raw.send(
+    frame(
+      FRAME.HEADERS,
+      0,
+      1,
+      headerBlock([
+        [':method', 'GET'],
+        [':scheme', 'https'],
+        [':path', '/'],
+        [':authority', attacked],
+      ]),
+    ),
+  );
   let sent = 0;
   while (!raw.socket.destroyed && sent < 10_000) {
     raw.send(frame(FRAME.CONTINUATION, 0, 1, headerBlock([['x-a', 'b']])));
@@ -137,7 +151,14 @@ test.serial('a CONTINUATION flood is cut within a few frames; a header list over
   await new Promise((r) => setTimeout(r, 1000));
   const { reached: before } = await counts();
   const big = await rawH2(edge.httpsPort!, attacked);
-  const block = headerBlock([[':method', 'GET'], [':scheme', 'https'], [':path', '/'], [':authority', attacked], ['x-big', 'b'.repeat(12_000)], ['x-big2', 'c'.repeat(5_000)]]);
+  const block = headerBlock([
+    [':method', 'GET'],
+    [':scheme', 'https'],
+    [':path', '/'],
+    [':authority', attacked],
+    ['x-big', 'b'.repeat(12_000)],
+    ['x-big2', 'c'.repeat(5_000)],
+  ]);
   big.send(frame(FRAME.HEADERS, FLAG.END_STREAM, 1, block.subarray(0, 16_000)), frame(FRAME.CONTINUATION, FLAG.END_HEADERS, 1, block.subarray(16_000)));
   const refusal = await big.next((f) => f.stream === 1 && f.type === FRAME.DATA);
   // the body of the edge's 400 names the limit (its code travels in the HPACK-coded head, not decoded here)
@@ -174,7 +195,9 @@ for (const [kind, ending] of [
       const [summary, during] = await Promise.all([attacker.go(), victimP99(2000)]);
       const after = await victimP99(2000);
       const { reached, held } = await counts();
-      t.log(`${kind}: p99 ${during.toFixed(2)} ms under attack, ${before.toFixed(2)} / ${after.toFixed(2)} ms without; ${JSON.stringify(summary)}; ${reached - reachedBefore} requests reached the target`);
+      t.log(
+        `${kind}: p99 ${during.toFixed(2)} ms under attack, ${before.toFixed(2)} / ${after.toFixed(2)} ms without; ${JSON.stringify(summary)}; ${reached - reachedBefore} requests reached the target`,
+      );
       return { summary, during, baseline: Math.max(before, after), held: held - heldBefore };
     };
     // a burst of the test file running beside this one can land in the attack's two seconds alone: a p99 over twice
@@ -184,7 +207,9 @@ for (const [kind, ending] of [
     if (!underTwice(during, baseline)) ({ summary, during, baseline, held } = await measured());
     t.true(summary.connections >= 1);
     // every connection was ended by the edge, not by the attacker's deadline alone
-    const ended = Object.entries(summary.endings).filter(([why]) => why !== 'deadline' && why !== 'refused').reduce((n, [, c]) => n + c, 0);
+    const ended = Object.entries(summary.endings)
+      .filter(([why]) => why !== 'deadline' && why !== 'refused')
+      .reduce((n, [, c]) => n + c, 0);
     if (kind === 'streams') {
       // streams beyond the cap are refused: one by one (REFUSED_STREAM), or, once more than nghttp2's limit of refused
       // streams were opened, with the whole connection (whose RST_STREAM frames a busy attacker may never read);
@@ -198,4 +223,3 @@ for (const [kind, ending] of [
     t.true(underTwice(during, baseline), `p99 ${during.toFixed(2)} ms against ${baseline.toFixed(2)} ms (at least ${LATENCY_FLOOR_MS} ms)`);
   });
 }
-

@@ -53,12 +53,22 @@ test.before(async () => {
 /** A request over HTTP/1.1 on the TLS listener (its own connection). */
 function h1(host: string, path: string, headers: Record<string, string>, body?: Buffer, chunked = false, tlsOptions: { cert?: string; key?: string } = {}) {
   return new Promise<{ status: number; body: Buffer; headers: http.IncomingHttpHeaders; alpn: string | false | null }>((resolve, reject) => {
-    const options: https.RequestOptions = { host: '127.0.0.1', port: edge.httpsPort, servername: host, rejectUnauthorized: false, method: body ? 'POST' : 'GET', path, agent: false, headers: { host, ...headers }, ...tlsOptions };
+    const options: https.RequestOptions = {
+      host: '127.0.0.1',
+      port: edge.httpsPort,
+      servername: host,
+      rejectUnauthorized: false,
+      method: body ? 'POST' : 'GET',
+      path,
+      agent: false,
+      headers: { host, ...headers },
+      ...tlsOptions,
+    };
     // the edge offers h2 first: this client asks for http/1.1 alone
     Object.assign(options, { ALPNProtocols: ['http/1.1'] });
     const req = https.request(options, (res) => {
-        const alpn = (res.socket as import('node:tls').TLSSocket).alpnProtocol;
-        void readBody(res).then((b) => resolve({ status: res.statusCode!, body: b, headers: res.headers, alpn }));
+      const alpn = (res.socket as import('node:tls').TLSSocket).alpnProtocol;
+      void readBody(res).then((b) => resolve({ status: res.statusCode!, body: b, headers: res.headers, alpn }));
     });
     req.on('error', reject);
     if (body && chunked) {
@@ -69,11 +79,11 @@ function h1(host: string, path: string, headers: Record<string, string>, body?: 
 }
 
 const CASES: { id: string; path: string; headers: Record<string, string>; body?: Buffer; length?: boolean }[] = [
-  { id: 'get', path: '/a/b?c=1&d=%20', headers: { 'x-custom': 'one', 'accept': '*/*' } },
+  { id: 'get', path: '/a/b?c=1&d=%20', headers: { 'x-custom': 'one', accept: '*/*' } },
   { id: 'post', path: '/upload', headers: { 'content-type': 'application/json', 'x-custom': 'two' }, body: Buffer.alloc(100_000, 'p'), length: true },
   { id: 'chunked', path: '/stream', headers: { 'content-type': 'text/plain' }, body: Buffer.alloc(5000, 'q'), length: false },
   { id: 'cookies', path: '/c', headers: { cookie: 'a=1; b=2' } },
-  { id: 'forged', path: '/f', headers: { 'x-forwarded-for': '6.6.6.6', 'x-client-certificate-name': 'forged', 'via': '1.1 elsewhere' } },
+  { id: 'forged', path: '/f', headers: { 'x-forwarded-for': '6.6.6.6', 'x-client-certificate-name': 'forged', via: '1.1 elsewhere' } },
 ];
 
 test.serial('the same requests over h2 and HTTP/1.1: the same target view (method, path, headers after rewriting, body) and the same metering', async (t) => {
@@ -86,13 +96,20 @@ test.serial('the same requests over h2 and HTTP/1.1: the same target view (metho
     const r = await h1(one.host, c.path, { ...c.headers, ...framing, 'x-test-id': `h1-${c.id}`, 'x-answer-bytes': '300' }, c.body, c.length === false);
     t.is(r.status, 200);
     t.is(r.alpn, 'http/1.1');
-    h1Body += (c.body?.length ?? 0);
+    h1Body += c.body?.length ?? 0;
   }
   const session = await h2Session(edge.httpsPort!, { servername: two.host });
   t.is((session.socket as import('node:tls').TLSSocket).alpnProtocol, 'h2');
   let h2Head = 0;
   for (const c of CASES) {
-    const headers: Record<string, string | string[]> = { ':method': c.body ? 'POST' : 'GET', ':path': c.path, ':authority': two.host, ...c.headers, 'x-test-id': `h2-${c.id}`, 'x-answer-bytes': '300' };
+    const headers: Record<string, string | string[]> = {
+      ':method': c.body ? 'POST' : 'GET',
+      ':path': c.path,
+      ':authority': two.host,
+      ...c.headers,
+      'x-test-id': `h2-${c.id}`,
+      'x-answer-bytes': '300',
+    };
     // over HTTP/2 a cookie may come as several fields (RFC 9113 8.2.3): the target gets them on one line
     if (c.id === 'cookies') headers.cookie = ['a=1', 'b=2'];
     if (c.length) headers['content-length'] = String(c.body!.length);
@@ -159,64 +176,78 @@ test.serial(':authority routes; a host field naming another host is malformed (4
   session.close();
 });
 
-test.serial('connection-specific fields, te other than trailers and upper-case names are stream errors (PROTOCOL_ERROR), never reaching the target', async (t) => {
-  const share = await routedShare(edge, hub, { name: 'malformed', target: backend.url });
-  const raw = await rawH2(edge.httpsPort!, share.host);
-  const cases: [string, string][] = [
-    ['connection', 'keep-alive'],
-    ['keep-alive', 'timeout=5'],
-    ['transfer-encoding', 'chunked'],
-    ['upgrade', 'websocket'],
-    ['te', 'gzip'],
-    ['X-Upper', 'case'],
-  ];
-  let id = 1;
-  for (const field of cases) {
-    raw.send(getHeaders(id, share.host, [field, ['x-test-id', `malformed-${id}`]]));
-    const reset = await raw.next((f) => f.stream === id && (f.type === FRAME.RST_STREAM || f.type === FRAME.HEADERS));
-    t.is(reset.type, FRAME.RST_STREAM, `${field[0]}: reset`);
-    t.is(reset.payload.readUInt32BE(0), 1, `${field[0]}: PROTOCOL_ERROR`);
-    id += 2;
-  }
-  // te: trailers is allowed, and the connection still serves
-  raw.send(getHeaders(id, share.host, [['te', 'trailers'], ['x-test-id', 'te-trailers']]));
-  const answer = await raw.next((f) => f.stream === id && f.type === FRAME.HEADERS);
-  t.is(answer.type, FRAME.HEADERS);
-  t.true(seen.has('te-trailers'));
-  t.is(seen.get('te-trailers')!.headers.te, undefined, 'te is hop-by-hop towards an HTTP/1.1 target');
-  for (let i = 1; i < id; i += 2) t.false(seen.has(`malformed-${i}`));
-  raw.socket.destroy();
-});
+test.serial(
+  'connection-specific fields, te other than trailers and upper-case names are stream errors (PROTOCOL_ERROR), never reaching the target',
+  async (t) => {
+    const share = await routedShare(edge, hub, { name: 'malformed', target: backend.url });
+    const raw = await rawH2(edge.httpsPort!, share.host);
+    const cases: [string, string][] = [
+      ['connection', 'keep-alive'],
+      ['keep-alive', 'timeout=5'],
+      ['transfer-encoding', 'chunked'],
+      ['upgrade', 'websocket'],
+      ['te', 'gzip'],
+      ['X-Upper', 'case'],
+    ];
+    let id = 1;
+    for (const field of cases) {
+      raw.send(getHeaders(id, share.host, [field, ['x-test-id', `malformed-${id}`]]));
+      const reset = await raw.next((f) => f.stream === id && (f.type === FRAME.RST_STREAM || f.type === FRAME.HEADERS));
+      t.is(reset.type, FRAME.RST_STREAM, `${field[0]}: reset`);
+      t.is(reset.payload.readUInt32BE(0), 1, `${field[0]}: PROTOCOL_ERROR`);
+      id += 2;
+    }
+    // te: trailers is allowed, and the connection still serves
+    raw.send(
+      getHeaders(id, share.host, [
+        ['te', 'trailers'],
+        ['x-test-id', 'te-trailers'],
+      ]),
+    );
+    const answer = await raw.next((f) => f.stream === id && f.type === FRAME.HEADERS);
+    t.is(answer.type, FRAME.HEADERS);
+    t.true(seen.has('te-trailers'));
+    t.is(seen.get('te-trailers')!.headers.te, undefined, 'te is hop-by-hop towards an HTTP/1.1 target');
+    for (let i = 1; i < id; i += 2) t.false(seen.has(`malformed-${i}`));
+    raw.socket.destroy();
+  },
+);
 
-test.serial('mutual TLS over h2: a hub certificate passes with its identity, none is 403; deleting it closes the open stream and the session within 2 s', async (t) => {
-  const share = await routedShare(edge, hub, { name: 'mtls', target: backend.url, mutualTls: true });
-  const { keyPem, csrPem } = await keyAndCsr('/CN=h2-laptop');
-  const created = await hub.call('POST', `${hub.h}/client-certificates`, { body: { name: 'h2-laptop', value: csrPem } });
-  t.is(created.status, 201, created.text);
-  const cert = (await hub.call('GET', `${hub.h}/client-certificates/${created.json.id}`)).json.value;
-  await waitFor(async () => {
-    const s = await h2Session(edge.httpsPort!, { servername: share.host, cert, key: keyPem });
-    const r = await h2Request(s, { ':authority': share.host, 'x-test-id': 'mtls-ok' });
-    s.close();
-    return r.status === 200;
-  }, { what: 'the certificate admitted' });
-  t.is(seen.get('mtls-ok')!.headers['x-client-certificate-name'], 'h2-laptop');
-  const anonymous = await h2Session(edge.httpsPort!, { servername: share.host });
-  const refused = await h2Request(anonymous, { ':authority': share.host });
-  t.is(refused.status, 403);
-  anonymous.close();
+test.serial(
+  'mutual TLS over h2: a hub certificate passes with its identity, none is 403; deleting it closes the open stream and the session within 2 s',
+  async (t) => {
+    const share = await routedShare(edge, hub, { name: 'mtls', target: backend.url, mutualTls: true });
+    const { keyPem, csrPem } = await keyAndCsr('/CN=h2-laptop');
+    const created = await hub.call('POST', `${hub.h}/client-certificates`, { body: { name: 'h2-laptop', value: csrPem } });
+    t.is(created.status, 201, created.text);
+    const cert = (await hub.call('GET', `${hub.h}/client-certificates/${created.json.id}`)).json.value;
+    await waitFor(
+      async () => {
+        const s = await h2Session(edge.httpsPort!, { servername: share.host, cert, key: keyPem });
+        const r = await h2Request(s, { ':authority': share.host, 'x-test-id': 'mtls-ok' });
+        s.close();
+        return r.status === 200;
+      },
+      { what: 'the certificate admitted' },
+    );
+    t.is(seen.get('mtls-ok')!.headers['x-client-certificate-name'], 'h2-laptop');
+    const anonymous = await h2Session(edge.httpsPort!, { servername: share.host });
+    const refused = await h2Request(anonymous, { ':authority': share.host });
+    t.is(refused.status, 403);
+    anonymous.close();
 
-  const session = await h2Session(edge.httpsPort!, { servername: share.host, cert, key: keyPem });
-  const stream = session.request({ ':method': 'GET', ':path': '/hold', ':authority': share.host });
-  stream.on('error', () => undefined);
-  await new Promise((resolve) => stream.once('response', resolve));
-  const sessionClosed = new Promise<void>((resolve) => session.once('close', () => resolve()));
-  const streamClosed = new Promise<void>((resolve) => stream.once('close', () => resolve()));
-  const deleted = Date.now();
-  t.is((await hub.call('DELETE', `${hub.h}/client-certificates/${created.json.id}`)).status, 200);
-  await Promise.all([streamClosed, sessionClosed]);
-  t.true(Date.now() - deleted < 2000, `closed after ${Date.now() - deleted} ms`);
-});
+    const session = await h2Session(edge.httpsPort!, { servername: share.host, cert, key: keyPem });
+    const stream = session.request({ ':method': 'GET', ':path': '/hold', ':authority': share.host });
+    stream.on('error', () => undefined);
+    await new Promise((resolve) => stream.once('response', resolve));
+    const sessionClosed = new Promise<void>((resolve) => session.once('close', () => resolve()));
+    const streamClosed = new Promise<void>((resolve) => stream.once('close', () => resolve()));
+    const deleted = Date.now();
+    t.is((await hub.call('DELETE', `${hub.h}/client-certificates/${created.json.id}`)).status, 200);
+    await Promise.all([streamClosed, sessionClosed]);
+    t.true(Date.now() - deleted < 2000, `closed after ${Date.now() - deleted} ms`);
+  },
+);
 
 test.serial('per-hub admission over h2: streams beyond the hub limit are answered 503 while the first are open', async (t) => {
   const share = await routedShare(edge, hub, { name: 'limits', target: backend.url });
@@ -265,7 +296,18 @@ test.serial('a request ending its stream with HEADERS carries no body; DATA afte
   const share = await routedShare(edge, hub, { name: 'bodies', target: backend.url });
   const raw = await rawH2(edge.httpsPort!, share.host);
   raw.send(
-    frame(FRAME.HEADERS, FLAG.END_HEADERS, 1, (await import('../helpers/h2.js')).headerBlock([[':method', 'PUT'], [':scheme', 'https'], [':path', '/put'], [':authority', share.host], ['x-test-id', 'raw-put']])),
+    frame(
+      FRAME.HEADERS,
+      FLAG.END_HEADERS,
+      1,
+      (await import('../helpers/h2.js')).headerBlock([
+        [':method', 'PUT'],
+        [':scheme', 'https'],
+        [':path', '/put'],
+        [':authority', share.host],
+        ['x-test-id', 'raw-put'],
+      ]),
+    ),
     frame(FRAME.DATA, 0, 1, Buffer.from('hello ')),
     frame(FRAME.DATA, FLAG.END_STREAM, 1, Buffer.from('world')),
   );

@@ -37,10 +37,13 @@ test.before(async () => {
 });
 
 const list = (zId: string, n: number) =>
-  waitFor(async () => {
-    const r = await hub.call('GET', `${hub.h}/shares/${zId}/requests`);
-    return r.json.length >= n && r.json;
-  }, { what: `${n} exchanges` });
+  waitFor(
+    async () => {
+      const r = await hub.call('GET', `${hub.h}/shares/${zId}/requests`);
+      return r.json.length >= n && r.json;
+    },
+    { what: `${n} exchanges` },
+  );
 
 test.serial('a replay of an agent-served share goes through the agent to the private target', async (t) => {
   const envZId = await newEnvironment(hub);

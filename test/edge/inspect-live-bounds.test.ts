@@ -76,7 +76,10 @@ test.serial('streams past the per-key and the per-hub bound get 429 too_many_req
   const theirs = await routedShare(edge, other, { target: backend.url, inspect: true });
   const second = await newKey(hub.hubId);
   const first = [await open(hub.bearer, live(hub, zId)), await open(hub.bearer, live(hub, zId))];
-  t.deepEqual(first.map((s) => s.status), [200, 200]);
+  t.deepEqual(
+    first.map((s) => s.status),
+    [200, 200],
+  );
   const overKey = await open(hub.bearer, live(hub, zId));
   t.is(overKey.status, 429);
   t.is(overKey.json?.error, 'too_many_requests');
@@ -113,7 +116,7 @@ test.serial("a stream ends after its API key is revoked; the key's next stream i
   const kept = await open(hub.bearer, live(hub, zId));
   const revoked = await stack.call('DELETE', `/admin/v1/hubs/${hub.hubId}/api-keys/${key.id}`, { auth: stack.admin });
   t.true(revoked.status < 300, revoked.text);
-  t.true(await stream.ended(), 'the revoked key\'s stream ended');
+  t.true(await stream.ended(), "the revoked key's stream ended");
   t.is((await open(key.bearer, live(hub, zId))).status, 401);
   // the stream of a key that was not revoked goes on
   t.false(await Promise.race([kept.ended(), new Promise<boolean>((resolve) => setTimeout(() => resolve(false), 3000))]));
@@ -132,7 +135,7 @@ test.serial('a stream ends after its share is deleted', async (t) => {
   other.close();
 });
 
-test.serial('a stream ends after its hub is deleted, the operator\'s stream too', async (t) => {
+test.serial("a stream ends after its hub is deleted, the operator's stream too", async (t) => {
   const doomed = await stack.hub();
   const { zId } = await routedShare(edge, doomed, { target: backend.url, inspect: true });
   const stream = await open(doomed.bearer, live(doomed, zId));

@@ -38,7 +38,9 @@ test.before(async () => {
 });
 
 test.serial('requests through either of two edge processes appear in one list, in order, within 1 s; a replay goes through one of them', async (t) => {
-  const created = await hub.call('POST', `${hub.h}/shares`, { body: { name: 'two-edges', frontendIds: [await publicFrontendId(hub)], target: backend.url, inspect: true } });
+  const created = await hub.call('POST', `${hub.h}/shares`, {
+    body: { name: 'two-edges', frontendIds: [await publicFrontendId(hub)], target: backend.url, inspect: true },
+  });
   t.is(created.status, 201);
   const zId = created.json.zId;
   const host = new URL(created.json.frontendEndpoint).hostname;
@@ -46,11 +48,18 @@ test.serial('requests through either of two edge processes appear in one list, i
   // the warm-up requests above are recorded too: the ten below are the newest
   const paths = Array.from({ length: 10 }, (_, i) => `/step/${i}`);
   for (const [i, p] of paths.entries()) t.is((await edgeRequest(edges[i % 2].port, host, { path: p })).text, `seen ${p}`);
-  const list = await waitFor(async () => {
-    const r = await hub.call('GET', `${hub.h}/shares/${zId}/requests`);
-    return r.json.length >= paths.length + 2 && r.json;
-  }, { timeoutMs: 1000, intervalMs: 20, what: 'every exchange listed within 1 s' });
-  t.deepEqual(list.slice(0, paths.length).map((e: { path: string }) => e.path), [...paths].reverse(), 'newest first, in the order they happened');
+  const list = await waitFor(
+    async () => {
+      const r = await hub.call('GET', `${hub.h}/shares/${zId}/requests`);
+      return r.json.length >= paths.length + 2 && r.json;
+    },
+    { timeoutMs: 1000, intervalMs: 20, what: 'every exchange listed within 1 s' },
+  );
+  t.deepEqual(
+    list.slice(0, paths.length).map((e: { path: string }) => e.path),
+    [...paths].reverse(),
+    'newest first, in the order they happened',
+  );
   const carriers = new Set(list.map((e: { edge: string }) => e.edge));
   t.is(carriers.size, 2, 'both edges named');
 

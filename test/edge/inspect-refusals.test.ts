@@ -12,7 +12,9 @@ import { type HubFixture, useStack, waitFor } from '../helpers/stack.js';
 
 // 127.0.0.2 is denied (a loopback address nothing listens on), so a share's target there is refused by the policy;
 // the tests record on more of one hub's shares than HUB_INSPECT_HUB_SHARES allows by default
-const stack = useStack(test, { env: { HUB_EGRESS_DENY: '127.0.0.2/32', HUB_EDGE_HUB_MAX_CONNECTIONS: '2', HUB_EDGE_FLUSH_MS: '600000', HUB_INSPECT_HUB_SHARES: '20' } });
+const stack = useStack(test, {
+  env: { HUB_EGRESS_DENY: '127.0.0.2/32', HUB_EDGE_HUB_MAX_CONNECTIONS: '2', HUB_EDGE_FLUSH_MS: '600000', HUB_INSPECT_HUB_SHARES: '20' },
+});
 /** Requests to /hold wait until release() is called. */
 let held: (() => void)[] = [];
 /** The headers of the requests the target received, by path. */
@@ -62,7 +64,13 @@ test.serial('mutual TLS: a request without a client certificate is answered 403 
   const { zId, host } = await routedShare(edge, hub, { target: backend.url, mutualTls: true, inspect: true });
   const r = await edgeRequest(edge.httpPort!, host, {
     path: '/mtls',
-    headers: { authorization: 'Bearer never-kept', 'x-visible': 'kept', 'x-forwarded-email': 'admin@example.com', x_forwarded_email: 'admin@example.com', 'x-client-certificate-name': 'admin' },
+    headers: {
+      authorization: 'Bearer never-kept',
+      'x-visible': 'kept',
+      'x-forwarded-email': 'admin@example.com',
+      x_forwarded_email: 'admin@example.com',
+      'x-client-certificate-name': 'admin',
+    },
   });
   t.is(r.status, 403);
   const { summary, detail, answer } = await recorded(zId, '/mtls', 403);
@@ -87,7 +95,10 @@ test.serial('over HTTP/2 too; a replay of a refused request reaches the target w
     session.close();
   }
   const { summary, detail } = await recorded(zId, '/h2-refused', 403);
-  t.deepEqual(detail.request.headers.filter(([name]: [string, string]) => name.startsWith(':') || name === 'x-forwarded-email'), []);
+  t.deepEqual(
+    detail.request.headers.filter(([name]: [string, string]) => name.startsWith(':') || name === 'x-forwarded-email'),
+    [],
+  );
   t.deepEqual(header(detail.request.headers, 'x-visible'), ['kept']);
   const replay = await hub.call('POST', `${hub.h}/shares/${zId}/requests/${summary.id}/replay`);
   t.is(replay.status, 201, replay.text);
@@ -116,14 +127,17 @@ test.serial('no agent connected: 502, listed with the reason', async (t) => {
   t.deepEqual(header(detail.response.headers, 'edgehub-error-code'), ['EH_NO_AGENT']);
 });
 
-test.serial("admission: a hub over its requests in progress is answered 503, listed; the held ones are listed when they end", async (t) => {
+test.serial('admission: a hub over its requests in progress is answered 503, listed; the held ones are listed when they end', async (t) => {
   const { zId, host } = await routedShare(edge, hub, { target: backend.url, inspect: true });
   const holding = [edgeRequest(edge.httpPort!, host, { path: '/hold' }), edgeRequest(edge.httpPort!, host, { path: '/hold' })];
   await waitFor(async () => held.length === 2, { what: 'two requests held at the target' });
   const r = await edgeRequest(edge.httpPort!, host, { path: '/third' });
   t.is(r.status, 503);
   release();
-  t.deepEqual((await Promise.all(holding)).map((a) => a.status), [200, 200]);
+  t.deepEqual(
+    (await Promise.all(holding)).map((a) => a.status),
+    [200, 200],
+  );
   const { answer } = await recorded(zId, '/third', 503);
   t.is(answer.error, 'overloaded');
   await recorded(zId, '/hold', 200);
@@ -131,7 +145,12 @@ test.serial("admission: a hub over its requests in progress is answered 503, lis
 
 test.serial('login: a client without a session is answered 401, listed; the login callback is listed without its query', async (t) => {
   const provider = await hub.call('POST', `${hub.h}/auth-providers`, {
-    body: { name: 'corp', type: 'OIDC', config: { clientId: 'placeholder', clientSecret: 'placeholder', issuerUrl: 'http://127.0.0.1:9', scopes: ['openid', 'email'] }, emailPatterns: ['*@example.com'] },
+    body: {
+      name: 'corp',
+      type: 'OIDC',
+      config: { clientId: 'placeholder', clientSecret: 'placeholder', issuerUrl: 'http://127.0.0.1:9', scopes: ['openid', 'email'] },
+      emailPatterns: ['*@example.com'],
+    },
   });
   t.is(provider.status, 201, provider.text);
   const { zId, host } = await routedShare(edge, hub, { target: backend.url, authProviderId: provider.json.id, inspect: true });
@@ -164,7 +183,14 @@ function upgradeRequest(port: number, host: string, path: string, headers: Recor
   return new Promise((resolve, reject) => {
     const socket = net.connect(port, '127.0.0.1');
     let text = '';
-    const lines = Object.entries({ host, upgrade: 'websocket', connection: 'Upgrade', 'sec-websocket-key': 'dGhlIHNhbXBsZSBub25jZQ==', 'sec-websocket-version': '13', ...headers });
+    const lines = Object.entries({
+      host,
+      upgrade: 'websocket',
+      connection: 'Upgrade',
+      'sec-websocket-key': 'dGhlIHNhbXBsZSBub25jZQ==',
+      'sec-websocket-version': '13',
+      ...headers,
+    });
     socket.write(`GET ${path} HTTP/1.1\r\n${lines.map(([n, v]) => `${n}: ${v}\r\n`).join('')}\r\n`);
     socket.on('data', (chunk) => {
       text += chunk.toString('latin1');
@@ -198,7 +224,12 @@ test.serial("WebSocket upgrades: the edge's refusals are listed with their answe
 
   // login, answered on a response bound to the socket
   const provider = await hub.call('POST', `${hub.h}/auth-providers`, {
-    body: { name: 'corp-ws', type: 'OIDC', config: { clientId: 'placeholder', clientSecret: 'placeholder', issuerUrl: 'http://127.0.0.1:9', scopes: ['openid', 'email'] }, emailPatterns: ['*@example.com'] },
+    body: {
+      name: 'corp-ws',
+      type: 'OIDC',
+      config: { clientId: 'placeholder', clientSecret: 'placeholder', issuerUrl: 'http://127.0.0.1:9', scopes: ['openid', 'email'] },
+      emailPatterns: ['*@example.com'],
+    },
   });
   t.is(provider.status, 201, provider.text);
   const login = await routedShare(edge, hub, { target: backend.url, authProviderId: provider.json.id, inspect: true });

@@ -41,13 +41,28 @@ const requests = (h: HubFixture, zId: string) => h.call('GET', `${h.h}/shares/${
 /** Waits until the share's list holds `n` exchanges (the capture writes asynchronously). */
 /** A route of an inspected share, for exchanges handed to a Capture directly. */
 const inspectedRoute = (hubId: string, zId: string, target: string) =>
-  ({ zId, hubId, envZId: 'e', frontendId: 'f', target: new URL(target), mutualTls: false, auth: null, emailDomains: null, checkIntervalMs: 0, inspect: true, reach: 'edge' }) as const;
+  ({
+    zId,
+    hubId,
+    envZId: 'e',
+    frontendId: 'f',
+    target: new URL(target),
+    mutualTls: false,
+    auth: null,
+    emailDomains: null,
+    checkIntervalMs: 0,
+    inspect: true,
+    reach: 'edge',
+  }) as const;
 
 const listed = (h: HubFixture, zId: string, n: number) =>
-  waitFor(async () => {
-    const r = await requests(h, zId);
-    return r.status === 200 && r.json.length >= n && r.json;
-  }, { what: `${n} exchanges listed` });
+  waitFor(
+    async () => {
+      const r = await requests(h, zId);
+      return r.status === 200 && r.json.length >= n && r.json;
+    },
+    { what: `${n} exchanges listed` },
+  );
 
 test.serial('inspect is set on create and by PATCH; unknown fields are refused by name; another hub gets 404', async (t) => {
   const { zId, json } = await routedShare(edge, hub, { target: backend.url });
@@ -81,7 +96,14 @@ test.serial('a share without inspect records nothing; with it, an exchange is re
   const r = await edgeRequest(edge.httpPort!, host, {
     method: 'POST',
     path: '/orders?id=7',
-    headers: { authorization: 'Bearer top-secret', cookie: 'sid=abc', 'proxy-authorization': 'Basic eA==', 'x-ssl-client-cert': 'MIIB...', 'content-type': 'application/json', 'x-visible': 'kept' },
+    headers: {
+      authorization: 'Bearer top-secret',
+      cookie: 'sid=abc',
+      'proxy-authorization': 'Basic eA==',
+      'x-ssl-client-cert': 'MIIB...',
+      'content-type': 'application/json',
+      'x-visible': 'kept',
+    },
     body: '{"item":"tea"}',
   });
   t.is(r.status, 200);
@@ -101,7 +123,9 @@ test.serial('a share without inspect records nothing; with it, an exchange is re
   t.deepEqual(header(detail.json.request.headers, 'x-ssl-client-cert'), ['[redacted]']);
   t.deepEqual(header(detail.json.request.headers, 'x-visible'), ['kept']);
   t.deepEqual(header(detail.json.response.headers, 'set-cookie'), ['[redacted]']);
-  t.false(JSON.stringify(detail.json).includes('top-secret') || JSON.stringify(detail.json).includes('s3cret') || JSON.stringify(detail.json).includes('sid=abc'));
+  t.false(
+    JSON.stringify(detail.json).includes('top-secret') || JSON.stringify(detail.json).includes('s3cret') || JSON.stringify(detail.json).includes('sid=abc'),
+  );
   t.is(Buffer.from(detail.json.request.body, 'base64').toString(), '{"item":"tea"}');
   t.deepEqual(JSON.parse(Buffer.from(detail.json.response.body, 'base64').toString()), { url: '/orders?id=7', length: 14 });
   t.false(detail.json.request.bodyTruncated);
@@ -146,8 +170,15 @@ test.serial("a hub over its limit loses its own oldest exchanges, never another 
   await edge.inspection!.capture.flushed();
   const list = await listed(hub, mine.zId, MAX);
   t.is(list.length, MAX);
-  t.deepEqual(list.map((e: { path: string }) => e.path), Array.from({ length: MAX }, (_, i) => `/mine/${MAX * 30 - 1 - i}`), 'the newest, newest first');
-  t.deepEqual((await listed(other, theirs.zId, 3)).map((e: { path: string }) => e.path), ['/theirs/2', '/theirs/1', '/theirs/0']);
+  t.deepEqual(
+    list.map((e: { path: string }) => e.path),
+    Array.from({ length: MAX }, (_, i) => `/mine/${MAX * 30 - 1 - i}`),
+    'the newest, newest first',
+  );
+  t.deepEqual(
+    (await listed(other, theirs.zId, 3)).map((e: { path: string }) => e.path),
+    ['/theirs/2', '/theirs/1', '/theirs/0'],
+  );
   // the streams themselves are bounded (MAXLEN ~ trims whole nodes), the details follow the summaries, keys name the hub
   const redis = new Redis(process.env.REDIS_URL!);
   try {
@@ -170,7 +201,12 @@ test.serial("a hub over its limit loses its own oldest exchanges, never another 
 
 test.serial('replay: the recorded request goes to the target again through the edge, recorded with replayOf; a deleted share is 404', async (t) => {
   const { zId, host } = await routedShare(edge, hub, { target: `${backend.url}/base`, inspect: true });
-  await edgeRequest(edge.httpPort!, host, { method: 'PUT', path: '/items/9', headers: { authorization: 'Bearer top-secret', 'x-visible': 'again' }, body: 'payload' });
+  await edgeRequest(edge.httpPort!, host, {
+    method: 'PUT',
+    path: '/items/9',
+    headers: { authorization: 'Bearer top-secret', 'x-visible': 'again' },
+    body: 'payload',
+  });
   const [original] = await listed(hub, zId, 1);
   const before = seen.length;
   const replay = await hub.call('POST', `${hub.h}/shares/${zId}/requests/${original.id}/replay`);
@@ -227,7 +263,11 @@ test.serial('the capture drops (and counts) what Redis cannot take, and never ho
   const capture = new Capture({ redis: unreachable, prefix: 'unused', limits: { max: 10, ttlMs: 60_000, bodyBytes: 16, queue: 2 }, edge: 'test' });
   const route = inspectedRoute('h', 'z', 'http://127.0.0.1:1');
   const empty = { lines: [], body: '', bodyTruncated: false };
-  const exchange = recordedExchange({ at: Date.now(), u: 0, d: 1000, method: 'GET', path: '/', status: 200, rxBytes: 1, txBytes: 1, clientAddress: '', edge: 'test' }, empty, empty);
+  const exchange = recordedExchange(
+    { at: Date.now(), u: 0, d: 1000, method: 'GET', path: '/', status: 200, rxBytes: 1, txBytes: 1, clientAddress: '', edge: 'test' },
+    empty,
+    empty,
+  );
   for (let i = 0; i < 5; i++) if (capture.hasRoom()) capture.enqueue(route, exchange);
   await capture.flushed();
   t.is(capture.counts.dropped.queue_full, 3, 'the queue holds two');
@@ -244,7 +284,18 @@ test.serial('exchanges of one batch share an entry: each is read by its id, a st
   const capture = edge.inspection!.capture;
   const route = inspectedRoute(hub.hubId, zId, backend.url);
   for (const n of [1, 2, 3]) {
-    const summary = { at: Date.now(), u: Date.now() * 1000 + n, d: 1000, method: 'GET', path: `/batch/${n}`, status: 200, rxBytes: 1, txBytes: 1, clientAddress: '127.0.0.1', edge: 'test' };
+    const summary = {
+      at: Date.now(),
+      u: Date.now() * 1000 + n,
+      d: 1000,
+      method: 'GET',
+      path: `/batch/${n}`,
+      status: 200,
+      rxBytes: 1,
+      txBytes: 1,
+      clientAddress: '127.0.0.1',
+      edge: 'test',
+    };
     capture.enqueue(route, recordedExchange(summary, { lines: ['host', host], body: '', bodyTruncated: false }, { lines: [], body: '', bodyTruncated: false }));
   }
   await capture.flushed();
@@ -254,14 +305,32 @@ test.serial('exchanges of one batch share an entry: each is read by its id, a st
     const keys = inspectKeys(process.env.HUB_QUEUE_PREFIX!, hub.hubId, zId);
     const entries = await redis.xrange(keys.summaries, '-', '+');
     t.is(entries.length, 1, 'one entry for the three');
-    t.deepEqual(list.map((e) => e.id).sort(), [0, 1, 2].map((i) => `${entries[0][0]}.${i}`));
+    t.deepEqual(
+      list.map((e) => e.id).sort(),
+      [0, 1, 2].map((i) => `${entries[0][0]}.${i}`),
+    );
     for (const e of list) t.is((await hub.call('GET', `${hub.h}/shares/${zId}/requests/${e.id}`)).json.path, e.path);
-    for (const bad of [`${entries[0][0]}.3`, `${entries[0][0]}.x`, `${entries[0][0]}.`, `${entries[0][0]}.00001`, `${entries[0][0]}.01`]) t.is((await hub.call('GET', `${hub.h}/shares/${zId}/requests/${bad}`)).status, 404, bad);
+    for (const bad of [`${entries[0][0]}.3`, `${entries[0][0]}.x`, `${entries[0][0]}.`, `${entries[0][0]}.00001`, `${entries[0][0]}.01`])
+      t.is((await hub.call('GET', `${hub.h}/shares/${zId}/requests/${bad}`)).status, 404, bad);
 
     // details past ENTRY_BYTES start another entry: reading one exchange never parses more than about that
     for (const n of [4, 5, 6]) {
-      const summary = { at: Date.now(), u: Date.now() * 1000 + n, d: 1000, method: 'POST', path: `/big/${n}`, status: 200, rxBytes: 1, txBytes: 1, clientAddress: '127.0.0.1', edge: 'test' };
-      capture.enqueue(route, recordedExchange(summary, { lines: ['host', host], body: 'QUJD'.repeat(150_000), bodyTruncated: true }, { lines: [], body: '', bodyTruncated: false }));
+      const summary = {
+        at: Date.now(),
+        u: Date.now() * 1000 + n,
+        d: 1000,
+        method: 'POST',
+        path: `/big/${n}`,
+        status: 200,
+        rxBytes: 1,
+        txBytes: 1,
+        clientAddress: '127.0.0.1',
+        edge: 'test',
+      };
+      capture.enqueue(
+        route,
+        recordedExchange(summary, { lines: ['host', host], body: 'QUJD'.repeat(150_000), bodyTruncated: true }, { lines: [], body: '', bodyTruncated: false }),
+      );
     }
     await capture.flushed();
     t.is((await redis.xlen(keys.summaries)) - 1, 3, 'three entries of 600 kB');
@@ -273,7 +342,10 @@ test.serial('exchanges of one batch share an entry: each is read by its id, a st
     // a reconnecting stream gets the rest of the batch its last event was in, and nothing before
     const oldest = `${entries[0][0]}.0`;
     const controller = new AbortController();
-    const res = await fetch(`${stack.baseUrl}${hub.h}/shares/${zId}/requests/live`, { headers: { authorization: hub.bearer, 'last-event-id': oldest }, signal: controller.signal });
+    const res = await fetch(`${stack.baseUrl}${hub.h}/shares/${zId}/requests/live`, {
+      headers: { authorization: hub.bearer, 'last-event-id': oldest },
+      signal: controller.signal,
+    });
     const reader = res.body!.getReader();
     let text = '';
     while ((text.match(/event: exchange/g) ?? []).length < 2) text += Buffer.from((await reader.read()).value!).toString();
@@ -282,7 +354,18 @@ test.serial('exchanges of one batch share an entry: each is read by its id, a st
 
     // an entry of the earlier form (one exchange each, fields `s` and `d`) is listed and read by its entry id
     const at = Date.now();
-    const summary = { at, u: at * 1000 + 999_000, d: 1500, method: 'GET', path: '/earlier', status: 200, rxBytes: 10, txBytes: 20, clientAddress: '127.0.0.1', edge: 'e' };
+    const summary = {
+      at,
+      u: at * 1000 + 999_000,
+      d: 1500,
+      method: 'GET',
+      path: '/earlier',
+      status: 200,
+      rxBytes: 10,
+      txBytes: 20,
+      clientAddress: '127.0.0.1',
+      edge: 'e',
+    };
     const id = await redis.xadd(keys.summaries, '*', 's', JSON.stringify(summary));
     await redis.xadd(keys.details, id!, 'd', JSON.stringify([['host', host], '', 0, ['content-type', 'text/plain'], 'aGk=', 0]));
     const earlier = (await requests(hub, zId)).json.find((e: { path: string }) => e.path === '/earlier');

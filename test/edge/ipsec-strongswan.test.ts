@@ -108,87 +108,153 @@ test.before(async () => {
     path.join(work, 'peer.conf'),
     `charon {\n  load = random nonce kdf aes sha1 sha2 hmac gcm pem pkcs1 x509 pubkey openssl kernel-libipsec kernel-netlink socket-default vici updown\n  filelog {\n    log {\n      path = ${path.join(work, 'peer.log')}\n      default = 1\n      flush_line = yes\n    }\n  }\n  plugins {\n    vici {\n      socket = ${peerVici}\n    }\n  }\n}\n`,
   );
-  peerCharon = spawn('ip', ['netns', 'exec', PEER, 'unshare', '-m', 'sh', '-c', `mount -t tmpfs none /run && STRONGSWAN_CONF=${path.join(work, 'peer.conf')} exec /usr/lib/ipsec/charon`], { stdio: 'ignore' });
+  peerCharon = spawn(
+    'ip',
+    [
+      'netns',
+      'exec',
+      PEER,
+      'unshare',
+      '-m',
+      'sh',
+      '-c',
+      `mount -t tmpfs none /run && STRONGSWAN_CONF=${path.join(work, 'peer.conf')} exec /usr/lib/ipsec/charon`,
+    ],
+    { stdio: 'ignore' },
+  );
   cleanups.push(async () => peerCharon.kill('SIGKILL'));
-  await waitFor(async () => peerSwanctl('--stats').then(() => true, () => false), { what: "the peer's charon" });
+  await waitFor(
+    async () =>
+      peerSwanctl('--stats').then(
+        () => true,
+        () => false,
+      ),
+    { what: "the peer's charon" },
+  );
 });
 
 async function deployedTunnel(peerPublicIp: string, name: string): Promise<any> {
   const created = await hub.call('POST', `${hub.h}/ipsec-tunnels`, { body: { name, peerPublicIp, peerCidr: PEER_CIDR, locationId: name } });
   if (created.status !== 202 && created.status !== 201) throw new Error(`tunnel: ${created.status} ${created.text}`);
-  return waitFor(async () => {
-    const r = await hub.call('GET', `${hub.h}/ipsec-tunnels/${created.json.id}`);
-    if (r.json.status === 'ERROR') throw new Error(`tunnel ERROR: ${r.json.statusMessage}`);
-    return r.json.status === 'DEPLOYED' && r.json;
-  }, { timeoutMs: 60_000, what: 'tunnel DEPLOYED' });
+  return waitFor(
+    async () => {
+      const r = await hub.call('GET', `${hub.h}/ipsec-tunnels/${created.json.id}`);
+      if (r.json.status === 'ERROR') throw new Error(`tunnel ERROR: ${r.json.statusMessage}`);
+      return r.json.status === 'DEPLOYED' && r.json;
+    },
+    { timeoutMs: 60_000, what: 'tunnel DEPLOYED' },
+  );
 }
 
 const tunnelStatus = async (id: string) => (await hub.call('GET', `${hub.h}/ipsec-tunnels/${id}/tunnel-config`)).json;
 
-test.serial('a real peer loads the sample configuration unchanged, the SA comes up, and a TCP connection from the peer network reaches the private target through the agent', async (t) => {
-  const tunnel = await deployedTunnel(PEER_IP, 'office');
-  t.true((await ip('netns', 'list')).stdout.includes(tunnelNetns(tunnel.id)), "the tunnel's namespace exists once DEPLOYED");
-  const sample = await hub.call('GET', `${hub.h}/ipsec-tunnels/${tunnel.id}/sample-config?vendor=strongswan`, { headers: { accept: 'text/plain' } });
-  t.is(sample.status, 200);
-  const file = path.join(work, 'office.conf');
-  writeFileSync(file, sample.text);
-  await peerSwanctl('--load-all', '--file', file);
-  const up = await waitFor(async () => {
-    const s = await tunnelStatus(tunnel.id);
-    return s.tunnels?.[0]?.status === 'UP' && s.tunnels[0];
-  }, { timeoutMs: 30_000, what: 'tunnel-config UP' });
-  t.regex(up.statusMessage, /CHILD_SA INSTALLED/);
+test.serial(
+  'a real peer loads the sample configuration unchanged, the SA comes up, and a TCP connection from the peer network reaches the private target through the agent',
+  async (t) => {
+    const tunnel = await deployedTunnel(PEER_IP, 'office');
+    t.true((await ip('netns', 'list')).stdout.includes(tunnelNetns(tunnel.id)), "the tunnel's namespace exists once DEPLOYED");
+    const sample = await hub.call('GET', `${hub.h}/ipsec-tunnels/${tunnel.id}/sample-config?vendor=strongswan`, { headers: { accept: 'text/plain' } });
+    t.is(sample.status, 200);
+    const file = path.join(work, 'office.conf');
+    writeFileSync(file, sample.text);
+    await peerSwanctl('--load-all', '--file', file);
+    const up = await waitFor(
+      async () => {
+        const s = await tunnelStatus(tunnel.id);
+        return s.tunnels?.[0]?.status === 'UP' && s.tunnels[0];
+      },
+      { timeoutMs: 30_000, what: 'tunnel-config UP' },
+    );
+    t.regex(up.statusMessage, /CHILD_SA INSTALLED/);
 
-  const share = await hub.call('POST', `${hub.h}/ipsec-shares`, { body: { name: 'echo', ipsecTunnelId: tunnel.id, envZId, target: '127.0.0.1:9090', ingressPort: 7000 } });
-  t.true(share.status === 202 || share.status === 201, share.text);
-  await waitFor(async () => (await hub.call('GET', `${hub.h}/ipsec-shares/${share.json.id}`)).json.status === 'DEPLOYED', { timeoutMs: 30_000, what: 'share DEPLOYED' });
-  const answer = await fromPeer(tunnel.nlbPrivateIp, 7000, 'hello through IPsec');
-  t.is(answer, 'ANSWER:hello through IPsec');
+    const share = await hub.call('POST', `${hub.h}/ipsec-shares`, {
+      body: { name: 'echo', ipsecTunnelId: tunnel.id, envZId, target: '127.0.0.1:9090', ingressPort: 7000 },
+    });
+    t.true(share.status === 202 || share.status === 201, share.text);
+    await waitFor(async () => (await hub.call('GET', `${hub.h}/ipsec-shares/${share.json.id}`)).json.status === 'DEPLOYED', {
+      timeoutMs: 30_000,
+      what: 'share DEPLOYED',
+    });
+    const answer = await fromPeer(tunnel.nlbPrivateIp, 7000, 'hello through IPsec');
+    t.is(answer, 'ANSWER:hello through IPsec');
 
-  // the connection's bytes are settled when it closes on the edge's side: flush until they are in
-  await waitFor(async () => {
-    await edge.meter.flush();
-    const metrics = await hub.call('GET', `${hub.h}/ipsec-shares/${share.json.id}/metrics`);
-    return metrics.json.samples.reduce((n: number, p: { rx: number; tx: number }) => n + p.rx + p.tx, 0) === 2 * 'hello through IPsec'.length;
-  }, { what: 'the bytes carried, both ways, in the share metrics' });
+    // the connection's bytes are settled when it closes on the edge's side: flush until they are in
+    await waitFor(
+      async () => {
+        await edge.meter.flush();
+        const metrics = await hub.call('GET', `${hub.h}/ipsec-shares/${share.json.id}/metrics`);
+        return metrics.json.samples.reduce((n: number, p: { rx: number; tx: number }) => n + p.rx + p.tx, 0) === 2 * 'hello through IPsec'.length;
+      },
+      { what: 'the bytes carried, both ways, in the share metrics' },
+    );
 
-  // a killed charon is brought back, and the peer brings the SA up again
-  const pid = edge.ipsec!.charonPid(tunnel.id)!;
-  process.kill(pid, 'SIGKILL');
-  await waitFor(async () => {
-    const next = edge.ipsec!.charonPid(tunnel.id);
-    return next && next !== pid && (await run('swanctl', ['--list-conns', '--uri', `unix://${path.join(stack_dataDir(), 'ipsec', tunnelNetns(tunnel.id), 'charon.vici')}`]).then((r) => r.stdout.includes('edgehub-'), () => false));
-  }, { timeoutMs: 20_000, what: 'charon restarted with the connection loaded' });
-  await peerSwanctl('--terminate', '--ike', `edgehub-${tunnel.vpnConnectionId}`).catch(() => undefined);
-  await peerSwanctl('--initiate', '--child', `edgehub-${tunnel.vpnConnectionId}-child`).catch(() => undefined);
-  await waitFor(async () => (await fromPeer(tunnel.nlbPrivateIp, 7000, 'again')) === 'ANSWER:again', { timeoutMs: 30_000, what: 'traffic after the charon restart' });
+    // a killed charon is brought back, and the peer brings the SA up again
+    const pid = edge.ipsec!.charonPid(tunnel.id)!;
+    process.kill(pid, 'SIGKILL');
+    await waitFor(
+      async () => {
+        const next = edge.ipsec!.charonPid(tunnel.id);
+        return (
+          next &&
+          next !== pid &&
+          (await run('swanctl', ['--list-conns', '--uri', `unix://${path.join(stack_dataDir(), 'ipsec', tunnelNetns(tunnel.id), 'charon.vici')}`]).then(
+            (r) => r.stdout.includes('edgehub-'),
+            () => false,
+          ))
+        );
+      },
+      { timeoutMs: 20_000, what: 'charon restarted with the connection loaded' },
+    );
+    await peerSwanctl('--terminate', '--ike', `edgehub-${tunnel.vpnConnectionId}`).catch(() => undefined);
+    await peerSwanctl('--initiate', '--child', `edgehub-${tunnel.vpnConnectionId}-child`).catch(() => undefined);
+    await waitFor(async () => (await fromPeer(tunnel.nlbPrivateIp, 7000, 'again')) === 'ANSWER:again', {
+      timeoutMs: 30_000,
+      what: 'traffic after the charon restart',
+    });
 
-  // a restart that fails (here: a directory in the way of charon's control socket) is tried again until it succeeds
-  const vici = path.join(stack_dataDir(), 'ipsec', tunnelNetns(tunnel.id), 'charon.vici');
-  const before = edge.ipsec!.charonPid(tunnel.id)!;
-  process.kill(before, 'SIGKILL');
-  rmSync(vici, { force: true });
-  mkdirSync(vici);
-  await new Promise((resolve) => setTimeout(resolve, 2500)); // the first attempts fail meanwhile
-  rmdirSync(vici);
-  await waitFor(async () => {
-    const next = edge.ipsec!.charonPid(tunnel.id);
-    return next && next !== before && (await run('swanctl', ['--list-conns', '--uri', `unix://${vici}`]).then((r) => r.stdout.includes('edgehub-'), () => false));
-  }, { timeoutMs: 20_000, what: 'charon started again after failed attempts, the connection loaded' });
-  await peerSwanctl('--terminate', '--ike', `edgehub-${tunnel.vpnConnectionId}`).catch(() => undefined);
-  await peerSwanctl('--initiate', '--child', `edgehub-${tunnel.vpnConnectionId}-child`).catch(() => undefined);
-  await waitFor(async () => (await fromPeer(tunnel.nlbPrivateIp, 7000, 'once more')) === 'ANSWER:once more', { timeoutMs: 30_000, what: 'traffic after the failed restarts' });
+    // a restart that fails (here: a directory in the way of charon's control socket) is tried again until it succeeds
+    const vici = path.join(stack_dataDir(), 'ipsec', tunnelNetns(tunnel.id), 'charon.vici');
+    const before = edge.ipsec!.charonPid(tunnel.id)!;
+    process.kill(before, 'SIGKILL');
+    rmSync(vici, { force: true });
+    mkdirSync(vici);
+    await new Promise((resolve) => setTimeout(resolve, 2500)); // the first attempts fail meanwhile
+    rmdirSync(vici);
+    await waitFor(
+      async () => {
+        const next = edge.ipsec!.charonPid(tunnel.id);
+        return (
+          next &&
+          next !== before &&
+          (await run('swanctl', ['--list-conns', '--uri', `unix://${vici}`]).then(
+            (r) => r.stdout.includes('edgehub-'),
+            () => false,
+          ))
+        );
+      },
+      { timeoutMs: 20_000, what: 'charon started again after failed attempts, the connection loaded' },
+    );
+    await peerSwanctl('--terminate', '--ike', `edgehub-${tunnel.vpnConnectionId}`).catch(() => undefined);
+    await peerSwanctl('--initiate', '--child', `edgehub-${tunnel.vpnConnectionId}-child`).catch(() => undefined);
+    await waitFor(async () => (await fromPeer(tunnel.nlbPrivateIp, 7000, 'once more')) === 'ANSWER:once more', {
+      timeoutMs: 30_000,
+      what: 'traffic after the failed restarts',
+    });
 
-  // deleting the share closes the listener
-  t.is((await hub.call('DELETE', `${hub.h}/ipsec-shares/${share.json.id}`)).status, 202);
-  await waitFor(async () => (await hub.call('GET', `${hub.h}/ipsec-shares/${share.json.id}`)).json?.status === 'DELETED', { timeoutMs: 30_000, what: 'share DELETED' });
-  t.regex(await fromPeer(tunnel.nlbPrivateIp, 7000, 'x'), /ERROR:ECONNREFUSED/);
+    // deleting the share closes the listener
+    t.is((await hub.call('DELETE', `${hub.h}/ipsec-shares/${share.json.id}`)).status, 202);
+    await waitFor(async () => (await hub.call('GET', `${hub.h}/ipsec-shares/${share.json.id}`)).json?.status === 'DELETED', {
+      timeoutMs: 30_000,
+      what: 'share DELETED',
+    });
+    t.regex(await fromPeer(tunnel.nlbPrivateIp, 7000, 'x'), /ERROR:ECONNREFUSED/);
 
-  // deleting the tunnel tears it down: its charon and namespace go
-  t.is((await hub.call('DELETE', `${hub.h}/ipsec-tunnels/${tunnel.id}`)).status, 202);
-  await waitFor(async () => !(await ip('netns', 'list')).stdout.includes(tunnelNetns(tunnel.id)), { timeoutMs: 30_000, what: "the tunnel's namespace gone" });
-  t.falsy(edge.ipsec!.charonPid(tunnel.id));
-});
+    // deleting the tunnel tears it down: its charon and namespace go
+    t.is((await hub.call('DELETE', `${hub.h}/ipsec-tunnels/${tunnel.id}`)).status, 202);
+    await waitFor(async () => !(await ip('netns', 'list')).stdout.includes(tunnelNetns(tunnel.id)), { timeoutMs: 30_000, what: "the tunnel's namespace gone" });
+    t.falsy(edge.ipsec!.charonPid(tunnel.id));
+  },
+);
 
 test.serial('a peer with the wrong pre-shared key never brings the tunnel up', async (t) => {
   const tunnel = await deployedTunnel(PEER_IP_2, 'wrong-key');
@@ -199,7 +265,10 @@ test.serial('a peer with the wrong pre-shared key never brings the tunnel up', a
   writeFileSync(file, wrong);
   await peerSwanctl('--load-all', '--file', file);
   // the peer tries (start_action = start) and the service refuses its authentication
-  await waitFor(async () => /received AUTHENTICATION_FAILED/.test(readFileSync(path.join(work, 'peer.log'), 'utf8')), { timeoutMs: 60_000, what: 'the peer refused for its pre-shared key' });
+  await waitFor(async () => /received AUTHENTICATION_FAILED/.test(readFileSync(path.join(work, 'peer.log'), 'utf8')), {
+    timeoutMs: 60_000,
+    what: 'the peer refused for its pre-shared key',
+  });
   const status = await tunnelStatus(tunnel.id);
   t.is(status.tunnels[0].status, 'DOWN', JSON.stringify(status));
   t.notRegex(await peerSwanctl('--list-sas', '--raw'), new RegExp(`edgehub-${tunnel.vpnConnectionId} \\{[^}]*state=ESTABLISHED`));

@@ -59,7 +59,9 @@ async function handler(req: http.IncomingMessage, res: http.ServerResponse) {
   const secure = Boolean((req.socket as { encrypted?: boolean }).encrypted);
   const outcome = await login.handle(req, res, r, { host, secure, origin: `${secure ? 'https' : 'http'}://${hostHeader}` });
   if (outcome.kind === 'pass') {
-    res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ email: outcome.email, path: req.url, upstreamCookie: login.stripCookies(req.headers.cookie) ?? null }));
+    res
+      .writeHead(200, { 'content-type': 'application/json' })
+      .end(JSON.stringify({ email: outcome.email, path: req.url, upstreamCookie: login.stripCookies(req.headers.cookie) ?? null }));
   }
 }
 
@@ -78,15 +80,39 @@ test.before(async () => {
     secretKey: randomBytes(32),
     endpoints: { googleIssuerUrl: google.issuer, githubOAuthUrl: github.oauthUrl, githubApiUrl: github.apiUrl },
   });
-  const oidcProvider: LoginProvider = { id: 'ap-oidc', type: 'OIDC', clientId: idp.clientId, clientSecret: idp.clientSecret, issuerUrl: idp.issuer, scopes: ['openid', 'email'], emailPatterns: ['*@example.com', 'bob@example.org'] };
+  const oidcProvider: LoginProvider = {
+    id: 'ap-oidc',
+    type: 'OIDC',
+    clientId: idp.clientId,
+    clientSecret: idp.clientSecret,
+    issuerUrl: idp.issuer,
+    scopes: ['openid', 'email'],
+    emailPatterns: ['*@example.com', 'bob@example.org'],
+  };
   route('a', oidcProvider);
   route('b', oidcProvider);
   route('sec', oidcProvider);
   route('domains', oidcProvider, { emailDomains: ['example.org'] });
   route('short', oidcProvider, { checkIntervalMs: 1500 });
   route('unverified', { ...oidcProvider, emailPatterns: [] });
-  route('g', { id: 'ap-google', type: 'GOOGLE', clientId: google.clientId, clientSecret: google.clientSecret, issuerUrl: null, scopes: [], emailPatterns: ['*@example.com'] });
-  route('gh', { id: 'ap-github', type: 'GITHUB', clientId: github.clientId, clientSecret: github.clientSecret, issuerUrl: null, scopes: [], emailPatterns: ['*@example.com'] });
+  route('g', {
+    id: 'ap-google',
+    type: 'GOOGLE',
+    clientId: google.clientId,
+    clientSecret: google.clientSecret,
+    issuerUrl: null,
+    scopes: [],
+    emailPatterns: ['*@example.com'],
+  });
+  route('gh', {
+    id: 'ap-github',
+    type: 'GITHUB',
+    clientId: github.clientId,
+    clientSecret: github.clientSecret,
+    issuerUrl: null,
+    scopes: [],
+    emailPatterns: ['*@example.com'],
+  });
 });
 
 test.after.always(async () => {
@@ -118,7 +144,8 @@ async function fullLogin(browser: Browser, url: string, email: string) {
 }
 
 const sessionCookie = (browser: Browser, label: string, name = 'edgehub_session') => browser.cookies(hostOf(label)).get(name);
-const api = (browser: Browser, url: string, cookie?: string) => browser.request(url, { accept: 'application/json', noCookies: cookie === undefined, headers: cookie ? { cookie } : {} });
+const api = (browser: Browser, url: string, cookie?: string) =>
+  browser.request(url, { accept: 'application/json', noCookies: cookie === undefined, headers: cookie ? { cookie } : {} });
 
 test('OIDC: an allowed email signs in with PKCE, state and nonce; the host-only session cookie admits browser and API calls', async (t) => {
   const browser = new Browser();
@@ -147,7 +174,10 @@ test('OIDC: an allowed email signs in with PKCE, state and nonce; the host-only 
   t.regex(set, /SameSite=Lax/);
   t.notRegex(set, /Domain=/i, 'host-only');
   t.notRegex(set, /Secure/, 'not over plain HTTP');
-  t.true(answer.setCookies.some((c) => /^edgehub_login=;.*Max-Age=0/.test(c)), 'the login cookie is cleared');
+  t.true(
+    answer.setCookies.some((c) => /^edgehub_login=;.*Max-Age=0/.test(c)),
+    'the login cookie is cleared',
+  );
 
   t.is(page?.status, 200);
   t.is(page?.json.email, 'alice@example.com');
@@ -283,7 +313,11 @@ test('over TLS the cookies are __Host- prefixed and Secure; the http cookie does
   t.is(page?.json.upstreamCookie, null);
   // the same sealed value under the plain name is not a session over TLS
   const value = sessionCookie(browser, 'sec', '__Host-edgehub_session')?.value as string;
-  const plainName = await browser.request(httpsUrl('sec', '/s'), { accept: 'application/json', noCookies: true, headers: { cookie: `edgehub_session=${value}` } });
+  const plainName = await browser.request(httpsUrl('sec', '/s'), {
+    accept: 'application/json',
+    noCookies: true,
+    headers: { cookie: `edgehub_session=${value}` },
+  });
   t.is(plainName.status, 401);
 });
 
@@ -347,7 +381,15 @@ test("GITHUB: GitHub's OAuth endpoints with PKCE and the verified primary email"
 });
 
 test('an unreachable provider is a 502 JSON answer, never a crash', async (t) => {
-  const dead: LoginProvider = { id: 'ap-dead', type: 'OIDC', clientId: 'x', clientSecret: 'y', issuerUrl: 'http://127.0.0.1:9/', scopes: [], emailPatterns: [] };
+  const dead: LoginProvider = {
+    id: 'ap-dead',
+    type: 'OIDC',
+    clientId: 'x',
+    clientSecret: 'y',
+    issuerUrl: 'http://127.0.0.1:9/',
+    scopes: [],
+    emailPatterns: [],
+  };
   routes.set('dead.share.localhost', { ...(routes.get(hostOf('a')) as ShareRoute), auth: dead });
   const r = await new Browser().request(`http://dead.share.localhost:${httpPort}/`);
   assertRefused(t, r, 502, 'bad_gateway', 'EH_IDP_UNREACHABLE');
@@ -368,8 +410,17 @@ test('email patterns: leading wildcards and exact addresses, case-insensitive; d
 
 test('operator settings name the GOOGLE and GITHUB endpoints', (t) => {
   const env = { HUB_ADMIN_TOKEN: 'x'.repeat(20), HUB_SECRET_KEY: 'a'.repeat(64) };
-  t.deepEqual(loadConfig(env).login, { googleIssuerUrl: 'https://accounts.google.com', githubOAuthUrl: 'https://github.com', githubApiUrl: 'https://api.github.com' });
-  const custom = loadConfig({ ...env, HUB_GOOGLE_ISSUER_URL: 'http://127.0.0.1:1', HUB_GITHUB_OAUTH_URL: 'http://127.0.0.1:2', HUB_GITHUB_API_URL: 'http://127.0.0.1:3' });
+  t.deepEqual(loadConfig(env).login, {
+    googleIssuerUrl: 'https://accounts.google.com',
+    githubOAuthUrl: 'https://github.com',
+    githubApiUrl: 'https://api.github.com',
+  });
+  const custom = loadConfig({
+    ...env,
+    HUB_GOOGLE_ISSUER_URL: 'http://127.0.0.1:1',
+    HUB_GITHUB_OAUTH_URL: 'http://127.0.0.1:2',
+    HUB_GITHUB_API_URL: 'http://127.0.0.1:3',
+  });
   t.deepEqual(custom.login, { googleIssuerUrl: 'http://127.0.0.1:1', githubOAuthUrl: 'http://127.0.0.1:2', githubApiUrl: 'http://127.0.0.1:3' });
   t.throws(() => loadConfig({ ...env, HUB_GITHUB_API_URL: 'not a url' }), { message: /HUB_GITHUB_API_URL/ });
 });

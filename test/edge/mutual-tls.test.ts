@@ -55,7 +55,13 @@ async function generated(hub: HubFixture, name: string) {
   const created = await hub.call('POST', `${hub.h}/client-certificates`, { body: { name, value: csrPem } });
   if (created.status !== 201) throw new Error(`${created.status} ${created.text}`);
   const got = await hub.call('GET', `${hub.h}/client-certificates/${created.json.id}`);
-  return { id: created.json.id as string, cert: got.json.value as string, chain: got.json.chain as string, key: keyPem, fingerprint: got.json.fingerprintSha256 as string };
+  return {
+    id: created.json.id as string,
+    cert: got.json.value as string,
+    chain: got.json.chain as string,
+    key: keyPem,
+    fingerprint: got.json.fingerprintSha256 as string,
+  };
 }
 
 async function uploaded(hub: HubFixture, name: string, notBefore: Date, notAfter: Date) {

@@ -101,24 +101,29 @@ test.serial("a TCP share aimed at one of the service's own endpoints is refused 
   t.deepEqual((await hub.call('GET', `${hub.h}/shares`)).json.content, [], 'no share was made');
 });
 
-test.serial('a TCP share made before the check and aimed at Redis or PostgreSQL has its connections closed with nothing relayed; a loopback echo on another port is carried', async (t) => {
-  const echo = await server('echo');
-  const created = await tcpCreate(`tcp://127.0.0.1:${echo.port}`);
-  t.is(created.status, 201, created.text);
-  const zId = created.json.zId;
-  const port = Number(new URL(created.json.frontendEndpoint).port);
-  tcpZId = zId;
-  await waitFor(async () => edge.tcp.ports.includes(port), { what: 'the edge listening on the TCP share port' });
-  t.is(await exchange(port, 'carried'), 'carried', 'the echo is carried');
-  const { envZId } = (await hub.call('GET', `${hub.h}/shares/${zId}`)).json;
-  for (const { what, port: own } of ownPorts().slice(0, 2)) {
-    // as a share written before this version: the target is set in the database, not through the API
-    await stack.sql.query('UPDATE shares SET target = $1 WHERE z_id = $2', [`tcp://localhost:${own}`, zId]);
-    await waitFor(async () => edge.tcp.targetsOf(hub.hubId, envZId).includes(`localhost:${own}`) && edge.tcp.ports.includes(port), { what: `the share aimed at ${what}` });
-    t.is(await received(port, 'PING\r\nCONFIG GET dir\r\n'), '', `${what}: nothing came back`);
-  }
-  await echo.close();
-});
+test.serial(
+  'a TCP share made before the check and aimed at Redis or PostgreSQL has its connections closed with nothing relayed; a loopback echo on another port is carried',
+  async (t) => {
+    const echo = await server('echo');
+    const created = await tcpCreate(`tcp://127.0.0.1:${echo.port}`);
+    t.is(created.status, 201, created.text);
+    const zId = created.json.zId;
+    const port = Number(new URL(created.json.frontendEndpoint).port);
+    tcpZId = zId;
+    await waitFor(async () => edge.tcp.ports.includes(port), { what: 'the edge listening on the TCP share port' });
+    t.is(await exchange(port, 'carried'), 'carried', 'the echo is carried');
+    const { envZId } = (await hub.call('GET', `${hub.h}/shares/${zId}`)).json;
+    for (const { what, port: own } of ownPorts().slice(0, 2)) {
+      // as a share written before this version: the target is set in the database, not through the API
+      await stack.sql.query('UPDATE shares SET target = $1 WHERE z_id = $2', [`tcp://localhost:${own}`, zId]);
+      await waitFor(async () => edge.tcp.targetsOf(hub.hubId, envZId).includes(`localhost:${own}`) && edge.tcp.ports.includes(port), {
+        what: `the share aimed at ${what}`,
+      });
+      t.is(await received(port, 'PING\r\nCONFIG GET dir\r\n'), '', `${what}: nothing came back`);
+    }
+    await echo.close();
+  },
+);
 
 test.serial('HTTP shares aimed at the service are 403 at the edge (never reaching it); replays of an inspected exchange too', async (t) => {
   for (const { what, port } of ownPorts()) {
@@ -132,10 +137,13 @@ test.serial('HTTP shares aimed at the service are 403 at the edge (never reachin
   // a share's target is fixed: a replay goes where the share goes (here, one written to aim at Redis after recording)
   const { zId, host } = await routedShare(edge, hub, { target: backend.url, inspect: true });
   t.is((await edgeRequest(edge.httpPort!, host, { path: '/recorded' })).status, 200);
-  const [original] = await waitFor(async () => {
-    const r = await hub.call('GET', `${hub.h}/shares/${zId}/requests`);
-    return r.status === 200 && r.json.length > 0 && r.json;
-  }, { what: 'the exchange recorded' });
+  const [original] = await waitFor(
+    async () => {
+      const r = await hub.call('GET', `${hub.h}/shares/${zId}/requests`);
+      return r.status === 200 && r.json.length > 0 && r.json;
+    },
+    { what: 'the exchange recorded' },
+  );
   const redis = ownPorts()[1].port;
   await stack.sql.query('UPDATE shares SET target = $1 WHERE z_id = $2', [`http://127.0.0.1:${redis}`, zId]);
   await waitFor(async () => edge.routes.lookup(host)?.target.port === String(redis), { what: 'the share aimed at Redis' });
@@ -146,7 +154,12 @@ test.serial('HTTP shares aimed at the service are 403 at the edge (never reachin
 
 test.serial("login: an identity provider's discovery aimed at the service's API is refused before connecting", async (t) => {
   const provider = await hub.call('POST', `${hub.h}/auth-providers`, {
-    body: { name: 'own-idp', type: 'OIDC', config: { clientId: 'c', clientSecret: 's', issuerUrl: `http://localhost:${process.env.PORT}` }, emailPatterns: ['*@example.com'] },
+    body: {
+      name: 'own-idp',
+      type: 'OIDC',
+      config: { clientId: 'c', clientSecret: 's', issuerUrl: `http://localhost:${process.env.PORT}` },
+      emailPatterns: ['*@example.com'],
+    },
   });
   t.is(provider.status, 201, provider.text);
   const { host } = await routedShare(edge, hub, { target: backend.url, authProviderId: provider.json.id });
@@ -184,7 +197,9 @@ test.serial('a health check that gets no answer says "unreachable", whether the 
   const closed = await freePort();
   const messages: string[] = [];
   for (const port of [closed, reset.port, garbage.port]) {
-    const created = await hub.call('POST', `${hub.h}/health-checks`, { body: { name: `scan-${port}`, method: 'GET', path: '/', expectedStatus: 200, target: `http://127.0.0.1:${port}` } });
+    const created = await hub.call('POST', `${hub.h}/health-checks`, {
+      body: { name: `scan-${port}`, method: 'GET', path: '/', expectedStatus: 200, target: `http://127.0.0.1:${port}` },
+    });
     t.is(created.status, 201, created.text);
     const run = await hub.call('POST', `${hub.h}/health-checks/${created.json.id}:execute`);
     t.like(run.json, { result: 'ERROR', status: null });
@@ -216,7 +231,9 @@ test.serial('loopback targets on other ports still work: an HTTP share, a TCP sh
   await waitFor(async () => edge.tcp.ports.includes(port), { what: 'the edge listening on the TCP share port' });
   t.is(await exchange(port, 'over TCP'), 'over TCP');
   await echo.close();
-  const check = await hub.call('POST', `${hub.h}/health-checks`, { body: { name: 'fine', method: 'GET', path: '/', expectedStatus: 200, target: `http://localhost:${backend.port}` } });
+  const check = await hub.call('POST', `${hub.h}/health-checks`, {
+    body: { name: 'fine', method: 'GET', path: '/', expectedStatus: 200, target: `http://localhost:${backend.port}` },
+  });
   t.is(check.status, 201, check.text);
   t.like((await hub.call('POST', `${hub.h}/health-checks/${check.json.id}:execute`)).json, { result: 'SUCCESS', status: 200 });
 });

@@ -39,11 +39,17 @@ function raw(request: string): Promise<{ head: string; received: number }> {
   });
 }
 
-const upgradeRequest = (host: string) => `GET /ws HTTP/1.1\r\nHost: ${host}\r\nAccept: text/html\r\nConnection: Upgrade\r\nUpgrade: websocket\r\nSec-WebSocket-Version: 13\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n\r\n`;
+const upgradeRequest = (host: string) =>
+  `GET /ws HTTP/1.1\r\nHost: ${host}\r\nAccept: text/html\r\nConnection: Upgrade\r\nUpgrade: websocket\r\nSec-WebSocket-Version: 13\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n\r\n`;
 
 test('a login that cannot reach its provider is answered 502 for a request and for an upgrade alike', async (t) => {
   const provider = await hub.call('POST', `${hub.h}/auth-providers`, {
-    body: { name: 'gone', type: 'OIDC', config: { clientId: 'x', clientSecret: 'y', issuerUrl: 'http://127.0.0.1:9', scopes: ['openid', 'email'] }, emailPatterns: ['*@example.com'] },
+    body: {
+      name: 'gone',
+      type: 'OIDC',
+      config: { clientId: 'x', clientSecret: 'y', issuerUrl: 'http://127.0.0.1:9', scopes: ['openid', 'email'] },
+      emailPatterns: ['*@example.com'],
+    },
   });
   t.is(provider.status, 201, provider.text);
   const { host } = await routedShare(edge, hub, { target: backend.url, authProviderId: provider.json.id });
@@ -71,7 +77,10 @@ test('the bytes of a request and of an upgrade the edge refuses are metered to t
   const totals = async (zId: string) => {
     const metrics = await metered.call('GET', `${metered.h}/shares/${zId}/metrics?range=PT1H`);
     t.is(metrics.status, 200, metrics.text);
-    return metrics.json.samples.reduce((s: { rx: number; tx: number }, p: { rx: number; tx: number }) => ({ rx: s.rx + p.rx, tx: s.tx + p.tx }), { rx: 0, tx: 0 });
+    return metrics.json.samples.reduce((s: { rx: number; tx: number }, p: { rx: number; tx: number }) => ({ rx: s.rx + p.rx, tx: s.tx + p.tx }), {
+      rx: 0,
+      tx: 0,
+    });
   };
   t.deepEqual(await totals(plainShare.zId), { rx: Buffer.byteLength(request), tx: plain.received });
   t.deepEqual(await totals(upgradeShare.zId), { rx: Buffer.byteLength(upgradeBytes), tx: upgrade.received });

@@ -57,19 +57,29 @@ interface Answer {
 function call(port: number, host: string, options: { from?: string; path?: string; headers?: Record<string, string> } = {}): Promise<Answer> {
   const from = options.from ?? '127.0.0.1';
   return new Promise((resolve, reject) => {
-    const req = http.request({ host: from.includes(':') ? '::1' : '127.0.0.1', localAddress: from, port, path: options.path ?? '/', headers: { host, ...options.headers }, agent: false }, (res) => {
-      let text = '';
-      res.on('data', (d: Buffer) => (text += d.toString()));
-      res.on('end', () => {
-        let json: unknown;
-        try {
-          json = JSON.parse(text);
-        } catch {
-          json = undefined;
-        }
-        resolve({ status: res.statusCode ?? 0, headers: res.headers, text, json });
-      });
-    });
+    const req = http.request(
+      {
+        host: from.includes(':') ? '::1' : '127.0.0.1',
+        localAddress: from,
+        port,
+        path: options.path ?? '/',
+        headers: { host, ...options.headers },
+        agent: false,
+      },
+      (res) => {
+        let text = '';
+        res.on('data', (d: Buffer) => (text += d.toString()));
+        res.on('end', () => {
+          let json: unknown;
+          try {
+            json = JSON.parse(text);
+          } catch {
+            json = undefined;
+          }
+          resolve({ status: res.statusCode ?? 0, headers: res.headers, text, json });
+        });
+      },
+    );
     req.on('error', reject);
     req.end();
   });
@@ -91,14 +101,24 @@ const refusals = async (zId: string, reason: string) => {
 };
 
 test.serial('IP rules: allowed and denied addresses over IPv4 and IPv6, deny wins, a forged X-Forwarded-For is ignored; counted and inspected', async (t) => {
-  const { zId, host } = await routedShare(edge, hub, { target: backend.url, inspect: true, policy: { ipAllow: ['127.0.0.0/29', '::1/128'], ipDeny: ['127.0.0.5/32'] } });
+  const { zId, host } = await routedShare(edge, hub, {
+    target: backend.url,
+    inspect: true,
+    policy: { ipAllow: ['127.0.0.0/29', '::1/128'], ipDeny: ['127.0.0.5/32'] },
+  });
   t.is((await call(edge.httpPort!, host, { from: '127.0.0.1' })).status, 200);
   t.is((await call(edge.httpPort!, host, { from: '::1' })).status, 200);
   const denied = await call(edge.httpPort!, host, { from: '127.0.0.5', path: '/denied' });
   assertRefused(t, denied, 403, 'forbidden', 'EH_POLICY_ADDRESS_DENIED');
   assertRefused(t, await call(edge.httpPort!, host, { from: '127.0.0.9' }), 403, 'forbidden', 'EH_POLICY_ADDRESS_DENIED');
   // the edge trusts no proxy: a client naming an allowed address is judged by its own
-  assertRefused(t, await call(edge.httpPort!, host, { from: '127.0.0.5', headers: { 'x-forwarded-for': '127.0.0.1' } }), 403, 'forbidden', 'EH_POLICY_ADDRESS_DENIED');
+  assertRefused(
+    t,
+    await call(edge.httpPort!, host, { from: '127.0.0.5', headers: { 'x-forwarded-for': '127.0.0.1' } }),
+    403,
+    'forbidden',
+    'EH_POLICY_ADDRESS_DENIED',
+  );
   t.is(await refusals(zId, 'ip'), 3);
   // a WebSocket upgrade is judged the same way
   const upgrade = await new Promise<string>((resolve) => {
@@ -107,15 +127,20 @@ test.serial('IP rules: allowed and denied addresses over IPv4 and IPv6, deny win
     socket.on('data', (d) => (text += d.toString('latin1')));
     socket.on('close', () => resolve(text));
     socket.on('error', () => resolve(text));
-    socket.write(`GET /ws HTTP/1.1\r\nHost: ${host}\r\nConnection: Upgrade\r\nUpgrade: websocket\r\nSec-WebSocket-Version: 13\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n\r\n`);
+    socket.write(
+      `GET /ws HTTP/1.1\r\nHost: ${host}\r\nConnection: Upgrade\r\nUpgrade: websocket\r\nSec-WebSocket-Version: 13\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n\r\n`,
+    );
   });
   t.regex(upgrade, /^HTTP\/1\.1 403 /);
   t.regex(upgrade, /edgehub-error-code: EH_POLICY_ADDRESS_DENIED/i);
   // the inspector lists the refusal with its reason
-  const listed = await waitFor(async () => {
-    const r = await hub.call('GET', `${hub.h}/shares/${zId}/requests`);
-    return r.status === 200 && (r.json as { path: string; status: number; id: string }[]).find((e) => e.path === '/denied' && e.status === 403);
-  }, { what: 'the refusal listed' });
+  const listed = await waitFor(
+    async () => {
+      const r = await hub.call('GET', `${hub.h}/shares/${zId}/requests`);
+      return r.status === 200 && (r.json as { path: string; status: number; id: string }[]).find((e) => e.path === '/denied' && e.status === 403);
+    },
+    { what: 'the refusal listed' },
+  );
   const detail = await hub.call('GET', `${hub.h}/shares/${zId}/requests/${listed.id}`);
   t.true(Buffer.from(detail.json.response.body, 'base64').toString().includes('127.0.0.5'));
   // a change: IPv6 denied, no allow list
@@ -174,7 +199,16 @@ test.serial('X-Forwarded-For counts from a trusted proxy only', async (t) => {
 async function edgeProcess(address: string, env: Record<string, string> = {}): Promise<number> {
   const httpPort = await freePort();
   const child = spawn(process.execPath, scriptArgs('edge/index.ts'), {
-    env: { ...process.env, ...env, HUB_PROCESS: 'edge', HUB_EDGE_HOST: address, HUB_EDGE_HTTP_PORT: String(httpPort), HUB_EDGE_HTTPS_PORT: '0', HUB_EDGE_TCP_PORTS: `${tcpBase}-${tcpBase}`, LOG_LEVEL: 'warn' },
+    env: {
+      ...process.env,
+      ...env,
+      HUB_PROCESS: 'edge',
+      HUB_EDGE_HOST: address,
+      HUB_EDGE_HTTP_PORT: String(httpPort),
+      HUB_EDGE_HTTPS_PORT: '0',
+      HUB_EDGE_TCP_PORTS: `${tcpBase}-${tcpBase}`,
+      LOG_LEVEL: 'warn',
+    },
     stdio: ['ignore', 'ignore', 'inherit'],
   });
   const exited = new Promise((resolve) => child.once('exit', resolve));
@@ -192,11 +226,14 @@ test.serial('a rate limit is counted across two edge processes: 429 with Retry-A
   const later = { host: (await routedShare(edge, hub, { target: backend.url })).host };
   const other = (path = '/') =>
     new Promise<Answer>((resolve, reject) => {
-      const req = http.request({ host: '127.0.0.2', localAddress: '127.0.0.1', port: otherPort, path, headers: { host: path === '/ready' ? later.host : host }, agent: false }, (res) => {
-        let text = '';
-        res.on('data', (d: Buffer) => (text += d.toString()));
-        res.on('end', () => resolve({ status: res.statusCode ?? 0, headers: res.headers, text, json: text.startsWith('{') ? JSON.parse(text) : undefined }));
-      });
+      const req = http.request(
+        { host: '127.0.0.2', localAddress: '127.0.0.1', port: otherPort, path, headers: { host: path === '/ready' ? later.host : host }, agent: false },
+        (res) => {
+          let text = '';
+          res.on('data', (d: Buffer) => (text += d.toString()));
+          res.on('end', () => resolve({ status: res.statusCode ?? 0, headers: res.headers, text, json: text.startsWith('{') ? JSON.parse(text) : undefined }));
+        },
+      );
       req.on('error', reject);
       req.end();
     });
@@ -241,7 +278,10 @@ test.serial('a rate limit is counted across two edge processes: 429 with Retry-A
 
   // a change is seen by both edges within 2 s
   await patchPolicy(zId, { maintenance: true });
-  await waitFor(async () => (await call(edge.httpPort!, host, { from: '127.0.0.8' })).status === 503 && (await other()).status === 503, { timeoutMs: 2000, what: 'both edges in maintenance' });
+  await waitFor(async () => (await call(edge.httpPort!, host, { from: '127.0.0.8' })).status === 503 && (await other()).status === 503, {
+    timeoutMs: 2000,
+    what: 'both edges in maintenance',
+  });
   t.pass();
 });
 
@@ -269,7 +309,12 @@ test.serial('basic auth: 401 with WWW-Authenticate without the right credentials
   const { host } = await routedShare(edge, hub, { target: target.url, policy: { basicAuth: [{ user: 'demo', password: 'right password' }] } });
   const basic = (user: string, password: string) => `Basic ${Buffer.from(`${user}:${password}`).toString('base64')}`;
   const before = target.requests.length;
-  const attempts: Record<string, string>[] = [{}, { authorization: basic('demo', 'wrong password') }, { authorization: basic('other', 'right password') }, { authorization: 'Bearer x' }];
+  const attempts: Record<string, string>[] = [
+    {},
+    { authorization: basic('demo', 'wrong password') },
+    { authorization: basic('other', 'right password') },
+    { authorization: 'Bearer x' },
+  ];
   for (const headers of attempts) {
     const r = await call(edge.httpPort!, host, { headers });
     assertRefused(t, r, 401, 'unauthorized', 'EH_POLICY_AUTH_REQUIRED');
@@ -284,7 +329,13 @@ test.serial('basic auth: 401 with WWW-Authenticate without the right credentials
 test.serial('a rate limit by identity counts each basic auth user apart, after the credentials are checked', async (t) => {
   const { host } = await routedShare(edge, hub, {
     target: backend.url,
-    policy: { basicAuth: [{ user: 'ann', password: 'ann password' }, { user: 'bob', password: 'bob password' }], rateLimit: { requests: 2, per: 'PT1H', by: 'identity' } },
+    policy: {
+      basicAuth: [
+        { user: 'ann', password: 'ann password' },
+        { user: 'bob', password: 'bob password' },
+      ],
+      rateLimit: { requests: 2, per: 'PT1H', by: 'identity' },
+    },
   });
   const as = (user: string) => ({ authorization: `Basic ${Buffer.from(`${user}:${user} password`).toString('base64')}` });
   const statuses = async (user: string, n: number) => {
@@ -301,7 +352,10 @@ test.serial('a rate limit by identity counts each basic auth user apart, after t
 test.serial('header rules: set and removed on the request to the target and on the answer; the edge’s own stay its own', async (t) => {
   const { host } = await routedShare(edge, hub, {
     target: target.url,
-    policy: { requestHeaders: { set: { 'X-Team': 'blue' }, remove: ['X-Debug'] }, responseHeaders: { set: { 'Cache-Control': 'no-store' }, remove: ['X-Powered-By'] } },
+    policy: {
+      requestHeaders: { set: { 'X-Team': 'blue' }, remove: ['X-Debug'] },
+      responseHeaders: { set: { 'Cache-Control': 'no-store' }, remove: ['X-Powered-By'] },
+    },
   });
   const r = await call(edge.httpPort!, host, { headers: { 'x-team': 'red', 'x-debug': '1', 'x-kept': 'yes', 'x-forwarded-for': '203.0.113.9' } });
   t.is(r.status, 200);
@@ -317,7 +371,10 @@ test.serial('header rules: set and removed on the request to the target and on t
 });
 
 test.serial('over HTTP/2 the same policy applies: IP rules, basic auth and header rules', async (t) => {
-  const { host } = await routedShare(edge, hub, { target: target.url, policy: { basicAuth: [{ user: 'demo', password: 'right password' }], requestHeaders: { set: { 'X-Team': 'h2' } } } });
+  const { host } = await routedShare(edge, hub, {
+    target: target.url,
+    policy: { basicAuth: [{ user: 'demo', password: 'right password' }], requestHeaders: { set: { 'X-Team': 'h2' } } },
+  });
   const denied = await routedShare(edge, hub, { target: target.url, policy: { ipDeny: ['127.0.0.1/32'] } });
   const session = await h2Session(edge.httpsPort!, { servername: host });
   try {
@@ -367,7 +424,13 @@ test.serial('a TCP share applies its IP rules: a connection from elsewhere is cl
   await new Promise<void>((resolve) => echo.listen(0, '127.0.0.1', resolve));
   cleanups.push(() => new Promise((r) => echo.close(r)));
   const created = await hub.call('POST', `${hub.h}/shares`, {
-    body: { name: 'tcp', frontendIds: [await publicFrontendId(hub)], protocol: 'tcp', target: `tcp://127.0.0.1:${(echo.address() as net.AddressInfo).port}`, policy: { ipAllow: ['127.0.0.1/32'] } },
+    body: {
+      name: 'tcp',
+      frontendIds: [await publicFrontendId(hub)],
+      protocol: 'tcp',
+      target: `tcp://127.0.0.1:${(echo.address() as net.AddressInfo).port}`,
+      policy: { ipAllow: ['127.0.0.1/32'] },
+    },
   });
   t.is(created.status, 201, created.text);
   const port = Number(new URL(created.json.frontendEndpoint).port);

@@ -45,15 +45,22 @@ test('two edge processes both learn of a new share and of its deletion, without 
   try {
     const { zId, host } = await createShare();
     for (const e of edges) {
-      const r = await waitFor(async () => {
-        const answer = await edgeRequest(e.port, host);
-        return answer.status === 200 && answer;
-      }, { what: `edge ${e.port} routing the share` });
+      const r = await waitFor(
+        async () => {
+          const answer = await edgeRequest(e.port, host);
+          return answer.status === 200 && answer;
+        },
+        { what: `edge ${e.port} routing the share` },
+      );
       t.is(r.text, 'from the backend');
     }
     t.is((await hub.call('DELETE', `${hub.h}/shares/${zId}`)).status, 204);
     for (const e of edges) {
-      await waitFor(async () => (await edgeRequest(e.port, host)).status === 404, { timeoutMs: 2000, intervalMs: 20, what: `edge ${e.port} forgetting the share` });
+      await waitFor(async () => (await edgeRequest(e.port, host)).status === 404, {
+        timeoutMs: 2000,
+        intervalMs: 20,
+        what: `edge ${e.port} forgetting the share`,
+      });
     }
     t.pass();
   } finally {

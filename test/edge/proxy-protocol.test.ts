@@ -42,7 +42,8 @@ test.before(async () => {
   await waitFor(async () => trustless.routes.lookup(host), { timeoutMs: 2000, what: 'the second edge routing the share' });
 });
 
-const v1 = (address: string, port = 51234) => `PROXY ${address.includes(':') ? 'TCP6' : 'TCP4'} ${address} ${address.includes(':') ? '::1' : '127.0.0.1'} ${port} 443\r\n`;
+const v1 = (address: string, port = 51234) =>
+  `PROXY ${address.includes(':') ? 'TCP6' : 'TCP4'} ${address} ${address.includes(':') ? '::1' : '127.0.0.1'} ${port} 443\r\n`;
 
 /** A version 2 PROXY header (PROXY command, TCP) for an IPv4 or IPv6 client, with a TLV after the addresses. */
 function v2(address: string, port = 51234): Buffer {
@@ -118,7 +119,11 @@ test.serial('from a trusted peer without a header: served as the peer itself (an
 
 test.serial('from a trusted load balancer with a malformed header: refused before anything is served', async (t) => {
   const before = seen.length;
-  for (const bytes of [`PROXY TCP4 203.0.113.300 127.0.0.1 1 2\r\n${plainRequest()}`, `PROXY TCP4 203.0.113.7\r\n${plainRequest()}`, `PROXY ${'x'.repeat(200)}\r\n${plainRequest()}`]) {
+  for (const bytes of [
+    `PROXY TCP4 203.0.113.300 127.0.0.1 1 2\r\n${plainRequest()}`,
+    `PROXY TCP4 203.0.113.7\r\n${plainRequest()}`,
+    `PROXY ${'x'.repeat(200)}\r\n${plainRequest()}`,
+  ]) {
     const { text, closedByPeer } = await rawConversation(trusting.httpPort!, bytes, { timeoutMs: 8000 });
     t.is(text, '', `nothing answered to ${JSON.stringify(bytes.slice(0, 40))}`);
     t.true(closedByPeer);

@@ -81,10 +81,13 @@ test('a share deleted through the API answers 404 within 2 s', async (t) => {
   const { host, zId } = await routedShare(edge, hub, { target: backend.url });
   t.is((await edgeRequest(edge.httpPort!, host)).status, 200);
   t.is((await hub.call('DELETE', `${hub.h}/shares/${zId}`)).status, 204);
-  const r = await waitFor(async () => {
-    const answer = await edgeRequest(edge.httpPort!, host);
-    return answer.status === 404 && answer;
-  }, { timeoutMs: 2000, intervalMs: 20, what: 'the deleted share answering 404' });
+  const r = await waitFor(
+    async () => {
+      const answer = await edgeRequest(edge.httpPort!, host);
+      return answer.status === 404 && answer;
+    },
+    { timeoutMs: 2000, intervalMs: 20, what: 'the deleted share answering 404' },
+  );
   assertRefused(t, r, 404, 'not_found', 'EH_SHARE_NOT_PUBLISHED');
 });
 
@@ -232,12 +235,15 @@ test('WebSocket upgrades are proxied (echo both ways, several messages)', async 
     });
     await new Promise<void>((resolve) => (socket.destroyed ? resolve() : socket.once('close', () => resolve())));
     // the upgrade head, the 101 answer and every frame both ways are metered: exactly what crossed the client's socket
-    await waitFor(async () => {
-      await edge.meter.flush();
-      const metrics = await hub.call('GET', `${hub.h}/shares/${zId}/metrics?range=PT1H`);
-      const sum = (k: 'rx' | 'tx') => metrics.json.samples.reduce((n: number, p: Record<string, number>) => n + p[k], 0);
-      return sum('rx') === socket.bytesWritten && sum('tx') === socket.bytesRead;
-    }, { what: 'WebSocket bytes metered exactly' });
+    await waitFor(
+      async () => {
+        await edge.meter.flush();
+        const metrics = await hub.call('GET', `${hub.h}/shares/${zId}/metrics?range=PT1H`);
+        const sum = (k: 'rx' | 'tx') => metrics.json.samples.reduce((n: number, p: Record<string, number>) => n + p[k], 0);
+        return sum('rx') === socket.bytesWritten && sum('tx') === socket.bytesRead;
+      },
+      { what: 'WebSocket bytes metered exactly' },
+    );
     t.true(socket.bytesWritten > 0 && socket.bytesRead > 0);
     // a plain request to the same target still works beside it
     t.is((await edgeRequest(edge.httpPort!, host)).text, 'plain');
@@ -269,14 +275,23 @@ test('metering: exact request and response bytes of a raw exchange show in the s
     await edge.meter.flush();
     const metrics = await meteredHub.call('GET', `${meteredHub.h}/shares/${zId}/metrics?range=PT1H`);
     t.is(metrics.status, 200);
-    const totals = metrics.json.samples.reduce((s: { rx: number; tx: number }, p: { rx: number; tx: number }) => ({ rx: s.rx + p.rx, tx: s.tx + p.tx }), { rx: 0, tx: 0 });
+    const totals = metrics.json.samples.reduce((s: { rx: number; tx: number }, p: { rx: number; tx: number }) => ({ rx: s.rx + p.rx, tx: s.tx + p.tx }), {
+      rx: 0,
+      tx: 0,
+    });
     t.deepEqual(totals, { rx: Buffer.byteLength(request), tx: received });
     // the hub's and the environment's series carry the same bytes
     const hubMetrics = await meteredHub.call('GET', `${meteredHub.h}/metrics?range=PT1H`);
-    t.is(hubMetrics.json.samples.reduce((n: number, p: { rx: number }) => n + p.rx, 0), Buffer.byteLength(request));
+    t.is(
+      hubMetrics.json.samples.reduce((n: number, p: { rx: number }) => n + p.rx, 0),
+      Buffer.byteLength(request),
+    );
     const envMetrics = await meteredHub.call('GET', `/hub/environments/${json.envZId}/metrics?duration=PT1H`);
     t.is(envMetrics.status, 200, envMetrics.text);
-    t.is(envMetrics.json.samples.reduce((n: number, p: { tx: number }) => n + p.tx, 0), received);
+    t.is(
+      envMetrics.json.samples.reduce((n: number, p: { tx: number }) => n + p.tx, 0),
+      received,
+    );
   } finally {
     await fixed.close();
   }
@@ -294,9 +309,13 @@ test.serial('the change feed reconnects after its connection is killed and reloa
     // made while the edge is not listening: only the resync after the reconnect can find it
     const { host } = await routedShare(edge, hub, { target: backend.url });
     t.is((await edgeRequest(edge.httpPort!, host)).status, 200);
-    await waitFor(async () => (await admin.query(`SELECT 1 FROM pg_stat_activity WHERE datname = current_database() AND application_name = 'edgehub-edge-listen'`)).rowCount === 1, {
-      what: 'the change feed listening again',
-    });
+    await waitFor(
+      async () =>
+        (await admin.query(`SELECT 1 FROM pg_stat_activity WHERE datname = current_database() AND application_name = 'edgehub-edge-listen'`)).rowCount === 1,
+      {
+        what: 'the change feed listening again',
+      },
+    );
   } finally {
     await admin.end();
   }

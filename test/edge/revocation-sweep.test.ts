@@ -70,20 +70,33 @@ test('a keep-alive connection with a valid client certificate stays open through
   t.is(closed, 0, 'the connection was never closed');
 });
 
-test('an upload whose answer comes after a sweep is answered (undici lets go of the request\'s socket once it has read the body)', async (t) => {
+test("an upload whose answer comes after a sweep is answered (undici lets go of the request's socket once it has read the body)", async (t) => {
   const { host } = await routedShare(edge, hub, { name: 'mtls-slow', target: backend.url, mutualTls: true });
   const { keyPem, csrPem } = await keyAndCsr('/CN=uploader');
   const made = await hub.call('POST', `${hub.h}/client-certificates`, { body: { name: 'uploader', value: csrPem } });
   const cert = (await hub.call('GET', `${hub.h}/client-certificates/${made.json.id}`)).json.value as string;
   const tls = { cert, key: keyPem, rejectUnauthorized: false, servername: host };
-  await waitFor(async () => (await get(new https.Agent(tls), host, '/ready').catch(() => ({ status: 0 }))).status === 200, { what: 'the certificate admitted' });
+  await waitFor(async () => (await get(new https.Agent(tls), host, '/ready').catch(() => ({ status: 0 }))).status === 200, {
+    what: 'the certificate admitted',
+  });
   const upload = Buffer.alloc(64 << 10, 120);
   const answer = await new Promise<{ status: number; text: string }>((resolve, reject) => {
-    const req = https.request({ host: '127.0.0.1', port: edge.httpsPort, method: 'POST', path: '/slow', headers: { host, 'content-length': String(upload.length) }, agent: false, ...tls }, (res) => {
-      let text = '';
-      res.on('data', (d) => (text += d));
-      res.on('end', () => resolve({ status: res.statusCode ?? 0, text }));
-    });
+    const req = https.request(
+      {
+        host: '127.0.0.1',
+        port: edge.httpsPort,
+        method: 'POST',
+        path: '/slow',
+        headers: { host, 'content-length': String(upload.length) },
+        agent: false,
+        ...tls,
+      },
+      (res) => {
+        let text = '';
+        res.on('data', (d) => (text += d));
+        res.on('end', () => resolve({ status: res.statusCode ?? 0, text }));
+      },
+    );
     req.once('error', reject);
     req.end(upload);
   });

@@ -16,15 +16,18 @@ const edge = useTestEdge(test, stack);
 test.before(async () => {
   await publicFrontendCertificate(stack.databaseUrl);
   // the edge serves it once it heard of it
-  await waitFor(async () => {
-    const socket = tls.connect({ host: '127.0.0.1', port: edge.httpsPort!, servername: 'slow.share.localhost', rejectUnauthorized: false });
-    const ok = await new Promise<boolean>((resolve) => {
-      socket.once('secureConnect', () => resolve(true));
-      socket.once('error', () => resolve(false));
-    });
-    socket.destroy();
-    return ok;
-  }, { what: 'a TLS handshake with the edge' });
+  await waitFor(
+    async () => {
+      const socket = tls.connect({ host: '127.0.0.1', port: edge.httpsPort!, servername: 'slow.share.localhost', rejectUnauthorized: false });
+      const ok = await new Promise<boolean>((resolve) => {
+        socket.once('secureConnect', () => resolve(true));
+        socket.once('error', () => resolve(false));
+      });
+      socket.destroy();
+      return ok;
+    },
+    { what: 'a TLS handshake with the edge' },
+  );
 });
 
 /** Opens a connection, sends an unfinished head and then one more header byte a second; what became of it after `waitMs`. */
@@ -57,7 +60,13 @@ test('plain HTTP: a head still unfinished after the timeout is answered 408 and 
 });
 
 test('over TLS: a head still unfinished after the timeout is answered 408 and closed', async (t) => {
-  const socket = tls.connect({ host: '127.0.0.1', port: edge.httpsPort!, servername: 'slow.share.localhost', rejectUnauthorized: false, ALPNProtocols: ['http/1.1'] });
+  const socket = tls.connect({
+    host: '127.0.0.1',
+    port: edge.httpsPort!,
+    servername: 'slow.share.localhost',
+    rejectUnauthorized: false,
+    ALPNProtocols: ['http/1.1'],
+  });
   await new Promise((r) => socket.once('secureConnect', r));
   const outcome = await trickle(socket, 8000);
   t.true(outcome.closed, 'closed by the edge');

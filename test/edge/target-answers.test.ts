@@ -61,7 +61,11 @@ test("a target's Set-Cookie stays on the share's own host: a Domain naming anyth
     `edgehub_session=forged; Domain=share.localhost; Path=/`,
   ];
   const target = await raw((_head, _i, socket) => {
-    socket.write(`HTTP/1.1 200 OK\r\n${lines().map((l) => `Set-Cookie: ${l}\r\n`).join('')}Content-Length: 2\r\n\r\nok`);
+    socket.write(
+      `HTTP/1.1 200 OK\r\n${lines()
+        .map((l) => `Set-Cookie: ${l}\r\n`)
+        .join('')}Content-Length: 2\r\n\r\nok`,
+    );
   });
   ({ host } = await routedShare(edge, hub, { target: target.url }));
   const { messages } = await exchange(edge.httpPort!, [{ host }]);
@@ -105,7 +109,10 @@ for (const [what, status, method] of [
       ['nginx', nginx.port],
     ] as const) {
       const before = target.connections();
-      const answer = await exchange(port, [{ host, method }, { host, path: '/next' }]);
+      const answer = await exchange(port, [
+        { host, method },
+        { host, path: '/next' },
+      ]);
       t.is(answer.error, undefined, `${via}: ${answer.text}`);
       t.is(answer.messages.length, 2, `${via}: ${answer.text}`);
       t.is(answer.messages[0].status, status, via);
@@ -123,8 +130,12 @@ test('a trailer carrying Content-Length (or other fields a trailer may not hold)
   const hub = await stack.hub();
   const target = await raw((head, _i, socket) => {
     if (head.startsWith('GET /next')) return void socket.write('HTTP/1.1 200 OK\r\nContent-Length: 4\r\n\r\nnext');
-    const trailers = head.startsWith('GET /malformed') ? 'Content-Length : 3\r\nX-Ok: 1\r\n' : 'Content-Length: 3\r\nTransfer-Encoding: chunked\r\nHost: evil\r\nX-Ok: 1\r\n';
-    socket.write(`HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\nTrailer: Content-Length, Transfer-Encoding, Host\r\n\r\n5\r\nhello\r\n6\r\n world\r\n0\r\n${trailers}\r\n`);
+    const trailers = head.startsWith('GET /malformed')
+      ? 'Content-Length : 3\r\nX-Ok: 1\r\n'
+      : 'Content-Length: 3\r\nTransfer-Encoding: chunked\r\nHost: evil\r\nX-Ok: 1\r\n';
+    socket.write(
+      `HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\nTrailer: Content-Length, Transfer-Encoding, Host\r\n\r\n5\r\nhello\r\n6\r\n world\r\n0\r\n${trailers}\r\n`,
+    );
   });
   const { host } = await routedShare(edge, hub, { target: target.url });
   const nginx = await nginxFor(target.port);
@@ -133,7 +144,10 @@ test('a trailer carrying Content-Length (or other fields a trailer may not hold)
     ['nginx', nginx.port, '/'],
     ['edge', edge.httpPort!, '/malformed'],
   ] as const) {
-    const answer = await exchange(port, [{ host, path }, { host, path: '/next' }]);
+    const answer = await exchange(port, [
+      { host, path },
+      { host, path: '/next' },
+    ]);
     t.is(answer.error, undefined, `${via}: ${answer.text}`);
     t.is(answer.messages[0].status, 200, via);
     t.is(answer.messages[0].body, 'hello world', `${via}: the whole body`);

@@ -74,48 +74,58 @@ function sockets(port: number): string {
 
 const sha = (b: Buffer) => createHash('sha256').update(b).digest('hex');
 
-test.serial('two edge processes on addresses of their own both listen on a TCP share’s port and carry it; a delete closes the port and its connections on both', async (t) => {
-  const echo = net.createServer({ allowHalfOpen: true }, (s) => (s.on('error', () => undefined), s.pipe(s)));
-  await new Promise<void>((resolve) => echo.listen(0, '127.0.0.1', resolve));
-  cleanups.push(() => new Promise((r) => echo.close(r)));
-  const edges = [await edgeProcess('127.0.0.2'), await edgeProcess('127.0.0.3')];
-  // bound where told, not on every address: the loopback address the tests use is not theirs
-  for (const e of edges) t.is(await connectOutcome('127.0.0.1', e.httpPort), 'ECONNREFUSED');
+test.serial(
+  'two edge processes on addresses of their own both listen on a TCP share’s port and carry it; a delete closes the port and its connections on both',
+  async (t) => {
+    const echo = net.createServer({ allowHalfOpen: true }, (s) => (s.on('error', () => undefined), s.pipe(s)));
+    await new Promise<void>((resolve) => echo.listen(0, '127.0.0.1', resolve));
+    cleanups.push(() => new Promise((r) => echo.close(r)));
+    const edges = [await edgeProcess('127.0.0.2'), await edgeProcess('127.0.0.3')];
+    // bound where told, not on every address: the loopback address the tests use is not theirs
+    for (const e of edges) t.is(await connectOutcome('127.0.0.1', e.httpPort), 'ECONNREFUSED');
 
-  const hub = await stack.hub({ name: 'tcp-edges' });
-  const created = await hub.call('POST', `${hub.h}/shares`, {
-    body: { name: 'tcp', frontendIds: [await publicFrontendId(hub)], protocol: 'tcp', target: `tcp://127.0.0.1:${(echo.address() as net.AddressInfo).port}` },
-  });
-  t.is(created.status, 201, created.text);
-  const port = Number(new URL(created.json.frontendEndpoint).port);
-  t.true(port === base || port === base + 1);
+    const hub = await stack.hub({ name: 'tcp-edges' });
+    const created = await hub.call('POST', `${hub.h}/shares`, {
+      body: { name: 'tcp', frontendIds: [await publicFrontendId(hub)], protocol: 'tcp', target: `tcp://127.0.0.1:${(echo.address() as net.AddressInfo).port}` },
+    });
+    t.is(created.status, 201, created.text);
+    const port = Number(new URL(created.json.frontendEndpoint).port);
+    t.true(port === base || port === base + 1);
 
-  const data = Buffer.alloc(4 << 20);
-  for (let i = 0; i < data.length; i += 4) data.writeUInt32LE(i * 2654435761 >>> 0, i);
-  for (const e of edges) {
-    await waitFor(async () => (await connectOutcome(e.host, port)) === 'connected', { what: `the edge on ${e.host} listening on ${port}` });
-    const back = (await within(exchange(e.host, port, data), 30_000)) || Buffer.alloc(0);
-    t.is(back.length, data.length, `through the edge on ${e.host}`);
-    t.is(sha(back), sha(data), `through the edge on ${e.host}`);
-  }
+    const data = Buffer.alloc(4 << 20);
+    for (let i = 0; i < data.length; i += 4) data.writeUInt32LE((i * 2654435761) >>> 0, i);
+    for (const e of edges) {
+      await waitFor(async () => (await connectOutcome(e.host, port)) === 'connected', { what: `the edge on ${e.host} listening on ${port}` });
+      const back = (await within(exchange(e.host, port, data), 30_000)) || Buffer.alloc(0);
+      t.is(back.length, data.length, `through the edge on ${e.host}`);
+      t.is(sha(back), sha(data), `through the edge on ${e.host}`);
+    }
 
-  // a connection held open through each edge, then the share deleted
-  const open = await Promise.all(
-    edges.map(
-      (e) =>
-        new Promise<{ closed: Promise<void> }>((resolve, reject) => {
-          const socket = net.connect({ host: e.host, port, allowHalfOpen: true });
-          socket.on('error', () => undefined);
-          const closed = new Promise<void>((r) => socket.once('close', () => r()));
-          socket.once('connect', () => socket.write('held', () => resolve({ closed })));
-          socket.once('error', reject);
-        }),
-    ),
-  );
-  t.is((await hub.call('DELETE', `${hub.h}/shares/${created.json.zId}`)).status, 204);
-  // bounded: an edge that never hears of the delete fails the test with what it still holds, not a hung run
-  const stillOpen = await Promise.all(open.map((o) => within(o.closed.then(() => true), 20_000).then((closed) => !closed)));
-  const kept = edges.filter((_, i) => stillOpen[i]).map((e) => e.host);
-  t.deepEqual(kept, [], `edges still carrying a connection 20 s after the delete; sockets on the port: ${kept.length ? sockets(port) : ''}`);
-  for (const e of edges) t.is(await within(connectOutcome(e.host, port), 5000), 'ECONNREFUSED', `the port on ${e.host} refuses`);
-});
+    // a connection held open through each edge, then the share deleted
+    const open = await Promise.all(
+      edges.map(
+        (e) =>
+          new Promise<{ closed: Promise<void> }>((resolve, reject) => {
+            const socket = net.connect({ host: e.host, port, allowHalfOpen: true });
+            socket.on('error', () => undefined);
+            const closed = new Promise<void>((r) => socket.once('close', () => r()));
+            socket.once('connect', () => socket.write('held', () => resolve({ closed })));
+            socket.once('error', reject);
+          }),
+      ),
+    );
+    t.is((await hub.call('DELETE', `${hub.h}/shares/${created.json.zId}`)).status, 204);
+    // bounded: an edge that never hears of the delete fails the test with what it still holds, not a hung run
+    const stillOpen = await Promise.all(
+      open.map((o) =>
+        within(
+          o.closed.then(() => true),
+          20_000,
+        ).then((closed) => !closed),
+      ),
+    );
+    const kept = edges.filter((_, i) => stillOpen[i]).map((e) => e.host);
+    t.deepEqual(kept, [], `edges still carrying a connection 20 s after the delete; sockets on the port: ${kept.length ? sockets(port) : ''}`);
+    for (const e of edges) t.is(await within(connectOutcome(e.host, port), 5000), 'ECONNREFUSED', `the port on ${e.host} refuses`);
+  },
+);

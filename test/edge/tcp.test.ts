@@ -164,11 +164,15 @@ test.serial("mutual TLS: the hub's client certificate is carried; none or anothe
   };
   const mine = await certificate(hub, 'tcp-laptop');
   const foreign = await certificate(other, 'tcp-intruder');
-  const connect = (c?: { cert: string; key: string }) => tls.connect({ host: '127.0.0.1', port: share.port, servername: share.host, rejectUnauthorized: false, ...c } as tls.ConnectionOptions);
-  const ok = await waitFor(async () => {
-    const r = await exchange(connect(mine), Buffer.from('secret'));
-    return r.length > 0 && r.toString();
-  }, { what: 'the certificate admitted' });
+  const connect = (c?: { cert: string; key: string }) =>
+    tls.connect({ host: '127.0.0.1', port: share.port, servername: share.host, rejectUnauthorized: false, ...c } as tls.ConnectionOptions);
+  const ok = await waitFor(
+    async () => {
+      const r = await exchange(connect(mine), Buffer.from('secret'));
+      return r.length > 0 && r.toString();
+    },
+    { what: 'the certificate admitted' },
+  );
   t.is(ok, `got 6 ${sha(Buffer.from('secret'))}`);
   // a client that names no server (no SNI, as `openssl s_client -noservername`): the share host's certificate all the
   // same, and carried
@@ -187,136 +191,163 @@ test.serial("mutual TLS: the hub's client certificate is carried; none or anothe
   await hub.call('DELETE', `${hub.h}/shares/${share.zId}`);
 });
 
-test.serial('PATCH of a TCP share: mutual TLS on and off keeps its tcp:// address and port (the port speaks TLS, then plain); login options are 400s naming them, nothing changed', async (t) => {
-  const echo = await target('echo');
-  const share = await tcpShare(hub, { name: 'tcp-patched', target: `tcp://127.0.0.1:${echo.port}` });
-  const read = async () => (await hub.call('GET', `${hub.h}/shares/${share.zId}`)).json;
-  const endpoint = (await read()).frontendEndpoint;
-  t.is(endpoint, `tcp://${share.host}:${share.port}`);
+test.serial(
+  'PATCH of a TCP share: mutual TLS on and off keeps its tcp:// address and port (the port speaks TLS, then plain); login options are 400s naming them, nothing changed',
+  async (t) => {
+    const echo = await target('echo');
+    const share = await tcpShare(hub, { name: 'tcp-patched', target: `tcp://127.0.0.1:${echo.port}` });
+    const read = async () => (await hub.call('GET', `${hub.h}/shares/${share.zId}`)).json;
+    const endpoint = (await read()).frontendEndpoint;
+    t.is(endpoint, `tcp://${share.host}:${share.port}`);
 
-  const on = await hub.call('PATCH', `${hub.h}/shares/${share.zId}`, { body: { mutualTls: true } });
-  t.is(on.status, 200, on.text);
-  t.like(on.json, { mutualTls: true, frontendEndpoint: endpoint });
-  t.is((await read()).frontendEndpoint, endpoint);
-  // the same port now speaks TLS: plain bytes get nothing back (a close or a reset)
-  await waitFor(async () => (await exchange(plain(share.port), Buffer.from('plain')).catch(() => Buffer.alloc(0))).length === 0, { what: 'the port speaking TLS' });
-
-  const off = await hub.call('PATCH', `${hub.h}/shares/${share.zId}`, { body: { mutualTls: false } });
-  t.like(off.json, { mutualTls: false, frontendEndpoint: endpoint });
-  await waitFor(async () => (await exchange(plain(share.port), Buffer.from('plain again')).catch(() => Buffer.alloc(0))).toString() === 'plain again', { what: 'the port plain again' });
-
-  const provider = await hub.call('POST', `${hub.h}/auth-providers`, {
-    body: { name: 'tcp-login', type: 'GITHUB', config: { clientId: 'placeholder', clientSecret: 'placeholder' } },
-  });
-  t.is(provider.status, 201, provider.text);
-  for (const body of [{ authProviderId: provider.json.id }, { authProviderId: provider.json.id, oauthEmailDomains: ['example.com'] }, { oauthAuthorizationCheckInterval: 'PT1H' }]) {
-    const r = await hub.call('PATCH', `${hub.h}/shares/${share.zId}`, { body: { ...body, mutualTls: true } });
-    t.is(r.status, 400, r.text);
-    t.is(r.json.error, 'invalid_request');
-    t.regex(r.json.message, /authProviderId.*for HTTP shares: a TCP share admits by mutual TLS/);
-  }
-  t.like(await read(), { mutualTls: false, authProviderId: null, frontendEndpoint: endpoint }, 'nothing of a refused PATCH written');
-  await hub.call('DELETE', `${hub.h}/shares/${share.zId}`);
-  await hub.call('DELETE', `${hub.h}/auth-providers/${provider.json.id}`);
-});
-
-test.serial("a deleted share's port refuses at once and its open connections close; the port is given again; an exhausted range is 409 naming HUB_EDGE_TCP_PORTS", async (t) => {
-  const echo = await target('echo');
-  const shares: { zId: string; port: number; host: string }[] = [];
-  for (let i = 0; i < 3; i++) shares.push(await tcpShare(hub, { name: `tcp-${i}`, target: `tcp://127.0.0.1:${echo.port}` }));
-  t.deepEqual(shares.map((s) => s.port).sort(), [base, base + 1, base + 2]);
-  const full = await hub.call('POST', `${hub.h}/shares`, { body: { name: 'one-more', frontendIds: [await publicFrontendId(hub)], protocol: 'tcp', target: `tcp://127.0.0.1:${echo.port}` } });
-  t.is(full.status, 409);
-  t.is(full.json.error, 'conflict');
-  t.regex(full.json.message, /HUB_EDGE_TCP_PORTS/);
-
-  const open = plain(shares[1].port);
-  await new Promise<void>((resolve) => open.once('connect', () => resolve()));
-  const closed = new Promise<void>((resolve) => (open.once('close', () => resolve()), open.once('end', () => resolve())));
-  open.on('error', () => undefined);
-  const deleted = Date.now();
-  t.is((await hub.call('DELETE', `${hub.h}/shares/${shares[1].zId}`)).status, 204);
-  await closed;
-  t.true(Date.now() - deleted < 2000, `closed after ${Date.now() - deleted} ms`);
-  const refused = await new Promise<string>((resolve) => plain(shares[1].port).once('error', (e: NodeJS.ErrnoException) => resolve(e.code ?? '')).once('connect', () => resolve('connected')));
-  t.is(refused, 'ECONNREFUSED');
-  const again = await tcpShare(hub, { name: 'tcp-again', target: `tcp://127.0.0.1:${echo.port}` });
-  t.is(again.port, shares[1].port, 'the freed port is given again');
-  t.is((await exchange(plain(again.port), Buffer.from('ping'))).toString(), 'ping');
-  for (const s of [shares[0], shares[2], again]) await hub.call('DELETE', `${hub.h}/shares/${s.zId}`);
-});
-
-test.serial('a client that does not read: the edge stops reading the target (what waits stays bounded), then carries it all once the client reads', async (t) => {
-  const total = 256 << 20;
-  let accepted = 0;
-  let finished: Promise<void> = Promise.resolve();
-  // a target that sends 256 MiB as fast as its connection takes them
-  const server = net.createServer((socket) => {
-    socket.on('error', () => undefined);
-    const chunk = Buffer.alloc(1 << 20, 1);
-    finished = new Promise<void>((resolve) => {
-      const more = () => {
-        while (accepted < total) {
-          accepted += chunk.length;
-          if (!socket.write(chunk)) return void socket.once('drain', more);
-        }
-        socket.end(resolve);
-      };
-      more();
+    const on = await hub.call('PATCH', `${hub.h}/shares/${share.zId}`, { body: { mutualTls: true } });
+    t.is(on.status, 200, on.text);
+    t.like(on.json, { mutualTls: true, frontendEndpoint: endpoint });
+    t.is((await read()).frontendEndpoint, endpoint);
+    // the same port now speaks TLS: plain bytes get nothing back (a close or a reset)
+    await waitFor(async () => (await exchange(plain(share.port), Buffer.from('plain')).catch(() => Buffer.alloc(0))).length === 0, {
+      what: 'the port speaking TLS',
     });
-  });
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  cleanups.push(() => new Promise((r) => server.close(r)));
-  const share = await tcpShare(hub, { name: 'tcp-slow', target: `tcp://127.0.0.1:${(server.address() as net.AddressInfo).port}` });
-  const client = plain(share.port);
-  client.pause();
-  // the target's sending stops once every buffer on the way is full: kernel buffers and at most 256 KiB in the edge
-  let last = -1;
-  await waitFor(
-    async () => {
-      await new Promise((r) => setTimeout(r, 300));
-      const settled = accepted > 0 && accepted === last;
-      last = accepted;
-      return settled;
-    },
-    { timeoutMs: 20_000, what: "the target's sending to stop" },
-  );
-  t.true(accepted < 64 << 20, `the target got ${accepted >> 20} MiB out while the client read nothing`);
-  // once read, everything arrives
-  let got = 0;
-  client.on('data', (d: Buffer) => (got += d.length));
-  const ended = new Promise<void>((resolve) => client.once('end', () => resolve()));
-  client.resume();
-  await ended;
-  await finished;
-  t.is(got, total);
-  await hub.call('DELETE', `${hub.h}/shares/${share.zId}`);
-});
 
-test.serial('through an agent in a network namespace: the echo server the edge cannot reach, 64 MiB each way byte-exact; a target that closes at once loses nothing', async (t) => {
-  const ns = await privateNetwork();
-  namespaces.push(ns);
-  await startPrivateTarget(ns, 'tcp');
-  const envZId = await newEnvironment(hub);
-  const { dir } = await enrollAgent(hub, envZId, mkdtempSync(path.join(process.env.TEST_WORK_DIR ?? os.tmpdir(), 'tcp-agent-')));
-  const agent = runAgent(ns, dir, [edge.httpsPort!]);
-  cleanups.push(() => agent.stop('SIGKILL'));
-  await waitFor(async () => edge.agents.connected(hub.hubId, envZId).length > 0, { what: 'the agent connected' });
-  const share = await tcpShare(hub, { name: 'tcp-agent', target: 'tcp://127.0.0.1:9090', envZId });
-  const data = pattern(64 << 20);
-  const back = await exchange(plain(share.port), data);
-  t.is(back.length, data.length);
-  t.is(sha(back), sha(data));
-  await hub.call('DELETE', `${hub.h}/shares/${share.zId}`);
+    const off = await hub.call('PATCH', `${hub.h}/shares/${share.zId}`, { body: { mutualTls: false } });
+    t.like(off.json, { mutualTls: false, frontendEndpoint: endpoint });
+    await waitFor(async () => (await exchange(plain(share.port), Buffer.from('plain again')).catch(() => Buffer.alloc(0))).toString() === 'plain again', {
+      what: 'the port plain again',
+    });
 
-  // a target that speaks first and closes at once: every byte it sent reaches the client before the client's end,
-  // however soon after its data the agent's stream closes (40 connections, 10 at a time)
-  const speaker = await tcpShare(hub, { name: 'tcp-speaker', target: 'tcp://127.0.0.1:9091', envZId });
-  const expected = Buffer.allocUnsafe(256 * 1024);
-  for (let i = 0; i < expected.length; i++) expected[i] = i % 251;
-  for (let round = 0; round < 4; round++) {
-    const answers = await Promise.all(Array.from({ length: 10 }, () => exchange(plain(speaker.port), Buffer.alloc(0))));
-    for (const answer of answers) t.true(answer.equals(expected), `round ${round}: ${answer.length} of ${expected.length} bytes, exact: ${answer.equals(expected)}`);
-  }
-  await hub.call('DELETE', `${hub.h}/shares/${speaker.zId}`);
-});
+    const provider = await hub.call('POST', `${hub.h}/auth-providers`, {
+      body: { name: 'tcp-login', type: 'GITHUB', config: { clientId: 'placeholder', clientSecret: 'placeholder' } },
+    });
+    t.is(provider.status, 201, provider.text);
+    for (const body of [
+      { authProviderId: provider.json.id },
+      { authProviderId: provider.json.id, oauthEmailDomains: ['example.com'] },
+      { oauthAuthorizationCheckInterval: 'PT1H' },
+    ]) {
+      const r = await hub.call('PATCH', `${hub.h}/shares/${share.zId}`, { body: { ...body, mutualTls: true } });
+      t.is(r.status, 400, r.text);
+      t.is(r.json.error, 'invalid_request');
+      t.regex(r.json.message, /authProviderId.*for HTTP shares: a TCP share admits by mutual TLS/);
+    }
+    t.like(await read(), { mutualTls: false, authProviderId: null, frontendEndpoint: endpoint }, 'nothing of a refused PATCH written');
+    await hub.call('DELETE', `${hub.h}/shares/${share.zId}`);
+    await hub.call('DELETE', `${hub.h}/auth-providers/${provider.json.id}`);
+  },
+);
+
+test.serial(
+  "a deleted share's port refuses at once and its open connections close; the port is given again; an exhausted range is 409 naming HUB_EDGE_TCP_PORTS",
+  async (t) => {
+    const echo = await target('echo');
+    const shares: { zId: string; port: number; host: string }[] = [];
+    for (let i = 0; i < 3; i++) shares.push(await tcpShare(hub, { name: `tcp-${i}`, target: `tcp://127.0.0.1:${echo.port}` }));
+    t.deepEqual(shares.map((s) => s.port).sort(), [base, base + 1, base + 2]);
+    const full = await hub.call('POST', `${hub.h}/shares`, {
+      body: { name: 'one-more', frontendIds: [await publicFrontendId(hub)], protocol: 'tcp', target: `tcp://127.0.0.1:${echo.port}` },
+    });
+    t.is(full.status, 409);
+    t.is(full.json.error, 'conflict');
+    t.regex(full.json.message, /HUB_EDGE_TCP_PORTS/);
+
+    const open = plain(shares[1].port);
+    await new Promise<void>((resolve) => open.once('connect', () => resolve()));
+    const closed = new Promise<void>((resolve) => (open.once('close', () => resolve()), open.once('end', () => resolve())));
+    open.on('error', () => undefined);
+    const deleted = Date.now();
+    t.is((await hub.call('DELETE', `${hub.h}/shares/${shares[1].zId}`)).status, 204);
+    await closed;
+    t.true(Date.now() - deleted < 2000, `closed after ${Date.now() - deleted} ms`);
+    const refused = await new Promise<string>((resolve) =>
+      plain(shares[1].port)
+        .once('error', (e: NodeJS.ErrnoException) => resolve(e.code ?? ''))
+        .once('connect', () => resolve('connected')),
+    );
+    t.is(refused, 'ECONNREFUSED');
+    const again = await tcpShare(hub, { name: 'tcp-again', target: `tcp://127.0.0.1:${echo.port}` });
+    t.is(again.port, shares[1].port, 'the freed port is given again');
+    t.is((await exchange(plain(again.port), Buffer.from('ping'))).toString(), 'ping');
+    for (const s of [shares[0], shares[2], again]) await hub.call('DELETE', `${hub.h}/shares/${s.zId}`);
+  },
+);
+
+test.serial(
+  'a client that does not read: the edge stops reading the target (what waits stays bounded), then carries it all once the client reads',
+  async (t) => {
+    const total = 256 << 20;
+    let accepted = 0;
+    let finished: Promise<void> = Promise.resolve();
+    // a target that sends 256 MiB as fast as its connection takes them
+    const server = net.createServer((socket) => {
+      socket.on('error', () => undefined);
+      const chunk = Buffer.alloc(1 << 20, 1);
+      finished = new Promise<void>((resolve) => {
+        const more = () => {
+          while (accepted < total) {
+            accepted += chunk.length;
+            if (!socket.write(chunk)) return void socket.once('drain', more);
+          }
+          socket.end(resolve);
+        };
+        more();
+      });
+    });
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    cleanups.push(() => new Promise((r) => server.close(r)));
+    const share = await tcpShare(hub, { name: 'tcp-slow', target: `tcp://127.0.0.1:${(server.address() as net.AddressInfo).port}` });
+    const client = plain(share.port);
+    client.pause();
+    // the target's sending stops once every buffer on the way is full: kernel buffers and at most 256 KiB in the edge
+    let last = -1;
+    await waitFor(
+      async () => {
+        await new Promise((r) => setTimeout(r, 300));
+        const settled = accepted > 0 && accepted === last;
+        last = accepted;
+        return settled;
+      },
+      { timeoutMs: 20_000, what: "the target's sending to stop" },
+    );
+    t.true(accepted < 64 << 20, `the target got ${accepted >> 20} MiB out while the client read nothing`);
+    // once read, everything arrives
+    let got = 0;
+    client.on('data', (d: Buffer) => (got += d.length));
+    const ended = new Promise<void>((resolve) => client.once('end', () => resolve()));
+    client.resume();
+    await ended;
+    await finished;
+    t.is(got, total);
+    await hub.call('DELETE', `${hub.h}/shares/${share.zId}`);
+  },
+);
+
+test.serial(
+  'through an agent in a network namespace: the echo server the edge cannot reach, 64 MiB each way byte-exact; a target that closes at once loses nothing',
+  async (t) => {
+    const ns = await privateNetwork();
+    namespaces.push(ns);
+    await startPrivateTarget(ns, 'tcp');
+    const envZId = await newEnvironment(hub);
+    const { dir } = await enrollAgent(hub, envZId, mkdtempSync(path.join(process.env.TEST_WORK_DIR ?? os.tmpdir(), 'tcp-agent-')));
+    const agent = runAgent(ns, dir, [edge.httpsPort!]);
+    cleanups.push(() => agent.stop('SIGKILL'));
+    await waitFor(async () => edge.agents.connected(hub.hubId, envZId).length > 0, { what: 'the agent connected' });
+    const share = await tcpShare(hub, { name: 'tcp-agent', target: 'tcp://127.0.0.1:9090', envZId });
+    const data = pattern(64 << 20);
+    const back = await exchange(plain(share.port), data);
+    t.is(back.length, data.length);
+    t.is(sha(back), sha(data));
+    await hub.call('DELETE', `${hub.h}/shares/${share.zId}`);
+
+    // a target that speaks first and closes at once: every byte it sent reaches the client before the client's end,
+    // however soon after its data the agent's stream closes (40 connections, 10 at a time)
+    const speaker = await tcpShare(hub, { name: 'tcp-speaker', target: 'tcp://127.0.0.1:9091', envZId });
+    const expected = Buffer.allocUnsafe(256 * 1024);
+    for (let i = 0; i < expected.length; i++) expected[i] = i % 251;
+    for (let round = 0; round < 4; round++) {
+      const answers = await Promise.all(Array.from({ length: 10 }, () => exchange(plain(speaker.port), Buffer.alloc(0))));
+      for (const answer of answers)
+        t.true(answer.equals(expected), `round ${round}: ${answer.length} of ${expected.length} bytes, exact: ${answer.equals(expected)}`);
+    }
+    await hub.call('DELETE', `${hub.h}/shares/${speaker.zId}`);
+  },
+);

@@ -45,8 +45,13 @@ const edge = useTestEdge(test, stack);
 test.before(async () => {
   hub = await stack.hub();
   // the worker's first start issues the standard frontends' certificates from the frontend CA
-  frontendCa = (await waitFor(async () => (await query<{ certificate_pem: string }>(`SELECT certificate_pem FROM frontend_issuers WHERE name = 'local'`))[0]?.certificate_pem, { what: 'the frontend CA' }));
-  await waitFor(async () => (await query(`SELECT 1 FROM edge_certificates WHERE domain = 'share.localhost'`)).length > 0, { what: 'the public frontend certificate' });
+  frontendCa = await waitFor(
+    async () => (await query<{ certificate_pem: string }>(`SELECT certificate_pem FROM frontend_issuers WHERE name = 'local'`))[0]?.certificate_pem,
+    { what: 'the frontend CA' },
+  );
+  await waitFor(async () => (await query(`SELECT 1 FROM edge_certificates WHERE domain = 'share.localhost'`)).length > 0, {
+    what: 'the public frontend certificate',
+  });
 });
 test.after.always(async () => {
   await dns?.close();
@@ -68,10 +73,13 @@ test('a custom frontend: ACTIVE, its own certificate served by SNI for its share
   const created = await hub.call('POST', `${hub.h}/custom-frontends`, { body: { hostname: 'tls.example.com' } });
   t.is(created.status, 201);
   await publishDnsRecords(dns, hub, created.json.id);
-  const active = await waitFor(async () => {
-    const r = await hub.call('GET', `${hub.h}/custom-frontends/${created.json.id}`);
-    return r.json.status === 'ACTIVE' && r.json;
-  }, { what: 'custom frontend ACTIVE' });
+  const active = await waitFor(
+    async () => {
+      const r = await hub.call('GET', `${hub.h}/custom-frontends/${created.json.id}`);
+      return r.json.status === 'ACTIVE' && r.json;
+    },
+    { what: 'custom frontend ACTIVE' },
+  );
   const { host } = await routedShare(edge, hub, { target: backend.url, frontendIds: [active.frontendId] });
   t.regex(host, /^[a-z0-9]{12}\.tls\.example\.com$/);
   await edge.settled();
@@ -88,10 +96,13 @@ test('a custom frontend: ACTIVE, its own certificate served by SNI for its share
 
   // renewal: the clock enqueues it (certificates are due within the 120-day window), the edge serves the new one
   await customFrontendRenewal.run();
-  const renewed = await waitFor(async () => {
-    const peer = await peerCertificate(edge.httpsPort!, host, frontendCa);
-    return peer.certificate.serialNumber !== before.certificate.serialNumber && peer;
-  }, { what: 'the renewed certificate served' });
+  const renewed = await waitFor(
+    async () => {
+      const peer = await peerCertificate(edge.httpsPort!, host, frontendCa);
+      return peer.certificate.serialNumber !== before.certificate.serialNumber && peer;
+    },
+    { what: 'the renewed certificate served' },
+  );
   t.true(renewed.authorized);
   t.is((await edgeRequest(edge.httpsPort!, host, { tls: { ca: frontendCa } })).status, 200);
 });
@@ -101,7 +112,29 @@ test('operator certificate files serve the standard frontends and a replaced fil
   const certFile = path.join(dir, 'edge.crt');
   const keyFile = path.join(dir, 'edge.key');
   const make = (cn: string) => {
-    execFileSync('openssl', ['req', '-x509', '-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:P-256', '-nodes', '-days', '2', '-subj', `/CN=${cn}`, '-addext', `subjectAltName=DNS:*.share.localhost`, '-keyout', `${keyFile}.new`, '-out', `${certFile}.new`], { stdio: 'ignore' });
+    execFileSync(
+      'openssl',
+      [
+        'req',
+        '-x509',
+        '-newkey',
+        'ec',
+        '-pkeyopt',
+        'ec_paramgen_curve:P-256',
+        '-nodes',
+        '-days',
+        '2',
+        '-subj',
+        `/CN=${cn}`,
+        '-addext',
+        `subjectAltName=DNS:*.share.localhost`,
+        '-keyout',
+        `${keyFile}.new`,
+        '-out',
+        `${certFile}.new`,
+      ],
+      { stdio: 'ignore' },
+    );
     // the key first: a certificate whose key is not yet there is refused and retried on the next change
     execFileSync('mv', [`${keyFile}.new`, keyFile]);
     execFileSync('mv', [`${certFile}.new`, certFile]);
@@ -113,7 +146,9 @@ test('operator certificate files serve the standard frontends and a replaced fil
     t.is((await peerCertificate(withFiles.httpsPort!, host)).certificate.subject.CN, 'operator one');
     t.is((await edgeRequest(withFiles.httpsPort!, host, { tls: { rejectUnauthorized: false } })).status, 200);
     make('operator two');
-    await waitFor(async () => (await peerCertificate(withFiles.httpsPort!, host)).certificate.subject.CN === 'operator two', { what: 'the replaced operator certificate' });
+    await waitFor(async () => (await peerCertificate(withFiles.httpsPort!, host)).certificate.subject.CN === 'operator two', {
+      what: 'the replaced operator certificate',
+    });
     t.pass();
   } finally {
     await withFiles.stop(1000);
@@ -121,7 +156,9 @@ test('operator certificate files serve the standard frontends and a replaced fil
 });
 
 test('a mutualTls share answers 403 over plain HTTP and to TLS clients without a certificate', async (t) => {
-  const created = await hub.call('POST', `${hub.h}/shares`, { body: { name: 'm', frontendIds: [(await hub.call('GET', `${hub.h}/frontends`)).json[0].id], target: backend.url, mutualTls: true } });
+  const created = await hub.call('POST', `${hub.h}/shares`, {
+    body: { name: 'm', frontendIds: [(await hub.call('GET', `${hub.h}/frontends`)).json[0].id], target: backend.url, mutualTls: true },
+  });
   t.is(created.status, 201, created.text);
   t.is(created.json.mutualTls, true);
   const { host } = await routedShare(edge, hub, { target: backend.url, mutualTls: true });

@@ -142,7 +142,10 @@ test('many headers both ways keep their order and duplicates', async (t) => {
   const target = await countingTarget((req, res) => {
     seen = req.rawHeaders;
     for (let i = 0; i < 60; i++) res.setHeader(`x-answer-${i}`, String(i));
-    res.setHeader('set-cookie', Array.from({ length: 40 }, (_, i) => `c${i}=${i}; Path=/`));
+    res.setHeader(
+      'set-cookie',
+      Array.from({ length: 40 }, (_, i) => `c${i}=${i}; Path=/`),
+    );
     res.end('ok');
   });
   const { host } = await routedShare(edge, hub, { target: target.url });
@@ -150,9 +153,15 @@ test('many headers both ways keep their order and duplicates', async (t) => {
   const answer = await edgeRequest(edge.httpPort!, host, { headers });
   t.is(answer.status, 200);
   for (let i = 0; i < 60; i++) t.is(answer.headers[`x-answer-${i}`], String(i));
-  t.deepEqual(answer.headers['set-cookie'], Array.from({ length: 40 }, (_, i) => `c${i}=${i}; Path=/`));
+  t.deepEqual(
+    answer.headers['set-cookie'],
+    Array.from({ length: 40 }, (_, i) => `c${i}=${i}; Path=/`),
+  );
   const names = seen.filter((_, i) => i % 2 === 0 && seen[i].startsWith('x-request-'));
-  t.deepEqual(names, Array.from({ length: 80 }, (_, i) => `x-request-${i}`));
+  t.deepEqual(
+    names,
+    Array.from({ length: 80 }, (_, i) => `x-request-${i}`),
+  );
 });
 
 test('a chunked upload reaches the target whole and chunked; a target that answers before reading it ends the exchange cleanly', async (t) => {
@@ -205,7 +214,19 @@ test('a target that sends bytes on an idle connection loses that connection, not
 
 test('an https target is reached over TLS and its certificate is verified: a self-signed one is a 502 naming the reason', async (t) => {
   const keyFile = await makeKey('ec256');
-  const { stdout: cert } = await promisify(execFile)('openssl', ['req', '-new', '-x509', '-key', keyFile, '-subj', '/CN=127.0.0.1', '-addext', 'subjectAltName=IP:127.0.0.1', '-days', '1']);
+  const { stdout: cert } = await promisify(execFile)('openssl', [
+    'req',
+    '-new',
+    '-x509',
+    '-key',
+    keyFile,
+    '-subj',
+    '/CN=127.0.0.1',
+    '-addext',
+    'subjectAltName=IP:127.0.0.1',
+    '-days',
+    '1',
+  ]);
   let reached = 0;
   const server = https.createServer({ key: readFileSync(keyFile), cert }, (_req, res) => {
     reached++;
@@ -222,7 +243,19 @@ test('an https target is reached over TLS and its certificate is verified: a sel
 
 test("an https target is asked for its own name (TLS SNI), never the share's public name from the Host header; an address target for none", async (t) => {
   const keyFile = await makeKey('ec256');
-  const { stdout: cert } = await promisify(execFile)('openssl', ['req', '-new', '-x509', '-key', keyFile, '-subj', '/CN=localhost', '-addext', 'subjectAltName=DNS:localhost,IP:127.0.0.1', '-days', '1']);
+  const { stdout: cert } = await promisify(execFile)('openssl', [
+    'req',
+    '-new',
+    '-x509',
+    '-key',
+    keyFile,
+    '-subj',
+    '/CN=localhost',
+    '-addext',
+    'subjectAltName=DNS:localhost,IP:127.0.0.1',
+    '-days',
+    '1',
+  ]);
   const names: string[] = [];
   let handshakes = 0;
   const server = https.createServer(
@@ -261,11 +294,14 @@ test('an upload slower than the answer timeout is not cut off: the deadline runs
   const target = await countingTarget(async (req, res) => res.end(String((await readBody(req)).length)));
   const { host } = await routedShare(edge, hub, { target: target.url });
   const answer = await new Promise<{ status: number; text: string }>((resolve, reject) => {
-    const req = http.request({ host: '127.0.0.1', port: edge.httpPort, method: 'POST', path: '/slow-upload', headers: { host, 'content-length': 8 * 1000 }, agent: false }, (res) => {
-      let text = '';
-      res.on('data', (c) => (text += c));
-      res.on('end', () => resolve({ status: res.statusCode!, text }));
-    });
+    const req = http.request(
+      { host: '127.0.0.1', port: edge.httpPort, method: 'POST', path: '/slow-upload', headers: { host, 'content-length': 8 * 1000 }, agent: false },
+      (res) => {
+        let text = '';
+        res.on('data', (c) => (text += c));
+        res.on('end', () => resolve({ status: res.statusCode!, text }));
+      },
+    );
     req.on('error', reject);
     let sent = 0;
     // 8 pieces 400 ms apart: 2.8 s in all, beyond the 2 s answer timeout of this edge

@@ -11,7 +11,11 @@ import { scriptArgs } from './script.js';
 import { stopChild } from './teardown.js';
 
 /** The private target of a namespace (test/helpers/privateTarget.ts: HTTP on 8080, TCP echo on 9090 unless given), answering `name`. */
-export async function startPrivateTarget(ns: PrivateNetwork, name: string, ports: { http: number; tcp: number } = { http: 8080, tcp: 9090 }): Promise<ChildProcess> {
+export async function startPrivateTarget(
+  ns: PrivateNetwork,
+  name: string,
+  ports: { http: number; tcp: number } = { http: 8080, tcp: 9090 },
+): Promise<ChildProcess> {
   const child = ns.spawn(process.execPath, scriptArgs('test/helpers/privateTarget.ts', name, String(ports.http), String(ports.tcp)));
   await new Promise<void>((resolve, reject) => {
     child.stdout!.on('data', (d: Buffer) => d.toString().includes('ready') && resolve());
@@ -59,7 +63,9 @@ export interface RunningAgent {
 
 /** `edgehub agent run` inside `ns`, dialing `edgePorts` on the host's side of the veth; the caller stops it. */
 export function runAgent(ns: PrivateNetwork, dir: string, edgePorts: number[], extra: string[] = []): RunningAgent {
-  return watched(ns.spawn(process.execPath, ['agent/bin/edgehub.js', 'agent', 'run', '--dir', dir, ...edgePorts.flatMap((p) => ['--edge', `${ns.hostIp}:${p}`]), ...extra]));
+  return watched(
+    ns.spawn(process.execPath, ['agent/bin/edgehub.js', 'agent', 'run', '--dir', dir, ...edgePorts.flatMap((p) => ['--edge', `${ns.hostIp}:${p}`]), ...extra]),
+  );
 }
 
 /**
@@ -81,11 +87,20 @@ function watched(child: ChildProcess): RunningAgent {
     buffered = parts.pop()!;
     lines.push(...parts);
   });
-  child.stderr!.on('data', (d: Buffer) => lines.push(...d.toString().trim().split('\n').map((l) => `stderr: ${l}`)));
+  child.stderr!.on('data', (d: Buffer) =>
+    lines.push(
+      ...d
+        .toString()
+        .trim()
+        .split('\n')
+        .map((l) => `stderr: ${l}`),
+    ),
+  );
   return {
     child,
     lines,
-    printed: (pattern, timeoutMs = 20_000) => waitFor(async () => lines.find((l) => pattern.test(l)), { timeoutMs, what: `agent printing ${pattern} (printed: ${lines.join(' | ')})` }),
+    printed: (pattern, timeoutMs = 20_000) =>
+      waitFor(async () => lines.find((l) => pattern.test(l)), { timeoutMs, what: `agent printing ${pattern} (printed: ${lines.join(' | ')})` }),
     async stop(signal = 'SIGTERM') {
       if (child.exitCode === null) await stopChild(child, 'an agent', { signal: signal as NodeJS.Signals, graceMs: 15_000 });
       return exited;

@@ -36,18 +36,29 @@ export async function sweepFixture(stack: Stack): Promise<Sweep> {
   };
   const env = await must(hub.call('POST', `${hub.h}/environments`, { body: { description: 'fuzz' } }), 'environment');
   ids.environments = env.envZId;
-  const share = await must(hub.call('POST', `${hub.h}/shares`, { body: { name: 'fuzz', frontendIds: [await publicFrontendId(hub)], target: 'http://127.0.0.1:9' } }), 'share');
+  const share = await must(
+    hub.call('POST', `${hub.h}/shares`, { body: { name: 'fuzz', frontendIds: [await publicFrontendId(hub)], target: 'http://127.0.0.1:9' } }),
+    'share',
+  );
   ids.shares = share.zId;
   const token = await must(hub.call('POST', `${hub.h}/certificate-request-tokens`, { body: { name: 'fuzz' } }), 'token');
   ids['certificate-request-tokens'] = token.id;
   ids.tokenString = token.token;
-  const check = await must(hub.call('POST', `${hub.h}/health-checks`, { body: { name: 'fuzz', method: 'GET', path: '/', expectedStatus: 200, target: 'http://127.0.0.1:9' } }), 'health check');
+  const check = await must(
+    hub.call('POST', `${hub.h}/health-checks`, { body: { name: 'fuzz', method: 'GET', path: '/', expectedStatus: 200, target: 'http://127.0.0.1:9' } }),
+    'health check',
+  );
   ids['health-checks'] = check.id;
-  const tunnel = await must(hub.call('POST', `${hub.h2}/ipsec-tunnels`, { body: { name: 'fuzz', peerPublicIp: '203.0.113.90', peerCidr: '10.90.0.0/16' } }), 'tunnel');
+  const tunnel = await must(
+    hub.call('POST', `${hub.h2}/ipsec-tunnels`, { body: { name: 'fuzz', peerPublicIp: '203.0.113.90', peerCidr: '10.90.0.0/16' } }),
+    'tunnel',
+  );
   ids['ipsec-tunnels'] = tunnel.id;
   await waitFor(async () => (await hub.call('GET', `${hub.h2}/ipsec-tunnels/${tunnel.id}`)).json.status === 'DEPLOYED', { what: 'tunnel DEPLOYED' });
   const ipsecShare = await must(
-    hub.call('POST', `${hub.h2}/ipsec-shares`, { body: { name: 'fuzz', ipsecTunnelId: tunnel.id, envZId: env.envZId, target: 'db.internal:5432', ingressPort: 5432 } }),
+    hub.call('POST', `${hub.h2}/ipsec-shares`, {
+      body: { name: 'fuzz', ipsecTunnelId: tunnel.id, envZId: env.envZId, target: 'db.internal:5432', ingressPort: 5432 },
+    }),
     'ipsec share',
   );
   ids['ipsec-shares'] = ipsecShare.id;
@@ -73,7 +84,12 @@ export async function sweepFixture(stack: Stack): Promise<Sweep> {
     'POST /ipsec-shares': { name: 'fuzz-2', ipsecTunnelId: ids['ipsec-tunnels'], envZId: ids.environments, target: 'db.internal:5433', ingressPort: 5433 },
     'POST /client-certificates': { value: csr, name: 'fuzz-cert-2' },
     'POST /custom-frontends': { hostname: 'fuzz.example.com' },
-    'POST /auth-providers': { name: 'fuzz', type: 'OIDC', config: { clientId: 'c', clientSecret: 's', issuerUrl: 'http://127.0.0.1:9', scopes: ['openid'] }, emailPatterns: ['*@example.com'] },
+    'POST /auth-providers': {
+      name: 'fuzz',
+      type: 'OIDC',
+      config: { clientId: 'c', clientSecret: 's', issuerUrl: 'http://127.0.0.1:9', scopes: ['openid'] },
+      emailPatterns: ['*@example.com'],
+    },
     'POST /hub/v2/:hubId/client-certificates/enroll': { jwt: jwt.jwt, csr },
   });
   for (const key of Object.keys(BASES)) if (!operations.some((op) => keyOf(op) === key)) throw new Error(`base body for ${key}, which is no operation`);

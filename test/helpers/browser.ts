@@ -100,7 +100,10 @@ export class Browser {
   }
 
   /** Follows redirects (GET) until a non-redirect answer, or until `stopAt` says to stop before fetching a URL. */
-  async navigate(target: string | URL, options: RequestOptions & { stopAt?: (url: URL) => boolean; maxRedirects?: number } = {}): Promise<{ page?: Page; stoppedAt?: URL; chain: URL[] }> {
+  async navigate(
+    target: string | URL,
+    options: RequestOptions & { stopAt?: (url: URL) => boolean; maxRedirects?: number } = {},
+  ): Promise<{ page?: Page; stoppedAt?: URL; chain: URL[] }> {
     let url = new URL(target);
     const chain: URL[] = [];
     let request: RequestOptions = options;
@@ -127,7 +130,11 @@ export class Browser {
     }
     Object.assign(values, fields);
     const action = new URL(decodeEntities(form[1]), page.url);
-    const posted = await this.request(action, { method: 'POST', body: new URLSearchParams(values).toString(), headers: { 'content-type': 'application/x-www-form-urlencoded' } });
+    const posted = await this.request(action, {
+      method: 'POST',
+      body: new URLSearchParams(values).toString(),
+      headers: { 'content-type': 'application/x-www-form-urlencoded' },
+    });
     if (posted.status >= 300 && posted.status < 400 && posted.headers.location) {
       const next = await this.navigate(new URL(posted.headers.location, action), options);
       return { ...next, chain: [action, ...next.chain] };
@@ -137,4 +144,10 @@ export class Browser {
 }
 
 const decodeEntities = (s: string) =>
-  s.replace(/&#(\d+);/g, (_, d) => String.fromCharCode(Number(d))).replace(/&#x([0-9a-f]+);/gi, (_, h) => String.fromCharCode(parseInt(h, 16))).replace(/&amp;/g, '&').replace(/&quot;/g, '"').replace(/&lt;/g, '<').replace(/&gt;/g, '>');
+  s
+    .replace(/&#(\d+);/g, (_, d) => String.fromCharCode(Number(d)))
+    .replace(/&#x([0-9a-f]+);/gi, (_, h) => String.fromCharCode(parseInt(h, 16)))
+    .replace(/&amp;/g, '&')
+    .replace(/&quot;/g, '"')
+    .replace(/&lt;/g, '<')
+    .replace(/&gt;/g, '>');

@@ -9,7 +9,17 @@ import { chromium, type Browser, type Page } from 'playwright-core';
 export const launchChromium = (extra: string[] = []): Promise<Browser> =>
   chromium.launch({
     executablePath: '/usr/bin/chromium',
-    args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync', ...extra],
+    args: [
+      '--headless',
+      '--no-sandbox',
+      '--disable-gpu',
+      '--disable-quic',
+      '--no-first-run',
+      '--disable-background-networking',
+      '--disable-component-update',
+      '--disable-sync',
+      ...extra,
+    ],
   });
 
 /** A page that keeps its uncaught errors and console errors in `problems` (a test expects it empty at its end). */
@@ -29,7 +39,10 @@ export async function signedIn(browser: Browser, baseUrl: string, credential: st
   try {
     await page.getByLabel('API key or admin token').fill(credential);
   } catch (err) {
-    const text = await page.locator('body').innerText({ timeout: 1000 }).catch(() => '(no body)');
+    const text = await page
+      .locator('body')
+      .innerText({ timeout: 1000 })
+      .catch(() => '(no body)');
     throw new Error(
       `the sign-in form did not come (${(err as Error).message.split('\n')[0]}); page errors: ${JSON.stringify(page.problems)}; requests failed or refused: ${JSON.stringify(requests)}; page text: ${JSON.stringify(text.slice(0, 500))}`,
     );

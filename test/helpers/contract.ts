@@ -82,23 +82,30 @@ export function checkContract({ method, path, status, contentType, json, errorCo
   const responses = route.operations[m].responses;
   const response = responses[String(status)];
   if (!response) {
-    throw new Error(`OpenAPI contract: ${where} answered ${status}, a status the document does not list for it (it lists ${Object.keys(responses).join(', ')}). Add it in api/openapi/operations.ts or fix the route.`);
+    throw new Error(
+      `OpenAPI contract: ${where} answered ${status}, a status the document does not list for it (it lists ${Object.keys(responses).join(', ')}). Add it in api/openapi/operations.ts or fix the route.`,
+    );
   }
   const codeHeader = (response as { headers?: Record<string, { schema?: { enum?: string[] } }> }).headers?.['Edgehub-Error-Code'];
   if (codeHeader && errorCode !== undefined) {
     const allowed = codeHeader.schema?.enum;
     if (!errorCode || (allowed && !allowed.includes(errorCode))) {
-      throw new Error(`OpenAPI contract: ${where} answered ${status} with Edgehub-Error-Code '${errorCode}', the document lists ${allowed?.join(', ') ?? 'any code'}`);
+      throw new Error(
+        `OpenAPI contract: ${where} answered ${status} with Edgehub-Error-Code '${errorCode}', the document lists ${allowed?.join(', ') ?? 'any code'}`,
+      );
     }
   }
   if (!response.content) return; // no body documented (204)
   const [mediaType, media] = Object.entries(response.content)[0];
   const type = (contentType ?? '').split(';')[0].trim();
   if (mediaType === 'application/json') {
-    if (type !== 'application/json') throw new Error(`OpenAPI contract: ${where} answered ${status} with content type '${contentType}', the document says application/json`);
+    if (type !== 'application/json')
+      throw new Error(`OpenAPI contract: ${where} answered ${status} with content type '${contentType}', the document says application/json`);
     const validate = validator(`${m} ${route.template} ${status}`, media.schema);
     if (!validate(json)) {
-      const problems = (validate.errors ?? []).slice(0, 8).map((e) => `${e.instancePath || '(body)'} ${e.message}${e.params && 'additionalProperty' in e.params ? ` '${e.params.additionalProperty}'` : ''}`);
+      const problems = (validate.errors ?? [])
+        .slice(0, 8)
+        .map((e) => `${e.instancePath || '(body)'} ${e.message}${e.params && 'additionalProperty' in e.params ? ` '${e.params.additionalProperty}'` : ''}`);
       throw new Error(
         `OpenAPI contract: ${where} answered ${status} with a body that does not match the document's schema:\n  ${problems.join('\n  ')}\n` +
           `body: ${JSON.stringify(json).slice(0, 800)}\nUpdate api/openapi/components.ts (or the presenter).`,

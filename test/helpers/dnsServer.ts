@@ -102,10 +102,13 @@ export async function startDnsServer(): Promise<TestDnsServer> {
 
 /** Waits until a custom frontend's DNS records can be read, then publishes them on `dns` as its owner would. */
 export async function publishDnsRecords(dns: TestDnsServer, hub: HubFixture, customFrontendId: string) {
-  const records = await waitFor(async () => {
-    const r = await hub.call('GET', `${hub.h}/custom-frontends/${customFrontendId}/dns-records`);
-    return r.status === 200 && r.json;
-  }, { what: 'DNS records' });
+  const records = await waitFor(
+    async () => {
+      const r = await hub.call('GET', `${hub.h}/custom-frontends/${customFrontendId}/dns-records`);
+      return r.status === 200 && r.json;
+    },
+    { what: 'DNS records' },
+  );
   dns.setA(records.aRecord.name, records.aRecord.ipAddress);
   dns.setCname(records.cnameRecords[0].name, records.cnameRecords[0].value);
   return records;

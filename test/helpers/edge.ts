@@ -91,7 +91,9 @@ export async function publicFrontendCertificate(databaseUrl: string): Promise<vo
   const db = new pg.Client({ connectionString: databaseUrl });
   await db.connect();
   try {
-    await waitFor(async () => (await db.query(`SELECT 1 FROM edge_certificates WHERE domain = 'share.localhost'`)).rowCount! > 0, { what: 'the public frontend certificate' });
+    await waitFor(async () => (await db.query(`SELECT 1 FROM edge_certificates WHERE domain = 'share.localhost'`)).rowCount! > 0, {
+      what: 'the public frontend certificate',
+    });
   } finally {
     await db.end();
   }
@@ -106,10 +108,13 @@ export async function publicFrontendId(hub: HubFixture): Promise<string> {
 export async function routedShare(edge: Edge, hub: HubFixture, body: Record<string, unknown>): Promise<{ zId: string; host: string; json: any }> {
   const created = await hub.call('POST', `${hub.h}/shares`, { body: { name: 'web', frontendIds: [await publicFrontendId(hub)], ...body } });
   if (created.status !== 201) throw new Error(`share create failed: ${created.status} ${created.text}`);
-  const json = await waitFor(async () => {
-    const r = await hub.call('GET', `${hub.h}/shares/${created.json.zId}`);
-    return r.json.status === 'ACTIVE' && r.json;
-  }, { what: 'share ACTIVE' });
+  const json = await waitFor(
+    async () => {
+      const r = await hub.call('GET', `${hub.h}/shares/${created.json.zId}`);
+      return r.json.status === 'ACTIVE' && r.json;
+    },
+    { what: 'share ACTIVE' },
+  );
   const host = new URL(json.frontendEndpoint).hostname;
   await waitFor(async () => edge.routes.lookup(host), { timeoutMs: 2000, what: `the edge routing ${host}` });
   return { zId: json.zId, host, json };

@@ -37,7 +37,20 @@ writeStatus({});
 
 /** With TEST_LEAK_TRACE=1: where each live handle and timer was made (costly: every async resource is tracked). */
 const made = new Map<number, { type: string; stack: string; resource: WeakRef<object> }>();
-const HANDLES = new Set(['Timeout', 'TCPWRAP', 'TCPCONNECTWRAP', 'PIPEWRAP', 'PIPECONNECTWRAP', 'PROCESSWRAP', 'UDPWRAP', 'FSEVENTWRAP', 'SIGNALWRAP', 'TTYWRAP', 'Immediate', 'GETADDRINFOREQWRAP']);
+const HANDLES = new Set([
+  'Timeout',
+  'TCPWRAP',
+  'TCPCONNECTWRAP',
+  'PIPEWRAP',
+  'PIPECONNECTWRAP',
+  'PROCESSWRAP',
+  'UDPWRAP',
+  'FSEVENTWRAP',
+  'SIGNALWRAP',
+  'TTYWRAP',
+  'Immediate',
+  'GETADDRINFOREQWRAP',
+]);
 if (process.env.TEST_LEAK_TRACE === '1') {
   createHook({
     init(asyncId, type, _trigger, resource) {

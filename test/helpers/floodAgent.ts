@@ -15,7 +15,17 @@ import tls from 'node:tls';
 import { readIdentity } from '../../agent/lib/identity.js';
 import { AGENT_ALPN } from 'edgehub-agent/protocol';
 
-export type Flood = 'WINDOW_UPDATE' | 'SETTINGS' | 'PING' | 'RST_STREAM' | 'CONTINUATION' | 'PRIORITY' | 'EMPTY_DATA' | 'EMPTY_DATA_OPEN' | 'UNKNOWN' | 'CONTINUATION_ALONE';
+export type Flood =
+  | 'WINDOW_UPDATE'
+  | 'SETTINGS'
+  | 'PING'
+  | 'RST_STREAM'
+  | 'CONTINUATION'
+  | 'PRIORITY'
+  | 'EMPTY_DATA'
+  | 'EMPTY_DATA_OPEN'
+  | 'UNKNOWN'
+  | 'CONTINUATION_ALONE';
 
 const frame = (type: number, flags: number, stream: number, payload: Buffer) => {
   const head = Buffer.alloc(9);
@@ -89,7 +99,15 @@ export interface DialOptions {
  */
 export async function dialAsAgent(dir: string, port: number, { endless = false, serve = false }: DialOptions = {}): Promise<AgentDial> {
   const identity = readIdentity(dir);
-  const socket = tls.connect({ host: '127.0.0.1', port, servername: identity.edgeServerName, ca: identity.edgeCaPem, cert: identity.certificatePem, key: identity.keyPem, ALPNProtocols: [AGENT_ALPN] });
+  const socket = tls.connect({
+    host: '127.0.0.1',
+    port,
+    servername: identity.edgeServerName,
+    ca: identity.edgeCaPem,
+    cert: identity.certificatePem,
+    key: identity.keyPem,
+    ALPNProtocols: [AGENT_ALPN],
+  });
   socket.on('error', () => undefined);
   const closed = new Promise<void>((resolve) => socket.once('close', () => resolve()));
   const tlsUp = await new Promise<boolean>((resolve) => {

@@ -6,8 +6,18 @@
  */
 import * as grpc from '@grpc/grpc-js';
 
-const raw = { requestSerialize: (b: Buffer) => b, requestDeserialize: (b: Buffer) => b, responseSerialize: (b: Buffer) => b, responseDeserialize: (b: Buffer) => b };
-const method = (name: string, requestStream: boolean, responseStream: boolean) => ({ path: `/edgehub.test.Echo/${name}`, requestStream, responseStream, ...raw });
+const raw = {
+  requestSerialize: (b: Buffer) => b,
+  requestDeserialize: (b: Buffer) => b,
+  responseSerialize: (b: Buffer) => b,
+  responseDeserialize: (b: Buffer) => b,
+};
+const method = (name: string, requestStream: boolean, responseStream: boolean) => ({
+  path: `/edgehub.test.Echo/${name}`,
+  requestStream,
+  responseStream,
+  ...raw,
+});
 
 export const ECHO = {
   unary: method('Unary', false, false),
@@ -82,7 +92,9 @@ export function echoImplementation(seen: ServerSeen): grpc.UntypedServiceImpleme
 export async function startGrpcServer(seen: ServerSeen, port = 0): Promise<{ port: number; server: grpc.Server }> {
   const server = new grpc.Server();
   server.addService(ECHO, echoImplementation(seen));
-  const bound = await new Promise<number>((resolve, reject) => server.bindAsync(`127.0.0.1:${port}`, grpc.ServerCredentials.createInsecure(), (err, p) => (err ? reject(err) : resolve(p))));
+  const bound = await new Promise<number>((resolve, reject) =>
+    server.bindAsync(`127.0.0.1:${port}`, grpc.ServerCredentials.createInsecure(), (err, p) => (err ? reject(err) : resolve(p))),
+  );
   return { port: bound, server };
 }
 

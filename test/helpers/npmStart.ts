@@ -75,4 +75,3 @@ export async function startHub(options: { edgeWorkers?: number; metricsBase?: nu
   pids.push(...started);
   return { start, dataDir, port, edgePort, adminToken, started };
 }
-

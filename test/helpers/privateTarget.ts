@@ -57,6 +57,8 @@ const speaker = net.createServer((socket) => {
 const speakerPort = Number(tcpPort) + 1;
 const ready = () => process.stdout.write('ready\n');
 server.listen(Number(httpPort), '127.0.0.1', () =>
-  tcp.listen(Number(tcpPort), '127.0.0.1', () => (speakerPort === Number(httpPort) || speakerPort > 65535 ? ready() : speaker.listen(speakerPort, '127.0.0.1', ready))),
+  tcp.listen(Number(tcpPort), '127.0.0.1', () =>
+    speakerPort === Number(httpPort) || speakerPort > 65535 ? ready() : speaker.listen(speakerPort, '127.0.0.1', ready),
+  ),
 );
 process.on('SIGTERM', () => process.exit(0));

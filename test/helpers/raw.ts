@@ -6,12 +6,20 @@ import http from 'node:http';
 import net, { type AddressInfo } from 'node:net';
 
 /** Writes `bytes` to 127.0.0.1:port and reads until the connection closes or `done(text)` says enough. */
-export async function rawExchange(port: number, bytes: string | Buffer, options: { done?: (text: string) => boolean; timeoutMs?: number } = {}): Promise<string> {
+export async function rawExchange(
+  port: number,
+  bytes: string | Buffer,
+  options: { done?: (text: string) => boolean; timeoutMs?: number } = {},
+): Promise<string> {
   return (await rawConversation(port, bytes, options)).text;
 }
 
 /** As rawExchange, and whether the peer closed the connection (rather than `done` or the timeout ending it). */
-export function rawConversation(port: number, bytes: string | Buffer, options: { done?: (text: string) => boolean; timeoutMs?: number } = {}): Promise<{ text: string; closedByPeer: boolean }> {
+export function rawConversation(
+  port: number,
+  bytes: string | Buffer,
+  options: { done?: (text: string) => boolean; timeoutMs?: number } = {},
+): Promise<{ text: string; closedByPeer: boolean }> {
   return new Promise((resolve) => {
     const socket = net.connect(port, '127.0.0.1');
     let text = '';

@@ -67,7 +67,16 @@ export async function crlFile(der: Buffer): Promise<string> {
 
 /** `openssl verify` with the CRLs given: the root trusted, the issuing CA untrusted. */
 export async function verifyWithCrl(cert: IssuedCert, crlFiles: string[], all = false): Promise<{ ok: boolean; output: string }> {
-  const args = ['verify', all ? '-crl_check_all' : '-crl_check', ...crlFiles.flatMap((f) => ['-CRLfile', f]), '-CAfile', cert.rootFile, '-untrusted', cert.issuingFile, cert.leafFile];
+  const args = [
+    'verify',
+    all ? '-crl_check_all' : '-crl_check',
+    ...crlFiles.flatMap((f) => ['-CRLfile', f]),
+    '-CAfile',
+    cert.rootFile,
+    '-untrusted',
+    cert.issuingFile,
+    cert.leafFile,
+  ];
   try {
     const { stdout, stderr } = await run('openssl', args);
     return { ok: true, output: stdout + stderr };

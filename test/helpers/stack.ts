@@ -112,7 +112,15 @@ export function makeCall(baseUrl: string, defaultAuth?: string): Call {
     }
     // every secret a test sends or receives is looked for in the run's logs afterwards (test/helpers/logScan.ts)
     registerExchangeSecrets(urlPath, options.body, { json, text });
-    if (options.contract !== false) checkContract({ method, path: urlPath, status: res.status, contentType: res.headers.get('content-type'), json, errorCode: res.headers.get('edgehub-error-code') });
+    if (options.contract !== false)
+      checkContract({
+        method,
+        path: urlPath,
+        status: res.status,
+        contentType: res.headers.get('content-type'),
+        json,
+        errorCode: res.headers.get('edgehub-error-code'),
+      });
     return { status: res.status, json, text, headers: res.headers };
   };
 }
@@ -174,7 +182,7 @@ export async function startStack(
     },
     async startWorkers(extra = []) {
       await runWorkerStartHooks();
-      workers = startWorkers({ processors: [...(processors), ...(options.processors ?? []), ...extra] });
+      workers = startWorkers({ processors: [...processors, ...(options.processors ?? []), ...extra] });
       await Promise.all(workers.map((w) => w.waitUntilReady()));
     },
     async stopWorkers() {
@@ -184,10 +192,15 @@ export async function startStack(
     /** Each step in a stated time (the workers' and queues' own grace is 5 s); what is left past it is destroyed. */
     async stop() {
       await bounded('stopping the workers', 15_000, () => stack.stopWorkers());
-      await bounded('stopping the API server', 10_000, () => stopServer(server), () => {
-        server.closeAllConnections();
-        return 'its open connections';
-      });
+      await bounded(
+        'stopping the API server',
+        10_000,
+        () => stopServer(server),
+        () => {
+          server.closeAllConnections();
+          return 'its open connections';
+        },
+      );
       await bounded('closing the job queues', 15_000, () => closeQueues());
       await bounded('closing the Redis connection', 5000, () => closeRedis());
       await bounded('closing the database pool', 10_000, () => closeDb());
@@ -245,7 +258,10 @@ export function started<T extends object>(value: () => T | undefined, what: stri
 }
 
 /** Polls `probe` until it returns a truthy value (returned) or `timeoutMs` passes (throws with the last value). */
-export async function waitFor<T>(probe: () => Promise<T>, { timeoutMs = 20_000, intervalMs = 50, what = 'condition' } = {}): Promise<Exclude<T, undefined | null | false | 0 | ''>> {
+export async function waitFor<T>(
+  probe: () => Promise<T>,
+  { timeoutMs = 20_000, intervalMs = 50, what = 'condition' } = {},
+): Promise<Exclude<T, undefined | null | false | 0 | ''>> {
   const deadline = Date.now() + timeoutMs;
   let last: T;
   for (;;) {

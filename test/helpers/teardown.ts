@@ -37,9 +37,14 @@ export async function stopChild(child: ChildProcess, what: string, { signal = 'S
   if (exited()) return;
   const gone = new Promise<void>((resolve) => child.once('exit', () => resolve()));
   child.kill(signal);
-  await bounded(`${what} (pid ${child.pid}) after ${signal}`, graceMs, () => gone, () => {
-    child.kill('SIGKILL');
-    return 'it with SIGKILL';
-  });
+  await bounded(
+    `${what} (pid ${child.pid}) after ${signal}`,
+    graceMs,
+    () => gone,
+    () => {
+      child.kill('SIGKILL');
+      return 'it with SIGKILL';
+    },
+  );
   if (!exited()) await gone;
 }

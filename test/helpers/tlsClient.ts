@@ -37,14 +37,25 @@ export async function keyAndCsr(subject: string): Promise<KeyAndCsr> {
   return { keyPem, csrPem };
 }
 
-const pem = (label: string, der: ArrayBuffer) => `-----BEGIN ${label}-----\n${Buffer.from(der).toString('base64').replace(/(.{64})/g, '$1\n').replace(/\n$/, '')}\n-----END ${label}-----\n`;
+const pem = (label: string, der: ArrayBuffer) =>
+  `-----BEGIN ${label}-----\n${Buffer.from(der)
+    .toString('base64')
+    .replace(/(.{64})/g, '$1\n')
+    .replace(/\n$/, '')}\n-----END ${label}-----\n`;
 
 /** A self-signed P-256 certificate and its key, valid from `notBefore` to `notAfter`. */
-export async function selfSigned(commonName: string, notBefore: Date, notAfter: Date, extensions: x509.Extension[] = []): Promise<{ certPem: string; keyPem: string }> {
+export async function selfSigned(
+  commonName: string,
+  notBefore: Date,
+  notAfter: Date,
+  extensions: x509.Extension[] = [],
+): Promise<{ certPem: string; keyPem: string }> {
   const alg = { name: 'ECDSA', namedCurve: 'P-256', hash: 'SHA-256' };
   const keys = (await webcrypto.subtle.generateKey(alg, true, ['sign', 'verify'])) as CryptoKeyPair;
   const cert = await x509.X509CertificateGenerator.createSelfSigned({
-    serialNumber: Buffer.from(webcrypto.getRandomValues(new Uint8Array(12))).toString('hex').replace(/^./, '4'),
+    serialNumber: Buffer.from(webcrypto.getRandomValues(new Uint8Array(12)))
+      .toString('hex')
+      .replace(/^./, '4'),
     name: `CN=${commonName}`,
     notBefore,
     notAfter,
@@ -57,7 +68,13 @@ export async function selfSigned(commonName: string, notBefore: Date, notAfter: 
 
 /** A server certificate for `*.share.localhost`, `localhost` and 127.0.0.1 (self-signed; clients skip verification). */
 export async function serverCertificate(): Promise<{ cert: string; key: string }> {
-  const ext = [new x509.SubjectAlternativeNameExtension([{ type: 'dns', value: 'localhost' }, { type: 'dns', value: '*.share.localhost' }, { type: 'ip', value: '127.0.0.1' }])];
+  const ext = [
+    new x509.SubjectAlternativeNameExtension([
+      { type: 'dns', value: 'localhost' },
+      { type: 'dns', value: '*.share.localhost' },
+      { type: 'ip', value: '127.0.0.1' },
+    ]),
+  ];
   const { certPem, keyPem } = await selfSigned('localhost', new Date(Date.now() - 3600_000), new Date(Date.now() + 86400_000), ext);
   return { cert: certPem, key: keyPem };
 }
@@ -71,7 +88,10 @@ export interface TlsAnswer {
 }
 
 /** One HTTPS request with an optional client key and certificate (node's https client; server not verified). */
-export function httpsRequest(url: string, options: { cert?: string; key?: string; agent?: https.Agent; headers?: Record<string, string>; servername?: string } = {}): Promise<TlsAnswer> {
+export function httpsRequest(
+  url: string,
+  options: { cert?: string; key?: string; agent?: https.Agent; headers?: Record<string, string>; servername?: string } = {},
+): Promise<TlsAnswer> {
   return new Promise((resolve, reject) => {
     const req = https.request(
       url,

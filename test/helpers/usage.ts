@@ -61,7 +61,11 @@ export function assertSeries(t: ExecutionContext, points: Point[], samples: Samp
 
 /** Samples the roll-up has yet to take (above its watermark). */
 export const pendingSamples = async () =>
-  (await db().query<{ n: number }>('SELECT count(*)::int AS n FROM usage_samples WHERE xid >= (SELECT rolled_up_to FROM usage_rollup_state)', { type: QueryTypes.SELECT }))[0].n;
+  (
+    await db().query<{ n: number }>('SELECT count(*)::int AS n FROM usage_samples WHERE xid >= (SELECT rolled_up_to FROM usage_rollup_state)', {
+      type: QueryTypes.SELECT,
+    })
+  )[0].n;
 
 /**
  * Stores samples the way a writer other than insertSamples would (SQL straight into the table, or rows from before
@@ -90,12 +94,15 @@ export async function insertUnfolded(samples: Sample[]): Promise<void> {
  */
 export async function rollUpAll(options?: Parameters<typeof rollUp>[0]) {
   const total = { batches: 0, samples: 0 };
-  await waitFor(async () => {
-    const r = await rollUp(options);
-    total.batches += r.batches;
-    total.samples += r.samples;
-    return (await pendingSamples()) === 0;
-  }, { what: 'every sample rolled up' });
+  await waitFor(
+    async () => {
+      const r = await rollUp(options);
+      total.batches += r.batches;
+      total.samples += r.samples;
+      return (await pendingSamples()) === 0;
+    },
+    { what: 'every sample rolled up' },
+  );
   return total;
 }
 

@@ -68,7 +68,8 @@ export function parseMessages(text: string, kind: 'request' | 'response', method
     const start = lines[0].split(' ');
     const m: WireMessage = { headers: [], body: '', trailers: [], complete: false };
     if (kind === 'request') {
-      if (start.length !== 3 || !/^HTTP\/1\.[01]$/.test(start[2])) return { messages, rest: text.slice(at), error: `bad request line ${JSON.stringify(lines[0])}` };
+      if (start.length !== 3 || !/^HTTP\/1\.[01]$/.test(start[2]))
+        return { messages, rest: text.slice(at), error: `bad request line ${JSON.stringify(lines[0])}` };
       m.method = start[0];
       m.target = start[1];
     } else {

@@ -55,10 +55,17 @@ for (const flag of ['--version', '-v']) {
 test('with no HOME, edgehub asks for --dir instead of writing its identity under the passwd home', (t) => {
   const env = { ...process.env };
   delete env.HOME;
-  for (const args of [['agent', 'run'], ['agent', 'enroll', 'eyJ.x.y'], ['share', '3000']]) {
+  for (const args of [
+    ['agent', 'run'],
+    ['agent', 'enroll', 'eyJ.x.y'],
+    ['share', '3000'],
+  ]) {
     const run = edgehub(args, env);
     t.is(run.status, 1, run.stderr);
-    t.is(run.stderr, 'edgehub: HOME is not set, so there is no default folder for the agent identity: pass --dir <folder> (for a service, e.g. --dir /var/lib/edgehub/agent)\n');
+    t.is(
+      run.stderr,
+      'edgehub: HOME is not set, so there is no default folder for the agent identity: pass --dir <folder> (for a service, e.g. --dir /var/lib/edgehub/agent)\n',
+    );
   }
 });
 

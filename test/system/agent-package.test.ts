@@ -7,7 +7,7 @@
  * package. The single executable is built once here (`npm run build:agent-binary`, a few seconds: the time is in
  * the test's log) and runs with an empty environment (`env -i`), where no `node` is on any PATH.
  */
-import { execFile, } from 'node:child_process';
+import { execFile } from 'node:child_process';
 import { mkdtempSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -71,13 +71,19 @@ function elsewhere(command: string, args: string[], env: Record<string, string>)
 
 /** `edgehub share` (however installed) publishes the namespace's target; it answers through the edge; Ctrl-C deletes it. */
 async function shares(t: import('ava').ExecutionContext, edgehub: string, env: Record<string, string>, dir: string) {
-  const run = elsewhere(edgehub, ['share', 'http://localhost:8080', '--dir', dir], { ...env, EDGEHUB_URL: `http://127.0.0.1:${apiPort}`, EDGEHUB_API_KEY: hub.token });
+  const run = elsewhere(edgehub, ['share', 'http://localhost:8080', '--dir', dir], {
+    ...env,
+    EDGEHUB_URL: `http://127.0.0.1:${apiPort}`,
+    EDGEHUB_API_KEY: hub.token,
+  });
   const line = await waitFor(async () => /share (\S+): (\S+) -> http:\/\/localhost:8080\//.exec(run.out()), { what: 'the share line' }).catch((e) => {
     throw new Error(`${(e as Error).message}; stdout: ${run.out()}; stderr: ${run.err()}`);
   });
   const [, zId, endpoint] = line;
   const host = new URL(endpoint).hostname;
-  await waitFor(async () => (await edgeRequest(edge.httpPort!, host, { path: '/whoami' })).text === 'elsewhere', { what: `the share answering (${run.out()} ${run.err()})` });
+  await waitFor(async () => (await edgeRequest(edge.httpPort!, host, { path: '/whoami' })).text === 'elsewhere', {
+    what: `the share answering (${run.out()} ${run.err()})`,
+  });
   run.child.kill('SIGINT');
   t.is(await run.exited, 0, run.err());
   t.regex(run.out(), new RegExp(`share ${zId} deleted`));
@@ -109,7 +115,20 @@ test.serial('npm install -g from the service URL on a machine with Node only (no
   const env = { PATH: '/usr/bin:/bin:/usr/sbin:/sbin', HOME: home };
   const install = elsewhere(
     'npm',
-    ['install', '-g', '--prefix', prefix, '--registry', 'http://127.0.0.1:9/', '--cache', path.join(home, 'npm-cache'), '--no-audit', '--no-fund', '--no-update-notifier', `http://127.0.0.1:${apiPort}/downloads/edgehub-agent.tgz`],
+    [
+      'install',
+      '-g',
+      '--prefix',
+      prefix,
+      '--registry',
+      'http://127.0.0.1:9/',
+      '--cache',
+      path.join(home, 'npm-cache'),
+      '--no-audit',
+      '--no-fund',
+      '--no-update-notifier',
+      `http://127.0.0.1:${apiPort}/downloads/edgehub-agent.tgz`,
+    ],
     env,
   );
   t.is(await install.exited, 0, `npm install: ${install.out()} ${install.err()}`);
@@ -125,7 +144,7 @@ test.serial('npm install -g from the service URL on a machine with Node only (no
 test.serial('the single executable: built by npm run build:agent-binary, served, run with env -i (no node anywhere on PATH)', async (t) => {
   const started = Date.now();
   const built = await runFile('npm', ['run', 'build:agent-binary'], { cwd: path.resolve('.'), timeout: 300_000 });
-  t.notRegex(built.stderr, /warning: Can't find string offset/, 'LIEF\'s warnings about the note sections it leaves nameless are dropped');
+  t.notRegex(built.stderr, /warning: Can't find string offset/, "LIEF's warnings about the note sections it leaves nameless are dropped");
   t.log(`npm run build:agent-binary took ${((Date.now() - started) / 1000).toFixed(1)} s; ${(statSync(AGENT_BINARY).size / 1e6).toFixed(1)} MB`);
   const res = await fetch(`${stack.baseUrl}/downloads/edgehub-linux-x64`);
   t.is(res.status, 200);
@@ -150,12 +169,28 @@ test.serial('the single executable: built by npm run build:agent-binary, served,
   t.is((await runFile('env', ['-i', served, '--version'])).stdout, `edgehub ${JSON.parse(readFileSync('agent/package.json', 'utf8')).version}\n`);
   const home = mkdtempSync(path.join(work, 'sea-home-'));
   // env -i inside the namespace: no PATH, no node; the executable serves the share
-  const run = elsewhere('env', ['-i', `HOME=${home}`, `EDGEHUB_URL=http://127.0.0.1:${apiPort}`, `EDGEHUB_API_KEY=${hub.token}`, served, 'share', 'http://localhost:8080', '--dir', path.join(home, 'agent')], { HOME: home, PATH: '/usr/bin:/bin:/usr/sbin:/sbin' });
+  const run = elsewhere(
+    'env',
+    [
+      '-i',
+      `HOME=${home}`,
+      `EDGEHUB_URL=http://127.0.0.1:${apiPort}`,
+      `EDGEHUB_API_KEY=${hub.token}`,
+      served,
+      'share',
+      'http://localhost:8080',
+      '--dir',
+      path.join(home, 'agent'),
+    ],
+    { HOME: home, PATH: '/usr/bin:/bin:/usr/sbin:/sbin' },
+  );
   const line = await waitFor(async () => /share (\S+): (\S+) ->/.exec(run.out()), { what: 'the share line' }).catch((e) => {
     throw new Error(`${(e as Error).message}; stdout: ${run.out()}; stderr: ${run.err()}`);
   });
   const host = new URL(line[2]).hostname;
-  await waitFor(async () => (await edgeRequest(edge.httpPort!, host, { path: '/whoami' })).text === 'elsewhere', { what: 'the share answering through the executable' });
+  await waitFor(async () => (await edgeRequest(edge.httpPort!, host, { path: '/whoami' })).text === 'elsewhere', {
+    what: 'the share answering through the executable',
+  });
   run.child.kill('SIGINT');
   t.is(await run.exited, 0, run.err());
   t.regex(run.out(), /deleted/);

@@ -28,16 +28,30 @@ export const RULES: Rule[] = [
     from: /^shared\//,
     to: /^(api|workers|edge|scripts|domain)\//,
     allow: [
-      { from: /^shared\/db\.ts$/, to: /^domain\/models\/index\.ts$/, because: 'initDb() initialises every model on the one Sequelize pool of the process that connects' },
+      {
+        from: /^shared\/db\.ts$/,
+        to: /^domain\/models\/index\.ts$/,
+        because: 'initDb() initialises every model on the one Sequelize pool of the process that connects',
+      },
     ],
   },
-  { name: 'domain-serves-the-processes', why: 'domain/ (commands, models, migrations, jobs) is called by the web process, the workers and the scripts, and imports none of them', from: /^domain\//, to: /^(api|workers|edge|scripts)\// },
+  {
+    name: 'domain-serves-the-processes',
+    why: 'domain/ (commands, models, migrations, jobs) is called by the web process, the workers and the scripts, and imports none of them',
+    from: /^domain\//,
+    to: /^(api|workers|edge|scripts)\//,
+  },
   { name: 'api-not-workers-or-edge', why: 'the web process does not reach into the workers or the edge', from: /^api\//, to: /^(workers|edge)\// },
   { name: 'workers-not-api-or-edge', why: 'workers do not reach into the web process or the edge', from: /^workers\//, to: /^(api|edge)\// },
-  { name: 'edge-reads-only', why: 'the edge reads routes with plain SQL and writes only usage samples: nothing of the domain (models, commands, jobs, migrations), the API or the workers', from: /^edge\//, to: /^(api|workers|domain)\// },
+  {
+    name: 'edge-reads-only',
+    why: 'the edge reads routes with plain SQL and writes only usage samples: nothing of the domain (models, commands, jobs, migrations), the API or the workers',
+    from: /^edge\//,
+    to: /^(api|workers|domain)\//,
+  },
   {
     name: 'routes-not-models',
-    why: 'routes parse, call a command and present: reads and writes of the database are the commands\' (models, SQL, Sequelize)',
+    why: "routes parse, call a command and present: reads and writes of the database are the commands' (models, SQL, Sequelize)",
     from: /^api\/routes\//,
     to: /^domain\/models\/|^shared\/db\.ts$|^(sequelize|pg)$/,
   },
@@ -59,7 +73,11 @@ export const RULES: Rule[] = [
     from: /^shared\/providers\//,
     to: /^domain\/|^shared\/db\.ts$/,
     allow: [
-      { from: /^shared\/providers\/ipsec(Local|Strongswan)\.ts$/, to: /^shared\/db\.ts$/, because: "the provider's own records (ipsec_local_*: what a cloud would keep in its own database), which the IPsec data plane reports into" },
+      {
+        from: /^shared\/providers\/ipsec(Local|Strongswan)\.ts$/,
+        to: /^shared\/db\.ts$/,
+        because: "the provider's own records (ipsec_local_*: what a cloud would keep in its own database), which the IPsec data plane reports into",
+      },
     ],
   },
   {
@@ -70,7 +88,7 @@ export const RULES: Rule[] = [
   },
   {
     name: 'server-takes-only-the-protocol',
-    why: "the server imports the agent package by its name and only what its `exports` offer: the protocol module (one definition of what edge and agent agree on, edgehub-agent/protocol) and its byte pump (one carrier of TCP bytes for both, edgehub-agent/pump; the package must stay self-contained, so it lives there); never a path into agent/",
+    why: 'the server imports the agent package by its name and only what its `exports` offer: the protocol module (one definition of what edge and agent agree on, edgehub-agent/protocol) and its byte pump (one carrier of TCP bytes for both, edgehub-agent/pump; the package must stay self-contained, so it lives there); never a path into agent/',
     from: /^(api|workers|domain|shared|edge|scripts)\//,
     to: /^agent\//,
   },
@@ -114,14 +132,23 @@ test('the import scan sees the imports (a self-check: the rules would pass vacuo
   t.true(edges.length > 500, `${edges.length} imports`);
   t.true(edges.some(([from, to]) => from === 'api/routes/shares.ts' && to === 'domain/commands/shares.ts'));
   t.true(edges.some(([from, to]) => from.startsWith('edge/') && to === 'undici'));
-  t.true(edges.some(([from, to]) => from === 'agent/lib/run.js' && to === 'agent/lib/link.ts'), 'the agent package is scanned too');
-  t.true(edges.some(([from, to]) => from === 'edge/agents/gateway.ts' && to === 'edgehub-agent'), 'the agent package by its name');
+  t.true(
+    edges.some(([from, to]) => from === 'agent/lib/run.js' && to === 'agent/lib/link.ts'),
+    'the agent package is scanned too',
+  );
+  t.true(
+    edges.some(([from, to]) => from === 'edge/agents/gateway.ts' && to === 'edgehub-agent'),
+    'the agent package by its name',
+  );
 });
 
 for (const rule of RULES) {
   test(`import rule ${rule.name}: ${rule.why}`, (t) => {
     const broken = imports().filter(([from, to]) => rule.from.test(from) && rule.to.test(to) && !rule.allow?.some((a) => a.from.test(from) && a.to.test(to)));
-    t.deepEqual(broken.map(([from, to]) => `${from} -> ${to}`), []);
+    t.deepEqual(
+      broken.map(([from, to]) => `${from} -> ${to}`),
+      [],
+    );
   });
 }
 

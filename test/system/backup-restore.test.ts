@@ -19,7 +19,8 @@ test.after.always(() => {
   for (const run of runs) if (run.child.pid && pidAlive(run.child.pid)) process.kill(-run.child.pid, 'SIGKILL');
 });
 
-const exited = (run: Spawned) => (run.child.exitCode !== null ? Promise.resolve(run.child.exitCode) : new Promise<number | null>((resolve) => run.child.once('exit', (code) => resolve(code))));
+const exited = (run: Spawned) =>
+  run.child.exitCode !== null ? Promise.resolve(run.child.exitCode) : new Promise<number | null>((resolve) => run.child.once('exit', (code) => resolve(code)));
 
 test('a stopped npm start packed with tar, emptied and unpacked starts again with its hubs, keys and secret key', async (t) => {
   t.timeout(5 * 60_000);
@@ -71,11 +72,17 @@ test('a stopped npm start packed with tar, emptied and unpacked starts again wit
   const second = await start();
   t.notRegex(second.output(), /HUB_SECRET_KEY is not the key/);
   const hubs = await call('GET', '/admin/v1/hubs', { auth: `Bearer ${adminToken}` });
-  t.deepEqual(hubs.json.content.map((h: { name: string }) => h.name), ['kept']);
-  const account = await waitFor(async () => {
-    const r = await call('GET', '/account', { auth: `Bearer ${key.json.token}` });
-    return r.status === 200 && r;
-  }, { what: 'the API key signing in' });
+  t.deepEqual(
+    hubs.json.content.map((h: { name: string }) => h.name),
+    ['kept'],
+  );
+  const account = await waitFor(
+    async () => {
+      const r = await call('GET', '/account', { auth: `Bearer ${key.json.token}` });
+      return r.status === 200 && r;
+    },
+    { what: 'the API key signing in' },
+  );
   t.is(account.json.hubId, hub.json.id);
   await second.waitForLine(/worker started \(pid \d+/, 'the worker');
   await stop(second);

@@ -44,39 +44,47 @@ const box = async (page: Page, selector: string) => (await page.locator(selector
 
 let hub: HubFixture;
 
-test.serial('the operator: an empty hub list says what to do; the new key\'s copy button stays clear of "Delete hub..."; the metrics show with the token', async (t) => {
-  const page = await signedIn(stack.adminToken);
-  const hint = page.locator('.hint', { hasText: 'No hub yet' });
-  await hint.waitFor();
-  t.regex(await hint.innerText(), /Create hub/);
-  await shot(page, 'operator-empty');
+test.serial(
+  'the operator: an empty hub list says what to do; the new key\'s copy button stays clear of "Delete hub..."; the metrics show with the token',
+  async (t) => {
+    const page = await signedIn(stack.adminToken);
+    const hint = page.locator('.hint', { hasText: 'No hub yet' });
+    await hint.waitFor();
+    t.regex(await hint.innerText(), /Create hub/);
+    await shot(page, 'operator-empty');
 
-  await page.getByLabel('Hub name').fill('acme');
-  await page.getByRole('button', { name: 'Create hub' }).click();
-  const card = page.locator('article.card', { hasText: 'acme' });
-  await card.waitFor();
-  t.is(await hint.count(), 0, 'the hint goes once there is a hub');
-  await card.getByRole('button', { name: 'New API key' }).click();
-  await card.locator('code.api-key').waitFor();
-  const copy = (await card.getByRole('button', { name: 'Copy the token' }).boundingBox())!;
-  const remove = (await card.getByRole('button', { name: 'Delete hub…' }).boundingBox())!;
-  t.true(remove.y >= copy.y + copy.height + 12, `"Delete hub…" at ${remove.y} starts well below "Copy the token" (${copy.y}+${copy.height})`);
+    await page.getByLabel('Hub name').fill('acme');
+    await page.getByRole('button', { name: 'Create hub' }).click();
+    const card = page.locator('article.card', { hasText: 'acme' });
+    await card.waitFor();
+    t.is(await hint.count(), 0, 'the hint goes once there is a hub');
+    await card.getByRole('button', { name: 'New API key' }).click();
+    await card.locator('code.api-key').waitFor();
+    const copy = (await card.getByRole('button', { name: 'Copy the token' }).boundingBox())!;
+    const remove = (await card.getByRole('button', { name: 'Delete hub…' }).boundingBox())!;
+    t.true(remove.y >= copy.y + copy.height + 12, `"Delete hub…" at ${remove.y} starts well below "Copy the token" (${copy.y}+${copy.height})`);
 
-  // a link to /metrics answered a browser with 401: the console fetches them with the admin token
-  await page.getByRole('link', { name: 'Prometheus metrics (/metrics)' }).click();
-  const metrics = page.locator('pre.metrics');
-  await metrics.waitFor();
-  t.regex(await metrics.innerText(), /^# (HELP|TYPE) /m);
-  t.regex(page.url(), /\/console/, 'the console stays; no page of {"error":"unauthorized"}');
-  await shot(page, 'operator-hub-and-metrics');
-  t.deepEqual(page.problems, []);
-  await page.context().close();
-});
+    // a link to /metrics answered a browser with 401: the console fetches them with the admin token
+    await page.getByRole('link', { name: 'Prometheus metrics (/metrics)' }).click();
+    const metrics = page.locator('pre.metrics');
+    await metrics.waitFor();
+    t.regex(await metrics.innerText(), /^# (HELP|TYPE) /m);
+    t.regex(page.url(), /\/console/, 'the console stays; no page of {"error":"unauthorized"}');
+    await shot(page, 'operator-hub-and-metrics');
+    t.deepEqual(page.problems, []);
+    await page.context().close();
+  },
+);
 
 test.serial('the request list is paged (20 a page) and keeps one line per request beside the open detail; the chart spans the content', async (t) => {
   hub = await stack.hub({ name: 'paged' });
   const share = await routedShare(edge, hub, { name: 'busy', target: backend.url, inspect: true });
-  for (let i = 0; i < 45; i++) t.is((await edgeRequest(edge.httpPort!, share.host, { path: `/orders/${i}/a-rather-long-path-that-would-wrap-beside-the-detail?query=${'x'.repeat(40)}` })).status, 200);
+  for (let i = 0; i < 45; i++)
+    t.is(
+      (await edgeRequest(edge.httpPort!, share.host, { path: `/orders/${i}/a-rather-long-path-that-would-wrap-beside-the-detail?query=${'x'.repeat(40)}` }))
+        .status,
+      200,
+    );
   await waitFor(async () => (await hub.call('GET', `${hub.h}/shares/${share.zId}/requests`)).json.length >= 45, { what: '45 recorded requests' });
   await edge.meter.flush();
 
@@ -116,7 +124,10 @@ test.serial('the request list is paged (20 a page) and keeps one line per reques
   const open = await heights();
   t.is(open.length, 20);
   const line = Math.max(...closed);
-  t.true(open.every((h) => h <= line + 1), `rows beside the detail ${JSON.stringify(open)} no taller than without it (${line})`);
+  t.true(
+    open.every((h) => h <= line + 1),
+    `rows beside the detail ${JSON.stringify(open)} no taller than without it (${line})`,
+  );
   const detail = await box(page, 'aside.detail');
   const list = await box(page, '.inspector .table-wrap');
   t.true(list.x + list.width <= detail.x, `the list (${list.x}+${list.width}) stays left of the detail (${detail.x})`);
@@ -148,7 +159,9 @@ test.serial('environments by their description; an agent line with its space; th
   const page = await signedIn(hub.token);
   const row = page.locator('tr[data-share]', { hasText: 'office-app' });
   await row.waitFor();
-  await waitFor(async () => (await row.locator('td[data-label="Environment"]').innerText()).trim() === 'office network', { what: 'the environment by its description' });
+  await waitFor(async () => (await row.locator('td[data-label="Environment"]').innerText()).trim() === 'office network', {
+    what: 'the environment by its description',
+  });
   await shot(page, 'shares-environment');
 
   await page.getByRole('link', { name: 'Environments & agents' }).click();

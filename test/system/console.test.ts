@@ -56,7 +56,10 @@ test.serial('a hub signs in and sees its share; traffic through the edge moves i
   for (let i = 0; i < 5; i++) t.is((await edgeRequest(edge.httpPort!, share.host)).status, 200);
   await edge.meter.flush();
   // the view polls the sparklines endpoint; the chart's bytes grow without a reload
-  await waitFor(async () => Number(await row.locator('.sparkline').getAttribute('data-bytes')) > before + 5 * 5000, { timeoutMs: 30_000, what: 'the sparkline moving' });
+  await waitFor(async () => Number(await row.locator('.sparkline').getAttribute('data-bytes')) > before + 5 * 5000, {
+    timeoutMs: 30_000,
+    what: 'the sparkline moving',
+  });
   t.regex(await row.locator('figcaption').innerText(), /tx \d/);
   await shot(page, 'hub-shares');
   t.deepEqual(page.problems, []);
@@ -72,16 +75,27 @@ test.serial("a hub creates a certificate request token and reads the recipient's
   // the served package, then its command: never `npx edgehub` (a public registry's name)
   t.regex(command, /^npm install -g http:\/\/127\.0\.0\.1:\d+\/downloads\/edgehub-agent\.tgz\nedgehub enroll eyJ[\w-]+\.[\w-]+\.[\w-]+$/);
   const tokens = await hub.call('GET', `${hub.h}/certificate-request-tokens`);
-  t.true(tokens.json.content.some((x: { name: string }) => x.name === 'laptop'), 'made through the API');
+  t.true(
+    tokens.json.content.some((x: { name: string }) => x.name === 'laptop'),
+    'made through the API',
+  );
   await shot(page, 'hub-certificates');
 
   // an agent enrollment from the environments view
   await page.getByRole('link', { name: 'Environments & agents' }).click();
   await page.getByRole('button', { name: 'Add an agent' }).first().click();
-  t.regex(await page.locator('.reveal pre').first().innerText(), /^npm install -g http:\/\/127\.0\.0\.1:\d+\/downloads\/edgehub-agent\.tgz\nedgehub agent enroll eyJ/);
+  t.regex(
+    await page.locator('.reveal pre').first().innerText(),
+    /^npm install -g http:\/\/127\.0\.0\.1:\d+\/downloads\/edgehub-agent\.tgz\nedgehub agent enroll eyJ/,
+  );
   await shot(page, 'hub-environments');
 
-  for (const [link, heading] of [['Custom frontends', 'Custom frontends'], ['IPsec', 'IPsec tunnels'], ['Health checks', 'Health checks'], ['Executions', 'Executions']]) {
+  for (const [link, heading] of [
+    ['Custom frontends', 'Custom frontends'],
+    ['IPsec', 'IPsec tunnels'],
+    ['Health checks', 'Health checks'],
+    ['Executions', 'Executions'],
+  ]) {
     await page.getByRole('link', { name: link }).click();
     await page.getByRole('heading', { name: heading }).waitFor();
     await shot(page, `hub-${link.toLowerCase().replace(/\s+/g, '-')}`);
@@ -94,7 +108,7 @@ test.serial("a hub creates a certificate request token and reads the recipient's
   await page.context().close();
 });
 
-test.serial("reach: an environment reached only through agents shows it, and its share says no agent is connected instead of ACTIVE", async (t) => {
+test.serial('reach: an environment reached only through agents shows it, and its share says no agent is connected instead of ACTIVE', async (t) => {
   const env = await hub.call('POST', `${hub.h}/environments`, { body: { description: 'closed', reach: 'agent' } });
   t.is(env.status, 201);
   const closed = await routedShare(edge, hub, { name: 'private-app', target: backend.url, envZId: env.json.envZId });

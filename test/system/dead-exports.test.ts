@@ -27,7 +27,8 @@ function* files(dir: string): Generator<string> {
 /** A file's code without its comments (block comments, and line comments that start a line). */
 const code = (text: string) => text.replace(/\/\*[\s\S]*?\*\//g, '').replace(/^\s*\/\/.*$/gm, '');
 
-const EXPORT = /^export\s+(?:default\s+)?(?:declare\s+)?(?:async\s+)?(?:const|let|function\*?|class|abstract\s+class|type|interface|enum)\s+([A-Za-z_$][\w$]*)/gm;
+const EXPORT =
+  /^export\s+(?:default\s+)?(?:declare\s+)?(?:async\s+)?(?:const|let|function\*?|class|abstract\s+class|type|interface|enum)\s+([A-Za-z_$][\w$]*)/gm;
 
 /** How many times each identifier appears in the code of every file that may use an export. */
 function identifierCounts(): Map<string, number> {

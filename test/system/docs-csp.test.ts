@@ -24,7 +24,12 @@ test('the docs page has a CSP that allows only its own scripts, styles and data:
   const page = await stack.call('GET', '/docs', { headers: { accept: 'text/html' }, contract: false });
   t.is(page.status, 200);
   const csp = page.headers.get('content-security-policy') ?? '';
-  const directives = Object.fromEntries(csp.split(';').map((d) => d.trim().split(/\s+/)).map(([name, ...values]) => [name, values.join(' ')]));
+  const directives = Object.fromEntries(
+    csp
+      .split(';')
+      .map((d) => d.trim().split(/\s+/))
+      .map(([name, ...values]) => [name, values.join(' ')]),
+  );
   t.deepEqual(directives, {
     'default-src': "'none'",
     'script-src': "'self'",
@@ -57,7 +62,9 @@ test('Swagger UI renders the operations under that policy, offline, with no CSP 
   });
   await page.addInitScript(() => {
     (window as unknown as { violations: string[] }).violations = [];
-    document.addEventListener('securitypolicyviolation', (e) => (window as unknown as { violations: string[] }).violations.push(`${e.violatedDirective} ${e.blockedURI}`));
+    document.addEventListener('securitypolicyviolation', (e) =>
+      (window as unknown as { violations: string[] }).violations.push(`${e.violatedDirective} ${e.blockedURI}`),
+    );
   });
   await page.goto(`${stack.baseUrl}/docs`);
   const operations = page.locator('.opblock');

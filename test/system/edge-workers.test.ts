@@ -14,7 +14,10 @@ const stack = useStack(test, { workers: false });
 
 const childrenOf = (pid: number): number[] => {
   try {
-    return execFileSync('pgrep', ['-P', String(pid)], { encoding: 'utf8' }).split('\n').filter(Boolean).map(Number);
+    return execFileSync('pgrep', ['-P', String(pid)], { encoding: 'utf8' })
+      .split('\n')
+      .filter(Boolean)
+      .map(Number);
   } catch {
     return [];
   }
@@ -35,7 +38,16 @@ test.serial('HUB_EDGE_WORKERS=2: a dead worker is replaced while the other serve
   t.timeout(120_000);
   const port = await freePort();
   const primary = spawn(process.execPath, scriptArgs('edge/index.ts'), {
-    env: { ...process.env, HUB_PROCESS: 'edge', HUB_EDGE_WORKERS: '2', HUB_EDGE_HTTP_PORT: String(port), HUB_EDGE_HTTPS_PORT: '0', HUB_EDGE_HOST: '127.0.0.1', HUB_METRICS_PORT: '', LOG_LEVEL: 'warn' },
+    env: {
+      ...process.env,
+      HUB_PROCESS: 'edge',
+      HUB_EDGE_WORKERS: '2',
+      HUB_EDGE_HTTP_PORT: String(port),
+      HUB_EDGE_HTTPS_PORT: '0',
+      HUB_EDGE_HOST: '127.0.0.1',
+      HUB_METRICS_PORT: '',
+      LOG_LEVEL: 'warn',
+    },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   let stderr = '';
@@ -48,7 +60,11 @@ test.serial('HUB_EDGE_WORKERS=2: a dead worker is replaced while the other serve
     await exited;
   });
 
-  await waitFor(async () => childrenOf(primary.pid!).length === 2 && (await status(port)) === 404, { timeoutMs: 60_000, intervalMs: 200, what: `two edge workers answering (${stderr.slice(-300)})` });
+  await waitFor(async () => childrenOf(primary.pid!).length === 2 && (await status(port)) === 404, {
+    timeoutMs: 60_000,
+    intervalMs: 200,
+    what: `two edge workers answering (${stderr.slice(-300)})`,
+  });
   const [first, second] = childrenOf(primary.pid!);
   // a worker's start waits for Redis quietly: no warning that the replay requests cannot be read
   t.notRegex(stderr, /replay requests cannot be read/);

@@ -47,7 +47,6 @@ async function edgehub(args: string[]): Promise<Run> {
   }
 }
 
-
 const outDir = () => mkdtempSync(path.join(process.env.TEST_WORK_DIR ?? os.tmpdir(), 'enroll-'));
 
 async function tokenWithJwt(body: Record<string, unknown>) {
@@ -62,10 +61,12 @@ const claimsOf = (jwt: string) => JSON.parse(Buffer.from(jwt.split('.')[1], 'bas
 
 /** A JWT like `jwt` with some claims changed, signed by the service's active key (or `key`/`kid` when given). */
 async function resigned(jwt: string, changes: Record<string, unknown>, signer?: { key: import('node:crypto').KeyObject; kid: string }) {
-  const active = signer ?? (await (async () => {
-    const k = await activeSigningKey({ fresh: true });
-    return { key: k.privateKey, kid: k.kid };
-  })());
+  const active =
+    signer ??
+    (await (async () => {
+      const k = await activeSigningKey({ fresh: true });
+      return { key: k.privateKey, kid: k.kid };
+    })());
   const claims = { ...claimsOf(jwt), ...changes };
   for (const [k, v] of Object.entries(claims)) if (v === undefined) delete claims[k];
   return new SignJWT(claims).setProtectedHeader({ alg: 'ES256', kid: active.kid, typ: 'JWT' }).sign(active.key);
@@ -150,21 +151,41 @@ const refusals: [string, (jwt: string) => Promise<string>, string[], RegExp][] =
     /^edgehub: refused: the JWT's signing key \(kid\) is not in the key set at /,
   ],
   ['a wrong iss', (jwt) => resigned(jwt, { iss: 'someone-else' }), [], /^edgehub: refused: the JWT's issuer \(iss\) is 'someone-else', expected 'hub'$/],
-  ['a wrong aud', (jwt) => resigned(jwt, { aud: 'another-hub' }), [], /^edgehub: refused: the JWT's audience \(aud\) is 'another-hub', expected the hub of its url/],
+  [
+    'a wrong aud',
+    (jwt) => resigned(jwt, { aud: 'another-hub' }),
+    [],
+    /^edgehub: refused: the JWT's audience \(aud\) is 'another-hub', expected the hub of its url/,
+  ],
   ['an expired exp', (jwt) => resigned(jwt, { exp: Math.floor(Date.now() / 1000) - 60 }), [], /^edgehub: refused: the JWT expired at \d{4}-/],
   ['no exp', (jwt) => resigned(jwt, { exp: undefined }), [], /^edgehub: refused: the JWT's 'exp' claim is invalid/],
-  ['a url on a host other than --expect-host', async (jwt) => jwt, ['--expect-host', 'enroll.example.com'], /^edgehub: refused: the JWT's enrollment url is on host '127\.0\.0\.1:\d+', expected 'enroll\.example\.com'$/],
+  [
+    'a url on a host other than --expect-host',
+    async (jwt) => jwt,
+    ['--expect-host', 'enroll.example.com'],
+    /^edgehub: refused: the JWT's enrollment url is on host '127\.0\.0\.1:\d+', expected 'enroll\.example\.com'$/,
+  ],
   [
     'a url moved to another host (localhost) while 127.0.0.1 is expected',
     async (jwt) => resigned(jwt, { url: claimsOf(jwt).url.replace('127.0.0.1', 'localhost') }),
     ['--expect-host', '127.0.0.1'],
     /^edgehub: refused: the JWT's enrollment url is on host 'localhost:\d+', expected '127\.0\.0\.1'$/,
   ],
-  ['a url that is not an enrollment endpoint', (jwt) => resigned(jwt, { url: 'http://127.0.0.1:1/somewhere' }), [], /^edgehub: refused: the JWT's 'url' claim is not an enrollment endpoint/],
-  ['a header that names its own key (jku)', async (jwt) => {
-    const k = await activeSigningKey({ fresh: true });
-    return new SignJWT(claimsOf(jwt)).setProtectedHeader({ alg: 'ES256', kid: k.kid, jku: 'http://127.0.0.1:1/keys' }).sign(k.privateKey);
-  }, [], /^edgehub: refused: the JWT header must not name its own key/],
+  [
+    'a url that is not an enrollment endpoint',
+    (jwt) => resigned(jwt, { url: 'http://127.0.0.1:1/somewhere' }),
+    [],
+    /^edgehub: refused: the JWT's 'url' claim is not an enrollment endpoint/,
+  ],
+  [
+    'a header that names its own key (jku)',
+    async (jwt) => {
+      const k = await activeSigningKey({ fresh: true });
+      return new SignJWT(claimsOf(jwt)).setProtectedHeader({ alg: 'ES256', kid: k.kid, jku: 'http://127.0.0.1:1/keys' }).sign(k.privateKey);
+    },
+    [],
+    /^edgehub: refused: the JWT header must not name its own key/,
+  ],
   ['garbage', async () => 'not.a-jwt', [], /^edgehub: the argument is not a compact JWT/],
 ];
 
@@ -173,7 +194,10 @@ for (const [what, make, extra, message] of refusals) {
     const { jwt } = await tokenWithJwt({ name: `r-${Math.random().toString(36).slice(2, 10)}`, commonName: 'refusal' });
     const bad = await make(jwt);
     const out = outDir();
-    for (const args of [['enroll', bad, '--out', out, ...extra], ['enroll', bad, '--validate', ...extra]]) {
+    for (const args of [
+      ['enroll', bad, '--out', out, ...extra],
+      ['enroll', bad, '--validate', ...extra],
+    ]) {
       const r = await edgehub(args);
       t.is(r.code, 1, r.stdout + r.stderr);
       const lines = r.stderr.split('\n').filter(Boolean);

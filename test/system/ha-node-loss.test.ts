@@ -34,7 +34,16 @@ test.before(async () => {
     const child = startNode(
       `node-${i + 1}`,
       {
-        ...nodeEnv(stores.env, { dataDir: path.join(dir, `node-${i + 1}`), adminToken, secretKeyHex: '11'.repeat(32), port, edgeHttp: edge, edgeHttps: edgeTls, tcpFrom: tcp, tcpTo: tcp }),
+        ...nodeEnv(stores.env, {
+          dataDir: path.join(dir, `node-${i + 1}`),
+          adminToken,
+          secretKeyHex: '11'.repeat(32),
+          port,
+          edgeHttp: edge,
+          edgeHttps: edgeTls,
+          tcpFrom: tcp,
+          tcpTo: tcp,
+        }),
         HUB_IPSEC_PROVIDER: 'simulated',
         HUB_PROVISION_DELAY_MS: '1500',
         LOG_LEVEL: 'warn',
@@ -99,7 +108,10 @@ test.serial('node 1 SIGKILLed under load: node 2 serves every request and finish
   // jobs in flight on both workers: provisioning takes a few seconds per tunnel
   const tunnels: string[] = [];
   for (let i = 0; i < 6; i++) {
-    const r = await onTwo('POST', `/hub/v2/${hub.json.id}/ipsec-tunnels`, { body: { name: `t${i}`, locationId: `site-${i}`, peerPublicIp: `203.0.113.${10 + i}`, peerCidr: `10.${60 + i}.0.0/16` }, contract: false });
+    const r = await onTwo('POST', `/hub/v2/${hub.json.id}/ipsec-tunnels`, {
+      body: { name: `t${i}`, locationId: `site-${i}`, peerPublicIp: `203.0.113.${10 + i}`, peerCidr: `10.${60 + i}.0.0/16` },
+      contract: false,
+    });
     t.is(r.status, 202, r.text);
     tunnels.push(r.json.id);
   }
@@ -123,19 +135,30 @@ test.serial('node 1 SIGKILLed under load: node 2 serves every request and finish
   t.deepEqual([...statuses.keys()], [200], 'every request through node 2 answered 200');
 
   // every job ends: node 1's are taken over by node 2's worker once their locks expire
-  const states = async () => Promise.all(tunnels.map(async (id) => (await onTwo('GET', `/hub/v2/${hub.json.id}/ipsec-tunnels/${id}`, { contract: false })).json.status as string));
-  const final = await waitFor(async () => {
-    const s = await states();
-    return s.every((x) => x === 'DEPLOYED' || x === 'ERROR') ? s : undefined;
-  }, { timeoutMs: 120_000, intervalMs: 1000, what: 'every tunnel provisioned' });
-  t.deepEqual(final, tunnels.map(() => 'DEPLOYED'));
+  const states = async () =>
+    Promise.all(tunnels.map(async (id) => (await onTwo('GET', `/hub/v2/${hub.json.id}/ipsec-tunnels/${id}`, { contract: false })).json.status as string));
+  const final = await waitFor(
+    async () => {
+      const s = await states();
+      return s.every((x) => x === 'DEPLOYED' || x === 'ERROR') ? s : undefined;
+    },
+    { timeoutMs: 120_000, intervalMs: 1000, what: 'every tunnel provisioned' },
+  );
+  t.deepEqual(
+    final,
+    tunnels.map(() => 'DEPLOYED'),
+  );
   // and every other execution too (the clock's, such as the hub CA's first CRL, may have been running on node 1 and
   // is taken over like the rest: within the lock and stalled-check interval, not at once when the tunnels are done)
   type Execution = { id: string; type: string; status: string };
   const unfinished = async () =>
-    ((await onTwo('GET', `${h}/executions?size=100`, { contract: false })).json.content as Execution[]).filter((e) => e.status === 'QUEUED' || e.status === 'RUNNING');
+    ((await onTwo('GET', `${h}/executions?size=100`, { contract: false })).json.content as Execution[]).filter(
+      (e) => e.status === 'QUEUED' || e.status === 'RUNNING',
+    );
   let left: Execution[] = [];
-  await waitFor(async () => (left = await unfinished()).length === 0, { timeoutMs: 60_000, intervalMs: 1000, what: 'every execution finished' }).catch(() => undefined);
+  await waitFor(async () => (left = await unfinished()).length === 0, { timeoutMs: 60_000, intervalMs: 1000, what: 'every execution finished' }).catch(
+    () => undefined,
+  );
   t.is(left.length, 0, JSON.stringify(left));
   const failed = ((await onTwo('GET', `${h}/executions?size=100`, { contract: false })).json.content as Execution[]).filter((e) => e.status !== 'SUCCEEDED');
   t.deepEqual(failed, [], 'every execution succeeded');

@@ -27,10 +27,13 @@ test.serial('healthz is 200 while PostgreSQL and Redis answer, 503 when Redis is
   t.deepEqual(up.json, { status: 'ok' });
 
   await redis.stop();
-  const down = await waitFor(async () => {
-    const r = await stack.call('GET', '/healthz');
-    return r.status === 503 ? r : undefined;
-  }, { what: '503' });
+  const down = await waitFor(
+    async () => {
+      const r = await stack.call('GET', '/healthz');
+      return r.status === 503 ? r : undefined;
+    },
+    { what: '503' },
+  );
   t.is(down.json.status, 'unavailable');
   t.is(down.json.postgres, 'ok');
   t.regex(down.json.redis, /unavailable/);
@@ -57,9 +60,12 @@ test.serial('healthz is 200 while PostgreSQL and Redis answer, 503 when Redis is
   // ... and the sweeper hands it to Redis once it is back
   // (the hub created while Redis was away left its CA job QUEUED too: the sweeper re-adds both)
   t.true((await waitFor(() => sweepExecutions(0), { what: 'the sweeper to re-add the jobs' })) >= 2);
-  const done = await waitFor(async () => {
-    const row = await Execution.findByPk(execution.id);
-    return row?.status === 'SUCCEEDED' ? row : undefined;
-  }, { what: 'the swept job to run' });
+  const done = await waitFor(
+    async () => {
+      const row = await Execution.findByPk(execution.id);
+      return row?.status === 'SUCCEEDED' ? row : undefined;
+    },
+    { what: 'the swept job to run' },
+  );
   t.is(done.attempts, 1);
 });

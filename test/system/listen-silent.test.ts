@@ -27,13 +27,15 @@ test.before(async () => {
 
 /** The PostgreSQL backend of the LISTEN connection of the process named `role`, stopped until the file ends. */
 async function silence(role: string): Promise<number> {
-  const pid = await waitFor(async () => {
-    const { rows } = await stack.sql.query<{ pid: number }>(
-      'SELECT pid FROM pg_stat_activity WHERE datname = current_database() AND application_name = $1',
-      [`edgehub-${role}-listen`],
-    );
-    return rows.length === 1 && rows[0].pid;
-  }, { what: `the LISTEN connection of ${role}` });
+  const pid = await waitFor(
+    async () => {
+      const { rows } = await stack.sql.query<{ pid: number }>('SELECT pid FROM pg_stat_activity WHERE datname = current_database() AND application_name = $1', [
+        `edgehub-${role}-listen`,
+      ]);
+      return rows.length === 1 && rows[0].pid;
+    },
+    { what: `the LISTEN connection of ${role}` },
+  );
   process.kill(pid, 'SIGSTOP');
   stopped.add(pid);
   return pid;
@@ -51,17 +53,25 @@ test.serial('the edge: a share deleted while its LISTEN connection is silent sto
   await silence('edge');
   t.is((await hub.call('DELETE', `${hub.h}/shares/${created.json.zId}`)).status, 204);
   const deletedAt = Date.now();
-  await waitFor(async () => (await edgeRequest(port, host)).status === 404, { timeoutMs: 5 * PING_MS + 5000, intervalMs: 100, what: 'the deleted share no longer routed' });
+  await waitFor(async () => (await edgeRequest(port, host)).status === 404, {
+    timeoutMs: 5 * PING_MS + 5000,
+    intervalMs: 100,
+    what: 'the deleted share no longer routed',
+  });
   t.true(Date.now() - deletedAt < 5 * PING_MS + 5000);
   await edge.waitForLine(/stopped answering; reconnecting/, 'the edge saying why it reconnected', 1000);
 });
 
-test.serial('the API: a key revoked by another process while this one\'s LISTEN connection is silent is refused within seconds', async (t) => {
+test.serial("the API: a key revoked by another process while this one's LISTEN connection is silent is refused within seconds", async (t) => {
   const hub = await stack.hub();
   t.is((await hub.call('GET', `${hub.h}/shares`)).status, 200, 'the key works (and is cached)');
   await silence('app');
   // another process revokes it: only the notification can tell this one
   await stack.sql.query('DELETE FROM api_keys WHERE id = $1', [hub.keyId]);
-  await waitFor(async () => (await hub.call('GET', `${hub.h}/shares`)).status === 401, { timeoutMs: 5 * PING_MS + 5000, intervalMs: 100, what: 'the revoked key refused' });
+  await waitFor(async () => (await hub.call('GET', `${hub.h}/shares`)).status === 401, {
+    timeoutMs: 5 * PING_MS + 5000,
+    intervalMs: 100,
+    what: 'the revoked key refused',
+  });
   t.pass();
 });

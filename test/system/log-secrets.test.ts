@@ -35,7 +35,11 @@ test.serial('every route that takes or returns a secret leaves none of them in t
   const key = await stack.call('POST', `/admin/v1/hubs/${hub.hubId}/api-keys`, { auth: stack.admin, body: { name: 'scan' } });
   t.is(key.status, 201);
   t.is((await call('GET', `${h}/certificate-request-tokens`, { auth: `Bearer ${key.json.token}` })).status, 200);
-  t.is((await call('GET', `${h}/certificate-request-tokens`, { auth: 'Basic ' + Buffer.from(`${key.json.username}:${key.json.token}`).toString('base64') })).status, 200);
+  t.is(
+    (await call('GET', `${h}/certificate-request-tokens`, { auth: 'Basic ' + Buffer.from(`${key.json.username}:${key.json.token}`).toString('base64') }))
+      .status,
+    200,
+  );
   t.is((await call('DELETE', `/admin/v1/hubs/${hub.hubId}/api-keys/${key.json.id}`, { auth: stack.admin })).status, 200);
   t.is((await call('GET', `${h}/certificate-request-tokens`, { auth: `Bearer ${key.json.token}` })).status, 401, 'a revoked key is refused');
 
@@ -74,7 +78,12 @@ test.serial('every route that takes or returns a secret leaves none of them in t
 
   // auth providers: the client secret is written, changed, never returned
   const provider = await call('POST', `${h}/auth-providers`, {
-    body: { name: 'sso', type: 'OIDC', config: { clientId: 'c1', clientSecret: 'client-secret-one-value', issuerUrl: 'https://id.example.com' }, emailPatterns: ['*@example.com'] },
+    body: {
+      name: 'sso',
+      type: 'OIDC',
+      config: { clientId: 'c1', clientSecret: 'client-secret-one-value', issuerUrl: 'https://id.example.com' },
+      emailPatterns: ['*@example.com'],
+    },
   });
   t.is(provider.status, 201, provider.text);
   const patch = await call('PATCH', `${h}/auth-providers/${provider.json.id}`, { body: { config: { clientSecret: 'client-secret-two-value' } } });
@@ -120,7 +129,7 @@ test.serial('every route that takes or returns a secret leaves none of them in t
   let sealed = 0;
   for (const c of columns) {
     const rows = await db().query<{ v: string | null }>(`SELECT "${c.column_name}" AS v FROM "${c.table_name}"`, { type: QueryTypes.SELECT });
-    for (const r of rows) if (r.v) (registerSecret(`${c.table_name}.${c.column_name}`, decryptSecret(r.v)), sealed++);
+    for (const r of rows) if (r.v) registerSecret(`${c.table_name}.${c.column_name}`, decryptSecret(r.v)), sealed++;
   }
   t.true(sealed >= 4, `sealed secrets found: ${sealed}`);
 

@@ -64,8 +64,14 @@ test('an access line is the JSON line pino writes for the same fields, on stdout
   });
   t.is(child.status, 0, child.stderr);
   const fileText = readFileSync(path.join(dir, readdirSync(dir)[0]!), 'utf8');
-  for (const [where, text] of [['stdout', child.stdout], ['file', fileText]] as const) {
-    const entries = text.split('\n').filter((l) => l.includes('"msg":"request"')).map((l) => JSON.parse(l));
+  for (const [where, text] of [
+    ['stdout', child.stdout],
+    ['file', fileText],
+  ] as const) {
+    const entries = text
+      .split('\n')
+      .filter((l) => l.includes('"msg":"request"'))
+      .map((l) => JSON.parse(l));
     t.is(entries.length, 4, where);
     const [given, quoted, missing, viaPino] = entries;
     t.deepEqual(Object.keys(given), Object.keys(viaPino), `${where}: the same keys in the same order as pino's line`);

@@ -78,7 +78,10 @@ test('0801 on a database with tokens: strings sealed at rest, read back and rede
   await sql.connect();
   try {
     const columns = await sql.query(`SELECT column_name FROM information_schema.columns WHERE table_name = 'certificate_request_tokens'`);
-    t.false(columns.rows.some((c) => c.column_name === 'token'), 'the clear column is gone');
+    t.false(
+      columns.rows.some((c) => c.column_name === 'token'),
+      'the clear column is gone',
+    );
     const { rows } = await sql.query(`SELECT id, token_sealed FROM certificate_request_tokens ORDER BY id`);
     t.is(rows.length, tokens.length);
     for (const row of rows) {
@@ -90,9 +93,13 @@ test('0801 on a database with tokens: strings sealed at rest, read back and rede
   }
 
   const open = tokens[0];
-  const redeemed = await s.call('POST', `/hub/v2/hub_upgrade/client-certificates/token/${open.token}`, { body: { type: 'CSR', value: await makeCsr('/CN=upgraded') } });
+  const redeemed = await s.call('POST', `/hub/v2/hub_upgrade/client-certificates/token/${open.token}`, {
+    body: { type: 'CSR', value: await makeCsr('/CN=upgraded') },
+  });
   t.is(redeemed.status, 201, redeemed.text);
   t.is(redeemed.json.name, 'open');
-  const spent = await s.call('POST', `/hub/v2/hub_upgrade/client-certificates/token/${tokens[1].token}`, { body: { type: 'CSR', value: await makeCsr('/CN=spent') } });
+  const spent = await s.call('POST', `/hub/v2/hub_upgrade/client-certificates/token/${tokens[1].token}`, {
+    body: { type: 'CSR', value: await makeCsr('/CN=spent') },
+  });
   t.is(spent.status, 403, 'a token spent before the upgrade stays spent');
 });

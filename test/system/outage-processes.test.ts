@@ -47,13 +47,15 @@ let hub: HubFixture;
 stack.onStop(async () => {
   await redis?.start();
   // a clean stop of each, as a supervisor's SIGTERM
-  await Promise.all(running.map(async ({ spawned }) => {
-    if (spawned.child.exitCode !== null || spawned.child.signalCode !== null) return;
-    const exited = new Promise((resolve) => spawned.child.once('exit', resolve));
-    spawned.child.kill('SIGTERM');
-    await Promise.race([exited, new Promise((resolve) => setTimeout(resolve, 30_000).unref())]);
-    await spawned.kill();
-  }));
+  await Promise.all(
+    running.map(async ({ spawned }) => {
+      if (spawned.child.exitCode !== null || spawned.child.signalCode !== null) return;
+      const exited = new Promise((resolve) => spawned.child.once('exit', resolve));
+      spawned.child.kill('SIGTERM');
+      await Promise.race([exited, new Promise((resolve) => setTimeout(resolve, 30_000).unref())]);
+      await spawned.kill();
+    }),
+  );
 });
 test.after.always(async () => {
   await backend?.close();
@@ -101,7 +103,11 @@ const logMark = () => new Map(running.map(({ name, spawned }) => [name, spawned.
 /** Lines of `name`'s output after `mark` that match `re`. */
 const linesSince = (mark: Map<string, number>, name: string, re: RegExp) => {
   const spawned = running.find((r) => r.name === name)!.spawned;
-  return spawned.output().slice(mark.get(name)).split('\n').filter((line) => re.test(line)).length;
+  return spawned
+    .output()
+    .slice(mark.get(name))
+    .split('\n')
+    .filter((line) => re.test(line)).length;
 };
 
 async function share(name: string): Promise<{ zId: string; host: string }> {
@@ -114,19 +120,25 @@ async function share(name: string): Promise<{ zId: string; host: string }> {
 
 /** A scheduled run of the check that started after `since` and succeeded. */
 async function scheduledRunAfter(checkId: string, since: number, what: string): Promise<void> {
-  await waitFor(async () => {
-    const r = await hub.call('GET', `${hub.h}/executions?resourceId=${checkId}&type=health-checks.scheduledRun&status=SUCCEEDED`);
-    return r.status === 200 && r.json.content.some((e: { createdAt: string }) => Date.parse(e.createdAt) > since);
-  }, { what, timeoutMs: 40_000, intervalMs: 250 });
+  await waitFor(
+    async () => {
+      const r = await hub.call('GET', `${hub.h}/executions?resourceId=${checkId}&type=health-checks.scheduledRun&status=SUCCEEDED`);
+      return r.status === 200 && r.json.content.some((e: { createdAt: string }) => Date.parse(e.createdAt) > since);
+    },
+    { what, timeoutMs: 40_000, intervalMs: 250 },
+  );
 }
 
 /** A certificate issued by the worker process through the queue. */
 async function issue(name: string): Promise<void> {
-  const r = await waitFor(async () => {
-    const answer = await hub.call('POST', `${hub.h}/client-certificates`, { body: { name, value: await makeCsr(`/CN=${name}`) } });
-    // a 503 while the worker's connections come back is retried; the name is free again after a refused attempt
-    return answer.status === 201 ? answer : answer.status === 503 ? undefined : Promise.reject(new Error(`${answer.status} ${answer.text}`));
-  }, { what: `certificate ${name} issued`, timeoutMs: 40_000, intervalMs: 500 });
+  const r = await waitFor(
+    async () => {
+      const answer = await hub.call('POST', `${hub.h}/client-certificates`, { body: { name, value: await makeCsr(`/CN=${name}`) } });
+      // a 503 while the worker's connections come back is retried; the name is free again after a refused attempt
+      return answer.status === 201 ? answer : answer.status === 503 ? undefined : Promise.reject(new Error(`${answer.status} ${answer.text}`));
+    },
+    { what: `certificate ${name} issued`, timeoutMs: 40_000, intervalMs: 500 },
+  );
   const issued = await hub.call('GET', `${hub.h}/client-certificates/${r.json.id}`);
   if (!String(issued.json?.value).includes('BEGIN CERTIFICATE')) throw new Error(`no certificate in ${issued.text}`);
 }
@@ -187,17 +199,23 @@ test.serial('the worker, the clock and the edge stay up through a PostgreSQL out
   await issue('after-redis');
   const last = await share('after-redis');
   // the stream opened before the outage carries exchanges again (its subscription is made again on reconnection)
-  await waitFor(async () => {
-    await edgeRequest(edgePort, first.host, { path: '/live-after-redis-outage' });
-    return streamed.includes('/live-after-redis-outage');
-  }, { what: 'the open live stream carrying exchanges after Redis is back', timeoutMs: 15_000, intervalMs: 500 });
+  await waitFor(
+    async () => {
+      await edgeRequest(edgePort, first.host, { path: '/live-after-redis-outage' });
+      return streamed.includes('/live-after-redis-outage');
+    },
+    { what: 'the open live stream carrying exchanges after Redis is back', timeoutMs: 15_000, intervalMs: 500 },
+  );
   await reader.cancel();
   // inspection records again: a request after the outage is listed
   await edgeRequest(edgePort, last.host, { path: '/after-redis' });
-  const recorded = await waitFor(async () => {
-    const r = await hub.call('GET', `${hub.h}/shares/${last.zId}/requests`);
-    return r.status === 200 && r.json.find((e: { path: string }) => e.path === '/after-redis');
-  }, { what: 'an inspected request after Redis is back', timeoutMs: 10_000 });
+  const recorded = await waitFor(
+    async () => {
+      const r = await hub.call('GET', `${hub.h}/shares/${last.zId}/requests`);
+      return r.status === 200 && r.json.find((e: { path: string }) => e.path === '/after-redis');
+    },
+    { what: 'an inspected request after Redis is back', timeoutMs: 10_000 },
+  );
   // and the edge takes replays again (its blocking read of the replay list was made again on reconnection)
   const replay = await hub.call('POST', `${hub.h}/shares/${last.zId}/requests/${recorded.id}/replay`);
   t.is(replay.status, 201, replay.text);

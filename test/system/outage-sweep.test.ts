@@ -58,7 +58,8 @@ async function sweepAll(): Promise<{ failures: string[]; statuses: Map<number, n
       if (r.status !== 503 || r.json?.status !== 'unavailable') failures.push(`${what}: ${r.status} ${r.text.slice(0, 200)}`);
     } else if (r.status >= 500 && r.status !== 503) failures.push(`${what}: ${r.status} ${r.text.slice(0, 200)}`);
     else if (r.status === 503 && r.json?.error !== 'unavailable') failures.push(`${what}: 503 ${r.text.slice(0, 200)}`);
-    else if (r.status >= 400 && (typeof r.json?.error !== 'string' || typeof r.json?.message !== 'string')) failures.push(`${what}: ${r.status} without {error, message}`);
+    else if (r.status >= 400 && (typeof r.json?.error !== 'string' || typeof r.json?.message !== 'string'))
+      failures.push(`${what}: ${r.status} without {error, message}`);
     else if (Date.now() - started > BOUND_MS) failures.push(`${what}: took ${Date.now() - started} ms`);
   }
   return { failures, statuses };
@@ -75,10 +76,13 @@ test.serial('PostgreSQL away: every operation answers in time, 503 unavailable w
   t.deepEqual(result.failures, []);
   t.true((result.statuses.get(503) ?? 0) > 50, `503 answers: ${JSON.stringify([...result.statuses])}`);
   // back: the hub's resources are all there
-  const list = await waitFor(async () => {
-    const r = await sweep.hub.call('GET', `${sweep.hub.h}/shares`);
-    return r.status === 200 && r;
-  }, { what: 'the API answering again' });
+  const list = await waitFor(
+    async () => {
+      const r = await sweep.hub.call('GET', `${sweep.hub.h}/shares`);
+      return r.status === 200 && r;
+    },
+    { what: 'the API answering again' },
+  );
   t.true(list.json.totalElements >= 1);
 });
 

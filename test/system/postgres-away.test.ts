@@ -49,7 +49,10 @@ test.serial('PostgreSQL away: reads, writes, admin, JWKS and enrollment answer 5
   // back: the same requests answer as usual, and the write refused during the outage did not happen
   const list = await hub.call('GET', `${hub.h}/certificate-request-tokens`);
   t.is(list.status, 200, list.text);
-  t.deepEqual(list.json.content.map((x: { name: string }) => x.name), ['before']);
+  t.deepEqual(
+    list.json.content.map((x: { name: string }) => x.name),
+    ['before'],
+  );
   t.is((await hub.call('GET', `${hub.h}/certificate-request-tokens/${tok.json.id}`)).status, 200);
   t.is((await stack.call('GET', '/admin/v1/hubs', { auth: stack.admin })).status, 200);
   t.is((await stack.call('GET', '/hub/v2/public/.well-known/jwks.json')).status, 200);

@@ -76,7 +76,11 @@ test.serial('the primary SIGKILLed and the standby promoted: no acknowledged wri
   phase = 'after';
   await writer;
   t.log(`answers: ${JSON.stringify([...statuses])}; ${acknowledged.length} writes acknowledged`);
-  t.deepEqual([...statuses.keys()].filter((s) => s !== 201 && s !== 503), [], 'only 201 and 503');
+  t.deepEqual(
+    [...statuses.keys()].filter((s) => s !== 201 && s !== 503),
+    [],
+    'only 201 and 503',
+  );
   t.true(afterSwitch >= 10, 'writes succeed on the promoted standby');
 
   // every write answered 2xx is on the new primary (the standby was synchronous)
@@ -96,6 +100,9 @@ test.serial('the primary SIGKILLed and the standby promoted: no acknowledged wri
   const bearer = `Bearer ${key.json.token}`;
   t.is((await stack.call('GET', `${hub.h}/environments`, { auth: bearer })).status, 200);
   t.is((await stack.call('DELETE', `/admin/v1/hubs/${hub.hubId}/api-keys/${key.json.id}`, { auth: stack.admin })).status, 200);
-  await waitFor(async () => (await stack.call('GET', `${hub.h}/environments`, { auth: bearer })).status === 401, { timeoutMs: 5000, what: 'the revoked key refused' });
+  await waitFor(async () => (await stack.call('GET', `${hub.h}/environments`, { auth: bearer })).status === 401, {
+    timeoutMs: 5000,
+    what: 'the revoked key refused',
+  });
   t.pass();
 });

@@ -40,7 +40,13 @@ test.serial('the old primary back, writable, after a failover: the address stays
   primary.kill();
   const { seconds } = await stores.promoted;
   t.log(`the watcher promoted the standby ${seconds.toFixed(1)} s after the primary went`);
-  await waitFor(async () => (await sql(url, 'INSERT INTO writes VALUES (2)').then(() => true).catch(() => false)), { what: 'writes on the promoted standby' });
+  await waitFor(
+    async () =>
+      await sql(url, 'INSERT INTO writes VALUES (2)')
+        .then(() => true)
+        .catch(() => false),
+    { what: 'writes on the promoted standby' },
+  );
 
   // the old primary comes back as it was: a primary, taking writes from whoever reaches it
   const back = await stores.postgres.restartPrimary();
@@ -54,7 +60,11 @@ test.serial('the old primary back, writable, after a failover: the address stays
   const [{ port }] = await sql<{ port: number }>(url, 'SELECT inet_server_port() AS port');
   t.is(port, standby.port);
   const onOld = await sql<{ n: number }>(direct, 'SELECT n FROM writes ORDER BY n');
-  t.deepEqual(onOld.map((r) => r.n), [1], 'the old primary got none of the writes made after the failover');
+  t.deepEqual(
+    onOld.map((r) => r.n),
+    [1],
+    'the old primary got none of the writes made after the failover',
+  );
   const onNew = await sql<{ n: number }>(url, 'SELECT count(*)::int AS n FROM writes');
   t.is(onNew[0].n, 22);
 });

@@ -64,19 +64,28 @@ test('a scrape parses and has HTTP, job, queue, pool and process metrics', async
     t.regex(r.headers.get('content-type')!, /^text\/plain; version=0\.0\.4/);
     return parseExposition(r.text);
   };
-  const samples = await waitFor(async () => {
-    const s = await scrape();
-    return find(s, 'edgehub_jobs_total').length ? s : undefined;
-  }, { what: 'a job to be counted', timeoutMs: 30_000 }).catch(async () => scrape());
+  const samples = await waitFor(
+    async () => {
+      const s = await scrape();
+      return find(s, 'edgehub_jobs_total').length ? s : undefined;
+    },
+    { what: 'a job to be counted', timeoutMs: 30_000 },
+  ).catch(async () => scrape());
 
   // HTTP by route template (never the raw id), method and status, with latency histograms
   const list = find(samples, 'edgehub_http_requests_total', { route: '/hub/:hubId/shares', method: 'GET', status: '200' });
   t.is(list.length, 1);
   t.true(list[0].value >= 1);
   t.is(find(samples, 'edgehub_http_requests_total', { route: '/hub/:hubId/shares/:zId', status: '404' }).length, 1);
-  t.false(samples.some((s) => s.labels.route?.includes(hub.hubId)), 'ids never become label values');
+  t.false(
+    samples.some((s) => s.labels.route?.includes(hub.hubId)),
+    'ids never become label values',
+  );
   t.true(find(samples, 'edgehub_http_request_duration_seconds_bucket', { route: '/hub/:hubId/shares', le: '+Inf' }).length === 1);
-  t.true(samples.every((s) => s.labels.process !== undefined), 'every series names its process');
+  t.true(
+    samples.every((s) => s.labels.process !== undefined),
+    'every series names its process',
+  );
 
   // queue depths per queue and state, read at scrape time
   for (const state of ['waiting', 'active', 'delayed', 'failed']) t.is(find(samples, 'edgehub_queue_jobs', { queue: 'pki', state }).length, 1, state);
@@ -85,7 +94,11 @@ test('a scrape parses and has HTTP, job, queue, pool and process metrics', async
   t.is(find(samples, 'edgehub_db_pool_connections', { state: 'in_use' }).length, 1);
   t.is(find(samples, 'edgehub_db_pool_connections', { state: 'max' })[0]?.value, 10);
   t.true(find(samples, 'edgehub_db_pool_connections', { state: 'idle' })[0]?.value >= 1, 'the prepared statements of the requests above ran on it');
-  t.deepEqual([...new Set(samples.filter((s) => /^edgehub_db_.*connections$/.test(s.name)).map((s) => s.name))], ['edgehub_db_pool_connections'], 'one pool per process');
+  t.deepEqual(
+    [...new Set(samples.filter((s) => /^edgehub_db_.*connections$/.test(s.name)).map((s) => s.name))],
+    ['edgehub_db_pool_connections'],
+    'one pool per process',
+  );
   // process metrics
   t.true(find(samples, 'edgehub_process_resident_memory_bytes')[0]?.value > 0);
   t.true(find(samples, 'edgehub_nodejs_eventloop_lag_seconds').length === 1);

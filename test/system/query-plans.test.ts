@@ -34,7 +34,9 @@ async function genericPlan(sql: string): Promise<PlanNode> {
 /** What is wrong with a plan's table reads: each must be an index scan of a unique index. */
 async function problems(sql: string): Promise<string[]> {
   const unique = new Set(
-    (await stack.sql.query(`SELECT c.relname FROM pg_index i JOIN pg_class c ON c.oid = i.indexrelid WHERE i.indisunique`)).rows.map((r) => r.relname as string),
+    (await stack.sql.query(`SELECT c.relname FROM pg_index i JOIN pg_class c ON c.oid = i.indexrelid WHERE i.indisunique`)).rows.map(
+      (r) => r.relname as string,
+    ),
   );
   return scans(await genericPlan(sql))
     .filter((s) => !(s['Index Name'] && unique.has(s['Index Name']) && s['Index Cond']))
@@ -86,8 +88,12 @@ test.serial("the name registry's entry names its owner's hub and name: refused o
   // an entry under another name, or moved to another name, is refused by the database
   const other = await stack.hub();
   await t.throwsAsync(stack.sql.query(`UPDATE pki_names SET name = 'elsewhere' WHERE token_id = $1`, [token.json.id]), { message: /does not match its owner/ });
-  await t.throwsAsync(stack.sql.query(`INSERT INTO pki_names (hub_id, name, token_id) VALUES ($1, 'x', $2)`, [other.hubId, token.json.id]), { message: /does not match its owner|pki_names_token_key/ });
-  await t.throwsAsync(stack.sql.query(`INSERT INTO pki_names (hub_id, name, token_id) VALUES ($1, 'x', 'tok_nobody')`, [hub.hubId]), { message: /pki_names_token_id_fkey/ });
+  await t.throwsAsync(stack.sql.query(`INSERT INTO pki_names (hub_id, name, token_id) VALUES ($1, 'x', $2)`, [other.hubId, token.json.id]), {
+    message: /does not match its owner|pki_names_token_key/,
+  });
+  await t.throwsAsync(stack.sql.query(`INSERT INTO pki_names (hub_id, name, token_id) VALUES ($1, 'x', 'tok_nobody')`, [hub.hubId]), {
+    message: /pki_names_token_id_fkey/,
+  });
 
   // a rename through the API renames the entry; onto a taken name it is a 409 and nothing changes
   t.is((await hub.call('PATCH', `${hub.h}/certificate-request-tokens/${token.json.id}`, { body: { name: 'second' } })).status, 200);

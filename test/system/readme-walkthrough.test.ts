@@ -120,7 +120,10 @@ test('the runner stops at the first failing block and names its line', async (t)
   t.is(run.failedAt, 15);
   t.regex(run.output, /a is 1/);
   t.notRegex(run.output, /never|needs-edge|outside/);
-  t.deepEqual(run.skipped.map((b) => b.line), [12]);
+  t.deepEqual(
+    run.skipped.map((b) => b.line),
+    [12],
+  );
 
   const unset = await runWalkthrough(walkthroughBlocks('<!-- walkthrough:start -->\n```sh\necho "$NOT_SET"\n```\n<!-- walkthrough:end -->'), { env: {} });
   t.not(unset.code, 0, 'an unset variable fails (set -u)');

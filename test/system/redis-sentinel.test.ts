@@ -41,7 +41,8 @@ const quick = defineProcessor({
 });
 
 const unfinished = async () =>
-  (await stack.sql.query(`SELECT count(*)::int AS n FROM executions WHERE type = 'system.sentinelTestJob' AND status NOT IN ('SUCCEEDED', 'FAILED')`)).rows[0].n as number;
+  (await stack.sql.query(`SELECT count(*)::int AS n FROM executions WHERE type = 'system.sentinelTestJob' AND status NOT IN ('SUCCEEDED', 'FAILED')`)).rows[0]
+    .n as number;
 
 async function enqueueSome(n: number): Promise<string[]> {
   const ids: string[] = [];
@@ -57,10 +58,13 @@ test.serial('a failover asked of the sentinels (the old master lives on as a rep
   const { demoted, promoted } = await ha.failover();
   t.log(`master ${demoted} demoted, ${promoted} promoted`);
   const after = await waitFor(async () => enqueueSome(5).catch(() => undefined), { timeoutMs: 30_000, what: 'jobs added on the new master' });
-  await waitFor(async () => {
-    await reconcileExecutions([...processors, quick], 0);
-    return after.every((id) => ran.includes(id));
-  }, { timeoutMs: 30_000, intervalMs: 500, what: 'the same workers running jobs on the new master' });
+  await waitFor(
+    async () => {
+      await reconcileExecutions([...processors, quick], 0);
+      return after.every((id) => ran.includes(id));
+    },
+    { timeoutMs: 30_000, intervalMs: 500, what: 'the same workers running jobs on the new master' },
+  );
   await reconcileExecutions([...processors, quick]);
   await waitFor(async () => (await unfinished()) === 0, { timeoutMs: 30_000, what: 'every execution finished' });
   t.is(new Set(ran).size, ran.length, 'no job ran twice');
@@ -83,10 +87,13 @@ test.serial('the master SIGKILLed: the sentinels promote the replica, the same w
   const after = await waitFor(async () => enqueueSome(5).catch(() => undefined), { timeoutMs: 30_000, what: 'jobs added on the new master' });
   // the workers that were blocked on the dead master take the new jobs: no stall after a failover (a job whose adding
   // met a connection still reconnecting is added by the sweep, as the clock does every minute)
-  await waitFor(async () => {
-    await reconcileExecutions([...processors, quick], 0);
-    return after.every((id) => ran.includes(id));
-  }, { timeoutMs: 30_000, intervalMs: 500, what: 'the same workers running jobs after the failover' });
+  await waitFor(
+    async () => {
+      await reconcileExecutions([...processors, quick], 0);
+      return after.every((id) => ran.includes(id));
+    },
+    { timeoutMs: 30_000, intervalMs: 500, what: 'the same workers running jobs after the failover' },
+  );
 
   // a job that Redis lost in the failover (replication is asynchronous) is added again from its execution row
   await reconcileExecutions([...processors, quick]);
@@ -99,11 +106,20 @@ test.serial('the master SIGKILLed: the sentinels promote the replica, the same w
 test.serial('sentinels that answer but name a master nobody reaches: a process waits for one, saying so now and then, without crashing', async (t) => {
   // the last data node goes: the sentinels still answer, naming a master that is away, with no replica to promote
   for (const node of ha.nodes) node.process.kill('SIGKILL');
-  const worker = spawnScript('workers/index.ts', { DATABASE_URL: stack.databaseUrl, REDIS_URL: '', REDIS_SENTINELS: ha.sentinelList, REDIS_SENTINEL_NAME: ha.name, HUB_METRICS_PORT: '0' });
+  const worker = spawnScript('workers/index.ts', {
+    DATABASE_URL: stack.databaseUrl,
+    REDIS_URL: '',
+    REDIS_SENTINELS: ha.sentinelList,
+    REDIS_SENTINEL_NAME: ha.name,
+    HUB_METRICS_PORT: '0',
+  });
   try {
     await new Promise((r) => setTimeout(r, 10_000));
     t.is(worker.child.exitCode, null, `the process is still running\n${worker.output().slice(-2000)}`);
-    const errorLines = worker.output().split('\n').filter((l) => /ECONNREFUSED|unreachable|no sentinel answers/.test(l));
+    const errorLines = worker
+      .output()
+      .split('\n')
+      .filter((l) => /ECONNREFUSED|unreachable|no sentinel answers/.test(l));
     // one line per queue and reason each 5 s at most, not a line per reconnection attempt (every 50-2000 ms per connection)
     t.true(errorLines.length <= 3 * 7 * 2, `${errorLines.length} lines in 10 s:\n${errorLines.slice(0, 5).join('\n')}`);
   } finally {
@@ -113,7 +129,12 @@ test.serial('sentinels that answer but name a master nobody reaches: a process w
 
 test.serial('a sentinel list where no sentinel answers: a process stops at start with one line naming the setting', async (t) => {
   const closed = await freePort();
-  const worker = spawnScript('workers/index.ts', { DATABASE_URL: stack.databaseUrl, REDIS_URL: '', REDIS_SENTINELS: `127.0.0.1:${closed}`, HUB_METRICS_PORT: '0' });
+  const worker = spawnScript('workers/index.ts', {
+    DATABASE_URL: stack.databaseUrl,
+    REDIS_URL: '',
+    REDIS_SENTINELS: `127.0.0.1:${closed}`,
+    HUB_METRICS_PORT: '0',
+  });
   const [code] = (await once(worker.child, 'exit')) as [number | null];
   t.is(code, 2, worker.output().slice(-2000));
   t.regex(worker.output(), /REDIS_SENTINELS: no sentinel answers \(127\.0\.0\.1:\d+: .*\)/);

@@ -44,9 +44,12 @@ test('Redis stopped: issuing a certificate answers 503 within the wait, and comp
     timeoutMs: 60_000,
     intervalMs: 500,
   });
-  const listed = await waitFor(async () => {
-    const r = await hub.call('GET', `${hub.h}/client-certificates`);
-    return r.json.content?.find((c: { name: string }) => c.name === 'redis-down');
-  }, { what: 'the certificate', timeoutMs: 60_000 });
+  const listed = await waitFor(
+    async () => {
+      const r = await hub.call('GET', `${hub.h}/client-certificates`);
+      return r.json.content?.find((c: { name: string }) => c.name === 'redis-down');
+    },
+    { what: 'the certificate', timeoutMs: 60_000 },
+  );
   t.truthy(listed);
 });

@@ -33,12 +33,25 @@ async function start(env: Record<string, string | undefined>): Promise<Spawned> 
   registerSecret('admin token', adminToken);
   // a TCP share range of its own (one free port), so that test files starting stacks side by side do not collide there
   const tcp = String(await freePort());
-  const run = spawnScript('scripts/start.ts', { DATABASE_URL: undefined, REDIS_URL: undefined, HUB_DATA_DIR: dataDir(), HUB_ADMIN_TOKEN: adminToken, HUB_EDGE_HTTPS_PORT: '0', HUB_EDGE_TCP_PORTS: `${tcp}-${tcp}`, ...env }, { detached: true });
+  const run = spawnScript(
+    'scripts/start.ts',
+    {
+      DATABASE_URL: undefined,
+      REDIS_URL: undefined,
+      HUB_DATA_DIR: dataDir(),
+      HUB_ADMIN_TOKEN: adminToken,
+      HUB_EDGE_HTTPS_PORT: '0',
+      HUB_EDGE_TCP_PORTS: `${tcp}-${tcp}`,
+      ...env,
+    },
+    { detached: true },
+  );
   runs.push(run);
   return run;
 }
 
-const exited = (run: Spawned) => (run.child.exitCode !== null ? Promise.resolve(run.child.exitCode) : new Promise<number | null>((resolve) => run.child.once('exit', (code) => resolve(code))));
+const exited = (run: Spawned) =>
+  run.child.exitCode !== null ? Promise.resolve(run.child.exitCode) : new Promise<number | null>((resolve) => run.child.once('exit', (code) => resolve(code)));
 
 for (const variable of ['PORT', 'HUB_EDGE_HTTP_PORT'] as const) {
   test(`a taken ${variable} stops npm start at once, in one line naming the port and the variable`, async (t) => {
@@ -47,7 +60,10 @@ for (const variable of ['PORT', 'HUB_EDGE_HTTP_PORT'] as const) {
     const taken = (holder.address() as net.AddressInfo).port;
     try {
       const other = String(await freePort());
-      const run = await start({ PORT: variable === 'PORT' ? String(taken) : other, HUB_EDGE_HTTP_PORT: variable === 'PORT' ? String(await freePort()) : String(taken) });
+      const run = await start({
+        PORT: variable === 'PORT' ? String(taken) : other,
+        HUB_EDGE_HTTP_PORT: variable === 'PORT' ? String(await freePort()) : String(taken),
+      });
       t.is(await exited(run), 1);
       const out = run.output();
       t.regex(out, new RegExp(`edgehub: port ${taken} \\(${variable}\\) is already in use by another program: stop it, or set ${variable} to a free port`));
@@ -66,10 +82,22 @@ test('a taken port of HUB_EDGE_TCP_PORTS stops npm start before it writes anythi
   try {
     const dir = dataDir();
     // no HUB_ADMIN_TOKEN: a start that went on would store a generated one (and the secret key) in the folder
-    const run = await start({ HUB_DATA_DIR: dir, HUB_ADMIN_TOKEN: undefined, HUB_SECRET_KEY: undefined, PORT: String(await freePort()), HUB_EDGE_HTTP_PORT: String(await freePort()), HUB_EDGE_TCP_PORTS: `${taken}-${taken}` });
+    const run = await start({
+      HUB_DATA_DIR: dir,
+      HUB_ADMIN_TOKEN: undefined,
+      HUB_SECRET_KEY: undefined,
+      PORT: String(await freePort()),
+      HUB_EDGE_HTTP_PORT: String(await freePort()),
+      HUB_EDGE_TCP_PORTS: `${taken}-${taken}`,
+    });
     t.is(await exited(run), 1);
     const out = run.output();
-    t.regex(out, new RegExp(`edgehub: port ${taken} of HUB_EDGE_TCP_PORTS ${taken}-${taken} \\(the ports of TCP shares\\) is already in use by another program: stop it, or set HUB_EDGE_TCP_PORTS to a free range`));
+    t.regex(
+      out,
+      new RegExp(
+        `edgehub: port ${taken} of HUB_EDGE_TCP_PORTS ${taken}-${taken} \\(the ports of TCP shares\\) is already in use by another program: stop it, or set HUB_EDGE_TCP_PORTS to a free range`,
+      ),
+    );
     t.is(out.trim().split('\n').length, 1, out);
     t.deepEqual(readdirSync(dir), [], 'no admin-token, no secret-key');
   } finally {
@@ -82,7 +110,12 @@ test('a taken PORT stops npm start before it writes the admin token and the secr
   await new Promise((r) => holder.once('listening', r));
   try {
     const dir = dataDir();
-    const run = await start({ HUB_DATA_DIR: dir, HUB_ADMIN_TOKEN: undefined, HUB_SECRET_KEY: undefined, PORT: String((holder.address() as net.AddressInfo).port) });
+    const run = await start({
+      HUB_DATA_DIR: dir,
+      HUB_ADMIN_TOKEN: undefined,
+      HUB_SECRET_KEY: undefined,
+      PORT: String((holder.address() as net.AddressInfo).port),
+    });
     t.is(await exited(run), 1);
     t.deepEqual(readdirSync(dir), [], run.output());
   } finally {
@@ -97,10 +130,21 @@ test('a second npm start on one machine with the same HUB_EDGE_TCP_PORTS stops a
   const first = await start({ PORT: String(await freePort()), HUB_EDGE_HTTP_PORT: String(await freePort()), HUB_EDGE_TCP_PORTS: range });
   await first.waitForLine(/edgehub: ready\./, 'the first stack', 180_000);
   const dir = dataDir();
-  const second = await start({ HUB_DATA_DIR: dir, HUB_ADMIN_TOKEN: undefined, PORT: String(await freePort()), HUB_EDGE_HTTP_PORT: String(await freePort()), HUB_EDGE_TCP_PORTS: range });
+  const second = await start({
+    HUB_DATA_DIR: dir,
+    HUB_ADMIN_TOKEN: undefined,
+    PORT: String(await freePort()),
+    HUB_EDGE_HTTP_PORT: String(await freePort()),
+    HUB_EDGE_TCP_PORTS: range,
+  });
   t.is(await exited(second), 1);
   const out = second.output();
-  t.regex(out, new RegExp(`edgehub: HUB_EDGE_TCP_PORTS ${range} \\(the ports of TCP shares\\) is already used by another edgehub on this machine \\(npm start, pid ${first.child.pid}\\): stop it, or set HUB_EDGE_TCP_PORTS to another range`));
+  t.regex(
+    out,
+    new RegExp(
+      `edgehub: HUB_EDGE_TCP_PORTS ${range} \\(the ports of TCP shares\\) is already used by another edgehub on this machine \\(npm start, pid ${first.child.pid}\\): stop it, or set HUB_EDGE_TCP_PORTS to another range`,
+    ),
+  );
   t.is(out.trim().split('\n').length, 1, out);
   t.deepEqual(readdirSync(dir), []);
   process.kill(-first.child.pid!, 'SIGTERM');

@@ -57,17 +57,23 @@ const stopsInOrder = test.macro(async (t, { stop, edgeWorkers }: { stop: 'ctrl-c
   const share = await api('POST', `/hub/${hub.json.id}/shares`, { body: { name: 'web', frontendIds: [frontendId], target: backend.url } });
   t.is(share.status, 201, share.text);
   const host = new URL(share.json.frontendEndpoint).hostname;
-  await waitFor(async () => (await edgeRequest(edgePort, host).catch(() => ({ status: 0 }))).status === 200, { what: 'the edge routing the share', timeoutMs: 30_000 });
+  await waitFor(async () => (await edgeRequest(edgePort, host).catch(() => ({ status: 0 }))).status === 200, {
+    what: 'the edge routing the share',
+    timeoutMs: 30_000,
+  });
 
   if (edgeWorkers) {
     // HUB_EDGE_WORKERS edge children on the same ports, each with its metrics on the port the start log names
     const ports = [...start.output().matchAll(/edge\.\d+ started \(pid \d+, metrics on port (\d+)\)/g)].map((m) => Number(m[1]));
     t.is(ports.length, edgeWorkers, start.output().slice(-3000));
     for (const metricsPort of ports) {
-      const scrape = await waitFor(async () => {
-        const r = await fetch(`http://127.0.0.1:${metricsPort}/metrics`).catch(() => undefined);
-        return r?.status === 200 ? r.text() : undefined;
-      }, { what: `the edge's metrics on port ${metricsPort}`, timeoutMs: 30_000 });
+      const scrape = await waitFor(
+        async () => {
+          const r = await fetch(`http://127.0.0.1:${metricsPort}/metrics`).catch(() => undefined);
+          return r?.status === 200 ? r.text() : undefined;
+        },
+        { what: `the edge's metrics on port ${metricsPort}`, timeoutMs: 30_000 },
+      );
       t.regex(scrape, /# TYPE edgehub_edge_requests_total counter/, `port ${metricsPort}`);
       t.regex(scrape, /\{[^}]*process="edge"/, `port ${metricsPort}`);
     }
@@ -78,8 +84,10 @@ const stopsInOrder = test.macro(async (t, { stop, edgeWorkers }: { stop: 'ctrl-c
   const last = await edgeRequest(edgePort, host, { method: 'POST', body });
   t.is(last.status, 200);
 
-  if (stop === 'ctrl-c') process.kill(-start.child.pid!, 'SIGINT'); // what a terminal does on Ctrl-C
-  else if (stop === 'sighup') process.kill(-start.child.pid!, 'SIGHUP'); // what a closing terminal does
+  if (stop === 'ctrl-c')
+    process.kill(-start.child.pid!, 'SIGINT'); // what a terminal does on Ctrl-C
+  else if (stop === 'sighup')
+    process.kill(-start.child.pid!, 'SIGHUP'); // what a closing terminal does
   else start.child.kill('SIGTERM');
   const code = await exitCode(run);
   const output = start.output();
@@ -92,9 +100,10 @@ const stopsInOrder = test.macro(async (t, { stop, edgeWorkers }: { stop: 'ctrl-c
   try {
     const sql = new pg.Client({ connectionString: postgres.url('edgehub') });
     await sql.connect();
-    const { rows } = await sql.query(`SELECT coalesce(sum(rx), 0)::int AS rx, coalesce(sum(tx), 0)::int AS tx FROM usage_hours WHERE scope = 'share' AND scope_id = $1`, [
-      share.json.zId,
-    ]);
+    const { rows } = await sql.query(
+      `SELECT coalesce(sum(rx), 0)::int AS rx, coalesce(sum(tx), 0)::int AS tx FROM usage_hours WHERE scope = 'share' AND scope_id = $1`,
+      [share.json.zId],
+    );
     await sql.end();
     t.log(`stored usage of the share: ${JSON.stringify(rows[0])}`);
     t.true(rows[0].rx > body.length, `rx ${rows[0].rx}`);
@@ -109,7 +118,9 @@ const stopsInOrder = test.macro(async (t, { stop, edgeWorkers }: { stop: 'ctrl-c
   t.notRegex(output, /usage flush failed/);
 });
 
-test.serial('npm start: Ctrl-C stops the children, then Redis, then PostgreSQL; the edge counters of the last request are stored', stopsInOrder, { stop: 'ctrl-c' });
+test.serial('npm start: Ctrl-C stops the children, then Redis, then PostgreSQL; the edge counters of the last request are stored', stopsInOrder, {
+  stop: 'ctrl-c',
+});
 test.serial('npm start: the terminal closing (SIGHUP to the group) does the same', stopsInOrder, { stop: 'sighup' });
 test.serial('npm start: SIGTERM to it alone does the same, with HUB_EDGE_WORKERS=2 edge children', stopsInOrder, { stop: 'sigterm', edgeWorkers: 2 });
 

@@ -49,7 +49,11 @@ async function loginError(port: number, password: string): Promise<string | unde
 /** The stores of a running `npm start`, and its passwords as kept in its data folder. */
 async function checkStores(t: ExecutionContext, run: Run): Promise<void> {
   const call = makeCall(`http://127.0.0.1:${run.port}`);
-  await waitFor(async () => (await call('GET', '/healthz').catch(() => ({ status: 0 }))).status === 200, { what: 'the API healthy', timeoutMs: 60_000, intervalMs: 250 });
+  await waitFor(async () => (await call('GET', '/healthz').catch(() => ({ status: 0 }))).status === 200, {
+    what: 'the API healthy',
+    timeoutMs: 60_000,
+    intervalMs: 250,
+  });
   const kept: Record<string, string> = {};
   for (const name of ['postgres-password', 'redis-password']) {
     const file = path.join(run.dataDir, name);

@@ -14,10 +14,13 @@ cleanUpHubs(test);
 
 /** A certificate issued through the worker, retried while the service reconnects (503). */
 async function issue(api: Call, h: string, name: string): Promise<void> {
-  const r = await waitFor(async () => {
-    const answer = await api('POST', `${h}/client-certificates`, { body: { name, value: await makeCsr(`/CN=${name}`) } });
-    return answer.status === 201 ? answer : answer.status === 503 ? undefined : Promise.reject(new Error(`${answer.status} ${answer.text}`));
-  }, { what: `certificate ${name}`, timeoutMs: 60_000, intervalMs: 500 });
+  const r = await waitFor(
+    async () => {
+      const answer = await api('POST', `${h}/client-certificates`, { body: { name, value: await makeCsr(`/CN=${name}`) } });
+      return answer.status === 201 ? answer : answer.status === 503 ? undefined : Promise.reject(new Error(`${answer.status} ${answer.text}`));
+    },
+    { what: `certificate ${name}`, timeoutMs: 60_000, intervalMs: 500 },
+  );
   if (!r.json.id) throw new Error(r.text);
 }
 
@@ -26,7 +29,12 @@ test('npm start: a redis-server, then a PostgreSQL, that dies is started again a
   const run = await startHub();
   const { start, port, adminToken } = run;
   const call = makeCall(`http://127.0.0.1:${port}`);
-  const healthy = () => waitFor(async () => (await call('GET', '/healthz').catch(() => ({ status: 0 }))).status === 200, { what: 'the API healthy', timeoutMs: 60_000, intervalMs: 250 });
+  const healthy = () =>
+    waitFor(async () => (await call('GET', '/healthz').catch(() => ({ status: 0 }))).status === 200, {
+      what: 'the API healthy',
+      timeoutMs: 60_000,
+      intervalMs: 250,
+    });
   await healthy();
   const hub = await call('POST', '/admin/v1/hubs', { auth: `Bearer ${adminToken}`, body: { name: 'stores' } });
   t.is(hub.status, 201);

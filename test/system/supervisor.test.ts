@@ -83,10 +83,15 @@ test('npm start: a SIGKILLed worker is restarted, the API keeps answering, the t
     t.log(start.output().slice(-6000));
     throw err;
   });
-  t.log(`worker SIGKILLed mid-job: tunnel DEPLOYED ${((Date.now() - killedAt) / 1000).toFixed(1)} s later (restart + takeover); ${requests} API requests meanwhile`);
+  t.log(
+    `worker SIGKILLed mid-job: tunnel DEPLOYED ${((Date.now() - killedAt) / 1000).toFixed(1)} s later (restart + takeover); ${requests} API requests meanwhile`,
+  );
   t.deepEqual(bad, [], 'every API request answered while the worker was down');
 
-  const restart = await start.waitForLine(/worker \(pid (\d+)\) exited with signal SIGKILL after [\d.]+ s; restarting it in [\d.]+ s \(restart #1\)/, 'the restart log line');
+  const restart = await start.waitForLine(
+    /worker \(pid (\d+)\) exited with signal SIGKILL after [\d.]+ s; restarting it in [\d.]+ s \(restart #1\)/,
+    'the restart log line',
+  );
   t.is(Number(restart[1]), workerPid);
   const newPid = Number((await start.waitForLine(/worker started \(pid (\d+)[^\n]*\n(?![\s\S]*worker started)/, 'the new worker'))[1]);
   t.not(newPid, workerPid);
@@ -115,7 +120,13 @@ test('a child that dies at once, again and again, is reported as crash-looping a
   const script = path.join(dir, 'crash.mjs');
   writeFileSync(script, 'console.error("cannot start: something is wrong"); process.exit(3);\n');
   const lines: string[] = [];
-  const supervisor = new Supervisor([{ name: 'broken', script }], { env: { ...process.env }, backoffMs: 20, maxBackoffMs: 160, crashLoopAfter: 4, log: (l) => lines.push(l) });
+  const supervisor = new Supervisor([{ name: 'broken', script }], {
+    env: { ...process.env },
+    backoffMs: 20,
+    maxBackoffMs: 160,
+    crashLoopAfter: 4,
+    log: (l) => lines.push(l),
+  });
   supervisor.start();
   try {
     await waitFor(async () => lines.filter((l) => /CRASH-LOOPING/.test(l)).length >= 2, { what: 'the crash loop report', timeoutMs: 60_000 });
@@ -141,17 +152,23 @@ test("every child runs with the node flags it is given; the collector's are sing
   const dir = mkdtempSync(path.join(process.env.TEST_WORK_DIR ?? os.tmpdir(), 'flags-'));
   const script = path.join(dir, 'flags.mjs');
   const out = path.join(dir, 'flags.json');
-  writeFileSync(script, `import { writeFileSync } from 'node:fs';\nwriteFileSync(${JSON.stringify(out)}, JSON.stringify(process.execArgv));\nsetInterval(() => {}, 1000);\n`);
+  writeFileSync(
+    script,
+    `import { writeFileSync } from 'node:fs';\nwriteFileSync(${JSON.stringify(out)}, JSON.stringify(process.execArgv));\nsetInterval(() => {}, 1000);\n`,
+  );
   const supervisor = new Supervisor([{ name: 'flagged', script }], { env: { ...process.env }, execArgv: ['--single-threaded-gc'], log: () => undefined });
   supervisor.start();
   try {
-    const argv = await waitFor(async () => {
-      try {
-        return JSON.parse(readFileSync(out, 'utf8')) as string[];
-      } catch {
-        return undefined;
-      }
-    }, { what: 'the child to write its flags' });
+    const argv = await waitFor(
+      async () => {
+        try {
+          return JSON.parse(readFileSync(out, 'utf8')) as string[];
+        } catch {
+          return undefined;
+        }
+      },
+      { what: 'the child to write its flags' },
+    );
     t.deepEqual(argv, ['--single-threaded-gc']);
   } finally {
     await supervisor.stop();

@@ -13,14 +13,31 @@ const runFile = promisify(execFile);
 
 function section(text: string, name: string): Record<string, string | undefined> {
   const body = text.split(/^\[/m).find((s) => s.startsWith(`${name}]`)) ?? '';
-  return Object.fromEntries(body.split('\n').slice(1).filter((l) => /^\w+=/.test(l)).map((l) => [l.slice(0, l.indexOf('=')), l.slice(l.indexOf('=') + 1)]));
+  return Object.fromEntries(
+    body
+      .split('\n')
+      .slice(1)
+      .filter((l) => /^\w+=/.test(l))
+      .map((l) => [l.slice(0, l.indexOf('=')), l.slice(l.indexOf('=') + 1)]),
+  );
 }
 
 test('npm run systemd-units writes a unit per Procfile entry and a target; systemd accepts them', async (t) => {
   const dir = mkdtempSync(path.join(os.tmpdir(), 'units-'));
-  const run = spawnSync('npm', ['run', '-s', 'systemd-units', '--', '--write', dir, '--user', os.userInfo().username, '--settings-file', '/etc/edgehub/edgehub.env'], { encoding: 'utf8' });
+  const run = spawnSync(
+    'npm',
+    ['run', '-s', 'systemd-units', '--', '--write', dir, '--user', os.userInfo().username, '--settings-file', '/etc/edgehub/edgehub.env'],
+    { encoding: 'utf8' },
+  );
   t.is(run.status, 0, run.stderr);
-  t.deepEqual(readdirSync(dir).sort(), ['edgehub-clock.service', 'edgehub-edge.service', 'edgehub-release.service', 'edgehub-web.service', 'edgehub-worker.service', 'edgehub.target']);
+  t.deepEqual(readdirSync(dir).sort(), [
+    'edgehub-clock.service',
+    'edgehub-edge.service',
+    'edgehub-release.service',
+    'edgehub-web.service',
+    'edgehub-worker.service',
+    'edgehub.target',
+  ]);
   const procfile = Object.fromEntries(
     readFileSync('Procfile', 'utf8')
       .trim()
@@ -43,7 +60,10 @@ test('npm run systemd-units writes a unit per Procfile entry and a target; syste
     }
     t.is(section(unit, 'Install').WantedBy, 'edgehub.target');
   }
-  t.regex(section(readFileSync(path.join(dir, 'edgehub.target'), 'utf8'), 'Unit').Wants ?? '', /^edgehub-web\.service edgehub-worker\.service edgehub-clock\.service edgehub-edge\.service$/);
+  t.regex(
+    section(readFileSync(path.join(dir, 'edgehub.target'), 'utf8'), 'Unit').Wants ?? '',
+    /^edgehub-web\.service edgehub-worker\.service edgehub-clock\.service edgehub-edge\.service$/,
+  );
   if (spawnSync('systemd-analyze', ['--version']).status === 0) {
     const files = readdirSync(dir).map((f) => path.join(dir, f));
     await t.notThrowsAsync(runFile('systemd-analyze', ['verify', ...files], { cwd: dir }));

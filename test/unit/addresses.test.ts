@@ -1,5 +1,15 @@
 import test from 'ava';
-import { cidrContains, formatCidr, formatIpv4, hostPortProblem, parseCidr, parseIpv4, publicUnicastProblem, subnetAddressProblem, vpcCidr } from '../../shared/ipsec/addresses.js';
+import {
+  cidrContains,
+  formatCidr,
+  formatIpv4,
+  hostPortProblem,
+  parseCidr,
+  parseIpv4,
+  publicUnicastProblem,
+  subnetAddressProblem,
+  vpcCidr,
+} from '../../shared/ipsec/addresses.js';
 
 test('IPv4: strict dotted quads only, round trip to text', (t) => {
   t.is(parseIpv4('0.0.0.0'), 0);
@@ -28,9 +38,18 @@ test('CIDR: network address required, prefix 0 to 32, containment at both ends',
 test('public unicast: private, shared, loopback, link-local, multicast, reserved and broadcast refused; documentation ranges accepted', (t) => {
   for (const ok of ['203.0.113.10', '198.51.100.1', '192.0.2.1', '8.8.8.8', '172.32.0.1', '100.128.0.1']) t.is(publicUnicastProblem(ok), undefined, ok);
   const refused: [string, RegExp][] = [
-    ['10.0.0.1', /private/], ['172.16.0.1', /private/], ['172.31.255.255', /private/], ['192.168.1.1', /private/],
-    ['100.64.0.1', /shared/], ['127.0.0.1', /loopback/], ['169.254.1.1', /link-local/], ['224.0.0.1', /multicast/],
-    ['255.255.255.255', /broadcast|reserved/], ['240.0.0.1', /reserved/], ['0.1.2.3', /this network/], ['1.2.3', /IPv4 address/],
+    ['10.0.0.1', /private/],
+    ['172.16.0.1', /private/],
+    ['172.31.255.255', /private/],
+    ['192.168.1.1', /private/],
+    ['100.64.0.1', /shared/],
+    ['127.0.0.1', /loopback/],
+    ['169.254.1.1', /link-local/],
+    ['224.0.0.1', /multicast/],
+    ['255.255.255.255', /broadcast|reserved/],
+    ['240.0.0.1', /reserved/],
+    ['0.1.2.3', /this network/],
+    ['1.2.3', /IPv4 address/],
   ];
   for (const [ip, why] of refused) t.regex(publicUnicastProblem(ip) ?? '', why, ip);
 });
@@ -47,11 +66,20 @@ test('subnet addresses: the first four and the last are reserved', (t) => {
 });
 
 test('host:port: hostnames, IPv4 and bracketed IPv6, ports 1 to 65535', (t) => {
-  for (const ok of ['db.internal:5432', 'localhost:1', '10.0.0.1:65535', '[::1]:22', '[fd00::1]:8080', 'a-b.c:80', 'host.:80']) t.is(hostPortProblem(ok), undefined, ok);
+  for (const ok of ['db.internal:5432', 'localhost:1', '10.0.0.1:65535', '[::1]:22', '[fd00::1]:8080', 'a-b.c:80', 'host.:80'])
+    t.is(hostPortProblem(ok), undefined, ok);
   const refused: [string, RegExp][] = [
-    ['db.internal', /host:port/], ['db:0', /between 1 and 65535/], ['db:65536', /between 1 and 65535/], ['db:123456', /host:port/],
-    ['[zz]:80', /IPv6/], ['[1.2.3.4]:80', /IPv6/], ['1.2.3.999:80', /IPv4/], ['-a.b:80', /hostname/], ['a_b:80', /hostname/],
-    [`${'a'.repeat(64)}.b:80`, /hostname/], ['::1:22', /host:port/],
+    ['db.internal', /host:port/],
+    ['db:0', /between 1 and 65535/],
+    ['db:65536', /between 1 and 65535/],
+    ['db:123456', /host:port/],
+    ['[zz]:80', /IPv6/],
+    ['[1.2.3.4]:80', /IPv6/],
+    ['1.2.3.999:80', /IPv4/],
+    ['-a.b:80', /hostname/],
+    ['a_b:80', /hostname/],
+    [`${'a'.repeat(64)}.b:80`, /hostname/],
+    ['::1:22', /host:port/],
   ];
   for (const [text, why] of refused) t.regex(hostPortProblem(text) ?? '', why, text);
 });

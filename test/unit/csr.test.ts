@@ -32,7 +32,11 @@ test('EC P-256, P-384 and RSA 2048 CSRs are accepted with their subject and key'
 });
 
 test('keys outside the policy are refused with a 400 that names what is accepted', async (t) => {
-  for (const [name, args] of [['ed25519', ['-algorithm', 'ED25519']], ['p521', ['-algorithm', 'EC', '-pkeyopt', 'ec_paramgen_curve:P-521']], ['rsa1024', ['-algorithm', 'RSA', '-pkeyopt', 'rsa_keygen_bits:1024']]] as const) {
+  for (const [name, args] of [
+    ['ed25519', ['-algorithm', 'ED25519']],
+    ['p521', ['-algorithm', 'EC', '-pkeyopt', 'ec_paramgen_curve:P-521']],
+    ['rsa1024', ['-algorithm', 'RSA', '-pkeyopt', 'rsa_keygen_bits:1024']],
+  ] as const) {
     const pem = csr(name, [...args]);
     const err = (await t.throwsAsync(parseCsr(pem))) as Error & { code?: string };
     t.is(err.code, 'EH_CSR_INVALID', name);
@@ -86,7 +90,11 @@ test('inside the signed part: elements the schema skips and an EC point off its 
   // the re-signing itself keeps a CSR valid
   t.is((await parseCsr(resigned((info) => info))).fields.commonName, 'device-1');
   const skipped = /it has elements the PKCS#10 schema does not have/;
-  await refused(resigned((info) => [...info, element(0x30)]), skipped, 'an element after the attributes');
+  await refused(
+    resigned((info) => [...info, element(0x30)]),
+    skipped,
+    'an element after the attributes',
+  );
   await refused(
     resigned(([version, subject, spki, attributes]) => {
       const [algorithm, key] = parts(spki);

@@ -6,7 +6,20 @@ import { HttpError } from '../../api/httpError.js';
 import { isDatabaseUnreachable, mapError } from '../../api/middleware/errors.js';
 import { ERRORS_PAGE, errorsPage } from '../../scripts/docs-errors.js';
 import { decodeRefusal, encodeRefusal } from '../../domain/commands/pkiJobs.js';
-import { ANSWERS, API_ERROR_CODES, conflict, DomainError, EDGE_ERROR_CODES, ERROR_CODES, type ErrorCode, invalidState, isDomainError, notAuthorized, rateLimited, refusal } from '../../shared/errors.js';
+import {
+  ANSWERS,
+  API_ERROR_CODES,
+  conflict,
+  DomainError,
+  EDGE_ERROR_CODES,
+  ERROR_CODES,
+  type ErrorCode,
+  invalidState,
+  isDomainError,
+  notAuthorized,
+  rateLimited,
+  refusal,
+} from '../../shared/errors.js';
 import { repoRoot } from '../helpers/repo.js';
 import { ConnectionRefusedError, DatabaseError, UniqueConstraintError } from 'sequelize';
 
@@ -21,11 +34,40 @@ function answer(err: unknown) {
 
 test('every code of the catalogue has one HTTP answer, with the published error values only', (t) => {
   t.deepEqual(Object.keys(ANSWERS).sort(), Object.keys(ERROR_CODES).sort());
-  t.deepEqual(Object.keys(API_ERROR_CODES).filter((code) => code in EDGE_ERROR_CODES), [], 'a code is the API\'s or the edge\'s');
-  const api = new Set(['invalid_request', 'unauthorized', 'not_found', 'forbidden', 'not_acceptable', 'conflict', 'payload_too_large', 'unsupported_media_type', 'quota_exceeded', 'too_many_requests', 'internal_error', 'unavailable']);
+  t.deepEqual(
+    Object.keys(API_ERROR_CODES).filter((code) => code in EDGE_ERROR_CODES),
+    [],
+    "a code is the API's or the edge's",
+  );
+  const api = new Set([
+    'invalid_request',
+    'unauthorized',
+    'not_found',
+    'forbidden',
+    'not_acceptable',
+    'conflict',
+    'payload_too_large',
+    'unsupported_media_type',
+    'quota_exceeded',
+    'too_many_requests',
+    'internal_error',
+    'unavailable',
+  ]);
   // not_implemented: a WebSocket to a share whose HTTP/2 target does not accept one (501, as a proxy that cannot carry it)
   // too_many_requests: a share policy's rate limit; unavailable: a share under maintenance
-  const edge = new Set(['bad_request', 'unauthorized', 'forbidden', 'not_found', 'bad_gateway', 'overloaded', 'gateway_timeout', 'loop_detected', 'not_implemented', 'too_many_requests', 'unavailable']);
+  const edge = new Set([
+    'bad_request',
+    'unauthorized',
+    'forbidden',
+    'not_found',
+    'bad_gateway',
+    'overloaded',
+    'gateway_timeout',
+    'loop_detected',
+    'not_implemented',
+    'too_many_requests',
+    'unavailable',
+  ]);
   for (const [code, { status, error, meaning }] of Object.entries(ERROR_CODES)) {
     t.deepEqual(ANSWERS[code as ErrorCode], ERROR_CODES[code as ErrorCode], 'ANSWERS is the table itself');
     t.true((code in EDGE_ERROR_CODES ? edge : api).has(error), `${code} -> ${error}`);
@@ -39,7 +81,12 @@ test('docs/errors.md lists the catalogue as it is (npm run docs:errors)', (t) =>
   const page = readFileSync(path.join(repoRoot, ERRORS_PAGE), 'utf8');
   t.is(page, errorsPage(page), 'run `npm run docs:errors` and commit the page');
   const listed = [...page.matchAll(/^\| `(EH_[A-Z0-9_]+)` \| (\d{3}) \| `([a-z_]+)` \|/gm)].map((m) => `${m[1]} ${m[2]} ${m[3]}`);
-  t.deepEqual(listed.sort(), Object.entries(ANSWERS).map(([code, a]) => `${code} ${a.status} ${a.error}`).sort());
+  t.deepEqual(
+    listed.sort(),
+    Object.entries(ANSWERS)
+      .map(([code, a]) => `${code} ${a.status} ${a.error}`)
+      .sort(),
+  );
 });
 
 /** The server's sources (the agent package's too): where a code is raised. */
@@ -77,7 +124,8 @@ function raisedCodes(): Map<string, string[]> {
       for (const m of text.matchAll(/['"`](EH_[A-Z0-9_]+)['"`]/g)) note(m[1], file);
       for (const m of text.matchAll(/import\s*\{([^}]*)\}\s*from\s*'(?:\.\.?\/)+(?:shared\/)?errors\.js'/g)) {
         for (const name of m[1].split(',').map((n) => n.trim())) {
-          if (factories.has(name) && new RegExp(`\\b${name}\\(`).test(text.slice(m.index + m[0].length))) for (const code of factories.get(name) ?? []) note(code, file);
+          if (factories.has(name) && new RegExp(`\\b${name}\\(`).test(text.slice(m.index + m[0].length)))
+            for (const code of factories.get(name) ?? []) note(code, file);
         }
       }
     }
@@ -96,12 +144,22 @@ const NOT_RAISED_YET: Record<string, string> = {
 test('every code of the table is raised somewhere in the code, and every code raised is in the table', (t) => {
   const raised = raisedCodes();
   t.true(raised.size > 60, `the scan sees the codes raised (${raised.size})`);
-  t.true(raised.get('EH_NOT_FOUND')?.some((f) => f.startsWith('domain/commands/')), 'notFound() counts as raising EH_NOT_FOUND');
-  t.true(raised.get('EH_MTLS_CERT_EXPIRED')?.some((f) => f.startsWith('edge/')), 'an edge refusal by its code');
+  t.true(
+    raised.get('EH_NOT_FOUND')?.some((f) => f.startsWith('domain/commands/')),
+    'notFound() counts as raising EH_NOT_FOUND',
+  );
+  t.true(
+    raised.get('EH_MTLS_CERT_EXPIRED')?.some((f) => f.startsWith('edge/')),
+    'an edge refusal by its code',
+  );
   const unknown = [...raised].filter(([code]) => !(code in ERROR_CODES)).map(([code, files]) => `${code} (${files.join(', ')})`);
   t.deepEqual(unknown, [], 'codes raised but not in shared/errors.ts');
   const unraised = Object.keys(ERROR_CODES).filter((code) => !raised.has(code));
-  t.deepEqual(unraised.sort(), Object.keys(NOT_RAISED_YET).sort(), 'codes of shared/errors.ts raised nowhere: remove them (and their factory), or they are raised now: take them off NOT_RAISED_YET');
+  t.deepEqual(
+    unraised.sort(),
+    Object.keys(NOT_RAISED_YET).sort(),
+    'codes of shared/errors.ts raised nowhere: remove them (and their factory), or they are raised now: take them off NOT_RAISED_YET',
+  );
 });
 
 test('domain errors become their answer; Retry-After where the error says when; a fault is a bare 500', (t) => {
@@ -134,7 +192,7 @@ test("a worker's refusal crosses the queue with its code", (t) => {
   t.false(isDomainError(back, 'EH_NOT_FOUND'));
 });
 
-test('the database unreachable is told from a failed statement and from other libraries\' network errors', (t) => {
+test("the database unreachable is told from a failed statement and from other libraries' network errors", (t) => {
   const pgError = (code: string, message: string) => Object.assign(new Error(message), { code });
   const wrapped = (e: Error) => new DatabaseError(e as never);
   // unreachable: Sequelize's connection errors, pg's own codes and messages, wrapped or not

@@ -23,7 +23,11 @@ test('a JWT we sign verifies: ES256, kid in the header, iss, aud, sub, exp', asy
 });
 
 test('refusals carry the labels violations report', async (t) => {
-  const signed = (claims: Record<string, unknown>, to = { hubId: 'h1', subject: 'tok', expiresAt: inAnHour() }, k: { kid: string; privateKey: KeyObject } = key) => signJwt(claims, to, k);
+  const signed = (
+    claims: Record<string, unknown>,
+    to = { hubId: 'h1', subject: 'tok', expiresAt: inAnHour() },
+    k: { kid: string; privateKey: KeyObject } = key,
+  ) => signJwt(claims, to, k);
   await refusedWith(t, await signed({}), 'h2', 'wrong_hub');
   await refusedWith(t, await signed({}, { hubId: 'h1', subject: 'tok', expiresAt: new Date(Date.now() - 60_000) }), 'h1', 'expired');
   await refusedWith(t, await signed({}, undefined, { kid: 'k2', privateKey: key.privateKey }), 'h1', 'unknown_key');
@@ -33,10 +37,17 @@ test('refusals carry the labels violations report', async (t) => {
   // alg none and HS256 are never accepted, whatever the key lookup says
   const none = `${Buffer.from(JSON.stringify({ alg: 'none', kid: 'k1' })).toString('base64url')}.${Buffer.from(JSON.stringify({ iss: 'hub', aud: 'h1', sub: 't', exp: 9e9 })).toString('base64url')}.`;
   await refusedWith(t, none, 'h1', 'invalid');
-  const hs = await new SignJWT({}).setProtectedHeader({ alg: 'HS256', kid: 'k1' }).setIssuer('hub').setAudience('h1').setSubject('t').setExpirationTime('1h').sign(new Uint8Array(32));
+  const hs = await new SignJWT({})
+    .setProtectedHeader({ alg: 'HS256', kid: 'k1' })
+    .setIssuer('hub')
+    .setAudience('h1')
+    .setSubject('t')
+    .setExpirationTime('1h')
+    .sign(new Uint8Array(32));
   await refusedWith(t, hs, 'h1', 'invalid');
   // issuer, missing sub, missing exp, not yet valid, no kid
-  const es = (build: (j: SignJWT) => SignJWT, header: Record<string, unknown> = { alg: 'ES256', kid: 'k1' }) => build(new SignJWT({}).setProtectedHeader(header as { alg: string })).sign(key.privateKey);
+  const es = (build: (j: SignJWT) => SignJWT, header: Record<string, unknown> = { alg: 'ES256', kid: 'k1' }) =>
+    build(new SignJWT({}).setProtectedHeader(header as { alg: string })).sign(key.privateKey);
   await refusedWith(t, await es((j) => j.setIssuer('other').setAudience('h1').setSubject('t').setExpirationTime('1h')), 'h1', 'invalid');
   await refusedWith(t, await es((j) => j.setIssuer('hub').setAudience('h1').setExpirationTime('1h')), 'h1', 'invalid');
   await refusedWith(t, await es((j) => j.setIssuer('hub').setAudience('h1').setSubject('t')), 'h1', 'invalid');

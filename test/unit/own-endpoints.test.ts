@@ -43,7 +43,7 @@ test('every dependency and listener of the configuration is listed, metrics port
   ]);
 });
 
-test("a store on this host is denied on every address of this host at its port; a remote one at its address and port only", async (t) => {
+test('a store on this host is denied on every address of this host at its port; a remote one at its address and port only', async (t) => {
   const endpoints = new OwnEndpoints([
     { what: 'PostgreSQL', host: '127.0.0.1', from: 5432, to: 5432 },
     { what: 'Redis', host: '203.0.113.5', from: 6379, to: 6379 },
@@ -51,7 +51,9 @@ test("a store on this host is denied on every address of this host at its port; 
   ]);
   const policy = new EgressPolicy(['169.254.0.0/16'], endpoints);
   await policy.ready();
-  const iface = Object.values(os.networkInterfaces()).flat().find((i) => i && !i.internal)?.address;
+  const iface = Object.values(os.networkInterfaces())
+    .flat()
+    .find((i) => i && !i.internal)?.address;
   for (const address of ['127.0.0.1', '127.0.0.2', '::1', '::ffff:127.0.0.1', '0.0.0.0', '::', ...(iface ? [iface] : [])]) {
     t.truthy(policy.deniesAt(address, 5432), `${address}:5432`);
     t.truthy(policy.deniesAt(address, 8080), `${address}:8080`);

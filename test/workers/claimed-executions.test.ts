@@ -31,7 +31,9 @@ test.before(async () => {
 });
 
 const transitions = async (id: string) =>
-  (await stack.sql.query(`SELECT old_status || ' -> ' || new_status AS t FROM test_execution_transitions WHERE id = $1 ORDER BY seq`, [id])).rows.map((r) => r.t);
+  (await stack.sql.query(`SELECT old_status || ' -> ' || new_status AS t FROM test_execution_transitions WHERE id = $1 ORDER BY seq`, [id])).rows.map(
+    (r) => r.t,
+  );
 const executionRow = async (id: string) => (await stack.sql.query('SELECT * FROM executions WHERE id = $1', [id])).rows[0];
 
 async function tokenWithJwt(hub: HubFixture, name: string) {
@@ -82,7 +84,11 @@ test.serial("a job whose data is not its execution's claims nothing: the executi
   const held = await heldRedemption(hub, 'forged-key');
   const otherKey = issueRequestOf(await parseCsr(await makeCsr('/CN=forged-key')));
   const forged = { ...held.payload, spki: otherKey.spki, subjectDer: otherKey.subjectDer };
-  const job = await queue('pki').add('pki.issueCertificate', { executionId: held.id, hubId: hub.hubId, payload: forged, createdBy: held.createdBy }, { jobId: held.id });
+  const job = await queue('pki').add(
+    'pki.issueCertificate',
+    { executionId: held.id, hubId: hub.hubId, payload: forged, createdBy: held.createdBy },
+    { jobId: held.id },
+  );
   await waitFor(async () => (await job.getState()) === 'completed', { what: 'the job' });
   t.is((await executionRow(held.id)).status, 'SUCCEEDED');
   t.deepEqual(await transitions(held.id), ['QUEUED -> RUNNING', 'RUNNING -> SUCCEEDED'], 'not claimed: started by the runner');
@@ -91,35 +97,48 @@ test.serial("a job whose data is not its execution's claims nothing: the executi
 
   // who asked, forged: the same
   const heldToo = await heldRedemption(hub, 'forged-principal');
-  const other = await queue('pki').add('pki.issueCertificate', { executionId: heldToo.id, hubId: hub.hubId, payload: heldToo.payload, createdBy: 'key:someone-else' }, { jobId: heldToo.id });
+  const other = await queue('pki').add(
+    'pki.issueCertificate',
+    { executionId: heldToo.id, hubId: hub.hubId, payload: heldToo.payload, createdBy: 'key:someone-else' },
+    { jobId: heldToo.id },
+  );
   await waitFor(async () => (await other.getState()) === 'completed', { what: 'the second job' });
   t.deepEqual(await transitions(heldToo.id), ['QUEUED -> RUNNING', 'RUNNING -> SUCCEEDED']);
   const { rows } = await stack.sql.query('SELECT created_by FROM client_certificates WHERE id = $1', [heldToo.id]);
   t.is(rows[0].created_by, heldToo.createdBy);
 });
 
-test.serial('a job without a copy of who asked (added before this version) runs the usual way; a job that comes again after its execution finished changes nothing', async (t) => {
-  const hub = await stack.hub();
-  const held = await heldRedemption(hub, 'older-job');
-  const job = await queue('pki').add('pki.issueCertificate', { executionId: held.id, hubId: hub.hubId, payload: held.payload }, { jobId: held.id });
-  await waitFor(async () => (await job.getState()) === 'completed', { what: 'the job' });
-  t.deepEqual(await transitions(held.id), ['QUEUED -> RUNNING', 'RUNNING -> SUCCEEDED']);
-  t.is(await spkiOf(held.id), held.payload.spki);
+test.serial(
+  'a job without a copy of who asked (added before this version) runs the usual way; a job that comes again after its execution finished changes nothing',
+  async (t) => {
+    const hub = await stack.hub();
+    const held = await heldRedemption(hub, 'older-job');
+    const job = await queue('pki').add('pki.issueCertificate', { executionId: held.id, hubId: hub.hubId, payload: held.payload }, { jobId: held.id });
+    await waitFor(async () => (await job.getState()) === 'completed', { what: 'the job' });
+    t.deepEqual(await transitions(held.id), ['QUEUED -> RUNNING', 'RUNNING -> SUCCEEDED']);
+    t.is(await spkiOf(held.id), held.payload.spki);
 
-  // the same execution's job again (another job id): the claim fails, the usual way finds it finished
-  const again = await queue('pki').add('pki.issueCertificate', { executionId: held.id, hubId: hub.hubId, payload: held.payload, createdBy: held.createdBy });
-  await waitFor(async () => (await again.getState()) === 'completed', { what: 'the repeated job' });
-  t.deepEqual((await queue('pki').getJob(again.id!))!.returnvalue, { skipped: 'SUCCEEDED' });
-  t.deepEqual(await transitions(held.id), ['QUEUED -> RUNNING', 'RUNNING -> SUCCEEDED'], 'nothing more');
-  const { rows } = await stack.sql.query('SELECT count(*)::int AS n FROM client_certificates WHERE certificate_request_token_id = $1', [held.payload.tokenId]);
-  t.is(rows[0].n, 1);
-});
+    // the same execution's job again (another job id): the claim fails, the usual way finds it finished
+    const again = await queue('pki').add('pki.issueCertificate', { executionId: held.id, hubId: hub.hubId, payload: held.payload, createdBy: held.createdBy });
+    await waitFor(async () => (await again.getState()) === 'completed', { what: 'the repeated job' });
+    t.deepEqual((await queue('pki').getJob(again.id!))!.returnvalue, { skipped: 'SUCCEEDED' });
+    t.deepEqual(await transitions(held.id), ['QUEUED -> RUNNING', 'RUNNING -> SUCCEEDED'], 'nothing more');
+    const { rows } = await stack.sql.query('SELECT count(*)::int AS n FROM client_certificates WHERE certificate_request_token_id = $1', [
+      held.payload.tokenId,
+    ]);
+    t.is(rows[0].n, 1);
+  },
+);
 
 test.serial("a job whose own data cannot be issued fails nothing: the execution's data is issued, the usual way", async (t) => {
   const hub = await stack.hub();
   const held = await heldRedemption(hub, 'forged-unreadable');
   const forged = { ...held.payload, subjectDer: Buffer.from('not a name').toString('base64') };
-  const job = await queue('pki').add('pki.issueCertificate', { executionId: held.id, hubId: hub.hubId, payload: forged, createdBy: held.createdBy }, { jobId: held.id });
+  const job = await queue('pki').add(
+    'pki.issueCertificate',
+    { executionId: held.id, hubId: hub.hubId, payload: forged, createdBy: held.createdBy },
+    { jobId: held.id },
+  );
   await waitFor(async () => (await job.getState()) === 'completed', { what: 'the job' });
   t.like(await executionRow(held.id), { status: 'SUCCEEDED', attempts: 1, error: null });
   t.deepEqual(await transitions(held.id), ['QUEUED -> RUNNING', 'RUNNING -> SUCCEEDED']);
@@ -130,7 +149,11 @@ test.serial('a redemption whose token was spent meanwhile fails for good with th
   const hub = await stack.hub();
   const held = await heldRedemption(hub, 'spent-meanwhile');
   await stack.sql.query('UPDATE certificate_request_tokens SET spent_at = now() WHERE id = $1', [held.payload.tokenId]);
-  const job = await queue('pki').add('pki.issueCertificate', { executionId: held.id, hubId: hub.hubId, payload: held.payload, createdBy: held.createdBy }, { jobId: held.id });
+  const job = await queue('pki').add(
+    'pki.issueCertificate',
+    { executionId: held.id, hubId: hub.hubId, payload: held.payload, createdBy: held.createdBy },
+    { jobId: held.id },
+  );
   await waitFor(async () => (await job.getState()) === 'failed', { what: 'the job to fail' });
   t.regex((await queue('pki').getJob(held.id))!.failedReason, /^EH_TOKEN_SPENT: /);
   const row = await executionRow(held.id);

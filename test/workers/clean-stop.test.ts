@@ -47,10 +47,13 @@ test.serial('a clean stop under load lets running jobs finish and leaves none ac
 
   // another worker takes what was handed back, and each job runs exactly once
   await stack.startWorkers([slow]);
-  await waitFor(async () => {
-    const { rows } = await stack.sql.query(`SELECT count(*)::int AS n FROM executions WHERE type = 'system.cleanStopTestJob' AND status = 'SUCCEEDED'`);
-    return rows[0].n === executions.length;
-  }, { timeoutMs: 60_000, what: 'every job done' });
+  await waitFor(
+    async () => {
+      const { rows } = await stack.sql.query(`SELECT count(*)::int AS n FROM executions WHERE type = 'system.cleanStopTestJob' AND status = 'SUCCEEDED'`);
+      return rows[0].n === executions.length;
+    },
+    { timeoutMs: 60_000, what: 'every job done' },
+  );
   await stack.stopWorkers();
   t.is(runs.length, executions.length, 'each job ran once');
   t.is(new Set(runs).size, executions.length);

@@ -12,7 +12,8 @@ test.before(async () => {
   hub = await stack.hub();
 });
 
-const executionsOf = async (resourceId: string) => (await hub.call('GET', `${hub.h}/executions?resourceId=${resourceId}&size=50`)).json.content as { type: string; status: string; createdBy: string }[];
+const executionsOf = async (resourceId: string) =>
+  (await hub.call('GET', `${hub.h}/executions?resourceId=${resourceId}&size=50`)).json.content as { type: string; status: string; createdBy: string }[];
 
 test.serial('a share delete and a custom frontend delete enqueue their provider clean-up as executions', async (t) => {
   const frontends = await hub.call('GET', `${hub.h}/frontends`);

@@ -32,7 +32,9 @@ test('a tick runs once across two clocks 300 ms apart, whichever fires first; th
 test('concurrent clocks racing for one tick: exactly one runs', async (t) => {
   let ran = 0;
   const tick = new Date('2026-11-25T04:00:00.000Z');
-  const results = await Promise.all(Array.from({ length: 8 }, (_, i) => runExclusive('race', new Date(tick.getTime() + (i % 2 ? 300 : -300)), 60_000, async () => void ran++)));
+  const results = await Promise.all(
+    Array.from({ length: 8 }, (_, i) => runExclusive('race', new Date(tick.getTime() + (i % 2 ? 300 : -300)), 60_000, async () => void ran++)),
+  );
   t.is(results.filter(Boolean).length, 1);
   t.is(ran, 1);
 });

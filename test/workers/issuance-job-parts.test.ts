@@ -29,9 +29,17 @@ test('the worker certifies the Name and key it was given, byte for byte, and ref
   const refused: [string, Partial<IssuePayload>, RegExp][] = [
     ['a Name that does not read', { subjectDer: Buffer.from('not a name').toString('base64') }, /could not be read/],
     ['a Name that is not a SEQUENCE', { subjectDer: Buffer.from([0x31, 0x00]).toString('base64') }, /could not be read \(a Name is a SEQUENCE\)/],
-    ['a Name with bytes after it', { subjectDer: Buffer.concat([Buffer.from(parts.subjectDer, 'base64'), Buffer.from([0x05, 0x00])]).toString('base64') }, /trailing data/],
+    [
+      'a Name with bytes after it',
+      { subjectDer: Buffer.concat([Buffer.from(parts.subjectDer, 'base64'), Buffer.from([0x05, 0x00])]).toString('base64') },
+      /trailing data/,
+    ],
     ['a key that does not read', { spki: Buffer.from([0x30, 0x03, 0x02, 0x01, 0x00]).toString('base64') }, /could not be read/],
-    ['a key without its BIT STRING', { spki: Buffer.from([0x30, 0x05, 0x30, 0x03, 0x06, 0x01, 0x2a]).toString('base64') }, /an AlgorithmIdentifier and a BIT STRING/],
+    [
+      'a key without its BIT STRING',
+      { spki: Buffer.from([0x30, 0x05, 0x30, 0x03, 0x06, 0x01, 0x2a]).toString('base64') },
+      /an AlgorithmIdentifier and a BIT STRING/,
+    ],
     ['a key with unused bits', { spki: Buffer.from([0x30, 0x09, 0x30, 0x03, 0x06, 0x01, 0x2a, 0x03, 0x02, 0x01, 0x80]).toString('base64') }, /unused bits/],
   ];
   for (const [i, [what, changes, why]] of refused.entries()) {
@@ -41,7 +49,10 @@ test('the worker certifies the Name and key it was given, byte for byte, and ref
   }
   const written = await stack.sql.query(`SELECT name FROM client_certificates WHERE hub_id = $1 AND name LIKE 'parts-refused-%'`, [hub.hubId]);
   t.is(written.rowCount, 0, 'nothing written for a refused job');
-  const failed = await stack.sql.query(`SELECT status, attempts FROM executions WHERE hub_id = $1 AND type = 'pki.issueCertificate' AND status <> 'SUCCEEDED'`, [hub.hubId]);
+  const failed = await stack.sql.query(
+    `SELECT status, attempts FROM executions WHERE hub_id = $1 AND type = 'pki.issueCertificate' AND status <> 'SUCCEEDED'`,
+    [hub.hubId],
+  );
   t.is(failed.rowCount, refused.length);
   for (const e of failed.rows) t.deepEqual([e.status, e.attempts], ['FAILED', 1], 'refused for good on the first attempt');
 });

@@ -94,7 +94,7 @@ test.serial("a job naming an execution runs that execution's stored data, and on
   // a job of another type naming an execution: refused, the execution untouched
   const other = await enqueue({ type: 'system.probe', hubId: hub.hubId, payload: { n: 2 }, createdBy: 'test' });
   await waitFor(async () => (await execution(other.id))?.status === 'SUCCEEDED', { what: 'the other job' });
-  const unpublish = (processors).find((d) => d.type === 'shares.unpublishShare')!;
+  const unpublish = processors.find((d) => d.type === 'shares.unpublishShare')!;
   t.truthy(unpublish);
   const wrongType = await queue('shares').add('shares.unpublishShare', { executionId: other.id, hubId: hub.hubId, payload: { zId: 'whatever' } });
   await waitFor(async () => (await wrongType.getState()) === 'failed', { what: 'the wrong-type job' });

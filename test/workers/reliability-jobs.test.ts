@@ -38,16 +38,24 @@ async function connect(): Promise<pg.Client> {
 }
 
 const executionsOf = async (hubCall: Stack['call'], h: string, resourceId: string) =>
-  (await hubCall('GET', `${h}/executions?resourceId=${resourceId}&sort=createdAt,asc`)).json.content as { id: string; type: string; status: string; error?: string }[];
+  (await hubCall('GET', `${h}/executions?resourceId=${resourceId}&sort=createdAt,asc`)).json.content as {
+    id: string;
+    type: string;
+    status: string;
+    error?: string;
+  }[];
 
 test.serial('a lost job comes back with the options it was added with (a DNS wait keeps its many spaced attempts)', async (t) => {
   await stack.startWorkers();
   const hub = await stack.hub();
   const created = await hub.call('POST', `${hub.h}/custom-frontends`, { body: { hostname: 'lost-job.example.com' } });
   t.is(created.status, 201, created.text);
-  const activation = await waitFor(async () => (await executionsOf(hub.call, hub.h, created.json.id)).find((e) => e.type === 'frontends.activateCustomFrontend'), {
-    what: 'the DNS activation execution',
-  });
+  const activation = await waitFor(
+    async () => (await executionsOf(hub.call, hub.h, created.json.id)).find((e) => e.type === 'frontends.activateCustomFrontend'),
+    {
+      what: 'the DNS activation execution',
+    },
+  );
   const original = await waitFor(() => queue('frontends').getJob(activation.id), { what: 'its job' });
   t.true(original.opts.attempts! > 1000, 'a 72 h wait checked every 30 s');
   t.deepEqual(original.opts.backoff, { type: 'fixed', delay: 30000 });
@@ -66,7 +74,7 @@ test.serial('a lost job comes back with the options it was added with (a DNS wai
   await sql.query(`UPDATE executions SET status = 'FAILED', finished_at = now() WHERE id = $1`, [activation.id]);
 });
 
-test.serial('PostgreSQL away at a job\'s last attempt: once it is back the execution is FAILED and the tunnel ERROR, not NEW for ever', async (t) => {
+test.serial("PostgreSQL away at a job's last attempt: once it is back the execution is FAILED and the tunnel ERROR, not NEW for ever", async (t) => {
   const hub = await stack.hub({ ipsec: true });
   const created = await hub.call('POST', `${hub.h2}/ipsec-tunnels`, { body: { name: 'stranded', peerPublicIp: '203.0.113.78', peerCidr: '10.8.0.0/16' } });
   t.is(created.status, 202, created.text);
@@ -91,7 +99,9 @@ test.serial('PostgreSQL away at a job\'s last attempt: once it is back the execu
   sql = await connect();
 
   // PostgreSQL is back: the tunnel is stranded in NEW with an unfinished execution, and the plain sweeper skips it
-  const stranded = await waitFor(async () => (await hub.call('GET', `${hub.h2}/ipsec-tunnels/${tunnelId}`).catch(() => undefined))?.json, { what: 'the API to answer again' });
+  const stranded = await waitFor(async () => (await hub.call('GET', `${hub.h2}/ipsec-tunnels/${tunnelId}`).catch(() => undefined))?.json, {
+    what: 'the API to answer again',
+  });
   t.is(stranded.status, 'NEW');
   t.true(['QUEUED', 'RUNNING'].includes((await hub.call('GET', `${hub.h}/executions/${execution.id}`)).json.status));
   await sql.query(`UPDATE executions SET created_at = now() - interval '1 minute' WHERE id = $1`, [execution.id]);
@@ -100,7 +110,7 @@ test.serial('PostgreSQL away at a job\'s last attempt: once it is back the execu
   // the reconciliation finishes it with the job's error and runs the tunnel's failure handler
   await new Promise((r) => setTimeout(r, 5_100)); // the worker's own grace period for a finished job
   const outcome = await reconcileExecutions(processors);
-  t.true(outcome.failed >= 1, 'the tunnel job (the new hub\'s CA job may have failed in the outage too)');
+  t.true(outcome.failed >= 1, "the tunnel job (the new hub's CA job may have failed in the outage too)");
   const finished = (await hub.call('GET', `${hub.h}/executions/${execution.id}`)).json;
   t.is(finished.status, 'FAILED');
   t.regex(finished.error, /connect|database|terminat|allow/i, finished.error);

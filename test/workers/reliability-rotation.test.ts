@@ -16,7 +16,13 @@ const jwksKids = async () => ((await stack.call('GET', '/hub/v2/public/.well-kno
 
 test.serial('a failed rotation leaves the next one free to run', async (t) => {
   // the rotation job fails for good (e.g. PostgreSQL refused the new key) ...
-  const failing = defineProcessor({ type: ROTATE_JOB, payload: z.object({ supersedes: z.string() }).strict(), handle: async () => { throw permanentFailure('key store unavailable'); } });
+  const failing = defineProcessor({
+    type: ROTATE_JOB,
+    payload: z.object({ supersedes: z.string() }).strict(),
+    handle: async () => {
+      throw permanentFailure('key store unavailable');
+    },
+  });
   await stack.startWorkers([failing]);
   const [before] = await jwksKids();
   const failed = await rotate();

@@ -58,24 +58,38 @@ test.serial("a SIGKILLed worker's job is taken over by another worker, and finis
 
   const killedAt = Date.now();
   await a.kill();
-  const attempt2 = await waitFor(
-    async () => ((await started()) >= 2 ? Date.now() : undefined),
-    { timeoutMs: 90_000, intervalMs: 100, what: 'worker B to take the job over' },
-  ).catch(async (err) => {
+  const attempt2 = await waitFor(async () => ((await started()) >= 2 ? Date.now() : undefined), {
+    timeoutMs: 90_000,
+    intervalMs: 100,
+    what: 'worker B to take the job over',
+  }).catch(async (err) => {
     const job = await queue('ipsec').getJob(executionId);
-    t.log(JSON.stringify({ state: await job?.getState(), ats: job?.attemptsStarted, stc: job?.stalledCounter, made: job?.attemptsMade, tunnel: (await hub.call('GET', `${hub.h2}/ipsec-tunnels/${tunnelId}`)).json.status }));
+    t.log(
+      JSON.stringify({
+        state: await job?.getState(),
+        ats: job?.attemptsStarted,
+        stc: job?.stalledCounter,
+        made: job?.attemptsMade,
+        tunnel: (await hub.call('GET', `${hub.h2}/ipsec-tunnels/${tunnelId}`)).json.status,
+      }),
+    );
     t.log(b.output().slice(-3000));
     throw err;
   });
   const seconds = (attempt2 - killedAt) / 1000;
   const { HUB_JOB_LOCK_MS: lock, HUB_STALLED_INTERVAL_MS: interval } = readSettings({});
-  t.log(`takeover: worker B started the dead worker's job ${seconds.toFixed(1)} s after the SIGKILL (bound by lock ${lock / 1000} s + stalled check ${interval / 1000} s)`);
+  t.log(
+    `takeover: worker B started the dead worker's job ${seconds.toFixed(1)} s after the SIGKILL (bound by lock ${lock / 1000} s + stalled check ${interval / 1000} s)`,
+  );
   t.true(seconds < 60, `generous bound: ${seconds} s`);
 
-  const tunnel = await waitFor(async () => {
-    const r = await hub.call('GET', `${hub.h2}/ipsec-tunnels/${tunnelId}`);
-    return r.json.status === 'DEPLOYED' ? r.json : undefined;
-  }, { timeoutMs: 60_000, what: 'DEPLOYED' });
+  const tunnel = await waitFor(
+    async () => {
+      const r = await hub.call('GET', `${hub.h2}/ipsec-tunnels/${tunnelId}`);
+      return r.json.status === 'DEPLOYED' ? r.json : undefined;
+    },
+    { timeoutMs: 60_000, what: 'DEPLOYED' },
+  );
   t.is(tunnel.id, tunnelId);
   const execution = await waitFor(async () => {
     const row = (await stack.sql.query('SELECT status, attempts FROM executions WHERE id = $1', [executionId])).rows[0];
@@ -100,10 +114,13 @@ test.serial('lock renewal keeps a job that runs longer than the lock safe: it ru
   await stack.startWorkers([long]);
   try {
     const execution = await enqueue({ hubId: null, type: 'system.takeoverTestLongJob', createdBy: 'test' });
-    const done = await waitFor(async () => {
-      const row = (await stack.sql.query('SELECT status, attempts FROM executions WHERE id = $1', [execution.id])).rows[0];
-      return row.status === 'SUCCEEDED' || row.status === 'FAILED' ? row : undefined;
-    }, { timeoutMs: 90_000, intervalMs: 500, what: 'the long job' });
+    const done = await waitFor(
+      async () => {
+        const row = (await stack.sql.query('SELECT status, attempts FROM executions WHERE id = $1', [execution.id])).rows[0];
+        return row.status === 'SUCCEEDED' || row.status === 'FAILED' ? row : undefined;
+      },
+      { timeoutMs: 90_000, intervalMs: 500, what: 'the long job' },
+    );
     t.is(done.status, 'SUCCEEDED');
     t.is(done.attempts, 1, 'never taken over while its worker lives');
     t.deepEqual(runs, [1]);

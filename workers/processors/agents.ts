@@ -24,7 +24,9 @@ const enrollment = defineProcessor({
 /** An agent's renewal: the hub's CA signs its new key, which replaces the certificate the agent proved it holds. */
 const renewal = defineProcessor({
   type: RENEW_AGENT_JOB,
-  payload: z.object({ agentId: z.string().min(1).max(200), csr: z.string().min(1).max(65536), fingerprint: z.string().regex(/^[0-9a-fA-F:]{64,95}$/) }).strict(),
+  payload: z
+    .object({ agentId: z.string().min(1).max(200), csr: z.string().min(1).max(65536), fingerprint: z.string().regex(/^[0-9a-fA-F:]{64,95}$/) })
+    .strict(),
   concurrency: 16,
   async handle(ctx) {
     try {

@@ -1,5 +1,12 @@
 import { z } from 'zod';
-import { activateWhenDnsReady, DnsWaitEnded, failCustomFrontend, provisionHosting, RENEW_JOB, renewCertificate } from '../../domain/commands/customFrontendLifecycle.js';
+import {
+  activateWhenDnsReady,
+  DnsWaitEnded,
+  failCustomFrontend,
+  provisionHosting,
+  RENEW_JOB,
+  renewCertificate,
+} from '../../domain/commands/customFrontendLifecycle.js';
 import { ACTIVATE_JOB, PROVISION_JOB } from '../../domain/commands/customFrontends.js';
 import { ENSURE_EDGE_CERTIFICATES_JOB, ensureEdgeCertificates } from '../../domain/commands/edgeCertificates.js';
 import { defineProcessor, NO_PAYLOAD, permanentFailure } from '../processor.js';

@@ -8,7 +8,11 @@ import { rotateSigningKey } from '../../domain/commands/signingKeys.js';
 import { defineProcessor, NO_PAYLOAD, permanentFailure } from '../processor.js';
 
 /** What issueInWorker enqueues (IssuePayload): the CSR's subject and key (base64 DER), the validity, and what the issuance is for. */
-const base64 = z.string().min(1).max(8192).regex(/^[A-Za-z0-9+/]+={0,2}$/);
+const base64 = z
+  .string()
+  .min(1)
+  .max(8192)
+  .regex(/^[A-Za-z0-9+/]+={0,2}$/);
 const issueBase = { subject: z.string().max(4096), subjectDer: base64, spki: base64, validYears: z.number().int().positive() };
 const name = z.string().min(1).max(200);
 const issuePayload = z.discriminatedUnion('mode', [

@@ -85,14 +85,24 @@ export function createLogin(options: LoginOptions) {
     const flow = sealed.open<LoginPayload>(LOGIN_COOKIE, parseCookies(req.headers.cookie).get(loginCookie));
     const state = current.searchParams.get('state') ?? '';
     try {
-      if (!flow || flow.x < Date.now()) throw refuse('EH_LOGIN_FLOW_INVALID', 'no login is in progress in this browser (or it took too long); open the share again to sign in');
-      if (flow.h !== ctx.host || flow.p !== provider.id) throw refuse('EH_LOGIN_FLOW_INVALID', 'the login was started for another share or provider; open the share again to sign in');
-      if (!state || !equalStrings(state, flow.s)) throw refuse('EH_LOGIN_FLOW_INVALID', 'the login state does not match this browser; open the share again to sign in');
+      if (!flow || flow.x < Date.now())
+        throw refuse('EH_LOGIN_FLOW_INVALID', 'no login is in progress in this browser (or it took too long); open the share again to sign in');
+      if (flow.h !== ctx.host || flow.p !== provider.id)
+        throw refuse('EH_LOGIN_FLOW_INVALID', 'the login was started for another share or provider; open the share again to sign in');
+      if (!state || !equalStrings(state, flow.s))
+        throw refuse('EH_LOGIN_FLOW_INVALID', 'the login state does not match this browser; open the share again to sign in');
       if (usedStates.has(state)) throw refuse('EH_LOGIN_REPLAYED', 'this login response was already used; open the share again to sign in');
       remember(state, flow.x);
       const providerError = current.searchParams.get('error');
-      if (providerError) throw refuse('EH_LOGIN_PROVIDER_REFUSED', `the identity provider refused the login: ${providerError}${current.searchParams.get('error_description') ? ` (${current.searchParams.get('error_description')})` : ''}`);
-      const email = provider.type === 'GITHUB' ? await providers.githubEmail(provider, current, flow, ctx.origin + CALLBACK_PATH) : await providers.oidcEmail(provider, current, flow);
+      if (providerError)
+        throw refuse(
+          'EH_LOGIN_PROVIDER_REFUSED',
+          `the identity provider refused the login: ${providerError}${current.searchParams.get('error_description') ? ` (${current.searchParams.get('error_description')})` : ''}`,
+        );
+      const email =
+        provider.type === 'GITHUB'
+          ? await providers.githubEmail(provider, current, flow, ctx.origin + CALLBACK_PATH)
+          : await providers.oidcEmail(provider, current, flow);
       const refusal = emailRefusal(email, route);
       if (refusal) throw refuse('EH_LOGIN_EMAIL_NOT_ALLOWED', refusal);
       const now = Date.now();
@@ -100,7 +110,10 @@ export function createLogin(options: LoginOptions) {
       res.statusCode = 302;
       res.setHeader('location', flow.r);
       res.setHeader('cache-control', 'no-store');
-      res.setHeader('set-cookie', [cookie(cookieName(SESSION_COOKIE, ctx.secure), sealed.seal(SESSION_COOKIE, session), ctx.secure, route.checkIntervalMs / 1000), clearLogin]);
+      res.setHeader('set-cookie', [
+        cookie(cookieName(SESSION_COOKIE, ctx.secure), sealed.seal(SESSION_COOKIE, session), ctx.secure, route.checkIntervalMs / 1000),
+        clearLogin,
+      ]);
       res.end();
     } catch (err) {
       res.setHeader('set-cookie', clearLogin);
@@ -117,7 +130,10 @@ export function createLogin(options: LoginOptions) {
   function logout(req: IncomingMessage, res: ServerResponse, ctx: { secure: boolean; host: string }) {
     res.statusCode = 200;
     res.setHeader('cache-control', 'no-store');
-    res.setHeader('set-cookie', [cookie(cookieName(SESSION_COOKIE, ctx.secure), '', ctx.secure, 0), cookie(cookieName(LOGIN_COOKIE, ctx.secure), '', ctx.secure, 0)]);
+    res.setHeader('set-cookie', [
+      cookie(cookieName(SESSION_COOKIE, ctx.secure), '', ctx.secure, 0),
+      cookie(cookieName(LOGIN_COOKIE, ctx.secure), '', ctx.secure, 0),
+    ]);
     if (isBrowser(req)) {
       res.setHeader('content-type', 'text/html; charset=utf-8');
       res.end(`<!doctype html><title>Signed out</title><p>You are signed out of ${escapeHtml(ctx.host)}.</p>\n`);
@@ -157,7 +173,8 @@ export function createLogin(options: LoginOptions) {
           if (refusal) throw refuse('EH_LOGIN_EMAIL_NOT_ALLOWED', refusal);
           return { kind: 'pass', email: session.e, until: Math.min(session.c, session.a + route.checkIntervalMs) };
         }
-        if (!isBrowser(req)) throw new LoginRefusal('EH_LOGIN_REQUIRED', 'this share requires login: open it in a browser, or send the session cookie of a login');
+        if (!isBrowser(req))
+          throw new LoginRefusal('EH_LOGIN_REQUIRED', 'this share requires login: open it in a browser, or send the session cookie of a login');
         await begin(req, res, route, ctx);
         return { kind: 'handled' };
       } catch (err) {

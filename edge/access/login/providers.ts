@@ -37,7 +37,8 @@ function providerUrl(raw: string, what: string): URL {
   } catch {
     throw new LoginRefusal('EH_IDP_UNREACHABLE', `${what} is not a URL: ${raw}`);
   }
-  if (url.protocol !== 'https:' && !(url.protocol === 'http:' && isLoopback(url))) throw new LoginRefusal('EH_IDP_UNREACHABLE', `${what} must use https: ${raw}`);
+  if (url.protocol !== 'https:' && !(url.protocol === 'http:' && isLoopback(url)))
+    throw new LoginRefusal('EH_IDP_UNREACHABLE', `${what} must use https: ${raw}`);
   return url;
 }
 
@@ -164,7 +165,11 @@ export function identityProviders(options: { endpoints?: Partial<LoginEndpoints>
     if (!metadata.jwks_uri) throw new LoginRefusal('EH_IDP_UNREACHABLE', 'the identity provider publishes no jwks_uri');
     let claims: JWTPayload;
     try {
-      ({ payload: claims } = await jwtVerify(idToken, jwksOf(metadata.jwks_uri), { issuer: metadata.issuer, audience: provider.clientId, requiredClaims: ['exp', 'iat', 'sub', 'nonce'] }));
+      ({ payload: claims } = await jwtVerify(idToken, jwksOf(metadata.jwks_uri), {
+        issuer: metadata.issuer,
+        audience: provider.clientId,
+        requiredClaims: ['exp', 'iat', 'sub', 'nonce'],
+      }));
     } catch (err) {
       throw refuse('EH_LOGIN_PROVIDER_REFUSED', `the ID token did not verify: ${message(err)}`);
     }
@@ -180,7 +185,8 @@ export function identityProviders(options: { endpoints?: Partial<LoginEndpoints>
         throw providerFailure(err);
       }
     }
-    if (typeof email !== 'string' || !email.includes('@')) throw refuse('EH_LOGIN_EMAIL_UNVERIFIED', 'the identity provider did not share an email address (is the email scope allowed?)');
+    if (typeof email !== 'string' || !email.includes('@'))
+      throw refuse('EH_LOGIN_EMAIL_UNVERIFIED', 'the identity provider did not share an email address (is the email scope allowed?)');
     if (verified !== true && verified !== 'true') throw refuse('EH_LOGIN_EMAIL_UNVERIFIED', `the identity provider does not confirm that ${email} is verified`);
     return email.toLowerCase();
   }
@@ -193,14 +199,29 @@ export function identityProviders(options: { endpoints?: Partial<LoginEndpoints>
     const answer = await fetchJson(tokenUrl, {
       method: 'POST',
       headers: { accept: 'application/json', 'content-type': 'application/x-www-form-urlencoded' },
-      body: new URLSearchParams({ client_id: provider.clientId, client_secret: provider.clientSecret, code, redirect_uri: redirectUri, code_verifier: flow.k }).toString(),
+      body: new URLSearchParams({
+        client_id: provider.clientId,
+        client_secret: provider.clientSecret,
+        code,
+        redirect_uri: redirectUri,
+        code_verifier: flow.k,
+      }).toString(),
     });
     // an answer that is JSON but not an object (null, a number) is a refusal, not a TypeError
     const token: Record<string, unknown> = answer && typeof answer === 'object' ? (answer as Record<string, unknown>) : {};
-    if (typeof token.access_token !== 'string') throw refuse('EH_LOGIN_PROVIDER_REFUSED', `GitHub refused the login: ${String(token.error ?? 'no access token')}${token.error_description ? ` (${String(token.error_description)})` : ''}`);
+    if (typeof token.access_token !== 'string')
+      throw refuse(
+        'EH_LOGIN_PROVIDER_REFUSED',
+        `GitHub refused the login: ${String(token.error ?? 'no access token')}${token.error_description ? ` (${String(token.error_description)})` : ''}`,
+      );
     const emailsUrl = new URL('user/emails', providerUrl(githubApiUrl.replace(/\/?$/, '/'), 'the GitHub API URL'));
     const emails = await fetchJson(emailsUrl, {
-      headers: { accept: 'application/vnd.github+json', authorization: `Bearer ${token.access_token}`, 'user-agent': 'edgehub-edge', 'x-github-api-version': '2022-11-28' },
+      headers: {
+        accept: 'application/vnd.github+json',
+        authorization: `Bearer ${token.access_token}`,
+        'user-agent': 'edgehub-edge',
+        'x-github-api-version': '2022-11-28',
+      },
     });
     if (!Array.isArray(emails)) throw new LoginRefusal('EH_IDP_UNREACHABLE', 'GitHub did not list the account emails');
     const primary = emails.find((e: { primary?: boolean } | null) => e?.primary === true) as { email?: string; verified?: boolean } | undefined;
@@ -223,7 +244,8 @@ export function identityProviders(options: { endpoints?: Partial<LoginEndpoints>
     } catch {
       throw new LoginRefusal('EH_IDP_UNREACHABLE', `the identity provider answered ${res.status} without JSON`);
     }
-    if (!res.ok && !(body && typeof body === 'object' && 'error' in body)) throw new LoginRefusal('EH_IDP_UNREACHABLE', `the identity provider answered ${res.status}`);
+    if (!res.ok && !(body && typeof body === 'object' && 'error' in body))
+      throw new LoginRefusal('EH_IDP_UNREACHABLE', `the identity provider answered ${res.status}`);
     return body;
   }
 

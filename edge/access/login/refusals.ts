@@ -16,8 +16,13 @@ export function providerFailure(err: unknown): LoginRefusal {
   if (err instanceof LoginRefusal) return err;
   const e = err as { error?: string; error_description?: string; code?: string; cause?: { error?: string; error_description?: string } };
   const error = e.error ?? e.cause?.error;
-  if (error) return refuse('EH_LOGIN_PROVIDER_REFUSED', `the identity provider refused the login: ${error}${(e.error_description ?? e.cause?.error_description) ? ` (${e.error_description ?? e.cause?.error_description})` : ''}`);
-  if (e.code === 'OAUTH_RESPONSE_IS_NOT_CONFORM' || e.code === 'OAUTH_JWT_CLAIM_COMPARISON_FAILED' || e.code === 'OAUTH_INVALID_RESPONSE') return refuse('EH_LOGIN_PROVIDER_REFUSED', `the identity provider's answer did not verify: ${message(err)}`);
+  if (error)
+    return refuse(
+      'EH_LOGIN_PROVIDER_REFUSED',
+      `the identity provider refused the login: ${error}${(e.error_description ?? e.cause?.error_description) ? ` (${e.error_description ?? e.cause?.error_description})` : ''}`,
+    );
+  if (e.code === 'OAUTH_RESPONSE_IS_NOT_CONFORM' || e.code === 'OAUTH_JWT_CLAIM_COMPARISON_FAILED' || e.code === 'OAUTH_INVALID_RESPONSE')
+    return refuse('EH_LOGIN_PROVIDER_REFUSED', `the identity provider's answer did not verify: ${message(err)}`);
   return new LoginRefusal('EH_IDP_UNREACHABLE', `the identity provider could not complete the login: ${message(err)}`);
 }
 

@@ -81,4 +81,3 @@ test('the queue UI is behind the admin token and asks browsers for it', async (t
   const names = api.json.queues.map((q: { name: string }) => q.name).sort();
   t.deepEqual(names, ['frontends', 'health-checks', 'ipsec', 'metrics', 'pki', 'shares'], 'every queue shown has workers; no idle system queue');
 });
-

@@ -18,7 +18,9 @@ import { scriptArgs } from '../../helpers/script.js';
 const stack = useStack(test, { workers: false });
 stack.onStop(async () => {
   await Promise.all(
-    web.map(({ child }) => new Promise<void>((resolve) => (child.exitCode !== null ? resolve() : (child.once('exit', () => resolve()), child.kill('SIGTERM'))))),
+    web.map(
+      ({ child }) => new Promise<void>((resolve) => (child.exitCode !== null ? resolve() : (child.once('exit', () => resolve()), child.kill('SIGTERM')))),
+    ),
   );
   await db?.end();
 });
@@ -40,10 +42,13 @@ async function startWeb(): Promise<{ child: ChildProcess; call: Call }> {
     stdio: ['ignore', 'ignore', 'inherit'],
   });
   const call = makeCall(`http://127.0.0.1:${port}`);
-  await waitFor(async () => {
-    if (child.exitCode !== null) throw new Error('web process exited');
-    return (await call('GET', '/healthz').catch(() => ({ status: 0 }))).status === 200;
-  }, { timeoutMs: 60_000, intervalMs: 100, what: 'a web process to answer /healthz' });
+  await waitFor(
+    async () => {
+      if (child.exitCode !== null) throw new Error('web process exited');
+      return (await call('GET', '/healthz').catch(() => ({ status: 0 }))).status === 200;
+    },
+    { timeoutMs: 60_000, intervalMs: 100, what: 'a web process to answer /healthz' },
+  );
   return { child, call };
 }
 
@@ -64,7 +69,10 @@ test.serial('a key revoked through the API is refused by both web processes with
   const revoke = await stack.call('DELETE', `/admin/v1/hubs/${hub.hubId}/api-keys/${hub.keyId}`, { auth: stack.admin });
   t.is(revoke.status, 200);
   for (const [i, w] of web.entries()) {
-    await waitFor(async () => (await w.call('GET', path, { auth: hub.bearer })).status === 401, { ...WITHIN, what: `web process ${i + 1} to refuse the revoked key` });
+    await waitFor(async () => (await w.call('GET', path, { auth: hub.bearer })).status === 401, {
+      ...WITHIN,
+      what: `web process ${i + 1} to refuse the revoked key`,
+    });
     const r = await w.call('GET', path, { auth: hub.basic });
     t.is(r.status, 401, 'Basic with the same token too');
     t.is(r.json.error, 'unauthorized');
@@ -93,7 +101,10 @@ test.serial('a hub change (IPsec switched on, then off) reaches both within a se
   }
   await db.query(`UPDATE hubs SET features = '{"ipsec": false}' WHERE id = $1`, [hub.hubId]);
   for (const [i, w] of web.entries()) {
-    await waitFor(async () => (await w.call('GET', tunnels, { auth: hub.bearer })).status === 403, { ...WITHIN, what: `web process ${i + 1} to see IPsec off` });
+    await waitFor(async () => (await w.call('GET', tunnels, { auth: hub.bearer })).status === 403, {
+      ...WITHIN,
+      what: `web process ${i + 1} to see IPsec off`,
+    });
   }
   t.pass();
 });
@@ -115,15 +126,23 @@ test.serial('a revocation made while the LISTEN connections are cut is still hon
   // and once reconnected, a later revocation is heard again
   const other = await stack.call('POST', `/admin/v1/hubs/${hub.hubId}/api-keys`, { auth: stack.admin, body: { name: 'second' } });
   const bearer = `Bearer ${other.json.token}`;
-  await waitFor(async () => {
-    const listening = await db.query(`SELECT count(*)::int AS n FROM pg_stat_activity WHERE datname = current_database() AND application_name LIKE '%-listen'`);
-    return listening.rows[0].n >= 3;
-  }, { timeoutMs: 10_000, what: 'the LISTEN connections to come back' });
+  await waitFor(
+    async () => {
+      const listening = await db.query(
+        `SELECT count(*)::int AS n FROM pg_stat_activity WHERE datname = current_database() AND application_name LIKE '%-listen'`,
+      );
+      return listening.rows[0].n >= 3;
+    },
+    { timeoutMs: 10_000, what: 'the LISTEN connections to come back' },
+  );
   t.deepEqual(await statusOnEach(path, bearer), [200, 200]);
   t.deepEqual(await statusOnEach(path, bearer), [200, 200]);
   await db.query('UPDATE api_keys SET revoked_at = now() WHERE id = $1', [other.json.id]);
   for (const [i, w] of web.entries()) {
-    await waitFor(async () => (await w.call('GET', path, { auth: bearer })).status === 401, { ...WITHIN, what: `web process ${i + 1} to refuse the second key` });
+    await waitFor(async () => (await w.call('GET', path, { auth: bearer })).status === 401, {
+      ...WITHIN,
+      what: `web process ${i + 1} to refuse the second key`,
+    });
   }
   t.pass();
 });

@@ -49,7 +49,10 @@ for (const [what, alter, reason] of variants) {
     assertRefused(t, r, 400, 'invalid_request', 'EH_CSR_INVALID');
     t.regex(r.json.message, reason, 'names the DER defect (the point of this test)');
     const list = await hub.call('GET', `${hub.h}/client-certificates`);
-    t.false(list.json.content.some((c: { name: string }) => c.name === name), 'nothing written');
+    t.false(
+      list.json.content.some((c: { name: string }) => c.name === name),
+      'nothing written',
+    );
   });
 }
 
@@ -82,9 +85,21 @@ function withSignatureAlgorithm(der: Buffer, algorithm: (oid: Buffer) => Buffer)
 test('a CSR is parsed against PKCS#10: extra fields and malformed universal types outside the signed part are a 400', async (t) => {
   const der = pemToDer(await makeCsr('/CN=strict-structure'), ['CERTIFICATE REQUEST'])!;
   const cases: [string, Buffer, RegExp][] = [
-    ['strict-extra-field', withSignatureAlgorithm(der, (oid) => encodeSequence(oid, Buffer.from([0x05, 0x00]), Buffer.from([0x05, 0x00]))), /^CSR is not a valid PKCS#10 certification request \(it has elements the PKCS#10 schema does not have\)/],
-    ['strict-primitive-sequence', withSignatureAlgorithm(der, (oid) => encodeSequence(oid, Buffer.from([0x10, 0x01, 0x00]))), /^CSR is not a DER-encoded PKCS#10 certification request \(a SEQUENCE or SET in primitive form\)/],
-    ['strict-integer', withSignatureAlgorithm(der, (oid) => encodeSequence(oid, Buffer.from([0x02, 0x02, 0x00, 0x01]))), /INTEGER that is not minimally encoded/],
+    [
+      'strict-extra-field',
+      withSignatureAlgorithm(der, (oid) => encodeSequence(oid, Buffer.from([0x05, 0x00]), Buffer.from([0x05, 0x00]))),
+      /^CSR is not a valid PKCS#10 certification request \(it has elements the PKCS#10 schema does not have\)/,
+    ],
+    [
+      'strict-primitive-sequence',
+      withSignatureAlgorithm(der, (oid) => encodeSequence(oid, Buffer.from([0x10, 0x01, 0x00]))),
+      /^CSR is not a DER-encoded PKCS#10 certification request \(a SEQUENCE or SET in primitive form\)/,
+    ],
+    [
+      'strict-integer',
+      withSignatureAlgorithm(der, (oid) => encodeSequence(oid, Buffer.from([0x02, 0x02, 0x00, 0x01]))),
+      /INTEGER that is not minimally encoded/,
+    ],
     ['strict-oid', withSignatureAlgorithm(der, (oid) => encodeSequence(oid, Buffer.from([0x06, 0x02, 0x2a, 0x86]))), /malformed OBJECT IDENTIFIER/],
   ];
   for (const [name, altered, reason] of cases) {
@@ -93,5 +108,8 @@ test('a CSR is parsed against PKCS#10: extra fields and malformed universal type
     t.regex(r.json.message, reason, `${name}: names the defect (the point of this test)`);
   }
   const list = await hub.call('GET', `${hub.h}/client-certificates`);
-  t.false(list.json.content.some((c: { name: string }) => c.name.startsWith('strict-') && cases.some(([n]) => n === c.name)), 'nothing written');
+  t.false(
+    list.json.content.some((c: { name: string }) => c.name.startsWith('strict-') && cases.some(([n]) => n === c.name)),
+    'nothing written',
+  );
 });

@@ -17,7 +17,14 @@ const now = () => Math.floor(Date.now() / 1000);
 
 async function signed(claims: Record<string, unknown>, header: Record<string, unknown> = {}, configure: (j: SignJWT) => SignJWT = (j) => j) {
   const key = await activeSigningKey();
-  return configure(new SignJWT(claims).setProtectedHeader({ alg: 'ES256', kid: key.kid, typ: 'JWT', ...header }).setIssuer('hub').setAudience(HUB).setSubject('tok').setExpirationTime(now() + 600)).sign(key.privateKey);
+  return configure(
+    new SignJWT(claims)
+      .setProtectedHeader({ alg: 'ES256', kid: key.kid, typ: 'JWT', ...header })
+      .setIssuer('hub')
+      .setAudience(HUB)
+      .setSubject('tok')
+      .setExpirationTime(now() + 600),
+  ).sign(key.privateKey);
 }
 
 const refusal = (jwt: string, hub = HUB) =>
@@ -38,10 +45,23 @@ test('every kind of bad JWT is refused with its label', async (t) => {
   const key = await activeSigningKey();
   const cases: [string, string, string][] = [
     ['alg none', `${b64({ alg: 'none', kid: key.kid })}.${payload}.`, 'invalid'],
-    ['HS256 with the kid', await new SignJWT({ name: 'n', sub: 'tok' }).setProtectedHeader({ alg: 'HS256', kid: key.kid }).setIssuer('hub').setAudience(HUB).setExpirationTime(now() + 600).sign(new TextEncoder().encode('x'.repeat(32))), 'invalid'],
+    [
+      'HS256 with the kid',
+      await new SignJWT({ name: 'n', sub: 'tok' })
+        .setProtectedHeader({ alg: 'HS256', kid: key.kid })
+        .setIssuer('hub')
+        .setAudience(HUB)
+        .setExpirationTime(now() + 600)
+        .sign(new TextEncoder().encode('x'.repeat(32))),
+      'invalid',
+    ],
     ['no kid', await signed({ name: 'n' }, { kid: undefined }), 'invalid'],
     ['unknown kid', await signed({ name: 'n' }, { kid: 'nope' }), 'unknown_key'],
-    ['signature over other bytes', `${good.split('.')[0]}.${b64({ iss: 'hub', aud: HUB, sub: 'other', exp: now() + 600 })}.${good.split('.')[2]}`, 'invalid_signature'],
+    [
+      'signature over other bytes',
+      `${good.split('.')[0]}.${b64({ iss: 'hub', aud: HUB, sub: 'other', exp: now() + 600 })}.${good.split('.')[2]}`,
+      'invalid_signature',
+    ],
     ['not valid yet', await signed({ name: 'n' }, {}, (j) => j.setNotBefore(now() + 600)), 'invalid'],
     ['no sub', await signed({ name: 'n' }, {}, (j) => j.setSubject('')), 'invalid'],
     ['another issuer', await signed({ name: 'n' }, {}, (j) => j.setIssuer('someone')), 'invalid'],

@@ -99,7 +99,10 @@ test('subject mismatches are a 400 naming each; validate-only lists them as viol
   t.is(list.json.totalElements, 0);
   t.is((await enroll(hub, { jwt, csr: good })).status, 201);
   const spent = await enroll(hub, { jwt, csr: good }, { 'x-validate': 'true' });
-  t.deepEqual(spent.json.map((x: { path: string; label: string }) => [x.path, x.label]), [['$.jwt', 'spent']]);
+  t.deepEqual(
+    spent.json.map((x: { path: string; label: string }) => [x.path, x.label]),
+    [['$.jwt', 'spent']],
+  );
 });
 
 test('bad CSRs are 400 naming why (and $.csr violations in validate-only mode)', async (t) => {
@@ -152,7 +155,11 @@ test('an expired, revoked, foreign-hub or forged JWT is 403 (and a $.jwt violati
     assertRefused(t, r, 403, 'not_found', code);
     const v = await enroll(hub, { jwt, csr }, { 'x-validate': 'true' });
     t.is(v.status, 200);
-    t.deepEqual(v.json.map((x: { path: string; label: string }) => [x.path, x.label]), [['$.jwt', label]], what);
+    t.deepEqual(
+      v.json.map((x: { path: string; label: string }) => [x.path, x.label]),
+      [['$.jwt', label]],
+      what,
+    );
     t.is(typeof v.json[0].message, 'string');
   }
   // the foreign JWT still works on its own hub
@@ -195,7 +202,9 @@ test('token in path: CSR issues without subject constraint; CERTIFICATE stores t
 
   t.is((await stack.call('POST', tokenPath(hub.h, 'unknown-token'), { body: { type: 'CSR', value: await makeCsr('/CN=x') } })).status, 403);
   const d = await tokenWithJwt(hub, { name: 'garbage' });
-  const garbage = await stack.call('POST', tokenPath(hub.h, d.token.token), { body: { type: 'CERTIFICATE', value: '-----BEGIN CERTIFICATE-----\nAAAA\n-----END CERTIFICATE-----\n' } });
+  const garbage = await stack.call('POST', tokenPath(hub.h, d.token.token), {
+    body: { type: 'CERTIFICATE', value: '-----BEGIN CERTIFICATE-----\nAAAA\n-----END CERTIFICATE-----\n' },
+  });
   t.is(garbage.status, 400);
   const taken = await stack.call('POST', tokenPath(hub.h, d.token.token), { body: { type: 'CERTIFICATE', value: upload, name: 'my-upload' } });
   assertRefused(t, taken, 409, 'conflict', 'EH_NAME_TAKEN'); // a name collision with a certificate
@@ -209,5 +218,11 @@ test('token in path: CSR issues without subject constraint; CERTIFICATE stores t
   assertRefused(t, expired, 401, 'unauthorized', 'EH_TOKEN_EXPIRED');
   const other = await stack.hub();
   const f = await tokenWithJwt(hub, { name: 'wrong-hub' });
-  assertRefused(t, await stack.call('POST', tokenPath(other.h2, f.token.token), { body: { type: 'CSR', value: await makeCsr('/CN=x') } }), 403, 'not_found', 'EH_TOKEN_UNUSABLE');
+  assertRefused(
+    t,
+    await stack.call('POST', tokenPath(other.h2, f.token.token), { body: { type: 'CSR', value: await makeCsr('/CN=x') } }),
+    403,
+    'not_found',
+    'EH_TOKEN_UNUSABLE',
+  );
 });

@@ -85,7 +85,9 @@ test('names are unique in the hub across certificates and tokens', async (t) => 
   // concurrent creates of one name across both kinds: exactly one wins
   const racers = await Promise.all(
     Array.from({ length: 8 }, (_, i) =>
-      i % 2 ? hub.call('POST', certs(hub), { body: { name: 'race', value: pem } }) : hub.call('POST', `${hub.h}/certificate-request-tokens`, { body: { name: 'race' } }),
+      i % 2
+        ? hub.call('POST', certs(hub), { body: { name: 'race', value: pem } })
+        : hub.call('POST', `${hub.h}/certificate-request-tokens`, { body: { name: 'race' } }),
     ),
   );
   t.deepEqual(racers.map((r) => r.status).sort(), [201, ...Array(7).fill(409)]);
@@ -132,7 +134,7 @@ test('hub isolation: another hub key is 403, another hub certificate id is 404',
   t.is((await a.call('GET', `${certs(a)}/${c.id}`)).json.name, 'a-cert');
 });
 
-test("deleting a hub removes its tokens, certificates, names and issuing CA", async (t) => {
+test('deleting a hub removes its tokens, certificates, names and issuing CA', async (t) => {
   const hub = await stack.hub();
   t.is((await hub.call('POST', certs(hub), { body: { name: 'issued', value: await makeCsr('/CN=issued') } })).status, 201);
   t.is((await hub.call('POST', `${hub.h}/certificate-request-tokens`, { body: { name: 'pending' } })).status, 201);

@@ -42,12 +42,18 @@ test('the CRL: openssl accepts a live certificate and refuses a revoked one; the
   const deleted = await hub.call('DELETE', `${hub.h}/client-certificates/${doomed.id}?reason=keyCompromise`);
   t.is(deleted.status, 200, deleted.text);
   const serial = doomed.serialNumber.toUpperCase();
-  const revoked = await waitFor(async () => {
-    const crl = await getCrl(hub.hubId);
-    return (await crlText(crl)).includes(`Serial Number: ${serial}`) && crl;
-  }, { timeoutMs: 2000, what: 'the revocation in the CRL' });
+  const revoked = await waitFor(
+    async () => {
+      const crl = await getCrl(hub.hubId);
+      return (await crlText(crl)).includes(`Serial Number: ${serial}`) && crl;
+    },
+    { timeoutMs: 2000, what: 'the revocation in the CRL' },
+  );
   const revokedText = await crlText(revoked);
-  t.regex(revokedText, new RegExp(`Serial Number: ${serial}\\n\\s+Revocation Date: .*\\n\\s+CRL entry extensions:\\n\\s+X509v3 CRL Reason Code: \\n\\s+Key Compromise`));
+  t.regex(
+    revokedText,
+    new RegExp(`Serial Number: ${serial}\\n\\s+Revocation Date: .*\\n\\s+CRL entry extensions:\\n\\s+X509v3 CRL Reason Code: \\n\\s+Key Compromise`),
+  );
   t.true(Number(/X509v3 CRL Number: \n\s+(\d+)/.exec(revokedText)?.[1]) > firstNumber);
   const refused = await verifyWithCrl(doomed, [await crlFile(revoked)]);
   t.false(refused.ok);
@@ -75,10 +81,13 @@ test('re-issuing over a certificate revokes the one it replaces (superseded); up
   const replaced = await hub.call('PUT', `${hub.h}/client-certificates/${old.id}`, { body: { name: 'rotating', value: csr } });
   t.is(replaced.status, 200, replaced.text);
   t.not(replaced.json.serialNumber, old.serialNumber);
-  const text = await waitFor(async () => {
-    const crl = await crlText(await getCrl(hub.hubId));
-    return crl.includes(`Serial Number: ${old.serialNumber.toUpperCase()}`) && crl;
-  }, { what: 'the superseded certificate in the CRL' });
+  const text = await waitFor(
+    async () => {
+      const crl = await crlText(await getCrl(hub.hubId));
+      return crl.includes(`Serial Number: ${old.serialNumber.toUpperCase()}`) && crl;
+    },
+    { what: 'the superseded certificate in the CRL' },
+  );
   t.regex(text, /Superseded/);
   t.false(text.includes(replaced.json.serialNumber.toUpperCase()));
 
@@ -86,7 +95,10 @@ test('re-issuing over a certificate revokes the one it replaces (superseded); up
   const upSerial = (await hub.call('GET', `${hub.h}/client-certificates/${uploaded.json.id}`)).json.serialNumber as string;
   t.is((await hub.call('DELETE', `${hub.h}/client-certificates/${uploaded.json.id}`)).status, 200);
   const { rows } = await stack.sql.query('SELECT serial_number FROM certificate_revocations WHERE hub_id = $1', [hub.hubId]);
-  t.deepEqual(rows.map((r) => r.serial_number), [old.serialNumber]);
+  t.deepEqual(
+    rows.map((r) => r.serial_number),
+    [old.serialNumber],
+  );
   t.false((await crlText(await getCrl(hub.hubId))).includes(upSerial.toUpperCase()));
 });
 
@@ -94,11 +106,17 @@ test('revocations at once: every serial is in the CRL (requests before the next 
   const hub = await stack.hub();
   const certs = await Promise.all(Array.from({ length: 8 }, (_, i) => issue(hub, `burst-${i}`)));
   const deletes = await Promise.all(certs.map((c) => hub.call('DELETE', `${hub.h}/client-certificates/${c.id}?reason=affiliationChanged`)));
-  t.deepEqual(deletes.map((d) => d.status), certs.map(() => 200));
-  const text = await waitFor(async () => {
-    const crl = await crlText(await getCrl(hub.hubId));
-    return certs.every((c) => crl.includes(`Serial Number: ${c.serialNumber.toUpperCase()}`)) && crl;
-  }, { what: 'every revocation in the CRL' });
+  t.deepEqual(
+    deletes.map((d) => d.status),
+    certs.map(() => 200),
+  );
+  const text = await waitFor(
+    async () => {
+      const crl = await crlText(await getCrl(hub.hubId));
+      return certs.every((c) => crl.includes(`Serial Number: ${c.serialNumber.toUpperCase()}`)) && crl;
+    },
+    { what: 'every revocation in the CRL' },
+  );
   t.is(text.match(/Affiliation Changed/g)?.length, 8);
   const { rows } = await stack.sql.query("SELECT count(*)::int AS n FROM executions WHERE type = 'pki.publishCrl' AND hub_id = $1", [hub.hubId]);
   t.true(rows[0].n <= 8, `${rows[0].n} CRL jobs for 8 revocations`);
@@ -131,10 +149,13 @@ test("a deleted hub's issuing CA is revoked in the root's CRL: its certificates 
   t.true((await verifyWithCrl(cert, [hubCrl, await crlFile(await rootCrl())], true)).ok);
   const issuingSerial = (await run('openssl', ['x509', '-in', cert.issuingFile, '-noout', '-serial'])).stdout.trim().replace('serial=', '');
   t.is((await stack.call('DELETE', `/admin/v1/hubs/${hub.hubId}`, { auth: stack.admin })).status, 204);
-  const text = await waitFor(async () => {
-    const crl = await crlText(await rootCrl());
-    return crl.includes(`Serial Number: ${issuingSerial}`) && crl;
-  }, { what: "the issuing CA in the root's CRL" });
+  const text = await waitFor(
+    async () => {
+      const crl = await crlText(await rootCrl());
+      return crl.includes(`Serial Number: ${issuingSerial}`) && crl;
+    },
+    { what: "the issuing CA in the root's CRL" },
+  );
   t.regex(text, /Cessation Of Operation/);
   const refused = await verifyWithCrl(cert, [hubCrl, await crlFile(await rootCrl())], true);
   t.false(refused.ok);
@@ -145,12 +166,15 @@ test("a deleted hub's issuing CA is revoked in the root's CRL: its certificates 
 /** One HTTPS request to nginx with a client certificate: its status and body, or status 0 when the handshake failed. */
 function mtlsGet(port: number, cert: { leafFile: string; keyFile: string }): Promise<{ status: number; body: string }> {
   return new Promise((resolve) => {
-    const req = https.get({ host: '127.0.0.1', port, path: '/', cert: readFileSync(cert.leafFile), key: readFileSync(cert.keyFile), rejectUnauthorized: false, agent: false }, (res) => {
-      let body = '';
-      res.setEncoding('utf8');
-      res.on('data', (c) => (body += c));
-      res.on('end', () => resolve({ status: res.statusCode ?? 0, body }));
-    });
+    const req = https.get(
+      { host: '127.0.0.1', port, path: '/', cert: readFileSync(cert.leafFile), key: readFileSync(cert.keyFile), rejectUnauthorized: false, agent: false },
+      (res) => {
+        let body = '';
+        res.setEncoding('utf8');
+        res.on('data', (c) => (body += c));
+        res.on('end', () => resolve({ status: res.statusCode ?? 0, body }));
+      },
+    );
     req.on('error', () => resolve({ status: 0, body: '' }));
   });
 }
@@ -168,7 +192,23 @@ test('nginx with ssl_verify_client on and ssl_crl pointed at the downloaded CRLs
   const doomed = await issue(hub, 'nginx-doomed');
   const serverKey = file('', 'key');
   const serverCert = file('');
-  await run('openssl', ['req', '-x509', '-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:P-256', '-nodes', '-keyout', serverKey, '-out', serverCert, '-subj', '/CN=127.0.0.1', '-days', '1']);
+  await run('openssl', [
+    'req',
+    '-x509',
+    '-newkey',
+    'ec',
+    '-pkeyopt',
+    'ec_paramgen_curve:P-256',
+    '-nodes',
+    '-keyout',
+    serverKey,
+    '-out',
+    serverCert,
+    '-subj',
+    '/CN=127.0.0.1',
+    '-days',
+    '1',
+  ]);
   const caFile = file(readFileSync(live.issuingFile, 'utf8') + readFileSync(live.rootFile, 'utf8'));
   const crls = file('');
   const download = async () => {
@@ -189,7 +229,9 @@ test('nginx with ssl_verify_client on and ssl_crl pointed at the downloaded CRLs
   await waitFor(async () => (await crlText(Buffer.from(await download()))).includes(doomed.serialNumber.toUpperCase()), { what: 'the revocation in the CRL' });
   nginx.reload();
   // the reloaded workers read the new CRL
-  await waitFor(async () => (await mtlsGet(nginx.port, doomed)).status === 400 && verdicts(nginx.log()).at(-1) === 'certificate revoked', { what: 'nginx finding the certificate revoked' });
+  await waitFor(async () => (await mtlsGet(nginx.port, doomed)).status === 400 && verdicts(nginx.log()).at(-1) === 'certificate revoked', {
+    what: 'nginx finding the certificate revoked',
+  });
   const seen = verdicts(nginx.log()).length;
   t.is((await mtlsGet(nginx.port, live)).status, before.status);
   t.deepEqual(verdicts(nginx.log()).slice(seen), ['unsuitable certificate purpose']);

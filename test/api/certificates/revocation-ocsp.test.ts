@@ -50,10 +50,13 @@ test('openssl ocsp reads good, then revoked with its reason within 2 s of the de
 
   t.is((await hub.call('DELETE', `${hub.h}/client-certificates/${doomed.id}?reason=keyCompromise`)).status, 200);
   // the cached good answer (asked for above without a nonce) is gone: the revocation is in the answer within 2 s
-  const revoked = await waitFor(async () => {
-    const out = await ocsp(hub.hubId, doomed, ['-cert', doomed.leafFile], ['-no_nonce']);
-    return /: revoked\n/.test(out) && out;
-  }, { timeoutMs: 2000, what: 'revoked in the OCSP answer' });
+  const revoked = await waitFor(
+    async () => {
+      const out = await ocsp(hub.hubId, doomed, ['-cert', doomed.leafFile], ['-no_nonce']);
+      return /: revoked\n/.test(out) && out;
+    },
+    { timeoutMs: 2000, what: 'revoked in the OCSP answer' },
+  );
   t.regex(revoked, /Response verify OK/);
   t.regex(revoked, /Reason: keyCompromise\n\s+Revocation Time: /);
   t.regex(await ocsp(hub.hubId, doomed, ['-cert', doomed.leafFile]), /: revoked\n/);
@@ -124,7 +127,7 @@ test('bad input: garbage, truncated, oversized and empty requests answer malform
   // mutations of a real request (a byte changed, cut short, a byte inserted), seeded: every answer is an
   // OCSPResponse (successful for a request that still reads, malformedRequest or unauthorized otherwise), HTTP 200
   let seed = 51;
-  const random = (n: number) => ((seed = (seed * 1103515245 + 12345) % 2 ** 31) % n);
+  const random = (n: number) => (seed = (seed * 1103515245 + 12345) % 2 ** 31) % n;
   const statuses = new Set<number>();
   for (let i = 0; i < 150; i++) {
     const at = random(request.length);
@@ -142,7 +145,10 @@ test('bad input: garbage, truncated, oversized and empty requests answer malform
     t.is(answer.body[header], 0x0a);
     statuses.add(answer.body[header + 2]);
   }
-  t.true([...statuses].every((s) => s === 0 || s === 1 || s === 6), [...statuses].join(','));
+  t.true(
+    [...statuses].every((s) => s === 0 || s === 1 || s === 6),
+    [...statuses].join(','),
+  );
   t.true(statuses.has(1));
   // the responder still answers properly afterwards
   t.regex(await ocsp(hub.hubId, cert, ['-cert', cert.leafFile]), /: good\n/);

@@ -114,10 +114,13 @@ test.serial('a missed rotation (the clock down or a store away at its tick) is m
   t.is(await rotationOverdue(), rows[0].kid);
   await rotationCatchUp.run();
   await rotationCatchUp.run(); // a second catch-up before the job ran asks for the same rotation
-  const done = await waitFor(async () => {
-    const all = (await executions()).slice(before);
-    return all.length && all.every((e) => e.status === 'SUCCEEDED') ? all : undefined;
-  }, { what: 'the catch-up rotation' });
+  const done = await waitFor(
+    async () => {
+      const all = (await executions()).slice(before);
+      return all.length && all.every((e) => e.status === 'SUCCEEDED') ? all : undefined;
+    },
+    { what: 'the catch-up rotation' },
+  );
   t.is(done.length, 1, 'one rotation');
   t.not(done[0].result.kid, rows[0].kid);
   t.true((await kids()).includes(done[0].result.kid));

@@ -69,7 +69,10 @@ test.serial('a key that left the database stops verifying within seconds, though
   t.deepEqual(await validate(jwt, csr), [], 'verifies (and is now cached)');
   // another process revokes it: straight in the database, so this process learns nothing but what it reads
   await sql.query(`UPDATE signing_keys SET status = 'REVOKED', revoked_at = now(), retired_at = now() WHERE kid = $1`, [kid]);
-  await sql.query(`INSERT INTO signing_keys (kid, status, public_jwk, private_key_sealed) SELECT 'x' || kid, 'ACTIVE', jsonb_set(public_jwk, '{kid}', to_jsonb('x' || kid)), private_key_sealed FROM signing_keys WHERE kid = $1`, [kid]);
+  await sql.query(
+    `INSERT INTO signing_keys (kid, status, public_jwk, private_key_sealed) SELECT 'x' || kid, 'ACTIVE', jsonb_set(public_jwk, '{kid}', to_jsonb('x' || kid)), private_key_sealed FROM signing_keys WHERE kid = $1`,
+    [kid],
+  );
   await waitFor(async () => (await validate(jwt, csr)).some((v) => v.label === 'unknown_key'), { timeoutMs: 15_000, what: 'the cached key to be dropped' });
   await waitFor(async () => !(await kids()).includes(kid), { timeoutMs: 15_000, what: 'the JWKS to drop the key' });
   t.pass();

@@ -28,7 +28,11 @@ test('no column holds a token string in clear; the API still shows and finds it'
   } finally {
     await client.end();
   }
-  for (const path of [`${hub.h}/certificate-request-tokens/${tok.json.id}`, `${hub.h}/certificate-request-tokens/by-token/${token}`, `${hub.h2}/certificate-request-tokens/token/${token}`]) {
+  for (const path of [
+    `${hub.h}/certificate-request-tokens/${tok.json.id}`,
+    `${hub.h}/certificate-request-tokens/by-token/${token}`,
+    `${hub.h2}/certificate-request-tokens/token/${token}`,
+  ]) {
     const r = await hub.call('GET', path);
     t.is(r.status, 200, path);
     t.is(r.json.token, token);

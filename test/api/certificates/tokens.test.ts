@@ -27,7 +27,12 @@ test('create answers 201 with the token; get, by-token and token/ forms find it 
   t.is(typeof tok.createdBy, 'string');
   const ttl = new Date(tok.expiresAt).getTime() - before;
   t.true(ttl > 6.9 * 86400_000 && ttl < 7.1 * 86400_000, 'default expiry P7D');
-  for (const path of [`${tokens(hub)}/${tok.id}`, `${tokens(hub, 'h2')}/${tok.id}`, `${tokens(hub)}/by-token/${tok.token}`, `${tokens(hub, 'h2')}/token/${tok.token}`]) {
+  for (const path of [
+    `${tokens(hub)}/${tok.id}`,
+    `${tokens(hub, 'h2')}/${tok.id}`,
+    `${tokens(hub)}/by-token/${tok.token}`,
+    `${tokens(hub, 'h2')}/token/${tok.token}`,
+  ]) {
     const g = await hub.call('GET', path);
     t.is(g.status, 200, path);
     t.deepEqual(g.json, tok, path);
@@ -71,12 +76,18 @@ test('list is paged and sortable', async (t) => {
   for (const name of ['c', 'a', 'e', 'b', 'd']) await createToken(hub, { name });
   const page = await hub.call('GET', `${tokens(hub)}?page=1&size=2&sort=name,asc`);
   t.is(page.status, 200);
-  t.deepEqual(page.json.content.map((x: { name: string }) => x.name), ['c', 'd']);
+  t.deepEqual(
+    page.json.content.map((x: { name: string }) => x.name),
+    ['c', 'd'],
+  );
   t.deepEqual(page.json.pageable, { pageNumber: 1, pageSize: 2 });
   t.is(page.json.totalElements, 5);
   t.is(page.json.totalPages, 3);
   const desc = await hub.call('GET', `${tokens(hub, 'h2')}?sort=name,desc`);
-  t.deepEqual(desc.json.content.map((x: { name: string }) => x.name), ['e', 'd', 'c', 'b', 'a']);
+  t.deepEqual(
+    desc.json.content.map((x: { name: string }) => x.name),
+    ['e', 'd', 'c', 'b', 'a'],
+  );
   const bad = await hub.call('GET', `${tokens(hub)}?sort=token`);
   t.is(bad.status, 400);
 });

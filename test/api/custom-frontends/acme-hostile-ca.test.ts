@@ -43,7 +43,12 @@ test.after.always(async () => {
 });
 
 const zone = { publish: async () => undefined, withdraw: async () => undefined, lookup: async () => [] };
-const issue = (directoryUrl = caUrl) => acmeCertificateIssuer({ directoryUrl }, { keyPem: newAcmeAccountKey() }, zone).issue({ hostname: 'hostile.example.com', validationName: 'x', validationValue: 'x' });
+const issue = (directoryUrl = caUrl) =>
+  acmeCertificateIssuer({ directoryUrl }, { keyPem: newAcmeAccountKey() }, zone).issue({
+    hostname: 'hostile.example.com',
+    validationName: 'x',
+    validationValue: 'x',
+  });
 
 test.serial('an answer larger than the bound is refused, not read whole', async (t) => {
   seen.length = 0;
@@ -78,7 +83,10 @@ test.serial('a redirect is not followed (it would leave the egress check behind)
 test.serial("a 503 is retried after the CA's Retry-After, not before", async (t) => {
   seen.length = 0;
   answer = (_req, res) => {
-    if (seen.length === 1) return void res.writeHead(503, { 'retry-after': '2', 'content-type': 'application/problem+json' }).end('{"type":"urn:ietf:params:acme:error:serverInternal"}');
+    if (seen.length === 1)
+      return void res
+        .writeHead(503, { 'retry-after': '2', 'content-type': 'application/problem+json' })
+        .end('{"type":"urn:ietf:params:acme:error:serverInternal"}');
     res.writeHead(404).end();
   };
   await t.throwsAsync(issue());

@@ -26,10 +26,12 @@ let stackEnv: Record<string, string>;
 
 function get(url: string, ca: Buffer): Promise<number> {
   return new Promise((resolve) => {
-    https.get(url, { ca }, (res) => {
-      res.resume();
-      resolve(res.statusCode ?? 0);
-    }).on('error', () => resolve(0));
+    https
+      .get(url, { ca }, (res) => {
+        res.resume();
+        resolve(res.statusCode ?? 0);
+      })
+      .on('error', () => resolve(0));
   });
 }
 
@@ -37,23 +39,43 @@ test.before(async () => {
   const dir = mkdtempSync(path.join(os.tmpdir(), 'pebble-'));
   const cert = path.join(dir, 'cert.pem');
   const key = path.join(dir, 'key.pem');
-  const made = spawnSync('openssl', ['req', '-x509', '-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:P-256', '-nodes', '-keyout', key, '-out', cert,
-    '-days', '1', '-subj', '/CN=localhost', '-addext', 'subjectAltName=DNS:localhost,IP:127.0.0.1']);
+  const made = spawnSync('openssl', [
+    'req',
+    '-x509',
+    '-newkey',
+    'ec',
+    '-pkeyopt',
+    'ec_paramgen_curve:P-256',
+    '-nodes',
+    '-keyout',
+    key,
+    '-out',
+    cert,
+    '-days',
+    '1',
+    '-subj',
+    '/CN=localhost',
+    '-addext',
+    'subjectAltName=DNS:localhost,IP:127.0.0.1',
+  ]);
   if (made.status !== 0) throw new Error(`openssl failed: ${made.stderr}`);
   const [listen, management, httpPort, tlsPort, validationPort] = await Promise.all([freePort(), freePort(), freePort(), freePort(), freePort()]);
   const config = path.join(dir, 'pebble.json');
-  writeFileSync(config, JSON.stringify({
-    pebble: {
-      listenAddress: `127.0.0.1:${listen}`,
-      managementListenAddress: `127.0.0.1:${management}`,
-      certificate: cert,
-      privateKey: key,
-      httpPort,
-      tlsPort,
-      ocspResponderURL: '',
-      externalAccountBindingRequired: false,
-    },
-  }));
+  writeFileSync(
+    config,
+    JSON.stringify({
+      pebble: {
+        listenAddress: `127.0.0.1:${listen}`,
+        managementListenAddress: `127.0.0.1:${management}`,
+        certificate: cert,
+        privateKey: key,
+        httpPort,
+        tlsPort,
+        ocspResponderURL: '',
+        externalAccountBindingRequired: false,
+      },
+    }),
+  );
   dns = await startDnsServer();
   dns.forward('validation.edgehub.localhost', `127.0.0.1:${validationPort}`);
   pebble = spawn('pebble', ['-config', config, '-dnsserver', dns.server], {
@@ -87,10 +109,13 @@ test.serial('with an ACME directory configured, ACTIVE brings a certificate obta
   const id = created.json.id;
   await publishDnsRecords(dns, hub, id);
 
-  const active = await waitFor(async () => {
-    const r = await hub.call('GET', `${hub.h}/custom-frontends/${id}`);
-    return r.json.status === 'ACTIVE' && r.json;
-  }, { what: 'ACTIVE with an ACME certificate', timeoutMs: 60_000 });
+  const active = await waitFor(
+    async () => {
+      const r = await hub.call('GET', `${hub.h}/custom-frontends/${id}`);
+      return r.json.status === 'ACTIVE' && r.json;
+    },
+    { what: 'ACTIVE with an ACME certificate', timeoutMs: 60_000 },
+  );
   t.truthy(active.certificateExpiresAt);
 
   const client = new pg.Client({ connectionString: stack.databaseUrl });

@@ -22,10 +22,13 @@ test('a failed issuance leaves the frontend PENDING and backs off instead of ask
   const { id } = (await hub.call('POST', `${hub.h}/custom-frontends`, { body: { hostname: 'refused.example.com' } })).json;
   await publishDnsRecords(dns, hub, id);
 
-  const failed = await waitFor(async () => {
-    const r = await hub.call('GET', `${hub.h}/custom-frontends/${id}`);
-    return /certificate issuance failed/.test(r.json.statusMessage ?? '') && r.json;
-  }, { what: 'the issuance failure' });
+  const failed = await waitFor(
+    async () => {
+      const r = await hub.call('GET', `${hub.h}/custom-frontends/${id}`);
+      return /certificate issuance failed/.test(r.json.statusMessage ?? '') && r.json;
+    },
+    { what: 'the issuance failure' },
+  );
   t.is(failed.status, 'PENDING');
   t.regex(failed.statusMessage, /ECONNREFUSED/);
 

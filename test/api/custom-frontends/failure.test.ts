@@ -16,22 +16,35 @@ test.before(async () => {
   dns = await startDnsServer();
 });
 // failed attempts retried after 100 ms, 200 ms, ... instead of 1 s, 2 s, ...
-const stack = useStack(test, () => ({ workers: false, env: { HUB_DNS_SERVERS: dns.server, HUB_DNS_CHECK_INTERVAL_MS: '100', HUB_DNS_WAIT: 'PT5S', HUB_JOB_BACKOFF_MS: '100' } }));
+const stack = useStack(test, () => ({
+  workers: false,
+  env: { HUB_DNS_SERVERS: dns.server, HUB_DNS_CHECK_INTERVAL_MS: '100', HUB_DNS_WAIT: 'PT5S', HUB_JOB_BACKOFF_MS: '100' },
+}));
 test.after.always(async () => {
   await dns?.close();
 });
 
 const cf = (hub: HubFixture, id = '') => `${hub.h}/custom-frontends${id ? `/${id}` : ''}`;
 const statusOf = (hub: HubFixture, id: string, status: string) =>
-  waitFor(async () => {
-    const r = await hub.call('GET', cf(hub, id));
-    return r.json.status === status && r.json;
-  }, { what: `custom frontend ${id} ${status}`, timeoutMs: 60_000 });
+  waitFor(
+    async () => {
+      const r = await hub.call('GET', cf(hub, id));
+      return r.json.status === status && r.json;
+    },
+    { what: `custom frontend ${id} ${status}`, timeoutMs: 60_000 },
+  );
 
 test.serial('provisioning that spends its attempts leaves the frontend ERROR with the reason, not NEW for ever', async (t) => {
   // the hosting API fails every time
-  const real = (processors).find((p) => p.type === PROVISION_JOB)!;
-  await stack.startWorkers([{ ...real, handle: async () => { throw new Error('ingress API answered 503'); } }]);
+  const real = processors.find((p) => p.type === PROVISION_JOB)!;
+  await stack.startWorkers([
+    {
+      ...real,
+      handle: async () => {
+        throw new Error('ingress API answered 503');
+      },
+    },
+  ]);
   try {
     const hub = await stack.hub();
     const created = await hub.call('POST', cf(hub), { body: { hostname: 'broken-hosting.example.com' } });
@@ -59,12 +72,18 @@ test.serial('a hostname waiting for DNS is released when the wait ends; another 
     const refused = await owner.call('POST', cf(owner), { body: { hostname: 'squatted.example.com' } });
     t.is(refused.status, 409, 'claimed while NEW or PENDING');
 
-    const pending = await waitFor(async () => {
-      const r = await squatter.call('GET', cf(squatter, created.json.id));
-      return r.json.statusMessage && r.json;
-    }, { what: 'the first DNS check' });
+    const pending = await waitFor(
+      async () => {
+        const r = await squatter.call('GET', cf(squatter, created.json.id));
+        return r.json.statusMessage && r.json;
+      },
+      { what: 'the first DNS check' },
+    );
     t.is(pending.status, 'PENDING');
-    t.regex(pending.statusMessage, /^waiting for DNS records \(checked every 100 ms until \S+Z\): A record of squatted\.example\.com resolves to \[\], expected \[/);
+    t.regex(
+      pending.statusMessage,
+      /^waiting for DNS records \(checked every 100 ms until \S+Z\): A record of squatted\.example\.com resolves to \[\], expected \[/,
+    );
     // nobody publishes the records: the DNS wait (HUB_DNS_WAIT, here 5 s) ends
     const failed = await statusOf(squatter, created.json.id, 'ERROR');
     t.regex(failed.statusMessage, /DNS records were not in place when the DNS wait ended at /);
@@ -96,7 +115,9 @@ test.serial('a frontend left PENDING with no check under way (a check that gave 
   const sql = new pg.Client({ connectionString: stack.databaseUrl });
   await sql.connect();
   try {
-    await sql.query(`UPDATE executions SET status = 'FAILED', finished_at = now() WHERE resource_id = $1 AND status IN ('QUEUED', 'RUNNING')`, [created.json.id]);
+    await sql.query(`UPDATE executions SET status = 'FAILED', finished_at = now() WHERE resource_id = $1 AND status IN ('QUEUED', 'RUNNING')`, [
+      created.json.id,
+    ]);
     await sql.query(`UPDATE custom_frontends SET dns_wait_until = now() - interval '2 minutes' WHERE id = $1`, [created.json.id]);
   } finally {
     await sql.end();

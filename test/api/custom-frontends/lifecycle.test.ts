@@ -24,10 +24,13 @@ async function authProvider(hub: HubFixture, name: string): Promise<string> {
 }
 
 async function waitForStatus(hub: HubFixture, id: string, status: string, what = status) {
-  return waitFor(async () => {
-    const r = await hub.call('GET', cf(hub, id));
-    return r.json.status === status && r.json;
-  }, { what });
+  return waitFor(
+    async () => {
+      const r = await hub.call('GET', cf(hub, id));
+      return r.json.status === status && r.json;
+    },
+    { what },
+  );
 }
 
 async function databaseRow(id: string) {
@@ -81,18 +84,24 @@ test.serial('lifecycle: NEW -> PENDING (records) -> ACTIVE only when both record
 
   // a wrong A record: checked, still PENDING
   dns.setA('shares.example.com', ['198.51.100.7']);
-  const wrong = await waitFor(async () => {
-    const r = await hub.call('GET', cf(hub, id));
-    return r.json.statusMessage?.includes('198.51.100.7') && r.json;
-  }, { what: 'a check that saw the wrong A record' });
+  const wrong = await waitFor(
+    async () => {
+      const r = await hub.call('GET', cf(hub, id));
+      return r.json.statusMessage?.includes('198.51.100.7') && r.json;
+    },
+    { what: 'a check that saw the wrong A record' },
+  );
   t.is(wrong.status, 'PENDING');
 
   // the A record alone is not enough
   dns.setA('shares.example.com', [...INGRESS].reverse());
-  const aOnly = await waitFor(async () => {
-    const r = await hub.call('GET', cf(hub, id));
-    return r.json.statusMessage && !r.json.statusMessage.includes('A record') && r.json;
-  }, { what: 'a check that saw the right A record' });
+  const aOnly = await waitFor(
+    async () => {
+      const r = await hub.call('GET', cf(hub, id));
+      return r.json.statusMessage && !r.json.statusMessage.includes('A record') && r.json;
+    },
+    { what: 'a check that saw the right A record' },
+  );
   t.is(aOnly.status, 'PENDING');
   t.regex(aOnly.statusMessage, /CNAME/);
   const waiting = await hub.call('GET', `${hub.h}/executions?resourceId=${id}&type=frontends.activateCustomFrontend`);
@@ -177,10 +186,13 @@ test.serial('the clock renews a certificate that expires within the renewal wind
   } finally {
     await stack.startWorkers();
   }
-  const renewals = await waitFor(async () => {
-    const r = await hub.call('GET', `${hub.h}/executions?resourceId=${id}&type=frontends.renewCertificate`);
-    return r.json.content.every((e: { status: string }) => e.status === 'SUCCEEDED') && r.json.totalElements > 0 && r.json;
-  }, { what: 'the renewal' });
+  const renewals = await waitFor(
+    async () => {
+      const r = await hub.call('GET', `${hub.h}/executions?resourceId=${id}&type=frontends.renewCertificate`);
+      return r.json.content.every((e: { status: string }) => e.status === 'SUCCEEDED') && r.json.totalElements > 0 && r.json;
+    },
+    { what: 'the renewal' },
+  );
   t.is(renewals.totalElements, 1);
   const after = new X509Certificate((await databaseRow(id)).certificate_pem);
   t.not(after.serialNumber, before.serialNumber);
@@ -191,7 +203,15 @@ test.serial('the clock renews a certificate that expires within the renewal wind
 test.serial('hostnames are validated and unique across hubs', async (t) => {
   const a = await stack.hub();
   const b = await stack.hub();
-  for (const hostname of ['localhost', 'bad_name.example.com', '-lead.example.com', 'a..example.com', 'x'.repeat(64) + '.example.com', '10.0.0.1', 'http://x.example.com']) {
+  for (const hostname of [
+    'localhost',
+    'bad_name.example.com',
+    '-lead.example.com',
+    'a..example.com',
+    'x'.repeat(64) + '.example.com',
+    '10.0.0.1',
+    'http://x.example.com',
+  ]) {
     const r = await a.call('POST', cf(a), { body: { hostname } });
     assertRefused(t, r, 400, 'invalid_request', 'EH_INVALID_REQUEST', '$.hostname');
   }
@@ -210,7 +230,12 @@ test.serial('hub isolation: another hub gets 404 for every operation, 403 on the
   const a = await stack.hub();
   const b = await stack.hub();
   const { id } = (await a.call('POST', cf(a), { body: { hostname: 'isolated.example.org' } })).json;
-  for (const [method, suffix, body] of [['GET', ''], ['GET', '/dns-records'], ['PATCH', '', { authProviderIds: [] }], ['DELETE', '']] as const) {
+  for (const [method, suffix, body] of [
+    ['GET', ''],
+    ['GET', '/dns-records'],
+    ['PATCH', '', { authProviderIds: [] }],
+    ['DELETE', ''],
+  ] as const) {
     const r = await b.call(method, cf(b, id) + suffix, { body });
     t.is(r.status, 404, `${method} ${suffix}`);
     t.is(r.json.error, 'not_found');
@@ -220,6 +245,9 @@ test.serial('hub isolation: another hub gets 404 for every operation, 403 on the
   t.is((await a.call('GET', cf(a, id))).status, 200);
   t.is((await b.call('GET', cf(b))).json.totalElements, 0);
   const listed = await a.call('GET', cf(a));
-  t.deepEqual(listed.json.content.map((f: { id: string }) => f.id), [id]);
+  t.deepEqual(
+    listed.json.content.map((f: { id: string }) => f.id),
+    [id],
+  );
   t.like(listed.json.content[0], { hostname: 'isolated.example.org', authProviderIds: [] });
 });

@@ -41,11 +41,19 @@ test('a PENDING frontend logs its first DNS miss once, not one WARN line per che
   await sql.connect();
   try {
     // at least 20 checks have missed
-    const execution = await waitFor(async () => {
-      const r = await sql.query(`SELECT id, attempts FROM executions WHERE resource_id = $1 AND type = 'frontends.activateCustomFrontend'`, [created.json.id]);
-      return r.rows[0]?.attempts >= 20 && r.rows[0];
-    }, { what: '20 DNS checks', timeoutMs: 60_000 });
-    const lines = output.split('\n').filter((l) => l.includes(execution.id)).map((l) => JSON.parse(l));
+    const execution = await waitFor(
+      async () => {
+        const r = await sql.query(`SELECT id, attempts FROM executions WHERE resource_id = $1 AND type = 'frontends.activateCustomFrontend'`, [
+          created.json.id,
+        ]);
+        return r.rows[0]?.attempts >= 20 && r.rows[0];
+      },
+      { what: '20 DNS checks', timeoutMs: 60_000 },
+    );
+    const lines = output
+      .split('\n')
+      .filter((l) => l.includes(execution.id))
+      .map((l) => JSON.parse(l));
     t.is(lines.filter((l) => l.level >= 40).length, 0, 'no WARN line for an expected wait');
     const said = lines.filter((l) => l.level === 30);
     t.is(said.length, 1, 'the first miss is said once');
@@ -55,5 +63,8 @@ test('a PENDING frontend logs its first DNS miss once, not one WARN line per che
   }
   const frontend = (await hub.call('GET', `${hub.h}/custom-frontends/${created.json.id}`)).json;
   t.is(frontend.status, 'PENDING');
-  t.regex(frontend.statusMessage, /^waiting for DNS records \(checked every 50 ms until \S+Z\): A record of quiet\.example\.com resolves to \[\], expected \[203\.0\.113\.10, 203\.0\.113\.11\]; CNAME of _acme-challenge\.quiet\.example\.com resolves to nothing, expected /);
+  t.regex(
+    frontend.statusMessage,
+    /^waiting for DNS records \(checked every 50 ms until \S+Z\): A record of quiet\.example\.com resolves to \[\], expected \[203\.0\.113\.10, 203\.0\.113\.11\]; CNAME of _acme-challenge\.quiet\.example\.com resolves to nothing, expected /,
+  );
 });

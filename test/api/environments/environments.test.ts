@@ -14,14 +14,17 @@ test('create and list environments under both prefixes', async (t) => {
   t.truthy(Date.parse(created.json.createdAt));
   const list = await hub.call('GET', `${hub.h2}/environments`, { auth: hub.basic });
   t.is(list.status, 200);
-  t.deepEqual(list.json.content.map((e: any) => e.envZId), [created.json.envZId]);
+  t.deepEqual(
+    list.json.content.map((e: any) => e.envZId),
+    [created.json.envZId],
+  );
   const one = await hub.call('GET', `${hub.h}/environments/${created.json.envZId}`);
   t.is(one.json.description, 'laptop');
   const empty = await hub.call('POST', `${hub.h}/environments`);
   t.is(empty.status, 201, 'description is optional');
 });
 
-test("environments of another hub are invisible", async (t) => {
+test('environments of another hub are invisible', async (t) => {
   const a = await stack.hub();
   const b = await stack.hub();
   const env = await b.call('POST', `${b.h}/environments`, { body: { description: 'b' } });
@@ -41,7 +44,9 @@ test('DELETE an environment: only one that hosts nothing; the default one stays;
 
   const used = await hub.call('POST', `${hub.h}/environments`, { body: { description: 'used' } });
   const frontends = await hub.call('GET', `${hub.h}/frontends`);
-  const share = await hub.call('POST', `${hub.h}/shares`, { body: { name: 'x', frontendIds: [frontends.json[0].id], target: 'http://127.0.0.1:9', envZId: used.json.envZId } });
+  const share = await hub.call('POST', `${hub.h}/shares`, {
+    body: { name: 'x', frontendIds: [frontends.json[0].id], target: 'http://127.0.0.1:9', envZId: used.json.envZId },
+  });
   t.is(share.status, 201, share.text);
   const busy = await hub.call('DELETE', `${hub.h}/environments/${used.json.envZId}`);
   assertRefused(t, busy, 409, 'conflict', 'EH_ENVIRONMENT_NOT_EMPTY', '1 share');

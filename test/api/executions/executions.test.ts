@@ -41,18 +41,24 @@ const start = (payload: Record<string, unknown>, jobOptions = fastRetry) =>
   enqueue({ type: 'system.sample', hubId: hub.hubId, resourceType: 'sample', resourceId: 'r1', payload, createdBy: 'test', jobOptions });
 const get = (id: string) => hub.call('GET', `${hub.h}/executions/${id}`);
 const settled = (id: string) =>
-  waitFor(async () => {
-    const r = await get(id);
-    return ['SUCCEEDED', 'FAILED'].includes(r.json.status) ? r.json : undefined;
-  }, { what: `execution ${id} to finish` });
+  waitFor(
+    async () => {
+      const r = await get(id);
+      return ['SUCCEEDED', 'FAILED'].includes(r.json.status) ? r.json : undefined;
+    },
+    { what: `execution ${id} to finish` },
+  );
 
 test('an execution moves QUEUED -> RUNNING -> SUCCEEDED and is visible over HTTP', async (t) => {
   const execution = await start({ hold: true });
   t.is(execution.status, 'QUEUED');
-  const running = await waitFor(async () => {
-    const r = await get(execution.id);
-    return r.json.status === 'RUNNING' ? r.json : undefined;
-  }, { what: 'RUNNING' });
+  const running = await waitFor(
+    async () => {
+      const r = await get(execution.id);
+      return r.json.status === 'RUNNING' ? r.json : undefined;
+    },
+    { what: 'RUNNING' },
+  );
   t.truthy(running.startedAt);
   t.is(running.finishedAt, null);
   gates.get(execution.id)!();
@@ -159,7 +165,20 @@ test.serial('finished executions the clock or a scheduler started are pruned aft
   const day = 86_400_000;
   const row = (id: string, createdBy: string, status: 'SUCCEEDED' | 'FAILED' | 'RUNNING', ageMs: number) => {
     const at = new Date(Date.now() - ageMs);
-    return { id, processId: id, hubId: hub2.hubId, type: 'system.sample', resourceType: null, resourceId: null, status, payload: {}, createdBy, createdAt: at, startedAt: at, finishedAt: status === 'RUNNING' ? null : at };
+    return {
+      id,
+      processId: id,
+      hubId: hub2.hubId,
+      type: 'system.sample',
+      resourceType: null,
+      resourceId: null,
+      status,
+      payload: {},
+      createdBy,
+      createdAt: at,
+      startedAt: at,
+      finishedAt: status === 'RUNNING' ? null : at,
+    };
   };
   await Execution.bulkCreate([
     row('old-clock', 'clock', 'SUCCEEDED', 10 * day),

@@ -16,7 +16,14 @@ test.after.always(async () => {
 });
 
 const hc = (hub: HubFixture, id = '') => `${hub.h}/health-checks${id ? `/${id}` : ''}`;
-const check = (overrides: Record<string, unknown> = {}) => ({ name: 'api', method: 'GET', path: '/status/200', expectedStatus: 200, target: target.url, ...overrides });
+const check = (overrides: Record<string, unknown> = {}) => ({
+  name: 'api',
+  method: 'GET',
+  path: '/status/200',
+  expectedStatus: 200,
+  target: target.url,
+  ...overrides,
+});
 const create = async (hub: HubFixture, body: unknown) => {
   const r = await hub.call('POST', hc(hub), { body });
   if (r.status !== 201) throw new Error(`create failed: ${r.status} ${r.text}`);
@@ -30,14 +37,27 @@ test('CRUD: create answers id, name, enabled true; get, list, PATCH, PUT, delete
   const hub = await stack.hub();
   const created = await hub.call('POST', hc(hub), { body: { name: 'spec-example', method: 'GET', path: '/health', expectedStatus: 200 } });
   t.is(created.status, 201, created.text);
-  t.like(created.json, { name: 'spec-example', enabled: true, method: 'GET', path: '/health', expectedStatus: 200, target: null, timeoutMs: 5000, intervalSeconds: 0, lastResult: null });
+  t.like(created.json, {
+    name: 'spec-example',
+    enabled: true,
+    method: 'GET',
+    path: '/health',
+    expectedStatus: 200,
+    target: null,
+    timeoutMs: 5000,
+    intervalSeconds: 0,
+    lastResult: null,
+  });
   t.is(typeof created.json.id, 'string');
   const id = created.json.id;
   t.deepEqual((await hub.call('GET', `${hub.h2}/health-checks/${id}`)).json, created.json);
   await create(hub, check({ name: 'second' }));
   const list = await hub.call('GET', `${hc(hub)}?page=0&size=1&sort=name,asc`);
   t.is(list.json.totalElements, 2);
-  t.deepEqual(list.json.content.map((c: { name: string }) => c.name), ['second']);
+  t.deepEqual(
+    list.json.content.map((c: { name: string }) => c.name),
+    ['second'],
+  );
 
   const patched = await hub.call('PATCH', hc(hub, id), { body: { enabled: false } });
   t.is(patched.status, 200);
@@ -121,10 +141,13 @@ test('intervalSeconds > 0 runs on schedule through a job scheduler; disabling or
   const hub = await stack.hub();
   const { id } = await create(hub, check({ path: `/status/200?scheduled`, intervalSeconds: 1 }));
   t.truthy(await scheduler(id));
-  const runs = await waitFor(async () => {
-    const r = await hub.call('GET', `${hub.h}/executions?resourceId=${id}&type=health-checks.scheduledRun&status=SUCCEEDED`);
-    return r.json.totalElements >= 2 && r.json;
-  }, { what: 'two scheduled runs' });
+  const runs = await waitFor(
+    async () => {
+      const r = await hub.call('GET', `${hub.h}/executions?resourceId=${id}&type=health-checks.scheduledRun&status=SUCCEEDED`);
+      return r.json.totalElements >= 2 && r.json;
+    },
+    { what: 'two scheduled runs' },
+  );
   t.like(runs.content[0], { resourceType: 'healthCheck', createdBy: 'scheduler' });
   t.true(sent('?scheduled').length >= 2);
   t.like((await hub.call('GET', hc(hub, id))).json.lastResult, { result: 'SUCCESS', status: 200 });

@@ -20,7 +20,9 @@ let sweep: Sweep;
 test.before(async () => {
   sweep = await sweepFixture(stack);
   // the fixture's own work done (shares provisioned, CA made, tunnel deployed), so that nothing changes by itself
-  await waitFor(async () => (await stack.sql.query(`SELECT count(*)::int AS n FROM executions WHERE status NOT IN ('SUCCEEDED', 'FAILED')`)).rows[0].n === 0, { what: 'every execution finished' });
+  await waitFor(async () => (await stack.sql.query(`SELECT count(*)::int AS n FROM executions WHERE status NOT IN ('SUCCEEDED', 'FAILED')`)).rows[0].n === 0, {
+    what: 'every execution finished',
+  });
 });
 
 const adminBasic = () => `Basic ${Buffer.from(`admin:${stack.adminToken}`).toString('base64')}`;
@@ -28,8 +30,26 @@ const changes = () => sweep.ordered().filter((op) => op.method !== 'get');
 
 /** What a forged request could have changed: every table's rows a change of state writes, in one string. */
 async function state(): Promise<string> {
-  const tables = ['hubs', 'api_keys', 'environments', 'shares', 'certificate_request_tokens', 'client_certificates', 'health_checks', 'ipsec_tunnels', 'ipsec_shares', 'frontends', 'custom_frontends', 'auth_providers', 'signing_keys', 'executions', 'agents'];
-  const rows = await Promise.all(tables.map(async (table) => (await stack.sql.query(`SELECT md5(string_agg(t::text, '|' ORDER BY t::text)) AS h FROM ${table} t`)).rows[0].h as string));
+  const tables = [
+    'hubs',
+    'api_keys',
+    'environments',
+    'shares',
+    'certificate_request_tokens',
+    'client_certificates',
+    'health_checks',
+    'ipsec_tunnels',
+    'ipsec_shares',
+    'frontends',
+    'custom_frontends',
+    'auth_providers',
+    'signing_keys',
+    'executions',
+    'agents',
+  ];
+  const rows = await Promise.all(
+    tables.map(async (table) => (await stack.sql.query(`SELECT md5(string_agg(t::text, '|' ORDER BY t::text)) AS h FROM ${table} t`)).rows[0].h as string),
+  );
   return tables.map((table, i) => `${table}:${rows[i]}`).join(' ');
 }
 
@@ -84,7 +104,8 @@ test.serial('every change of state with Basic credentials needs Content-Type: ap
       ['text/plain without a body', '', 'text/plain'],
     ] as const) {
       const r = await stack.call(op.method.toUpperCase(), path, { auth: basicOf(op.scope), raw, headers: type ? { 'content-type': type } : {} });
-      if (r.status !== 415 || r.headers.get('edgehub-error-code') !== 'EH_UNSUPPORTED_MEDIA_TYPE') wrong.push(`${op.method.toUpperCase()} ${path} ${what}: ${r.status} ${r.text.slice(0, 120)}`);
+      if (r.status !== 415 || r.headers.get('edgehub-error-code') !== 'EH_UNSUPPORTED_MEDIA_TYPE')
+        wrong.push(`${op.method.toUpperCase()} ${path} ${what}: ${r.status} ${r.text.slice(0, 120)}`);
     }
   }
   t.deepEqual(wrong, []);
@@ -116,7 +137,11 @@ test.serial("the service's own origins, clients without an Origin and Basic with
   }
   // Basic with JSON, with and without a body
   kid = await activeKid();
-  const basic = await stack.call('POST', '/admin/v1/signing-keys:rotate', { auth: adminBasic(), raw: '', headers: { 'content-type': 'application/json', origin: stack.baseUrl } });
+  const basic = await stack.call('POST', '/admin/v1/signing-keys:rotate', {
+    auth: adminBasic(),
+    raw: '',
+    headers: { 'content-type': 'application/json', origin: stack.baseUrl },
+  });
   t.is(basic.status, 200, basic.text);
   t.not(await activeKid(), kid);
   const hub = sweep.hub;
@@ -125,7 +150,10 @@ test.serial("the service's own origins, clients without an Origin and Basic with
   const gone = await stack.call('DELETE', `${hub.h}/environments/${env.json.envZId}`, { auth: hub.basic, headers: { 'content-type': 'application/json' } });
   t.is(gone.status, 204, gone.text);
   // reads are not changes: any Origin, Basic without a type
-  const read = await stack.call('GET', `${hub.h}/environments`, { auth: hub.basic, headers: { origin: 'http://evil.example', 'sec-fetch-site': 'cross-site' } });
+  const read = await stack.call('GET', `${hub.h}/environments`, {
+    auth: hub.basic,
+    headers: { origin: 'http://evil.example', 'sec-fetch-site': 'cross-site' },
+  });
   t.is(read.status, 200);
   // an unauthenticated route without an Origin meets its own checks (here: a JWT that is not one), not this one
   const enroll = await stack.call('POST', `${hub.h}/agents/enroll`, { body: { jwt: 'x', csr: 'y' } });

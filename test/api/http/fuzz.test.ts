@@ -59,7 +59,9 @@ const BODIES: unknown[] = [null, [], 'text', 42, true, { '': 1 }, Object.fromEnt
 
 /** The documented fields of a body schema (an object's shape, through pipes, defaults and optionals). */
 function fieldsOf(schema: ZodType | undefined): string[] {
-  let s = schema as unknown as { shape?: Record<string, unknown>; def?: { in?: unknown; innerType?: unknown; schema?: unknown; options?: unknown[] } } | undefined;
+  let s = schema as unknown as
+    | { shape?: Record<string, unknown>; def?: { in?: unknown; innerType?: unknown; schema?: unknown; options?: unknown[] } }
+    | undefined;
   for (let i = 0; s && i < 6; i++) {
     if (s.shape) return Object.keys(s.shape);
     if (s.def?.options) return [...new Set(s.def.options.flatMap((o) => fieldsOf(o as ZodType)))];
@@ -71,10 +73,10 @@ function fieldsOf(schema: ZodType | undefined): string[] {
 function assertAnswer(t: import('ava').ExecutionContext, what: string, r: { status: number; json: any; text: string }, failures: string[]): void {
   if (r.status === 429) failures.push(`${what}: throttled, so not tested: ${r.text.slice(0, 100)}`);
   else if (r.status >= 500) failures.push(`${what}: ${r.status} ${r.text.slice(0, 300)}`);
-  else if (r.status >= 400 && (typeof r.json?.error !== 'string' || typeof r.json?.message !== 'string')) failures.push(`${what}: ${r.status} without {error, message}: ${r.text.slice(0, 200)}`);
+  else if (r.status >= 400 && (typeof r.json?.error !== 'string' || typeof r.json?.message !== 'string'))
+    failures.push(`${what}: ${r.status} without {error, message}: ${r.text.slice(0, 200)}`);
   t.pass();
 }
-
 
 test.serial('hostile bodies and query strings on every operation: never a 5xx, every refusal {error, message}', async (t) => {
   const failures: string[] = [];
@@ -134,7 +136,11 @@ test.serial('hostile raw bodies: deep nesting, odd encodings and media types: ne
     ['arrays nested 100,000 deep', deep(100_000, '[', ']'), 'application/json'],
     ['objects nested 50,000 deep', `${'{"a":'.repeat(50_000)}1${'}'.repeat(50_000)}`, 'application/json'],
     ['arrays nested 5,000 deep in a field', `{"name":${deep(5_000, '[', ']')}}`, 'application/json'],
-    ['arrays nested 100,000 deep, then bytes that are not UTF-8', Buffer.concat([Buffer.from(deep(100_000, '[', ']')), Buffer.from([0xff])]), 'application/json'],
+    [
+      'arrays nested 100,000 deep, then bytes that are not UTF-8',
+      Buffer.concat([Buffer.from(deep(100_000, '[', ']')), Buffer.from([0xff])]),
+      'application/json',
+    ],
     ['brackets inside a string, nested 100,000 deep', `{"name":"${'['.repeat(100_000)}"}`, 'application/json'],
     ['objects nested 64 deep (the most allowed)', `${'{"a":'.repeat(64)}1${'}'.repeat(64)}`, 'application/json'],
     ['a BOM before the JSON', Buffer.concat([Buffer.from([0xef, 0xbb, 0xbf]), Buffer.from('{"name":"x"}')]), 'application/json'],
@@ -160,7 +166,7 @@ test.serial('hostile raw bodies: deep nesting, odd encodings and media types: ne
   t.deepEqual(failures, []);
 });
 
-test.serial('hostile request heads, byte for byte: every answer below 500, the API\'s own refusals {error, message}', async (t) => {
+test.serial("hostile request heads, byte for byte: every answer below 500, the API's own refusals {error, message}", async (t) => {
   const port = Number(new URL(stack.baseUrl).port);
   const basic = (s: string) => `Basic ${Buffer.from(s, 'latin1').toString('base64')}`;
   const get = `${sweep.hub.h2}/certificate-request-tokens`;
@@ -187,28 +193,168 @@ test.serial('hostile request heads, byte for byte: every answer below 500, the A
     `Bearer ${stack.adminToken}`,
   ];
   const requests: [string, Buffer][] = [
-    ...authHeads.map((a): [string, Buffer] => [`Authorization: ${a.slice(0, 40)}`, head([`GET ${get} HTTP/1.1`, 'Host: x', `Authorization: ${a}`, 'Connection: close'])]),
-    ['two Authorization headers', head([`GET ${get} HTTP/1.1`, 'Host: x', `Authorization: Bearer ${sweep.hub.token}`, 'Authorization: Bearer other', 'Connection: close'])],
+    ...authHeads.map((a): [string, Buffer] => [
+      `Authorization: ${a.slice(0, 40)}`,
+      head([`GET ${get} HTTP/1.1`, 'Host: x', `Authorization: ${a}`, 'Connection: close']),
+    ]),
+    [
+      'two Authorization headers',
+      head([`GET ${get} HTTP/1.1`, 'Host: x', `Authorization: Bearer ${sweep.hub.token}`, 'Authorization: Bearer other', 'Connection: close']),
+    ],
     ['no Host', head([`GET ${get} HTTP/1.1`, `Authorization: Bearer ${sweep.hub.token}`, 'Connection: close'])],
     ['a Host of 4,000 bytes', head([`GET ${get} HTTP/1.1`, `Host: ${'h'.repeat(4000)}`, `Authorization: Bearer ${sweep.hub.token}`, 'Connection: close'])],
     ['an absolute-form target', head([`GET http://evil.example${get} HTTP/1.1`, 'Host: x', `Authorization: Bearer ${sweep.hub.token}`, 'Connection: close'])],
     ['a target with %zz', head([`GET ${get}/%zz HTTP/1.1`, 'Host: x', `Authorization: Bearer ${sweep.hub.token}`, 'Connection: close'])],
-    ['a target with encoded dot segments', head([`GET ${sweep.hub.h2}/..%2f..%2f..%2fadmin/v1/hubs HTTP/1.1`, 'Host: x', `Authorization: Bearer ${sweep.hub.token}`, 'Connection: close'])],
+    [
+      'a target with encoded dot segments',
+      head([`GET ${sweep.hub.h2}/..%2f..%2f..%2fadmin/v1/hubs HTTP/1.1`, 'Host: x', `Authorization: Bearer ${sweep.hub.token}`, 'Connection: close']),
+    ],
     ['OPTIONS *', head(['OPTIONS * HTTP/1.1', 'Host: x', 'Connection: close'])],
     ['an unknown method', head([`BREW ${get} HTTP/1.1`, 'Host: x', `Authorization: Bearer ${sweep.hub.token}`, 'Connection: close'])],
     ['HTTP/1.0 without Host', head([`GET ${get} HTTP/1.0`, `Authorization: Bearer ${sweep.hub.token}`])],
-    ['an odd Accept', head([`GET ${get} HTTP/1.1`, 'Host: x', 'Accept: */*;q=abc, text/html;level=', `Authorization: Bearer ${sweep.hub.token}`, 'Connection: close'])],
+    [
+      'an odd Accept',
+      head([`GET ${get} HTTP/1.1`, 'Host: x', 'Accept: */*;q=abc, text/html;level=', `Authorization: Bearer ${sweep.hub.token}`, 'Connection: close']),
+    ],
     ['Accept text/html only', head([`GET ${get} HTTP/1.1`, 'Host: x', 'Accept: text/html', `Authorization: Bearer ${sweep.hub.token}`, 'Connection: close'])],
-    ['an odd cookie', head([`GET ${get} HTTP/1.1`, 'Host: x', `Cookie: ${'a=%zz; '.repeat(500)}edgehub_queues=\u00ff`, `Authorization: Bearer ${sweep.hub.token}`, 'Connection: close'])],
-    ['X-Forwarded-For noise', head([`GET ${get} HTTP/1.1`, 'Host: x', 'X-Forwarded-For: ::ffff:not-an-ip, , 999.1.1.1', 'X-Forwarded-Proto: gopher', `Authorization: Bearer ${sweep.hub.token}`, 'Connection: close'])],
-    ['Expect: 100-continue', head([`POST ${post} HTTP/1.1`, 'Host: x', 'Expect: 100-continue', 'Content-Type: application/json', 'Content-Length: 2', `Authorization: Bearer ${sweep.hub.token}`, 'Connection: close'], '{}')],
-    ['an unknown Expect', head([`POST ${post} HTTP/1.1`, 'Host: x', 'Expect: teapot', 'Content-Type: application/json', 'Content-Length: 2', `Authorization: Bearer ${sweep.hub.token}`, 'Connection: close'], '{}')],
-    ['a negative Content-Length', head([`POST ${post} HTTP/1.1`, 'Host: x', 'Content-Type: application/json', 'Content-Length: -1', `Authorization: Bearer ${sweep.hub.token}`, 'Connection: close'], '{}')],
-    ['two Content-Lengths', head([`POST ${post} HTTP/1.1`, 'Host: x', 'Content-Type: application/json', 'Content-Length: 2', 'Content-Length: 3', `Authorization: Bearer ${sweep.hub.token}`, 'Connection: close'], '{}')],
-    ['chunked with a bad chunk', head([`POST ${post} HTTP/1.1`, 'Host: x', 'Content-Type: application/json', 'Transfer-Encoding: chunked', `Authorization: Bearer ${sweep.hub.token}`, 'Connection: close'], 'zz\r\n{}\r\n0\r\n\r\n')],
-    ['chunked and Content-Length', head([`POST ${post} HTTP/1.1`, 'Host: x', 'Content-Type: application/json', 'Transfer-Encoding: chunked', 'Content-Length: 2', `Authorization: Bearer ${sweep.hub.token}`, 'Connection: close'], '2\r\n{}\r\n0\r\n\r\n')],
-    ['a gzip body that is not gzip', head([`POST ${post} HTTP/1.1`, 'Host: x', 'Content-Type: application/json', 'Content-Encoding: gzip', 'Content-Length: 2', `Authorization: Bearer ${sweep.hub.token}`, 'Connection: close'], '{}')],
-    ['a body on GET', head([`GET ${get} HTTP/1.1`, 'Host: x', 'Content-Type: application/json', 'Content-Length: 9', `Authorization: Bearer ${sweep.hub.token}`, 'Connection: close'], '{"a":"b"}')],
+    [
+      'an odd cookie',
+      head([
+        `GET ${get} HTTP/1.1`,
+        'Host: x',
+        `Cookie: ${'a=%zz; '.repeat(500)}edgehub_queues=\u00ff`,
+        `Authorization: Bearer ${sweep.hub.token}`,
+        'Connection: close',
+      ]),
+    ],
+    [
+      'X-Forwarded-For noise',
+      head([
+        `GET ${get} HTTP/1.1`,
+        'Host: x',
+        'X-Forwarded-For: ::ffff:not-an-ip, , 999.1.1.1',
+        'X-Forwarded-Proto: gopher',
+        `Authorization: Bearer ${sweep.hub.token}`,
+        'Connection: close',
+      ]),
+    ],
+    [
+      'Expect: 100-continue',
+      head(
+        [
+          `POST ${post} HTTP/1.1`,
+          'Host: x',
+          'Expect: 100-continue',
+          'Content-Type: application/json',
+          'Content-Length: 2',
+          `Authorization: Bearer ${sweep.hub.token}`,
+          'Connection: close',
+        ],
+        '{}',
+      ),
+    ],
+    [
+      'an unknown Expect',
+      head(
+        [
+          `POST ${post} HTTP/1.1`,
+          'Host: x',
+          'Expect: teapot',
+          'Content-Type: application/json',
+          'Content-Length: 2',
+          `Authorization: Bearer ${sweep.hub.token}`,
+          'Connection: close',
+        ],
+        '{}',
+      ),
+    ],
+    [
+      'a negative Content-Length',
+      head(
+        [
+          `POST ${post} HTTP/1.1`,
+          'Host: x',
+          'Content-Type: application/json',
+          'Content-Length: -1',
+          `Authorization: Bearer ${sweep.hub.token}`,
+          'Connection: close',
+        ],
+        '{}',
+      ),
+    ],
+    [
+      'two Content-Lengths',
+      head(
+        [
+          `POST ${post} HTTP/1.1`,
+          'Host: x',
+          'Content-Type: application/json',
+          'Content-Length: 2',
+          'Content-Length: 3',
+          `Authorization: Bearer ${sweep.hub.token}`,
+          'Connection: close',
+        ],
+        '{}',
+      ),
+    ],
+    [
+      'chunked with a bad chunk',
+      head(
+        [
+          `POST ${post} HTTP/1.1`,
+          'Host: x',
+          'Content-Type: application/json',
+          'Transfer-Encoding: chunked',
+          `Authorization: Bearer ${sweep.hub.token}`,
+          'Connection: close',
+        ],
+        'zz\r\n{}\r\n0\r\n\r\n',
+      ),
+    ],
+    [
+      'chunked and Content-Length',
+      head(
+        [
+          `POST ${post} HTTP/1.1`,
+          'Host: x',
+          'Content-Type: application/json',
+          'Transfer-Encoding: chunked',
+          'Content-Length: 2',
+          `Authorization: Bearer ${sweep.hub.token}`,
+          'Connection: close',
+        ],
+        '2\r\n{}\r\n0\r\n\r\n',
+      ),
+    ],
+    [
+      'a gzip body that is not gzip',
+      head(
+        [
+          `POST ${post} HTTP/1.1`,
+          'Host: x',
+          'Content-Type: application/json',
+          'Content-Encoding: gzip',
+          'Content-Length: 2',
+          `Authorization: Bearer ${sweep.hub.token}`,
+          'Connection: close',
+        ],
+        '{}',
+      ),
+    ],
+    [
+      'a body on GET',
+      head(
+        [
+          `GET ${get} HTTP/1.1`,
+          'Host: x',
+          'Content-Type: application/json',
+          'Content-Length: 9',
+          `Authorization: Bearer ${sweep.hub.token}`,
+          'Connection: close',
+        ],
+        '{"a":"b"}',
+      ),
+    ],
   ];
   const failures: string[] = [];
   for (const [what, bytes] of requests) {
@@ -216,7 +362,8 @@ test.serial('hostile request heads, byte for byte: every answer below 500, the A
     const status = Number(/^HTTP\/1\.[01] (\d{3})/.exec(text)?.[1] ?? 0);
     // a request node:http itself refuses (a malformed head) ends with its bare 400 and the connection closed
     if (status === 0 || status >= 500) failures.push(`${what}: ${text.slice(0, 200) || '(no answer)'}`);
-    else if (status >= 400 && /Edgehub-Error-Code/i.test(text) && !/\{"error":"[a-z_]+","message":"[^"]+/.test(text)) failures.push(`${what}: ${status} without {error, message}`);
+    else if (status >= 400 && /Edgehub-Error-Code/i.test(text) && !/\{"error":"[a-z_]+","message":"[^"]+/.test(text))
+      failures.push(`${what}: ${status} without {error, message}`);
     t.pass();
   }
   t.deepEqual(failures, []);

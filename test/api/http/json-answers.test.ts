@@ -10,7 +10,12 @@ import { conflict } from '../../../shared/errors.js';
 // way the client must get the same bytes, length and type as Koa's own JSON answer.
 
 const samples = (n: number) =>
-  Array.from({ length: n }, (_, i) => ({ rx: i * 7919, tx: 2 ** 40 + i, timestamp: new Date(Date.UTC(2026, 10, 22, i % 24)).toISOString(), note: i % 97 === 0 ? 'ünïcødé ✓ 🚀' : null }));
+  Array.from({ length: n }, (_, i) => ({
+    rx: i * 7919,
+    tx: 2 ** 40 + i,
+    timestamp: new Date(Date.UTC(2026, 10, 22, i % 24)).toISOString(),
+    note: i % 97 === 0 ? 'ünïcødé ✓ 🚀' : null,
+  }));
 const large = { hubId: 'hub-1', sparklines: [{ scope: 'share', id: 'shr1', period: 'P1D', samples: samples(2_000) }] };
 const small = { id: 'tok-1', name: 'ä small one' };
 

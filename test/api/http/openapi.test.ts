@@ -49,8 +49,16 @@ test('every route the routers register is in the document, and every documented 
   for (const [path, item] of Object.entries<Record<string, unknown>>(doc.paths)) {
     for (const method of Object.keys(item)) documented.add(`${method.toUpperCase()} ${path}`);
   }
-  t.deepEqual([...registered].filter((r) => !documented.has(r)), [], 'registered but not documented (add them to api/openapi/operations.ts)');
-  t.deepEqual([...documented].filter((d) => !registered.has(d)), [], 'documented but not registered');
+  t.deepEqual(
+    [...registered].filter((r) => !documented.has(r)),
+    [],
+    'registered but not documented (add them to api/openapi/operations.ts)',
+  );
+  t.deepEqual(
+    [...documented].filter((d) => !registered.has(d)),
+    [],
+    'documented but not registered',
+  );
 });
 
 test('/docs renders Swagger UI from node_modules (no CDN) over /openapi.json', async (t) => {
@@ -74,12 +82,20 @@ test('/docs renders Swagger UI from node_modules (no CDN) over /openapi.json', a
 
 test('the contract check names the route and status of a response that does not match', async (t) => {
   const { checkContract } = await import('../../helpers/contract.js');
-  const error = t.throws(() => checkContract({ method: 'GET', path: '/admin/v1/hubs/x', status: 200, contentType: 'application/json', json: { id: 'x', name: 'a' } }));
+  const error = t.throws(() =>
+    checkContract({ method: 'GET', path: '/admin/v1/hubs/x', status: 200, contentType: 'application/json', json: { id: 'x', name: 'a' } }),
+  );
   t.regex(error!.message, /GET \/admin\/v1\/hubs\/\{hubId\}/);
   t.regex(error!.message, /answered 200/);
   t.regex(error!.message, /must have required property 'features'/);
   const extra = t.throws(() =>
-    checkContract({ method: 'GET', path: '/admin/v1/hubs/x', status: 200, contentType: 'application/json', json: { id: 'x', name: 'a', features: { ipsec: true }, createdAt: null, secret: 1 } }),
+    checkContract({
+      method: 'GET',
+      path: '/admin/v1/hubs/x',
+      status: 200,
+      contentType: 'application/json',
+      json: { id: 'x', name: 'a', features: { ipsec: true }, createdAt: null, secret: 1 },
+    }),
   );
   t.regex(extra!.message, /must NOT have additional properties 'secret'/);
   const status = t.throws(() => checkContract({ method: 'GET', path: '/hub/h1/shares', status: 418, contentType: 'application/json', json: {} }));

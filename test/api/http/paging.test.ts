@@ -38,9 +38,16 @@ test('sort by a field ascending and descending; pages do not overlap', async (t)
   t.deepEqual(names, [...names].sort());
   t.is(names[0], 'env-00');
   const desc = await hub.call('GET', `${hub.h}/environments?sort=description,desc&size=5`);
-  t.deepEqual(desc.json.content.map((e: any) => e.description), ['env-24', 'env-23', 'env-22', 'env-21', 'env-20']);
+  t.deepEqual(
+    desc.json.content.map((e: any) => e.description),
+    ['env-24', 'env-23', 'env-22', 'env-21', 'env-20'],
+  );
   const bare = await hub.call('GET', `${hub.h}/environments?sort=description&size=3&page=1`);
-  t.deepEqual(bare.json.content.map((e: any) => e.description), ['env-03', 'env-04', 'env-05'], 'bare field sorts ascending');
+  t.deepEqual(
+    bare.json.content.map((e: any) => e.description),
+    ['env-03', 'env-04', 'env-05'],
+    'bare field sorts ascending',
+  );
   const seen = new Set<string>();
   for (let page = 0; page < 3; page++) {
     const r = await hub.call('GET', `${hub.h}/environments?sort=createdAt,desc&size=10&page=${page}`);

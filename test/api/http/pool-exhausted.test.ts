@@ -41,7 +41,8 @@ async function holdThePool(): Promise<{ released: Promise<unknown>; settled: () 
   return { released, settled: () => done };
 }
 
-const cancelTheSleepers = () => stack.sql.query(`SELECT pg_cancel_backend(pid) FROM pg_stat_activity WHERE query LIKE 'SELECT pg_sleep(60)%' AND pid <> pg_backend_pid()`);
+const cancelTheSleepers = () =>
+  stack.sql.query(`SELECT pg_cancel_backend(pid) FROM pg_stat_activity WHERE query LIKE 'SELECT pg_sleep(60)%' AND pid <> pg_backend_pid()`);
 
 test.serial("another hub's read and create are answered 503 with Retry-After while the pool is held, not when it frees", async (t) => {
   const read = () => other.call('GET', `${other.h}/certificate-request-tokens/${tokenId}`);

@@ -123,8 +123,17 @@ test('the dispatch by resource (one @koa/router per resource) runs the same rout
   t.true(routes.length > 50, `${routes.length} routes registered`);
   const ours = compiled(routes);
   const theirs = reference(routes);
-  const paths = new Set<string>(['/', '/healthz', '/hub', '/hub/v2', '/hub/v2/public/.well-known/jwks.json', '/nothing/here', '/hub//certificate-request-tokens']);
-  for (const route of routes) for (const path of route.paths) for (const prefix of PREFIXES[route.guard]) for (const p of concretePaths(prefix + path)) paths.add(p);
+  const paths = new Set<string>([
+    '/',
+    '/healthz',
+    '/hub',
+    '/hub/v2',
+    '/hub/v2/public/.well-known/jwks.json',
+    '/nothing/here',
+    '/hub//certificate-request-tokens',
+  ]);
+  for (const route of routes)
+    for (const path of route.paths) for (const prefix of PREFIXES[route.guard]) for (const p of concretePaths(prefix + path)) paths.add(p);
   let compared = 0;
   let routed = 0;
   for (const path of paths) {

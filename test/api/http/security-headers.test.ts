@@ -36,7 +36,15 @@ test('API answers carry the security headers; errors and the JWKS too; secrets a
 
 /** Every spelling of an operator path a router might match: case, trailing slash, doubled slash, encoded slash. */
 function spellings(path: string): string[] {
-  const out = new Set([path, path.toUpperCase(), path.replace(/^\/admin/, '/Admin'), path + '/', path.replace(/^\//, '//'), path.replace(/(.)\/([^/]+)$/, '$1%2F$2'), path + '?x=1']);
+  const out = new Set([
+    path,
+    path.toUpperCase(),
+    path.replace(/^\/admin/, '/Admin'),
+    path + '/',
+    path.replace(/^\//, '//'),
+    path.replace(/(.)\/([^/]+)$/, '$1%2F$2'),
+    path + '?x=1',
+  ]);
   return [...out];
 }
 

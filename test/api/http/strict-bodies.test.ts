@@ -17,7 +17,10 @@ test.before(async () => {
 
 /** The request path of an operation: the hub's prefix for hub routes, ids that exist nowhere for path parameters. */
 function pathOf(path: string, scope: string): string {
-  const concrete = path.replace(/\\:/g, ':').replace(/:(hubId)\b/g, hub.hubId).replace(/:[A-Za-z]+/g, 'no-such-id');
+  const concrete = path
+    .replace(/\\:/g, ':')
+    .replace(/:(hubId)\b/g, hub.hubId)
+    .replace(/:[A-Za-z]+/g, 'no-such-id');
   return scope === 'hub' ? `${hub.h2}${concrete}` : concrete;
 }
 
@@ -54,7 +57,9 @@ test.serial("the API's documented bodies are accepted, aliases included", async 
   t.is(tunnel.status, 202, tunnel.text);
   await waitFor(async () => (await hub.call('GET', `${hub.h2}/ipsec-tunnels/${tunnel.json.id}`)).json.status === 'DEPLOYED', { what: 'tunnel DEPLOYED' });
   // envId: the documented alias of envZId
-  const ipsecShare = await hub.call('POST', `${hub.h2}/ipsec-shares`, { body: { name: 'db', ipsecTunnelId: tunnel.json.id, envId: env.json.envZId, target: 'db.internal:5432', ingressPort: 5432 } });
+  const ipsecShare = await hub.call('POST', `${hub.h2}/ipsec-shares`, {
+    body: { name: 'db', ipsecTunnelId: tunnel.json.id, envId: env.json.envZId, target: 'db.internal:5432', ingressPort: 5432 },
+  });
   t.is(ipsecShare.status, 202, ipsecShare.text);
   const token = await hub.call('POST', `${hub.h}/certificate-request-tokens`, { body: { name: 'laptop', commonName: 'laptop', validYears: 1 } });
   t.is(token.status, 201, token.text);

@@ -38,7 +38,10 @@ test.serial('GET /admin/v1/hubs/{hubId}/api-keys lists keys with revocations, ne
   await admin('DELETE', `/admin/v1/hubs/${hub.hubId}/api-keys/${second.json.id}`);
   const keys = await admin('GET', `/admin/v1/hubs/${hub.hubId}/api-keys`);
   t.is(keys.status, 200);
-  t.deepEqual(keys.json.map((k: { name: string }) => k.name), ['test', 'second']);
+  t.deepEqual(
+    keys.json.map((k: { name: string }) => k.name),
+    ['test', 'second'],
+  );
   t.truthy(keys.json[1].revokedAt);
   t.false(keys.text.includes(hub.token), 'no token string');
   t.true(keys.json.every((k: Record<string, unknown>) => !('token' in k)));
@@ -55,7 +58,9 @@ test.serial('DELETE /admin/v1/hubs/{hubId}: keys 401 at once, shares gone from t
   await waitFor(async () => (await hub.call('GET', `${hub.h2}/ipsec-tunnels/${tunnel.json.id}`)).json.status === 'DEPLOYED', { what: 'tunnel DEPLOYED' });
   // a job in flight for the hub when it goes
   await hub.call('POST', `${hub.h}/environments`, { body: { description: 'x' } });
-  await hub.call('POST', `${hub.h2}/ipsec-tunnels`, { body: { name: 'branch', peerPublicIp: '203.0.113.10', peerCidr: '192.168.51.0/24', locationId: 'branch' } });
+  await hub.call('POST', `${hub.h2}/ipsec-tunnels`, {
+    body: { name: 'branch', peerPublicIp: '203.0.113.10', peerCidr: '192.168.51.0/24', locationId: 'branch' },
+  });
 
   const deleted = await admin('DELETE', `/admin/v1/hubs/${hub.hubId}`);
   t.is(deleted.status, 204);
@@ -82,6 +87,8 @@ test.serial('DELETE /admin/v1/hubs/{hubId}: keys 401 at once, shares gone from t
   // the workers carry on: another hub's work still runs
   const other = await stack.hub({ ipsec: true });
   const next = await other.call('POST', `${other.h2}/ipsec-tunnels`, { body: { name: 'next', peerPublicIp: '203.0.113.11', peerCidr: '192.168.52.0/24' } });
-  await waitFor(async () => (await other.call('GET', `${other.h2}/ipsec-tunnels/${next.json.id}`)).json.status === 'DEPLOYED', { what: "another hub's tunnel DEPLOYED" });
+  await waitFor(async () => (await other.call('GET', `${other.h2}/ipsec-tunnels/${next.json.id}`)).json.status === 'DEPLOYED', {
+    what: "another hub's tunnel DEPLOYED",
+  });
   t.pass();
 });

@@ -6,11 +6,14 @@ const stack = useStack(test);
 
 test('a new hub gets its issuing CA from a worker job, recorded as an execution of the hub', async (t) => {
   const hub = await stack.hub();
-  const execution = await waitFor(async () => {
-    const r = await hub.call('GET', `${hub.h}/executions?type=pki.createHubCa&resourceId=${hub.hubId}`);
-    const [e] = r.json.content;
-    return e?.status === 'SUCCEEDED' ? e : undefined;
-  }, { what: 'the hub CA job' });
+  const execution = await waitFor(
+    async () => {
+      const r = await hub.call('GET', `${hub.h}/executions?type=pki.createHubCa&resourceId=${hub.hubId}`);
+      const [e] = r.json.content;
+      return e?.status === 'SUCCEEDED' ? e : undefined;
+    },
+    { what: 'the hub CA job' },
+  );
   t.is(execution.resourceType, 'hub');
   t.is(execution.createdBy, 'admin');
   t.is(execution.error, null);

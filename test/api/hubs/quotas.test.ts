@@ -93,7 +93,10 @@ test.serial('list offsets are bounded, and a page past the end costs no more tha
     t.deepEqual(beyond.json.content, []);
     t.is(beyond.json.totalElements, 30);
     t.true(statements.length <= firstStatements.length, 'no more statements than the first page');
-    t.false(statements.some((s) => /OFFSET/i.test(s)), 'no row is read and skipped past the end');
+    t.false(
+      statements.some((s) => /OFFSET/i.test(s)),
+      'no row is read and skipped past the end',
+    );
     statements.splice(0);
 
     const tooDeep = await hub.call('GET', `${hub.h}/environments?page=101&size=1`);

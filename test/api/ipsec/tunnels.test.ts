@@ -124,7 +124,10 @@ test('delete: 400 naming NEW and DELETING, 202 DELETING from DEPLOYED, then DELE
 
   t.is((await hub.call('GET', `${hub.h2}/ipsec-tunnels`)).json.totalElements, 0, 'DELETED is left out of the default list');
   const listed = await hub.call('GET', `${hub.h2}/ipsec-tunnels?status=DELETED`);
-  t.deepEqual(listed.json.content.map((x: { id: string }) => x.id), [created.json.id]);
+  t.deepEqual(
+    listed.json.content.map((x: { id: string }) => x.id),
+    [created.json.id],
+  );
   const released = await stack.sql.query('SELECT released_at FROM ipsec_local_tunnels WHERE tunnel_id = $1', [created.json.id]);
   t.truthy(released.rows[0].released_at, 'the provider released the allocation');
   const audit = await hub.call('GET', `${hub.h}/executions?resourceId=${created.json.id}&sort=createdAt,asc`);

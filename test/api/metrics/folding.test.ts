@@ -55,12 +55,24 @@ test.serial('ingested samples are in the hour buckets at once: sparklines and me
   assertSeries(t, (await get(hub, `${hub.h}/metrics?duration=P1D&step=PT1H`)).samples, [...inA, ...inB, ...envOnly], HOUR, 'hub P1D hourly');
   const recent = (await get(hub, `${hub.h}/environments/${env}/metrics?duration=PT3H&step=PT1M`)).samples;
   const since = Date.parse(recent[0].timestamp);
-  assertSeries(t, recent, [...inA, ...inB, ...envOnly].filter((s) => Date.parse(s.timestamp) >= since), MINUTE, 'environment PT3H by minute');
+  assertSeries(
+    t,
+    recent,
+    [...inA, ...inB, ...envOnly].filter((s) => Date.parse(s.timestamp) >= since),
+    MINUTE,
+    'environment PT3H by minute',
+  );
   // the roll-up adds them to the minute buckets and leaves the hour buckets as they are
-  const before = await db().query('SELECT * FROM usage_hours WHERE hub_id = $1 ORDER BY scope, scope_id, bucket_start', { bind: [hub.hubId], type: QueryTypes.SELECT });
+  const before = await db().query('SELECT * FROM usage_hours WHERE hub_id = $1 ORDER BY scope, scope_id, bucket_start', {
+    bind: [hub.hubId],
+    type: QueryTypes.SELECT,
+  });
   await rollUpAll();
   t.is(await pendingSamples(), 0);
-  t.deepEqual(await db().query('SELECT * FROM usage_hours WHERE hub_id = $1 ORDER BY scope, scope_id, bucket_start', { bind: [hub.hubId], type: QueryTypes.SELECT }), before);
+  t.deepEqual(
+    await db().query('SELECT * FROM usage_hours WHERE hub_id = $1 ORDER BY scope, scope_id, bucket_start', { bind: [hub.hubId], type: QueryTypes.SELECT }),
+    before,
+  );
   t.deepEqual(await tierEqualsRaw(hub.hubId, 'usage_minutes', '1 minute'), []);
   assertSeries(t, (await get(hub, `${hub.h}/sparklines?duration=P1D`)).sparklines[0].samples, inA, HOUR, 'share a after the roll-up');
 });
@@ -76,14 +88,22 @@ test.serial('concurrent batches into the same buckets add up exactly (no lost up
   });
   await Promise.all(batches.map((batch) => ingest(batch)));
   t.deepEqual(await tierEqualsRaw(hub.hubId, 'usage_hours', '1 hour'), []);
-  assertSeries(t, (await get(hub, `${hub.h}/shares/${share}/metrics?duration=PT15M&step=PT1M`)).samples, batches.flat().filter((s) => s.shareId), MINUTE, 'share PT15M');
+  assertSeries(
+    t,
+    (await get(hub, `${hub.h}/shares/${share}/metrics?duration=PT15M&step=PT1M`)).samples,
+    batches.flat().filter((s) => s.shareId),
+    MINUTE,
+    'share PT15M',
+  );
 });
 
 test.serial('insertSamples is all or nothing: a batch whose bucket update fails leaves no raw row and no bucket change', async (t) => {
   const hub = await stack.hub();
   const hour = new Date(Math.floor(Date.now() / HOUR) * HOUR - 5 * HOUR);
   // a bucket one sample away from overflowing bigint: the upsert of the next batch fails after its COPY succeeded
-  await db().query(`INSERT INTO usage_hours (hub_id, scope, scope_id, bucket_start, rx, tx) VALUES ($1, 'hub', $1, $2, 9223372036854775000, 0)`, { bind: [hub.hubId, hour.toISOString()] });
+  await db().query(`INSERT INTO usage_hours (hub_id, scope, scope_id, bucket_start, rx, tx) VALUES ($1, 'hub', $1, $2, 9223372036854775000, 0)`, {
+    bind: [hub.hubId, hour.toISOString()],
+  });
   const snapshot = () =>
     db().query(
       `SELECT (SELECT count(*)::int FROM usage_samples WHERE hub_id = $1) AS raw, (SELECT count(*)::int FROM usage_hours WHERE hub_id = $1) AS hours,

@@ -41,10 +41,10 @@ test('a valid batch is stored whole and answered 202 {accepted}', async (t) => {
   // the offset and the microseconds survive exactly
   const offsetSample = stored.find((s) => s.rx === '0')!;
   t.is(offsetSample.ts.toISOString(), '2026-01-31T10:00:00.123Z');
-  const [{ us }] = await db().query<{ us: string }>(
-    `SELECT extract(microseconds FROM ts)::text AS us FROM usage_samples WHERE hub_id = $1 AND rx = 0`,
-    { bind: [hub.hubId], type: QueryTypes.SELECT },
-  );
+  const [{ us }] = await db().query<{ us: string }>(`SELECT extract(microseconds FROM ts)::text AS us FROM usage_samples WHERE hub_id = $1 AND rx = 0`, {
+    bind: [hub.hubId],
+    type: QueryTypes.SELECT,
+  });
   t.is(us, '123456');
   t.true(stored.some((s) => s.rx === '9007199254740991' && s.env_z_id === env));
 });

@@ -5,7 +5,19 @@ import { enqueue } from '../../../domain/jobs/enqueue.js';
 import { pruneUsage, rollUp } from '../../../workers/rollup.js';
 import { Execution } from '../../../domain/models/Execution.js';
 import { useStack, waitFor } from '../../helpers/stack.js';
-import { assertSeries, environment, get, HOUR, insertUnfolded, MINUTE, pendingSamples, rollUpAll, sampleMaker, type Point, type Sample } from '../../helpers/usage.js';
+import {
+  assertSeries,
+  environment,
+  get,
+  HOUR,
+  insertUnfolded,
+  MINUTE,
+  pendingSamples,
+  rollUpAll,
+  sampleMaker,
+  type Point,
+  type Sample,
+} from '../../helpers/usage.js';
 import { assertRefused } from '../../helpers/refusals.js';
 
 // Roll-up and pruning act on the whole database, so the tests of this file run one at a time.
@@ -35,7 +47,10 @@ test.serial('hub metrics are exact per bucket from raw samples, from the tiers, 
     t.is(series.id, hub.hubId);
     t.is(series.period, 'PT1H');
     t.is(series.samples.length, 60, 'PT1H in 1-minute buckets');
-    t.true(Date.parse(series.samples.at(-1).timestamp) <= Date.now() && Date.now() < Date.parse(series.samples.at(-1).timestamp) + 2 * MINUTE, 'the last bucket holds now');
+    t.true(
+      Date.parse(series.samples.at(-1).timestamp) <= Date.now() && Date.now() < Date.parse(series.samples.at(-1).timestamp) + 2 * MINUTE,
+      'the last bucket holds now',
+    );
     assertSeries(t, series.samples, samples, MINUTE, `${stage}: PT1H/PT1M`);
     const day = await get(hub, `${hub.h2}/metrics?range=P1D`);
     t.is(day.samples.length, 144, 'P1D defaults to 10-minute buckets (at most 200 points)');
@@ -65,7 +80,12 @@ test.serial('environment metrics hold only that environment, under every path fo
   await rollUpAll();
   const late = samplesOf({ hubId: hub.hubId, envZId: envA }, 30, 40);
   await insertUnfolded(late);
-  for (const path of [`/hub/environments/${envA}/metrics?range=PT1H`, `/hub/environments/${envA}/metrics?duration=1h`, `${hub.h}/environments/${envA}/metrics?duration=PT1H`, `${hub.h2}/environments/${envA}/metrics`]) {
+  for (const path of [
+    `/hub/environments/${envA}/metrics?range=PT1H`,
+    `/hub/environments/${envA}/metrics?duration=1h`,
+    `${hub.h}/environments/${envA}/metrics?duration=PT1H`,
+    `${hub.h2}/environments/${envA}/metrics`,
+  ]) {
     const series = await get(hub, path);
     t.is(series.scope, 'environment', path);
     t.is(series.id, envA);
@@ -139,18 +159,24 @@ test.serial('the clock job rolls up as an execution', async (t) => {
   await insertUnfolded(samples);
   const runJob = async () => {
     const execution = await enqueue({ type: 'metrics.rollUp', hubId: null, resourceType: 'metrics', createdBy: 'test' });
-    return waitFor(async () => {
-      const e = await Execution.findByPk(execution.id);
-      return e && ['SUCCEEDED', 'FAILED'].includes(e.status) ? e : undefined;
-    }, { what: 'the roll-up execution' });
+    return waitFor(
+      async () => {
+        const e = await Execution.findByPk(execution.id);
+        return e && ['SUCCEEDED', 'FAILED'].includes(e.status) ? e : undefined;
+      },
+      { what: 'the roll-up execution' },
+    );
   };
   let rolledByJobs = 0;
-  await waitFor(async () => {
-    const done = await runJob();
-    t.is(done.status, 'SUCCEEDED', done.error ?? '');
-    rolledByJobs += Number(done.result?.samples);
-    return (await pendingSamples()) === 0;
-  }, { what: 'jobs rolled everything up' });
+  await waitFor(
+    async () => {
+      const done = await runJob();
+      t.is(done.status, 'SUCCEEDED', done.error ?? '');
+      rolledByJobs += Number(done.result?.samples);
+      return (await pendingSamples()) === 0;
+    },
+    { what: 'jobs rolled everything up' },
+  );
   t.true(rolledByJobs >= samples.length, `jobs rolled up ${rolledByJobs} samples`);
   assertSeries(t, (await get(hub, `${hub.h}/metrics`)).samples, samples, MINUTE, 'default PT1H');
 });
@@ -163,7 +189,11 @@ test.serial('pruning removes only rolled-up raw samples older than the retention
   const recent = samplesOf({ hubId: hub.hubId }, 40, 60, now - 2 * HOUR);
   await insertUnfolded([...ancient, ...old, ...recent]);
   // stored through the API: in the hour buckets from the start, but pruned only once rolled up like any other
-  const folded = { ancient: samplesOf({ hubId: hub.hubId }, 5, 60, now - 40 * 24 * HOUR), old: samplesOf({ hubId: hub.hubId }, 7, 60, now - 3 * 24 * HOUR), recent: samplesOf({ hubId: hub.hubId }, 9, 60, now - 2 * HOUR) };
+  const folded = {
+    ancient: samplesOf({ hubId: hub.hubId }, 5, 60, now - 40 * 24 * HOUR),
+    old: samplesOf({ hubId: hub.hubId }, 7, 60, now - 3 * 24 * HOUR),
+    recent: samplesOf({ hubId: hub.hubId }, 9, 60, now - 2 * HOUR),
+  };
   await ingest([...folded.ancient, ...folded.old, ...folded.recent]);
   const rawCount = async () =>
     (await db().query<{ n: number }>('SELECT count(*)::int AS n FROM usage_samples WHERE hub_id = $1', { bind: [hub.hubId], type: QueryTypes.SELECT }))[0].n;
@@ -177,8 +207,20 @@ test.serial('pruning removes only rolled-up raw samples older than the retention
     { bind: [hub.hubId], type: QueryTypes.SELECT },
   );
   t.is(minutes, 0, 'minute buckets older than 35 days are gone');
-  assertSeries(t, (await get(hub, `${hub.h}/metrics?duration=P7D&step=PT1H`)).samples, [...old, ...recent, ...folded.old, ...folded.recent], HOUR, 'P7D hourly after pruning');
-  assertSeries(t, (await get(hub, `${hub.h}/metrics?duration=P60D&step=P1D`)).samples, [...ancient, ...old, ...recent, ...Object.values(folded).flat()], 24 * HOUR, 'P60D daily from hour buckets');
+  assertSeries(
+    t,
+    (await get(hub, `${hub.h}/metrics?duration=P7D&step=PT1H`)).samples,
+    [...old, ...recent, ...folded.old, ...folded.recent],
+    HOUR,
+    'P7D hourly after pruning',
+  );
+  assertSeries(
+    t,
+    (await get(hub, `${hub.h}/metrics?duration=P60D&step=P1D`)).samples,
+    [...ancient, ...old, ...recent, ...Object.values(folded).flat()],
+    24 * HOUR,
+    'P60D daily from hour buckets',
+  );
 });
 
 test.serial('window parameters: bad values are 400 naming the parameter', async (t) => {
@@ -208,7 +250,7 @@ test.serial('window parameters: bad values are 400 naming the parameter', async 
   t.is((await get(hub, `${hub.h}/metrics?duration=P7D`)).samples.length, 168, 'P7D defaults to hourly');
 });
 
-test.serial('hub isolation: another hub is 403, another hub\'s environment is 404', async (t) => {
+test.serial("hub isolation: another hub is 403, another hub's environment is 404", async (t) => {
   const a = await stack.hub();
   const b = await stack.hub();
   const envA = await environment(a);
@@ -222,7 +264,10 @@ test.serial('hub isolation: another hub is 403, another hub\'s environment is 40
     assertRefused(t, r, 404, 'not_found', 'EH_NOT_FOUND', `'${envA}'`);
   }
   const bSeries = await get(b, `${b.h}/metrics`);
-  t.true(bSeries.samples.every((p: Point) => p.rx === 0 && p.tx === 0), "b's metrics do not include a's samples");
+  t.true(
+    bSeries.samples.every((p: Point) => p.rx === 0 && p.tx === 0),
+    "b's metrics do not include a's samples",
+  );
   const anonymous = await stack.call('GET', `/hub/environments/${envA}/metrics`);
   t.is(anonymous.status, 401);
   const operator = await stack.call('GET', `/hub/environments/${envA}/metrics`, { auth: stack.admin });

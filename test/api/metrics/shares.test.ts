@@ -46,7 +46,12 @@ test('share metrics are exact under every path form; a share sample counts for i
   await rollUpAll();
   const later = samplesOf({ hubId: hub.hubId, shareId: zId }, 40, 50);
   await ingestOk(later);
-  for (const path of [`${hub.h}/shares/${zId}/metrics?range=PT1H`, `${hub.h2}/shares/${zId}/metrics?duration=PT1H`, `/hub/shares/${zId}/metrics?duration=1h`, `/hub/shares/${zId}/metrics`]) {
+  for (const path of [
+    `${hub.h}/shares/${zId}/metrics?range=PT1H`,
+    `${hub.h2}/shares/${zId}/metrics?duration=PT1H`,
+    `/hub/shares/${zId}/metrics?duration=1h`,
+    `/hub/shares/${zId}/metrics`,
+  ]) {
     const series = await get(hub, path);
     t.like(series, { hubId: hub.hubId, scope: 'share', id: zId, shareToken: zId, period: 'PT1H' }, path);
     assertSeries(t, series.samples, [...mine, ...later], MINUTE, path);
@@ -64,9 +69,15 @@ test('a sample naming a share of another hub, or of another environment, is reje
   const wrongHub = await ingest([{ hubId: b.hubId, shareId: zId, rx: 1, tx: 1, timestamp: now }]);
   // the message names the sample and the share it refers to
   assertRefused(t, wrongHub, 400, 'invalid_request', 'EH_INVALID_REQUEST', ['$.samples[0]', `share '${zId}' not found in hub '${b.hubId}'`]);
-  const wrongEnv = await ingest([{ hubId: a.hubId, shareId: zId, rx: 1, tx: 1, timestamp: now }, { hubId: a.hubId, shareId: zId, envZId: envA2, rx: 1, tx: 1, timestamp: now }]);
+  const wrongEnv = await ingest([
+    { hubId: a.hubId, shareId: zId, rx: 1, tx: 1, timestamp: now },
+    { hubId: a.hubId, shareId: zId, envZId: envA2, rx: 1, tx: 1, timestamp: now },
+  ]);
   assertRefused(t, wrongEnv, 400, 'invalid_request', 'EH_INVALID_REQUEST', ['$.samples[1]', `environment '${envA}', not '${envA2}'`]);
-  const [{ n }] = await db().query<{ n: number }>('SELECT count(*)::int AS n FROM usage_samples WHERE hub_id IN ($1, $2)', { bind: [a.hubId, b.hubId], type: QueryTypes.SELECT });
+  const [{ n }] = await db().query<{ n: number }>('SELECT count(*)::int AS n FROM usage_samples WHERE hub_id IN ($1, $2)', {
+    bind: [a.hubId, b.hubId],
+    type: QueryTypes.SELECT,
+  });
   t.is(n, 0);
 });
 
@@ -106,7 +117,11 @@ test('sparklines hold every share of the hub, exact, zeros where unused, in one 
   ] as const) {
     const body = await get(hub, path);
     t.is(body.hubId, hub.hubId);
-    t.deepEqual(body.sparklines.map((s: { id: string }) => s.id), shares, `${path}: every share of the hub, none of another`);
+    t.deepEqual(
+      body.sparklines.map((s: { id: string }) => s.id),
+      shares,
+      `${path}: every share of the hub, none of another`,
+    );
     for (const line of body.sparklines) {
       t.is(line.scope, 'share');
       t.is(line.samples.length, points, path);
@@ -128,7 +143,13 @@ test('IPsec tunnel metrics are the sum of its IPsec shares; IPsec share metrics 
   await ingestOk([...on1, ...on2.slice(0, 10)]);
   await rollUpAll();
   await ingestOk(on2.slice(10));
-  for (const [window, step, points] of [[undefined, MINUTE, 60], ['30m', MINUTE, 30], ['1h', MINUTE, 60], ['1d', 15 * MINUTE, 96], ['7d', HOUR, 168]] as const) {
+  for (const [window, step, points] of [
+    [undefined, MINUTE, 60],
+    ['30m', MINUTE, 30],
+    ['1h', MINUTE, 60],
+    ['1d', 15 * MINUTE, 96],
+    ['7d', HOUR, 168],
+  ] as const) {
     for (const prefix of [hub.h2, hub.h]) {
       const path = `${prefix}/ipsec-tunnels/${tunnel}/metrics${window ? `?window=${window}` : ''}`;
       const series = await get(hub, path);
@@ -143,7 +164,13 @@ test('IPsec tunnel metrics are the sum of its IPsec shares; IPsec share metrics 
   assertSeries(t, (await get(hub, `${hub.h2}/ipsec-shares/${s2}/metrics?duration=1h`)).samples, on2, MINUTE, 'IPsec share s2');
   assertSeries(t, (await get(hub, `${hub.h2}/ipsec-shares/${s1}/metrics?duration=PT1H`)).samples, on1, MINUTE, 'IPsec share s1');
   const sparklines = await get(hub, `${hub.h2}/sparklines?duration=PT1H`);
-  t.deepEqual(sparklines.sparklines.map((s: { scope: string; id: string }) => [s.scope, s.id]), [['ipsecShare', s1], ['ipsecShare', s2]]);
+  t.deepEqual(
+    sparklines.sparklines.map((s: { scope: string; id: string }) => [s.scope, s.id]),
+    [
+      ['ipsecShare', s1],
+      ['ipsecShare', s2],
+    ],
+  );
 
   for (const window of ['2h', 'PT1H', '', '30M']) {
     const r = await hub.call('GET', `${hub.h2}/ipsec-tunnels/${tunnel}/metrics?window=${window}`);

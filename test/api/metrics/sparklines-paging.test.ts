@@ -32,12 +32,21 @@ test('sparklines are capped per response, the cap is stated, and pages cover eve
     const body = await get(hub, `${hub.h2}/metrics/sparklines?duration=P1D&page=${page}`);
     for (const line of body.sparklines) {
       seen.push(line.id);
-      assertSeries(t, line.samples, samples.filter((s) => s.shareId === line.id), HOUR, `share ${line.id} on page ${page}`);
+      assertSeries(
+        t,
+        line.samples,
+        samples.filter((s) => s.shareId === line.id),
+        HOUR,
+        `share ${line.id} on page ${page}`,
+      );
     }
   }
   t.deepEqual(seen, shares, 'every share once, in creation order');
   const small = await get(hub, `${hub.h}/sparklines?size=2&page=3`);
-  t.deepEqual(small.sparklines.map((s: { id: string }) => s.id), [shares[6]]);
+  t.deepEqual(
+    small.sparklines.map((s: { id: string }) => s.id),
+    [shares[6]],
+  );
   t.is(small.totalPages, 4);
   t.deepEqual((await get(hub, `${hub.h}/sparklines?page=5`)).sparklines, [], 'a page past the end is empty');
 

@@ -79,7 +79,15 @@ test('bad input: 400 invalid_request naming the field, and nothing changed', asy
     [{ rateLimit: { requests: 0, per: 'PT1M' } }, '$.policy.rateLimit.requests'],
     [{ rateLimit: { requests: 5, per: 'soon' } }, '$.policy.rateLimit.per'],
     [{ rateLimit: { requests: 5, per: 'PT1M', by: 'moon' } }, '$.policy.rateLimit.by'],
-    [{ basicAuth: [{ user: 'a', password: 'long enough' }, { user: 'a', password: 'long enough too' }] }, '$.policy.basicAuth[1].user'],
+    [
+      {
+        basicAuth: [
+          { user: 'a', password: 'long enough' },
+          { user: 'a', password: 'long enough too' },
+        ],
+      },
+      '$.policy.basicAuth[1].user',
+    ],
     [{ basicAuth: [{ user: 'a', password: 'short' }] }, '$.policy.basicAuth[0].password'],
     [{ basicAuth: [{ user: 'a:b', password: 'long enough' }] }, '$.policy.basicAuth[0].user'],
     [{ requestHeaders: { set: { 'Bad Name': 'x' } } }, '$.policy.requestHeaders.set'],
@@ -112,15 +120,38 @@ test('a TCP share takes IP rules only; basic auth does not go with an auth provi
   t.deepEqual(tcp.json.policy, { ipAllow: ['10.0.0.0/8'], ipDeny: ['10.0.0.9/32'] });
   for (const policy of [{ rateLimit: { requests: 5, per: 'PT1M' } }, { maintenance: true }, { basicAuth: [{ user: 'a', password: 'long enough' }] }]) {
     const field = Object.keys(policy)[0];
-    assertRefused(t, await create(hub, share({ protocol: 'tcp', target: 'tcp://10.0.0.5:5432', policy })), 400, 'invalid_request', 'EH_INVALID_REQUEST', `$.policy.${field}`);
+    assertRefused(
+      t,
+      await create(hub, share({ protocol: 'tcp', target: 'tcp://10.0.0.5:5432', policy })),
+      400,
+      'invalid_request',
+      'EH_INVALID_REQUEST',
+      `$.policy.${field}`,
+    );
     assertRefused(t, await patch(hub, tcp.json.zId, { policy }), 400, 'invalid_request', 'EH_INVALID_REQUEST', `$.policy.${field}`);
   }
-  const provider = await hub.call('POST', `${hub.h}/auth-providers`, { body: { name: 'google', type: 'GOOGLE', config: { clientId: 'c', clientSecret: 's' } } });
+  const provider = await hub.call('POST', `${hub.h}/auth-providers`, {
+    body: { name: 'google', type: 'GOOGLE', config: { clientId: 'c', clientSecret: 's' } },
+  });
   t.is(provider.status, 201, provider.text);
   const basic = { basicAuth: [{ user: 'a', password: 'long enough' }] };
-  assertRefused(t, await create(hub, share({ authProviderId: provider.json.id, policy: basic })), 400, 'invalid_request', 'EH_INVALID_REQUEST', '$.policy.basicAuth');
+  assertRefused(
+    t,
+    await create(hub, share({ authProviderId: provider.json.id, policy: basic })),
+    400,
+    'invalid_request',
+    'EH_INVALID_REQUEST',
+    '$.policy.basicAuth',
+  );
   const withBasic = await create(hub, share({ policy: basic }));
-  assertRefused(t, await patch(hub, withBasic.json.zId, { authProviderId: provider.json.id }), 400, 'invalid_request', 'EH_INVALID_REQUEST', '$.authProviderId');
+  assertRefused(
+    t,
+    await patch(hub, withBasic.json.zId, { authProviderId: provider.json.id }),
+    400,
+    'invalid_request',
+    'EH_INVALID_REQUEST',
+    '$.authProviderId',
+  );
   const withLogin = await create(hub, share({ authProviderId: provider.json.id }));
   assertRefused(t, await patch(hub, withLogin.json.zId, { policy: basic }), 400, 'invalid_request', 'EH_INVALID_REQUEST', '$.policy.basicAuth');
   t.deepEqual((await hub.call('GET', `${hub.h}/shares/${withLogin.json.zId}`)).json.policy, {});

@@ -16,7 +16,10 @@ async function body(hub: HubFixture, name: string, tcp = false) {
 }
 const create = async (hub: HubFixture, name: string, tcp = false) => hub.call('POST', `${hub.h}/shares`, { body: await body(hub, name, tcp) });
 const held = async (hub: HubFixture) =>
-  (await stack.sql.query('SELECT count(*)::int AS shares, count(tcp_port)::int AS tcp FROM shares WHERE hub_id = $1', [hub.hubId])).rows[0] as { shares: number; tcp: number };
+  (await stack.sql.query('SELECT count(*)::int AS shares, count(tcp_port)::int AS tcp FROM shares WHERE hub_id = $1', [hub.hubId])).rows[0] as {
+    shares: number;
+    tcp: number;
+  };
 const patchQuotas = (hub: HubFixture, quotas: unknown) => stack.call('PATCH', `/admin/v1/hubs/${hub.hubId}`, { auth: stack.admin, body: { quotas } });
 
 test('a hub at its share quota gets 429 quota_exceeded and nothing is written; another hub still creates', async (t) => {
@@ -93,7 +96,10 @@ test("the operator sets a hub's quotas: shown in its answer, a raised quota lets
   // null: the service's defaults again
   const reset = await patchQuotas(hub, { shares: null, tcpPorts: null });
   t.deepEqual(reset.json.quotas, { shares: 4, tcpPorts: 2 });
-  t.deepEqual((await stack.call('GET', '/admin/v1/hubs?size=1000', { auth: stack.admin })).json.content.find((h: { id: string }) => h.id === hub.hubId).quotas, { shares: 4, tcpPorts: 2 });
+  t.deepEqual(
+    (await stack.call('GET', '/admin/v1/hubs?size=1000', { auth: stack.admin })).json.content.find((h: { id: string }) => h.id === hub.hubId).quotas,
+    { shares: 4, tcpPorts: 2 },
+  );
 
   // a hub made with its own quotas
   const made = await stack.call('POST', '/admin/v1/hubs', { auth: stack.admin, body: { name: 'no-tcp', quotas: { tcpPorts: 0 } } });

@@ -15,9 +15,17 @@ const createShare = (hub: HubFixture, body: unknown) => hub.call('POST', `${hub.
 
 test('frontends: the seeded public frontend and operator-created ones are listed in both forms', async (t) => {
   const hub = await stack.hub();
-  const added = await stack.call('POST', '/admin/v1/frontends', { auth: stack.admin, body: { publicName: 'eu', urlTemplate: 'https://{token}.eu.example.com' } });
+  const added = await stack.call('POST', '/admin/v1/frontends', {
+    auth: stack.admin,
+    body: { publicName: 'eu', urlTemplate: 'https://{token}.eu.example.com' },
+  });
   t.is(added.status, 201);
-  for (const [path, auth] of [[`${hub.h}/frontends`, hub.bearer], [`${hub.h2}/frontends`, hub.bearer], ['/account/frontends', hub.bearer], ['/account/frontends', hub.basic]]) {
+  for (const [path, auth] of [
+    [`${hub.h}/frontends`, hub.bearer],
+    [`${hub.h2}/frontends`, hub.bearer],
+    ['/account/frontends', hub.bearer],
+    ['/account/frontends', hub.basic],
+  ]) {
     const r = await stack.call('GET', path, { auth });
     t.is(r.status, 200, path);
     t.true(Array.isArray(r.json));
@@ -55,10 +63,13 @@ test('create a share: every documented field, PROVISIONING then ACTIVE through a
     reserved: false,
     limited: false,
   });
-  const active = await waitFor(async () => {
-    const r = await hub.call('GET', `${hub.h}/shares/${s.zId}`);
-    return r.json.status === 'ACTIVE' && r.json;
-  }, { what: 'share ACTIVE' });
+  const active = await waitFor(
+    async () => {
+      const r = await hub.call('GET', `${hub.h}/shares/${s.zId}`);
+      return r.json.status === 'ACTIVE' && r.json;
+    },
+    { what: 'share ACTIVE' },
+  );
   t.is(active.frontendEndpoint, s.frontendEndpoint);
   const executions = await hub.call('GET', `${hub.h}/executions?resourceId=${s.zId}`);
   t.is(executions.json.totalElements, 1);
@@ -74,7 +85,10 @@ test('list is paged, get answers under both prefixes, delete answers 204 and the
   t.deepEqual(page.json.pageable, { pageNumber: 0, pageSize: 2 });
   t.is(page.json.totalElements, 3);
   t.is(page.json.totalPages, 2);
-  t.deepEqual(page.json.content.map((s: { name: string }) => s.name), ['a', 'b']);
+  t.deepEqual(
+    page.json.content.map((s: { name: string }) => s.name),
+    ['a', 'b'],
+  );
   t.is(page.json.content[0].backendProxyEndpoint, 'http://10.0.0.5:8080/app');
   t.is((await hub.call('GET', `${hub.h2}/shares/${zIds[2]}`)).json.name, 'c');
   const removed = await hub.call('DELETE', `${hub.h}/shares/${zIds[0]}`);
