@@ -13,13 +13,11 @@ const nullableTimestamp = timestamp.nullable();
 const obj = <T extends z.ZodRawShape>(shape: T) => z.strictObject(shape);
 
 export const ErrorBody = obj({
-  error: z
-    .string()
-    .meta({
-      description:
-        'the kind of error, shared by several refusals: invalid_request, unauthorized, forbidden, not_found, conflict, ... (the `Edgehub-Error-Code` header tells them apart)',
-      example: 'not_found',
-    }),
+  error: z.string().meta({
+    description:
+      'the kind of error, shared by several refusals: invalid_request, unauthorized, forbidden, not_found, conflict, ... (the `Edgehub-Error-Code` header tells them apart)',
+    example: 'not_found',
+  }),
   message: z.string().meta({ description: 'what is wrong, for people', example: "no share 'abc' in this hub" }),
 }).meta({ id: 'Error', description: 'Every error answer: `{error, message}`, never a stack trace; its code is in the `Edgehub-Error-Code` header.' });
 
@@ -74,14 +72,9 @@ export const Agent = obj({
     .min(1)
     .max(100)
     .meta({ description: "its share of the environment's new requests against its peers' (`edgehub agent run --weight`; 1 while not connected)" }),
-  priority: z
-    .number()
-    .int()
-    .min(0)
-    .max(9)
-    .meta({
-      description: 'lower is preferred: agents of a higher number take requests only when none of a lower is usable (`--priority`; 0 while not connected)',
-    }),
+  priority: z.number().int().min(0).max(9).meta({
+    description: 'lower is preferred: agents of a higher number take requests only when none of a lower is usable (`--priority`; 0 while not connected)',
+  }),
   draining: z.boolean().meta({ description: 'draining: it takes no new requests and stops once those in flight finish' }),
   targetsDown: z.array(z.string()).meta({ description: 'ids of the shares whose target it reports it cannot reach' }),
 }).meta({ id: 'Agent' });
@@ -175,26 +168,19 @@ export const Share = obj({
     .meta({ description: 'ISO 8601 duration after which a login session is checked again (PT3H unless the share sets it); null without an auth provider' }),
   mutualTls: z.boolean().meta({ description: 'served only over TLS to clients presenting a client certificate of the hub' }),
   inspect: z.boolean().meta({ description: 'exchanges are recorded for the request inspector (GET .../requests)' }),
-  affinity: z
-    .enum(['none', 'client-ip', 'cookie'])
-    .meta({
-      description:
-        "which agent of an agent-served environment carries a client's requests: 'none' (spread by weight), 'client-ip' (by the client's address) or 'cookie' (a signed cookie edgehub_affinity naming the agent); HTTP shares only; a client moves when its agent is no longer usable",
-    }),
+  affinity: z.enum(['none', 'client-ip', 'cookie']).meta({
+    description:
+      "which agent of an agent-served environment carries a client's requests: 'none' (spread by weight), 'client-ip' (by the client's address) or 'cookie' (a signed cookie edgehub_affinity naming the agent); HTTP shares only; a client moves when its agent is no longer usable",
+  }),
   protocol: z.enum(['http', 'tcp']).meta({ description: "'http' (routed by host) or 'tcp' (a port of HUB_EDGE_TCP_PORTS; frontendEndpoint tcp://HOST:PORT)" }),
-  tcpIdleTimeout: z
-    .string()
-    .nullable()
-    .meta({
-      description:
-        "a TCP share's connection with no byte either way for this ISO 8601 duration is closed; null: the edge's HUB_EDGE_TCP_IDLE_TIMEOUT (PT10M unless set), and always null for an HTTP share",
-    }),
-  targetProtocol: z
-    .enum(['http1', 'h2'])
-    .meta({
-      description:
-        "what the edge speaks to the target: 'http1' (HTTP/1.1) or 'h2' (HTTP/2: TLS with ALPN for https targets, prior knowledge for http targets; gRPC)",
-    }),
+  tcpIdleTimeout: z.string().nullable().meta({
+    description:
+      "a TCP share's connection with no byte either way for this ISO 8601 duration is closed; null: the edge's HUB_EDGE_TCP_IDLE_TIMEOUT (PT10M unless set), and always null for an HTTP share",
+  }),
+  targetProtocol: z.enum(['http1', 'h2']).meta({
+    description:
+      "what the edge speaks to the target: 'http1' (HTTP/1.1) or 'h2' (HTTP/2: TLS with ALPN for https targets, prior knowledge for http targets; gRPC)",
+  }),
   policy: SharePolicy,
   reserved: z.boolean(),
   limited: z.boolean(),
