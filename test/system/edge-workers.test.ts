@@ -23,6 +23,16 @@ const childrenOf = (pid: number): number[] => {
   }
 };
 
+/** The processes that hold the listening socket on `port` (a worker holds it once it listens). */
+const listeners = (port: number): number[] => {
+  try {
+    const out = execFileSync('ss', ['-Hltnp', `sport = :${port}`], { encoding: 'utf8' });
+    return [...out.matchAll(/pid=(\d+)/g)].map((m) => Number(m[1]));
+  } catch {
+    return [];
+  }
+};
+
 /** The status the edge answers for a host it does not publish, or 0 when the connection failed. */
 const status = (port: number) =>
   new Promise<number>((resolve) => {
@@ -60,11 +70,15 @@ test.serial('HUB_EDGE_WORKERS=2: a dead worker is replaced while the other serve
     await exited;
   });
 
-  await waitFor(async () => childrenOf(primary.pid!).length === 2 && (await status(port)) === 404, {
-    timeoutMs: 60_000,
-    intervalMs: 200,
-    what: `two edge workers answering (${stderr.slice(-300)})`,
-  });
+  // both workers listening (a worker still starting would leave nobody to answer once the other is killed)
+  await waitFor(
+    async () => {
+      const children = childrenOf(primary.pid!);
+      const listening = listeners(port);
+      return children.length === 2 && children.every((pid) => listening.includes(pid)) && (await status(port)) === 404;
+    },
+    { timeoutMs: 60_000, intervalMs: 200, what: `two edge workers listening and answering (${stderr.slice(-300)})` },
+  );
   const [first, second] = childrenOf(primary.pid!);
   // a worker's start waits for Redis quietly: no warning that the replay requests cannot be read
   t.notRegex(stderr, /replay requests cannot be read/);
