@@ -22,7 +22,8 @@ import http from 'node:http';
 import path from 'node:path';
 import autocannon from 'autocannon';
 import pg from 'pg';
-import { benchAgent, selfSignedCertificate } from './agentFixtures.js';
+import { benchAgent } from './agentFixtures.js';
+import { selfSignedCertificate } from '../test/helpers/selfSigned.js';
 import { poolBench } from './agentPool.js';
 import { benchWorkspace, freePort, median, startEdgeProcess, startServices, stopChild } from './harness.js';
 

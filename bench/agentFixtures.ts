@@ -1,50 +1,14 @@
 /**
- * What the agent benches (bench:agent, bench:ipsec) set up besides the service: self-signed certificates made with
- * openssl (the edge's operator certificate, the agent's), the agent's row listing its certificate by fingerprint
+ * What the agent benches (bench:agent, bench:ipsec) set up besides the service: the agent's row listing its certificate by fingerprint
  * (all the edge checks of an agent), and its identity folder as `edgehub agent enroll` writes it.
  */
-import { execFileSync } from 'node:child_process';
 import { randomBytes, X509Certificate } from 'node:crypto';
-import { readFileSync } from 'node:fs';
-import path from 'node:path';
 import type pg from 'pg';
 import { writeIdentity } from '../agent/lib/identity.js';
+import type { SelfSignedFiles } from '../test/helpers/selfSigned.js';
 
-export interface BenchCertificate {
-  cert: string;
-  key: string;
-  certFile: string;
-  keyFile: string;
-}
-
-/** A self-signed P-256 certificate and key in `dir` (`<name>.crt`, `<name>.key`). */
-export function selfSignedCertificate(dir: string, name: string, subject: string, san?: string): BenchCertificate {
-  const certFile = path.join(dir, `${name}.crt`);
-  const keyFile = path.join(dir, `${name}.key`);
-  execFileSync(
-    'openssl',
-    [
-      'req',
-      '-x509',
-      '-newkey',
-      'ec',
-      '-pkeyopt',
-      'ec_paramgen_curve:P-256',
-      '-nodes',
-      '-days',
-      '2',
-      '-keyout',
-      keyFile,
-      '-out',
-      certFile,
-      '-subj',
-      subject,
-      ...(san ? ['-addext', `subjectAltName=${san}`] : []),
-    ],
-    { stdio: 'ignore' },
-  );
-  return { cert: readFileSync(certFile, 'utf8'), key: readFileSync(keyFile, 'utf8'), certFile, keyFile };
-}
+/** A certificate and its key, in PEM and in files (test/helpers/selfSigned.ts makes them). */
+export type BenchCertificate = SelfSignedFiles;
 
 /**
  * An agent of `envZId` whose certificate is `agent`, enrolled by writing its row straight into the database, and its

@@ -15,7 +15,8 @@ import http from 'node:http';
 import path from 'node:path';
 import autocannon from 'autocannon';
 import type pg from 'pg';
-import { benchAgent, type BenchCertificate, selfSignedCertificate } from './agentFixtures.js';
+import { benchAgent, type BenchCertificate } from './agentFixtures.js';
+import { selfSignedCertificate } from '../test/helpers/selfSigned.js';
 import { type BenchWorkspace, cpuMs, stopChild } from './harness.js';
 
 export interface PoolBenchOptions {

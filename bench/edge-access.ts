@@ -1,18 +1,9 @@
-/**
- * `npm run bench:edge-access`: what mutual TLS costs on the edge's hot path. One edge process (as the Procfile runs
- * it), one node:http backend, two ACTIVE shares of one hub over the edge's TLS listener: a plain one (the baseline)
- * and a `mutualTls` one whose client presents a certificate listed in the hub (the registry's per-request check).
- * The same autocannon client (keep-alive connections, so the handshake is not what is measured) loads both,
- * alternating rounds. Prints requests/s and p99 of both and the ratios.
- *
- * BENCH_CONNECTIONS (default 50), BENCH_SECONDS per round (default 8), BENCH_ROUNDS (default 3).
- */
-import { execFileSync } from 'node:child_process';
 import { randomBytes, X509Certificate } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import autocannon from 'autocannon';
 import pg from 'pg';
+import { selfSignedCertificate } from '../test/helpers/selfSigned.js';
 import { benchWorkspace, freePort, median, startEdgeProcess, startServices, startPlainBackend, stopChild } from './harness.js';
 
 const CONNECTIONS = Number(process.env.BENCH_CONNECTIONS ?? 50);
@@ -23,44 +14,9 @@ const ws = benchWorkspace({ budgetMs: 10 * 60_000 });
 try {
   const services = await startServices(ws);
   const file = (name: string) => path.join(ws.work, name);
-  const openssl = (...args: string[]) => execFileSync('openssl', args, { stdio: ['ignore', 'pipe', 'pipe'] });
   // the edge's certificate for the standard frontend (operator files) and a client certificate to upload
-  openssl(
-    'req',
-    '-x509',
-    '-newkey',
-    'ec',
-    '-pkeyopt',
-    'ec_paramgen_curve:P-256',
-    '-nodes',
-    '-keyout',
-    file('edge.key'),
-    '-out',
-    file('edge.crt'),
-    '-subj',
-    '/CN=share.localhost',
-    '-addext',
-    'subjectAltName=DNS:*.share.localhost',
-    '-days',
-    '2',
-  );
-  openssl(
-    'req',
-    '-x509',
-    '-newkey',
-    'ec',
-    '-pkeyopt',
-    'ec_paramgen_curve:P-256',
-    '-nodes',
-    '-keyout',
-    file('client.key'),
-    '-out',
-    file('client.crt'),
-    '-subj',
-    '/CN=bench-client',
-    '-days',
-    '2',
-  );
+  selfSignedCertificate(ws.work, 'edge', '/CN=share.localhost', 'DNS:*.share.localhost');
+  selfSignedCertificate(ws.work, 'client', '/CN=bench-client');
   const clientPem = readFileSync(file('client.crt'), 'utf8');
   const client = new X509Certificate(clientPem);
 

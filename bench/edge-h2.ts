@@ -16,7 +16,7 @@ import path from 'node:path';
 import { promisify } from 'node:util';
 import pg from 'pg';
 import { ensureCommands } from '../scripts/services/index.js';
-import { selfSignedCertificate } from './agentFixtures.js';
+import { selfSignedCertificate } from '../test/helpers/selfSigned.js';
 import { benchShares, benchWorkspace, freePort, median, startEdgeProcess, startNginxProxy, startPlainBackend, startServices } from './harness.js';
 
 const run = promisify(execFile);

@@ -24,7 +24,8 @@ import { closeDb, initDb } from '../shared/db.js';
 import type { IpsecTunnel } from '../domain/models/IpsecTunnel.js';
 import { StrongswanIpsecProvider } from '../shared/providers/ipsecStrongswan.js';
 import { privateNetwork } from '../test/helpers/netns.js';
-import { benchAgent, selfSignedCertificate } from './agentFixtures.js';
+import { benchAgent } from './agentFixtures.js';
+import { selfSignedCertificate } from '../test/helpers/selfSigned.js';
 import { benchWorkspace, freePort, median, startServices, stopChild } from './harness.js';
 
 const run = promisify(execFile);

@@ -26,7 +26,8 @@ import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import pg from 'pg';
-import { benchAgent, selfSignedCertificate } from './agentFixtures.js';
+import { benchAgent } from './agentFixtures.js';
+import { selfSignedCertificate } from '../test/helpers/selfSigned.js';
 import { ensureCommands } from '../scripts/services/index.js';
 import {
   type BenchWorkspace,

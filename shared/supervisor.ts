@@ -103,7 +103,7 @@ export class Supervisor {
 
   private spawn(slot: Slot): void {
     slot.timer = undefined;
-    const tsx = slot.spec.script.endsWith('.ts') && !this.execArgv.some((a) => /(^|=)tsx$/.test(a) || a === 'tsx') ? ['--import', 'tsx'] : [];
+    const tsx = slot.spec.script.endsWith('.ts') && !this.execArgv.some((a) => /(^|=)tsx$/.test(a)) ? ['--import', 'tsx'] : [];
     cluster.setupPrimary({ exec: slot.spec.script, execArgv: [...this.execArgv, ...tsx], silent: false });
     const worker = cluster.fork(slot.env);
     slot.worker = worker;

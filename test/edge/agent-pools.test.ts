@@ -14,7 +14,7 @@ import path from 'node:path';
 import test from 'ava';
 import WebSocket from 'ws';
 import { readIdentity, writeIdentity } from '../../agent/lib/identity.js';
-import { selfSignedCertificate } from '../../bench/agentFixtures.js';
+import { selfSignedCertificate } from '../helpers/selfSigned.js';
 import { AgentRunner } from '../../agent/lib/run.js';
 import type { Edge } from '../../edge/server.js';
 import { edgehubCli, enrollAgent, newEnvironment, runAgent as startAgent, runAgentHere, startPrivateTarget, type RunningAgent } from '../helpers/agents.js';

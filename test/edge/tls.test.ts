@@ -1,5 +1,4 @@
-import { execFileSync } from 'node:child_process';
-import { mkdtempSync } from 'node:fs';
+import { mkdtempSync, renameSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import tls from 'node:tls';
@@ -10,6 +9,7 @@ import { publishDnsRecords, startDnsServer, type TestDnsServer } from '../helper
 import { edgeRequest, routedShare, startTestEdge, useBackend, useTestEdge } from '../helpers/edge.js';
 import { type HubFixture, useStack, waitFor } from '../helpers/stack.js';
 import { assertRefused } from '../helpers/refusals.js';
+import { selfSignedCertificate } from '../helpers/selfSigned.js';
 
 let dns: TestDnsServer;
 let hub: HubFixture;
@@ -112,32 +112,10 @@ test('operator certificate files serve the standard frontends and a replaced fil
   const certFile = path.join(dir, 'edge.crt');
   const keyFile = path.join(dir, 'edge.key');
   const make = (cn: string) => {
-    execFileSync(
-      'openssl',
-      [
-        'req',
-        '-x509',
-        '-newkey',
-        'ec',
-        '-pkeyopt',
-        'ec_paramgen_curve:P-256',
-        '-nodes',
-        '-days',
-        '2',
-        '-subj',
-        `/CN=${cn}`,
-        '-addext',
-        `subjectAltName=DNS:*.share.localhost`,
-        '-keyout',
-        `${keyFile}.new`,
-        '-out',
-        `${certFile}.new`,
-      ],
-      { stdio: 'ignore' },
-    );
+    selfSignedCertificate(dir, 'new', `/CN=${cn}`, 'DNS:*.share.localhost');
     // the key first: a certificate whose key is not yet there is refused and retried on the next change
-    execFileSync('mv', [`${keyFile}.new`, keyFile]);
-    execFileSync('mv', [`${certFile}.new`, certFile]);
+    renameSync(path.join(dir, 'new.key'), keyFile);
+    renameSync(path.join(dir, 'new.crt'), certFile);
   };
   make('operator one');
   const withFiles = await startTestEdge({ tlsFiles: { certFile, keyFile } });

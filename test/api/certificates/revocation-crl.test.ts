@@ -1,10 +1,13 @@
 import https from 'node:https';
-import { readFileSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
 import test from 'ava';
 import { startMtlsNginx } from '../../helpers/nginx.js';
 import { makeSelfSigned, x509Text } from '../../helpers/pki.js';
 import { assertRefused } from '../../helpers/refusals.js';
 import { crlFile, crlText, fetchBytes, file, issue, run, verifyWithCrl } from '../../helpers/revocation.js';
+import { selfSignedCertificate } from '../../helpers/selfSigned.js';
 import { useStack, waitFor } from '../../helpers/stack.js';
 
 const stack = useStack(test);
@@ -190,25 +193,11 @@ test('nginx with ssl_verify_client on and ssl_crl pointed at the downloaded CRLs
   const hub = await stack.hub();
   const live = await issue(hub, 'nginx-live');
   const doomed = await issue(hub, 'nginx-doomed');
-  const serverKey = file('', 'key');
-  const serverCert = file('');
-  await run('openssl', [
-    'req',
-    '-x509',
-    '-newkey',
-    'ec',
-    '-pkeyopt',
-    'ec_paramgen_curve:P-256',
-    '-nodes',
-    '-keyout',
-    serverKey,
-    '-out',
-    serverCert,
-    '-subj',
+  const { certFile: serverCert, keyFile: serverKey } = selfSignedCertificate(
+    mkdtempSync(path.join(process.env.TEST_WORK_DIR ?? os.tmpdir(), 'nginx-crl-')),
+    'server',
     '/CN=127.0.0.1',
-    '-days',
-    '1',
-  ]);
+  );
   const caFile = file(readFileSync(live.issuingFile, 'utf8') + readFileSync(live.rootFile, 'utf8'));
   const crls = file('');
   const download = async () => {

@@ -14,6 +14,7 @@ import pg from 'pg';
 import { freePort } from '../../../scripts/services/index.js';
 import { stopValidationResponder } from '../../../shared/providers/dnsValidationZone.js';
 import { publishDnsRecords, startDnsServer, type TestDnsServer } from '../../helpers/dnsServer.js';
+import { selfSignedCertificate } from '../../helpers/selfSigned.js';
 import { useStack, waitFor } from '../../helpers/stack.js';
 
 // `npm test` installs Pebble when it is missing (scripts/test.ts); without it this file fails rather than skips
@@ -37,28 +38,7 @@ function get(url: string, ca: Buffer): Promise<number> {
 
 test.before(async () => {
   const dir = mkdtempSync(path.join(os.tmpdir(), 'pebble-'));
-  const cert = path.join(dir, 'cert.pem');
-  const key = path.join(dir, 'key.pem');
-  const made = spawnSync('openssl', [
-    'req',
-    '-x509',
-    '-newkey',
-    'ec',
-    '-pkeyopt',
-    'ec_paramgen_curve:P-256',
-    '-nodes',
-    '-keyout',
-    key,
-    '-out',
-    cert,
-    '-days',
-    '1',
-    '-subj',
-    '/CN=localhost',
-    '-addext',
-    'subjectAltName=DNS:localhost,IP:127.0.0.1',
-  ]);
-  if (made.status !== 0) throw new Error(`openssl failed: ${made.stderr}`);
+  const { certFile: cert, keyFile: key } = selfSignedCertificate(dir, 'pebble', '/CN=localhost', 'DNS:localhost,IP:127.0.0.1');
   const [listen, management, httpPort, tlsPort, validationPort] = await Promise.all([freePort(), freePort(), freePort(), freePort(), freePort()]);
   const config = path.join(dir, 'pebble.json');
   writeFileSync(
