@@ -12,22 +12,10 @@
  */
 import type { IncomingMessage } from 'node:http';
 import { ERROR_CODE_HEADER } from '../shared/errors.js';
+import { HOP_BY_HOP } from '../shared/hopByHop.js';
 import type { ExchangeTap } from './inspect/tap.js';
 import { applyToLines, type CompiledHeaderRules } from './policy/headers.js';
 
-/** RFC 9110 7.6.1 connection-specific headers, plus the de-facto ones; never forwarded in either direction. */
-export const HOP_BY_HOP = new Set([
-  'connection',
-  'keep-alive',
-  'proxy-connection',
-  'proxy-authenticate',
-  'proxy-authorization',
-  'te',
-  'trailer',
-  'transfer-encoding',
-  'upgrade',
-  'http2-settings',
-]);
 /**
  * Fields a trailer section may never carry (RFC 9110 6.5.1: framing, routing, request modifiers, authentication,
  * response control and content metadata): dropped from a target's trailers, so that none of them reaches a client

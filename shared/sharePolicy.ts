@@ -3,6 +3,7 @@
  * passwords are stored as scrypt hashes (node:crypto) and never shown: a share answer lists its users only.
  */
 import { randomBytes, scrypt, timingSafeEqual } from 'node:crypto';
+import { HOP_BY_HOP } from './hopByHop.js';
 
 export interface HeaderRules {
   set?: Record<string, string>;
@@ -119,16 +120,7 @@ const PROTECTED_NAMES = new Set([
   'edgehub-error-code',
   'host',
   'content-length',
-  'transfer-encoding',
-  'connection',
-  'keep-alive',
-  'proxy-connection',
-  'proxy-authenticate',
-  'proxy-authorization',
-  'te',
-  'trailer',
-  'upgrade',
-  'http2-settings',
+  ...HOP_BY_HOP,
 ]);
 
 export function isProtectedHeader(name: string): boolean {

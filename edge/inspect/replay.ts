@@ -27,7 +27,7 @@ import {
 } from '../../shared/inspect/store.js';
 import { REDACTED, redactLines } from '../../shared/inspect/redact.js';
 import { replayKeys, takeReplay, wakeReplays } from '../../shared/inspect/replayQueue.js';
-import { HOP_BY_HOP } from '../headers.js';
+import { HOP_BY_HOP } from '../../shared/hopByHop.js';
 import type { Meter } from '../meter.js';
 import { originForm, targetPath } from '../upstream/paths.js';
 import { failure } from '../upstream/proxy.js';

@@ -32,11 +32,11 @@ import {
   EDGE_CODE_HEADER,
   FORBIDDEN_TRAILERS,
   hasBody,
-  HOP_BY_HOP,
   hostOnlyCookie,
   requestHeaderLines,
   type ForwardContext,
 } from '../headers.js';
+import { HOP_BY_HOP } from '../../shared/hopByHop.js';
 import { originForm, targetPath } from './paths.js';
 import { failure, failureKind } from './proxy.js';
 import type { ShareRoute } from '../types.js';

@@ -96,6 +96,8 @@ test('bad input: 400 invalid_request naming the field, and nothing changed', asy
     [{ requestHeaders: { remove: ['X-Client-Certificate-Name'] } }, '$.policy.requestHeaders.remove[0]'],
     [{ requestHeaders: { remove: ['x-forwarded-email'] } }, '$.policy.requestHeaders.remove[0]'],
     [{ responseHeaders: { set: { 'Content-Length': '1' } } }, '$.policy.responseHeaders.set'],
+    [{ responseHeaders: { remove: ['Keep-Alive'] } }, '$.policy.responseHeaders.remove[0]'],
+    [{ requestHeaders: { set: { 'HTTP2-Settings': 'x' } } }, '$.policy.requestHeaders.set'],
     [{ errorPages: { '502': 'x'.repeat(64 * 1024 + 1) } }, '$.policy.errorPages.502'],
     [{ errorPages: { '500': 'x' } }, "'$.policy.errorPages.500'"],
     [{ ipAlow: ['10.0.0.0/8'] }, "'$.policy.ipAlow'"],
