@@ -2,7 +2,8 @@
  * `npm run bench:agent`: one backend reached through the edge two ways in the same run: directly (edge -> target)
  * and through an agent (edge -> agent -> target, the agent's HTTP/2 connection over TLS to the edge's listener),
  * under the same load (autocannon, same connections and duration, rounds alternating). Prints requests/s and p99 of
- * both with the ratios (targets: >= 0.6 of direct requests/s, p99 < 2x direct), the throughput of one 1 GiB
+ * both with the ratios (targets: >= 0.6 of direct requests/s, p99 < 2x direct) and the CPU the edge, the agent and
+ * the target spent per request on each path, the throughput of one 1 GiB
  * download and one 1 GiB upload each way (target: >= 0.5 of direct), and the edge's and the agent's resident memory
  * while a client reads a fast download at 1 MB/s (target: both below 200 MB).
  *
@@ -25,7 +26,7 @@ import pg from 'pg';
 import { benchAgent } from './agentFixtures.js';
 import { selfSignedCertificate } from '../test/helpers/selfSigned.js';
 import { poolBench } from './agentPool.js';
-import { benchWorkspace, freePort, median, startEdgeProcess, startServices, stopChild } from './harness.js';
+import { benchWorkspace, cpuMeter, describeCpu, freePort, median, schedCpuMs, startEdgeProcess, startServices, stopChild } from './harness.js';
 
 const CONNECTIONS = Number(process.env.BENCH_CONNECTIONS ?? 50);
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 10);
@@ -203,6 +204,8 @@ try {
   await load(directHost, 2);
   await load(agentHost, 2);
   const results: Record<'direct' | 'agent', autocannon.Result[]> = { direct: [], agent: [] };
+  const meter = cpuMeter({ edge: () => schedCpuMs(edge.pid), agent: () => schedCpuMs(agent.pid), target: () => schedCpuMs(backend.child.pid) });
+  const cpu: Record<'direct' | 'agent', Record<string, number>[]> = { direct: [], agent: [] };
   for (let round = 0; round < ROUNDS; round++) {
     const order: ['direct' | 'agent', string][] =
       round % 2
@@ -215,7 +218,9 @@ try {
             ['agent', agentHost],
           ];
     for (const [name, host] of order) {
+      const m = meter.start();
       const r = await load(host, SECONDS);
+      cpu[name].push(m.per(r.requests.total));
       if (r.non2xx || r.errors > r.requests.total / 1000) throw new Error(`${name}: ${r.non2xx} non-2xx answers, ${r.errors} errors`);
       results[name].push(r);
     }
@@ -256,9 +261,10 @@ try {
   await db.end();
 
   console.log(`\nbench:agent — ${CONNECTIONS} connections, ${ROUNDS} x ${SECONDS} s per path (medians), 128-byte answers; the same target`);
-  const line = (name: string, r: number, p: number) => `${name.padEnd(22)} ${r.toFixed(0).padStart(8)} req/s   p99 ${p.toFixed(1).padStart(6)} ms`;
-  console.log(line('edge -> target', rps('direct'), p99('direct')));
-  console.log(line('edge -> agent -> target', rps('agent'), p99('agent')));
+  const line = (name: string, r: number, p: number, c: Record<string, number>[]) =>
+    `${name.padEnd(22)} ${r.toFixed(0).padStart(8)} req/s   p99 ${p.toFixed(1).padStart(6)} ms   ${describeCpu(c, 'request')}`;
+  console.log(line('edge -> target', rps('direct'), p99('direct'), cpu.direct));
+  console.log(line('edge -> agent -> target', rps('agent'), p99('agent'), cpu.agent));
   console.log(
     `ratio  ${(rps('agent') / rps('direct')).toFixed(2)} of direct requests/s (target >= 0.6)   p99 ${(p99('agent') / p99('direct')).toFixed(2)}x direct (target < 2)`,
   );

@@ -1,10 +1,20 @@
+/**
+ * `npm run bench:edge-access`: what mutual TLS costs on the edge's hot path. One edge process (as the Procfile runs
+ * it), one node:http backend, two ACTIVE shares of one hub over the edge's TLS listener: a plain one (the baseline)
+ * and a `mutualTls` one whose client presents a certificate listed in the hub (the registry's per-request check).
+ * The same autocannon client (keep-alive connections, so the handshake is not what is measured) loads both,
+ * alternating rounds. Prints requests/s and p99 of both and the ratios, and the CPU the edge and the backend spent
+ * per request (from /proc).
+ *
+ * BENCH_CONNECTIONS (default 50), BENCH_SECONDS per round (default 8), BENCH_ROUNDS (default 3).
+ */
 import { randomBytes, X509Certificate } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import autocannon from 'autocannon';
 import pg from 'pg';
 import { selfSignedCertificate } from '../test/helpers/selfSigned.js';
-import { benchWorkspace, freePort, median, startEdgeProcess, startServices, startPlainBackend, stopChild } from './harness.js';
+import { benchWorkspace, freePort, median, schedCpuMs, startEdgeProcess, startServices, startPlainBackend, stopChild, treeCpuMs } from './harness.js';
 
 const CONNECTIONS = Number(process.env.BENCH_CONNECTIONS ?? 50);
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 8);
@@ -20,7 +30,7 @@ try {
   const clientPem = readFileSync(file('client.crt'), 'utf8');
   const client = new X509Certificate(clientPem);
 
-  const { port: backendPort } = await startPlainBackend(ws);
+  const { port: backendPort, child: backend } = await startPlainBackend(ws);
 
   // the hub, its shares and its uploaded client certificate, written directly (the bench measures the data plane)
   const db = new pg.Client({ connectionString: services.databaseUrl });
@@ -89,6 +99,7 @@ try {
   }
   await load(plainHost, 2);
   const results: Record<'plain' | 'mtls', autocannon.Result[]> = { plain: [], mtls: [] };
+  const cpu: Record<'plain' | 'mtls', { edge: number[]; backend: number[] }> = { plain: { edge: [], backend: [] }, mtls: { edge: [], backend: [] } };
   for (let round = 0; round < ROUNDS; round++) {
     const order: ['plain' | 'mtls', string][] =
       round % 2
@@ -101,18 +112,22 @@ try {
             ['mtls', mtlsHost],
           ];
     for (const [name, host] of order) {
+      const before = { edge: treeCpuMs(edge.pid).total, backend: schedCpuMs(backend.pid) };
       const r = await load(host, SECONDS);
       if (r.non2xx || r.errors) throw new Error(`${name}: ${r.non2xx} non-2xx answers, ${r.errors} errors`);
       results[name].push(r);
+      cpu[name].edge.push(((treeCpuMs(edge.pid).total - before.edge) * 1000) / r.requests.total);
+      cpu[name].backend.push(((schedCpuMs(backend.pid) - before.backend) * 1000) / r.requests.total);
     }
   }
   await stopChild(edge);
   const rps = (name: 'plain' | 'mtls') => median(results[name].map((r) => r.requests.average));
   const p99 = (name: 'plain' | 'mtls') => median(results[name].map((r) => r.latency.p99));
-  const line = (name: string, r: number, p: number) => `${name.padEnd(22)} ${r.toFixed(0).padStart(8)} req/s   p99 ${p.toFixed(1).padStart(6)} ms`;
+  const line = (name: string, r: number, p: number, c: { edge: number[]; backend: number[] }) =>
+    `${name.padEnd(22)} ${r.toFixed(0).padStart(8)} req/s   p99 ${p.toFixed(1).padStart(6)} ms   edge CPU ${median(c.edge).toFixed(1)} µs/request (backend ${median(c.backend).toFixed(1)})`;
   console.log(`\nbench:edge-access — ${CONNECTIONS} keep-alive TLS connections, ${ROUNDS} x ${SECONDS} s per share (medians), 128-byte answers`);
-  console.log(line('TLS share (baseline)', rps('plain'), p99('plain')));
-  console.log(line('mutual-TLS share', rps('mtls'), p99('mtls')));
+  console.log(line('TLS share (baseline)', rps('plain'), p99('plain'), cpu.plain));
+  console.log(line('mutual-TLS share', rps('mtls'), p99('mtls'), cpu.mtls));
   console.log(
     `ratio  ${(rps('mtls') / rps('plain')).toFixed(2)} of the baseline's requests/s   p99 ${(p99('mtls') / p99('plain')).toFixed(2)}x the baseline's`,
   );

@@ -417,6 +417,33 @@ export function postgresCpuMs(dataDir: string): number {
   return total;
 }
 
+/**
+ * The CPU of named processes over a stretch of work: `start()` reads each one's CPU milliseconds now; the snapshot's
+ * `per(units)` is what each spent since, per unit of work, in microseconds; `describe` prints it (`web 41.2, postgres
+ * 8.0 µs/request`). A process it cannot read counts NaN.
+ */
+export function cpuMeter(readers: Record<string, () => number>): { start(): { per(units: number): Record<string, number> } } {
+  const read = () => Object.fromEntries(Object.entries(readers).map(([name, r]) => [name, r()]));
+  return {
+    start() {
+      const before = read();
+      return {
+        per(units) {
+          const after = read();
+          return Object.fromEntries(Object.keys(readers).map((name) => [name, ((after[name] - before[name]) * 1000) / units]));
+        },
+      };
+    },
+  };
+}
+
+/** `name µs, name µs ... per <unit>` from several `per()` results: the median of each process. */
+export function describeCpu(samples: Record<string, number>[], unit: string): string {
+  if (samples.length === 0) return '';
+  const names = Object.keys(samples[0]);
+  return `CPU ${names.map((n) => `${n} ${median(samples.map((s) => s[n])).toFixed(1)}`).join(', ')} µs per ${unit}`;
+}
+
 /** Runs `task(i)` for i in [0, n) with at most `concurrency` at once; returns the elapsed milliseconds. */
 export async function timed(n: number, concurrency: number, task: (i: number) => Promise<void>): Promise<number> {
   let next = 0;

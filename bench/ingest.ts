@@ -2,7 +2,8 @@
  * Usage ingestion throughput: POST /admin/v1/usage through the real API process (JSON parsing, per-sample
  * validation, hub/share/environment look-ups, one-statement insert) against a baseline measured in the same run:
  * the same rows written by a plain multi-row INSERT ... VALUES over a pg pool, with the same batch size and
- * concurrency, into the same table. Targets: >= 50k samples/s and >= 0.5 of the baseline.
+ * concurrency, into the same table. Targets: >= 50k samples/s and >= 0.5 of the baseline. Prints the CPU the API
+ * process, PostgreSQL and the bench process (the client of both) spent per sample on each path.
  *
  *   node --import tsx bench/ingest.ts            (BENCH_SAMPLES, BENCH_BATCH, BENCH_CONCURRENCY, BENCH_ROUNDS)
  *
@@ -10,7 +11,20 @@
  */
 import path from 'node:path';
 import pg from 'pg';
-import { benchWorkspace, freePort, jsonClient, median, startProcess, startServices, timed, waitUntilHealthy } from './harness.js';
+import {
+  benchWorkspace,
+  cpuMeter,
+  describeCpu,
+  freePort,
+  jsonClient,
+  median,
+  postgresCpuMs,
+  schedCpuMs,
+  startProcess,
+  startServices,
+  timed,
+  waitUntilHealthy,
+} from './harness.js';
 
 const TOTAL = Number(process.env.BENCH_SAMPLES ?? 200_000);
 const BATCH = Number(process.env.BENCH_BATCH ?? 5_000);
@@ -22,7 +36,8 @@ const ENVIRONMENTS = 10;
 const ws = benchWorkspace({ budgetMs: 10 * 60_000 });
 
 try {
-  const { databaseUrl, redisUrl } = await startServices(ws);
+  const services = await startServices(ws);
+  const { databaseUrl, redisUrl } = services;
 
   const port = await freePort();
   const baseUrl = `http://127.0.0.1:${port}`;
@@ -101,6 +116,13 @@ try {
   );
   const api: number[] = [];
   const raw: number[] = [];
+  // the bench process is the raw path's client (and the API's)
+  const meter = cpuMeter({
+    api: () => schedCpuMs(apiProcess.pid),
+    postgres: () => postgresCpuMs(services.postgresDataDir),
+    bench: () => schedCpuMs(process.pid),
+  });
+  const cpu: Record<'api' | 'raw', Record<string, number>[]> = { api: [], raw: [] };
   // warm-up of both paths, then alternate so that neither always runs on a fresher table or a warmer cache
   await pool.query('TRUNCATE usage_samples');
   await call('POST', '/admin/v1/usage', bodies[0]);
@@ -112,7 +134,9 @@ try {
     ] as const) {
       await pool.query('TRUNCATE usage_samples');
       await pool.query('CHECKPOINT');
+      const m = meter.start();
       const ms = await run();
+      cpu[name].push(m.per(TOTAL));
       const stored = await count();
       if (stored !== TOTAL) throw new Error(`${name}: ${stored} rows stored, expected ${TOTAL}`);
       into.push((TOTAL / ms) * 1000);
@@ -127,6 +151,7 @@ try {
   console.log(
     `\ningestion (median): ${Math.round(apiRate).toLocaleString('en')} samples/s; baseline raw multi-row INSERT: ${Math.round(rawRate).toLocaleString('en')} samples/s`,
   );
+  console.log(`POST /admin/v1/usage ${describeCpu(cpu.api, 'sample')}; raw INSERT ${describeCpu(cpu.raw, 'sample')}`);
   console.log(
     `ratio ingestion/raw = ${ratio.toFixed(2)}  (target >= 0.5: ${ratio >= 0.5 ? 'met' : 'NOT met'}; >= 50k samples/s: ${apiRate >= 50_000 ? 'met' : 'NOT met'})`,
   );

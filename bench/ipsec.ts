@@ -6,12 +6,13 @@
  * namespace, next to the listener. The difference is what IPsec costs.
  *
  * Everything runs in this process except charon, the agent and the target: the service's records are written
- * straight into PostgreSQL and the strongSwan provider is called as the worker would. BENCH_MIB per stream
+ * straight into PostgreSQL and the strongSwan provider is called as the worker would. Prints the CPU each process
+ * (this one with the edge, both charons, the agent, the target) spent per MiB each way. BENCH_MIB per stream
  * (default 64), BENCH_ROUNDS (default 3, alternating).
  */
 import { execFile, spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { mkdirSync, writeFileSync } from 'node:fs';
+import { mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { promisify } from 'node:util';
@@ -26,7 +27,7 @@ import { StrongswanIpsecProvider } from '../shared/providers/ipsecStrongswan.js'
 import { privateNetwork } from '../test/helpers/netns.js';
 import { benchAgent } from './agentFixtures.js';
 import { selfSignedCertificate } from '../test/helpers/selfSigned.js';
-import { benchWorkspace, freePort, median, startServices, stopChild } from './harness.js';
+import { benchWorkspace, cpuMeter, describeCpu, freePort, median, schedCpuMs, startServices, stopChild } from './harness.js';
 
 const run = promisify(execFile);
 const MIB = Number(process.env.BENCH_MIB ?? 64);
@@ -38,6 +39,22 @@ const ip = (...args: string[]) => run('ip', args);
 const ws = benchWorkspace({ budgetMs: 10 * 60_000 });
 
 /** One stream of MIB MiB from inside `ns` to host:port (the target answers the byte count); seconds taken. */
+/** The charon processes this one started (the service's, through the strongSwan provider), but `except`. */
+function serviceCharons(except: number | undefined): number[] {
+  const pids: number[] = [];
+  for (const entry of readdirSync('/proc')) {
+    if (!/^\d+$/.test(entry) || Number(entry) === except) continue;
+    try {
+      if (readFileSync(`/proc/${entry}/comm`, 'utf8').trim() !== 'charon') continue;
+      const parent = readFileSync(`/proc/${entry}/stat`, 'utf8').split(') ')[1].split(' ')[1];
+      if (Number(parent) === process.pid) pids.push(Number(entry));
+    } catch {
+      /* gone */
+    }
+  }
+  return pids;
+}
+
 async function stream(ns: string, host: string, port: number, localAddress?: string): Promise<number> {
   const code = `const n=${MIB}*1048576,c=Buffer.alloc(1<<20,7);const t=process.hrtime.bigint();const s=require('net').connect({host:'${host}',port:${port}${localAddress ? `,localAddress:'${localAddress}'` : ''}},()=>{let left=n;const pump=()=>{while(left>0){left-=c.length;if(!s.write(c))return void s.once('drain',pump)}s.end()};pump()});let b='';s.on('data',d=>b+=d);s.on('end',()=>{if(Number(b)!==n){console.error('the target counted '+b);process.exit(1)}process.stdout.write(String(Number(process.hrtime.bigint()-t)/1e9))});`;
   const { stdout } = await run('ip', ['netns', 'exec', ns, process.execPath, '-e', code], { timeout: 300_000 });
@@ -189,13 +206,23 @@ try {
 
   const through: number[] = [];
   const without: number[] = [];
+  const meter = cpuMeter({
+    'service (edge, relay)': () => schedCpuMs(process.pid),
+    'service charon': () => serviceCharons(charon.pid).reduce((sum, pid) => sum + schedCpuMs(pid), 0),
+    'peer charon': () => schedCpuMs(charon.pid),
+    agent: () => schedCpuMs(agent.pid),
+    target: () => schedCpuMs(target.pid),
+  });
+  const cpu: Record<'through' | 'without', Record<string, number>[]> = { through: [], without: [] };
   const ns = tunnelNetns(tunnelId);
   await stream(PEER, made.nlbPrivateIp, 7000, '192.168.77.1'); // warm-up (JIT, agent stream windows)
   for (let round = 0; round < ROUNDS; round++) {
     const order = round % 2 ? (['without', 'through'] as const) : (['through', 'without'] as const);
     for (const which of order) {
+      const m = meter.start();
       if (which === 'through') through.push(await stream(PEER, made.nlbPrivateIp, 7000, '192.168.77.1'));
       else without.push(await stream(ns, made.nlbPrivateIp, 7000));
+      cpu[which].push(m.per(MIB));
     }
   }
   const rate = (seconds: number[]) => MIB / median(seconds);
@@ -203,6 +230,8 @@ try {
   console.log(`through the tunnel (peer charon <-> service charon, ESP in user space): ${rate(through).toFixed(1)} MiB/s`);
   console.log(`without the tunnel (from inside the tunnel's namespace):               ${rate(without).toFixed(1)} MiB/s`);
   console.log(`ratio ${(rate(through) / rate(without)).toFixed(2)} (no target: a figure to watch)`);
+  console.log(`through: ${describeCpu(cpu.through, 'MiB')}`);
+  console.log(`without: ${describeCpu(cpu.without, 'MiB')}`);
   console.log(`rounds (s): through ${through.map((s) => s.toFixed(2)).join(', ')}; without ${without.map((s) => s.toFixed(2)).join(', ')}`);
 } catch (err) {
   console.error(`bench:ipsec failed: ${(err as Error).stack ?? err}`);

@@ -11,7 +11,7 @@
  * the static route, which answers 200 with as many bytes as the OCSP answer. The unauthenticated-route rate limit is
  * off for both (HUB_UNAUTH_RATE_LIMIT=0): it would cut the run short, and it costs both sides alike.
  * Printed: requests/s of each per round, and `ratio X of a static answer's requests/s` (the median of the rounds;
- * floor 0.5).
+ * floor 0.5), and the CPU the web process, PostgreSQL and Redis spent per request of each.
  *
  * Then BENCH_REVOCATIONS (default 5) certificates are revoked one at a time (DELETE ?reason=keyCompromise), each timed
  * from the request to its serial in the CRL (`GET /pki/{hub}/crl`, polled every 10 ms) and to `revoked` in the OCSP
@@ -23,7 +23,22 @@ import { readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { parseOcspRequest } from '../shared/pki/ocsp.js';
 import { deviceCsr } from './deviceCsr.js';
-import { benchWorkspace, freePort, jsonClient, loadTest, median, startProcess, startServices, waitUntilHealthy, webEnv } from './harness.js';
+import {
+  benchWorkspace,
+  cpuMeter,
+  cpuMs,
+  describeCpu,
+  freePort,
+  jsonClient,
+  loadTest,
+  median,
+  postgresCpuMs,
+  schedCpuMs,
+  startProcess,
+  startServices,
+  waitUntilHealthy,
+  webEnv,
+} from './harness.js';
 
 const DURATION = Number(process.env.BENCH_DURATION || 5);
 const ROUNDS = Number(process.env.BENCH_ROUNDS || 2);
@@ -93,9 +108,19 @@ try {
   await run(staticUrl);
   await run(ocspUrl); // warm both
   const ratios: number[] = [];
+  const meter = cpuMeter({
+    web: () => schedCpuMs(web.pid),
+    postgres: () => postgresCpuMs(services.postgresDataDir),
+    redis: () => cpuMs(services.redisPid),
+  });
+  const cpu: Record<'ocsp' | 'static', Record<string, number>[]> = { ocsp: [], static: [] };
   for (let round = 1; round <= ROUNDS; round++) {
+    let m = meter.start();
     const fixed = await run(staticUrl);
+    cpu.static.push(m.per(fixed.requests.total));
+    m = meter.start();
     const ocsp = await run(ocspUrl);
+    cpu.ocsp.push(m.per(ocsp.requests.total));
     const bad = ocsp.non2xx + fixed.non2xx + ocsp.errors + fixed.errors;
     ratios.push(ocsp.rps / fixed.rps);
     console.log(
@@ -103,6 +128,7 @@ try {
     );
   }
   console.log(`ratio ${median(ratios).toFixed(3)} of a static answer's requests/s (OCSP for a known serial, same process, same size; floor 0.5)`);
+  console.log(`OCSP ${describeCpu(cpu.ocsp, 'request')}; static ${describeCpu(cpu.static, 'request')}`);
 
   const crlUrl = `${base}/pki/${hub.json.id}/crl`;
   const toCrl: number[] = [];
