@@ -88,6 +88,11 @@ export interface ForwardContext {
   tap?: ExchangeTap;
   /** The X-Forwarded-For the target gets (a trusted proxy's chain and the peer); the peer's address when unset. */
   forwardedFor?: string;
+  /**
+   * The client's address as the share policy judges it (a trusted proxy's X-Forwarded-For read, edge/policy/clientAddress.ts):
+   * what `client-ip` affinity hashes; the peer's address when unset.
+   */
+  clientAddress?: string;
 }
 
 /** An error in what the client sent, answered 400 by the edge. */

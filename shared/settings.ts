@@ -283,7 +283,7 @@ const SETTINGS = {
   HUB_EDGE_TRUSTED_PROXIES: entry(
     z.string().default(''),
     'edge',
-    "comma-separated CIDRs of proxies and load balancers in front of the edge's HTTP and TLS listeners. A PROXY protocol header (v1 or v2) their connections begin with names the client, whose address the edge then uses (X-Forwarded-For, logs, share policies, HTTP/2 penalties); a connection of theirs without one is their own. A share policy's IP rules and rate limit believe the X-Forwarded-For of a connection whose address (the one a PROXY header named, else the peer's) is in this list, read from the right while each hop is listed. Nobody else may send a PROXY header, and from anyone else X-Forwarded-For is ignored",
+    "comma-separated CIDRs of proxies and load balancers in front of the edge's HTTP and TLS listeners. A PROXY protocol header (v1 or v2) their connections begin with names the client, whose address the edge then uses (X-Forwarded-For, logs, share policies, HTTP/2 penalties); a connection of theirs without one is their own. A share policy's IP rules and rate limit, and `client-ip` agent affinity, believe the X-Forwarded-For of a connection whose address (the one a PROXY header named, else the peer's) is in this list, read from the right while each hop is listed. Nobody else may send a PROXY header, and from anyone else X-Forwarded-For is ignored",
     'none',
   ),
   HUB_EDGE_TCP_IDLE_TIMEOUT: entry(

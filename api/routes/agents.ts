@@ -29,7 +29,7 @@ export default function routes({ hub, open, account }: Routes) {
     ctx.body = (await agentsOf(env.hubId, env.envZId)).map(presentAgent);
   });
   hub.delete('/environments/:envZId/agents/:id', async (ctx) => {
-    await revokeAgent(currentHub(ctx).id, ctx.params.envZId, ctx.params.id);
+    await revokeAgent(currentHub(ctx).id, ctx.params.envZId, ctx.params.id, principalName(ctx));
     ctx.status = 204;
   });
   // unauthenticated: the one-time JWT in the body is the credential

@@ -44,7 +44,7 @@ export default function routes({ hub }: Routes) {
   });
   // only an environment that hosts nothing; its agents are revoked with it
   hub.delete('/environments/:envZId', async (ctx) => {
-    await deleteEnvironment(currentHub(ctx).id, ctx.params.envZId);
+    await deleteEnvironment(currentHub(ctx).id, ctx.params.envZId, principalName(ctx));
     ctx.status = 204;
   });
 }

@@ -4,7 +4,8 @@
  * ahead, `csr` = the SHA-256 of the CSR as sent, base64url). No API key and no enrollment JWT: the agent's key is the credential, as a
  * client certificate is at the edge. The worker (which alone holds CA keys) signs the CSR and replaces the agent's
  * certificate in one conditional update (on the certificate the proof was checked against), so of two renewals one
- * wins. The edge admits the new certificate from then on; connections made with the old one go on until they close.
+ * wins. The certificate replaced is recorded revoked (superseded) in that transaction, so the CRL and the OCSP
+ * responder say so. The edge admits the new certificate from then on; connections made with the old one go on until they close.
  *
  * A renewal whose answer was lost (the agent retries with the same CSR) is answered with the certificate already
  * issued for that key: the CSR's own signature shows the caller holds it.
@@ -13,7 +14,7 @@ import { createHash, X509Certificate } from 'node:crypto';
 import { jwtVerify } from 'jose';
 import { QueryTypes } from 'sequelize';
 import { config } from '../../shared/config.js';
-import { db } from '../../shared/db.js';
+import { db, withTransaction } from '../../shared/db.js';
 import { refusal } from '../../shared/errors.js';
 import { enqueue } from '../jobs/enqueue.js';
 import { certificatePem, certifiesKey, issueCertificate } from '../../shared/pki/certificates.js';
@@ -21,6 +22,8 @@ import { readCsr } from '../../shared/pki/csr.js';
 import { agentCsr, agentIdentity, type AgentIdentity } from './agents.js';
 import { hubCa, leafValidityFor } from './certificateAuthorities.js';
 import { waitForPkiJob } from './pkiJobs.js';
+import { recordAgentRevocations, requestCrlsQuietly } from './revocations.js';
+import { REVOCATION_REASONS } from '../../shared/pki/crl.js';
 
 export const RENEW_AGENT_JOB = 'pki.renewAgent';
 
@@ -98,25 +101,37 @@ export async function renewAgentCertificate(hubId: string, p: RenewAgentPayload)
     notBefore,
     notAfter,
     profile: { kind: 'client' },
+    // CRL Distribution Points and Authority Information Access: where others check its revocation
+    revocation: ca.urls,
   });
-  const updated = await db().query<{ id: string }>(
-    `UPDATE agents SET certificate_pem = :pem, fingerprint_sha256 = :fingerprint, serial_number = :serial, not_before = :notBefore, not_after = :notAfter
-     WHERE id = :agentId AND hub_id = :hubId AND fingerprint_sha256 = :previous RETURNING id`,
-    {
-      replacements: {
-        pem: certificatePem(issued.der),
-        fingerprint: issued.fingerprintSha256,
-        serial: issued.serialNumber,
-        notBefore,
-        notAfter,
-        agentId: p.agentId,
-        hubId,
-        previous: p.fingerprint,
+  // the certificate replaced is revoked (superseded) in the same transaction as the replacement
+  const renewed = await withTransaction(async (transaction): Promise<{ replaced: boolean; caId?: string }> => {
+    const updated = await db().query<{ id: string; serialNumber: string }>(
+      `UPDATE agents AS a SET certificate_pem = :pem, fingerprint_sha256 = :fingerprint, serial_number = :serial, not_before = :notBefore, not_after = :notAfter
+       FROM agents AS old WHERE old.id = a.id AND a.id = :agentId AND a.hub_id = :hubId AND a.fingerprint_sha256 = :previous
+       RETURNING a.id, old.serial_number AS "serialNumber"`,
+      {
+        replacements: {
+          pem: certificatePem(issued.der),
+          fingerprint: issued.fingerprintSha256,
+          serial: issued.serialNumber,
+          notBefore,
+          notAfter,
+          agentId: p.agentId,
+          hubId,
+          previous: p.fingerprint,
+        },
+        type: QueryTypes.SELECT,
+        transaction,
       },
-      type: QueryTypes.SELECT,
-    },
-  );
-  if (updated.length) return { agentId: p.agentId };
+    );
+    if (!updated.length) return { replaced: false };
+    return { replaced: true, caId: await recordAgentRevocations(hubId, updated, REVOCATION_REASONS.superseded, `agent:${p.agentId}`, transaction) };
+  });
+  if (renewed.replaced) {
+    if (renewed.caId) await requestCrlsQuietly([{ caId: renewed.caId, hubId }], 'scheduler');
+    return { agentId: p.agentId };
+  }
   const [now] = await db().query<{ certificate_pem: string }>(`SELECT certificate_pem FROM agents WHERE id = :agentId AND hub_id = :hubId`, {
     replacements: { agentId: p.agentId, hubId },
     type: QueryTypes.SELECT,

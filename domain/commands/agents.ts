@@ -15,6 +15,8 @@ import { certificatePem, issueCertificate } from '../../shared/pki/certificates.
 import { parseCsr, readCsr, type ParsedCsr } from '../../shared/pki/csr.js';
 import { JwtRefusal, signJwt, verifyEnrollmentJwt } from '../../shared/pki/enrollmentJwt.js';
 import { reachThroughAgents } from './environments.js';
+import { recordAgentRevocations, requestCrlsQuietly } from './revocations.js';
+import { REVOCATION_REASONS } from '../../shared/pki/crl.js';
 import { waitForPkiJob } from './pkiJobs.js';
 import { signingKeyFor, verificationKey } from './signingKeys.js';
 import { sha256 } from '../../shared/secrets.js';
@@ -164,6 +166,8 @@ export async function issueAgentCertificate(hubId: string, p: EnrollAgentPayload
     notBefore,
     notAfter,
     profile: { kind: 'client' },
+    // CRL Distribution Points and Authority Information Access: where others check its revocation
+    revocation: ca.urls,
   });
   const inserted = await withTransaction(async (transaction) => {
     const rows = await db().query<{ id: string; env_z_id: string }>(
@@ -295,11 +299,19 @@ export async function agentsOf(hubId: string, envZId: string): Promise<AgentStat
   }));
 }
 
-/** Revokes an agent: its row goes (the edges close its connections on the notification; its certificate admits nothing). */
-export async function revokeAgent(hubId: string, envZId: string, agentId: string): Promise<void> {
-  const rows = await db().query(`DELETE FROM agents WHERE id = :agentId AND hub_id = :hubId AND env_z_id = :envZId RETURNING id`, {
-    replacements: { agentId, hubId, envZId },
-    type: QueryTypes.SELECT,
+/**
+ * Revokes an agent: its row goes (the edges close its connections on the notification; its certificate admits
+ * nothing) and, in the same transaction, its certificate is recorded revoked (cessationOfOperation); its CA's CRL is
+ * asked for once that committed.
+ */
+export async function revokeAgent(hubId: string, envZId: string, agentId: string, revokedBy = 'api'): Promise<void> {
+  const caId = await withTransaction(async (transaction) => {
+    const rows = await db().query<{ id: string; serialNumber: string }>(
+      `DELETE FROM agents WHERE id = :agentId AND hub_id = :hubId AND env_z_id = :envZId RETURNING id, serial_number AS "serialNumber"`,
+      { replacements: { agentId, hubId, envZId }, type: QueryTypes.SELECT, transaction },
+    );
+    if (!rows.length) throw notFound('agent', agentId);
+    return recordAgentRevocations(hubId, rows, REVOCATION_REASONS.cessationOfOperation, revokedBy, transaction);
   });
-  if (!rows.length) throw notFound('agent', agentId);
+  if (caId) await requestCrlsQuietly([{ caId, hubId }], 'scheduler');
 }

@@ -12,6 +12,8 @@ export { ENVIRONMENT_REACHES } from '../models/Environment.js';
 import { Environment, type EnvironmentReach } from '../models/Environment.js';
 import { Execution } from '../models/Execution.js';
 import { findPage, type Page, type PageRequest } from '../../shared/paging.js';
+import { REVOCATION_REASONS } from '../../shared/pki/crl.js';
+import { recordAgentRevocations, requestCrlsQuietly } from './revocations.js';
 
 export const SET_REACH_TYPE = 'environments.setReach';
 
@@ -72,11 +74,12 @@ export async function reachThroughAgents(hubId: string, envZId: string, transact
 
 /**
  * Deletes an environment that hosts nothing (no share, no IPsec share): its agents are revoked with it (their rows
- * go, the edges close their connections). The hub's default environment stays. `edgehub share` uses this to leave
- * nothing behind when its first run fails.
+ * go, the edges close their connections, and their certificates are recorded revoked, cessationOfOperation, in the
+ * same transaction; the CA's CRL is asked for once it committed). The hub's default environment stays. `edgehub
+ * share` uses this to leave nothing behind when its first run fails.
  */
-export async function deleteEnvironment(hubId: string, envZId: string): Promise<void> {
-  await withTransaction(async (transaction) => {
+export async function deleteEnvironment(hubId: string, envZId: string, revokedBy = 'api'): Promise<void> {
+  const caId = await withTransaction(async (transaction) => {
     const env = await Environment.findOne({ where: { hubId, envZId }, transaction, lock: transaction.LOCK.UPDATE });
     if (!env) throw notFound('environment', envZId);
     if (env.isDefault) throw refusal('EH_DEFAULT_ENVIRONMENT', `environment ${envZId} is the hub's default environment; it cannot be deleted`);
@@ -91,8 +94,15 @@ export async function deleteEnvironment(hubId: string, envZId: string): Promise<
         `environment ${envZId} still hosts ${counts.shares} share(s) and ${counts.ipsec} IPsec share(s); delete them first`,
       );
     await db().query(`DELETE FROM ipsec_shares WHERE hub_id = :hubId AND env_z_id = :envZId`, { replacements: { hubId, envZId }, transaction });
+    const agents = await db().query<{ id: string; serialNumber: string }>(
+      `DELETE FROM agents WHERE hub_id = :hubId AND env_z_id = :envZId RETURNING id, serial_number AS "serialNumber"`,
+      { replacements: { hubId, envZId }, type: QueryTypes.SELECT, transaction },
+    );
+    const revoked = await recordAgentRevocations(hubId, agents, REVOCATION_REASONS.cessationOfOperation, revokedBy, transaction);
     await env.destroy({ transaction });
+    return revoked;
   });
+  if (caId) await requestCrlsQuietly([{ caId, hubId }], 'scheduler');
 }
 
 /** One page of the hub's environments. */

@@ -169,12 +169,17 @@ async function loadHub(hubId: string): Promise<HubResponder> {
   return loaded;
 }
 
-/** A serial's status at its CA: revoked (time, reason), good (issued by it and not revoked) or unknown. */
+/**
+ * A serial's status at its CA: revoked (time, reason), good (issued by it and not revoked: a client certificate or an
+ * agent's current certificate) or unknown.
+ */
 async function statusOf(caId: string, serialNumber: string): Promise<CertStatus> {
   const [row] = await preparedQuery<{ revokedAt: Date | null; reasonCode: number | null; issued: boolean }>(
     'pki_ocsp_status',
     `SELECT r.revoked_at AS "revokedAt", r.reason_code AS "reasonCode",
-       EXISTS (SELECT 1 FROM client_certificates c WHERE c.issuer_id = $1 AND c.serial_number = $2) AS issued
+       EXISTS (SELECT 1 FROM client_certificates c WHERE c.issuer_id = $1 AND c.serial_number = $2)
+       OR EXISTS (SELECT 1 FROM agents a JOIN certificate_authorities ca ON ca.hub_id = a.hub_id AND ca.kind = 'ISSUING'
+                   WHERE ca.id = $1 AND a.serial_number = $2) AS issued
      FROM (SELECT 1) AS one LEFT JOIN certificate_revocations r ON r.ca_id = $1 AND r.serial_number = $2`,
     [caId, serialNumber],
   );

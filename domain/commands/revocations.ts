@@ -48,6 +48,30 @@ export async function recordRevocation(r: Revocation, transaction: Transaction):
 }
 
 /**
+ * Records the revocation of agents' certificates (`id`, `serialNumber` each) inside `transaction`: an agent's
+ * certificate is issued by its hub's issuing CA. Returns that CA's id, whose CRL is to be asked for once committed.
+ */
+export async function recordAgentRevocations(
+  hubId: string,
+  agents: { id: string; serialNumber: string }[],
+  reasonCode: number,
+  revokedBy: string,
+  transaction: Transaction,
+): Promise<string | undefined> {
+  if (!agents.length) return undefined;
+  const [ca] = await db().query<{ id: string }>(`SELECT id FROM certificate_authorities WHERE hub_id = :hubId AND kind = 'ISSUING'`, {
+    replacements: { hubId },
+    type: QueryTypes.SELECT,
+    transaction,
+  });
+  // no issuing CA: no agent certificate of this hub was ever issued
+  if (!ca) return undefined;
+  for (const agent of agents)
+    await recordRevocation({ caId: ca.id, hubId, serialNumber: agent.serialNumber, certificateId: agent.id, reasonCode, revokedBy }, transaction);
+  return ca.id;
+}
+
+/**
  * Asks for a CA's CRL to be signed anew (and its OCSP responder made or renewed). The job's id names the CA and the
  * number of the CRL it follows (`crl-<ca>-<number>`), read after the caller's change committed: requests made before
  * that CRL is replaced are one job. A job that started before the change cannot miss it: after writing its CRL it

@@ -2,7 +2,8 @@
  * Sticky sessions per share (`affinity`): which of the usable agents carries a client's request.
  *
  * - 'client-ip': rendezvous hashing of the client's address over the usable agents (weighted): a client keeps its
- *   agent while that agent is usable, and only the clients of an agent that goes move.
+ *   agent while that agent is usable, and only the clients of an agent that goes move. The address is the one the
+ *   share policy judges: behind a proxy in HUB_EDGE_TRUSTED_PROXIES, the client its X-Forwarded-For names.
  * - 'cookie': the edge sets `edgehub_affinity` (host-only: no Domain; HttpOnly; SameSite=Lax; Secure over TLS) to an
  *   opaque value naming the agent chosen: an HMAC of the share and the agent's id under a key derived from the
  *   service's secret key, so a client can neither read which agent it names nor make one up. A cookie naming no
@@ -11,7 +12,7 @@
  */
 import { createHash, createHmac, timingSafeEqual } from 'node:crypto';
 import type { IncomingMessage } from 'node:http';
-import { clientAddress } from '../headers.js';
+import { clientAddress, type ForwardContext } from '../headers.js';
 import type { ShareRoute, Sticky } from '../types.js';
 
 export const AFFINITY_COOKIE = 'edgehub_affinity';
@@ -23,8 +24,11 @@ export const affinityKey = (secretKey: Buffer): Buffer => createHmac('sha256', s
 export const affinityToken = (key: Buffer, zId: string, agentId: string): string =>
   createHmac('sha256', key).update(`${zId}\n${agentId}`).digest('base64url').slice(0, 32);
 
-/** The request's claim to an agent, for a share with affinity; undefined without. */
-export function stickyOf(req: IncomingMessage, route: ShareRoute, secure: boolean): Sticky | undefined {
+/**
+ * The request's claim to an agent, for a share with affinity; undefined without. `client-ip` takes the client's
+ * address as the policy judges it (`ctx.clientAddress`: behind a trusted proxy, from its X-Forwarded-For), else the peer's.
+ */
+export function stickyOf(req: IncomingMessage, route: ShareRoute, ctx: Pick<ForwardContext, 'secure' | 'clientAddress'>): Sticky | undefined {
   const affinity = route.affinity;
   if (affinity !== 'client-ip' && affinity !== 'cookie') return undefined;
   let cookie: string | undefined;
@@ -35,7 +39,7 @@ export function stickyOf(req: IncomingMessage, route: ShareRoute, secure: boolea
       if (eq > 0 && part.slice(0, eq).trim() === AFFINITY_COOKIE) cookie = part.slice(eq + 1).trim();
     }
   }
-  return { affinity, clientIp: clientAddress(req), cookie, secure };
+  return { affinity, clientIp: ctx.clientAddress ?? clientAddress(req), cookie, secure: ctx.secure };
 }
 
 /** The Set-Cookie value naming the chosen agent (host-only: no Domain attribute). */

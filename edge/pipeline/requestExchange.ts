@@ -96,6 +96,7 @@ export class RequestExchange implements Exchange {
       identity: this.identity,
       tap: this.tap,
       forwardedFor: parts.gate.addresses.forwardedFor(req),
+      clientAddress: parts.gate.addresses.of(req),
       cookie: this.cookie,
     });
   }

@@ -88,7 +88,14 @@ export class UpgradeExchange implements Exchange {
   keep(): void {}
 
   forward(): void {
-    const ctx = { secure: this.secure, identity: this.identity, forwardedFor: this.parts.gate.addresses.forwardedFor(this.req), cookie: this.cookie };
+    const addresses = this.parts.gate.addresses;
+    const ctx = {
+      secure: this.secure,
+      identity: this.identity,
+      forwardedFor: addresses.forwardedFor(this.req),
+      clientAddress: addresses.of(this.req),
+      cookie: this.cookie,
+    };
     this.parts.proxy.upgrade(this.req, this.connection, this.head, this.route!, ctx, (spliced) => {
       watchSocketAnswer(spliced, undefined);
       this.parts.connections.watch(spliced, guardOf(this.parts, this));

@@ -338,7 +338,7 @@ export class Proxy {
     const tap = ctx.tap;
     tap?.forwarded(prepared.headers, body);
     let dispatcher: Dispatcher;
-    const sticky = stickyOf(req, route, ctx.secure);
+    const sticky = stickyOf(req, route, ctx);
     try {
       dispatcher = this.pools.dispatcher(route, sticky);
     } catch (err) {
@@ -378,7 +378,7 @@ export class Proxy {
     handler.host = req.headers.host ?? '';
     try {
       this.pools
-        .dispatcher(route, stickyOf(req, route, ctx.secure))
+        .dispatcher(route, stickyOf(req, route, ctx))
         .dispatch(
           { method: req.method ?? 'GET', path: prepared.path, headers: prepared.headers, upgrade: String(req.headers.upgrade ?? 'websocket'), body: null },
           handler,

@@ -255,6 +255,18 @@ test.serial("revocation: the agent's connections close within 2 s and it is refu
   t.deepEqual((await hub.call('GET', `${hub.h}/environments/${envZId}`)).json.agents, []);
 });
 
+test.serial("deleting the agent's environment revokes it too: the edge closes its connection and refuses it when it dials again", async (t) => {
+  const envZId = await environment();
+  const { dir } = await enrolled(envZId);
+  const agent = runAgent(nsA, dir, [edge.httpsPort!]);
+  await agent.printed(/connected to edge/);
+  await waitFor(async () => edge.agents.connected(hub.hubId, envZId).length === 1, { what: 'the agent on the gateway' });
+  t.is((await hub.call('DELETE', `${hub.h}/environments/${envZId}`)).status, 204);
+  await agent.printed(/disconnected from edge/, 5000);
+  await agent.printed(/cannot connect to edge .*revoked/, 10_000);
+  t.is(edge.agents.connected(hub.hubId, envZId).length, 0);
+});
+
 test.serial("another hub's agent never carries this hub's traffic", async (t) => {
   const other = await stack.hub();
   const otherEnv = await environment(other);
