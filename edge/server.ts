@@ -22,7 +22,7 @@ import { ChangeFeed } from './state/changes.js';
 import { ChangeRouting } from './state/changeRouting.js';
 import { adoptPeer, interpose } from './front/front.js';
 import { http2Front } from './front/http2.js';
-import { requestDispatch } from './pipeline/dispatch.js';
+import { connectionDispatch, requestDispatch } from './pipeline/dispatch.js';
 import { Meter } from './meter.js';
 import { HubLimiter } from './pipeline/limits.js';
 import { Proxy } from './upstream/proxy.js';
@@ -36,6 +36,7 @@ import type { AccessControl } from './access/types.js';
 import type { AgentGateway, ShareRoute } from './types.js';
 import { UpstreamPools } from './upstream/upstream.js';
 import { UpstreamH2 } from './upstream/upstreamH2.js';
+import { TcpUpstream } from './upstream/tcp.js';
 import { TcpShares } from './tcp/shares.js';
 import { ClientAddress } from './policy/clientAddress.js';
 import { PolicyGate } from './policy/gate.js';
@@ -181,18 +182,26 @@ export async function startEdge(options: EdgeOptions = {}): Promise<Edge> {
   // shares' traffic policies: the client address they judge, their rate limits counted across edges in Redis
   const rateLimits = new PolicyRateLimiter();
   const gate = new PolicyGate(new ClientAddress(trustedProxies), rateLimits);
+  // TCP shares' ports: each connection runs the pipeline's connection steps, its bytes carried by the TCP upstream
+  const tcpUpstream = new TcpUpstream({
+    policy: egressPolicy(),
+    timeoutMs: cfg.upstreamTimeoutMs,
+    ownPorts: () => ownPorts,
+    connectorFor: (route) => agents.connectorFor(route),
+  });
   const tcp = new TcpShares({
     pool,
     host: options.host,
-    policy: egressPolicy(),
-    timeoutMs: cfg.upstreamTimeoutMs,
-    meter,
     mutualTls: access.mutualTls,
-    contextFor: (name) => certificates.contextFor(name),
-    connectorFor: (route) => agents.connectorFor(route),
     ownPorts,
     idleMs: cfg.tcpIdleTimeoutMs,
-    maxConnections: cfg.tcpMaxConnections,
+    accept: connectionDispatch({
+      access,
+      meter,
+      maxConnections: cfg.tcpMaxConnections,
+      contextFor: (name) => certificates.contextFor(name),
+      upstream: tcpUpstream,
+    }),
   });
   const connections = new OpenConnections();
   const feed = new ChangeFeed(url);

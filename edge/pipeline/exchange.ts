@@ -1,7 +1,8 @@
 /**
  * What every step of the admission pipeline (edge/pipeline/steps.ts) sees: one exchange, an HTTP/1.1 request or an
  * HTTP/2 stream (requestExchange.ts) or an upgrade request on a raw socket (upgradeExchange.ts), with the way to
- * answer it, to admit it and to forward it on its own kind of connection.
+ * answer it, to admit it and to forward it on its own kind of connection. A TCP share's connection
+ * (tcpExchange.ts) has no request: it is an `Entry`, what run.ts needs of any exchange, and passes its own list.
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Duplex } from 'node:stream';
@@ -25,18 +26,31 @@ export type Verdict = Refusal | typeof HANDLED | undefined;
 
 /**
  * One step: synchronous when it can decide at once (no allocation, no promise on the fast path), a promise when it
- * waits (a rate limit counted in Redis, a login session checked).
+ * waits (a rate limit counted in Redis, a login session checked, a TLS handshake).
  */
-export type Step = (x: Exchange) => Verdict | Promise<Verdict>;
+export type StepOf<X extends Entry> = (x: X) => Verdict | Promise<Verdict>;
+export type Step = StepOf<Exchange>;
 
-export interface Exchange {
+/** What run.ts needs of every way in: a request, an upgrade, a TCP connection. */
+export interface Entry {
+  /** The share it goes to; set for every step after the routing step. */
+  readonly route: ShareRoute | undefined;
+  /** Whether the client left (nothing more to do). */
+  gone(): boolean;
+  /** Answers the edge's refusal (a TCP connection is closed). */
+  refuse(refusal: Refusal): void;
+  /** Closes without an answer: a step failed to decide (a policy never lets a request through by failing). */
+  fail(): void;
+  /** Hands it to the target side (edge/upstream). */
+  forward(): void;
+}
+
+export interface Exchange extends Entry {
   readonly req: IncomingMessage;
   /** Whether it came on the TLS listener. */
   readonly secure: boolean;
   /** The host it is routed by (routingHost of its Host). */
   readonly host: string;
-  /** The share published at `host`; set for every step after the routing step. */
-  readonly route: ShareRoute | undefined;
   /** The client connection it came on, taken when it arrived (an HTTP/1.1 `req.socket` is gone once it is over). */
   readonly connection: Duplex;
   /** What the edge's own answers are written on (a share's error pages attach to it, edge/answers.ts). */
@@ -50,12 +64,6 @@ export interface Exchange {
   /** The login session's email, and when it must be checked again (ms), for the revocation watch. */
   email: string | undefined;
   until: number | undefined;
-  /** Whether the client left (nothing more to do). */
-  gone(): boolean;
-  /** Answers the edge's refusal. */
-  refuse(refusal: Refusal): void;
-  /** Closes without an answer: a step failed to decide (a policy never lets a request through by failing). */
-  fail(): void;
   /** Counts the exchange into its hub's admission (edge/pipeline/limits.ts); the refusal when the hub is at its limit. */
   admit(): Refusal | undefined;
   /** The response the login hook answers on; taken back by loginDone (the hook answered) or loginPassed. */
@@ -64,6 +72,4 @@ export interface Exchange {
   loginPassed(res: ServerResponse): void;
   /** Watches the connection with the rule that admitted it (edge/revocation.ts), once its access rules passed. */
   keep(): void;
-  /** Hands the exchange to the proxy. */
-  forward(): void;
 }

@@ -15,9 +15,10 @@ export type Identity = { ok: true; headers?: Record<string, string> } | { ok: fa
 
 /**
  * Whether the connection may reach `route`: its client certificate for a mutual-TLS share. `connection` is the one the
- * request came on, taken when the request arrived: revocation asks again later.
+ * request came on, taken when the request arrived: revocation asks again later (a TCP connection's once its TLS
+ * handshake ends).
  */
-export function identityOf({ access }: PipelineParts, route: ShareRoute, connection: Duplex, secure: boolean): Identity {
+export function identityOf({ access }: Pick<PipelineParts, 'access'>, route: ShareRoute, connection: Duplex, secure: boolean): Identity {
   if (!route.mutualTls) return { ok: true };
   if (!secure)
     return { ok: false, code: 'EH_MTLS_REQUIRED', message: 'this share requires mutual TLS: connect with https and present a client certificate of its hub' };

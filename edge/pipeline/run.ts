@@ -1,13 +1,14 @@
 /**
- * Runs the admission steps (edge/pipeline/steps.ts) on one exchange, in order, the same way for every entry point:
- * each step's synchronous verdict at once, a promised one when it comes (unless the client left meanwhile). A
- * refusal is answered and ends the run; a step that fails to decide closes the exchange.
+ * Runs the admission steps (edge/pipeline/steps.ts) on one exchange, in order, the same way for every entry point (a
+ * request, an upgrade, a TCP connection): each step's synchronous verdict at once, a promised one when it comes
+ * (unless the client left meanwhile). A refusal is answered and ends the run (a share policy's counted by reason); a
+ * step that fails to decide closes the exchange.
  */
 import { logger } from '../../shared/logger.js';
 import { observePolicyRefusal } from '../telemetry.js';
-import { type Exchange, HANDLED, type Step, type Verdict } from './exchange.js';
+import { type Entry, HANDLED, type StepOf, type Verdict } from './exchange.js';
 
-export function run(x: Exchange, steps: readonly Step[], from = 0): void {
+export function run<X extends Entry>(x: X, steps: readonly StepOf<X>[], from = 0): void {
   for (let i = from; i < steps.length; i++) {
     const verdict = steps[i](x);
     if (verdict === undefined) continue;
@@ -17,18 +18,18 @@ export function run(x: Exchange, steps: readonly Step[], from = 0): void {
   }
 }
 
-function resumed(x: Exchange, steps: readonly Step[], next: number, verdict: Verdict): void {
+function resumed<X extends Entry>(x: X, steps: readonly StepOf<X>[], next: number, verdict: Verdict): void {
   if (x.gone()) return;
   if (verdict === undefined) return run(x, steps, next);
   stop(x, verdict);
 }
 
-function failed(x: Exchange, err: unknown): void {
+function failed(x: Entry, err: unknown): void {
   logger.error({ err: (err as Error).message }, 'edge: share policy not judged');
   x.fail();
 }
 
-function stop(x: Exchange, verdict: Exclude<Verdict, undefined>): void {
+function stop(x: Entry, verdict: Exclude<Verdict, undefined>): void {
   if (verdict === HANDLED) return;
   if (verdict.reason) observePolicyRefusal(x.route!.zId, verdict.reason);
   x.refuse(verdict);

@@ -44,6 +44,13 @@ const tooMany = (ms: number): PolicyRefusal => {
 const then = <T>(value: T | Promise<T>, next: (v: T) => Verdict | Promise<Verdict>): Verdict | Promise<Verdict> =>
   value instanceof Promise ? value.then(next) : next(value);
 
+/** The IP rules' refusal of `address` (the same for a request and a TCP share's connection, edge/pipeline/ipRules.ts). */
+export const addressDenied = (address: string): PolicyRefusal => ({
+  code: 'EH_POLICY_ADDRESS_DENIED',
+  message: `the share does not admit the address ${address}`,
+  reason: 'ip',
+});
+
 export class PolicyGate {
   constructor(
     readonly addresses: ClientAddress,
@@ -53,9 +60,7 @@ export class PolicyGate {
   /** The first rule of the share's policy that refuses the request, or undefined. */
   check(route: ShareRoute, policy: CompiledPolicy, req: IncomingMessage): Verdict | Promise<Verdict> {
     const address = this.addresses.of(req);
-    if ((policy.allow || policy.deny) && !ipAdmits(policy, address)) {
-      return { code: 'EH_POLICY_ADDRESS_DENIED', message: `the share does not admit the address ${address}`, reason: 'ip' };
-    }
+    if ((policy.allow || policy.deny) && !ipAdmits(policy, address)) return addressDenied(address);
     if (policy.rate?.by === 'client-ip') return then(this.count(route, policy, address), (ms) => (ms ? tooMany(ms) : this.afterRate(policy, req)));
     return this.afterRate(policy, req);
   }

@@ -1,37 +1,28 @@
 /**
  * TCP shares (`protocol: "tcp"`): every edge listens on each ACTIVE TCP share's port (shares.tcp_port, a port of
- * HUB_EDGE_TCP_PORTS the API gave it) and carries each connection to the share's target as bytes, directly under the
- * egress policy or through one of the environment's agents (a CONNECT stream), exactly as HTTP targets are reached.
+ * HUB_EDGE_TCP_PORTS the API gave it) and hands each connection to the admission pipeline (edge/pipeline/steps.ts
+ * `connectionSteps`: the share's connection bound, its policy's IP rules, mutual TLS), which carries its bytes to the
+ * share's target (edge/upstream/tcp.ts), directly or through one of the environment's agents.
  *
- * - Half-close both ways: each side may end its sending while it still reads (allowHalfOpen everywhere; the
- *   pump, agent/lib/pump.js, passes an end on as an end).
- * - Mutual TLS (`mutualTls: true`): the port speaks TLS with the share's host certificate (whatever name the client
- *   sends by SNI, or none) and admits only a client certificate of the share's hub (edge/access/mutualTls.ts);
- *   others are closed before a byte reaches the target. Revoking the certificate closes its open connections.
- * - Metered like HTTP: rx the bytes read from the client, tx the bytes written to it (edge/meter.ts, per connection).
- * - Bounded per share, apart from the hub's HTTP admission (edge/pipeline/limits.ts), so that idle connections to a TCP share
- *   never make the hub's HTTP shares answer 503: a connection with no byte either way for the share's
- *   `tcpIdleTimeout` (else HUB_EDGE_TCP_IDLE_TIMEOUT) is closed, and past HUB_EDGE_TCP_MAX_CONNECTIONS open
- *   connections of the share on this process (in their TLS handshake or carried) a new one is closed at once.
+ * - Mutual TLS (`mutualTls: true`): the port speaks TLS with the share's host certificate and admits only a client
+ *   certificate of the share's hub (edge/pipeline/tcpMutualTls.ts). Revoking the certificate closes its open
+ *   connections (sweep).
+ * - A connection with no byte either way for the share's `tcpIdleTimeout` (else HUB_EDGE_TCP_IDLE_TIMEOUT) is
+ *   closed; a change of the timeout applies to the open connections too, and a change of the IP rules closes those
+ *   they no longer admit.
  * - A deleted share's port refuses at once (its listener closes) and its open connections close. A port another
  *   process holds (two edges on one host without a shared listener) is logged, and tried again at the next reload.
  */
 import net from 'node:net';
-import type { Duplex } from 'node:stream';
-import tls, { type TLSSocket } from 'node:tls';
+import type { TLSSocket } from 'node:tls';
 import type pg from 'pg';
-import type { buildConnector } from 'undici';
 import { authorityOf } from 'edgehub-agent/protocol';
-import { pump } from 'edgehub-agent/pump';
-import type { EgressPolicy } from '../../shared/egress.js';
-import { egressConnector } from '../egressHttp.js';
 import { durationMs } from '../../shared/durations.js';
 import { logger } from '../../shared/logger.js';
 import { settleWithin } from '../../shared/timeouts.js';
 import type { MutualTlsChecker } from '../access/types.js';
-import type { Meter } from '../meter.js';
+import type { TcpPort } from '../pipeline/tcpExchange.js';
 import { compilePolicy, ipAdmits } from '../policy/compile.js';
-import { observePolicyRefusal } from '../telemetry.js';
 import type { StoredPolicy } from '../../shared/sharePolicy.js';
 import { hostPattern } from '../state/routes.js';
 import type { ShareRoute } from '../types.js';
@@ -58,50 +49,34 @@ const TCP_SQL = `
     LEFT JOIN environments e ON e.hub_id = s.hub_id AND e.env_z_id = s.env_z_id
    WHERE s.status = 'ACTIVE' AND s.protocol = 'tcp'`;
 
-interface Listener {
-  route: ShareRoute;
+/** A port listened on for a share: what the pipeline sees of it (TcpPort), and its server. */
+interface Listener extends TcpPort {
   /** What the listener was made for: a change of any of these makes a new one. */
   signature: string;
   server: net.Server;
-  connections: Set<Duplex>;
-  /** Every accepted socket, in a TLS handshake or carried. */
-  sockets: Set<net.Socket>;
   listening: boolean;
-  /** A connection silent both ways this long is closed. */
-  idleMs: number;
-  /** When a connection over the limit was last logged (one line a minute per share, not one per connection). */
-  refusedLoggedAt: number;
 }
 
 export interface TcpSharesOptions {
   pool: pg.Pool;
   /** Interface to listen on (the edge's). */
   host?: string;
-  policy: EgressPolicy;
-  timeoutMs: number;
-  meter: Meter;
+  /** Mutual TLS: the connections a client certificate admitted are checked again on access changes (sweep). */
   mutualTls?: MutualTlsChecker;
-  /** The TLS context for a server name (edge/front/tls.ts). */
-  contextFor(servername: string): tls.SecureContext | undefined;
-  /** A connector through the environment's agents, or undefined when the edge connects itself (edge/agents). */
-  connectorFor(route: ShareRoute): { key: string; connect: buildConnector.connector } | undefined;
   /** The edge's own ports: the TCP ports are added (a target on one of them would loop). */
   ownPorts: Set<number>;
   /** A connection silent both ways this long is closed, unless its share says otherwise (HUB_EDGE_TCP_IDLE_TIMEOUT). */
   idleMs: number;
-  /** Open connections per share on this process; more are closed at once (HUB_EDGE_TCP_MAX_CONNECTIONS). */
-  maxConnections: number;
+  /** Takes each accepted connection: the admission pipeline's entry for TCP (edge/pipeline/dispatch.ts). */
+  accept(port: TcpPort, socket: net.Socket): void;
 }
 
 export class TcpShares {
   private readonly listeners = new Map<string, Listener>();
-  private readonly direct: buildConnector.connector;
   private work: Promise<void> = Promise.resolve();
   private closed = false;
 
-  constructor(private readonly o: TcpSharesOptions) {
-    this.direct = egressConnector(o.policy, { timeoutMs: o.timeoutMs, ownPorts: () => o.ownPorts, allowHalfOpen: true });
-  }
+  constructor(private readonly o: TcpSharesOptions) {}
 
   /** `host:port` of the environment's TCP share targets (what its agents may connect to). */
   targetsOf(hubId: string, envZId: string): string[] {
@@ -169,7 +144,7 @@ export class TcpShares {
       // a new idle timeout applies to the connections open now too (their timers restart)
       if (current.idleMs !== idleMs) {
         current.idleMs = idleMs;
-        for (const c of current.connections) (c as net.Socket).setTimeout(idleMs);
+        for (const c of current.connections) c.setTimeout(idleMs);
       }
       return;
     }
@@ -192,6 +167,7 @@ export class TcpShares {
     };
     const listener: Listener = {
       route,
+      host,
       signature,
       connections: new Set(),
       sockets: new Set(),
@@ -200,7 +176,7 @@ export class TcpShares {
       idleMs,
       refusedLoggedAt: 0,
     };
-    listener.server = net.createServer({ allowHalfOpen: true }, (socket) => this.accept(listener, socket, host));
+    listener.server = net.createServer({ allowHalfOpen: true }, (socket) => this.o.accept(listener, socket));
     this.listeners.set(row.z_id, listener);
     await new Promise<void>((resolve) => {
       listener.server.once('error', (err) => {
@@ -237,56 +213,6 @@ export class TcpShares {
     );
   }
 
-  /** A new connection to the share's port: within the share's bound, carried (after TLS for a mutual-TLS share). */
-  private accept(listener: Listener, socket: net.Socket, host: string): void {
-    socket.on('error', () => undefined);
-    // the share's own bound, counted before any TLS handshake: past it the connection is closed unread
-    if (listener.sockets.size >= this.o.maxConnections) {
-      socket.destroy();
-      const now = Date.now();
-      if (now - listener.refusedLoggedAt >= 60_000) {
-        listener.refusedLoggedAt = now;
-        logger.warn(
-          { zId: listener.route.zId, max: this.o.maxConnections },
-          'edge: TCP share at its connection limit (HUB_EDGE_TCP_MAX_CONNECTIONS): new connections closed',
-        );
-      }
-      return;
-    }
-    // the share policy's IP rules, on the connection's address: a refused connection is closed unread
-    const policy = listener.route.policy;
-    if (policy && !ipAdmits(policy, socket.remoteAddress ?? '')) {
-      observePolicyRefusal(listener.route.zId, 'ip');
-      return void socket.resetAndDestroy();
-    }
-    listener.sockets.add(socket);
-    socket.once('close', () => listener.sockets.delete(socket));
-    if (!listener.route.mutualTls) return this.carry(listener, socket);
-    // TLS with the share host's certificate, whatever name the client sends, or none (a TLS server's SNI callback is
-    // not asked when the client names none: the socket is given the share's context from the start)
-    const secureContext = this.o.contextFor(host);
-    if (!secureContext) {
-      logger.warn({ zId: listener.route.zId, host }, 'edge: TCP connection refused: no certificate for the share host');
-      return void socket.destroy();
-    }
-    const secure = new tls.TLSSocket(socket, { isServer: true, secureContext, requestCert: true, rejectUnauthorized: false });
-    secure.on('error', () => secure.destroy());
-    // a handshake that does not finish is a silent connection too
-    secure.setTimeout(listener.idleMs, () => secure.destroy());
-    secure.once('secure', () => this.admitted(listener, secure));
-  }
-
-  /** A TLS client of a mutual-TLS share: carried only with a client certificate of the share's hub. */
-  private admitted(listener: Listener, socket: TLSSocket): void {
-    socket.on('error', () => undefined);
-    const decision = this.o.mutualTls?.check(listener.route.hubId, socket) ?? { ok: false as const, message: 'mutual TLS is not available on this edge' };
-    if (!decision.ok) {
-      logger.info({ zId: listener.route.zId, reason: decision.message }, 'edge: TCP connection refused (mutual TLS)');
-      return void socket.destroy();
-    }
-    this.carry(listener, socket);
-  }
-
   /** Whether the connections a certificate admitted may stay (called on access changes). */
   sweep(): void {
     for (const listener of this.listeners.values()) {
@@ -296,41 +222,5 @@ export class TcpShares {
         if (!decision?.ok) c.destroy();
       }
     }
-  }
-
-  private carry(listener: Listener, client: net.Socket): void {
-    const { route } = listener;
-    client.on('error', () => undefined);
-    listener.connections.add(client);
-    client.pause();
-    // no byte either way for this long (the socket's timer restarts on every read and write): closed, both sides
-    client.setTimeout(listener.idleMs, () => client.destroy());
-    let upstream: Duplex | undefined;
-    client.once('close', () => {
-      listener.connections.delete(client);
-      upstream?.destroy();
-    });
-    this.o.meter.track(client, route);
-    const via = this.o.connectorFor(route);
-    const connect = via?.connect ?? this.direct;
-    connect(
-      { hostname: route.target.hostname, host: route.target.host, protocol: 'http:', port: route.target.port, servername: undefined } as buildConnector.Options,
-      (err, socket) => {
-        if (err || !socket) {
-          logger.info({ zId: route.zId, err: err?.message }, 'edge: TCP share target not reached');
-          return void client.destroy();
-        }
-        upstream = socket as unknown as Duplex;
-        if (client.destroyed) return void upstream.destroy();
-        upstream.on('error', () => client.destroy());
-        upstream.once('close', () => {
-          // the target went away: what it sent is flushed, then the client's connection closes
-          if (!client.writableEnded) client.end();
-          client.destroySoon();
-        });
-        pump(client, upstream);
-        pump(upstream, client);
-      },
-    );
   }
 }
