@@ -320,6 +320,8 @@ test.serial(
         { what: 'the 502 saying the target is down at every agent' },
       );
       assertRefused(t, r, 502, 'bad_gateway', 'EH_TARGET_DOWN_AT_AGENTS');
+      // (the edge writes what agents report to the database every few seconds: the API shows it at the next write)
+      await waitFor(async () => (await downAt()).B?.[0] === zId, { what: "B's targetsDown naming the share" });
       t.deepEqual(await downAt(), { A: [zId], B: [zId] });
 
       // A's target back: A is up again after its probes, and preferred again
