@@ -49,7 +49,7 @@ test.serial('PostgreSQL away: the edge serves the routes it has, keeps the usage
     }),
   );
   try {
-    await waitFor(async () => (await edgeRequest(port, 'probe.invalid').catch(() => ({ status: 0 }))).status === 404, { what: 'the edge listening' });
+    await waitFor(async () => (await edgeRequest(port, 'probe.invalid').catch(() => ({ status: 0 }))).status === 404, { timeoutMs: 60_000, what: 'the edge listening' });
     const kept = await createShare('kept');
     await waitFor(async () => (await edgeRequest(port, kept.host)).status === 200, { what: 'the share routed' });
     const before = await waitFor(async () => (await rxOf(kept.zId)) || undefined, { what: 'the first usage written' });
@@ -57,17 +57,15 @@ test.serial('PostgreSQL away: the edge serves the routes it has, keeps the usage
     const outage = await stopDatabase(stack.databaseUrl);
     const body = 'x'.repeat(10_000);
     try {
-      // for longer than the edge's reconnection backoff and several usage flushes: every request is served
+      // for longer than the edge's reconnection backoff and several usage flushes, and at least 20 requests (however
+      // slow the machine): every request is served
       const until = Date.now() + 3000;
-      let served = 0;
-      while (Date.now() < until) {
+      for (let served = 0; served < 20 || Date.now() < until; served++) {
         const r = await edgeRequest(port, kept.host, { method: 'POST', body });
         t.is(r.status, 200, r.text);
         t.is(r.text, 'from the backend');
-        served++;
         await new Promise((resolve) => setTimeout(resolve, 50));
       }
-      t.true(served > 20, `${served} requests served while the database was away`);
       t.is(exitCode, undefined, 'the edge is still running');
     } finally {
       await outage.end();

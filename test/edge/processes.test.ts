@@ -26,7 +26,18 @@ async function spawnEdge(env: Record<string, string> = {}): Promise<EdgeProcess>
     stdio: ['ignore', 'ignore', 'inherit'],
   });
   const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
-  await waitFor(async () => (await edgeRequest(port, 'probe.invalid').catch(() => ({ status: 0 }))).status === 404, { what: `edge on ${port}` });
+  try {
+    // a process start (compiled code, the database, Redis) takes seconds on a busy machine
+    await waitFor(async () => (await edgeRequest(port, 'probe.invalid').catch(() => ({ status: 0 }))).status === 404, {
+      timeoutMs: 60_000,
+      what: `edge on ${port}`,
+    });
+  } catch (err) {
+    // a process that never answered is not left behind
+    child.kill('SIGKILL');
+    await exited;
+    throw err;
+  }
   return { port, child, exited };
 }
 
