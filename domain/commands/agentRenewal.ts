@@ -12,14 +12,11 @@
 import { createHash, X509Certificate } from 'node:crypto';
 import { jwtVerify } from 'jose';
 import { QueryTypes } from 'sequelize';
-import { config } from '../../shared/config.js';
 import { db } from '../../shared/db.js';
 import { refusal } from '../../shared/errors.js';
 import { enqueue } from '../jobs/enqueue.js';
-import { certificatePem, certifiesKey, issueCertificate } from '../../shared/pki/certificates.js';
-import { readCsr } from '../../shared/pki/csr.js';
-import { agentCsr, agentIdentity, type AgentIdentity } from './agents.js';
-import { hubCa, leafValidityFor } from './certificateAuthorities.js';
+import { certificatePem, certifiesKey } from '../../shared/pki/certificates.js';
+import { agentCsr, agentIdentity, type AgentIdentity, signAgentCsr } from './agents.js';
 import { waitForPkiJob } from './pkiJobs.js';
 
 export const RENEW_AGENT_JOB = 'pki.renewAgent';
@@ -88,17 +85,7 @@ export async function renewAgent(hubId: string, agentId: string, input: { csr: s
  * certificate the proof was checked against is still the agent's. A retry after a commit finds the key certified.
  */
 export async function renewAgentCertificate(hubId: string, p: RenewAgentPayload): Promise<{ agentId: string }> {
-  const csr = readCsr(p.csr);
-  const ca = await hubCa(hubId);
-  const { notBefore, notAfter } = leafValidityFor(config().security.agentCertValidityMs);
-  const issued = await issueCertificate({
-    subject: csr.subject,
-    publicKey: csr.subjectPublicKeyInfo,
-    issuer: ca.signer,
-    notBefore,
-    notAfter,
-    profile: { kind: 'client' },
-  });
+  const { csr, notBefore, notAfter, issued } = await signAgentCsr(hubId, p.csr);
   const updated = await db().query<{ id: string }>(
     `UPDATE agents SET certificate_pem = :pem, fingerprint_sha256 = :fingerprint, serial_number = :serial, not_before = :notBefore, not_after = :notAfter
      WHERE id = :agentId AND hub_id = :hubId AND fingerprint_sha256 = :previous RETURNING id`,
