@@ -1,5 +1,5 @@
 /**
- * Builds the OpenAPI 3.1 document from ./operations.ts with zod-openapi (zod 4 JSON Schema underneath): request
+ * Builds the OpenAPI 3.1 document from ./operations.ts (./operations/, a file per resource) with zod-openapi (zod 4 JSON Schema underneath): request
  * bodies from the route files' own schemas (input side), responses from ./components.ts (output side).
  */
 import { z } from 'zod';
@@ -7,7 +7,8 @@ import { createDocument, type ZodOpenApiOperationObject, type ZodOpenApiPathsObj
 import { ANSWERS, API_ERROR_CODES, ERROR_CODE_HEADER, type ErrorCode } from '../../shared/errors.js';
 import { HUB_PREFIXES } from '../router.js';
 import { ErrorBody } from './components.js';
-import { operations, type Operation, type Scope, type Success } from './operations.js';
+import type { Operation, Scope, Success } from './operation.js';
+import { operations } from './operations.js';
 
 /** Router path syntax -> OpenAPI: `:id` -> `{id}`, an escaped colon `\:` -> a literal `:`. */
 export function openApiPath(routerPath: string): string {
@@ -122,7 +123,7 @@ export function buildDocument(): ReturnType<typeof createDocument> {
   for (const op of operations) {
     for (const path of concretePaths(op)) {
       const item = (paths[path] ??= {});
-      if (item[op.method]) throw new Error(`OpenAPI: ${op.method.toUpperCase()} ${path} is listed twice in api/openapi/operations.ts`);
+      if (item[op.method]) throw new Error(`OpenAPI: ${op.method.toUpperCase()} ${path} is listed twice in api/openapi/operations/`);
       const operationId = `${op.method}${path.replace(/:/g, '_').replace(/[^A-Za-z0-9_]+(.)?/g, (_, ch: string | undefined) => (ch ? ch.toUpperCase() : ''))}`;
       item[op.method] = { ...operationObject(op, [path]), operationId };
     }
