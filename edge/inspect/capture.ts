@@ -24,19 +24,16 @@ import { logger } from '../../shared/logger.js';
 import { logThrottle } from '../../shared/logThrottle.js';
 import {
   BATCH,
-  type CapturedMessage,
   ENTRY_BYTES,
-  type InspectLimits,
-  type RecordedExchange,
   type BoundRefusal,
   isBoundRefusal,
   recordArgs,
   recordedBytes,
   recordedExchange,
   recordExchange,
-  type StoredSummary,
   withRecordScript,
-} from '../../shared/inspect/store.js';
+} from '../../shared/inspect/record.js';
+import { type CapturedMessage, type InspectLimits, type RecordedExchange, type StoredSummary } from '../../shared/inspect/store.js';
 import { isForm, redactForm, redactLines, redactQuery } from '../../shared/inspect/redact.js';
 import { inspectDropped, inspectRecorded } from '../../shared/telemetry/index.js';
 import { CALLBACK_PATH } from '../access/login/index.js';

@@ -15,16 +15,9 @@
 import type { Redis } from 'ioredis';
 import type { Dispatcher } from 'undici';
 import { logger } from '../../shared/logger.js';
-import {
-  BoundError,
-  getExchange,
-  present,
-  recordedExchange,
-  summaryOf,
-  type ReplayReply,
-  type ReplayRequest,
-  type StoredSummary,
-} from '../../shared/inspect/store.js';
+import { BoundError, recordedExchange } from '../../shared/inspect/record.js';
+import { getExchange, present, summaryOf } from '../../shared/inspect/read.js';
+import { type ReplayReply, type ReplayRequest, type StoredSummary } from '../../shared/inspect/store.js';
 import { REDACTED, redactLines } from '../../shared/inspect/redact.js';
 import { replayKeys, takeReplay, wakeReplays } from '../../shared/inspect/replayQueue.js';
 import { HOP_BY_HOP } from '../headers.js';
