@@ -52,7 +52,7 @@ function errorCodeHeader(status: number) {
 }
 
 /** The error statuses an operation can answer besides its own `errors` (503: any operation may find the pool busy). */
-export function errorStatuses(op: Operation): number[] {
+function errorStatuses(op: Operation): number[] {
   const statuses = [400, 404, 413, 429, 500, 503];
   if (op.scope !== 'open') statuses.push(401, 403);
   // a change of state from another origin is 403 on every route, the unauthenticated ones included
@@ -112,13 +112,13 @@ function operationObject(op: Operation, paths: string[]): ZodOpenApiOperationObj
 }
 
 /** Every concrete path an operation answers under (both hub prefixes, every alternative form). */
-export function concretePaths(op: Operation): string[] {
+function concretePaths(op: Operation): string[] {
   const forms = Array.isArray(op.path) ? op.path : [op.path];
   const prefixes = op.scope === 'hub' ? HUB_PREFIXES : [''];
   return prefixes.flatMap((prefix) => forms.map((form) => openApiPath(prefix + form)));
 }
 
-export function buildDocument(): ReturnType<typeof createDocument> {
+function buildDocument(): ReturnType<typeof createDocument> {
   const paths: ZodOpenApiPathsObject = {};
   for (const op of operations) {
     for (const path of concretePaths(op)) {

@@ -2,7 +2,7 @@
 import type { z, ZodType } from 'zod';
 
 export type Scope = 'open' | 'admin' | 'account' | 'hub';
-export type Method = 'get' | 'post' | 'put' | 'patch' | 'delete';
+type Method = 'get' | 'post' | 'put' | 'patch' | 'delete';
 
 /** A success answer: a JSON schema, `null` for no body, or a non-JSON media type with a description. */
 export type Success = ZodType | null | { mediaType: string; description: string; example?: string };

@@ -40,7 +40,7 @@ export interface RenewAgentPayload {
 const proofRefused = (why: string) => refusal('EH_AGENT_PROOF_INVALID', `agent renewal refused: ${why}`);
 
 /** The SHA-256 of a CSR as the agent sent it, base64url: what the proof's `csr` claim must be. */
-export const csrDigest = (csr: string) => createHash('sha256').update(csr).digest('base64url');
+const csrDigest = (csr: string) => createHash('sha256').update(csr).digest('base64url');
 
 export async function renewAgent(hubId: string, agentId: string, input: { csr: string; proof: string }): Promise<AgentIdentity> {
   const [row] = await db().query<{ certificate_pem: string; fingerprint_sha256: string; not_after: Date }>(

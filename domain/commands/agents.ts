@@ -22,15 +22,15 @@ import { sha256 } from '../../shared/secrets.js';
 export const ENROLL_AGENT_JOB = 'pki.enrollAgent';
 
 /** An agent is seen connected while an edge refreshed its connection within this long (heartbeats every 5 s). */
-export const AGENT_SEEN_MS = 15_000;
+const AGENT_SEEN_MS = 15_000;
 
 const DEFAULT_TTL = 'PT1H';
 const MAX_TTL_MS = 7 * 86_400_000;
 
-export const agentEnrollUrl = (hubId: string) => `${config().publicBaseUrl}/hub/v2/${hubId}/agents/enroll`;
+const agentEnrollUrl = (hubId: string) => `${config().publicBaseUrl}/hub/v2/${hubId}/agents/enroll`;
 
 /** The edge addresses enrollment hands agents (HUB_EDGE_AGENT_ADDRESSES). */
-export const agentEdgeAddresses = (): string[] => config().edge.agentAddresses;
+const agentEdgeAddresses = (): string[] => config().edge.agentAddresses;
 
 async function environmentOf(hubId: string, envZId: string): Promise<void> {
   const [row] = await db().query(`SELECT 1 FROM environments WHERE hub_id = :hubId AND env_z_id = :envZId`, {

@@ -13,7 +13,7 @@ import { Environment, type EnvironmentReach } from '../models/Environment.js';
 import { Execution } from '../models/Execution.js';
 import { findPage, type Page, type PageRequest } from '../../shared/paging.js';
 
-export const SET_REACH_TYPE = 'environments.setReach';
+const SET_REACH_TYPE = 'environments.setReach';
 
 export async function createEnvironment(hubId: string, input: { description: string; reach?: EnvironmentReach }, createdBy: string): Promise<Environment> {
   return Environment.create({ envZId: randomToken(12), hubId, description: input.description, reach: input.reach ?? 'edge', createdBy });

@@ -27,13 +27,13 @@ import { RateLimiterMemory } from 'rate-limiter-flexible';
 import { MAX_INVALID_FRAMES } from './limits.js';
 
 /** PINGs or SETTINGS frames per second an agent may send (an honest one sends almost none). */
-export const MAX_CONTROL_FRAMES_PER_SECOND = 50;
+const MAX_CONTROL_FRAMES_PER_SECOND = 50;
 /** Unexplained bytes per second an agent may send (its acknowledgements and pings come to a few hundred). */
 export const OVERHEAD_PER_SECOND = 256 * 1024;
 /** Unused allowance banked at most (a stream's allowance may come a window before its header block). */
-export const OVERHEAD_BURST = 64 * 1024;
+const OVERHEAD_BURST = 64 * 1024;
 /** Allowance per stream the edge opened: its response header block, END_STREAM or RST_STREAM, window updates. */
-export const STREAM_ALLOWANCE = 1024;
+const STREAM_ALLOWANCE = 1024;
 /** Bytes of an HTTP/2 frame header, allowed for each chunk of DATA received. */
 const FRAME_HEADER = 9;
 /** The agent's acknowledgements of what the edge wrote, allowed as a share of it. */

@@ -35,7 +35,7 @@ import type { Meter } from '../meter.js';
 import { routingHost } from '../state/routes.js';
 import type { ShareRoute } from '../types.js';
 
-export const H2_LIMITS = {
+const H2_LIMITS = {
   /** Concurrent streams per connection (SETTINGS_MAX_CONCURRENT_STREAMS). */
   maxConcurrentStreams: 100,
   /** Uncompressed size of a header list (the same 16 KiB node's HTTP/1.1 parser takes). */
@@ -135,10 +135,10 @@ function countStream(stream: Http2Stream, rawHeaders: string[]): void {
 }
 
 /** Whether a request arrived over HTTP/2 (the compatibility API's request). */
-export const isHttp2 = (req: IncomingMessage): boolean => req.httpVersionMajor === 2;
+const isHttp2 = (req: IncomingMessage): boolean => req.httpVersionMajor === 2;
 
 /** The HTTP/2 stream of a request that arrived over HTTP/2. */
-export const streamOf = (req: IncomingMessage): Http2Stream => (req as unknown as Http2ServerRequest).stream;
+const streamOf = (req: IncomingMessage): Http2Stream => (req as unknown as Http2ServerRequest).stream;
 
 /**
  * Whether the answer went out whole. Over HTTP/2 a stream reset by the client also counts as finished writing, so
@@ -225,7 +225,7 @@ function normalise(req: Http2ServerRequest): string | undefined {
   return undefined;
 }
 
-export interface Http2Front {
+interface Http2Front {
   /** How long `address` stays penalised (ms; 0: not), its HTTP/2 connection sent away a moment ago. */
   penaltyLeft(address: string | undefined): number;
   /** A TLS connection that negotiated `h2`. */

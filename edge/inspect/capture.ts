@@ -43,7 +43,7 @@ import { originForm } from '../upstream/paths.js';
 import type { ShareRoute } from '../types.js';
 import type { ExchangeTap } from './tap.js';
 
-export type DropReason = 'queue_full' | 'redis_unavailable' | 'redis_error' | BoundRefusal;
+type DropReason = 'queue_full' | 'redis_unavailable' | 'redis_error' | BoundRefusal;
 
 const QUEUE_MAX_BYTES = 64 * 1024 * 1024;
 /** Exchanges are ordered by when they reached their edge on this clock: epoch µs from performance.now(). */
@@ -244,7 +244,7 @@ interface Queued {
   bytes: number;
 }
 
-export interface CaptureOptions {
+interface CaptureOptions {
   redis: Redis;
   prefix: string;
   limits: InspectLimits & { bodyBytes: number; queue: number };

@@ -29,7 +29,7 @@ import type { ShareRoute } from '../types.js';
 import type { UpstreamPools } from '../upstream/upstream.js';
 import { BodyTap, type Capture } from './capture.js';
 
-export interface ReplayOptions {
+interface ReplayOptions {
   /** A connection of its own: BRPOP blocks it. */
   blocking: Redis;
   /** For reads and replies (not blocked). */

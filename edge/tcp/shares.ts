@@ -73,7 +73,7 @@ interface Listener {
   refusedLoggedAt: number;
 }
 
-export interface TcpSharesOptions {
+interface TcpSharesOptions {
   pool: pg.Pool;
   /** Interface to listen on (the edge's). */
   host?: string;

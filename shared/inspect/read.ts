@@ -40,7 +40,7 @@ export function summaryOf(id: string, p: AnyStoredSummary): ExchangeSummary & { 
  * The summaries of one stream entry with their ids: a batch (field `b`, a JSON array) or, as written before batches,
  * one exchange (field `s`, whose id is the entry id).
  */
-export function entrySummaries(entry: string, fields: string[]): (ExchangeSummary & { t: number })[] {
+function entrySummaries(entry: string, fields: string[]): (ExchangeSummary & { t: number })[] {
   if (fields[0] === 's') return [summaryOf(entry, JSON.parse(fields[1]) as AnyStoredSummary)];
   return batchSummaries(entry, fields[1]);
 }

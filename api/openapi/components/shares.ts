@@ -57,7 +57,7 @@ export const Environment = obj({
 const headerRules = obj({ set: z.record(z.string(), z.string()).optional(), remove: z.array(z.string()).optional() });
 
 /** A share's traffic policy as answers show it: `{}` when none; basic auth users without their passwords. */
-export const SharePolicy = obj({
+const SharePolicy = obj({
   ipAllow: z.array(z.string()).optional().meta({ description: 'CIDRs (IPv4, IPv6) a client address must be in (403 otherwise)' }),
   ipDeny: z.array(z.string()).optional().meta({ description: 'CIDRs whose client addresses get 403; deny wins over allow' }),
   rateLimit: obj({ requests: z.number().int(), per: z.string(), by: z.enum(['client-ip', 'identity']) })
