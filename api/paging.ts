@@ -2,10 +2,10 @@ import type { Context } from 'koa';
 import { badRequest } from '../shared/errors.js';
 import type { PageRequest } from '../shared/paging.js';
 
-export { envelope, mapPage, type Page, type PageRequest } from '../shared/paging.js';
+export { mapPage } from '../shared/paging.js';
 
-export const DEFAULT_PAGE_SIZE = 20;
-export const MAX_PAGE_SIZE = 1000;
+const DEFAULT_PAGE_SIZE = 20;
+const MAX_PAGE_SIZE = 1000;
 
 function intParam(ctx: Context, name: string, fallback: number, min: number, max: number): number {
   const raw = ctx.query[name];

@@ -9,7 +9,7 @@ import { durationMs } from '../shared/durations.js';
 import { ERROR_PAGE_MAX_BYTES, isProtectedHeader } from '../shared/sharePolicy.js';
 
 /** Entries of one IP list at most. */
-export const MAX_CIDRS = 5000;
+const MAX_CIDRS = 5000;
 
 const cidr = z.string().refine((s) => {
   try {

@@ -37,7 +37,7 @@ export function answer(res: ServerResponse, code: ErrorCode, message: string, he
 }
 
 /** Who is told of the edge's own answer on a raw socket (an inspected share's upgrade request, edge/inspect/capture.ts). */
-export type SocketAnswerWatcher = (status: number, reason: string, lines: string[], body: string) => void;
+type SocketAnswerWatcher = (status: number, reason: string, lines: string[], body: string) => void;
 const socketWatchers = new WeakMap<Duplex, SocketAnswerWatcher>();
 export const watchSocketAnswer = (socket: Duplex, watcher: SocketAnswerWatcher | undefined) =>
   void (watcher ? socketWatchers.set(socket, watcher) : socketWatchers.delete(socket));

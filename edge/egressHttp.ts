@@ -11,7 +11,7 @@ import { isIP, type Socket } from 'node:net';
 import { Agent, buildConnector, fetch as undiciFetch, type Dispatcher } from 'undici';
 import { EgressDeniedError, egressPolicy, isOwnAddress, type EgressPolicy } from '../shared/egress.js';
 
-export interface ConnectorOptions {
+interface ConnectorOptions {
   /** Connect (and TLS handshake) timeout. */
   timeoutMs: number;
   /** Ports this process listens on: a connection to one of them on this host's own addresses is refused. */
@@ -71,7 +71,7 @@ export function egressConnector(policy: EgressPolicy, options: ConnectorOptions)
 let shared: { policy: EgressPolicy; agent: Agent } | undefined;
 
 /** A dispatcher for fetch-style calls (the identity providers of edge login) under the current egress policy. */
-export function egressDispatcher(): Dispatcher {
+function egressDispatcher(): Dispatcher {
   const policy = egressPolicy();
   if (shared?.policy !== policy) {
     void shared?.agent.close();

@@ -42,8 +42,6 @@ import { ClientAddress } from './policy/clientAddress.js';
 import { PolicyGate } from './policy/gate.js';
 import { PolicyRateLimiter } from './policy/ratelimit.js';
 
-export type { AccessControl, LoginHandler, LoginOutcome, MutualTlsChecker, MutualTlsDecision } from './access/types.js';
-
 export interface EdgeOptions {
   httpPort?: number;
   httpsPort?: number;

@@ -62,7 +62,7 @@ export function observeUpstreamError(frontend: string, kind: string): void {
 }
 
 /** Moves the requests and bytes tallied since the last scrape into the exposed counters. */
-export function reportTallies(): void {
+function reportTallies(): void {
   for (const byStatus of requests.values()) {
     for (const tally of byStatus.values()) {
       if (!tally.count) continue;

@@ -17,7 +17,7 @@ import { setting } from '../shared/settings.js';
 const { Packet } = dns2;
 const NXDOMAIN = 3;
 
-export const DEV_DNS_LISTEN = '127.0.0.1:1053';
+const DEV_DNS_LISTEN = '127.0.0.1:1053';
 
 interface Entry {
   a?: string[];
@@ -27,7 +27,7 @@ interface Entry {
 const key = (name: string) => name.toLowerCase().replace(/\.$/, '');
 
 /** The records of every readable `*.json` file in `dir` (files that are not DNS-records answers are skipped). */
-export function readRecords(dir: string): Map<string, Entry> {
+function readRecords(dir: string): Map<string, Entry> {
   const zone = new Map<string, Entry>();
   let files: string[] = [];
   try {

@@ -16,7 +16,7 @@ function table(codes: Record<string, ErrorEntry>): string {
 }
 
 /** The generated part: the API's codes, then the edge's. */
-export function errorTables(): string {
+function errorTables(): string {
   return `### Answers of the API\n\n${table(API_ERROR_CODES)}\n\n### The edge's own answers\n\n${table(EDGE_ERROR_CODES)}`;
 }
 

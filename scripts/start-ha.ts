@@ -14,7 +14,7 @@ import { config, ConfigError } from '../shared/config.js';
 import { isMain } from '../shared/shutdown.js';
 import { type HaStores, startHaStores } from './services/haStores.js';
 
-export interface HaNode {
+interface HaNode {
   name: string;
   port: number;
   edgeHttpPort: number;
@@ -23,7 +23,7 @@ export interface HaNode {
 }
 
 /** The ports of node `i` (0, 1): the configured ones, then one up per node; the TCP share range split in two. */
-export function nodePorts(i: number, base: { port: number; edgeHttp: number; edgeHttps: number; tcpFrom: number; tcpTo: number }) {
+function nodePorts(i: number, base: { port: number; edgeHttp: number; edgeHttps: number; tcpFrom: number; tcpTo: number }) {
   const half = Math.floor((base.tcpTo - base.tcpFrom + 1) / 2);
   return {
     port: base.port + i,

@@ -20,7 +20,7 @@ const word = (w: string) => {
 };
 
 /** The Procfile's entries: name and command words (`node` becomes this node's absolute path). */
-export function procfile(root: string): { name: string; command: string[] }[] {
+function procfile(root: string): { name: string; command: string[] }[] {
   return readFileSync(path.join(root, 'Procfile'), 'utf8')
     .split('\n')
     .map((line) => /^(\w+):\s*(.+)$/.exec(line.trim()))
@@ -37,7 +37,7 @@ function userOf(file: string): string {
   return entry?.[0] ?? os.userInfo().username;
 }
 
-export function units(options: { root: string; user: string; envFile: string }): Map<string, string> {
+function units(options: { root: string; user: string; envFile: string }): Map<string, string> {
   const { root, user, envFile } = options;
   const out = new Map<string, string>();
   const entries = procfile(root);

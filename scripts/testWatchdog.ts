@@ -16,7 +16,7 @@
 import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 
-export interface WatchdogOptions {
+interface WatchdogOptions {
   workDir: string;
   logDir: string;
   afterDoneMs?: number;
@@ -24,7 +24,7 @@ export interface WatchdogOptions {
   intervalMs?: number;
 }
 
-export interface Watchdog {
+interface Watchdog {
   /** Called for each result ava reports. */
   activity(): void;
   /** How many test processes it killed. */

@@ -22,7 +22,7 @@ export class EgressDeniedError extends Error {
 
 type LookupCallback = (err: NodeJS.ErrnoException | null, address: string | LookupAddress[], family?: number) => void;
 /** node:net's `lookup` option. */
-export type LookupFn = (hostname: string, options: dns.LookupOptions | number | LookupCallback, callback?: LookupCallback) => void;
+type LookupFn = (hostname: string, options: dns.LookupOptions | number | LookupCallback, callback?: LookupCallback) => void;
 
 /**
  * What share targets, health-check targets and every other connection a tenant causes may never reach: the CIDRs of

@@ -15,7 +15,7 @@
 export const ERROR_CODE_HEADER = 'Edgehub-Error-Code';
 
 /** How a code is answered over HTTP: the status and the `error` value of the body (published; they do not change). */
-export interface ErrorAnswer {
+interface ErrorAnswer {
   status: number;
   error: string;
 }
@@ -239,8 +239,6 @@ export const unauthorized = (message: string = API_ERROR_CODES.EH_UNAUTHORIZED.m
  * certificate enrollment with an expired, spent or other-hub JWT. Only those.
  */
 export const notAuthorized = (message: string = API_ERROR_CODES.EH_NOT_AUTHORIZED.message) => new DomainError('EH_NOT_AUTHORIZED', message);
-/** Every other refusal of an authenticated caller: 403 `forbidden` (a hub key on the operator API, a spent agent JWT). */
-export const forbidden = (message: string) => new DomainError('EH_FORBIDDEN', message);
 export const notFound = (what: string, id?: string) =>
   new DomainError('EH_NOT_FOUND', id === undefined ? `${what} not found` : `${what} with id '${id}' not found`);
 export const conflict = (message: string) => new DomainError('EH_CONFLICT', message);

@@ -22,7 +22,7 @@ const SECRET_KEYS = [
 /** What a database error carries beyond its message: the statement and its bound values (a token, a sealed key). */
 const ERROR_KEYS = ['sql', 'parameters', 'original', 'parent', 'fields', 'errors', 'detail'];
 
-export const REDACTED_PATHS = [
+const REDACTED_PATHS = [
   ...SECRET_KEYS.flatMap((k) => [k, `*.${k}`, `*.*.${k}`]),
   'req.headers.authorization',
   'headers.authorization',
@@ -49,7 +49,7 @@ const fileLevel = setting('HUB_LOG_FILE_LEVEL') as pino.Level;
  * Procfile entry that started it (its script), else `app`. Computed when this module loads, before the entry's own
  * code runs, which is why the script is the source and not a variable the entry sets later.
  */
-export function processRole(script = process.argv[1] ?? ''): string {
+function processRole(script = process.argv[1] ?? ''): string {
   const named = setting('HUB_PROCESS');
   if (named) return named;
   // the source or the JavaScript compiled from it

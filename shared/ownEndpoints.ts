@@ -15,7 +15,7 @@ import ipaddr from 'ipaddr.js';
 import os from 'node:os';
 import type { Config } from './config.js';
 
-export interface OwnEndpoint {
+interface OwnEndpoint {
   /** What it is (PostgreSQL, Redis, API, ...): for reading; a denial names no more than "the service's own endpoint". */
   what: string;
   /** undefined: this host (every one of its addresses); else a dependency's host as configured (a name or an IP). */

@@ -17,7 +17,7 @@ export interface Page<T> {
   totalPages: number;
 }
 
-export function envelope<T>(content: T[], totalElements: number, req: PageRequest): Page<T> {
+function envelope<T>(content: T[], totalElements: number, req: PageRequest): Page<T> {
   return {
     content,
     pageable: { pageNumber: req.page, pageSize: req.size },

@@ -16,7 +16,7 @@ export interface Listener {
   close(): Promise<void>;
 }
 
-export interface ListenOptions {
+interface ListenOptions {
   /** Defaults to the process's DATABASE_URL. */
   connectionString?: string;
   /** The connection's application_name; default `<this process's name>-listen`. */

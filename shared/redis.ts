@@ -8,7 +8,7 @@ export function redisConfigured(): boolean {
   return Boolean(c.redisUrl || c.redisSentinel);
 }
 
-export function redisUrl(): string {
+function redisUrl(): string {
   const url = config().redisUrl;
   if (!url) throw new Error('REDIS_URL is not set (npm start sets it for the redis-server it starts)');
   return url;

@@ -9,7 +9,7 @@ import { decryptSecret, encryptSecret } from './secrets.js';
 
 const PROBE = 'edgehub secret key probe';
 
-export class SecretKeyMismatch extends Error {}
+class SecretKeyMismatch extends Error {}
 
 export async function verifySecretKey(): Promise<void> {
   await db().query(`INSERT INTO secret_key_probe (id, sealed) VALUES (1, :sealed) ON CONFLICT (id) DO NOTHING`, {

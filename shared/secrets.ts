@@ -5,7 +5,7 @@ import { config } from './config.js';
 const VERSION = 'v1';
 
 /** One AES-256-GCM sealing: a random 96-bit IV, the ciphertext and the 128-bit tag. */
-export interface Sealed {
+interface Sealed {
   iv: Buffer;
   data: Buffer;
   tag: Buffer;
@@ -34,7 +34,7 @@ export function encryptSecret(plain: string | Buffer, key: Buffer = config().sec
   return [VERSION, iv.toString('base64url'), tag.toString('base64url'), data.toString('base64url')].join('.');
 }
 
-export function decryptSecretBuffer(sealed: string, key: Buffer = config().secretKey): Buffer {
+function decryptSecretBuffer(sealed: string, key: Buffer = config().secretKey): Buffer {
   const [version, iv, tag, data] = sealed.split('.');
   if (version !== VERSION || !iv || !tag || data === undefined) throw new Error('sealed secret has an unknown format');
   return open(key, { iv: Buffer.from(iv, 'base64url'), tag: Buffer.from(tag, 'base64url'), data: Buffer.from(data, 'base64url') });

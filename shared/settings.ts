@@ -10,7 +10,7 @@ import { durationMs } from './durations.js';
 
 export class ConfigError extends Error {}
 
-export type Group =
+type Group =
   | 'service'
   | 'processes'
   | 'edge'
@@ -610,7 +610,7 @@ const SETTINGS = {
 };
 
 type Settings = typeof SETTINGS;
-export type SettingName = keyof Settings;
+type SettingName = keyof Settings;
 export type SettingsValues = { [K in SettingName]: z.output<Settings[K]['schema']> };
 
 const schema = z.object(Object.fromEntries(Object.entries(SETTINGS).map(([name, e]) => [name, e.schema])) as { [K in SettingName]: Settings[K]['schema'] });

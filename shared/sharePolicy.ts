@@ -10,7 +10,7 @@ export interface HeaderRules {
   remove?: string[];
 }
 
-export interface RateLimitRule {
+interface RateLimitRule {
   requests: number;
   /** ISO 8601 duration, e.g. PT1M. */
   per: string;
@@ -18,7 +18,7 @@ export interface RateLimitRule {
   by: 'client-ip' | 'identity';
 }
 
-export interface PolicyFields {
+interface PolicyFields {
   ipAllow?: string[];
   ipDeny?: string[];
   rateLimit?: RateLimitRule;
@@ -39,7 +39,7 @@ export interface StoredPolicy extends PolicyFields {
 }
 
 /** As shown: basic auth users only. */
-export interface PolicyView extends PolicyFields {
+interface PolicyView extends PolicyFields {
   basicAuth?: { user: string }[];
 }
 
@@ -58,7 +58,7 @@ function derive(password: string, salt: Buffer, n: number, r: number, p: number)
 }
 
 /** `scrypt$N$r$p$salt$key` (base64). */
-export async function hashPassword(password: string): Promise<string> {
+async function hashPassword(password: string): Promise<string> {
   const salt = randomBytes(16);
   const key = await derive(password, salt, N, R, P);
   return `scrypt$${N}$${R}$${P}$${salt.toString('base64')}$${key.toString('base64')}`;

@@ -23,7 +23,7 @@ export interface ChildSpec {
   instanceEnv?: (index: number) => NodeJS.ProcessEnv;
 }
 
-export interface SupervisorOptions {
+interface SupervisorOptions {
   env: NodeJS.ProcessEnv;
   /** First restart delay; doubled on each consecutive crash (default 1000 ms). */
   backoffMs?: number;
@@ -52,7 +52,7 @@ interface Slot {
 }
 
 /** The message a child's onShutdown (shared/shutdown.ts) treats like SIGTERM. */
-export const SHUTDOWN_MESSAGE = 'edgehub:shutdown';
+const SHUTDOWN_MESSAGE = 'edgehub:shutdown';
 
 const describeExit = (code: number | null, signal: string | null) => (signal ? `signal ${signal}` : `exit code ${code}`);
 const seconds = (ms: number) => `${Math.round(ms / 100) / 10} s`;

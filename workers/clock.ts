@@ -13,8 +13,6 @@ import type { Schedule } from './schedule.js';
 import { schedules as allSchedules } from './schedules/index.js';
 import { presetSetting } from '../shared/settings.js';
 
-export { defineSchedule, type Schedule } from './schedule.js';
-
 /**
  * Runs `fn` for one tick of a schedule unless another clock already took that tick. The key names the schedule and
  * the tick (the cron's scheduled second, read on each clock's own time, so clocks whose hosts disagree by less than
@@ -31,7 +29,7 @@ export async function runExclusive(name: string, tick: Date, ttlMs: number, fn: 
   return true;
 }
 
-export function startClock(schedules: Schedule[]): ScheduledTask[] {
+function startClock(schedules: Schedule[]): ScheduledTask[] {
   return schedules.map((s) => {
     if (!cron.validate(s.cron)) throw new Error(`schedule '${s.name}' has an invalid cron expression '${s.cron}'`);
     return cron.schedule(

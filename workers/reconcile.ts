@@ -8,7 +8,7 @@ import { connectedQueue, queueOfType } from '../domain/jobs/queues.js';
 import type { JobContext, ProcessorDefinition } from './processor.js';
 import { finalizeFailure } from './runner.js';
 
-export interface ReconcileOutcome {
+interface ReconcileOutcome {
   /** QUEUED executions whose job Redis never took or lost: added again, with the options stored on the execution. */
   readded: number;
   /** Executions whose job failed for good (or vanished while running): FAILED, their failure handler run. */

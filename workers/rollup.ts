@@ -24,7 +24,7 @@ import { MINUTE_TIER_RETENTION_MS } from '../shared/metrics/window.js';
  * aggregates raw samples, not even right after a backfill, while minute windows keep tiers + pending raw rows.
  */
 
-export interface RollupResult {
+interface RollupResult {
   batches: number;
   samples: number;
   minuteBuckets: number;
@@ -131,7 +131,7 @@ export async function rollUp({ batchSamples = 250_000, maxBatches = 200 } = {}):
 }
 
 /** config().metricsRawRetention in milliseconds (an ISO 8601 duration such as P2D). */
-export function rawRetentionMs(): number {
+function rawRetentionMs(): number {
   const text = config().metricsRawRetention;
   const ms = durationMs(text);
   if (ms === undefined || ms <= 0) throw new Error(`HUB_METRICS_RAW_RETENTION must be an ISO 8601 duration such as P2D (got '${text}')`);

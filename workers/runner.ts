@@ -32,7 +32,7 @@ function jobDataSchema(def: ProcessorDefinition): ZodType {
 }
 
 /** Why a job's data does not match its processor's schema (paths and messages), or undefined when it does. */
-export function jobDataRefusal(def: ProcessorDefinition, data: unknown): string | undefined {
+function jobDataRefusal(def: ProcessorDefinition, data: unknown): string | undefined {
   const parsed = (jobDataSchemas.get(def) ?? jobDataSchemas.set(def, jobDataSchema(def)).get(def)!).safeParse(data);
   if (parsed.success) return undefined;
   const issues = parsed.error.issues.slice(0, 5).map((i) => `${['$', ...i.path].join('.')}: ${i.message}`);
@@ -55,7 +55,7 @@ const errorMessage = (err: unknown) => (err instanceof Error ? err.message : Str
  * Runs one job as its execution: QUEUED -> RUNNING -> SUCCEEDED | FAILED (or back to QUEUED with the error while
  * a retry waits). A job whose execution is already finished or gone does nothing, so a duplicate cannot redo work.
  */
-export async function runExecution(def: ProcessorDefinition, job: Job<JobData>): Promise<unknown> {
+async function runExecution(def: ProcessorDefinition, job: Job<JobData>): Promise<unknown> {
   try {
     return await startAndRun(def, job);
   } catch (err) {
@@ -159,7 +159,7 @@ async function run(def: ProcessorDefinition, job: Job<JobData>, execution: RunEx
  * Data of the jobs a BullMQ job scheduler (repeatable job) produces: the same for every run, so it cannot name an
  * execution. Each run is recorded as its own execution, id = the job id (unique per run), when it first starts.
  */
-export interface ScheduledJobData {
+interface ScheduledJobData {
   executionId?: undefined;
   hubId: string | null;
   payload: Record<string, unknown>;
@@ -183,7 +183,7 @@ export async function finalizeFailure(def: ProcessorDefinition, ctx: JobContext,
   await executionFailed(ctx.execution.id, errorMessage(err), ctx.attempt);
 }
 
-export interface WorkerOptions {
+interface WorkerOptions {
   processors: ProcessorDefinition[];
   /** Restrict to these queues (default: every queue that has a processor). */
   queues?: QueueName[];

@@ -51,7 +51,7 @@ const ECDSA_WITH_SHA256 = '1.2.840.10045.4.3.2';
  * @param {string} label
  * @param {Buffer} bytes
  */
-export const pemOf = (label, bytes) =>
+const pemOf = (label, bytes) =>
   `-----BEGIN ${label}-----\n${bytes
     .toString('base64')
     .replace(/(.{64})/g, '$1\n')

@@ -53,7 +53,7 @@ export function checkHost(url, expectHost) {
  * A file name from the `name` claim: letters, digits, dot, dash and underscore; anything else becomes `_`.
  * @param {string} name
  */
-export function safeFileName(name) {
+function safeFileName(name) {
   const cleaned = name.replace(/[^A-Za-z0-9._-]/g, '_').replace(/^\.+/, '_');
   if (!cleaned) throw new EnrollError("refused: the JWT's 'name' claim is empty");
   return cleaned;
@@ -102,7 +102,7 @@ export async function readJson(res) {
  * @param {string} out
  * @returns {Promise<string | undefined>}
  */
-export async function writeFrontendCa(url, out) {
+async function writeFrontendCa(url, out) {
   try {
     const res = await fetch(new URL('/hub/v2/public/frontend-ca.pem', url.origin), { signal: AbortSignal.timeout(HTTP_TIMEOUT_MS) });
     const pem = await res.text();

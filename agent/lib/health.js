@@ -13,8 +13,8 @@ import { parseAuthority } from './protocol.js';
 /** EDGEHUB_AGENT_PROBE_MS overrides it (at least 100). */
 const PROBE_MS = Math.max(100, Number(process.env.EDGEHUB_AGENT_PROBE_MS) || 3_000);
 const PROBE_TIMEOUT_MS = Math.min(2_000, PROBE_MS);
-export const DOWN_AFTER = 3;
-export const UP_AFTER = 2;
+const DOWN_AFTER = 3;
+const UP_AFTER = 2;
 
 /**
  * One TCP connect to `authority`; whether it succeeded within the timeout.

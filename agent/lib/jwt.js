@@ -6,8 +6,8 @@
 import { createPublicKey, verify } from 'node:crypto';
 import { EnrollError, oneLine } from './errors.js';
 
-export const JWT_ISSUER = 'hub';
-export const JWKS_PATH = '/hub/v2/public/.well-known/jwks.json';
+const JWT_ISSUER = 'hub';
+const JWKS_PATH = '/hub/v2/public/.well-known/jwks.json';
 const HTTP_TIMEOUT_MS = 30_000;
 /** Clock skew tolerated on exp. */
 const LEEWAY_S = 30;

@@ -12,6 +12,7 @@
 import http2 from 'node:http2';
 import net from 'node:net';
 import tls from 'node:tls';
+import { backoffMs } from './backoff.js';
 import { certificateExpiry } from './identity.js';
 import { AGENT_ALPN, authorityOf, EDGES_PATH, ERROR_HEADER, MAX_EDGES, parseAuthority, parseChecks, STATE_PATH, TARGETS_PATH } from './protocol.js';
 import { PoolState } from './pool.js';
@@ -193,9 +194,7 @@ export class EdgeLink {
 
   /** Exponential from 250 ms to 5 s, each wait drawn between half and all of it (agents do not reconnect in step). */
   backoff() {
-    const ceiling = Math.min(MAX_BACKOFF_MS, MIN_BACKOFF_MS * 2 ** this.attempts);
-    this.attempts++;
-    return Math.round(ceiling / 2 + Math.random() * (ceiling / 2));
+    return backoffMs(++this.attempts, { minMs: MIN_BACKOFF_MS, maxMs: MAX_BACKOFF_MS, jitter: 0.5 });
   }
 
   /**

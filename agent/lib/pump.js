@@ -17,7 +17,7 @@
  */
 
 /** Bytes waiting in the destination at which the source pauses. */
-export const PUMP_LIMIT = 256 << 10;
+const PUMP_LIMIT = 256 << 10;
 
 /**
  * @param {import('node:stream').Readable} from

@@ -14,7 +14,7 @@ import { keyAndCsr } from './csr.js';
 import { post } from './enroll.js';
 import { EnrollError } from './errors.js';
 
-export const RENEWAL_FILE = 'agent.renewal.json';
+const RENEWAL_FILE = 'agent.renewal.json';
 
 /**
  * Whether a third or less of the certificate's validity is left.

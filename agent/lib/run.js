@@ -25,7 +25,7 @@ const WARN_BEFORE_MS = 30 * DAY_MS;
  * @param {number} [now]
  * @returns {{ expired: boolean; message: string } | undefined}
  */
-export function expiryNotice(identity, now = Date.now()) {
+function expiryNotice(identity, now = Date.now()) {
   const expiry = certificateExpiry(identity);
   const again = `enroll this machine again (a new JWT: the console, or POST /hub/${identity.hubId}/environments/${identity.envZId}/agent-enrollment) with edgehub agent enroll <jwt> --dir <new folder>, then revoke agent ${identity.id}`;
   if (expiry <= now)

@@ -16,7 +16,7 @@ export const DEFAULT_UNIT_FILE = '/etc/systemd/system/edgehub-agent.service';
  * it has what would split or unquote it.
  * @param {string} word
  */
-export function unitWord(word) {
+function unitWord(word) {
   const escaped = word.replace(/%/g, '%%').replace(/\$/g, '$$$$');
   return /^[A-Za-z0-9_@%+=:,./-]+$/.test(escaped) ? escaped : `"${escaped.replace(/\\/g, '\\\\').replace(/"/g, '\\"')}"`;
 }
@@ -41,7 +41,7 @@ function userName(uid) {
  * The command that runs this program again: the single executable alone (its argv[1] is itself), or node and the
  * script.
  */
-export function thisProgram() {
+function thisProgram() {
   const script = process.argv[1] ? path.resolve(process.argv[1]) : undefined;
   return !script || script === process.execPath ? [process.execPath] : [process.execPath, script];
 }

@@ -26,7 +26,7 @@ import { AgentRunner } from './run.js';
  * resolver (glibc without nss-myhostname: `nc` and `openssl` fail on it), so the line printed names `localhost`.
  * @param {string} hostname
  */
-export const dialHost = (hostname) => (hostname === 'localhost' || hostname.endsWith('.localhost') ? 'localhost' : hostname);
+const dialHost = (hostname) => (hostname === 'localhost' || hostname.endsWith('.localhost') ? 'localhost' : hostname);
 /**
  * @typedef {object} ShareOptions
  * @property {string} target
@@ -54,7 +54,7 @@ export const dialHost = (hostname) => (hostname === 'localhost' || hostname.ends
  * @param {boolean} [tcp]
  * @returns {URL}
  */
-export function targetUrl(text, tcp = false) {
+function targetUrl(text, tcp = false) {
   const t = text.trim();
   const scheme = tcp ? 'tcp' : 'http';
   const withScheme = /^\d{1,5}$/.test(t) ? `${scheme}://localhost:${t}` : /^[a-z][a-z0-9+.-]*:\/\//i.test(t) ? t : `${scheme}://${t}`;
@@ -74,7 +74,7 @@ export function targetUrl(text, tcp = false) {
 }
 
 /** `*@example.com`, `@example.com` and `example.com` are the email domain example.com. @param {string} pattern */
-export function emailDomain(pattern) {
+function emailDomain(pattern) {
   const domain = pattern.trim().replace(/^\*?@/, '').toLowerCase();
   if (!/^(?!-)[a-z0-9-]{1,63}(\.(?!-)[a-z0-9-]{1,63})+$/.test(domain)) {
     throw new EnrollError(`--email '${pattern}': give a domain pattern such as *@example.com (single addresses belong in the auth provider's emailPatterns)`);
@@ -87,7 +87,7 @@ export function emailDomain(pattern) {
  * s, m, h or d; as the policy's rateLimit.
  * @param {string} text
  */
-export function rateLimit(text) {
+function rateLimit(text) {
   const m = /^\s*(\d+)\s*\/\s*(\S+)\s*$/.exec(text);
   const unit = m && /^(\d*)([smhd])$/i.exec(m[2]);
   const per = !m
@@ -107,7 +107,7 @@ export function rateLimit(text) {
  * (a bad CIDR is its 400 naming it).
  * @param {Pick<ShareOptions, 'allow' | 'rate' | 'basicAuth' | 'tcp'>} options
  */
-export function policyOf(options) {
+function policyOf(options) {
   /** @type {Record<string, unknown>} */
   const policy = {};
   if (options.allow?.length) policy.ipAllow = options.allow.map((c) => c.trim());

@@ -10,7 +10,7 @@ import { Problem } from './parts.js';
 
 const MAX_SHOWN = 200;
 /** Rows on one page of the list: the share's settings stay near, whatever was recorded. */
-export const PAGE_SIZE = 20;
+const PAGE_SIZE = 20;
 
 /**
  * Follows `${path}` (text/event-stream) with the tab's credential; calls onEvent(summary); reconnects with Last-Event-ID.
@@ -92,7 +92,7 @@ function utf8(bytesArray) {
 }
 
 /** @param {Uint8Array} data */
-export function hexDump(data) {
+function hexDump(data) {
   const lines = [];
   for (let i = 0; i < data.length; i += 16) {
     const row = data.slice(i, i + 16);

@@ -14,7 +14,7 @@ const items = (/** @type {Json} */ page) => (Array.isArray(page) ? page : (page?
  * What a share carries. `protocol: "tcp"` carries TCP streams to a tcp:// target (no login, nothing to inspect);
  * `targetProtocol: "h2"` speaks HTTP/2 to the target (gRPC), whose exchanges are not recorded.
  */
-export const KINDS = [
+const KINDS = [
   { id: 'http', label: 'HTTP', example: 'http://localhost:3000' },
   { id: 'h2', label: 'HTTP/2 to the target (gRPC)', example: 'http://localhost:50051' },
   { id: 'tcp', label: 'TCP (SSH, databases, any TCP service)', example: 'tcp://localhost:22' },
@@ -58,7 +58,7 @@ export function PublicAddress({ share }) {
 const kindBody = (/** @type {string} */ kind) => (kind === 'tcp' ? { protocol: 'tcp' } : kind === 'h2' ? { targetProtocol: 'h2' } : {});
 
 /** The share's access settings as the form edits them. */
-export const accessOf = (/** @type {Json} */ share) => ({
+const accessOf = (/** @type {Json} */ share) => ({
   mode: share?.authProviderId ? 'login' : share?.mutualTls ? 'mtls' : 'public',
   authProviderId: share?.authProviderId ?? '',
   domains: (share?.oauthEmailDomains ?? []).join(', '),
@@ -72,7 +72,7 @@ export const accessOf = (/** @type {Json} */ share) => ({
  * @param {Access} access
  * @param {string} [kind]
  */
-export function accessBody(access, kind = 'http') {
+function accessBody(access, kind = 'http') {
   const login = kind !== 'tcp' && access.mode === 'login';
   const domains = access.domains.split(/[\s,]+/).filter(Boolean);
   return {
@@ -87,7 +87,7 @@ export function accessBody(access, kind = 'http') {
  * Access mode radios, the login's provider and domains, and the inspect switch, as they apply to `kind`.
  * @param {{ base: string, value: Access, onChange: (value: Access) => void, idPrefix: string, kind?: string }} props
  */
-export function AccessFields({ base, value, onChange, idPrefix, kind = 'http' }) {
+function AccessFields({ base, value, onChange, idPrefix, kind = 'http' }) {
   const providers = usePoll(() => api(`${base}/auth-providers?size=100`), [base], 0);
   const set = (/** @type {Partial<Access>} */ patch) => onChange({ ...value, ...patch });
   const list = items(providers.data);

@@ -6,7 +6,7 @@ import { bytes } from './format.js';
 import { html } from './html.js';
 
 /** The windows a person chooses from: label, ISO duration, step for a chart, step for a list's small chart. */
-export const WINDOWS = [
+const WINDOWS = [
   { id: '1h', label: '1 h', duration: 'PT1H', ms: 3_600_000, step: 'PT1M', stepMs: 60_000, smallStep: 'PT2M', smallStepMs: 120_000 },
   { id: '24h', label: '24 h', duration: 'P1D', ms: 86_400_000, step: 'PT15M', stepMs: 900_000, smallStep: 'PT1H', smallStepMs: 3_600_000 },
   { id: '7d', label: '7 d', duration: 'P7D', ms: 604_800_000, step: 'PT1H', stepMs: 3_600_000, smallStep: 'PT6H', smallStepMs: 21_600_000 },
@@ -15,7 +15,7 @@ export const WINDOWS = [
 /** @param {string} id @returns {Window} */
 export const windowOf = (id) => WINDOWS.find((w) => w.id === id) ?? WINDOWS[0];
 
-export const rate = (/** @type {number} */ n) => `${bytes(Math.round(n))}/s`;
+const rate = (/** @type {number} */ n) => `${bytes(Math.round(n))}/s`;
 
 /** @typedef {{ rx: number, tx: number, timestamp?: string | null }} Sample */
 
@@ -27,7 +27,7 @@ export const rate = (/** @type {number} */ n) => `${bytes(Math.round(n))}/s`;
  * @param {number} [now]
  * @returns {{ data: [number[], number[], number[]], totalRx: number, totalTx: number, peak: number }}
  */
-export function buckets(samples, windowMs, stepMs, now = Date.now()) {
+function buckets(samples, windowMs, stepMs, now = Date.now()) {
   const end = Math.floor(now / stepMs) * stepMs + stepMs;
   const start = end - Math.ceil(windowMs / stepMs) * stepMs;
   const n = Math.round((end - start) / stepMs);

@@ -11,7 +11,7 @@ export type Principal = { kind: 'admin'; name: 'admin' } | { kind: 'apikey'; key
 type Credentials = { scheme: 'bearer'; token: string } | { scheme: 'basic'; username: string; token: string };
 
 /** `Bearer <token>` or `Basic base64(user:token)`, exactly one space after the scheme. */
-export function parseAuthorization(header: string): Credentials {
+function parseAuthorization(header: string): Credentials {
   if (!header) throw unauthorized('bearer token missing or invalid: no Authorization header');
   const match = /^(Bearer|Basic) ([^\s]+)$/i.exec(header);
   if (!match) throw refusal('EH_AUTHORIZATION_MALFORMED', 'malformed Authorization header: expected "Bearer <token>" or "Basic <base64(user:token)>"');
@@ -44,7 +44,7 @@ const HUB_SQL = 'SELECT id, name, features FROM hubs WHERE id = $1';
 const hubInfo = (id: string, name: string, features: CachedHub['features'] | null): CachedHub => ({ id, name, features: { ipsec: Boolean(features?.ipsec) } });
 
 /** The hub with this id (cached; see authCache.ts), or undefined. */
-export function findHubInfo(id: string): Promise<CachedHub | undefined> {
+function findHubInfo(id: string): Promise<CachedHub | undefined> {
   const hit = peekHub(id);
   if (hit) return Promise.resolve(hit);
   return cachedHub(id, async () => {
@@ -148,5 +148,3 @@ export const requireAccount: Middleware = async (ctx, next) => {
 };
 
 export const principalName = (ctx: Context): string => (ctx.state.principal as Principal).name;
-
-export type { Next };

@@ -14,7 +14,7 @@ import { listen, type Listener } from '../../shared/pgListen.js';
  * - Only what exists is cached; an unknown token always goes to the database.
  */
 
-export const AUTH_CHANNEL = 'edgehub_auth';
+const AUTH_CHANNEL = 'edgehub_auth';
 
 export interface CachedKey {
   id: string;

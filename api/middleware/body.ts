@@ -3,7 +3,7 @@ import getRawBody from 'raw-body';
 import { badRequest, payloadTooLarge, unsupportedMediaType } from '../../shared/errors.js';
 import { parseStrictJson } from './strictJson.js';
 
-export const BODY_LIMIT_BYTES = 1024 * 1024;
+const BODY_LIMIT_BYTES = 1024 * 1024;
 
 const hasBody = (ctx: Parameters<Middleware>[0]) => (ctx.request.length !== undefined ? ctx.request.length > 0 : ctx.get('transfer-encoding') !== '');
 
@@ -29,7 +29,7 @@ const readJsonBody: Middleware = async (ctx, next) => {
 };
 
 /** The one route whose body is not JSON: an OCSP request (DER, application/ocsp-request), which the route reads itself. */
-export const RAW_BODY_ROUTE = /^\/pki\/[^/]+\/ocsp\/?$/i;
+const RAW_BODY_ROUTE = /^\/pki\/[^/]+\/ocsp\/?$/i;
 
 /**
  * Parses a JSON request body into `ctx.request.body` (undefined when there is none). Non-JSON bodies are 415,

@@ -108,7 +108,7 @@ function answerOf(err: unknown): HttpError | undefined {
  * error carries the statement and its bound values (`sql`, `parameters`, `original`), which may hold a token or a
  * sealed secret; a PostgreSQL message or detail may quote a value, so quoted text in it is replaced.
  */
-export function sanitisedError(err: unknown): Record<string, unknown> {
+function sanitisedError(err: unknown): Record<string, unknown> {
   if (!(err instanceof Error)) return { type: typeof err };
   const e = err as Error & { code?: unknown; original?: { code?: unknown; constraint?: unknown; table?: unknown; routine?: unknown } };
   const quoted = /(["'])(?:(?!\1).){1,}\1/g;

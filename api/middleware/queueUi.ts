@@ -22,9 +22,9 @@ import { isOwnOrigin, publicOrigin } from './crossSite.js';
  *   above) revokes every queue UI session and clears the cookie.
  */
 export const QUEUES_PREFIX = '/admin/queues';
-export const QUEUES_COOKIE = 'edgehub_queues';
-export const QUEUE_SESSION_SECONDS = 8 * 3600;
-export const SIGN_OUT_PATH = `${QUEUES_PREFIX}/sign-out`;
+const QUEUES_COOKIE = 'edgehub_queues';
+const QUEUE_SESSION_SECONDS = 8 * 3600;
+const SIGN_OUT_PATH = `${QUEUES_PREFIX}/sign-out`;
 
 const READS = new Set(['GET', 'HEAD']);
 const CHALLENGE = { 'WWW-Authenticate': 'Basic realm="edgehub operator: user admin, password the admin token", charset="UTF-8"' };
@@ -33,7 +33,7 @@ const ADMIN: Principal = Object.freeze({ kind: 'admin', name: 'admin' });
 const sessionKey = (digest: string) => `${config().queuePrefix}:queues-session:${digest}`;
 const digestOf = (value: string) => sha256(value).toString('hex');
 
-export const isQueuesPath = (path: string) => path === QUEUES_PREFIX || path.startsWith(`${QUEUES_PREFIX}/`);
+const isQueuesPath = (path: string) => path === QUEUES_PREFIX || path.startsWith(`${QUEUES_PREFIX}/`);
 
 /** A new session: the cookie's value (returned, never stored) and its digest in Redis with the expiry. */
 async function openSession(): Promise<string> {
@@ -52,7 +52,7 @@ async function sessionIsOpen(value: string | undefined): Promise<boolean> {
 }
 
 /** Revokes every queue UI session (SCAN, not KEYS: the keyspace holds the queues too). */
-export async function revokeQueueSessions(): Promise<number> {
+async function revokeQueueSessions(): Promise<number> {
   const client = await readyRedis().catch(() => {
     throw unavailable('Redis, where queue UI sessions are kept, cannot be reached; no session was revoked', 5);
   });

@@ -16,7 +16,7 @@ interface HeaderSet {
  * function of the request, which helmet would call per request) its answer is the same for every request, so the
  * recorded list is applied instead of running helmet's dozen middlewares through a promise on every request.
  */
-export function helmetHeaders(options: Readonly<HelmetOptions>): HeaderSet {
+function helmetHeaders(options: Readonly<HelmetOptions>): HeaderSet {
   const recorded: HeaderSet = { set: [], remove: [] };
   const res = {
     setHeader(name: string, value: unknown) {

@@ -40,7 +40,7 @@ export function parseStrictJson(body: Buffer): unknown {
 }
 
 /** The deepest nesting a request body may have: the API's own bodies go three levels deep. */
-export const MAX_DEPTH = 64;
+const MAX_DEPTH = 64;
 
 /**
  * How deep the arrays and objects of a JSON text nest, read from its bytes in one pass (strings skipped, escapes

@@ -96,7 +96,7 @@ export function authFailureThrottle(settings: Pick<SecurityConfig, 'authFailureL
  * The routes that take no API key: enrollment, token-in-path redemption, agent enrollment and renewal, the JWKS, and
  * what the CAs publish (`/pki/...`: CRLs, CA certificates, OCSP).
  */
-export const UNAUTHENTICATED_ROUTE =
+const UNAUTHENTICATED_ROUTE =
   /^\/hub\/(?:v2\/)?[^/]+\/client-certificates\/(?:enroll|token\/[^/]+)\/?$|^\/hub\/(?:v2\/)?[^/]+\/agents\/(?:enroll|[^/]+\/renew)\/?$|^\/hub\/v2\/public\/\.well-known\/jwks\.json$|^\/pki\//i;
 
 /** 429 for an address over `unauthRateLimit` requests per window on the unauthenticated routes (in process). */

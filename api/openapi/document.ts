@@ -1,5 +1,5 @@
 /**
- * Builds the OpenAPI 3.1 document from ./operations.ts with zod-openapi (zod 4 JSON Schema underneath): request
+ * Builds the OpenAPI 3.1 document from ./operations.ts (./operations/, a file per resource) with zod-openapi (zod 4 JSON Schema underneath): request
  * bodies from the route files' own schemas (input side), responses from ./components.ts (output side).
  */
 import { z } from 'zod';
@@ -7,7 +7,8 @@ import { createDocument, type ZodOpenApiOperationObject, type ZodOpenApiPathsObj
 import { ANSWERS, API_ERROR_CODES, ERROR_CODE_HEADER, type ErrorCode } from '../../shared/errors.js';
 import { HUB_PREFIXES } from '../router.js';
 import { ErrorBody } from './components.js';
-import { operations, type Operation, type Scope, type Success } from './operations.js';
+import type { Operation, Scope, Success } from './operation.js';
+import { operations } from './operations.js';
 
 /** Router path syntax -> OpenAPI: `:id` -> `{id}`, an escaped colon `\:` -> a literal `:`. */
 export function openApiPath(routerPath: string): string {
@@ -51,7 +52,7 @@ function errorCodeHeader(status: number) {
 }
 
 /** The error statuses an operation can answer besides its own `errors` (503: any operation may find the pool busy). */
-export function errorStatuses(op: Operation): number[] {
+function errorStatuses(op: Operation): number[] {
   const statuses = [400, 404, 413, 429, 500, 503];
   if (op.scope !== 'open') statuses.push(401, 403);
   // a change of state from another origin is 403 on every route, the unauthenticated ones included
@@ -111,18 +112,18 @@ function operationObject(op: Operation, paths: string[]): ZodOpenApiOperationObj
 }
 
 /** Every concrete path an operation answers under (both hub prefixes, every alternative form). */
-export function concretePaths(op: Operation): string[] {
+function concretePaths(op: Operation): string[] {
   const forms = Array.isArray(op.path) ? op.path : [op.path];
   const prefixes = op.scope === 'hub' ? HUB_PREFIXES : [''];
   return prefixes.flatMap((prefix) => forms.map((form) => openApiPath(prefix + form)));
 }
 
-export function buildDocument(): ReturnType<typeof createDocument> {
+function buildDocument(): ReturnType<typeof createDocument> {
   const paths: ZodOpenApiPathsObject = {};
   for (const op of operations) {
     for (const path of concretePaths(op)) {
       const item = (paths[path] ??= {});
-      if (item[op.method]) throw new Error(`OpenAPI: ${op.method.toUpperCase()} ${path} is listed twice in api/openapi/operations.ts`);
+      if (item[op.method]) throw new Error(`OpenAPI: ${op.method.toUpperCase()} ${path} is listed twice in api/openapi/operations/`);
       const operationId = `${op.method}${path.replace(/:/g, '_').replace(/[^A-Za-z0-9_]+(.)?/g, (_, ch: string | undefined) => (ch ? ch.toUpperCase() : ''))}`;
       item[op.method] = { ...operationObject(op, [path]), operationId };
     }

@@ -135,7 +135,7 @@ export function strongswanSampleConfig(tunnel: IpsecTunnel, preSharedKey: string
 }
 
 /** Vendor-neutral settings, in the style of AWS's "Generic" download, for devices without a template here. */
-export function genericSampleConfig(tunnel: IpsecTunnel, preSharedKey: string, vpcCidr: string): string {
+function genericSampleConfig(tunnel: IpsecTunnel, preSharedKey: string, vpcCidr: string): string {
   const o = tunnel.tunnelOptions as TunnelOptions;
   const inside = insideAddresses(tunnel.insideCidr ?? '');
   return [

@@ -3,7 +3,7 @@ import { policyView } from '../../shared/sharePolicy.js';
 import { iso } from './platform.js';
 
 /** A login session is checked again after this long unless the share says otherwise. */
-export const DEFAULT_CHECK_INTERVAL = 'PT3H';
+const DEFAULT_CHECK_INTERVAL = 'PT3H';
 
 /** Email patterns `*@example.com` as the domains they admit. */
 const emailDomains = (patterns: string[]) => [...new Set(patterns.map((p) => p.slice(p.lastIndexOf('@') + 1)))];

@@ -13,14 +13,11 @@
 import { createHash, X509Certificate } from 'node:crypto';
 import { jwtVerify } from 'jose';
 import { QueryTypes } from 'sequelize';
-import { config } from '../../shared/config.js';
 import { db, withTransaction } from '../../shared/db.js';
 import { refusal } from '../../shared/errors.js';
 import { enqueue } from '../jobs/enqueue.js';
-import { certificatePem, certifiesKey, issueCertificate } from '../../shared/pki/certificates.js';
-import { readCsr } from '../../shared/pki/csr.js';
-import { agentCsr, agentIdentity, type AgentIdentity } from './agents.js';
-import { hubCa, leafValidityFor } from './certificateAuthorities.js';
+import { certificatePem, certifiesKey } from '../../shared/pki/certificates.js';
+import { agentCsr, agentIdentity, type AgentIdentity, signAgentCsr } from './agents.js';
 import { waitForPkiJob } from './pkiJobs.js';
 import { recordAgentRevocations, requestCrlsQuietly } from './revocations.js';
 import { REVOCATION_REASONS } from '../../shared/pki/crl.js';
@@ -46,7 +43,7 @@ export interface RenewAgentPayload {
 const proofRefused = (why: string) => refusal('EH_AGENT_PROOF_INVALID', `agent renewal refused: ${why}`);
 
 /** The SHA-256 of a CSR as the agent sent it, base64url: what the proof's `csr` claim must be. */
-export const csrDigest = (csr: string) => createHash('sha256').update(csr).digest('base64url');
+const csrDigest = (csr: string) => createHash('sha256').update(csr).digest('base64url');
 
 export async function renewAgent(hubId: string, agentId: string, input: { csr: string; proof: string }): Promise<AgentIdentity> {
   const [row] = await db().query<{ certificate_pem: string; fingerprint_sha256: string; not_after: Date }>(
@@ -91,19 +88,7 @@ export async function renewAgent(hubId: string, agentId: string, input: { csr: s
  * certificate the proof was checked against is still the agent's. A retry after a commit finds the key certified.
  */
 export async function renewAgentCertificate(hubId: string, p: RenewAgentPayload): Promise<{ agentId: string }> {
-  const csr = readCsr(p.csr);
-  const ca = await hubCa(hubId);
-  const { notBefore, notAfter } = leafValidityFor(config().security.agentCertValidityMs);
-  const issued = await issueCertificate({
-    subject: csr.subject,
-    publicKey: csr.subjectPublicKeyInfo,
-    issuer: ca.signer,
-    notBefore,
-    notAfter,
-    profile: { kind: 'client' },
-    // CRL Distribution Points and Authority Information Access: where others check its revocation
-    revocation: ca.urls,
-  });
+  const { csr, notBefore, notAfter, issued } = await signAgentCsr(hubId, p.csr);
   // the certificate replaced is revoked (superseded) in the same transaction as the replacement
   const renewed = await withTransaction(async (transaction): Promise<{ replaced: boolean; caId?: string }> => {
     const updated = await db().query<{ id: string; serialNumber: string }>(

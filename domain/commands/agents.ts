@@ -11,7 +11,7 @@ import { badRequest, isDomainError, notFound, refusal } from '../../shared/error
 import { newId, randomToken } from '../../shared/ids.js';
 import { enqueue } from '../jobs/enqueue.js';
 import { hubCa, leafValidityFor } from './certificateAuthorities.js';
-import { certificatePem, issueCertificate } from '../../shared/pki/certificates.js';
+import { certificatePem, type Issued, issueCertificate } from '../../shared/pki/certificates.js';
 import { parseCsr, readCsr, type ParsedCsr } from '../../shared/pki/csr.js';
 import { JwtRefusal, signJwt, verifyEnrollmentJwt } from '../../shared/pki/enrollmentJwt.js';
 import { reachThroughAgents } from './environments.js';
@@ -24,15 +24,15 @@ import { sha256 } from '../../shared/secrets.js';
 export const ENROLL_AGENT_JOB = 'pki.enrollAgent';
 
 /** An agent is seen connected while an edge refreshed its connection within this long (heartbeats every 5 s). */
-export const AGENT_SEEN_MS = 15_000;
+const AGENT_SEEN_MS = 15_000;
 
 const DEFAULT_TTL = 'PT1H';
 const MAX_TTL_MS = 7 * 86_400_000;
 
-export const agentEnrollUrl = (hubId: string) => `${config().publicBaseUrl}/hub/v2/${hubId}/agents/enroll`;
+const agentEnrollUrl = (hubId: string) => `${config().publicBaseUrl}/hub/v2/${hubId}/agents/enroll`;
 
 /** The edge addresses enrollment hands agents (HUB_EDGE_AGENT_ADDRESSES). */
-export const agentEdgeAddresses = (): string[] => config().edge.agentAddresses;
+const agentEdgeAddresses = (): string[] => config().edge.agentAddresses;
 
 async function environmentOf(hubId: string, envZId: string): Promise<void> {
   const [row] = await db().query(`SELECT 1 FROM environments WHERE hub_id = :hubId AND env_z_id = :envZId`, {
@@ -150,13 +150,14 @@ export async function agentCsr(pem: string): Promise<ParsedCsr> {
 }
 
 /**
- * The worker's part: signs the CSR with the hub's issuing CA (client profile, the agent's id as CN) and, in one
- * statement, spends the enrollment and stores the agent. A retry after a commit finds its agent.
+ * Signs an agent's CSR (as the job payload carries it) with the hub's issuing CA: the client profile, the CSR's
+ * subject (the agent's id as CN), the agents' validity from now. Enrollment and renewal both issue this way.
  */
-export async function issueAgentCertificate(hubId: string, p: EnrollAgentPayload, createdBy: string): Promise<{ agentId: string }> {
-  const [existing] = await db().query(`SELECT id FROM agents WHERE id = :id`, { replacements: { id: p.agentId }, type: QueryTypes.SELECT });
-  if (existing) return { agentId: p.agentId };
-  const csr = readCsr(p.csr);
+export async function signAgentCsr(
+  hubId: string,
+  csrPayload: string,
+): Promise<{ csr: ReturnType<typeof readCsr>; notBefore: Date; notAfter: Date; issued: Issued }> {
+  const csr = readCsr(csrPayload);
   const ca = await hubCa(hubId);
   const { notBefore, notAfter } = leafValidityFor(config().security.agentCertValidityMs);
   const issued = await issueCertificate({
@@ -169,6 +170,17 @@ export async function issueAgentCertificate(hubId: string, p: EnrollAgentPayload
     // CRL Distribution Points and Authority Information Access: where others check its revocation
     revocation: ca.urls,
   });
+  return { csr, notBefore, notAfter, issued };
+}
+
+/**
+ * The worker's part: signs the CSR with the hub's issuing CA (client profile, the agent's id as CN) and, in one
+ * statement, spends the enrollment and stores the agent. A retry after a commit finds its agent.
+ */
+export async function issueAgentCertificate(hubId: string, p: EnrollAgentPayload, createdBy: string): Promise<{ agentId: string }> {
+  const [existing] = await db().query(`SELECT id FROM agents WHERE id = :id`, { replacements: { id: p.agentId }, type: QueryTypes.SELECT });
+  if (existing) return { agentId: p.agentId };
+  const { notBefore, notAfter, issued } = await signAgentCsr(hubId, p.csr);
   const inserted = await withTransaction(async (transaction) => {
     const rows = await db().query<{ id: string; env_z_id: string }>(
       `WITH spent AS (

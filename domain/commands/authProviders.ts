@@ -10,21 +10,21 @@ import { Share } from '../models/Share.js';
 import { encryptSecret } from '../../shared/secrets.js';
 import { findPage, type Page, type PageRequest } from '../../shared/paging.js';
 
-export interface AuthProviderConfigInput {
+interface AuthProviderConfigInput {
   clientId?: string;
   clientSecret?: string;
   issuerUrl?: string | null;
   scopes?: string[];
 }
 
-export interface AuthProviderInput {
+interface AuthProviderInput {
   name: string;
   type: AuthProviderType;
   config: AuthProviderConfigInput & { clientId: string; clientSecret: string };
   emailPatterns?: string[];
 }
 
-export interface AuthProviderPatch {
+interface AuthProviderPatch {
   name?: string;
   type?: AuthProviderType;
   config?: AuthProviderConfigInput;

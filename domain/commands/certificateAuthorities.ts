@@ -38,7 +38,7 @@ export function leafValidityFor(ms: number, now = Date.now()): { notBefore: Date
   return { notBefore: new Date(Math.floor((now - BACKDATE_MS) / 1000) * 1000), notAfter: new Date(Math.floor((now + ms) / 1000) * 1000) };
 }
 
-export interface LoadedCa {
+interface LoadedCa {
   id: string;
   /** The CA's public URLs (CRL, OCSP, its certificate) that the certificates it issues name. */
   urls: ReturnType<typeof pkiUrls>;

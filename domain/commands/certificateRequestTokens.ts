@@ -11,9 +11,9 @@ import { signEnrollmentJwt, type EnrollmentJwtRecord } from '../../shared/pki/en
 import { signingKeyFor } from './signingKeys.js';
 import { findPage, type Page, type PageRequest } from '../../shared/paging.js';
 
-export const DEFAULT_TOKEN_TTL = 'P7D';
+const DEFAULT_TOKEN_TTL = 'P7D';
 
-export interface TokenInput {
+interface TokenInput {
   name?: string;
   commonName?: string | null;
   organization?: string | null;
@@ -44,7 +44,7 @@ const newTokenString = () => randomBytes(24).toString('base64url');
  * most HUB_TOKEN_MAX_TTL ahead: a JWT lives as long as its token, and its signing key stays published until the
  * last JWT it signed expires, so this bounds how long a retired key stays in the JWKS.
  */
-export function expiryFrom(input: Pick<TokenInput, 'expiresAt' | 'ttl'>, now = new Date()): Date | undefined {
+function expiryFrom(input: Pick<TokenInput, 'expiresAt' | 'ttl'>, now = new Date()): Date | undefined {
   const at = requestedExpiry(input, now);
   const { tokenMaxTtl, tokenMaxTtlMs } = config().security;
   if (at && at.getTime() - now.getTime() > tokenMaxTtlMs) {
@@ -156,7 +156,7 @@ export async function readToken(hubId: string, id: string): Promise<TokenRecord>
   return tokenRecord(token);
 }
 
-export async function findToken(hubId: string, id: string): Promise<CertificateRequestToken> {
+async function findToken(hubId: string, id: string): Promise<CertificateRequestToken> {
   const token = await CertificateRequestToken.findOne({ where: { id, hubId } });
   if (!token) throw notFound('certificate request token', id);
   return token;
@@ -168,7 +168,7 @@ export async function findTokenByString(hubId: string, tokenString: string): Pro
   return token;
 }
 
-export const tokenState = (t: CertificateRequestToken, now = Date.now()) => (t.spentAt ? 'spent' : t.expiresAt.getTime() <= now ? 'expired' : 'valid');
+const tokenState = (t: CertificateRequestToken, now = Date.now()) => (t.spentAt ? 'spent' : t.expiresAt.getTime() <= now ? 'expired' : 'valid');
 
 /**
  * PATCH (`replaceAll` false: only given fields) or PUT (`replaceAll` true: omitted subject fields are cleared).

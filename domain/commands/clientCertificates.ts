@@ -14,7 +14,7 @@ import { findPage, type Page, type PageRequest } from '../../shared/paging.js';
 import { recordRevocation, requestCrlsQuietly } from './revocations.js';
 import { REVOCATION_REASONS } from '../../shared/pki/crl.js';
 
-export interface CertificateInput {
+interface CertificateInput {
   name?: string;
   value?: string;
   validYears?: number;
@@ -23,7 +23,7 @@ export interface CertificateInput {
 type Value = { kind: 'certificate'; info: CertificateInfo } | { kind: 'csr'; request: ReturnType<typeof issueRequestOf> };
 
 /** A PEM certificate (upload) or a PEM CSR (to be issued); anything else is a 400 that says which was expected. */
-export async function readValue(value: string): Promise<Value> {
+async function readValue(value: string): Promise<Value> {
   if (isCertificatePem(value)) return { kind: 'certificate', info: parseUploadedCertificate(value) };
   // a bad CSR is refused here, before any job
   if (isCsrPem(value)) return { kind: 'csr', request: issueRequestOf(await parseCsr(value)) };

@@ -17,7 +17,7 @@ import { updateWindow } from './revocations.js';
 const DAY_MS = 24 * 3600 * 1000;
 /** A responder certificate lives 90 days and is replaced once less than 30 days (or two refresh periods) are left. */
 const RESPONDER_VALIDITY_MS = 90 * DAY_MS;
-export const responderRenewBeforeMs = () => Math.max(30 * DAY_MS, 2 * config().crlRefreshMs);
+const responderRenewBeforeMs = () => Math.max(30 * DAY_MS, 2 * config().crlRefreshMs);
 
 /** Makes the hub CA's OCSP responder (key sealed like the CA keys) when it has none or its certificate is due. */
 async function ensureResponder(ca: CertificateAuthority, signer: Signer): Promise<boolean> {

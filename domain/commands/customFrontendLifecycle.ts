@@ -45,7 +45,7 @@ export async function provisionHosting(customFrontendId: string): Promise<Record
 }
 
 /** What is missing from DNS, or an empty list when both records resolve to the expected values. */
-export async function dnsProblems(frontend: CustomFrontend, lookup: DnsLookup = dnsLookup()): Promise<string[]> {
+async function dnsProblems(frontend: CustomFrontend, lookup: DnsLookup = dnsLookup()): Promise<string[]> {
   const expectedAddresses = [...(frontend.ingressAddresses ?? [])].sort();
   const expectedCname = normalizeName(frontend.validationValue ?? '');
   const [addresses, cname] = await Promise.all([lookup.addresses(frontend.hostname), lookup.canonicalName(frontend.validationName ?? '')]);
@@ -60,8 +60,8 @@ export async function dnsProblems(frontend: CustomFrontend, lookup: DnsLookup = 
   return problems;
 }
 
-export class DnsNotReady extends StillWaiting {}
-export class CertificateNotIssued extends StillWaiting {}
+class DnsNotReady extends StillWaiting {}
+class CertificateNotIssued extends StillWaiting {}
 /** The DNS wait ended: the activation stops for good and the frontend becomes ERROR. */
 export class DnsWaitEnded extends Error {}
 
@@ -80,7 +80,7 @@ export async function failCustomFrontend(customFrontendId: string, reason: strin
 }
 
 /** First retry after 5 minutes, doubling up to 6 hours: a CA that refused is not asked again at the DNS pace. */
-export function issuanceBackoffMs(failures: number): number {
+function issuanceBackoffMs(failures: number): number {
   return backoffMs(failures, { minMs: 5 * 60_000, maxMs: 6 * 3600_000 });
 }
 

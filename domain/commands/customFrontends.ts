@@ -50,7 +50,7 @@ async function view(frontend: CustomFrontend, transaction?: Transaction): Promis
 }
 
 /** Views of a page of custom frontends with one query for all their auth provider links. */
-export async function customFrontendViews(frontends: CustomFrontend[]): Promise<CustomFrontendView[]> {
+async function customFrontendViews(frontends: CustomFrontend[]): Promise<CustomFrontendView[]> {
   if (!frontends.length) return [];
   const links = await CustomFrontendAuthProvider.findAll({ where: { customFrontendId: frontends.map((f) => f.id) }, order: [['position', 'ASC']] });
   return frontends.map((frontend) => ({
@@ -59,7 +59,7 @@ export async function customFrontendViews(frontends: CustomFrontend[]): Promise<
   }));
 }
 
-export async function findCustomFrontend(hubId: string, id: string): Promise<CustomFrontend> {
+async function findCustomFrontend(hubId: string, id: string): Promise<CustomFrontend> {
   const frontend = await CustomFrontend.findOne({ where: { hubId, id } });
   if (!frontend) throw notFound('custom frontend', id);
   return frontend;

@@ -8,7 +8,7 @@ import { issueFromLocalCa } from './frontendCertificates.js';
 export const ENSURE_EDGE_CERTIFICATES_JOB = 'frontends.ensureEdgeCertificates';
 
 /** The domain of a frontend's URL template: `https://{token}.share.example.com` -> `share.example.com`. */
-export function templateDomain(urlTemplate: string): string | undefined {
+function templateDomain(urlTemplate: string): string | undefined {
   const match = /^[a-z]+:\/\/\{token\}\.([^/:]+)/i.exec(urlTemplate);
   return match ? match[1].toLowerCase() : undefined;
 }

@@ -13,7 +13,7 @@ import { sha256 } from '../../shared/secrets.js';
 import { claimingName } from './certificateRequestTokens.js';
 import { certificateFromReply, findCertificate, uploadedFields, type CertificateWithChain } from './clientCertificates.js';
 
-export interface Violation {
+interface Violation {
   path: '$.jwt' | '$.csr';
   label: string;
   message: string;

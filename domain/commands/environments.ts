@@ -15,7 +15,7 @@ import { findPage, type Page, type PageRequest } from '../../shared/paging.js';
 import { REVOCATION_REASONS } from '../../shared/pki/crl.js';
 import { recordAgentRevocations, requestCrlsQuietly } from './revocations.js';
 
-export const SET_REACH_TYPE = 'environments.setReach';
+const SET_REACH_TYPE = 'environments.setReach';
 
 export async function createEnvironment(hubId: string, input: { description: string; reach?: EnvironmentReach }, createdBy: string): Promise<Environment> {
   return Environment.create({ envZId: randomToken(12), hubId, description: input.description, reach: input.reach ?? 'edge', createdBy });

@@ -14,10 +14,10 @@ import { connectedQueue } from '../jobs/queues.js';
 import { findPage, type Page, type PageRequest } from '../../shared/paging.js';
 
 export const SCHEDULED_RUN_JOB = 'health-checks.scheduledRun';
-export const EXECUTE_TYPE = 'health-checks.execute';
+const EXECUTE_TYPE = 'health-checks.execute';
 export const DEFAULT_TIMEOUT_MS = 5000;
 
-export interface HealthCheckFields {
+interface HealthCheckFields {
   name: string;
   method: string;
   path: string;
@@ -116,7 +116,7 @@ export async function deleteHealthCheck(hubId: string, id: string): Promise<void
   await removeSchedule(id);
 }
 
-export function probeUrl(target: string, path: string): string {
+function probeUrl(target: string, path: string): string {
   return target.replace(/\/+$/, '') + path;
 }
 
@@ -223,7 +223,7 @@ async function removeStaleSchedule(healthCheckId: string): Promise<void> {
  * interval applies at once), removed otherwise. Each produced job is one execution (workers/runner.ts).
  * PostgreSQL stays the truth: a failed Redis call is logged and the clock's reconciliation repairs it.
  */
-export async function syncSchedule(check: HealthCheck): Promise<void> {
+async function syncSchedule(check: HealthCheck): Promise<void> {
   try {
     if (!isScheduled(check)) {
       await removeSchedule(check.id);
@@ -247,7 +247,7 @@ export async function syncSchedule(check: HealthCheck): Promise<void> {
   }
 }
 
-export async function removeSchedule(healthCheckId: string): Promise<void> {
+async function removeSchedule(healthCheckId: string): Promise<void> {
   try {
     await (await connectedQueue('health-checks')).removeJobScheduler(schedulerId(healthCheckId));
   } catch (err) {

@@ -4,7 +4,7 @@ import { notFound, quotaExceeded } from '../../shared/errors.js';
 import { Hub, type HubQuotaOverrides } from '../models/Hub.js';
 
 /** What a hub may hold: shares (TCP ones included) and TCP shares, each of which holds one port of HUB_EDGE_TCP_PORTS. */
-export interface HubQuotas {
+interface HubQuotas {
   shares: number;
   tcpPorts: number;
 }

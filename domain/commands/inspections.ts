@@ -6,16 +6,8 @@
 import { config } from '../../shared/config.js';
 import { badRequest, DomainError, notFound, quotaExceeded, unavailable } from '../../shared/errors.js';
 import { inspectFeed } from '../../shared/inspect/feed.js';
-import {
-  exchangesAfter,
-  getExchange,
-  inspectKeys,
-  listExchanges,
-  liveSummaries,
-  parseExchangeId,
-  type ExchangeDetail,
-  type ExchangeSummary,
-} from '../../shared/inspect/store.js';
+import { exchangesAfter, getExchange, listExchanges, liveSummaries } from '../../shared/inspect/read.js';
+import { inspectKeys, parseExchangeId, type ExchangeDetail, type ExchangeSummary } from '../../shared/inspect/store.js';
 import { readyRedis } from '../../shared/redis.js';
 import { liveStreams, type StreamOwner } from './liveStreams.js';
 import { findShare } from './shares.js';

@@ -12,14 +12,14 @@ import { brokenConstraint, listWhere, StateMachine } from './ipsecStates.js';
 import { findPage, type Page, type PageRequest } from '../../shared/paging.js';
 
 export const SHARE_JOBS = { provision: 'ipsec.provisionShare', teardown: 'ipsec.teardownShare' } as const;
-export const SHARE_RESOURCE = 'ipsecShare';
+const SHARE_RESOURCE = 'ipsecShare';
 
 /**
  * The IPsec share's state machine. An update is accepted from DEPLOYED and also from ERROR (the way to retry a failed
  * share); from NEW it is refused while the share is still being provisioned. "any -> DELETING" covers every live
  * state; DELETING and DELETED refuse a second delete.
  */
-export const shareStates = new StateMachine('IPsec share', IpsecShare, {
+const shareStates = new StateMachine('IPsec share', IpsecShare, {
   provisioned: { from: ['NEW'], to: 'DEPLOYED', action: 'complete provisioning' },
   provisioningFailed: { from: ['NEW'], to: 'ERROR', action: 'fail provisioning' },
   teardownFailed: { from: ['DELETING'], to: 'ERROR', action: 'fail teardown' },

@@ -3,7 +3,7 @@ import { Op, UniqueConstraintError } from 'sequelize';
 import { invalidState } from '../../shared/errors.js';
 import type { IpsecStatus } from '../models/IpsecTunnel.js';
 
-export interface Transition {
+interface Transition {
   from: readonly IpsecStatus[];
   to: IpsecStatus;
   /** For the refusal message: "cannot <action> from state X". */

@@ -15,13 +15,13 @@ import { brokenConstraint, listWhere, StateMachine } from './ipsecStates.js';
 import { findPage, type Page, type PageRequest } from '../../shared/paging.js';
 
 export const TUNNEL_JOBS = { provision: 'ipsec.provisionTunnel', teardown: 'ipsec.teardownTunnel' } as const;
-export const TUNNEL_RESOURCE = 'ipsecTunnel';
+const TUNNEL_RESOURCE = 'ipsecTunnel';
 
 /**
  * The IPsec tunnel's state machine. The public API leaves the way out of ERROR open; here an ERROR tunnel may be deleted (its
  * partial allocations are torn down), and a failed teardown also ends in ERROR so it can be retried by deleting.
  */
-export const tunnelStates = new StateMachine('IPsec tunnel', IpsecTunnel, {
+const tunnelStates = new StateMachine('IPsec tunnel', IpsecTunnel, {
   provisioned: { from: ['NEW'], to: 'DEPLOYED', action: 'complete provisioning' },
   provisioningFailed: { from: ['NEW'], to: 'ERROR', action: 'fail provisioning' },
   teardownFailed: { from: ['DELETING'], to: 'ERROR', action: 'fail teardown' },
@@ -29,7 +29,7 @@ export const tunnelStates = new StateMachine('IPsec tunnel', IpsecTunnel, {
   tornDown: { from: ['DELETING'], to: 'DELETED', action: 'complete teardown' },
 });
 
-export interface CreateTunnelInput {
+interface CreateTunnelInput {
   name: string;
   peerPublicIp: string;
   peerCidr: string;

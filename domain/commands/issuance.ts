@@ -16,20 +16,19 @@ import { recordRevocation, requestCrlsQuietly } from './revocations.js';
 import { REVOCATION_REASONS } from '../../shared/pki/crl.js';
 
 /** The job an issuance runs in: its execution (the certificate's id for new ones), who asked, which attempt. */
-export interface IssuingJob {
+interface IssuingJob {
   executionId: string;
   createdBy: string;
   attempt: number;
 }
 
-export interface Issued {
+interface Issued {
   certificateId: string;
   /** For a redemption: the stored row (the waiting web process answers with it) and the execution already SUCCEEDED. */
   certificate?: Record<string, unknown>;
 }
 
-export const nameTaken = (name: string) =>
-  refusal('EH_NAME_TAKEN', `name '${name}' is already used by a certificate request token or client certificate in this hub`);
+const nameTaken = (name: string) => refusal('EH_NAME_TAKEN', `name '${name}' is already used by a certificate request token or client certificate in this hub`);
 
 /**
  * The subject and key to certify, from the job: the parts of a CSR the web process verified, as they were encoded.

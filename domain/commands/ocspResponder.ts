@@ -35,7 +35,7 @@ import {
 import { type Authority, authorityOf, awaitPublication } from './pkiPublication.js';
 import { updateWindow } from './revocations.js';
 
-export const PKI_CHANNEL = 'edgehub_pki';
+const PKI_CHANNEL = 'edgehub_pki';
 /** The largest request read (a request about 16 certificates with a signature stays far below). */
 export const OCSP_MAX_REQUEST_BYTES = 16 * 1024;
 

@@ -37,7 +37,7 @@ export async function caCertificate(hubId: string): Promise<Buffer> {
   return pemToDer((await authorityOf(hubId)).certificatePem, ['CERTIFICATE']) as Buffer;
 }
 
-export interface PublishedCrl {
+interface PublishedCrl {
   der: Buffer;
   crlNumber: number;
   thisUpdate: Date;

@@ -18,7 +18,7 @@ import { sha256 } from '../../shared/secrets.js';
 import { findPage, type Page, type PageRequest } from '../../shared/paging.js';
 
 /** The operator's fields of a hub: its quotas given as numbers, or `null` for the service's default. */
-export interface HubInput {
+interface HubInput {
   name: string;
   features?: Partial<HubFeatures>;
   quotas?: QuotaChange;

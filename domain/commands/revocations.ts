@@ -14,7 +14,7 @@ import type { RevocationUrls } from '../../shared/pki/certificates.js';
 import { PUBLISH_CRL_JOB } from './pkiJobs.js';
 
 /** nextUpdate is this much after the time a CRL (or an OCSP answer) is due to be signed anew (HUB_CRL_REFRESH). */
-export const CRL_MARGIN_MS = 60 * 60 * 1000;
+const CRL_MARGIN_MS = 60 * 60 * 1000;
 
 /** thisUpdate and nextUpdate of a CRL or OCSP answer signed at `now` (whole seconds). */
 export function updateWindow(now = Date.now()): { thisUpdate: Date; nextUpdate: Date } {
@@ -29,7 +29,7 @@ export function reasonCode(value: unknown): number {
   throw badRequest(`value for query parameter 'reason' must be one of ${Object.keys(REVOCATION_REASONS).join(', ')}`);
 }
 
-export interface Revocation {
+interface Revocation {
   caId: string;
   hubId: string | null;
   serialNumber: string;

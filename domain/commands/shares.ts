@@ -20,7 +20,7 @@ import { type PolicyInput, type StoredPolicy, storedPolicy } from '../../shared/
 
 export const PROVISION_SHARE_JOB = 'shares.provisionShare';
 
-export interface ShareInput {
+interface ShareInput {
   name: string;
   frontendIds: string[];
   target: string;
@@ -40,7 +40,7 @@ export interface ShareInput {
   policy?: PolicyInput | null;
 }
 
-export type ShareUpdate = Partial<
+type ShareUpdate = Partial<
   Pick<
     ShareInput,
     'mutualTls' | 'inspect' | 'affinity' | 'authProviderId' | 'oauthEmailDomains' | 'oauthAuthorizationCheckInterval' | 'tcpIdleTimeout' | 'policy'
@@ -69,7 +69,7 @@ export async function shareView(share: Share): Promise<ShareView> {
 }
 
 /** The views of a page of shares with two queries, not two per share. */
-export async function shareViews(shares: Share[]): Promise<ShareView[]> {
+async function shareViews(shares: Share[]): Promise<ShareView[]> {
   if (!shares.length) return [];
   const zIds = shares.map((s) => s.zId);
   const providerIds = [...new Set(shares.map((s) => s.authProviderId).filter((id): id is string => Boolean(id)))];
@@ -98,7 +98,7 @@ export async function findShare(hubId: string, zId: string): Promise<Share> {
  * The share's public address. A mutual-TLS share answers only on the TLS listener, so an http:// template of the
  * edge's plain listener becomes the https:// address of its TLS listener (the port of HUB_EDGE_HTTPS_PORT).
  */
-export function endpointOf(urlTemplate: string, zId: string, mutualTls: boolean): string {
+function endpointOf(urlTemplate: string, zId: string, mutualTls: boolean): string {
   const plain = urlTemplate.replaceAll('{token}', zId);
   if (!mutualTls || !plain.startsWith('http://')) return plain;
   const url = new URL(plain);

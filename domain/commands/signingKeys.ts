@@ -17,7 +17,7 @@ import { invalidState, notFound } from '../../shared/errors.js';
  * published while `latest_jwt_expiry` (the latest `exp` it signed) is in the future, then rotation deletes it.
  */
 
-export interface ActiveKey {
+interface ActiveKey {
   kid: string;
   privateKey: KeyObject;
 }
@@ -43,7 +43,7 @@ async function insertKey(status: 'ACTIVE'): Promise<string> {
 }
 
 /** The ACTIVE key row, created on first use (two processes racing agree on one: the unique index picks it). */
-export async function ensureActiveKeyRow(): Promise<SigningKey> {
+async function ensureActiveKeyRow(): Promise<SigningKey> {
   for (let attempt = 0; attempt < 3; attempt++) {
     const active = await SigningKey.findOne({ where: { status: 'ACTIVE' } });
     if (active) return active;
@@ -63,7 +63,7 @@ export async function activeSigningKey(options: { fresh?: boolean } = {}): Promi
   return key;
 }
 
-export function forgetActiveKey(): void {
+function forgetActiveKey(): void {
   cached = undefined;
 }
 
@@ -71,7 +71,7 @@ export function forgetActiveKey(): void {
  * Records that `kid` signs a JWT valid until `expiresAt`, so the key stays published until then. False when the key
  * is gone (dropped by a rotation since we read it): the caller re-reads the active key.
  */
-export async function recordJwtExpiry(kid: string, expiresAt: Date): Promise<boolean> {
+async function recordJwtExpiry(kid: string, expiresAt: Date): Promise<boolean> {
   const rows = await db().query<{ kid: string }>(
     `UPDATE signing_keys SET latest_jwt_expiry = GREATEST(COALESCE(latest_jwt_expiry, :exp), :exp) WHERE kid = :kid AND status <> 'REVOKED' RETURNING kid`,
     { replacements: { kid, exp: expiresAt }, type: QueryTypes.SELECT },
@@ -124,7 +124,7 @@ export async function rotateSigningKey(supersedes: string): Promise<{ kid: strin
  * Revokes a key at once: it leaves the JWKS and verifies nothing (its JWTs stop working; their tokens stay valid and
  * get a new JWT from the active key). Revoking the active key activates a new one in the same transaction.
  */
-export async function revokeSigningKey(
+async function revokeSigningKey(
   kid: string,
 ): Promise<{ kid: string; status: 'REVOKED'; revokedAt: Date; activeKid: string } | { refused: string } | undefined> {
   const fresh = await newKeyRow();
@@ -157,7 +157,7 @@ export async function revokeSigningKey(
 }
 
 /** Deletes retired keys that can no longer verify any unexpired JWT. */
-export async function dropExpiredKeys(): Promise<number> {
+async function dropExpiredKeys(): Promise<number> {
   const rows = await db().query<{ kid: string }>(
     `DELETE FROM signing_keys WHERE status = 'RETIRED' AND (latest_jwt_expiry IS NULL OR latest_jwt_expiry <= now()) RETURNING kid`,
     { type: QueryTypes.SELECT },
@@ -195,7 +195,7 @@ export function publishedKeys(): Promise<Record<string, string>[]> {
   return keys;
 }
 
-export function forgetPublishedKeys(): void {
+function forgetPublishedKeys(): void {
   published = undefined;
 }
 

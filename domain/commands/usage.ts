@@ -4,15 +4,15 @@ import { badRequest } from '../../shared/errors.js';
 import { insertSamples, type UsageRow } from '../../shared/metrics/store.js';
 
 /** Largest batch one request may carry (the 1 MiB body limit holds about as many). */
-export const MAX_SAMPLES_PER_BATCH = 10_000;
+const MAX_SAMPLES_PER_BATCH = 10_000;
 /** How far ahead of this server's clock a sample's timestamp may be (clocks of reporting agents drift). */
-export const FUTURE_SKEW_MS = 60_000;
+const FUTURE_SKEW_MS = 60_000;
 
 const SAMPLE_KEYS = new Set(['hubId', 'shareId', 'envZId', 'rx', 'tx', 'timestamp']);
 const RFC3339 = /^(\d{4})-(\d{2})-(\d{2})T(\d{2}):(\d{2}):(\d{2})(\.\d{1,9})?(Z|[+-](\d{2}):(\d{2}))$/;
 
 /** Milliseconds since the epoch of an RFC 3339 date-time, or undefined when it is not one (including 2026-02-30). */
-export function parseRfc3339(text: string): number | undefined {
+function parseRfc3339(text: string): number | undefined {
   const m = RFC3339.exec(text.toUpperCase());
   if (!m) return undefined;
   const [year, month, day, hour, minute, second] = m.slice(1, 7).map(Number);

@@ -8,7 +8,7 @@ import { Execution } from '../models/Execution.js';
 import { connectedQueue, QUEUE_READY_TIMEOUT_MS, queueOfType } from './queues.js';
 import { settleWithin } from '../../shared/timeouts.js';
 
-export interface EnqueueSpec {
+interface EnqueueSpec {
   /** `<queue>.<name>`, e.g. `ipsec.provisionTunnel`. */
   type: string;
   hubId: string | null;
@@ -33,7 +33,7 @@ export interface JobData {
 }
 
 /** Five attempts, the first retry after HUB_JOB_BACKOFF_MS (1 s), doubling. */
-export const defaultJobOptions = (): JobsOptions => ({
+const defaultJobOptions = (): JobsOptions => ({
   attempts: 5,
   backoff: { type: 'exponential', delay: config().jobBackoffMs },
   removeOnComplete: { age: 3600, count: 5000 },
@@ -53,7 +53,7 @@ export async function enqueue(spec: EnqueueSpec): Promise<Execution> {
 }
 
 /** What a job is dispatched from: the stored execution's id, type, data and options. */
-export type Dispatchable = Pick<Execution, 'id' | 'processId' | 'type' | 'hubId' | 'payload' | 'jobOptions' | 'createdBy'>;
+type Dispatchable = Pick<Execution, 'id' | 'processId' | 'type' | 'hubId' | 'payload' | 'jobOptions' | 'createdBy'>;
 
 /**
  * enqueue() for a caller that needs only the execution's id (an issuance that waits for its job): the same row and
@@ -152,7 +152,7 @@ export async function sweepExecutions(olderThanMs = 10_000, limit = 500): Promis
 }
 
 /** Who starts the executions that no person asked for (roll-ups, scheduled health checks, renewals). */
-export const MACHINE_PRINCIPALS = ['clock', 'scheduler'];
+const MACHINE_PRINCIPALS = ['clock', 'scheduler'];
 
 /**
  * Deletes finished executions that the clock or a job scheduler started, once older than `retainMs`: a roll-up

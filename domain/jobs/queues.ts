@@ -13,7 +13,7 @@ import { settleWithin } from '../../shared/timeouts.js';
  * One queue per job family (the part of a job type before the dot). `system` holds no job of the service's own (tests
  * run sample jobs there); it is left out of the queue UI, where it could only show "No workers".
  */
-export const QUEUE_NAMES = ['system', 'pki', 'ipsec', 'frontends', 'shares', 'health-checks', 'metrics'] as const;
+const QUEUE_NAMES = ['system', 'pki', 'ipsec', 'frontends', 'shares', 'health-checks', 'metrics'] as const;
 export const BOARD_QUEUES = QUEUE_NAMES.filter((n) => n !== 'system');
 export type QueueName = (typeof QUEUE_NAMES)[number];
 
@@ -110,7 +110,7 @@ export async function queuesReady(names: readonly QueueName[], timeoutMs = QUEUE
 }
 
 /** How long a BullMQ Queue, Worker or QueueEvents is given to close before its connection is dropped. */
-export const CLOSE_GRACE_MS = 5000;
+const CLOSE_GRACE_MS = 5000;
 
 /**
  * Closes a BullMQ Queue/Worker/QueueEvents and the connection we gave it (BullMQ leaves given connections open).

@@ -17,14 +17,14 @@ import type pg from 'pg';
 import type { ErrorCode } from '../../shared/errors.js';
 import type { CertificateRow, EdgeChange } from '../types.js';
 
-export interface ClientIdentity {
+interface ClientIdentity {
   name: string;
   /** SHA-256 of the DER, hex lower-case, no colons. */
   fingerprint: string;
   certificateId: string;
 }
 
-export type MutualTlsDecision = { ok: true; identity: ClientIdentity } | { ok: false; code: ErrorCode; message: string };
+type MutualTlsDecision = { ok: true; identity: ClientIdentity } | { ok: false; code: ErrorCode; message: string };
 
 /**
  * Options for the edge's TLS server: ask every client for a certificate but let the request decide, and keep no

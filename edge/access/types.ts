@@ -5,7 +5,7 @@ import type { ErrorCode } from '../../shared/errors.js';
 import type { EdgeChange, ShareRoute } from '../types.js';
 
 /** Access-control hooks (edge/access/*): mutual TLS by the hub's client certificates, and login. */
-export type MutualTlsDecision =
+type MutualTlsDecision =
   | { ok: true; identity: { name: string; fingerprint: string; certificateId?: string } }
   | { ok: false; code: ErrorCode; message: string };
 export interface MutualTlsChecker {
@@ -14,8 +14,8 @@ export interface MutualTlsChecker {
   check(hubId: string, socket: TLSSocket): MutualTlsDecision;
 }
 /** `pass`: the session's email, and when the session must be checked again (ms; open connections close then). */
-export type LoginOutcome = { kind: 'pass'; email: string; until?: number } | { kind: 'handled' };
-export interface LoginHandler {
+type LoginOutcome = { kind: 'pass'; email: string; until?: number } | { kind: 'handled' };
+interface LoginHandler {
   handle(req: IncomingMessage, res: ServerResponse, route: ShareRoute, ctx: { host: string; secure: boolean; origin: string }): Promise<LoginOutcome>;
   stripCookies(cookieHeader: string | undefined): string | undefined;
   /** Whether a session of `email` may still reach the share (its provider's patterns and the share's domains). */

@@ -15,7 +15,7 @@ import type { IncomingMessage } from 'node:http';
 import { clientAddress, type ForwardContext } from '../headers.js';
 import type { ShareRoute, Sticky } from '../types.js';
 
-export const AFFINITY_COOKIE = 'edgehub_affinity';
+const AFFINITY_COOKIE = 'edgehub_affinity';
 
 /** The key the cookie values are made with, derived from the service's secret key. */
 export const affinityKey = (secretKey: Buffer): Buffer => createHmac('sha256', secretKey).update('edgehub agent affinity cookie v1').digest();

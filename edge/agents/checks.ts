@@ -9,7 +9,7 @@ import { targetAuthority } from 'edgehub-agent/protocol';
 import { logger } from '../../shared/logger.js';
 
 /** What an agent is told of a target's HTTP check (agent/lib/protocol.js). */
-export interface TargetCheck {
+interface TargetCheck {
   method: string;
   path: string;
   status: number;

@@ -7,7 +7,7 @@
 import type { Socket } from 'node:net';
 import { edgeAgentBytesTotal, edgeAgentErrorsTotal, edgeAgentRequestsTotal, onScrape } from '../../shared/telemetry/index.js';
 
-export interface Counted {
+interface Counted {
   agent: { id: string };
   socket: Socket;
   /** The socket's byte counts at the last scrape. */

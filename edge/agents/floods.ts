@@ -4,7 +4,8 @@
  * by itself and reports WINDOW_UPDATE, PRIORITY, RST_STREAM on closed streams, empty DATA frames on closed streams and
  * unknown frame types by no event at all. So the watch counts:
  *
- * - PING and SETTINGS frames, from the session's events: over MAX_CONTROL_FRAMES_PER_SECOND is a flood;
+ * - PING and SETTINGS frames, from the session's events: over MAX_CONTROL_FRAMES_PER_SECOND in a second (a fixed
+ *   window of rate-limiter-flexible) is a flood;
  * - everything else as bytes: what the session read from the agent (the TLS socket's plaintext `bytesRead`) less
  *   what honest traffic explains, which is the DATA payload the edge's streams received (counted as each chunk
  *   arrives, read or not), a frame header per chunk, a header-block allowance per stream the edge opened (the
@@ -12,7 +13,8 @@
  *   agent's acknowledgements of what the edge wrote (WINDOW_UPDATEs, PING and SETTINGS acks: a 256th of it). What is
  *   left is overhead; a leaky bucket lets OVERHEAD_PER_SECOND of it through (an honest agent's pings and settings
  *   are a few hundred bytes a second), banks at most OVERHEAD_BURST of unused allowance, and a session past it is
- *   a flood. This holds whether streams are open or not: a flood beside a slow answer in progress is caught too;
+ *   a flood. (This one is counted here, not by rate-limiter-flexible: what honest traffic explains earns allowance
+ *   back, and a limiter that only counts what is spent has no place for that.) This holds whether streams are open or not: a flood beside a slow answer in progress is caught too;
  * - nghttp2's own verdicts: more than MAX_INVALID_FRAMES invalid frames (empty DATA frames on an open stream among
  *   them) or an endless header block (too many CONTINUATION frames) end the session in node:http2 with an error,
  *   which is reported as a flood here.
@@ -21,22 +23,30 @@
  */
 import type { ClientHttp2Session, ClientHttp2Stream } from 'node:http2';
 import type { TLSSocket } from 'node:tls';
+import { RateLimiterMemory } from 'rate-limiter-flexible';
 import { MAX_INVALID_FRAMES } from './limits.js';
 
 /** PINGs or SETTINGS frames per second an agent may send (an honest one sends almost none). */
-export const MAX_CONTROL_FRAMES_PER_SECOND = 50;
+const MAX_CONTROL_FRAMES_PER_SECOND = 50;
 /** Unexplained bytes per second an agent may send (its acknowledgements and pings come to a few hundred). */
 export const OVERHEAD_PER_SECOND = 256 * 1024;
 /** Unused allowance banked at most (a stream's allowance may come a window before its header block). */
-export const OVERHEAD_BURST = 64 * 1024;
+const OVERHEAD_BURST = 64 * 1024;
 /** Allowance per stream the edge opened: its response header block, END_STREAM or RST_STREAM, window updates. */
-export const STREAM_ALLOWANCE = 1024;
+const STREAM_ALLOWANCE = 1024;
 /** Bytes of an HTTP/2 frame header, allowed for each chunk of DATA received. */
 const FRAME_HEADER = 9;
 /** The agent's acknowledgements of what the edge wrote, allowed as a share of it. */
 const ACK_SHARE = 1 / 256;
 /** How often the counts are checked: a flood runs at most about this long. */
 export const CHECK_MS = 100;
+
+/** PINGs and SETTINGS frames, counted per session in fixed windows of a second (rate-limiter-flexible). */
+const controlFrames = {
+  ping: new RateLimiterMemory({ keyPrefix: 'ping', points: MAX_CONTROL_FRAMES_PER_SECOND, duration: 1 }),
+  settings: new RateLimiterMemory({ keyPrefix: 'settings', points: MAX_CONTROL_FRAMES_PER_SECOND, duration: 1 }),
+};
+let sessions = 0;
 
 export interface FloodWatch {
   /** Counts a stream the edge opened on the session: its allowance and the DATA it receives. */
@@ -65,8 +75,7 @@ function verdict(err: Error & { code?: string }): string | undefined {
 
 /** Watches `session` (over `socket`) for floods; calls `abuse(reason)` once when one is seen (the caller closes it). */
 export function watchFloods(session: ClientHttp2Session, socket: TLSSocket, abuse: (reason: string) => void): FloodWatch {
-  let pings = 0;
-  let settings = 0;
+  const key = String(++sessions);
   // explained so far, counted as it arrives
   let payload = 0;
   let chunks = 0;
@@ -81,12 +90,9 @@ export function watchFloods(session: ClientHttp2Session, socket: TLSSocket, abus
     done = true;
     abuse(reason);
   };
-  const onPing = () => {
-    if (++pings > MAX_CONTROL_FRAMES_PER_SECOND) report(`a PING flood (over ${MAX_CONTROL_FRAMES_PER_SECOND} in a second)`);
-  };
-  const onSettings = () => {
-    if (++settings > MAX_CONTROL_FRAMES_PER_SECOND) report(`a SETTINGS flood (over ${MAX_CONTROL_FRAMES_PER_SECOND} in a second)`);
-  };
+  // the verdict comes a microtask later: node:http2 runs microtasks between the frames of one read
+  const onPing = () => void controlFrames.ping.consume(key).catch(() => report(`a PING flood (over ${MAX_CONTROL_FRAMES_PER_SECOND} in a second)`));
+  const onSettings = () => void controlFrames.settings.consume(key).catch(() => report(`a SETTINGS flood (over ${MAX_CONTROL_FRAMES_PER_SECOND} in a second)`));
   const onError = (err: Error) => {
     const why = verdict(err);
     if (why) report(why);
@@ -107,8 +113,6 @@ export function watchFloods(session: ClientHttp2Session, socket: TLSSocket, abus
         `${Math.round(read - explained)} bytes of frames in ${CHECK_MS} ms that its streams' data does not explain (a WINDOW_UPDATE, PRIORITY, RST_STREAM, empty DATA or unknown-frame flood; the budget is ${OVERHEAD_PER_SECOND / 1024} KiB a second)`,
       );
     }
-    pings = Math.max(0, pings - (MAX_CONTROL_FRAMES_PER_SECOND * CHECK_MS) / 1000);
-    settings = Math.max(0, settings - (MAX_CONTROL_FRAMES_PER_SECOND * CHECK_MS) / 1000);
   };
   const timer = setInterval(check, CHECK_MS);
   timer.unref();

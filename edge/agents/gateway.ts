@@ -43,7 +43,7 @@ const SESSION_WINDOW = 32 << 20;
 /** Largest DATA frame this side takes: fewer frames per MiB (HTTP/2's default is 16 KiB). */
 const MAX_FRAME = 256 << 10;
 
-export interface GatewayOptions {
+interface GatewayOptions {
   directory: AgentDirectory;
   presence: Presence;
   /** `host:port` of every target of the environment's shares. */

@@ -15,9 +15,9 @@ import type { TLSSocket } from 'node:tls';
 import { logger } from '../../shared/logger.js';
 import type { AgentRecord } from './directory.js';
 
-export const MAX_CONNECTIONS_PER_AGENT = 8;
+const MAX_CONNECTIONS_PER_AGENT = 8;
 /** An agent whose connection was closed for a flood is refused this long (a reconnect must not start the next one). */
-export const FLOOD_PENALTY_MS = 30_000;
+const FLOOD_PENALTY_MS = 30_000;
 /** Streams the edge opens on one agent connection at most (a link with this many is not picked). */
 export const MAX_STREAMS_PER_CONNECTION = 1000;
 /** Invalid frames (empty DATA frames without END_STREAM, frames nghttp2 rejects) a session takes before it ends. */

@@ -67,7 +67,7 @@ export function applyState(member: PoolMember, body: unknown, known: ReadonlySet
 }
 
 /** Whether the member carries `authority` at all (whatever its state). */
-export const serves = (member: PoolMember, authority: string) => !member.serves || member.serves.has(authority);
+const serves = (member: PoolMember, authority: string) => !member.serves || member.serves.has(authority);
 
 /**
  * The members that may carry a new stream to `authority` among `usable` (connected and with room): those that serve

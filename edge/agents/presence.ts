@@ -14,7 +14,7 @@ import { logThrottle } from '../../shared/logThrottle.js';
 
 const notWritten = logThrottle(30_000);
 
-export interface PoolState {
+interface PoolState {
   weight: number;
   priority: number;
   draining: boolean;

@@ -35,7 +35,7 @@ export class Unanswered extends Error {
 }
 
 /** What a stream needs of an agent connection. */
-export interface StreamLink {
+interface StreamLink {
   session: ClientHttp2Session;
   agent: { envZId: string };
   /** Its open streams (counted here). */

@@ -8,7 +8,7 @@
 /** Bytes of the first TLS record at most: its header and the largest plaintext record. */
 export const MAX_HELLO_BYTES = 5 + 16_384;
 
-export type HelloParse = { alpn: string[] } | { more: true } | { unknown: string };
+type HelloParse = { alpn: string[] } | { more: true } | { unknown: string };
 
 const ALPN_EXTENSION = 0x0010;
 

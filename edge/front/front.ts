@@ -25,9 +25,9 @@ import { helloAlpn, MAX_HELLO_BYTES } from './clientHello.js';
 import { MAX_V2_LENGTH, parseProxyHeader } from './proxyProtocol.js';
 
 /** How long a connection may take to send what is read here (a PROXY header, a ClientHello). */
-export const HEAD_TIMEOUT_MS = 5_000;
+const HEAD_TIMEOUT_MS = 5_000;
 
-export interface FrontOptions {
+interface FrontOptions {
   /** CIDRs of the proxies and load balancers whose connections may begin with a PROXY header. */
   trustedProxies: readonly string[];
   /** TLS listener only: how long an address stays penalised for HTTP/2 abuse (ms; 0: not penalised). */
@@ -51,7 +51,7 @@ function within(ranges: Range[], address: string | undefined): boolean {
 }
 
 /** Sets what `socket.remoteAddress` and `remotePort` say (the client a PROXY header named). */
-export function setPeer(socket: net.Socket, address: string, port: number | undefined): void {
+function setPeer(socket: net.Socket, address: string, port: number | undefined): void {
   Object.defineProperty(socket, 'remoteAddress', { value: address, configurable: true });
   if (port !== undefined) Object.defineProperty(socket, 'remotePort', { value: port, configurable: true });
 }
@@ -86,8 +86,8 @@ export function interpose(server: net.Server, o: FrontOptions): void {
 }
 
 /** Refused connections held per address, and in all, before the next are reset at once. */
-export const HOLD_PER_ADDRESS = 8;
-export const HOLD_TOTAL = 1024;
+const HOLD_PER_ADDRESS = 8;
+const HOLD_TOTAL = 1024;
 const held = new Map<string, number>();
 let heldTotal = 0;
 

@@ -10,8 +10,8 @@
  *   fields sent as several lines are joined with "; ", so the target sees what an HTTP/1.1 client would have sent.
  *   (Connection-specific fields and a `te` other than "trailers" never arrive: nghttp2 refuses them as a stream error.)
  * - Attacks on HTTP/2 itself are refused per connection: at most 100 concurrent streams (more are refused, and a
- *   client that keeps opening them is sent away), header lists up to 16 KiB and 128 fields, and three rates kept per
- *   connection by token buckets: streams the client resets (CVE-2023-44487, "rapid reset"), PING and SETTINGS
+ *   client that keeps opening them is sent away), header lists up to 16 KiB and 128 fields, and rates kept per
+ *   connection (rate-limiter-flexible, fixed windows): streams the client resets (CVE-2023-44487, "rapid reset"), PING and SETTINGS
  *   frames. A connection over any of them gets GOAWAY ENHANCE_YOUR_CALM and is closed. CONTINUATION floods are cut by
  *   nghttp2 itself (at most 8 CONTINUATION frames per header block), invalid frames after 100.
  * - The offending connection is the one closed. Its address is penalised for HTTP/2 only, for a while that doubles
@@ -28,23 +28,24 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Socket } from 'node:net';
 import type { Duplex } from 'node:stream';
 import type { TLSSocket } from 'node:tls';
+import { RateLimiterMemory } from 'rate-limiter-flexible';
 import { backoffMs } from '../../shared/backoff.js';
 import { answer } from '../answers.js';
 import type { Meter } from '../meter.js';
 import { routingHost } from '../state/routes.js';
 import type { ShareRoute } from '../types.js';
 
-export const H2_LIMITS = {
+const H2_LIMITS = {
   /** Concurrent streams per connection (SETTINGS_MAX_CONCURRENT_STREAMS). */
   maxConcurrentStreams: 100,
   /** Uncompressed size of a header list (the same 16 KiB node's HTTP/1.1 parser takes). */
   maxHeaderListSize: 16 * 1024,
   maxHeaderListPairs: 128,
-  /** Streams the client may reset: a burst, then so many per second. */
+  /** Streams the client may reset: a burst in a window of burst / perSecond seconds. */
   resets: { burst: 100, perSecond: 10 },
   pings: { burst: 20, perSecond: 5 },
   settings: { burst: 20, perSecond: 2 },
-  /** Requests refused for their header list (over maxHeaderListSize): a burst, then so many per second. */
+  /** Requests refused for their header list (over maxHeaderListSize): a burst per burst / perSecond seconds. */
   refusals: { burst: 10, perSecond: 1 },
   /** A connection with no stream open and no frame for this long is closed. */
   idleMs: 120_000,
@@ -75,21 +76,15 @@ class Penalties {
   }
 }
 
-/** A token bucket: `take()` false once the burst is spent faster than the rate refills it. */
-class Bucket {
-  private tokens: number;
-  private at = performance.now();
-  constructor(private readonly rate: { burst: number; perSecond: number }) {
-    this.tokens = rate.burst;
-  }
-  take(): boolean {
-    const now = performance.now();
-    this.tokens = Math.min(this.rate.burst, this.tokens + ((now - this.at) / 1000) * this.rate.perSecond);
-    this.at = now;
-    if (this.tokens < 1) return false;
-    this.tokens -= 1;
-    return true;
-  }
+/**
+ * One of a connection's rates: `burst` events in a window of `burst / perSecond` seconds (rate-limiter-flexible's
+ * fixed window, one limiter per kind for every connection, keyed by the connection). `take(key, over)` calls `over`
+ * once the window's burst is spent; the verdict comes a microtask later, which node:http2 leaves room for: it runs
+ * microtasks between the frames of one read, so no frame after the one over the rate is handled before `over`.
+ */
+function rate(r: { burst: number; perSecond: number }): (key: string, over: () => void) => void {
+  const limiter = new RateLimiterMemory({ points: r.burst, duration: r.burst / r.perSecond });
+  return (key, over) => void limiter.consume(key).catch(over);
 }
 
 /** Bytes of header fields written as HTTP/1.1 lines (`name: value\r\n`). */
@@ -140,10 +135,10 @@ function countStream(stream: Http2Stream, rawHeaders: string[]): void {
 }
 
 /** Whether a request arrived over HTTP/2 (the compatibility API's request). */
-export const isHttp2 = (req: IncomingMessage): boolean => req.httpVersionMajor === 2;
+const isHttp2 = (req: IncomingMessage): boolean => req.httpVersionMajor === 2;
 
 /** The HTTP/2 stream of a request that arrived over HTTP/2. */
-export const streamOf = (req: IncomingMessage): Http2Stream => (req as unknown as Http2ServerRequest).stream;
+const streamOf = (req: IncomingMessage): Http2Stream => (req as unknown as Http2ServerRequest).stream;
 
 /**
  * Whether the answer went out whole. Over HTTP/2 a stream reset by the client also counts as finished writing, so
@@ -230,7 +225,7 @@ function normalise(req: Http2ServerRequest): string | undefined {
   return undefined;
 }
 
-export interface Http2Front {
+interface Http2Front {
   /** How long `address` stays penalised (ms; 0: not), its HTTP/2 connection sent away a moment ago. */
   penaltyLeft(address: string | undefined): number;
   /** A TLS connection that negotiated `h2`. */
@@ -266,6 +261,11 @@ export function http2Front(handler: Handler, limits = H2_LIMITS): Http2Front {
   server.on('timeout', () => undefined);
 
   const penalties = new Penalties(limits.penaltyMs);
+  const resets = rate(limits.resets);
+  const pings = rate(limits.pings);
+  const settings = rate(limits.settings);
+  const refusals = rate(limits.refusals);
+  let sessionCount = 0;
   /** Per connection: what to do when one of its requests is refused for its header list. */
   const heads = new WeakMap<Http2Session, () => void>();
   const addresses = new WeakMap<Http2Session, string | undefined>();
@@ -290,17 +290,14 @@ export function http2Front(handler: Handler, limits = H2_LIMITS): Http2Front {
     session.on('error', (err: NodeJS.ErrnoException) => {
       if (err.code?.startsWith('ERR_HTTP2_')) penalties.strike(addresses.get(session));
     });
-    const resets = new Bucket(limits.resets);
-    const pings = new Bucket(limits.pings);
-    const settings = new Bucket(limits.settings);
-    const refusals = new Bucket(limits.refusals);
-    heads.set(session, () => refusals.take() || calm(session, 'too many oversized header lists'));
-    session.on('ping', () => pings.take() || calm(session, 'too many PING frames'));
-    session.on('remoteSettings', () => settings.take() || calm(session, 'too many SETTINGS frames'));
+    const key = String(++sessionCount);
+    heads.set(session, () => refusals(key, () => calm(session, 'too many oversized header lists')));
+    session.on('ping', () => pings(key, () => calm(session, 'too many PING frames')));
+    session.on('remoteSettings', () => settings(key, () => calm(session, 'too many SETTINGS frames')));
     // before the server's own listener, which hands the stream to the request handler
     session.prependListener('stream', (stream: Http2Stream, _headers: unknown, _flags: number, rawHeaders: string[]) => {
       if (session.destroyed) return;
-      const reset = () => resets.take() || calm(session, 'too many streams reset');
+      const reset = () => resets(key, () => calm(session, 'too many streams reset'));
       // reset in the same read as its HEADERS: closed before this listener could hear of it
       if (stream.closed || stream.destroyed) return reset();
       countStream(stream, rawHeaders);

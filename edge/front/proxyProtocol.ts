@@ -22,7 +22,7 @@ const V1_MAX = 107;
 /** Version 2's longest address block and TLVs taken (load balancers add a few hundred bytes of TLVs at most). */
 export const MAX_V2_LENGTH = 2048;
 
-export interface ProxyHeader {
+interface ProxyHeader {
   /** Bytes of the header: the connection's own data starts after them. */
   length: number;
   /** The client's address and port; undefined: the connection's own (LOCAL, UNKNOWN, another family). */
@@ -31,7 +31,7 @@ export interface ProxyHeader {
 }
 
 /** What the first bytes of a connection say: a whole header, more bytes needed, or why they are not a header. */
-export type ProxyParse = { header: ProxyHeader } | { more: true } | { refused: string } | { none: true };
+type ProxyParse = { header: ProxyHeader } | { more: true } | { refused: string } | { none: true };
 
 /** Whether `head` (the first bytes, however few) may still be the start of a PROXY header. */
 function startsLike(head: Buffer, prefix: Buffer): boolean {

@@ -24,19 +24,16 @@ import { logger } from '../../shared/logger.js';
 import { logThrottle } from '../../shared/logThrottle.js';
 import {
   BATCH,
-  type CapturedMessage,
   ENTRY_BYTES,
-  type InspectLimits,
-  type RecordedExchange,
   type BoundRefusal,
   isBoundRefusal,
   recordArgs,
   recordedBytes,
   recordedExchange,
   recordExchange,
-  type StoredSummary,
   withRecordScript,
-} from '../../shared/inspect/store.js';
+} from '../../shared/inspect/record.js';
+import { type CapturedMessage, type InspectLimits, type RecordedExchange, type StoredSummary } from '../../shared/inspect/store.js';
 import { isForm, redactForm, redactLines, redactQuery } from '../../shared/inspect/redact.js';
 import { inspectDropped, inspectRecorded } from '../../shared/telemetry/index.js';
 import { CALLBACK_PATH } from '../access/login/index.js';
@@ -46,7 +43,7 @@ import { originForm } from '../upstream/paths.js';
 import type { ShareRoute } from '../types.js';
 import type { ExchangeTap } from './tap.js';
 
-export type DropReason = 'queue_full' | 'redis_unavailable' | 'redis_error' | BoundRefusal;
+type DropReason = 'queue_full' | 'redis_unavailable' | 'redis_error' | BoundRefusal;
 
 const QUEUE_MAX_BYTES = 64 * 1024 * 1024;
 /** Exchanges are ordered by when they reached their edge on this clock: epoch µs from performance.now(). */
@@ -247,7 +244,7 @@ interface Queued {
   bytes: number;
 }
 
-export interface CaptureOptions {
+interface CaptureOptions {
   redis: Redis;
   prefix: string;
   limits: InspectLimits & { bodyBytes: number; queue: number };

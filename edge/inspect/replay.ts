@@ -15,16 +15,9 @@
 import type { Redis } from 'ioredis';
 import type { Dispatcher } from 'undici';
 import { logger } from '../../shared/logger.js';
-import {
-  BoundError,
-  getExchange,
-  present,
-  recordedExchange,
-  summaryOf,
-  type ReplayReply,
-  type ReplayRequest,
-  type StoredSummary,
-} from '../../shared/inspect/store.js';
+import { BoundError, recordedExchange } from '../../shared/inspect/record.js';
+import { getExchange, present, summaryOf } from '../../shared/inspect/read.js';
+import { type ReplayReply, type ReplayRequest, type StoredSummary } from '../../shared/inspect/store.js';
 import { REDACTED, redactLines } from '../../shared/inspect/redact.js';
 import { replayKeys, takeReplay, wakeReplays } from '../../shared/inspect/replayQueue.js';
 import { HOP_BY_HOP } from '../../shared/hopByHop.js';
@@ -36,7 +29,7 @@ import type { ShareRoute } from '../types.js';
 import type { UpstreamPools } from '../upstream/upstream.js';
 import { BodyTap, type Capture } from './capture.js';
 
-export interface ReplayOptions {
+interface ReplayOptions {
   /** A connection of its own: BRPOP blocks it. */
   blocking: Redis;
   /** For reads and replies (not blocked). */

@@ -90,7 +90,7 @@ export interface SaReport {
 }
 
 /** Reads `swanctl --list-sas --raw` output for one connection. */
-export function saReport(raw: string, name: string): SaReport {
+function saReport(raw: string, name: string): SaReport {
   const at = raw.indexOf(`${name} {`);
   if (at < 0) return { status: 'DOWN', message: 'no IKE_SA with the customer gateway' };
   const ike = /state=(\w+)/.exec(raw.slice(at))?.[1] ?? 'UNKNOWN';

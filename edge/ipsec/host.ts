@@ -25,7 +25,7 @@ import { specKey, TunnelRuntime, type TunnelSpec } from './tunnel.js';
 /** pg_try_advisory_lock key: "edgehub ipsec host". */
 const LOCK_KEY = 0x49505345;
 
-export interface IpsecHostOptions {
+interface IpsecHostOptions {
   databaseUrl: string;
   pool: pg.Pool;
   gateway: AgentGateway;

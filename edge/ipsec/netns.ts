@@ -13,7 +13,7 @@ import { promisify } from 'node:util';
 
 const run = promisify(execFile);
 
-export const NETNS_PREFIX = 'ehv-';
+const NETNS_PREFIX = 'ehv-';
 
 /** The namespace of a tunnel (stable: the data plane finds its own after a restart). */
 export const tunnelNetns = (tunnelId: string) => `${NETNS_PREFIX}${createHash('sha256').update(tunnelId).digest('hex').slice(0, 10)}`;

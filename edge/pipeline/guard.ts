@@ -11,7 +11,7 @@ import type { ShareRoute } from '../types.js';
 import type { Exchange } from './exchange.js';
 import type { PipelineParts } from './parts.js';
 
-export type Identity = { ok: true; headers?: Record<string, string> } | { ok: false; code: ErrorCode; message: string };
+type Identity = { ok: true; headers?: Record<string, string> } | { ok: false; code: ErrorCode; message: string };
 
 /**
  * Whether the connection may reach `route`: its client certificate for a mutual-TLS share. `connection` is the one the

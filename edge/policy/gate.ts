@@ -14,14 +14,14 @@ import type { PolicyRateLimiter } from './ratelimit.js';
 
 export type RefusalReason = 'ip' | 'rate_limit' | 'basic_auth' | 'maintenance';
 
-export interface PolicyRefusal {
+interface PolicyRefusal {
   code: ErrorCode;
   message: string;
   reason: RefusalReason;
   headers?: Record<string, string>;
 }
 
-export type Verdict = PolicyRefusal | undefined;
+type Verdict = PolicyRefusal | undefined;
 
 const basicAuthRefusal: PolicyRefusal = {
   code: 'EH_POLICY_AUTH_REQUIRED',

@@ -57,7 +57,7 @@ interface Listener extends TcpPort {
   listening: boolean;
 }
 
-export interface TcpSharesOptions {
+interface TcpSharesOptions {
   pool: pg.Pool;
   /** Interface to listen on (the edge's). */
   host?: string;

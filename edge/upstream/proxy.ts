@@ -21,15 +21,13 @@ import { stickyOf } from '../agents/affinity.js';
 import type { ShareRoute, Sticky } from '../types.js';
 import type { UpstreamPools } from './upstream.js';
 
-export type { ForwardContext } from '../headers.js';
-
 const TIMEOUT_CODES = new Set(['ETIMEDOUT', 'UND_ERR_HEADERS_TIMEOUT', 'UND_ERR_CONNECT_TIMEOUT']);
 /** A request that may be sent once more when a kept-alive connection closed under it before any answer came. */
 const IDEMPOTENT = new Set(['GET', 'HEAD', 'OPTIONS', 'TRACE', 'PUT', 'DELETE']);
 const RETRYABLE = new Set(['UND_ERR_SOCKET', 'ECONNRESET', 'EPIPE']);
 
 /** The edge's answer to a failed target exchange: its code (status and `error` from shared/errors.ts) and message. */
-export interface Failure {
+interface Failure {
   code: ErrorCode;
   message: string;
 }
@@ -61,7 +59,7 @@ export function failure(err: NodeJS.ErrnoException, route: ShareRoute): Failure 
   return failed('EH_TARGET_UNREACHABLE', `the share's target ${target.host} could not be reached (${cause.code ?? err.code ?? err.message})`);
 }
 
-export interface ProxyOptions {
+interface ProxyOptions {
   /** This edge's hop mark, added to `Via` (edge/pipeline/malformed.ts refuses a request that already carries it). */
   via: string;
   /** Upgraded connections silent both ways for this long are closed. */

@@ -14,7 +14,7 @@ import type { EgressPolicy } from '../../shared/egress.js';
 import { egressConnector } from '../egressHttp.js';
 import type { ShareRoute, Sticky } from '../types.js';
 
-export interface UpstreamOptions {
+interface UpstreamOptions {
   policy: EgressPolicy;
   /** Connect, and the answer head after the last request byte, must each take less than this. */
   timeoutMs: number;
@@ -35,7 +35,7 @@ export interface UpstreamOptions {
  * undici would take it from the request's Host header, which the edge passes on unchanged (the share's public name,
  * not the target's). An IP literal is sent no name (RFC 6066) and checked as an address.
  */
-export function targetServerName(target: URL): string | undefined {
+function targetServerName(target: URL): string | undefined {
   const name = target.hostname;
   return name.startsWith('[') || isIP(name) ? undefined : name;
 }

@@ -41,7 +41,7 @@ import { originForm, targetPath } from './paths.js';
 import { failure, failureKind } from './proxy.js';
 import type { ShareRoute } from '../types.js';
 
-export interface UpstreamH2Options {
+interface UpstreamH2Options {
   policy: EgressPolicy;
   /** Connect (TLS included) and the answer head must each take less than this. */
   timeoutMs: number;

@@ -7,7 +7,7 @@
 import type { ChildProcess } from 'node:child_process';
 import { backoffMs } from '../../shared/backoff.js';
 
-export interface KeptStore {
+interface KeptStore {
   process: ChildProcess;
   stop(): Promise<void>;
 }

@@ -6,7 +6,7 @@ export function which(cmd: string): string | undefined {
   return r.status === 0 ? r.stdout.trim() : undefined;
 }
 
-export interface DebianCommand {
+interface DebianCommand {
   command: string;
   /** The Debian package that provides it. */
   pkg: string;

@@ -14,7 +14,7 @@ import { freePort } from './ports.js';
 import { makeTraversable, postgresBinary, postgresUser } from './postgres.js';
 import { spawnServer, stopServer } from './servers.js';
 
-export interface PostgresNode {
+interface PostgresNode {
   name: 'primary' | 'standby';
   port: number;
   dir: string;

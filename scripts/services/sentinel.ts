@@ -11,7 +11,7 @@ import { ensureCommands, REDIS_SERVER, which } from './packages.js';
 import { freePort } from './ports.js';
 import { spawnServer, stopServer } from './servers.js';
 
-export interface RedisNode {
+interface RedisNode {
   port: number;
   process: ChildProcess;
 }

@@ -11,7 +11,7 @@ import { config, type InspectConfig } from '../config.js';
 export const REDACTED = '[redacted]';
 
 /** Header names whose values are never kept, whatever the settings say: credentials and the client certificate. */
-export const CREDENTIAL_HEADERS: readonly string[] = [
+const CREDENTIAL_HEADERS: readonly string[] = [
   'authorization',
   'proxy-authorization',
   'cookie',

@@ -1,7 +1,7 @@
 import { withConnection } from '../db.js';
 import type { MetricsWindow } from './window.js';
 
-export type SeriesScope = 'hub' | 'share' | 'environment';
+type SeriesScope = 'hub' | 'share' | 'environment';
 
 export interface UsagePoint {
   rx: number;

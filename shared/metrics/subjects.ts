@@ -35,7 +35,7 @@ export async function ipsecTunnelShareIds(hubId: string, tunnelId: string): Prom
   return shares.map((s) => s.id);
 }
 
-export interface HubShare {
+interface HubShare {
   id: string;
   scope: 'share' | 'ipsecShare';
 }

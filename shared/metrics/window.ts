@@ -4,7 +4,7 @@ import { DURATION, isoDuration, parseDurationParam } from '../durations.js';
 const { MINUTE, HOUR, DAY } = DURATION;
 
 /** Which bucket table answers a window: hour buckets when the step is whole hours, minute buckets otherwise. */
-export type Tier = 'usage_minutes' | 'usage_hours';
+type Tier = 'usage_minutes' | 'usage_hours';
 
 export interface MetricsWindow {
   /** First bucket start (inclusive), a multiple of the step since the epoch. */
@@ -20,16 +20,16 @@ export interface MetricsWindow {
 
 /** Minute buckets are pruned after this; longer windows need whole-hour steps. */
 export const MINUTE_TIER_RETENTION_MS = 35 * DAY;
-export const MAX_WINDOW_MS = 400 * DAY;
-export const MAX_POINTS = 10_000;
+const MAX_WINDOW_MS = 400 * DAY;
+const MAX_POINTS = 10_000;
 const NICE_STEPS = [1, 2, 5, 10, 15, 30, 60, 120, 180, 360, 720, 1440, 10080].map((m) => m * MINUTE);
 
 /** The smallest step from a fixed ladder that keeps a window of `durationMs` within `maxPoints` buckets. */
-export function defaultStep(durationMs: number, maxPoints: number): number {
+function defaultStep(durationMs: number, maxPoints: number): number {
   return NICE_STEPS.find((step) => Math.ceil(durationMs / step) <= maxPoints) ?? NICE_STEPS[NICE_STEPS.length - 1];
 }
 
-export interface WindowRequest {
+interface WindowRequest {
   durationMs: number;
   stepMs?: number;
   /** Upper bound on the number of buckets when the step is chosen for the caller. */

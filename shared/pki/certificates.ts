@@ -46,7 +46,7 @@ export interface Signer {
   keyIdentifier: Buffer;
 }
 
-export type Profile =
+type Profile =
   /** A generated client certificate: EKU serverAuth; KU digitalSignature, keyCertSign, cRLSign only. */
   | { kind: 'client' }
   | { kind: 'ca'; pathLength?: number }
@@ -63,7 +63,7 @@ export interface RevocationUrls {
   caIssuers?: string;
 }
 
-export interface IssueRequest {
+interface IssueRequest {
   /** The subject: a Name pkijs parsed or built, or a Name's DER. Either way its bytes are certified as they are. */
   subject: RelativeDistinguishedNames | Uint8Array;
   /** The key: a PublicKeyInfo, or a SubjectPublicKeyInfo's DER (certified as it is, not encoded again). */
@@ -313,7 +313,7 @@ export interface CertificateInfo {
   notAfter: Date;
 }
 
-export function describeCertificate(cert: X509Certificate): CertificateInfo {
+function describeCertificate(cert: X509Certificate): CertificateInfo {
   return {
     pem: cert.toString(),
     fingerprintSha256: cert.fingerprint256.replaceAll(':', '').toLowerCase(),

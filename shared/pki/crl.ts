@@ -21,14 +21,14 @@ export const REVOCATION_REASONS = {
 
 export type RevocationReason = keyof typeof REVOCATION_REASONS;
 
-export interface RevokedEntry {
+interface RevokedEntry {
   /** The serial number as hex (its INTEGER content octets). */
   serialNumber: string;
   revokedAt: Date;
   reasonCode: number;
 }
 
-export interface CrlRequest {
+interface CrlRequest {
   issuer: Signer;
   crlNumber: number;
   thisUpdate: Date;
@@ -39,7 +39,7 @@ export interface CrlRequest {
 const OID = { cRLNumber: '2.5.29.20', reasonCode: '2.5.29.21' };
 
 /** An INTEGER from its content octets in hex (a serial as the service stores it), kept positive. */
-export function integerOfHex(hex: string): asn1js.Integer {
+function integerOfHex(hex: string): asn1js.Integer {
   let bytes = Buffer.from(hex.length % 2 ? `0${hex}` : hex, 'hex');
   if (bytes.length === 0 || bytes[0] & 0x80) bytes = Buffer.concat([Buffer.of(0), bytes]);
   return new asn1js.Integer({ valueHex: new Uint8Array(bytes) });

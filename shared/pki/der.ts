@@ -32,7 +32,7 @@ export function readElement(buf: Buffer, offset = 0): DerElement {
 }
 
 /** True when an OBJECT IDENTIFIER's content is well formed: subidentifiers minimal (no leading 0x80), the last one ended. */
-export function isOidContent(c: Buffer): boolean {
+function isOidContent(c: Buffer): boolean {
   if (c.length === 0 || c[c.length - 1] & 0x80) return false;
   for (let i = 0; i < c.length; i++) if (c[i] === 0x80 && (i === 0 || !(c[i - 1] & 0x80))) return false;
   return true;

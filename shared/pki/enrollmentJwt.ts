@@ -7,9 +7,9 @@ import { config } from '../config.js';
  * (domain/commands/signingKeys.ts).
  */
 
-export const JWT_ISSUER = 'hub';
+const JWT_ISSUER = 'hub';
 
-export const enrollmentUrl = (hubId: string) => `${config().publicBaseUrl}/hub/v2/${hubId}/client-certificates/enroll`;
+const enrollmentUrl = (hubId: string) => `${config().publicBaseUrl}/hub/v2/${hubId}/client-certificates/enroll`;
 
 export interface EnrollmentJwtRecord {
   hubId: string;
@@ -19,7 +19,7 @@ export interface EnrollmentJwtRecord {
   expiresAt: Date;
 }
 
-export interface EnrollmentClaims extends JWTPayload {
+interface EnrollmentClaims extends JWTPayload {
   sub: string;
   aud: string;
   url: string;
@@ -31,7 +31,7 @@ export interface EnrollmentClaims extends JWTPayload {
 }
 
 /** What an enrollment JWT says of its certificate request token. */
-export interface EnrollmentToken {
+interface EnrollmentToken {
   id: string;
   hubId: string;
   /** The token string: the JWT's `sub`. */

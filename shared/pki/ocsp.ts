@@ -13,7 +13,7 @@ import { tlv } from './certificates.js';
 export const OCSP_STATUS = { malformedRequest: 1, internalError: 2, tryLater: 3, unauthorized: 6 } as const;
 
 /** Most certificates one request may ask about. */
-export const MAX_SINGLE_REQUESTS = 16;
+const MAX_SINGLE_REQUESTS = 16;
 /** Longest nonce accepted (RFC 8954 asks for 1 to 32 octets; some clients send more). */
 const MAX_NONCE = 128;
 
@@ -26,13 +26,13 @@ export interface CertId {
   serialNumber: string;
 }
 
-export interface OcspRequest {
+interface OcspRequest {
   certIds: CertId[];
   /** The request's nonce extension, whole (echoed as it is). */
   nonce?: Buffer;
 }
 
-export type HashName = 'sha1' | 'sha256' | 'sha384' | 'sha512';
+type HashName = 'sha1' | 'sha256' | 'sha384' | 'sha512';
 
 /** OBJECT IDENTIFIER contents, hex. */
 const HASHES: Record<string, HashName> = {
@@ -141,7 +141,7 @@ function generalizedTime(date: Date): Buffer {
 
 export type CertStatus = { kind: 'good' } | { kind: 'unknown' } | { kind: 'revoked'; revokedAt: Date; reasonCode: number };
 
-export interface SingleAnswer {
+interface SingleAnswer {
   certId: Buffer;
   status: CertStatus;
   thisUpdate: Date;

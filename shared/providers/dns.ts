@@ -19,7 +19,7 @@ function absentAs<T>(fallback: T) {
 }
 
 /** Node's DNS resolver pointed at HUB_DNS_SERVERS (the system resolvers when unset). */
-export function nodeDnsLookup(servers: string[] = config().dnsServers): DnsLookup {
+function nodeDnsLookup(servers: string[] = config().dnsServers): DnsLookup {
   const resolver = new dnsPromises.Resolver({ timeout: 2000, tries: 2 });
   if (servers.length) resolver.setServers(servers);
   return {

@@ -23,7 +23,7 @@ export interface ValidationZone {
 const inZone = (name: string, zone: string) => name === zone || name.endsWith(`.${zone}`);
 
 /** An authoritative UDP responder for the validation zone: TXT answers from the records, NXDOMAIN otherwise. */
-export async function startValidationResponder(
+async function startValidationResponder(
   listen: string,
   records: ValidationZone,
   zone = config().validationDomain,

@@ -1,7 +1,7 @@
 import { config } from '../config.js';
 import { randomToken } from '../ids.js';
 
-export interface HostingInfrastructure {
+interface HostingInfrastructure {
   /** Addresses the hostname's A record must name. */
   ingressAddresses: string[];
   /** Certificate validation: `validationName` must be a CNAME to `validationValue`. */
@@ -9,14 +9,14 @@ export interface HostingInfrastructure {
   validationValue: string;
 }
 
-export interface PublishedShare {
+interface PublishedShare {
   zId: string;
   frontendEndpoint: string;
   target: string;
 }
 
 /** The ingress: creates (and removes) what a custom frontend is served from, and publishes shares on it. */
-export interface FrontendHosting {
+interface FrontendHosting {
   /** Idempotent for a frontend: given what an earlier attempt created, returns it again. */
   create(input: { customFrontendId: string; hostname: string; existing?: Partial<HostingInfrastructure> }): Promise<HostingInfrastructure>;
   remove(input: { customFrontendId: string; hostname: string }): Promise<void>;
@@ -31,7 +31,7 @@ export interface FrontendHosting {
  * (HUB_INGRESS_ADDRESSES); certificate validation uses the delegated DNS-01 pattern, `_acme-challenge.<hostname>`
  * CNAME to a per-frontend name in the validation zone (HUB_VALIDATION_DOMAIN).
  */
-export const localFrontendHosting: FrontendHosting = {
+const localFrontendHosting: FrontendHosting = {
   async create({ hostname, existing }) {
     await new Promise((r) => setTimeout(r, config().provisionDelayMs));
     return {

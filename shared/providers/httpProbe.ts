@@ -6,7 +6,7 @@ import { EgressDeniedError, egressPolicy } from '../egress.js';
 export const PROBE_RESULTS = ['SUCCESS', 'FAILURE', 'TIMEOUT', 'ERROR'] as const;
 export type ProbeResult = (typeof PROBE_RESULTS)[number];
 
-export interface ProbeRequest {
+interface ProbeRequest {
   method: string;
   /** Absolute http(s) URL. */
   url: string;
@@ -24,7 +24,7 @@ export interface ProbeOutcome {
 }
 
 /** Sends one HTTP request to a backend and reports what came back. */
-export interface HttpProber {
+interface HttpProber {
   probe(request: ProbeRequest): Promise<ProbeOutcome>;
 }
 
@@ -32,14 +32,14 @@ const elapsed = (started: bigint) => Math.round(Number(process.hrtime.bigint() -
 
 /** What a probe that got no answer says, whatever the socket said: a refused port and an open one that is not HTTP
  * must look the same, or health checks become a port scanner. */
-export const UNREACHABLE = 'unreachable';
+const UNREACHABLE = 'unreachable';
 
 /**
  * A real request with node:http(s): the timeout covers connecting and the response head; the body is discarded.
  * Redirects are not followed (a 301 is an observed status like any other). Targets the egress policy denies
  * (HUB_EGRESS_DENY, the service's own endpoints) are an ERROR without any connection attempt. Never throws.
  */
-export const nodeHttpProber: HttpProber = {
+const nodeHttpProber: HttpProber = {
   async probe({ method, url, timeoutMs, expectedStatus }) {
     // the names of the service's own endpoints resolved once, before a literal is judged
     await egressPolicy().ready();

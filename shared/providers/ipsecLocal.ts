@@ -21,7 +21,7 @@ import {
  * Where local VPN endpoints take their outside (public) addresses: 198.18.0.0/15 is set aside for network
  * benchmarking (RFC 2544) and never routed on the internet, so a local address can never be mistaken for a real one.
  */
-export const OUTSIDE_ADDRESS_POOL = '198.18.0.0/15';
+const OUTSIDE_ADDRESS_POOL = '198.18.0.0/15';
 
 /** AWS refuses these /30 blocks as inside tunnel CIDRs. */
 export const RESERVED_INSIDE_CIDRS = [
@@ -41,7 +41,7 @@ const PSK_LENGTH = 32;
 const ALLOCATION_ATTEMPTS = 50;
 
 /** A pre-shared key as AWS allows them: 8 to 64 of letters, digits, `.` and `_`, not starting with 0. */
-export function generatePreSharedKey(length = PSK_LENGTH): string {
+function generatePreSharedKey(length = PSK_LENGTH): string {
   let key = '';
   while (key.length < length) {
     for (const byte of randomBytes(length)) {
@@ -304,7 +304,7 @@ function randomAddress(pool: Cidr): string {
 }
 
 /** A random /30 of 169.254.0.0/16 outside the blocks AWS reserves. */
-export function randomInsideCidr(): string {
+function randomInsideCidr(): string {
   for (;;) {
     const text = formatCidr({ network: linkLocal.network + randomInt(linkLocal.size / 4) * 4, prefix: 30 });
     if (!reservedInside.has(text)) return text;

@@ -2,7 +2,7 @@
 import client from 'prom-client';
 import { JOB_BUCKETS, registry } from './registry.js';
 
-export type JobOutcome = 'succeeded' | 'failed' | 'skipped' | 'stalled';
+type JobOutcome = 'succeeded' | 'failed' | 'skipped' | 'stalled';
 
 export const jobsTotal = new client.Counter({
   name: 'edgehub_jobs_total',
@@ -11,7 +11,7 @@ export const jobsTotal = new client.Counter({
   registers: [registry],
 });
 
-export const jobDuration = new client.Histogram({
+const jobDuration = new client.Histogram({
   name: 'edgehub_job_duration_seconds',
   help: 'Job run duration by type and outcome',
   labelNames: ['type', 'outcome'] as const,

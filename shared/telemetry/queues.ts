@@ -2,7 +2,7 @@
 import client from 'prom-client';
 import { registry, scrapeHooks } from './registry.js';
 
-export const queueJobs = new client.Gauge({
+const queueJobs = new client.Gauge({
   name: 'edgehub_queue_jobs',
   help: 'Jobs per queue and state (waiting, active, delayed, failed), read from Redis at scrape time',
   labelNames: ['queue', 'state'] as const,

@@ -3,7 +3,8 @@
  * list): each operation's concrete path with its parameters naming those resources (or an odd string), a valid base
  * body for each create, the credentials its scope takes, and the operations in an order that deletes last.
  */
-import { type Operation, operations } from '../../api/openapi/operations.js';
+import type { Operation } from '../../api/openapi/operation.js';
+import { operations } from '../../api/openapi/operations.js';
 import { publicFrontendId } from './edge.js';
 import { makeCsr } from './pki.js';
 import { type HubFixture, type Stack, waitFor } from './stack.js';

@@ -83,7 +83,7 @@ export function checkContract({ method, path, status, contentType, json, errorCo
   const response = responses[String(status)];
   if (!response) {
     throw new Error(
-      `OpenAPI contract: ${where} answered ${status}, a status the document does not list for it (it lists ${Object.keys(responses).join(', ')}). Add it in api/openapi/operations.ts or fix the route.`,
+      `OpenAPI contract: ${where} answered ${status}, a status the document does not list for it (it lists ${Object.keys(responses).join(', ')}). Add it in api/openapi/operations/ or fix the route.`,
     );
   }
   const codeHeader = (response as { headers?: Record<string, { schema?: { enum?: string[] } }> }).headers?.['Edgehub-Error-Code'];
@@ -108,7 +108,7 @@ export function checkContract({ method, path, status, contentType, json, errorCo
         .map((e) => `${e.instancePath || '(body)'} ${e.message}${e.params && 'additionalProperty' in e.params ? ` '${e.params.additionalProperty}'` : ''}`);
       throw new Error(
         `OpenAPI contract: ${where} answered ${status} with a body that does not match the document's schema:\n  ${problems.join('\n  ')}\n` +
-          `body: ${JSON.stringify(json).slice(0, 800)}\nUpdate api/openapi/components.ts (or the presenter).`,
+          `body: ${JSON.stringify(json).slice(0, 800)}\nUpdate api/openapi/components/ (or the presenter).`,
       );
     }
   } else if (!type.startsWith(mediaType.split('/')[0]) && mediaType !== 'application/octet-stream') {

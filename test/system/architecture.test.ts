@@ -88,7 +88,7 @@ export const RULES: Rule[] = [
   },
   {
     name: 'server-takes-only-the-protocol',
-    why: 'the server imports the agent package by its name and only what its `exports` offer: the protocol module (one definition of what edge and agent agree on, edgehub-agent/protocol) and its byte pump (one carrier of TCP bytes for both, edgehub-agent/pump; the package must stay self-contained, so it lives there); never a path into agent/',
+    why: 'the server imports the agent package by its name and only what its `exports` offer: the protocol module (one definition of what edge and agent agree on, edgehub-agent/protocol), its byte pump (one carrier of TCP bytes for both, edgehub-agent/pump) and its backoff formula (edgehub-agent/backoff; the package must stay self-contained, so these live there); never a path into agent/',
     from: /^(api|workers|domain|shared|edge|scripts)\//,
     to: /^agent\//,
   },

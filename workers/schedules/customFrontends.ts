@@ -15,7 +15,7 @@ export const customFrontendRenewal = defineSchedule({
 });
 
 /** Daily: the standard frontends' edge certificates, renewed when due (the job changes nothing otherwise). */
-export const edgeCertificateRenewal = defineSchedule({
+const edgeCertificateRenewal = defineSchedule({
   name: 'edge-certificate-renewal',
   cron: '0 23 3 * * *',
   run: async () => {

@@ -16,14 +16,12 @@ import { emailRefusal } from './emailRules.js';
 import { identityProviders, type LoginEndpoints } from './providers.js';
 import { LoginRefusal, message, refuse } from './refusals.js';
 
-export { parseCookies } from './cookies.js';
 export { domainMatches, emailMatches } from './emailRules.js';
-export type { LoginEndpoints } from './providers.js';
 
 /** `pass`: the session's email, and when the session must be checked again (ms; open connections close then). */
-export type LoginOutcome = { kind: 'pass'; email: string; until?: number } | { kind: 'handled' };
+type LoginOutcome = { kind: 'pass'; email: string; until?: number } | { kind: 'handled' };
 
-export interface LoginOptions {
+interface LoginOptions {
   /** HUB_SECRET_KEY; the cookie key is derived from it with HKDF. */
   secretKey: Buffer;
   /** Where GOOGLE and GITHUB live; default: the operator settings (HUB_GOOGLE_ISSUER_URL, HUB_GITHUB_*). */
@@ -35,7 +33,7 @@ export interface LoginOptions {
 }
 
 export const CALLBACK_PATH = '/.edgehub/oauth/callback';
-export const LOGOUT_PATH = '/.edgehub/logout';
+const LOGOUT_PATH = '/.edgehub/logout';
 
 const equalStrings = (a: string, b: string) => a.length === b.length && timingSafeEqual(Buffer.from(a), Buffer.from(b));
 

@@ -7,7 +7,7 @@
  */
 import test from 'ava';
 import type { ZodType } from 'zod';
-import type { Operation } from '../../../api/openapi/operations.js';
+import type { Operation } from '../../../api/openapi/operation.js';
 import { rawConversation } from '../../helpers/raw.js';
 import { type Sweep, sweepFixture } from '../../helpers/apiSweep.js';
 import { useStack } from '../../helpers/stack.js';

@@ -52,7 +52,7 @@ test('every route the routers register is in the document, and every documented 
   t.deepEqual(
     [...registered].filter((r) => !documented.has(r)),
     [],
-    'registered but not documented (add them to api/openapi/operations.ts)',
+    'registered but not documented (add them to api/openapi/operations/)',
   );
   t.deepEqual(
     [...documented].filter((d) => !registered.has(d)),
