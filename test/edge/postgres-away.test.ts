@@ -49,7 +49,10 @@ test.serial('PostgreSQL away: the edge serves the routes it has, keeps the usage
     }),
   );
   try {
-    await waitFor(async () => (await edgeRequest(port, 'probe.invalid').catch(() => ({ status: 0 }))).status === 404, { timeoutMs: 60_000, what: 'the edge listening' });
+    await waitFor(async () => (await edgeRequest(port, 'probe.invalid').catch(() => ({ status: 0 }))).status === 404, {
+      timeoutMs: 60_000,
+      what: 'the edge listening',
+    });
     const kept = await createShare('kept');
     await waitFor(async () => (await edgeRequest(port, kept.host)).status === 200, { what: 'the share routed' });
     const before = await waitFor(async () => (await rxOf(kept.zId)) || undefined, { what: 'the first usage written' });
