@@ -13,7 +13,7 @@ import { logger } from '../../shared/logger.js';
 import { egressConnector } from '../egressHttp.js';
 import type { ShareRoute } from '../types.js';
 
-export interface TcpUpstreamOptions {
+interface TcpUpstreamOptions {
   policy: EgressPolicy;
   /** Connecting must take less than this. */
   timeoutMs: number;

@@ -7,8 +7,8 @@
  * CSR, or stale; a revoked or unknown agent; a bad body or key; and a retry of a renewal that went through gets the
  * certificate already issued.
  */
-import { createHash, generateKeyPairSync, X509Certificate } from 'node:crypto';
-import { cpSync, existsSync, readFileSync } from 'node:fs';
+import { createHash, createPublicKey, generateKeyPairSync, X509Certificate } from 'node:crypto';
+import { cpSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import test from 'ava';
 import { readIdentity } from '../../agent/lib/identity.js';
@@ -53,7 +53,9 @@ test.serial('a running agent renews its certificate; the edge admits the new one
   const after = readIdentity(dir);
   t.not(spkiOf(after.certificatePem), spkiOf(before.certificatePem), 'a new key');
   t.not(after.keyPem, before.keyPem);
-  t.false(existsSync(path.join(dir, 'agent.renewal.json')), 'nothing pending');
+  // the key on disk is the one the certificate certifies (with a validity this short the agent renews again every
+  // check, so a next renewal's pending file may already be there: test/unit/agent-renewal-files.test.ts covers it)
+  t.is(createPublicKey(after.keyPem).export({ type: 'spki', format: 'der' }).toString('base64'), spkiOf(after.certificatePem), 'the key matches');
   // valid for the whole validity from the renewal (the same second as the enrollment, on a fast machine)
   t.true(Date.parse(new X509Certificate(after.certificatePem).validTo) >= Date.parse(new X509Certificate(before.certificatePem).validTo));
   const { rows } = await stack.sql.query('SELECT fingerprint_sha256 FROM agents WHERE id = $1', [id]);
