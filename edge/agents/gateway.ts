@@ -10,7 +10,8 @@
  *   not draining, not reporting it down, of the lowest priority, by weight), and the pools of edge/upstream/upstream.ts keep
  *   their target connections per agent connection (`connectorFor`'s key names it), so kept-alive connections never
  *   carry a request to an agent that was not chosen for it. With none connected the connector fails at once with
- *   EDGE_NO_AGENT (502); with every one reporting the target down, with EDGE_TARGET_DOWN (502).
+ *   EH_NO_AGENT (502); with every one reporting the target down, with EH_TARGET_DOWN_AT_AGENTS (502): each failure
+ *   is raised here as the exchange's answer (a DomainError of shared/errors.ts), never mapped afterwards.
  * - Pool state: the agent answers its targets with what it serves and its weight, priority, draining and targets
  *   down, and keeps a state stream open (GET /edgehub/v1/state) on which it says every change.
  * - Targets: each agent is told the targets of its environment's shares (PUT /edgehub/v1/targets) before it carries
@@ -24,6 +25,7 @@ import type { Duplex } from 'node:stream';
 import type { TLSSocket } from 'node:tls';
 import type { buildConnector } from 'undici';
 import { AGENT_ALPN, targetAuthority } from 'edgehub-agent/protocol';
+import { isDomainError, refusal } from '../../shared/errors.js';
 import { logger } from '../../shared/logger.js';
 import type { AgentGateway, ShareRoute, Sticky } from '../types.js';
 import { envKey, type AgentDirectory, type AgentRecord } from './directory.js';
@@ -33,7 +35,7 @@ import { affinityCookie, affinityToken, byClient, names } from './affinity.js';
 import { applyState, byWeight, choose, eligible, type PoolMember, poolDefaults, readStateStream } from './pool.js';
 import { AgentFigures } from './figures.js';
 import { sendEdges, sendTargets } from './messages.js';
-import { AgentStreamError, connectStream, streamConnector, Unanswered } from './streams.js';
+import { connectStream, streamConnector, Unanswered } from './streams.js';
 import type { Presence } from './presence.js';
 
 /** Per-stream receive window: bounds what one stream buffers when its reader is slow (back-pressure). */
@@ -339,14 +341,14 @@ export class AgentGatewayServer implements AgentGateway {
       sticky && this.o.affinityKey ? this.pickSticky(route, authority, sticky, this.o.affinityKey) : this.pick(route.hubId, route.envZId, authority);
     if (typeof chosen === 'object') {
       this.figures.request(chosen.agent.id);
-      chosen.connector ??= streamConnector((authority) => this.openStream(route.hubId, route.envZId, authority, chosen), this.o.connectTimeoutMs);
+      chosen.connector ??= streamConnector((authority, host) => this.openStream(route.hubId, route.envZId, authority, chosen, host), this.o.connectTimeoutMs);
       return { key: `agents ${key} via ${chosen.id}`, connect: chosen.connector };
     }
     // none usable right now: the environment's connector waits for an agent taking its targets, or fails with why
     let connect = this.connectors.get(key);
     if (!connect) {
       const { hubId, envZId } = route;
-      connect = streamConnector((authority) => this.openStream(hubId, envZId, authority), this.o.connectTimeoutMs);
+      connect = streamConnector((authority, host) => this.openStream(hubId, envZId, authority, undefined, host), this.o.connectTimeoutMs);
       this.connectors.set(key, connect);
     }
     return { key: `agents ${key}`, connect };
@@ -389,10 +391,11 @@ export class AgentGatewayServer implements AgentGateway {
    * A stream to `authority` (host:port) in the environment's network, through one of its connected agents (`preferred`
    * while it is usable): the HTTP exchanges of its shares and the TCP connections of its IPsec shares. A stream the
    * agent never answered (it went away, or sent GOAWAY as it stopped after a drain) is opened again through another.
+   * `host` names the target in the answer to a timeout (the share's target URL's host; the authority by default).
    */
-  async openStream(hubId: string, envZId: string, authority: string, preferred?: Link): Promise<Duplex> {
+  async openStream(hubId: string, envZId: string, authority: string, preferred?: Link, host = authority): Promise<Duplex> {
     const tried = new Set<Link>();
-    let last: AgentStreamError | undefined;
+    let last: Unanswered | undefined;
     for (let attempt = 0; attempt < 3; attempt++) {
       let usable: Link;
       try {
@@ -405,16 +408,16 @@ export class AgentGatewayServer implements AgentGateway {
       // counted where it was chosen (connectorFor) when it was
       if (!preferred && attempt === 0) this.figures.request(usable.agent.id);
       try {
-        return await connectStream(usable, authority, this.o.connectTimeoutMs);
+        return await connectStream(usable, authority, this.o.connectTimeoutMs, host);
       } catch (err) {
         if (err instanceof Unanswered) this.figures.error(usable.agent.id, err.kind);
-        else if (err instanceof AgentStreamError) this.figures.error(usable.agent.id, err.code === 'ETIMEDOUT' ? 'timeout' : 'refused');
+        else if (isDomainError(err)) this.figures.error(usable.agent.id, err.code === 'EH_TARGET_TIMEOUT' ? 'timeout' : 'refused');
         if (!(err instanceof Unanswered)) throw err;
-        last = new AgentStreamError('EDGE_AGENT_UNREACHABLE', err.message);
+        last = err;
         tried.add(usable);
       }
     }
-    throw last as AgentStreamError;
+    throw last as Unanswered;
   }
 
   /** The link, once it has been told `authority` when it is a target it was not told of yet (a share made a moment ago). */
@@ -448,12 +451,11 @@ export class AgentGatewayServer implements AgentGateway {
       chosen = 'none';
     }
     if (chosen === 'down')
-      throw new AgentStreamError(
-        'EDGE_TARGET_DOWN',
+      throw refusal(
+        'EH_TARGET_DOWN_AT_AGENTS',
         `the share's target ${authority} is down at every agent of environment ${envZId} (each reports it cannot reach it)`,
       );
-    if (chosen === 'none')
-      throw new AgentStreamError('EDGE_NO_AGENT', `no agent connected for environment ${envZId}: the share's target is reached only through its agents`);
+    if (chosen === 'none') throw refusal('EH_NO_AGENT', `no agent connected for environment ${envZId}: the share's target is reached only through its agents`);
     return chosen;
   }
 

@@ -9,13 +9,14 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Socket } from 'node:net';
 import type { Duplex } from 'node:stream';
 import type { Dispatcher } from 'undici';
-import { ANSWERS, type ErrorCode } from '../../shared/errors.js';
+import type { DomainError } from '../../shared/errors.js';
 import { answer, answerSocket } from '../answers.js';
 import { inTrailers, isBodyless, withoutLength } from './bodyless.js';
-import { BadRequest, declaredLength, hasBody, requestHeaderLines, responseHeaderLines, type ForwardContext } from '../headers.js';
+import { declaredLength, hasBody, requestHeaderLines, responseHeaderLines, type ForwardContext } from '../headers.js';
 import type { ExchangeTap } from '../inspect/tap.js';
 import type { Meter } from '../meter.js';
 import { applyToLines } from '../policy/headers.js';
+import { failure, failureKind, targetUnreachable } from './failures.js';
 import { originForm, targetPath } from './paths.js';
 import { stickyOf } from '../agents/affinity.js';
 import type { ShareRoute, Sticky } from '../types.js';
@@ -23,43 +24,9 @@ import type { UpstreamPools } from './upstream.js';
 
 export type { ForwardContext } from '../headers.js';
 
-const TIMEOUT_CODES = new Set(['ETIMEDOUT', 'UND_ERR_HEADERS_TIMEOUT', 'UND_ERR_CONNECT_TIMEOUT']);
 /** A request that may be sent once more when a kept-alive connection closed under it before any answer came. */
 const IDEMPOTENT = new Set(['GET', 'HEAD', 'OPTIONS', 'TRACE', 'PUT', 'DELETE']);
 const RETRYABLE = new Set(['UND_ERR_SOCKET', 'ECONNRESET', 'EPIPE']);
-
-/** The edge's answer to a failed target exchange: its code (status and `error` from shared/errors.ts) and message. */
-export interface Failure {
-  code: ErrorCode;
-  message: string;
-}
-
-const failed = (code: ErrorCode, message: string): Failure => ({ code, message });
-
-/** A failure's `error` value, the kind the upstream-error counter is labelled with. */
-export const failureKind = (f: Failure) => ANSWERS[f.code].error;
-
-/** The agents' stream errors (edge/agents/gateway.ts) by their code. */
-const AGENT_FAILURES: Record<string, ErrorCode> = {
-  EDGE_NO_AGENT: 'EH_NO_AGENT',
-  EDGE_TARGET_DOWN: 'EH_TARGET_DOWN_AT_AGENTS',
-  EDGE_AGENT_REFUSED: 'EH_AGENT_REFUSED_TARGET',
-  EDGE_AGENT_UNREACHABLE: 'EH_AGENT_TARGET_UNREACHABLE',
-};
-
-/** Why a target exchange failed, as the edge's answer. */
-export function failure(err: NodeJS.ErrnoException, route: ShareRoute): Failure {
-  const cause = (err.cause as NodeJS.ErrnoException | undefined) ?? err;
-  const target = route.target;
-  if (err.code === 'EGRESS_DENIED' || cause.code === 'EGRESS_DENIED') return failed('EH_EGRESS_DENIED', cause.message);
-  // no agent connected, the agent refused the target or could not reach it: the reason, naming the environment
-  const agent = AGENT_FAILURES[err.code ?? ''] ?? AGENT_FAILURES[cause.code ?? ''];
-  if (agent) return failed(agent, cause.message);
-  if (err instanceof BadRequest) return failed('EH_REQUEST_MALFORMED', err.message);
-  if (TIMEOUT_CODES.has(err.code ?? '') || TIMEOUT_CODES.has(cause.code ?? ''))
-    return failed('EH_TARGET_TIMEOUT', `the share's target ${target.host} did not answer in time`);
-  return failed('EH_TARGET_UNREACHABLE', `the share's target ${target.host} could not be reached (${cause.code ?? err.code ?? err.message})`);
-}
 
 export interface ProxyOptions {
   /** This edge's hop mark, added to `Via` (edge/pipeline/malformed.ts refuses a request that already carries it). */
@@ -75,7 +42,8 @@ export interface ProxyOptions {
   };
 }
 
-const clientWentAway = () => Object.assign(new Error('the client went away'), { code: 'ECONNABORTED' });
+/** What a target exchange is aborted with when its client went away (an upgrade's client that only ended its side still reads the answer). */
+const clientWentAway = (route: ShareRoute) => targetUnreachable(route.target.host, 'ECONNABORTED');
 
 /**
  * One proxied request: the target's answer streamed to the client. On undici's core handler interface (onConnect,
@@ -113,7 +81,7 @@ class Forwarding implements Dispatcher.DispatchHandler {
 
   onConnect(abort: (err?: Error) => void): void {
     this.abort = abort;
-    if (this.cancelled) abort(clientWentAway());
+    if (this.cancelled) abort(clientWentAway(this.route));
   }
 
   onHeaders(status: number, rawHeaders: Buffer[], resume: () => void, statusText: string): boolean {
@@ -121,7 +89,7 @@ class Forwarding implements Dispatcher.DispatchHandler {
     this.started = true;
     const res = this.res;
     if (res.destroyed) {
-      this.abort?.(clientWentAway());
+      this.abort?.(clientWentAway(this.route));
       return false;
     }
     this.resume = resume;
@@ -140,12 +108,9 @@ class Forwarding implements Dispatcher.DispatchHandler {
       res.writeHead(status, statusText || undefined, status === 204 ? withoutLength(lines) : lines);
       if (this.bodyless) res.end();
     } catch (err) {
+      // the target's answer head cannot be passed on (node's writeHead refused a name or value)
       this.abort?.(err as Error);
-      this.fail(
-        Object.assign(new Error(`the target's answer head cannot be passed on (${(err as NodeJS.ErrnoException).code ?? 'invalid'})`), {
-          code: 'HPE_INVALID_HEADER',
-        }),
-      );
+      this.fail(targetUnreachable(this.route.target.host, 'HPE_INVALID_HEADER'));
       return false;
     }
     return true;
@@ -174,10 +139,10 @@ class Forwarding implements Dispatcher.DispatchHandler {
       this.retryable = false;
       return this.send();
     }
-    this.fail(err as NodeJS.ErrnoException);
+    this.fail(err);
   }
 
-  private fail(err: NodeJS.ErrnoException) {
+  private fail(err: Error) {
     const res = this.res;
     if (res.destroyed || res.writableEnded) return;
     if (res.headersSent) return void res.destroy(); // the client sees a cut answer, never a forged end
@@ -189,7 +154,7 @@ class Forwarding implements Dispatcher.DispatchHandler {
   /** The client went away: the target exchange goes too. */
   cancel() {
     this.cancelled = true;
-    this.abort?.(clientWentAway());
+    this.abort?.(clientWentAway(this.route));
   }
 }
 
@@ -211,7 +176,7 @@ class Upgrading implements Dispatcher.DispatchHandler {
     // a client that leaves before the target answered cancels the upgrade; reading (and keeping) what it sends
     // meanwhile is what lets its leaving be seen
     const cancel = () => {
-      if (!this.done) this.controller?.abort(Object.assign(new Error('the client went away'), { code: 'ECONNABORTED' }));
+      if (!this.done) this.controller?.abort(clientWentAway(this.route));
     };
     socket.on('data', this.early);
     socket.resume();
@@ -229,7 +194,7 @@ class Upgrading implements Dispatcher.DispatchHandler {
 
   onRequestStart(controller: Dispatcher.DispatchController): void {
     this.controller = controller;
-    if (this.socket.destroyed) controller.abort(Object.assign(new Error('the client went away'), { code: 'ECONNABORTED' }));
+    if (this.socket.destroyed) controller.abort(clientWentAway(this.route));
   }
 
   onRequestUpgrade(controller: Dispatcher.DispatchController, status: number, _headers: unknown, upstream: Duplex): void {
@@ -294,7 +259,7 @@ class Upgrading implements Dispatcher.DispatchHandler {
   onResponseError(_controller: Dispatcher.DispatchController, err: Error): void {
     this.done = true;
     if (this.answerHead) return void this.socket.destroy();
-    const f = failure(err as NodeJS.ErrnoException, this.route);
+    const f = failure(err, this.route);
     this.options.onUpstreamError?.(this.route, failureKind(f));
     answerSocket(this.socket, f.code, f.message);
   }
@@ -308,11 +273,11 @@ export class Proxy {
   ) {}
 
   /** The target path and header lines, or the edge's own 400 / 502 written to `res`. */
-  private prepare(req: IncomingMessage, route: ShareRoute, ctx: ForwardContext): { path: string; headers: string[] } | Failure {
+  private prepare(req: IncomingMessage, route: ShareRoute, ctx: ForwardContext): { path: string; headers: string[] } | DomainError {
     try {
-      return { path: targetPath(route.target, originForm(req.url)), headers: requestHeaderLines(req, ctx, this.options.via, route.policy?.requestHeaders) };
+      return { path: targetPath(route.target, originForm(req.url)), headers: requestHeaderLines(req, ctx, this.options.via, route) };
     } catch (err) {
-      return failure(err as NodeJS.ErrnoException, route);
+      return failure(err, route);
     }
   }
 
@@ -342,7 +307,7 @@ export class Proxy {
     try {
       dispatcher = this.pools.dispatcher(route, sticky);
     } catch (err) {
-      const f = failure(err as NodeJS.ErrnoException, route);
+      const f = failure(err, route);
       return void answer(res, f.code, f.message);
     }
     const forwarding = new Forwarding(res, route, this.options, tap, dispatcher, { method, path: prepared.path, headers: prepared.headers, body });
