@@ -158,9 +158,14 @@ class Forwarding implements Dispatcher.DispatchHandler {
   }
 }
 
-/** An upgrade request: relayed; on 101 the connections are spliced, else the answer goes back and the connection closes. */
+/**
+ * An upgrade request: relayed; on 101 the connections are spliced, else the answer goes back and the connection
+ * closes. On the same core handler interface as Forwarding: undici's core calls onUpgrade with the raw header lines
+ * (a controller-style handler is wrapped in the same adapter per request, which parses them into an object).
+ */
 class Upgrading implements Dispatcher.DispatchHandler {
-  private controller: Dispatcher.DispatchController | undefined;
+  private abort: ((err?: Error) => void) | undefined;
+  private resume: (() => void) | undefined;
   private done = false;
   /** The request's Host: the target's cookies stay on the share's host (headers.ts hostOnlyCookie). */
   host = '';
@@ -176,7 +181,7 @@ class Upgrading implements Dispatcher.DispatchHandler {
     // a client that leaves before the target answered cancels the upgrade; reading (and keeping) what it sends
     // meanwhile is what lets its leaving be seen
     const cancel = () => {
-      if (!this.done) this.controller?.abort(clientWentAway(this.route));
+      if (!this.done) this.abort?.(clientWentAway(this.route));
     };
     socket.on('data', this.early);
     socket.resume();
@@ -192,20 +197,17 @@ class Upgrading implements Dispatcher.DispatchHandler {
     this.pending.push(chunk);
   };
 
-  onRequestStart(controller: Dispatcher.DispatchController): void {
-    this.controller = controller;
-    if (this.socket.destroyed) controller.abort(clientWentAway(this.route));
+  onConnect(abort: (err?: Error) => void): void {
+    this.abort = abort;
+    if (this.socket.destroyed) abort(clientWentAway(this.route));
   }
 
-  onRequestUpgrade(controller: Dispatcher.DispatchController, status: number, _headers: unknown, upstream: Duplex): void {
+  onUpgrade(status: number, rawHeaders: Buffer[] | string[] | null, upstream: Duplex): void {
     this.done = true;
     const socket = this.socket;
     if (socket.destroyed) return void upstream.destroy();
     let text = `HTTP/1.1 ${status} Switching Protocols\r\n`;
-    const lines = applyToLines(
-      responseHeaderLines((controller as { rawHeaders?: Buffer[] }).rawHeaders ?? [], true, this.host),
-      this.route.policy?.responseHeaders,
-    );
+    const lines = applyToLines(responseHeaderLines((rawHeaders ?? []) as Buffer[], true, this.host), this.route.policy?.responseHeaders);
     for (let i = 0; i < lines.length; i += 2) text += `${lines[i]}: ${lines[i + 1]}\r\n`;
     socket.write(`${text}\r\n`, 'latin1');
     socket.off('data', this.early);
@@ -231,32 +233,30 @@ class Upgrading implements Dispatcher.DispatchHandler {
 
   private answerHead = false;
 
-  onResponseStart(controller: Dispatcher.DispatchController, status: number, _headers: unknown, statusMessage?: string): void {
-    if (status < 200) return;
+  onHeaders(status: number, rawHeaders: Buffer[], resume: () => void, statusText: string): boolean {
+    if (status < 200) return true;
     // the target declined the upgrade: its answer goes back as it is, and the connection closes
     this.done = true;
     this.answerHead = true;
-    let text = `HTTP/1.1 ${status} ${statusMessage ?? ''}\r\n`;
-    const lines = applyToLines(
-      responseHeaderLines((controller as { rawHeaders?: Buffer[] }).rawHeaders ?? [], false, this.host),
-      this.route.policy?.responseHeaders,
-    );
+    this.resume = resume;
+    let text = `HTTP/1.1 ${status} ${statusText ?? ''}\r\n`;
+    const lines = applyToLines(responseHeaderLines(rawHeaders, false, this.host), this.route.policy?.responseHeaders);
     for (let i = 0; i < lines.length; i += 2) text += `${lines[i]}: ${lines[i + 1]}\r\n`;
     this.socket.write(`${text}connection: close\r\n\r\n`, 'latin1');
+    return true;
   }
 
-  onResponseData(controller: Dispatcher.DispatchController, chunk: Buffer): void {
-    if (!this.socket.write(chunk)) {
-      controller.pause();
-      this.socket.once('drain', () => controller.resume());
-    }
+  onData(chunk: Buffer): boolean {
+    if (this.socket.write(chunk)) return true;
+    this.socket.once('drain', this.resume!);
+    return false;
   }
 
-  onResponseEnd(): void {
+  onComplete(): void {
     this.socket.end();
   }
 
-  onResponseError(_controller: Dispatcher.DispatchController, err: Error): void {
+  onError(err: Error): void {
     this.done = true;
     if (this.answerHead) return void this.socket.destroy();
     const f = failure(err, this.route);
@@ -349,7 +349,7 @@ export class Proxy {
           handler,
         );
     } catch (err) {
-      handler.onResponseError(undefined as never, err as Error);
+      handler.onError(err as Error);
     }
   }
 
