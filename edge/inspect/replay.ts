@@ -34,7 +34,8 @@ import { failure } from '../upstream/failures.js';
 import { ANSWERS } from '../../shared/errors.js';
 import type { ShareRoute } from '../types.js';
 import type { UpstreamPools } from '../upstream/upstream.js';
-import { BodyTap, type Capture } from './capture.js';
+import type { Capture } from './capture.js';
+import { BodyTap } from './recording.js';
 
 export interface ReplayOptions {
   /** A connection of its own: BRPOP blocks it. */

@@ -6,7 +6,7 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Socket } from 'node:net';
 import { answer } from '../answers.js';
 import { answered, revocable, settleExchange } from '../front/http2.js';
-import type { Tap } from '../inspect/capture.js';
+import type { Tap } from '../inspect/recording.js';
 import { observeRequest } from '../telemetry.js';
 import type { ShareRoute } from '../types.js';
 import type { Exchange, Refusal } from './exchange.js';

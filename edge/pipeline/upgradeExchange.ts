@@ -7,7 +7,7 @@ import http, { type IncomingMessage, type ServerResponse } from 'node:http';
 import type { Socket } from 'node:net';
 import type { Duplex } from 'node:stream';
 import { answerSocket, watchSocketAnswer } from '../answers.js';
-import type { Tap } from '../inspect/capture.js';
+import type { Tap } from '../inspect/recording.js';
 import type { ShareRoute } from '../types.js';
 import type { Exchange, Refusal } from './exchange.js';
 import { guardOf } from './guard.js';
