@@ -6,11 +6,9 @@
  * recorded with the head and body of that answer.
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import type { Duplex } from 'node:stream';
 import { type CapturedMessage, type RecordedExchange, recordedExchange, type StoredSummary } from '../../shared/inspect/store.js';
 import { isForm, redactForm, redactLines, redactQuery } from '../../shared/inspect/redact.js';
 import { CALLBACK_PATH } from '../access/login/index.js';
-import { edgeAnswer, watchSocketAnswer } from '../answers.js';
 import { clientAddress, EDGE_SET_HEADERS } from '../headers.js';
 import { originForm } from '../upstream/paths.js';
 import type { ShareRoute } from '../types.js';
@@ -124,6 +122,9 @@ export class Tap implements ExchangeTap {
   private responseLines: string[] | undefined;
   /** Read now: the request lets go of its socket before the exchange ends. */
   private readonly clientAddress: string;
+  /** The edge's own answer, when it answered the request itself (answered()). */
+  private own: { headers: Record<string, string | number>; body: string } | undefined;
+  private socketAnswered = false;
 
   constructor(
     private readonly capture: Recorder,
@@ -152,6 +153,24 @@ export class Tap implements ExchangeTap {
     (this.responseBody ??= new BodyTap(this.capture.limits.bodyBytes)).add(chunk);
   }
 
+  /** The edge's own answer on the response (edge/answers.ts answer): kept for finish(). */
+  answered(head: Record<string, string | number>, body: string): void {
+    this.own = { headers: head, body };
+  }
+
+  /**
+   * The edge's refusal of an upgrade request (WebSocket) on its raw socket (edge/answers.ts answerSocket): recorded
+   * with the answer it got, once. An upgrade carried through is not recorded.
+   */
+  answeredSocket(status: number, reason: string, lines: string[], body: string): void {
+    if (this.socketAnswered) return;
+    this.socketAnswered = true;
+    if (!this.capture.hasRoom()) return;
+    const responseBody = new BodyTap(this.capture.limits.bodyBytes);
+    responseBody.add(Buffer.from(body));
+    this.record(status, reason.length, lines, responseBody);
+  }
+
   /** The exchange is over (the answer ended, failed, or the client left): serialized and queued for the writer. */
   finish(res: ServerResponse): void {
     if (!this.capture.hasRoom()) return; // dropped and counted before any work is spent on it
@@ -159,25 +178,11 @@ export class Tap implements ExchangeTap {
     let responseBody = this.responseBody;
     let lines = this.responseLines;
     if (lines === undefined) {
-      const own = edgeAnswer(res);
+      const own = this.own;
       lines = res.headersSent ? writtenLines(res, own?.headers) : [];
       if (own !== undefined && responseBody === undefined) (responseBody = new BodyTap(this.capture.limits.bodyBytes)).add(Buffer.from(own.body));
     }
     this.record(this.status ?? (res.headersSent ? res.statusCode : 499), res.statusMessage?.length ?? 0, lines, responseBody);
-  }
-
-  /**
-   * An upgrade request (WebSocket) of the share, from its routing: the edge's refusal of it on the raw socket
-   * (answers.ts answerSocket) is recorded with the answer it got; an upgrade carried through is not recorded.
-   */
-  upgrading(socket: Duplex): void {
-    watchSocketAnswer(socket, (status, reason, lines, body) => {
-      watchSocketAnswer(socket, undefined);
-      if (!this.capture.hasRoom()) return;
-      const responseBody = new BodyTap(this.capture.limits.bodyBytes);
-      responseBody.add(Buffer.from(body));
-      this.record(status, reason.length, lines, responseBody);
-    });
   }
 
   private record(status: number, reasonLength: number, lines: string[], responseBody: BodyTap | undefined): void {

@@ -148,7 +148,7 @@ class Forwarding implements Dispatcher.DispatchHandler {
     if (res.headersSent) return void res.destroy(); // the client sees a cut answer, never a forged end
     const f = failure(err, this.route);
     this.options.onUpstreamError?.(this.route, failureKind(f));
-    answer(res, f.code, f.message);
+    answer(res, f.code, f.message, {}, this.tap);
   }
 
   /** The client went away: the target exchange goes too. */
@@ -176,6 +176,8 @@ class Upgrading implements Dispatcher.DispatchHandler {
     private readonly route: ShareRoute,
     private readonly meter: Meter,
     private readonly options: ProxyOptions,
+    /** An inspected share's tap: told of the edge's own answer to the upgrade, never of one carried through. */
+    private readonly tap: ExchangeTap | undefined,
     private readonly onSpliced: (socket: Duplex) => void,
   ) {
     // a client that leaves before the target answered cancels the upgrade; reading (and keeping) what it sends
@@ -261,7 +263,7 @@ class Upgrading implements Dispatcher.DispatchHandler {
     if (this.answerHead) return void this.socket.destroy();
     const f = failure(err, this.route);
     this.options.onUpstreamError?.(this.route, failureKind(f));
-    answerSocket(this.socket, f.code, f.message);
+    answerSocket(this.socket, f.code, f.message, {}, this.tap);
   }
 }
 
@@ -292,7 +294,7 @@ export class Proxy {
     if ('code' in prepared) {
       req.resume();
       if (prepared.code !== 'EH_REQUEST_MALFORMED') this.options.onUpstreamError?.(route, failureKind(prepared));
-      return void answer(res, prepared.code, prepared.message);
+      return void answer(res, prepared.code, prepared.message, {}, ctx.tap);
     }
     const method = req.method ?? 'GET';
     const body = hasBody(req) ? req : null;
@@ -308,7 +310,7 @@ export class Proxy {
       dispatcher = this.pools.dispatcher(route, sticky);
     } catch (err) {
       const f = failure(err, route);
-      return void answer(res, f.code, f.message);
+      return void answer(res, f.code, f.message, {}, ctx.tap);
     }
     const forwarding = new Forwarding(res, route, this.options, tap, dispatcher, { method, path: prepared.path, headers: prepared.headers, body });
     forwarding.sticky = sticky;
@@ -328,7 +330,13 @@ export class Proxy {
   ): void {
     if (route.targetProtocol === 'h2') {
       if (!this.options.h2)
-        return answerSocket(socket, 'EH_UPGRADE_NOT_CARRIED', 'this edge does not speak HTTP/2 to targets: upgrades (WebSocket) to this share are not carried');
+        return answerSocket(
+          socket,
+          'EH_UPGRADE_NOT_CARRIED',
+          'this edge does not speak HTTP/2 to targets: upgrades (WebSocket) to this share are not carried',
+          {},
+          ctx.tap,
+        );
       // a WebSocket as an extended CONNECT stream (edge/upstream/upstreamH2.ts), spliced, metered and timed out as here
       return this.options.h2.upgrade(req, socket, head, route, ctx, (client) => {
         const s = client as Socket;
@@ -338,8 +346,8 @@ export class Proxy {
       });
     }
     const prepared = this.prepare(req, route, ctx);
-    if ('code' in prepared) return answerSocket(socket, prepared.code, prepared.message);
-    const handler = new Upgrading(socket, head, route, this.meter, this.options, onSpliced);
+    if ('code' in prepared) return answerSocket(socket, prepared.code, prepared.message, {}, ctx.tap);
+    const handler = new Upgrading(socket, head, route, this.meter, this.options, ctx.tap, onSpliced);
     handler.host = req.headers.host ?? '';
     try {
       this.pools

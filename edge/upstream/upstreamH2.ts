@@ -178,7 +178,7 @@ export class UpstreamH2 {
     } catch (err) {
       req.resume();
       const f = failure(err, route);
-      answer(res, f.code, f.message);
+      answer(res, f.code, f.message, {}, ctx.tap);
       return () => undefined;
     }
     const body = hasBody(req);
@@ -192,7 +192,7 @@ export class UpstreamH2 {
       if (res.headersSent) return void res.destroy(); // a cut answer, never a forged end
       const f = failure(err, route);
       this.o.onUpstreamError?.(route, failureKind(f));
-      answer(res, f.code, f.message);
+      answer(res, f.code, f.message, {}, ctx.tap);
     };
     if (this.closed) {
       fail(targetUnreachable(route.target.host, 'ECONNRESET')); // the edge is stopping
@@ -292,6 +292,8 @@ export class UpstreamH2 {
         socket,
         'EH_UPGRADE_NOT_SUPPORTED_BY_TARGET',
         `this share speaks HTTP/2 to its target: only WebSocket upgrades are carried (Upgrade: ${String(req.headers.upgrade ?? '')})`,
+        {},
+        ctx.tap,
       );
     }
     let headers: OutgoingHttpHeaders;
@@ -299,7 +301,7 @@ export class UpstreamH2 {
       headers = this.head(req, route, ctx);
     } catch (err) {
       const f = failure(err, route);
-      return answerSocket(socket, f.code, f.message);
+      return answerSocket(socket, f.code, f.message, {}, ctx.tap);
     }
     headers[':method'] = 'CONNECT';
     headers[':protocol'] = 'websocket';
@@ -316,7 +318,7 @@ export class UpstreamH2 {
     const fail = (err: unknown) => {
       const f = failure(err, route);
       this.o.onUpstreamError?.(route, failureKind(f));
-      answerSocket(socket, f.code, f.message);
+      answerSocket(socket, f.code, f.message, {}, ctx.tap);
     };
     if (this.closed) return fail(targetUnreachable(route.target.host, 'ECONNRESET')); // the edge is stopping
     this.session(route)
@@ -329,6 +331,8 @@ export class UpstreamH2 {
             socket,
             'EH_UPGRADE_NOT_SUPPORTED_BY_TARGET',
             "this share's target speaks HTTP/2 and does not accept WebSockets over it (it does not allow extended CONNECT, RFC 8441)",
+            {},
+            ctx.tap,
           );
         }
         const stream = session.request(headers, { endStream: false });
