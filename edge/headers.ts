@@ -98,7 +98,7 @@ export interface ForwardContext {
   identity?: Record<string, string>;
   /** Replaces the Cookie header (the edge's own session cookie removed); undefined drops it. */
   cookie?: { value: string | undefined };
-  /** An inspected share's exchange being recorded (edge/inspect/capture.ts). */
+  /** An inspected share's exchange being recorded (edge/inspect/recording.ts). */
   tap?: ExchangeTap;
   /** The X-Forwarded-For the target gets (a trusted proxy's chain and the peer); the peer's address when unset. */
   forwardedFor?: string;
