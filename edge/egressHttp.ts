@@ -5,11 +5,13 @@
  * (shared/egress.ts: HUB_EGRESS_DENY and the service's own endpoints): IP literals before connecting, names through
  * the policy's lookup for that port (so DNS rebinding cannot slip by), and the socket's remote address once more when
  * connected, before a request is sent. Where a caller names its own listening ports (the edge), a connection to one
- * of this host's addresses at one of those ports is refused the same way.
+ * of this host's addresses at one of those ports is refused the same way. A refused connection fails with the edge's
+ * answer itself, EH_EGRESS_DENIED (a DomainError naming the address and the rule).
  */
 import { isIP, type Socket } from 'node:net';
 import { Agent, buildConnector, fetch as undiciFetch, type Dispatcher } from 'undici';
-import { EgressDeniedError, egressPolicy, isOwnAddress, type EgressPolicy } from '../shared/egress.js';
+import { EgressDeniedError, egressDenial, egressPolicy, isOwnAddress, type EgressPolicy } from '../shared/egress.js';
+import { DomainError } from '../shared/errors.js';
 
 interface ConnectorOptions {
   /** Connect (and TLS handshake) timeout. */
@@ -19,6 +21,9 @@ interface ConnectorOptions {
   /** Keep the sending side open after the peer ended its own (TCP half-close; raw byte streams need it). */
   allowHalfOpen?: boolean;
 }
+
+/** The edge's refusal of a connection the egress policy denies. */
+const denied = (host: string, address: string, rule: string) => new DomainError('EH_EGRESS_DENIED', egressDenial(host, address, rule));
 
 const bare = (host: string) => (host.startsWith('[') && host.endsWith(']') ? host.slice(1, -1) : host);
 
@@ -50,15 +55,17 @@ export function egressConnector(policy: EgressPolicy, options: ConnectorOptions)
     const connect = () => {
       if (isIP(host)) {
         const rule = refusal(host, port);
-        if (rule) return callback(new EgressDeniedError(host, host, rule), null);
+        if (rule) return callback(denied(host, host, rule), null);
       }
       byPort(port)(opts, (err, socket) => {
+        // a name the policy's lookup refused (each of its addresses denied)
+        if (err instanceof EgressDeniedError) return callback(denied(err.host, err.address, err.rule), null);
         if (err || !socket) return callback(err ?? new Error('no connection'), null);
         const remote = (socket as Socket).remoteAddress;
         const rule = remote ? refusal(remote, port) : 'no remote address';
         if (rule) {
           socket.destroy();
-          return callback(new EgressDeniedError(opts.hostname, remote ?? '?', rule), null);
+          return callback(denied(opts.hostname, remote ?? '?', rule), null);
         }
         callback(null, socket);
       });

@@ -14,7 +14,9 @@ import type { IncomingMessage } from 'node:http';
 import { ERROR_CODE_HEADER } from '../shared/errors.js';
 import { HOP_BY_HOP } from '../shared/hopByHop.js';
 import type { ExchangeTap } from './inspect/tap.js';
-import { applyToLines, type CompiledHeaderRules } from './policy/headers.js';
+import { applyToLines } from './policy/headers.js';
+import type { ShareRoute } from './types.js';
+import { targetUnreachable } from './upstream/failures.js';
 
 /**
  * Fields a trailer section may never carry (RFC 9110 6.5.1: framing, routing, request modifiers, authentication,
@@ -84,7 +86,7 @@ export interface ForwardContext {
   identity?: Record<string, string>;
   /** Replaces the Cookie header (the edge's own session cookie removed); undefined drops it. */
   cookie?: { value: string | undefined };
-  /** An inspected share's exchange being recorded (edge/inspect/capture.ts). */
+  /** An inspected share's exchange being recorded (edge/inspect/recording.ts). */
   tap?: ExchangeTap;
   /** The X-Forwarded-For the target gets (a trusted proxy's chain and the peer); the peer's address when unset. */
   forwardedFor?: string;
@@ -93,11 +95,6 @@ export interface ForwardContext {
    * what `client-ip` affinity hashes; the peer's address when unset.
    */
   clientAddress?: string;
-}
-
-/** An error in what the client sent, answered 400 by the edge. */
-export class BadRequest extends Error {
-  readonly code = 'EDGE_BAD_REQUEST';
 }
 
 /** The token a Connection header lists, lower-cased. */
@@ -137,9 +134,12 @@ export const clientAddress = (req: IncomingMessage) => {
 
 /**
  * The header lines (flat name, value list) the target receives, without framing: the HTTP client adds
- * Content-Length or chunked framing for the body it actually sends. `via` is this edge's hop mark.
+ * Content-Length or chunked framing for the body it actually sends. `via` is this edge's hop mark; `route` the share
+ * (its policy's request header rules apply). A verified identity that cannot be sent in a header fails the exchange
+ * (EH_TARGET_UNREACHABLE, naming the share's target).
  */
-export function requestHeaderLines(req: IncomingMessage, ctx: ForwardContext, via: string, rules?: CompiledHeaderRules): string[] {
+export function requestHeaderLines(req: IncomingMessage, ctx: ForwardContext, via: string, route?: Pick<ShareRoute, 'target' | 'policy'>): string[] {
+  const rules = route?.policy?.requestHeaders;
   const raw = req.rawHeaders;
   // the names a Connection header lists (most requests have none, or only keep-alive / close)
   let listed: Set<string> | undefined;
@@ -173,8 +173,7 @@ export function requestHeaderLines(req: IncomingMessage, ctx: ForwardContext, vi
   if (ctx.identity) {
     for (const name in ctx.identity) {
       const value = ctx.identity[name];
-      if (INVALID_FIELD_VALUE.test(value))
-        throw Object.assign(new Error(`the ${name} value cannot be sent in an HTTP header`), { code: 'EDGE_INVALID_HEADER' });
+      if (INVALID_FIELD_VALUE.test(value)) throw targetUnreachable(route?.target.host ?? '', 'EDGE_INVALID_HEADER');
       out.push(name, value);
     }
   }

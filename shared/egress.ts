@@ -8,6 +8,10 @@ export { isOwnAddress };
 
 type Range = [ipaddr.IPv4 | ipaddr.IPv6, number];
 
+/** Why a connection to `host` (at `address`) is refused: the address and the rule. */
+export const egressDenial = (host: string, address: string, rule: string) =>
+  `target ${host}${host === address ? '' : ` (${address})`} is denied by the egress policy (${rule})`;
+
 /** The error a refused connection fails with (code EGRESS_DENIED), naming the address and the rule. */
 export class EgressDeniedError extends Error {
   readonly code = 'EGRESS_DENIED';
@@ -16,7 +20,7 @@ export class EgressDeniedError extends Error {
     readonly address: string,
     readonly rule: string,
   ) {
-    super(`target ${host}${host === address ? '' : ` (${address})`} is denied by the egress policy (${rule})`);
+    super(egressDenial(host, address, rule));
   }
 }
 

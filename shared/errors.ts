@@ -2,7 +2,8 @@
  * The error catalogue, one table for the API and the edge: each code once, with its HTTP answer (the status and the
  * published `error` value of the body), what it means (docs/errors.md) and, for some, the message it carries when the
  * raiser gives none. Every refusal the domain raises is a DomainError with a code of this table and a sentence for
- * people; commands, the workers and the edge's access checks raise them without knowing HTTP. The API's middleware
+ * people; commands, the workers, the edge's access checks and the edge's failures to forward (edge/upstream/failures.ts)
+ * raise them without knowing HTTP, where the failure happens, and nothing maps them afterwards. The API's middleware
  * and the edge's answer() read the status and `error` of a code here (ANSWERS), and both send the code itself in the
  * `Edgehub-Error-Code` header of every error answer. Anything that is not a DomainError (nor the API's HttpError) is
  * a fault, answered 500 without detail. Like Fastify's lib/errors.js and undici's lib/core/errors.js, codes never

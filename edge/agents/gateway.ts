@@ -10,83 +10,38 @@
  *   not draining, not reporting it down, of the lowest priority, by weight), and the pools of edge/upstream/upstream.ts keep
  *   their target connections per agent connection (`connectorFor`'s key names it), so kept-alive connections never
  *   carry a request to an agent that was not chosen for it. With none connected the connector fails at once with
- *   EDGE_NO_AGENT (502); with every one reporting the target down, with EDGE_TARGET_DOWN (502).
- * - Pool state: the agent answers its targets with what it serves and its weight, priority, draining and targets
- *   down, and keeps a state stream open (GET /edgehub/v1/state) on which it says every change.
- * - Targets: each agent is told the targets of its environment's shares (PUT /edgehub/v1/targets) before it carries
- *   anything, and again before a stream to a target it was not told of yet; the agent refuses any other target.
+ *   EH_NO_AGENT (502); with every one reporting the target down, with EH_TARGET_DOWN_AT_AGENTS (502): each failure
+ *   is raised here as the exchange's answer (a DomainError of shared/errors.ts), never mapped afterwards.
+ * - Pool state and targets (edge/agents/briefing.ts): the agent answers its targets with what it serves and its
+ *   weight, priority, draining and targets down, and keeps a state stream open (GET /edgehub/v1/state) on which it
+ *   says every change. Each agent is told the targets of its environment's shares (PUT /edgehub/v1/targets) before it
+ *   carries anything, and again before a stream to a target it was not told of yet; the agent refuses any other target.
+ * - Connections (edge/agents/link.ts): the HTTP/2 session over each agent's socket, with its flood watch.
  * - Liveness and revocation: a PING every `pingMs`, the connection dropped when one goes unanswered; an agent removed
  *   from the directory (revoked, its hub or environment deleted) has its connections closed at once.
  */
 import { createHash } from 'node:crypto';
-import http2, { type ClientHttp2Session } from 'node:http2';
 import type { Duplex } from 'node:stream';
 import type { TLSSocket } from 'node:tls';
 import type { buildConnector } from 'undici';
 import { AGENT_ALPN, targetAuthority } from 'edgehub-agent/protocol';
+import { isDomainError, refusal } from '../../shared/errors.js';
 import { logger } from '../../shared/logger.js';
 import type { AgentGateway, ShareRoute, Sticky } from '../types.js';
-import { envKey, type AgentDirectory, type AgentRecord } from './directory.js';
-import { type FloodWatch, watchFloods } from './floods.js';
-import { AgentAdmission, MAX_STREAMS_PER_CONNECTION, SESSION_LIMITS } from './limits.js';
 import { affinityCookie, affinityToken, byClient, names } from './affinity.js';
-import { applyState, byWeight, choose, eligible, type PoolMember, poolDefaults, readStateStream } from './pool.js';
+import { AgentBriefing, type BriefingOptions } from './briefing.js';
+import { envKey, type AgentDirectory } from './directory.js';
 import { AgentFigures } from './figures.js';
-import { sendEdges, sendTargets } from './messages.js';
-import { AgentStreamError, connectStream, streamConnector, Unanswered } from './streams.js';
-import type { Presence } from './presence.js';
+import { AgentAdmission, MAX_STREAMS_PER_CONNECTION } from './limits.js';
+import { type Link, openLink } from './link.js';
+import { byWeight, choose, eligible } from './pool.js';
+import { connectStream, streamConnector, Unanswered } from './streams.js';
 
-/** Per-stream receive window: bounds what one stream buffers when its reader is slow (back-pressure). */
-const STREAM_WINDOW = 1 << 20;
-/** The connection's receive window, shared by its streams. */
-const SESSION_WINDOW = 32 << 20;
-/** Largest DATA frame this side takes: fewer frames per MiB (HTTP/2's default is 16 KiB). */
-const MAX_FRAME = 256 << 10;
-
-interface GatewayOptions {
+interface GatewayOptions extends BriefingOptions {
   directory: AgentDirectory;
-  presence: Presence;
-  /** `host:port` of every target of the environment's shares. */
-  targetsOf(hubId: string, envZId: string): string[];
-  /** How long a stream to a target may take to open (agent connects to the target). */
-  connectTimeoutMs: number;
   pingMs?: number;
-  /** The live edges' agent addresses and this edge's own, told to every connected agent (edge/agents/liveEdges.ts). */
-  edges?: () => { addresses: string[]; self: string[] };
-  /** The environment's shares with their targets (host:port): what targets reported down are shown as. */
-  sharesOf?: (hubId: string, envZId: string) => { zId: string; authority: string }[];
   /** The key affinity cookies are made with (edge/agents/affinity.ts). */
   affinityKey?: Buffer;
-  /** The HTTP checks of a hub's targets (edge/agents/checks.ts), sent with the targets. */
-  checksOf?: (hubId: string, targets: string[]) => Record<string, unknown>;
-}
-
-let linkIds = 0;
-
-interface Link extends PoolMember {
-  /** This connection, among the edge's (the key of its pools). */
-  id: number;
-  agent: AgentRecord;
-  session: ClientHttp2Session;
-  /** The edge address the agent dialed (host:port as this edge sees it). */
-  address: string;
-  streams: number;
-  /** Counts what the edge's streams on it receive (the flood watch tells traffic from overhead). */
-  floods: FloodWatch;
-  /** Targets the agent has acknowledged. */
-  acked: Set<string>;
-  /** The HTTP checks it acknowledged with them (JSON). */
-  ackedChecks: string;
-  /** The list being sent, while a PUT is in flight. */
-  pushing: Promise<void> | undefined;
-  ready: boolean;
-  pingOutstanding: boolean;
-  /** The agent sent GOAWAY: it takes no new stream. */
-  closing: boolean;
-  socket: TLSSocket;
-  /** Its socket's byte counts when the figures were last scraped (edge/agents/figures.ts). */
-  seen: { read: number; written: number };
-  connector?: buildConnector.connector;
 }
 
 export class AgentGatewayServer implements AgentGateway {
@@ -96,9 +51,11 @@ export class AgentGatewayServer implements AgentGateway {
   private readonly admission = new AgentAdmission();
   private readonly pinger: NodeJS.Timeout;
   private readonly figures: AgentFigures;
+  private readonly briefing: AgentBriefing;
   private closed = false;
 
   constructor(private readonly o: GatewayOptions) {
+    this.briefing = new AgentBriefing(o);
     this.figures = new AgentFigures(() => [...this.byEnv.values()].flat());
     this.pinger = setInterval(() => this.ping(), o.pingMs ?? 5_000);
     this.pinger.unref();
@@ -118,47 +75,17 @@ export class AgentGatewayServer implements AgentGateway {
       return void socket.destroy();
     }
     if (!this.admission.admit(agent, socket)) return void socket.destroy();
-    socket.setKeepAlive(true, 15_000);
-    socket.setNoDelay(true);
-    const session = http2.connect('http://edgehub-agent', {
-      createConnection: () => socket,
-      // the agent opens no stream of its own: it only answers the edge's
-      settings: { initialWindowSize: STREAM_WINDOW, maxFrameSize: MAX_FRAME, enablePush: false, maxConcurrentStreams: 0 },
-      ...SESSION_LIMITS,
-    });
-    const floods = watchFloods(session, socket, (reason) => {
-      this.admission.penalize(agent, socket, reason);
-      session.destroy();
-      socket.destroy();
-    });
-    const link: Link = {
-      ...poolDefaults(),
-      id: ++linkIds,
+    const link = openLink(
       agent,
-      session,
-      address: `${socket.localAddress?.replace(/^::ffff:/, '')}:${socket.localPort}`,
-      streams: 0,
-      floods,
-      acked: new Set(),
-      ackedChecks: '{}',
-      pushing: undefined,
-      ready: false,
-      pingOutstanding: false,
-      closing: false,
       socket,
-      seen: { read: 0, written: 0 },
-    };
-    session.once('goaway', () => (link.closing = true));
-    session.on('error', (err) => logger.info({ agentId: agent.id, err: err.message }, 'edge: agent connection failed'));
-    session.once('connect', () => session.setLocalWindowSize(SESSION_WINDOW));
-    session.once('close', () => {
-      floods.stop();
-      this.drop(link);
-    });
+      (reason) => this.admission.penalize(agent, socket, reason),
+      (closed) => this.drop(closed),
+    );
+    const session = link.session;
     const key = envKey(agent.hubId, agent.envZId);
     this.byEnv.set(key, [...(this.byEnv.get(key) ?? []), link]);
     void this.o.presence.connected(agent.id, link.address);
-    this.push(link).then(
+    this.briefing.push(link).then(
       () => {
         link.ready = true;
         logger.info(
@@ -173,8 +100,8 @@ export class AgentGatewayServer implements AgentGateway {
           },
           'edge: agent connected',
         );
-        this.pushEdges(link);
-        this.watchState(link);
+        this.briefing.pushEdges(link);
+        this.briefing.watchState(link);
       },
       (err) => {
         logger.warn({ agentId: agent.id, err: (err as Error).message }, 'edge: agent did not take its targets; connection closed');
@@ -193,104 +120,17 @@ export class AgentGatewayServer implements AgentGateway {
     logger.info({ agentId: link.agent.id, peakOverhead: link.floods.peak() }, 'edge: agent disconnected');
   }
 
-  /** Sends the environment's targets; resolves once the agent acknowledged them. */
-  private push(link: Link): Promise<void> {
-    const targets = [...new Set(this.o.targetsOf(link.agent.hubId, link.agent.envZId))].sort();
-    const checks = JSON.stringify(this.o.checksOf?.(link.agent.hubId, targets) ?? {});
-    const sending = sendTargets(link, targets, checks, this.o.connectTimeoutMs).then((answer) => {
-      link.ackedChecks = checks;
-      this.takeAnswer(link, targets, answer);
-      // a change while this list was on its way (a share made as the agent connected) was not sent: send it now
-      setImmediate(() => {
-        if (!link.session.destroyed && !link.session.closed) this.refresh(link);
-      });
-    });
-    // waiters see the outcome in link.acked; the rejection is the caller's
-    const settled = sending.then(
-      () => undefined,
-      () => undefined,
-    );
-    link.pushing = settled;
-    void settled.then(() => {
-      if (link.pushing === settled) link.pushing = undefined;
-    });
-    return sending;
-  }
-
-  /** The agent took `targets`; `body` its answer (what it serves, its pool state), undefined from an older agent. */
-  private takeAnswer(link: Link, targets: string[], body: string | undefined): void {
-    link.acked = new Set(targets);
-    if (body !== undefined) {
-      let said: unknown;
-      try {
-        said = JSON.parse(body);
-      } catch {
-        said = undefined;
-      }
-      this.applyState(link, said);
-    }
-    // the agent took its targets (and says it is connected): it carries streams from now on
-    link.ready = true;
-  }
-
-  /** What the agent said of itself, checked (edge/agents/pool.ts), and written for the API. */
-  private applyState(link: Link, said: unknown): void {
-    const wasDraining = link.draining;
-    const foreign = applyState(link, said, link.acked);
-    if (foreign.length)
-      logger.warn(
-        { agentId: link.agent.id, envZId: link.agent.envZId, targets: foreign.slice(0, 10) },
-        "edge: agent reported targets down that are not its environment's; ignored",
-      );
-    if (link.draining && !wasDraining) logger.info({ agentId: link.agent.id, envZId: link.agent.envZId }, 'edge: agent draining; it is sent nothing new');
-    const down = new Set(link.down);
-    const targetsDown = (this.o.sharesOf?.(link.agent.hubId, link.agent.envZId) ?? []).filter((s) => down.has(s.authority)).map((s) => s.zId);
-    void this.o.presence.state(link.agent.id, {
-      weight: link.weight,
-      priority: link.priority,
-      draining: link.draining,
-      targetsDown: [...new Set(targetsDown)].sort(),
-    });
-  }
-
-  /** Reads the agent's state stream (one JSON line per change) for as long as the connection lasts. */
-  private watchState(link: Link): void {
-    readStateStream(link, (said) => this.applyState(link, said));
-  }
-
   /**
    * The environments' targets changed (a share created, changed or deleted): each agent is told its new list. An
    * agent still taking its first list is told once it has taken it (push checks again when it is acknowledged).
    */
   targetsChanged(): void {
-    for (const links of this.byEnv.values()) for (const link of links) if (link.ready) this.refresh(link);
-  }
-
-  /** Sends a link its targets again when they are not the ones it acknowledged. */
-  private refresh(link: Link): void {
-    const now = new Set(this.o.targetsOf(link.agent.hubId, link.agent.envZId));
-    const checks = JSON.stringify(this.o.checksOf?.(link.agent.hubId, [...now].sort()) ?? {});
-    if (now.size === link.acked.size && [...now].every((t) => link.acked.has(t)) && checks === link.ackedChecks) return;
-    void this.push(link).catch((err) => {
-      // an agent that is going away (its connection closed meanwhile) needs no list: said, not warned
-      const gone = link.session.destroyed || link.session.closed;
-      logger[gone ? 'info' : 'warn']({ agentId: link.agent.id, err: (err as Error).message }, 'edge: agent targets not updated');
-    });
-  }
-
-  /**
-   * Tells the agent the live edges (and which addresses are this edge's own), so that it dials every edge. An agent
-   * that does not know the message answers 404; it keeps the edges it was given.
-   */
-  private pushEdges(link: Link): void {
-    const edges = this.o.edges?.();
-    // not read yet (this edge is starting): nothing rather than an empty set, which would drop the edges it found
-    if (edges?.addresses.length) sendEdges(link, edges);
+    for (const links of this.byEnv.values()) for (const link of links) if (link.ready) this.briefing.refresh(link);
   }
 
   /** The live edges changed: every connected agent is told. */
   edgesChanged(): void {
-    for (const links of this.byEnv.values()) for (const link of links) if (link.ready) this.pushEdges(link);
+    for (const links of this.byEnv.values()) for (const link of links) if (link.ready) this.briefing.pushEdges(link);
   }
 
   /** The directory changed: connections of agents no longer enrolled close now. */
@@ -339,14 +179,14 @@ export class AgentGatewayServer implements AgentGateway {
       sticky && this.o.affinityKey ? this.pickSticky(route, authority, sticky, this.o.affinityKey) : this.pick(route.hubId, route.envZId, authority);
     if (typeof chosen === 'object') {
       this.figures.request(chosen.agent.id);
-      chosen.connector ??= streamConnector((authority) => this.openStream(route.hubId, route.envZId, authority, chosen), this.o.connectTimeoutMs);
+      chosen.connector ??= streamConnector((authority, host) => this.openStream(route.hubId, route.envZId, authority, chosen, host), this.o.connectTimeoutMs);
       return { key: `agents ${key} via ${chosen.id}`, connect: chosen.connector };
     }
     // none usable right now: the environment's connector waits for an agent taking its targets, or fails with why
     let connect = this.connectors.get(key);
     if (!connect) {
       const { hubId, envZId } = route;
-      connect = streamConnector((authority) => this.openStream(hubId, envZId, authority), this.o.connectTimeoutMs);
+      connect = streamConnector((authority, host) => this.openStream(hubId, envZId, authority, undefined, host), this.o.connectTimeoutMs);
       this.connectors.set(key, connect);
     }
     return { key: `agents ${key}`, connect };
@@ -389,14 +229,15 @@ export class AgentGatewayServer implements AgentGateway {
    * A stream to `authority` (host:port) in the environment's network, through one of its connected agents (`preferred`
    * while it is usable): the HTTP exchanges of its shares and the TCP connections of its IPsec shares. A stream the
    * agent never answered (it went away, or sent GOAWAY as it stopped after a drain) is opened again through another.
+   * `host` names the target in the answer to a timeout (the share's target URL's host; the authority by default).
    */
-  async openStream(hubId: string, envZId: string, authority: string, preferred?: Link): Promise<Duplex> {
+  async openStream(hubId: string, envZId: string, authority: string, preferred?: Link, host = authority): Promise<Duplex> {
     const tried = new Set<Link>();
-    let last: AgentStreamError | undefined;
+    let last: Unanswered | undefined;
     for (let attempt = 0; attempt < 3; attempt++) {
       let usable: Link;
       try {
-        const link = preferred && attempt === 0 && this.open(preferred) ? await this.told(preferred, authority) : undefined;
+        const link = preferred && attempt === 0 && this.open(preferred) ? await this.briefing.told(preferred, authority) : undefined;
         usable = link && choose([link], authority) === link ? link : await this.choose(hubId, envZId, authority, tried);
       } catch (err) {
         // no other agent to try: the reason the last one gave
@@ -405,24 +246,16 @@ export class AgentGatewayServer implements AgentGateway {
       // counted where it was chosen (connectorFor) when it was
       if (!preferred && attempt === 0) this.figures.request(usable.agent.id);
       try {
-        return await connectStream(usable, authority, this.o.connectTimeoutMs);
+        return await connectStream(usable, authority, this.o.connectTimeoutMs, host);
       } catch (err) {
         if (err instanceof Unanswered) this.figures.error(usable.agent.id, err.kind);
-        else if (err instanceof AgentStreamError) this.figures.error(usable.agent.id, err.code === 'ETIMEDOUT' ? 'timeout' : 'refused');
+        else if (isDomainError(err)) this.figures.error(usable.agent.id, err.code === 'EH_TARGET_TIMEOUT' ? 'timeout' : 'refused');
         if (!(err instanceof Unanswered)) throw err;
-        last = new AgentStreamError('EDGE_AGENT_UNREACHABLE', err.message);
+        last = err;
         tried.add(usable);
       }
     }
-    throw last as AgentStreamError;
-  }
-
-  /** The link, once it has been told `authority` when it is a target it was not told of yet (a share made a moment ago). */
-  private async told(link: Link, authority: string): Promise<Link> {
-    if (link.acked.has(authority)) return link;
-    if (link.pushing) await link.pushing;
-    if (!link.acked.has(authority)) await this.push(link).catch(() => undefined);
-    return link;
+    throw last as Unanswered;
   }
 
   /** A usable connection for `authority`, or the error that says why there is none. */
@@ -430,7 +263,7 @@ export class AgentGatewayServer implements AgentGateway {
     const links = () => this.byEnv.get(envKey(hubId, envZId)) ?? [];
     // connections not told of this target yet are told first: whether they serve it is in their answer
     const untold = links().filter((l) => this.open(l, exclude) && !l.acked.has(authority));
-    if (untold.length) await Promise.all(untold.map((l) => this.told(l, authority)));
+    if (untold.length) await Promise.all(untold.map((l) => this.briefing.told(l, authority)));
     let chosen = this.pick(hubId, envZId, authority, exclude);
     if (chosen === 'none' || chosen === 'unserved') {
       // an agent that is taking its targets right now is about to carry streams: wait for it rather than refuse
@@ -448,12 +281,11 @@ export class AgentGatewayServer implements AgentGateway {
       chosen = 'none';
     }
     if (chosen === 'down')
-      throw new AgentStreamError(
-        'EDGE_TARGET_DOWN',
+      throw refusal(
+        'EH_TARGET_DOWN_AT_AGENTS',
         `the share's target ${authority} is down at every agent of environment ${envZId} (each reports it cannot reach it)`,
       );
-    if (chosen === 'none')
-      throw new AgentStreamError('EDGE_NO_AGENT', `no agent connected for environment ${envZId}: the share's target is reached only through its agents`);
+    if (chosen === 'none') throw refusal('EH_NO_AGENT', `no agent connected for environment ${envZId}: the share's target is reached only through its agents`);
     return chosen;
   }
 

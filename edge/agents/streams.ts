@@ -8,29 +8,21 @@ import type { Duplex } from 'node:stream';
 import tls from 'node:tls';
 import type { buildConnector } from 'undici';
 import { authorityOf, ERROR_HEADER } from 'edgehub-agent/protocol';
+import { DomainError, refusal } from '../../shared/errors.js';
+import { targetTimedOut } from '../upstream/failures.js';
 import type { FloodWatch } from './floods.js';
-
-/** A stream to a target could not be opened: no agent, the agent refused, or the target is unreachable from it. */
-export class AgentStreamError extends Error {
-  constructor(
-    readonly code: 'EDGE_NO_AGENT' | 'EDGE_TARGET_DOWN' | 'EDGE_AGENT_REFUSED' | 'EDGE_AGENT_UNREACHABLE' | 'ETIMEDOUT',
-    message: string,
-  ) {
-    super(message);
-  }
-}
 
 /**
  * A stream that reached no target (the agent never answered it, or could not connect to the target): it may be
- * opened through another agent.
+ * opened through another agent; when none is left, it is the exchange's answer as it is.
  */
-export class Unanswered extends Error {
+export class Unanswered extends DomainError {
   constructor(
     message: string,
     /** 'unreachable': the agent answered that it could not connect to the target; else it never answered. */
     readonly kind: 'unanswered' | 'unreachable' = 'unanswered',
   ) {
-    super(message);
+    super('EH_AGENT_TARGET_UNREACHABLE', message);
   }
 }
 
@@ -43,8 +35,11 @@ interface StreamLink {
   floods: FloodWatch;
 }
 
-/** A CONNECT stream through `link`; an Unanswered error when it reached no target (safe to try elsewhere). */
-export function connectStream(link: StreamLink, authority: string, timeoutMs: number): Promise<Duplex> {
+/**
+ * A CONNECT stream through `link`; an Unanswered error when it reached no target (safe to try elsewhere). `host` names
+ * the target in the answer to a timeout (as the share's target URL names it; the authority when there is no URL).
+ */
+export function connectStream(link: StreamLink, authority: string, timeoutMs: number, host = authority): Promise<Duplex> {
   const { envZId } = link.agent;
   return new Promise((resolve, reject) => {
     let stream: http2.ClientHttp2Stream;
@@ -66,7 +61,8 @@ export function connectStream(link: StreamLink, authority: string, timeoutMs: nu
     const timer = setTimeout(() => {
       answered = true;
       stream.close(http2.constants.NGHTTP2_CANCEL);
-      reject(new AgentStreamError('ETIMEDOUT', `the agent did not connect to ${authority} in time`));
+      // the agent did not connect to the target in time
+      reject(targetTimedOut(host));
     }, timeoutMs);
     stream.once('response', (headers) => {
       answered = true;
@@ -76,7 +72,7 @@ export function connectStream(link: StreamLink, authority: string, timeoutMs: nu
       const reason = String(headers[ERROR_HEADER] ?? `the agent answered ${status}`);
       stream.close(http2.constants.NGHTTP2_CANCEL);
       // 502: the agent could not connect to the target (nothing reached it): another agent may
-      reject(status === 403 ? new AgentStreamError('EDGE_AGENT_REFUSED', reason) : new Unanswered(reason, 'unreachable'));
+      reject(status === 403 ? refusal('EH_AGENT_REFUSED_TARGET', reason) : new Unanswered(reason, 'unreachable'));
     });
     stream.once('error', (err) => {
       if (answered) return;
@@ -87,18 +83,22 @@ export function connectStream(link: StreamLink, authority: string, timeoutMs: nu
   });
 }
 
-/** An undici connector whose connections are streams `open` makes (TLS inside them for an https target). */
-export function streamConnector(open: (authority: string) => Promise<Duplex>, timeoutMs: number): buildConnector.connector {
+/**
+ * An undici connector whose connections are streams `open` makes (TLS inside them for an https target); `open` gets
+ * the target's authority (host:port) and its host as its URL names it (for the answer to a timeout).
+ */
+export function streamConnector(open: (authority: string, host: string) => Promise<Duplex>, timeoutMs: number): buildConnector.connector {
   return (opts, callback) => {
     const https = opts.protocol === 'https:';
     const authority = authorityOf(opts.hostname, Number(opts.port) || (https ? 443 : 80));
-    open(authority).then(
+    open(authority, opts.host ?? authority).then(
       (stream) => {
         if (!https) return callback(null, stream as never);
         // an https target: TLS end to end from the edge, through the agent's stream
         const servername = opts.servername ?? (/^[\d.]+$|:/.test(opts.hostname) ? undefined : opts.hostname);
         const secure = tls.connect({ socket: stream, servername, ALPNProtocols: ['http/1.1'] });
-        const timer = setTimeout(() => secure.destroy(new AgentStreamError('ETIMEDOUT', `TLS with ${authority} through the agent timed out`)), timeoutMs);
+        // TLS with the target through the agent did not finish in time
+        const timer = setTimeout(() => secure.destroy(targetTimedOut(opts.host ?? authority)), timeoutMs);
         secure.once('secureConnect', () => {
           clearTimeout(timer);
           callback(null, secure as never);

@@ -23,11 +23,12 @@ import { replayKeys, takeReplay, wakeReplays } from '../../shared/inspect/replay
 import { HOP_BY_HOP } from '../../shared/hopByHop.js';
 import type { Meter } from '../meter.js';
 import { originForm, targetPath } from '../upstream/paths.js';
-import { failure } from '../upstream/proxy.js';
+import { failure } from '../upstream/failures.js';
 import { ANSWERS } from '../../shared/errors.js';
 import type { ShareRoute } from '../types.js';
 import type { UpstreamPools } from '../upstream/upstream.js';
-import { BodyTap, type Capture } from './capture.js';
+import type { Capture } from './capture.js';
+import { BodyTap } from './recording.js';
 
 interface ReplayOptions {
   /** A connection of its own: BRPOP blocks it. */
@@ -171,7 +172,7 @@ export class Replays {
       }
       for await (const chunk of answer.body) response.add(chunk as Buffer);
     } catch (err) {
-      const { code, message } = failure(err as NodeJS.ErrnoException, route);
+      const { code, message } = failure(err, route);
       status = ANSWERS[code].status;
       const text = Buffer.from(JSON.stringify({ error: ANSWERS[code].error, message }));
       responseLines = ['content-type', 'application/json', 'content-length', String(text.length)];

@@ -1,7 +1,8 @@
 /**
- * What the proxy tells the recording of an inspected exchange as it goes (edge/inspect/capture.ts Tap implements it):
- * the request as forwarded, the answer's head and each chunk of its body. Its own module so that the proxy and the
- * header code name it without importing the recorder, which imports them.
+ * What the edge tells the recording of an inspected exchange as it goes (edge/inspect/recording.ts Tap implements it):
+ * the request as forwarded, the answer's head and each chunk of its body, or the edge's own answer (edge/answers.ts,
+ * to which the exchange hands its tap). Its own module so that the proxy, the answers and the header code name it
+ * without importing the recorder, which imports them.
  */
 import type { IncomingMessage } from 'node:http';
 
@@ -12,4 +13,8 @@ export interface ExchangeTap {
   head(status: number, lines: string[]): void;
   /** A chunk of the answer's body. */
   data(chunk: Buffer): void;
+  /** The edge answered the request itself (answer()): the head fields and the body it wrote. */
+  answered(head: Record<string, string | number>, body: string): void;
+  /** The edge answered an upgrade request itself on its raw socket (answerSocket()): as it went out. */
+  answeredSocket(status: number, reason: string, lines: string[], body: string): void;
 }

@@ -7,6 +7,7 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Duplex } from 'node:stream';
 import type { ErrorCode } from '../../shared/errors.js';
+import type { ExchangeTap } from '../inspect/tap.js';
 import type { RefusalReason } from '../policy/gate.js';
 import type { ShareRoute } from '../types.js';
 
@@ -55,6 +56,8 @@ export interface Exchange extends Entry {
   readonly connection: Duplex;
   /** What the edge's own answers are written on (a share's error pages attach to it, edge/answers.ts). */
   readonly answers: ServerResponse | Duplex;
+  /** An inspected share's recording of the exchange, from routing: told of what crosses and of the edge's own answer. */
+  readonly tap: ExchangeTap | undefined;
   /** An upgrade request (answered on its raw socket), not a request with a response. */
   readonly upgrade: boolean;
   /** Headers the verified identity adds (mutual TLS, login), for the target and a rate limit by identity. */

@@ -21,7 +21,8 @@ export const login =
     const hook = access.login;
     if (!hook) return unavailable;
     const res = x.loginResponse();
-    return hook.handle(x.req, res, route, { host: x.host, secure: x.secure, origin: `${x.secure ? 'https' : 'http'}://${x.req.headers.host}` }).then(
+    const ctx = { host: x.host, secure: x.secure, origin: `${x.secure ? 'https' : 'http'}://${x.req.headers.host}`, tap: x.tap };
+    return hook.handle(x.req, res, route, ctx).then(
       (outcome): Verdict => {
         if (outcome.kind === 'handled') {
           x.loginDone(res);

@@ -6,7 +6,7 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Socket } from 'node:net';
 import { answer } from '../answers.js';
 import { answered, revocable, settleExchange } from '../front/http2.js';
-import type { Tap } from '../inspect/capture.js';
+import type { Tap } from '../inspect/recording.js';
 import { observeRequest } from '../telemetry.js';
 import type { ShareRoute } from '../types.js';
 import type { Exchange, Refusal } from './exchange.js';
@@ -31,7 +31,7 @@ export class RequestExchange implements Exchange {
   private admitted = false;
   private readonly started = performance.now();
   /** An inspected share's exchange, recorded from here whatever answers it (the target or the edge's refusal). */
-  private readonly tap: Tap | undefined;
+  readonly tap: Tap | undefined;
 
   constructor(
     private readonly parts: PipelineParts,
@@ -62,7 +62,7 @@ export class RequestExchange implements Exchange {
   }
 
   refuse(r: Refusal): void {
-    answer(this.answers, r.code, r.message, r.headers);
+    answer(this.answers, r.code, r.message, r.headers, this.tap);
   }
 
   fail(): void {

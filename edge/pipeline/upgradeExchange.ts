@@ -6,8 +6,8 @@
 import http, { type IncomingMessage, type ServerResponse } from 'node:http';
 import type { Socket } from 'node:net';
 import type { Duplex } from 'node:stream';
-import { answerSocket, watchSocketAnswer } from '../answers.js';
-import type { Tap } from '../inspect/capture.js';
+import { answerSocket } from '../answers.js';
+import type { Tap } from '../inspect/recording.js';
 import type { ShareRoute } from '../types.js';
 import type { Exchange, Refusal } from './exchange.js';
 import { guardOf } from './guard.js';
@@ -22,7 +22,7 @@ export class UpgradeExchange implements Exchange {
   email: string | undefined = undefined;
   until: number | undefined = undefined;
   /** An inspected share's upgrade refused by the edge is recorded with its answer (one carried through is not). */
-  private readonly tap: Tap | undefined;
+  readonly tap: Tap | undefined;
 
   constructor(
     private readonly parts: PipelineParts,
@@ -34,7 +34,6 @@ export class UpgradeExchange implements Exchange {
     readonly route: ShareRoute | undefined,
   ) {
     this.tap = route?.inspect ? parts.capture?.begin(route, req) : undefined;
-    this.tap?.upgrading(connection);
   }
 
   get answers(): Duplex {
@@ -46,7 +45,7 @@ export class UpgradeExchange implements Exchange {
   }
 
   refuse(r: Refusal): void {
-    answerSocket(this.connection, r.code, r.message, r.headers);
+    answerSocket(this.connection, r.code, r.message, r.headers, this.tap);
     // metered as a refused request is once answered: its bytes are its share's, or no share's without one
     this.parts.meter.settle(this.connection as Socket, this.route);
   }
@@ -88,16 +87,16 @@ export class UpgradeExchange implements Exchange {
   keep(): void {}
 
   forward(): void {
-    const addresses = this.parts.gate.addresses;
+    // the tap hears only of the edge's own answer to the upgrade (the proxy's failures): one carried through is not recorded
     const ctx = {
       secure: this.secure,
       identity: this.identity,
-      forwardedFor: addresses.forwardedFor(this.req),
-      clientAddress: addresses.of(this.req),
+      forwardedFor: this.parts.gate.addresses.forwardedFor(this.req),
+      clientAddress: this.parts.gate.addresses.of(this.req),
       cookie: this.cookie,
+      tap: this.tap,
     };
     this.parts.proxy.upgrade(this.req, this.connection, this.head, this.route!, ctx, (spliced) => {
-      watchSocketAnswer(spliced, undefined);
       this.parts.connections.watch(spliced, guardOf(this.parts, this));
     });
   }

@@ -4,7 +4,10 @@
  * URL already sets (the target's own parameters win: `https://t/app?role=viewer` stays `role=viewer` whatever the
  * client sends). A path that would climb above the target's path is refused.
  */
-import { BadRequest } from '../headers.js';
+import { refusal } from '../../shared/errors.js';
+
+/** A request target or path the edge refuses as malformed (400). */
+const malformed = (message: string) => refusal('EH_REQUEST_MALFORMED', message);
 
 /** The request target in origin-form: an absolute-form one (`GET http://host/x`) keeps its path and query. */
 export function originForm(url: string | undefined): string {
@@ -14,7 +17,7 @@ export function originForm(url: string | undefined): string {
     const parsed = new URL(url);
     return parsed.pathname + parsed.search;
   }
-  throw new BadRequest(`the request target ${JSON.stringify(url.slice(0, 64))} is not a path`);
+  throw malformed(`the request target ${JSON.stringify(url.slice(0, 64))} is not a path`);
 }
 
 /** `.` and `..`, also percent-encoded (`%2e`, `.%2E`, ...). */
@@ -31,11 +34,11 @@ function decoded(segment: string): string {
 }
 
 /**
- * RFC 3986 5.2.4 on the request path (origin-form, no query). Throws BadRequest when a `..` would climb above the
+ * RFC 3986 5.2.4 on the request path (origin-form, no query). Throws EH_REQUEST_MALFORMED when a `..` would climb above the
  * root, or when a segment hides one behind an encoded slash (`..%2F`, `%2e%2e%5c`), which some targets decode.
  */
 export function resolveDotSegments(path: string): string {
-  if (!path.startsWith('/')) throw new BadRequest('the request path must start with /');
+  if (!path.startsWith('/')) throw malformed('the request path must start with /');
   // nothing to resolve without a dot, and nothing hidden without a percent sign (most paths)
   if (!path.includes('.') && !path.includes('%')) return path;
   const input = path.split('/').slice(1);
@@ -48,14 +51,14 @@ export function resolveDotSegments(path: string): string {
       continue;
     }
     if (isDotDot(segment)) {
-      if (out.length === 0) throw new BadRequest('the request path climbs above the root of the share');
+      if (out.length === 0) throw malformed('the request path climbs above the root of the share');
       out.pop();
       if (last) out.push('');
       continue;
     }
     const plain = decoded(segment);
     if (plain !== segment && /[/\\]/.test(plain) && plain.split(/[/\\]/).some((part) => part === '..')) {
-      throw new BadRequest('the request path hides a parent segment behind an encoded slash');
+      throw malformed('the request path hides a parent segment behind an encoded slash');
     }
     out.push(segment);
   }

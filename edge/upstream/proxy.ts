@@ -9,55 +9,22 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Socket } from 'node:net';
 import type { Duplex } from 'node:stream';
 import type { Dispatcher } from 'undici';
-import { ANSWERS, type ErrorCode } from '../../shared/errors.js';
+import type { DomainError } from '../../shared/errors.js';
 import { answer, answerSocket } from '../answers.js';
 import { inTrailers, isBodyless, withoutLength } from './bodyless.js';
-import { BadRequest, declaredLength, hasBody, requestHeaderLines, responseHeaderLines, type ForwardContext } from '../headers.js';
+import { declaredLength, hasBody, requestHeaderLines, responseHeaderLines, type ForwardContext } from '../headers.js';
 import type { ExchangeTap } from '../inspect/tap.js';
 import type { Meter } from '../meter.js';
 import { applyToLines } from '../policy/headers.js';
+import { failure, failureKind, targetUnreachable } from './failures.js';
 import { originForm, targetPath } from './paths.js';
 import { stickyOf } from '../agents/affinity.js';
 import type { ShareRoute, Sticky } from '../types.js';
 import type { UpstreamPools } from './upstream.js';
 
-const TIMEOUT_CODES = new Set(['ETIMEDOUT', 'UND_ERR_HEADERS_TIMEOUT', 'UND_ERR_CONNECT_TIMEOUT']);
 /** A request that may be sent once more when a kept-alive connection closed under it before any answer came. */
 const IDEMPOTENT = new Set(['GET', 'HEAD', 'OPTIONS', 'TRACE', 'PUT', 'DELETE']);
 const RETRYABLE = new Set(['UND_ERR_SOCKET', 'ECONNRESET', 'EPIPE']);
-
-/** The edge's answer to a failed target exchange: its code (status and `error` from shared/errors.ts) and message. */
-interface Failure {
-  code: ErrorCode;
-  message: string;
-}
-
-const failed = (code: ErrorCode, message: string): Failure => ({ code, message });
-
-/** A failure's `error` value, the kind the upstream-error counter is labelled with. */
-export const failureKind = (f: Failure) => ANSWERS[f.code].error;
-
-/** The agents' stream errors (edge/agents/gateway.ts) by their code. */
-const AGENT_FAILURES: Record<string, ErrorCode> = {
-  EDGE_NO_AGENT: 'EH_NO_AGENT',
-  EDGE_TARGET_DOWN: 'EH_TARGET_DOWN_AT_AGENTS',
-  EDGE_AGENT_REFUSED: 'EH_AGENT_REFUSED_TARGET',
-  EDGE_AGENT_UNREACHABLE: 'EH_AGENT_TARGET_UNREACHABLE',
-};
-
-/** Why a target exchange failed, as the edge's answer. */
-export function failure(err: NodeJS.ErrnoException, route: ShareRoute): Failure {
-  const cause = (err.cause as NodeJS.ErrnoException | undefined) ?? err;
-  const target = route.target;
-  if (err.code === 'EGRESS_DENIED' || cause.code === 'EGRESS_DENIED') return failed('EH_EGRESS_DENIED', cause.message);
-  // no agent connected, the agent refused the target or could not reach it: the reason, naming the environment
-  const agent = AGENT_FAILURES[err.code ?? ''] ?? AGENT_FAILURES[cause.code ?? ''];
-  if (agent) return failed(agent, cause.message);
-  if (err instanceof BadRequest) return failed('EH_REQUEST_MALFORMED', err.message);
-  if (TIMEOUT_CODES.has(err.code ?? '') || TIMEOUT_CODES.has(cause.code ?? ''))
-    return failed('EH_TARGET_TIMEOUT', `the share's target ${target.host} did not answer in time`);
-  return failed('EH_TARGET_UNREACHABLE', `the share's target ${target.host} could not be reached (${cause.code ?? err.code ?? err.message})`);
-}
 
 interface ProxyOptions {
   /** This edge's hop mark, added to `Via` (edge/pipeline/malformed.ts refuses a request that already carries it). */
@@ -73,7 +40,8 @@ interface ProxyOptions {
   };
 }
 
-const clientWentAway = () => Object.assign(new Error('the client went away'), { code: 'ECONNABORTED' });
+/** What a target exchange is aborted with when its client went away (an upgrade's client that only ended its side still reads the answer). */
+const clientWentAway = (route: ShareRoute) => targetUnreachable(route.target.host, 'ECONNABORTED');
 
 /**
  * One proxied request: the target's answer streamed to the client. On undici's core handler interface (onConnect,
@@ -111,7 +79,7 @@ class Forwarding implements Dispatcher.DispatchHandler {
 
   onConnect(abort: (err?: Error) => void): void {
     this.abort = abort;
-    if (this.cancelled) abort(clientWentAway());
+    if (this.cancelled) abort(clientWentAway(this.route));
   }
 
   onHeaders(status: number, rawHeaders: Buffer[], resume: () => void, statusText: string): boolean {
@@ -119,7 +87,7 @@ class Forwarding implements Dispatcher.DispatchHandler {
     this.started = true;
     const res = this.res;
     if (res.destroyed) {
-      this.abort?.(clientWentAway());
+      this.abort?.(clientWentAway(this.route));
       return false;
     }
     this.resume = resume;
@@ -138,12 +106,9 @@ class Forwarding implements Dispatcher.DispatchHandler {
       res.writeHead(status, statusText || undefined, status === 204 ? withoutLength(lines) : lines);
       if (this.bodyless) res.end();
     } catch (err) {
+      // the target's answer head cannot be passed on (node's writeHead refused a name or value)
       this.abort?.(err as Error);
-      this.fail(
-        Object.assign(new Error(`the target's answer head cannot be passed on (${(err as NodeJS.ErrnoException).code ?? 'invalid'})`), {
-          code: 'HPE_INVALID_HEADER',
-        }),
-      );
+      this.fail(targetUnreachable(this.route.target.host, 'HPE_INVALID_HEADER'));
       return false;
     }
     return true;
@@ -172,28 +137,33 @@ class Forwarding implements Dispatcher.DispatchHandler {
       this.retryable = false;
       return this.send();
     }
-    this.fail(err as NodeJS.ErrnoException);
+    this.fail(err);
   }
 
-  private fail(err: NodeJS.ErrnoException) {
+  private fail(err: Error) {
     const res = this.res;
     if (res.destroyed || res.writableEnded) return;
     if (res.headersSent) return void res.destroy(); // the client sees a cut answer, never a forged end
     const f = failure(err, this.route);
     this.options.onUpstreamError?.(this.route, failureKind(f));
-    answer(res, f.code, f.message);
+    answer(res, f.code, f.message, {}, this.tap);
   }
 
   /** The client went away: the target exchange goes too. */
   cancel() {
     this.cancelled = true;
-    this.abort?.(clientWentAway());
+    this.abort?.(clientWentAway(this.route));
   }
 }
 
-/** An upgrade request: relayed; on 101 the connections are spliced, else the answer goes back and the connection closes. */
+/**
+ * An upgrade request: relayed; on 101 the connections are spliced, else the answer goes back and the connection
+ * closes. On the same core handler interface as Forwarding: undici's core calls onUpgrade with the raw header lines
+ * (a controller-style handler is wrapped in the same adapter per request, which parses them into an object).
+ */
 class Upgrading implements Dispatcher.DispatchHandler {
-  private controller: Dispatcher.DispatchController | undefined;
+  private abort: ((err?: Error) => void) | undefined;
+  private resume: (() => void) | undefined;
   private done = false;
   /** The request's Host: the target's cookies stay on the share's host (headers.ts hostOnlyCookie). */
   host = '';
@@ -204,12 +174,14 @@ class Upgrading implements Dispatcher.DispatchHandler {
     private readonly route: ShareRoute,
     private readonly meter: Meter,
     private readonly options: ProxyOptions,
+    /** An inspected share's tap: told of the edge's own answer to the upgrade, never of one carried through. */
+    private readonly tap: ExchangeTap | undefined,
     private readonly onSpliced: (socket: Duplex) => void,
   ) {
     // a client that leaves before the target answered cancels the upgrade; reading (and keeping) what it sends
     // meanwhile is what lets its leaving be seen
     const cancel = () => {
-      if (!this.done) this.controller?.abort(Object.assign(new Error('the client went away'), { code: 'ECONNABORTED' }));
+      if (!this.done) this.abort?.(clientWentAway(this.route));
     };
     socket.on('data', this.early);
     socket.resume();
@@ -225,20 +197,17 @@ class Upgrading implements Dispatcher.DispatchHandler {
     this.pending.push(chunk);
   };
 
-  onRequestStart(controller: Dispatcher.DispatchController): void {
-    this.controller = controller;
-    if (this.socket.destroyed) controller.abort(Object.assign(new Error('the client went away'), { code: 'ECONNABORTED' }));
+  onConnect(abort: (err?: Error) => void): void {
+    this.abort = abort;
+    if (this.socket.destroyed) abort(clientWentAway(this.route));
   }
 
-  onRequestUpgrade(controller: Dispatcher.DispatchController, status: number, _headers: unknown, upstream: Duplex): void {
+  onUpgrade(status: number, rawHeaders: Buffer[] | string[] | null, upstream: Duplex): void {
     this.done = true;
     const socket = this.socket;
     if (socket.destroyed) return void upstream.destroy();
     let text = `HTTP/1.1 ${status} Switching Protocols\r\n`;
-    const lines = applyToLines(
-      responseHeaderLines((controller as { rawHeaders?: Buffer[] }).rawHeaders ?? [], true, this.host),
-      this.route.policy?.responseHeaders,
-    );
+    const lines = applyToLines(responseHeaderLines((rawHeaders ?? []) as Buffer[], true, this.host), this.route.policy?.responseHeaders);
     for (let i = 0; i < lines.length; i += 2) text += `${lines[i]}: ${lines[i + 1]}\r\n`;
     socket.write(`${text}\r\n`, 'latin1');
     socket.off('data', this.early);
@@ -264,37 +233,35 @@ class Upgrading implements Dispatcher.DispatchHandler {
 
   private answerHead = false;
 
-  onResponseStart(controller: Dispatcher.DispatchController, status: number, _headers: unknown, statusMessage?: string): void {
-    if (status < 200) return;
+  onHeaders(status: number, rawHeaders: Buffer[], resume: () => void, statusText: string): boolean {
+    if (status < 200) return true;
     // the target declined the upgrade: its answer goes back as it is, and the connection closes
     this.done = true;
     this.answerHead = true;
-    let text = `HTTP/1.1 ${status} ${statusMessage ?? ''}\r\n`;
-    const lines = applyToLines(
-      responseHeaderLines((controller as { rawHeaders?: Buffer[] }).rawHeaders ?? [], false, this.host),
-      this.route.policy?.responseHeaders,
-    );
+    this.resume = resume;
+    let text = `HTTP/1.1 ${status} ${statusText ?? ''}\r\n`;
+    const lines = applyToLines(responseHeaderLines(rawHeaders, false, this.host), this.route.policy?.responseHeaders);
     for (let i = 0; i < lines.length; i += 2) text += `${lines[i]}: ${lines[i + 1]}\r\n`;
     this.socket.write(`${text}connection: close\r\n\r\n`, 'latin1');
+    return true;
   }
 
-  onResponseData(controller: Dispatcher.DispatchController, chunk: Buffer): void {
-    if (!this.socket.write(chunk)) {
-      controller.pause();
-      this.socket.once('drain', () => controller.resume());
-    }
+  onData(chunk: Buffer): boolean {
+    if (this.socket.write(chunk)) return true;
+    this.socket.once('drain', this.resume!);
+    return false;
   }
 
-  onResponseEnd(): void {
+  onComplete(): void {
     this.socket.end();
   }
 
-  onResponseError(_controller: Dispatcher.DispatchController, err: Error): void {
+  onError(err: Error): void {
     this.done = true;
     if (this.answerHead) return void this.socket.destroy();
-    const f = failure(err as NodeJS.ErrnoException, this.route);
+    const f = failure(err, this.route);
     this.options.onUpstreamError?.(this.route, failureKind(f));
-    answerSocket(this.socket, f.code, f.message);
+    answerSocket(this.socket, f.code, f.message, {}, this.tap);
   }
 }
 
@@ -306,11 +273,11 @@ export class Proxy {
   ) {}
 
   /** The target path and header lines, or the edge's own 400 / 502 written to `res`. */
-  private prepare(req: IncomingMessage, route: ShareRoute, ctx: ForwardContext): { path: string; headers: string[] } | Failure {
+  private prepare(req: IncomingMessage, route: ShareRoute, ctx: ForwardContext): { path: string; headers: string[] } | DomainError {
     try {
-      return { path: targetPath(route.target, originForm(req.url)), headers: requestHeaderLines(req, ctx, this.options.via, route.policy?.requestHeaders) };
+      return { path: targetPath(route.target, originForm(req.url)), headers: requestHeaderLines(req, ctx, this.options.via, route) };
     } catch (err) {
-      return failure(err as NodeJS.ErrnoException, route);
+      return failure(err, route);
     }
   }
 
@@ -325,7 +292,7 @@ export class Proxy {
     if ('code' in prepared) {
       req.resume();
       if (prepared.code !== 'EH_REQUEST_MALFORMED') this.options.onUpstreamError?.(route, failureKind(prepared));
-      return void answer(res, prepared.code, prepared.message);
+      return void answer(res, prepared.code, prepared.message, {}, ctx.tap);
     }
     const method = req.method ?? 'GET';
     const body = hasBody(req) ? req : null;
@@ -340,8 +307,8 @@ export class Proxy {
     try {
       dispatcher = this.pools.dispatcher(route, sticky);
     } catch (err) {
-      const f = failure(err as NodeJS.ErrnoException, route);
-      return void answer(res, f.code, f.message);
+      const f = failure(err, route);
+      return void answer(res, f.code, f.message, {}, ctx.tap);
     }
     const forwarding = new Forwarding(res, route, this.options, tap, dispatcher, { method, path: prepared.path, headers: prepared.headers, body });
     forwarding.sticky = sticky;
@@ -361,7 +328,13 @@ export class Proxy {
   ): void {
     if (route.targetProtocol === 'h2') {
       if (!this.options.h2)
-        return answerSocket(socket, 'EH_UPGRADE_NOT_CARRIED', 'this edge does not speak HTTP/2 to targets: upgrades (WebSocket) to this share are not carried');
+        return answerSocket(
+          socket,
+          'EH_UPGRADE_NOT_CARRIED',
+          'this edge does not speak HTTP/2 to targets: upgrades (WebSocket) to this share are not carried',
+          {},
+          ctx.tap,
+        );
       // a WebSocket as an extended CONNECT stream (edge/upstream/upstreamH2.ts), spliced, metered and timed out as here
       return this.options.h2.upgrade(req, socket, head, route, ctx, (client) => {
         const s = client as Socket;
@@ -371,8 +344,8 @@ export class Proxy {
       });
     }
     const prepared = this.prepare(req, route, ctx);
-    if ('code' in prepared) return answerSocket(socket, prepared.code, prepared.message);
-    const handler = new Upgrading(socket, head, route, this.meter, this.options, onSpliced);
+    if ('code' in prepared) return answerSocket(socket, prepared.code, prepared.message, {}, ctx.tap);
+    const handler = new Upgrading(socket, head, route, this.meter, this.options, ctx.tap, onSpliced);
     handler.host = req.headers.host ?? '';
     try {
       this.pools
@@ -382,7 +355,7 @@ export class Proxy {
           handler,
         );
     } catch (err) {
-      handler.onResponseError(undefined as never, err as Error);
+      handler.onError(err as Error);
     }
   }
 

@@ -38,7 +38,7 @@ import {
 } from '../headers.js';
 import { HOP_BY_HOP } from '../../shared/hopByHop.js';
 import { originForm, targetPath } from './paths.js';
-import { failure, failureKind } from './proxy.js';
+import { failure, failureKind, targetTimedOut, targetUnreachable } from './failures.js';
 import type { ShareRoute } from '../types.js';
 
 interface UpstreamH2Options {
@@ -100,12 +100,13 @@ export class UpstreamH2 {
     const servername = /^[\d.]+$|:/.test(target.hostname) ? undefined : target.hostname;
     return new Promise<Duplex>((resolve, reject) => {
       const secure = tls.connect({ socket: raw, servername, ALPNProtocols: ['h2'] });
-      const timer = setTimeout(() => secure.destroy(Object.assign(new Error(`TLS with ${target.host} timed out`), { code: 'ETIMEDOUT' })), this.o.timeoutMs);
+      const timer = setTimeout(() => secure.destroy(targetTimedOut(target.host)), this.o.timeoutMs);
       secure.once('secureConnect', () => {
         clearTimeout(timer);
         if (secure.alpnProtocol !== 'h2') {
           secure.destroy();
-          return reject(Object.assign(new Error(`the share's target ${target.host} does not offer HTTP/2 (ALPN h2)`), { code: 'EDGE_NOT_H2' }));
+          // it does not offer HTTP/2 (ALPN h2)
+          return reject(targetUnreachable(target.host, 'EDGE_NOT_H2'));
         }
         resolve(secure);
       });
@@ -144,9 +145,9 @@ export class UpstreamH2 {
     return pending;
   }
 
-  /** The request head for the target's stream, or throws (BadRequest, an identity that cannot be sent). */
+  /** The request head for the target's stream, or throws (a malformed request target, an identity that cannot be sent). */
   private head(req: IncomingMessage, route: ShareRoute, ctx: ForwardContext): OutgoingHttpHeaders {
-    const lines = requestHeaderLines(req, ctx, this.o.via, route.policy?.requestHeaders);
+    const lines = requestHeaderLines(req, ctx, this.o.via, route);
     const headers: OutgoingHttpHeaders = {
       ':method': req.method ?? 'GET',
       ':path': targetPath(route.target, originForm(req.url)),
@@ -176,8 +177,8 @@ export class UpstreamH2 {
       headers = this.head(req, route, ctx);
     } catch (err) {
       req.resume();
-      const f = failure(err as NodeJS.ErrnoException, route);
-      answer(res, f.code, f.message);
+      const f = failure(err, route);
+      answer(res, f.code, f.message, {}, ctx.tap);
       return () => undefined;
     }
     const body = hasBody(req);
@@ -186,15 +187,15 @@ export class UpstreamH2 {
     let cancelled = false;
     let started = false;
     let trailers: IncomingHttpHeaders | undefined;
-    const fail = (err: NodeJS.ErrnoException) => {
+    const fail = (err: unknown) => {
       if (cancelled || res.writableEnded) return;
       if (res.headersSent) return void res.destroy(); // a cut answer, never a forged end
       const f = failure(err, route);
       this.o.onUpstreamError?.(route, failureKind(f));
-      answer(res, f.code, f.message);
+      answer(res, f.code, f.message, {}, ctx.tap);
     };
     if (this.closed) {
-      fail(Object.assign(new Error('the edge is stopping'), { code: 'ECONNRESET' }));
+      fail(targetUnreachable(route.target.host, 'ECONNRESET')); // the edge is stopping
       return () => undefined;
     }
     this.session(route).then(
@@ -203,11 +204,11 @@ export class UpstreamH2 {
         try {
           up = session.request(headers, { endStream: !body });
         } catch (err) {
-          return fail(err as NodeJS.ErrnoException);
+          return fail(err);
         }
         const stream = up;
         const headTimer = setTimeout(() => {
-          fail(Object.assign(new Error('no answer head in time'), { code: 'ETIMEDOUT' }));
+          fail(targetTimedOut(route.target.host)); // no answer head in time
           stream.close(http2.constants.NGHTTP2_CANCEL);
         }, this.o.timeoutMs);
         stream.setTimeout(this.o.readTimeoutMs, () => stream.close(http2.constants.NGHTTP2_CANCEL));
@@ -231,9 +232,10 @@ export class UpstreamH2 {
           applyToObject(out, route.policy?.responseHeaders);
           try {
             res.writeHead(status, out);
-          } catch (err) {
+          } catch {
             stream.close(http2.constants.NGHTTP2_CANCEL);
-            return fail(Object.assign(new Error(`the target's answer head cannot be passed on (${(err as Error).message})`), { code: 'HPE_INVALID_HEADER' }));
+            // the target's answer head cannot be passed on (node's writeHead refused a name or value)
+            return fail(targetUnreachable(route.target.host, 'HPE_INVALID_HEADER'));
           }
           // read from here on: DATA read in the same chunk as the HEADERS can be emitted before 'response' is
           stream.on('data', (chunk: Buffer) => {
@@ -257,12 +259,7 @@ export class UpstreamH2 {
           if (res.writableEnded || cancelled) return;
           const code = stream.rstCode ?? 0;
           // reset by the target (or its connection lost) before the answer ended
-          if (!started)
-            return fail(
-              Object.assign(new Error(`the target reset the stream (code ${code})`), {
-                code: code === http2.constants.NGHTTP2_REFUSED_STREAM ? 'ECONNREFUSED' : 'ECONNRESET',
-              }),
-            );
+          if (!started) return fail(targetUnreachable(route.target.host, code === http2.constants.NGHTTP2_REFUSED_STREAM ? 'ECONNREFUSED' : 'ECONNRESET'));
           if (res.headersSent && !stream.readableEnded) res.destroy();
         });
         if (body) {
@@ -270,7 +267,7 @@ export class UpstreamH2 {
           req.once('error', () => stream.close(http2.constants.NGHTTP2_CANCEL));
         }
       },
-      (err) => fail(err as NodeJS.ErrnoException),
+      (err) => fail(err),
     );
     return () => {
       cancelled = true;
@@ -295,14 +292,16 @@ export class UpstreamH2 {
         socket,
         'EH_UPGRADE_NOT_SUPPORTED_BY_TARGET',
         `this share speaks HTTP/2 to its target: only WebSocket upgrades are carried (Upgrade: ${String(req.headers.upgrade ?? '')})`,
+        {},
+        ctx.tap,
       );
     }
     let headers: OutgoingHttpHeaders;
     try {
       headers = this.head(req, route, ctx);
     } catch (err) {
-      const f = failure(err as NodeJS.ErrnoException, route);
-      return answerSocket(socket, f.code, f.message);
+      const f = failure(err, route);
+      return answerSocket(socket, f.code, f.message, {}, ctx.tap);
     }
     headers[':method'] = 'CONNECT';
     headers[':protocol'] = 'websocket';
@@ -316,12 +315,12 @@ export class UpstreamH2 {
       early.push(chunk);
     };
     socket.on('data', hold);
-    const fail = (err: NodeJS.ErrnoException) => {
+    const fail = (err: unknown) => {
       const f = failure(err, route);
       this.o.onUpstreamError?.(route, failureKind(f));
-      answerSocket(socket, f.code, f.message);
+      answerSocket(socket, f.code, f.message, {}, ctx.tap);
     };
-    if (this.closed) return fail(Object.assign(new Error('the edge is stopping'), { code: 'ECONNRESET' }));
+    if (this.closed) return fail(targetUnreachable(route.target.host, 'ECONNRESET')); // the edge is stopping
     this.session(route)
       .then(async (session) => {
         // the target's SETTINGS say whether it allows extended CONNECT: waited for at most the timeout, then read as they are
@@ -332,19 +331,22 @@ export class UpstreamH2 {
             socket,
             'EH_UPGRADE_NOT_SUPPORTED_BY_TARGET',
             "this share's target speaks HTTP/2 and does not accept WebSockets over it (it does not allow extended CONNECT, RFC 8441)",
+            {},
+            ctx.tap,
           );
         }
         const stream = session.request(headers, { endStream: false });
         stream.on('error', () => undefined);
         const timer = setTimeout(() => {
           stream.close(http2.constants.NGHTTP2_CANCEL);
-          fail(Object.assign(new Error('no answer head in time'), { code: 'ETIMEDOUT' }));
+          fail(targetTimedOut(route.target.host)); // no answer head in time
         }, this.o.timeoutMs);
         let answered = false;
         socket.once('close', () => stream.close(http2.constants.NGHTTP2_CANCEL));
         stream.once('close', () => {
           clearTimeout(timer);
-          if (!answered) return fail(Object.assign(new Error(`the target reset the stream (code ${stream.rstCode ?? 0})`), { code: 'ECONNRESET' }));
+          // the target reset the stream before it answered
+          if (!answered) return fail(targetUnreachable(route.target.host, 'ECONNRESET'));
           // a reset goes on as a reset; a clean end was passed on by the pump
           if (stream.rstCode && stream.rstCode !== http2.constants.NGHTTP2_NO_ERROR) socket.destroy();
         });
@@ -374,7 +376,7 @@ export class UpstreamH2 {
           spliced(socket);
         });
       })
-      .catch((err) => fail(err as NodeJS.ErrnoException));
+      .catch((err) => fail(err));
   }
 
   async close(): Promise<void> {

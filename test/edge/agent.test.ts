@@ -192,7 +192,7 @@ test.serial('a raw TCP stream through the agent (what IPsec shares use), half-cl
     () => 'opened',
     (err: Error & { code?: string }) => err.code,
   );
-  t.is(refused, 'EDGE_AGENT_REFUSED', 'a target that is no share of the environment is refused by the agent');
+  t.is(refused, 'EH_AGENT_REFUSED_TARGET', 'a target that is no share of the environment is refused by the agent');
 });
 
 test.serial('two agents share the load and fail over at once; none left is an immediate 502; a restarted agent serves again', async (t) => {

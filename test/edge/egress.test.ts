@@ -72,6 +72,6 @@ test("login: the identity provider's discovery goes through the egress policy", 
   t.is(provider.status, 201, provider.text);
   const { host } = await routedShare(edge, hub, { target: 'http://203.0.113.10', authProviderId: provider.json.id });
   const r = await edgeRequest(edge.httpPort!, host, { headers: { accept: 'text/html' } });
-  assertRefused(t, r, 502, 'bad_gateway', 'EH_IDP_UNREACHABLE', 'EGRESS_DENIED'); // names the cause
+  assertRefused(t, r, 502, 'bad_gateway', 'EH_IDP_UNREACHABLE', '(EH_EGRESS_DENIED)'); // names the cause by its published code
   t.is(requests, 0, 'the denied identity provider was never contacted');
 });

@@ -164,7 +164,7 @@ test.serial("login: an identity provider's discovery aimed at the service's API 
   t.is(provider.status, 201, provider.text);
   const { host } = await routedShare(edge, hub, { target: backend.url, authProviderId: provider.json.id });
   const r = await edgeRequest(edge.httpPort!, host, { headers: { accept: 'text/html' } });
-  assertRefused(t, r, 502, 'bad_gateway', 'EH_IDP_UNREACHABLE', 'EGRESS_DENIED');
+  assertRefused(t, r, 502, 'bad_gateway', 'EH_IDP_UNREACHABLE', '(EH_EGRESS_DENIED)');
 });
 
 test.serial("health checks aimed at the service: 403 at create, update and test; a stored one's run is ERROR and never connects", async (t) => {

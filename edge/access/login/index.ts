@@ -11,6 +11,7 @@ import { randomBytes, timingSafeEqual } from 'node:crypto';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { answer } from '../../answers.js';
 import type { LoginProvider, ShareRoute } from '../../types.js';
+import type { LoginContext } from '../types.js';
 import { cookie, cookieName, LOGIN_COOKIE, OWN_COOKIES, parseCookies, sealer, SESSION_COOKIE, type LoginPayload, type SessionPayload } from './cookies.js';
 import { emailRefusal } from './emailRules.js';
 import { identityProviders, type LoginEndpoints } from './providers.js';
@@ -153,7 +154,7 @@ export function createLogin(options: LoginOptions) {
   }
 
   return {
-    async handle(req: IncomingMessage, res: ServerResponse, route: ShareRoute, ctx: { host: string; secure: boolean; origin: string }): Promise<LoginOutcome> {
+    async handle(req: IncomingMessage, res: ServerResponse, route: ShareRoute, ctx: LoginContext): Promise<LoginOutcome> {
       if (!route.auth) return { kind: 'pass', email: '' };
       const path = (req.url ?? '/').split('?')[0];
       try {
@@ -177,7 +178,7 @@ export function createLogin(options: LoginOptions) {
         return { kind: 'handled' };
       } catch (err) {
         const refusal = err instanceof LoginRefusal ? err : new LoginRefusal('EH_IDP_UNREACHABLE', `login failed: ${message(err)}`);
-        if (!res.headersSent) answer(res, refusal.code, refusal.message);
+        if (!res.headersSent) answer(res, refusal.code, refusal.message, {}, ctx.tap);
         return { kind: 'handled' };
       }
     },
