@@ -4,23 +4,29 @@ import { ANSWERS, type ErrorCode } from '../shared/errors.js';
 import { EDGE_CODE_HEADER } from './headers.js';
 import type { ExchangeTap } from './inspect/tap.js';
 
-/** A share's own error pages (its policy's errorPages, by status) for the edge's answers on a response or socket. */
-const pages = new WeakMap<object, Partial<Record<number, string>>>();
-export const useErrorPages = (on: ServerResponse | Duplex, byStatus: Partial<Record<number, string>>) => void pages.set(on, byStatus);
+/** A share's own error pages (its policy's errorPages, by status): the body of the edge's 502, 503 and 504. */
+type ErrorPages = Partial<Record<number, string>>;
 
 /**
  * An answer of the edge itself: JSON {error, message}, with the status and `error` of its code (shared/errors.ts)
  * and the code in the Edgehub-Error-Code header. Never on an answer that comes from a target. A 502, 503 or 504 of a
- * share with an error page of that status (useErrorPages) has the page as its body instead, as text/html. An inspected
- * exchange's `tap` is told the head and body that went out (edge/inspect/recording.ts records them).
+ * share with an error page of that status (`pages`, its policy's) has the page as its body instead, as text/html. An
+ * inspected exchange's `tap` is told the head and body that went out (edge/inspect/recording.ts records them).
  */
-export function answer(res: ServerResponse, code: ErrorCode, message: string, headers: Record<string, string> = {}, tap?: ExchangeTap): void {
+export function answer(
+  res: ServerResponse,
+  code: ErrorCode,
+  message: string,
+  headers: Record<string, string> = {},
+  tap?: ExchangeTap,
+  pages?: ErrorPages,
+): void {
   if (res.headersSent) {
     res.destroy();
     return;
   }
   const { status, error } = ANSWERS[code];
-  const page = pages.get(res)?.[status];
+  const page = pages?.[status];
   const body = page ?? JSON.stringify({ error, message });
   const head = {
     'content-type': page === undefined ? 'application/json' : 'text/html; charset=utf-8',
@@ -36,12 +42,19 @@ export function answer(res: ServerResponse, code: ErrorCode, message: string, he
 
 /**
  * The same answer written on a raw socket (an upgrade request has no ServerResponse); the connection closes. An
- * inspected exchange's `tap` is told the answer as it went out.
+ * inspected exchange's `tap` is told the answer as it went out; `pages` as for answer().
  */
-export function answerSocket(socket: Duplex, code: ErrorCode, message: string, headers: Record<string, string> = {}, tap?: ExchangeTap): void {
+export function answerSocket(
+  socket: Duplex,
+  code: ErrorCode,
+  message: string,
+  headers: Record<string, string> = {},
+  tap?: ExchangeTap,
+  pages?: ErrorPages,
+): void {
   if (socket.destroyed) return;
   const { status, error } = ANSWERS[code];
-  const page = pages.get(socket)?.[status];
+  const page = pages?.[status];
   const body = page ?? JSON.stringify({ error, message });
   const type = page === undefined ? 'application/json' : 'text/html; charset=utf-8';
   const reason = STATUS_CODES[status] ?? 'Error';

@@ -1,8 +1,7 @@
 /**
  * Step 3: the share's traffic policy (edge/policy/gate.ts): its IP rules, rate limit, basic auth and maintenance, in
- * that order; its error pages for the edge's answers from here on.
+ * that order. (Its error pages are the body of the edge's 502, 503 and 504 for the share: edge/answers.ts.)
  */
-import { useErrorPages } from '../answers.js';
 import type { Step } from './exchange.js';
 import type { PipelineParts } from './parts.js';
 
@@ -12,6 +11,5 @@ export const policy =
     const route = x.route!;
     const p = route.policy;
     if (!p) return undefined;
-    if (p.errorPages) useErrorPages(x.answers, p.errorPages);
     return gate.check(route, p, x.req);
   };

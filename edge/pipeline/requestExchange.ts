@@ -62,7 +62,7 @@ export class RequestExchange implements Exchange {
   }
 
   refuse(r: Refusal): void {
-    answer(this.answers, r.code, r.message, r.headers, this.tap);
+    answer(this.answers, r.code, r.message, r.headers, this.tap, this.route?.policy?.errorPages);
   }
 
   fail(): void {

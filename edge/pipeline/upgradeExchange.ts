@@ -45,7 +45,7 @@ export class UpgradeExchange implements Exchange {
   }
 
   refuse(r: Refusal): void {
-    answerSocket(this.connection, r.code, r.message, r.headers, this.tap);
+    answerSocket(this.connection, r.code, r.message, r.headers, this.tap, this.route?.policy?.errorPages);
     // metered as a refused request is once answered: its bytes are its share's, or no share's without one
     this.parts.meter.settle(this.connection as Socket, this.route);
   }

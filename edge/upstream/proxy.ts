@@ -146,7 +146,7 @@ class Forwarding implements Dispatcher.DispatchHandler {
     if (res.headersSent) return void res.destroy(); // the client sees a cut answer, never a forged end
     const f = failure(err, this.route);
     this.options.onUpstreamError?.(this.route, failureKind(f));
-    answer(res, f.code, f.message, {}, this.tap);
+    answer(res, f.code, f.message, {}, this.tap, this.route.policy?.errorPages);
   }
 
   /** The client went away: the target exchange goes too. */
@@ -261,7 +261,7 @@ class Upgrading implements Dispatcher.DispatchHandler {
     if (this.answerHead) return void this.socket.destroy();
     const f = failure(err, this.route);
     this.options.onUpstreamError?.(this.route, failureKind(f));
-    answerSocket(this.socket, f.code, f.message, {}, this.tap);
+    answerSocket(this.socket, f.code, f.message, {}, this.tap, this.route.policy?.errorPages);
   }
 }
 
@@ -292,7 +292,7 @@ export class Proxy {
     if ('code' in prepared) {
       req.resume();
       if (prepared.code !== 'EH_REQUEST_MALFORMED') this.options.onUpstreamError?.(route, failureKind(prepared));
-      return void answer(res, prepared.code, prepared.message, {}, ctx.tap);
+      return void answer(res, prepared.code, prepared.message, {}, ctx.tap, route.policy?.errorPages);
     }
     const method = req.method ?? 'GET';
     const body = hasBody(req) ? req : null;
@@ -308,7 +308,7 @@ export class Proxy {
       dispatcher = this.pools.dispatcher(route, sticky);
     } catch (err) {
       const f = failure(err, route);
-      return void answer(res, f.code, f.message, {}, ctx.tap);
+      return void answer(res, f.code, f.message, {}, ctx.tap, route.policy?.errorPages);
     }
     const forwarding = new Forwarding(res, route, this.options, tap, dispatcher, { method, path: prepared.path, headers: prepared.headers, body });
     forwarding.sticky = sticky;
@@ -334,6 +334,7 @@ export class Proxy {
           'this edge does not speak HTTP/2 to targets: upgrades (WebSocket) to this share are not carried',
           {},
           ctx.tap,
+          route.policy?.errorPages,
         );
       // a WebSocket as an extended CONNECT stream (edge/upstream/upstreamH2.ts), spliced, metered and timed out as here
       return this.options.h2.upgrade(req, socket, head, route, ctx, (client) => {
@@ -344,7 +345,7 @@ export class Proxy {
       });
     }
     const prepared = this.prepare(req, route, ctx);
-    if ('code' in prepared) return answerSocket(socket, prepared.code, prepared.message, {}, ctx.tap);
+    if ('code' in prepared) return answerSocket(socket, prepared.code, prepared.message, {}, ctx.tap, route.policy?.errorPages);
     const handler = new Upgrading(socket, head, route, this.meter, this.options, ctx.tap, onSpliced);
     handler.host = req.headers.host ?? '';
     try {

@@ -178,7 +178,7 @@ export class UpstreamH2 {
     } catch (err) {
       req.resume();
       const f = failure(err, route);
-      answer(res, f.code, f.message, {}, ctx.tap);
+      answer(res, f.code, f.message, {}, ctx.tap, route.policy?.errorPages);
       return () => undefined;
     }
     const body = hasBody(req);
@@ -192,7 +192,7 @@ export class UpstreamH2 {
       if (res.headersSent) return void res.destroy(); // a cut answer, never a forged end
       const f = failure(err, route);
       this.o.onUpstreamError?.(route, failureKind(f));
-      answer(res, f.code, f.message, {}, ctx.tap);
+      answer(res, f.code, f.message, {}, ctx.tap, route.policy?.errorPages);
     };
     if (this.closed) {
       fail(targetUnreachable(route.target.host, 'ECONNRESET')); // the edge is stopping
@@ -294,6 +294,7 @@ export class UpstreamH2 {
         `this share speaks HTTP/2 to its target: only WebSocket upgrades are carried (Upgrade: ${String(req.headers.upgrade ?? '')})`,
         {},
         ctx.tap,
+        route.policy?.errorPages,
       );
     }
     let headers: OutgoingHttpHeaders;
@@ -301,7 +302,7 @@ export class UpstreamH2 {
       headers = this.head(req, route, ctx);
     } catch (err) {
       const f = failure(err, route);
-      return answerSocket(socket, f.code, f.message, {}, ctx.tap);
+      return answerSocket(socket, f.code, f.message, {}, ctx.tap, route.policy?.errorPages);
     }
     headers[':method'] = 'CONNECT';
     headers[':protocol'] = 'websocket';
@@ -318,7 +319,7 @@ export class UpstreamH2 {
     const fail = (err: unknown) => {
       const f = failure(err, route);
       this.o.onUpstreamError?.(route, failureKind(f));
-      answerSocket(socket, f.code, f.message, {}, ctx.tap);
+      answerSocket(socket, f.code, f.message, {}, ctx.tap, route.policy?.errorPages);
     };
     if (this.closed) return fail(targetUnreachable(route.target.host, 'ECONNRESET')); // the edge is stopping
     this.session(route)
@@ -333,6 +334,7 @@ export class UpstreamH2 {
             "this share's target speaks HTTP/2 and does not accept WebSockets over it (it does not allow extended CONNECT, RFC 8441)",
             {},
             ctx.tap,
+            route.policy?.errorPages,
           );
         }
         const stream = session.request(headers, { endStream: false });

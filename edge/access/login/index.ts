@@ -178,7 +178,7 @@ export function createLogin(options: LoginOptions) {
         return { kind: 'handled' };
       } catch (err) {
         const refusal = err instanceof LoginRefusal ? err : new LoginRefusal('EH_IDP_UNREACHABLE', `login failed: ${message(err)}`);
-        if (!res.headersSent) answer(res, refusal.code, refusal.message, {}, ctx.tap);
+        if (!res.headersSent) answer(res, refusal.code, refusal.message, {}, ctx.tap, route.policy?.errorPages);
         return { kind: 'handled' };
       }
     },
