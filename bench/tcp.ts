@@ -4,8 +4,8 @@
  * (a) straight to the sink, (b) through a TCP share the edge carries directly, (c) through a TCP share of an
  * environment served by an agent (`edgehub agent run`, a process of its own), (d) through nginx's `stream` proxy
  * (`proxy_pass` to the sink, one worker): what a user-space proxy written in C reaches on the same machine. Rounds
- * alternate; medians are compared against the direct connection, which stays the baseline (targets: direct share
- * >= 0.6, agent share >= 0.4). Prints the CPU the edge, the agent and nginx spent per MiB carried (from the
+ * alternate; medians are compared against the direct connection and against nginx's stream proxy, the proxy of the
+ * same kind a user compares with (targets: direct share >= 0.9 of nginx stream, agent share >= 0.5). Prints the CPU the edge, the agent and nginx spent per MiB carried (from the
  * scheduler's clock: the figure that moves least on a shared machine) and the load average.
  *
  * nginx's stream module is a package of its own on Debian (libnginx-mod-stream): installed with apt-get when
@@ -295,7 +295,11 @@ try {
     console.log(`${name.padEnd(18)} ${m(name).toFixed(0).padStart(6)} MiB/s  ${(m(name) / m('direct connection')).toFixed(2)}  ${spent}`);
   }
   console.log(
-    `ratio  share, direct ${(m('share, direct') / m('direct connection')).toFixed(2)} of the direct connection (target >= 0.6); share, agent ${(m('share, agent') / m('direct connection')).toFixed(2)} (target >= 0.4); nginx stream ${(m('nginx stream') / m('direct connection')).toFixed(2)} (reference)`,
+    `against the direct connection: share, direct ${(m('share, direct') / m('direct connection')).toFixed(2)}; share, agent ${(m('share, agent') / m('direct connection')).toFixed(2)}; nginx stream ${(m('nginx stream') / m('direct connection')).toFixed(2)}`,
+  );
+  // what a user compares a TCP tunnel with is a proxy of the same kind on the same machine: the floors are against nginx
+  console.log(
+    `ratio  share, direct ${(m('share, direct') / m('nginx stream')).toFixed(2)} of nginx stream (target >= 0.9); share, agent ${(m('share, agent') / m('nginx stream')).toFixed(2)} (target >= 0.5)`,
   );
 } catch (err) {
   console.error(`bench:tcp failed: ${(err as Error).stack ?? err}`);
