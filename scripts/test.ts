@@ -17,7 +17,7 @@ import { errorLines, scanRun } from '../test/helpers/logScan.js';
 import { ensureCommands, REDIS_SERVER, startPostgres, startRedis } from './services/index.js';
 import { setting } from '../shared/settings.js';
 import { buildTestTree } from './testBuild.js';
-import { watchAva } from './testWatchdog.js';
+import { killOrphans, watchAva } from './testWatchdog.js';
 
 const TEMPLATE = 'edgehub_template';
 const work = mkdtempSync(path.join(os.tmpdir(), 'edgehub-test-'));
@@ -158,10 +158,25 @@ async function runAva(tree: string, args: string[]): Promise<{ code: number; pas
       }
     }
   });
+  // ava exits as soon as it printed its summary; one that does not is held by a process left behind (testWatchdog.ts
+  // killOrphans), and then by nothing we can name: it is stopped, its results are printed already
+  let summarised: NodeJS.Timeout | undefined;
+  let orphansKilled = 0;
+  const onSummary = (chunk: Buffer) => {
+    if (summarised || !/^\s*\d+ (tests?|hooks?) (passed|failed)/m.test(chunk.toString())) return;
+    summarised = setTimeout(() => {
+      orphansKilled = killOrphans(work, 'ava printed its summary 30 s ago and has not exited', ava.pid);
+      summarised = setTimeout(() => ava.kill('SIGKILL'), 30_000);
+    }, 30_000);
+  };
+  ava.stdout.on('data', onSummary);
   const exit = await new Promise<number>((resolve) => ava.once('exit', (c) => resolve(c ?? 1)));
+  clearTimeout(summarised);
   watchdog.stop();
+  // and a process a test left behind is a failure of the run even when ava was not held by it
+  orphansKilled += killOrphans(work, 'after the run');
   // a closing line any CI can read, from ava's own summary
   const summary = (re: RegExp) => Number(re.exec(tail)?.[1] ?? 0);
-  const failed = Math.max(summary(/(\d+) tests? failed/), marks['✘']) + watchdog.killed;
-  return { code: exit || (watchdog.killed ? 1 : 0), passed: Math.max(summary(/(\d+) tests? passed/), marks['✔']), failed };
+  const failed = Math.max(summary(/(\d+) tests? failed/), marks['✘']) + watchdog.killed + orphansKilled;
+  return { code: exit || (watchdog.killed || orphansKilled ? 1 : 0), passed: Math.max(summary(/(\d+) tests? passed/), marks['✔']), failed };
 }

@@ -40,7 +40,7 @@ interface Status {
 }
 
 /** pid -> parent pid of every process, from /proc. */
-function parents(): Map<number, number> {
+export function parents(): Map<number, number> {
   const out = new Map<number, number>();
   for (const entry of readdirSync('/proc')) {
     if (!/^\d+$/.test(entry)) continue;
@@ -56,7 +56,7 @@ function parents(): Map<number, number> {
   return out;
 }
 
-function descendants(root: number, tree: Map<number, number>): number[] {
+export function descendants(root: number, tree: Map<number, number>): number[] {
   const found: number[] = [];
   const walk = (pid: number) => {
     for (const [child, parent] of tree) {
@@ -68,6 +68,44 @@ function descendants(root: number, tree: Map<number, number>): number[] {
   };
   walk(root);
   return found;
+}
+
+/**
+ * Processes of this run that a test process started and left behind when it exited: the run's TEST_WORK_DIR in their
+ * environment, and a parent without it (init, or whichever process adopted them), other than `except` (ava itself).
+ * One holding the stderr pipe ava reads from its test process keeps ava waiting after its last result, for ever: they
+ * are killed (with what they started) and named. Returns how many.
+ */
+export function killOrphans(workDir: string, why: string, except?: number): number {
+  const tree = parents();
+  const marker = `\0TEST_WORK_DIR=${workDir}\0`;
+  const marked = (pid: number) => {
+    try {
+      return `\0${readFileSync(`/proc/${pid}/environ`, 'utf8')}\0`.includes(marker);
+    } catch {
+      return false;
+    }
+  };
+  const orphans: string[] = [];
+  for (const [pid, parent] of tree) {
+    if (pid === except || pid === process.pid || !marked(pid) || marked(parent)) continue;
+    let command = '';
+    try {
+      command = readFileSync(`/proc/${pid}/cmdline`, 'utf8').split('\0').join(' ').trim().slice(0, 160);
+    } catch {
+      // gone
+    }
+    orphans.push(`${pid} (${command})`);
+    for (const p of [pid, ...descendants(pid, tree)]) {
+      try {
+        process.kill(p, 'SIGKILL');
+      } catch {
+        // gone already
+      }
+    }
+  }
+  if (orphans.length) process.stderr.write(`✘ watchdog: ${why}: killed ${orphans.length} process(es) left behind by test processes that exited:\n${orphans.map((o) => `    ${o}`).join('\n')}\n`);
+  return orphans.length;
 }
 
 function lastLogLines(logDir: string, pid: number, count = 25): string[] {
@@ -128,7 +166,10 @@ export function watchAva(avaPid: number, options: WatchdogOptions): Watchdog {
         kill(pid, status, `ava reported no result for ${Math.round((now - lastActivity) / 1000)} s`, tree);
       }
     }
-    if (stalled) lastActivity = now;
+    if (stalled) {
+      killed += killOrphans(options.workDir, `ava reported no result for ${Math.round((now - lastActivity) / 1000)} s`, avaPid);
+      lastActivity = now;
+    }
   };
   const timer = setInterval(check, options.intervalMs ?? 5000);
   timer.unref();

@@ -8,14 +8,16 @@
  *   test command's watchdog (scripts/testWatchdog.ts) reads it to name a process it has to kill;
  * - when the process is still alive TEST_EXIT_GRACE_MS (default 20 s) after ava was done, it says on stderr what keeps
  *   it alive (Node's list of active resources, and with TEST_LEAK_TRACE=1 where each was created) and exits with
- *   code 1, which ava reports as a failure of that file. The timer is unref'd: a process that has nothing left never
- *   sees it.
+ *   code 1, which ava reports as a failure of that file, killing the processes it started first (left behind, one
+ *   holding the stderr ava reads would keep ava waiting). The timer is unref'd: a process that has nothing left
+ *   never sees it.
  */
 import { createHook } from 'node:async_hooks';
 import { mkdirSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import test, { registerCompletionHandler } from 'ava';
+import { descendants, parents } from '../../scripts/testWatchdog.js';
 
 const graceMs = Number(process.env.TEST_EXIT_GRACE_MS ?? 20_000);
 const file = (() => {
@@ -82,6 +84,16 @@ registerCompletionHandler(() => {
       `✘ ${file}: the test process is still alive ${graceMs} ms after ava was done with it; what holds it: ${resources.join(', ') || '(nothing Node lists)'}`,
       ...(made.size ? liveTraces() : ['  (TEST_LEAK_TRACE=1 says where each was made)']),
     ];
+    // the processes it started go with it: left behind, one holding the stderr ava reads would keep ava waiting
+    const children = descendants(process.pid, parents());
+    if (children.length) lines.push(`  killed the ${children.length} process(es) it started: ${children.join(', ')}`);
+    for (const pid of children) {
+      try {
+        process.kill(pid, 'SIGKILL');
+      } catch {
+        // gone already
+      }
+    }
     process.stderr.write(`${lines.join('\n')}\n`);
     process.exit(1);
   }, graceMs);
