@@ -104,7 +104,10 @@ export function killOrphans(workDir: string, why: string, except?: number): numb
       }
     }
   }
-  if (orphans.length) process.stderr.write(`✘ watchdog: ${why}: killed ${orphans.length} process(es) left behind by test processes that exited:\n${orphans.map((o) => `    ${o}`).join('\n')}\n`);
+  if (orphans.length)
+    process.stderr.write(
+      `✘ watchdog: ${why}: killed ${orphans.length} process(es) left behind by test processes that exited:\n${orphans.map((o) => `    ${o}`).join('\n')}\n`,
+    );
   return orphans.length;
 }
 
