@@ -56,14 +56,14 @@ export async function enqueue(spec: EnqueueSpec): Promise<Execution> {
 export type Dispatchable = Pick<Execution, 'id' | 'processId' | 'type' | 'hubId' | 'payload' | 'jobOptions' | 'createdBy'>;
 
 /**
- * enqueue() for a caller that needs only the execution's id (an issuance that waits for its job): the same row and
- * job, without building the model.
+ * enqueue() for a caller that gives the execution's id and waits for its job (an issuance): the same row and job,
+ * without building the model. Whether Redis took the job (false: the row is kept, the sweeper adds it later).
  */
-export async function enqueueJob(spec: EnqueueSpec): Promise<string> {
-  return (await record(spec)).id;
+export async function enqueueJob(spec: EnqueueSpec & { id: string }): Promise<boolean> {
+  return (await record(spec)).dispatched;
 }
 
-async function record(spec: EnqueueSpec): Promise<{ id: string; execution: () => Execution }> {
+async function record(spec: EnqueueSpec): Promise<{ id: string; dispatched: boolean; execution: () => Execution }> {
   queueOfType(spec.type); // fail on an unknown queue before writing anything
   const id = spec.id ?? newId();
   const fields = {
@@ -82,7 +82,8 @@ async function record(spec: EnqueueSpec): Promise<{ id: string; execution: () =>
   if (spec.transaction) {
     const created = await Execution.create(fields, { transaction: spec.transaction });
     spec.transaction.afterCommit(() => dispatch(created).then(() => undefined));
-    return { id, execution: () => created };
+    // added once the transaction commits
+    return { id, dispatched: true, execution: () => created };
   }
   // the common path, once per job: a prepared statement instead of the model's generic insert
   const [row] = await preparedQuery<{ created_at: Date }>(
@@ -100,8 +101,12 @@ async function record(spec: EnqueueSpec): Promise<{ id: string; execution: () =>
       fields.jobOptions && JSON.stringify(fields.jobOptions),
     ],
   );
-  await dispatch(fields);
-  return { id, execution: () => Execution.build({ ...fields, createdAt: row.created_at, attempts: 0, error: null, result: null }, { isNewRecord: false }) };
+  const dispatched = await dispatch(fields);
+  return {
+    id,
+    dispatched,
+    execution: () => Execution.build({ ...fields, createdAt: row.created_at, attempts: 0, error: null, result: null }, { isNewRecord: false }),
+  };
 }
 
 /**
