@@ -27,9 +27,12 @@ export type JobEnd = { ok: true; value: unknown } | { ok: false; reason: string 
 /** A NOTIFY payload holds at most 8000 bytes: a larger outcome is told as the job id alone (its waiter reads it). */
 const MAX_PAYLOAD_BYTES = 7900;
 
-/** When a waiter that heard nothing reads the job's state first, then at twice the interval, up to MAX_CHECK_MS. */
-const FIRST_CHECK_MS = 1000;
-const MAX_CHECK_MS = 4000;
+/**
+ * When a waiter that heard nothing reads the job's state first, then at twice the interval, up to MAX_CHECK_MS: late
+ * enough that a loaded machine's slow answers are not read twice (each read is a Redis round trip and a script).
+ */
+const FIRST_CHECK_MS = 2000;
+const MAX_CHECK_MS = 8000;
 /** One read of the job's state, at most (Redis away: the next one tries again). */
 const CHECK_TIMEOUT_MS = 3000;
 
