@@ -85,14 +85,20 @@ async function outcome<T>(jobId: string, finished: Promise<unknown>, deadline: n
 /** A job's end as the waiter takes it: its result, or a rejection with its failure message. */
 const settled = (end: JobEnd): Promise<unknown> => (end.ok ? Promise.resolve(end.value) : Promise.reject(new Error(end.reason)));
 
-/** The end of pki job `jobId` as Redis holds it, or undefined while it has not ended (or Redis has no such job). */
+/**
+ * The end of pki job `jobId` as Redis holds it, or undefined while it has not ended (or Redis has no such job). The
+ * state first, then the job: BullMQ records a job's end and its outcome in one script, so a job read after its state
+ * said ended holds its outcome; read the other way round, a job that ends between the two reads would show an ended
+ * state with the outcome still empty (a refusal read as "the job failed", a certificate as nothing).
+ */
 async function endOf(jobId: string): Promise<JobEnd | undefined> {
-  const job = await Job.fromId(await connectedQueue('pki'), jobId);
+  const q = await connectedQueue('pki');
+  const state = await q.getJobState(jobId);
+  if (state !== 'completed' && state !== 'failed') return undefined;
+  const job = await Job.fromId(q, jobId);
   if (!job) return undefined;
-  const state = await job.getState();
   if (state === 'completed') return { ok: true, value: job.returnvalue };
-  if (state === 'failed') return { ok: false, reason: job.failedReason || 'the job failed' };
-  return undefined;
+  return { ok: false, reason: job.failedReason || 'the job failed' };
 }
 
 /**
