@@ -41,7 +41,10 @@ export async function notifyJobEnd(jobId: string, end: JobEnd): Promise<void> {
   let payload = `${jobId} ${JSON.stringify(end)}`;
   // a UTF-16 unit is at most 3 bytes of UTF-8: most payloads need no count
   if (payload.length * 3 > MAX_PAYLOAD_BYTES && Buffer.byteLength(payload) > MAX_PAYLOAD_BYTES) payload = jobId;
-  await preparedQuery('job_end_notify', 'SELECT pg_notify($1, $2)', [JOB_END_CHANNEL, payload]);
+  // A NOTIFY gives its transaction an id, so its commit is written to the WAL and, by default, flushed (an fsync)
+  // before it returns: for a message that a crash may lose anyway (its waiter then reads the job), the flush is
+  // waste. set_config(..., true) turns synchronous_commit off for this statement's transaction alone.
+  await preparedQuery('job_end_notify', "SELECT pg_notify($1, $2), set_config('synchronous_commit', 'off', true)", [JOB_END_CHANNEL, payload]);
 }
 
 type Hear = (end: JobEnd | undefined) => void;
