@@ -45,9 +45,8 @@ const opened = new WeakMap<Server, Set<Socket>>();
 
 /**
  * Stops accepting, lets the requests in flight finish, then closes what serving requests opened: the auth cache's
- * and the OCSP responder's LISTEN connections and the listening for job ends that the first certificate issuance or
- * key rotation started (domain/jobs/jobEnds.ts; the three share one PostgreSQL connection, which would otherwise keep
- * the process alive).
+ * and the OCSP responder's LISTEN connections and the pki QueueEvents reader that the first certificate issuance or key rotation opened
+ * (domain/commands/pkiJobs.ts; its blocking Redis connection would otherwise keep the process alive).
  */
 export async function stopServer(server: Server): Promise<void> {
   await new Promise<void>((resolve) => {

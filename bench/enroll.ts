@@ -1,8 +1,7 @@
 /**
  * Enrollment throughput: end-to-end POST /hub/v2/{hubId}/client-certificates/enroll over HTTP with N concurrent
  * clients, through the real web process (JWT verification, token look-up, CSR parse + proof of possession, enqueue,
- * wait for the job's end, told over PostgreSQL NOTIFY) and the real worker process (BullMQ job, CA signature, spend + store in
- * one transaction).
+ * wait on QueueEvents) and the real worker process (BullMQ job, CA signature, spend + store in one transaction).
  * Baseline, measured in the same run: the raw node:crypto ECDSA P-256 / SHA-256 sign rate of the same key type over a
  * TBSCertificate-sized input. Target: >= 300 enrollments/s on a 2-core machine.
  *

@@ -15,7 +15,6 @@ import type { JobData } from '../domain/jobs/enqueue.js';
 import { logger, type Logger } from '../shared/logger.js';
 import { logThrottle } from '../shared/logThrottle.js';
 import { closeWithConnection, queueOfType, type QueueName } from '../domain/jobs/queues.js';
-import { AWAITED_QUEUES, type JobEnd, notifyJobEnd } from '../domain/jobs/jobEnds.js';
 import { createRedis } from '../shared/redis.js';
 import { jobsTotal, observeJob } from '../shared/telemetry/index.js';
 import type { JobContext, ProcessorDefinition, RunExecution } from './processor.js';
@@ -82,7 +81,6 @@ const notStarting = <T>(step: Promise<T>): Promise<T> =>
 
 const workerErrors = logThrottle(5000);
 const notStarted = logThrottle(5000);
-const untold = logThrottle(5000);
 
 async function startAndRun(def: ProcessorDefinition, job: Job<JobData>): Promise<unknown> {
   const executionId = job.data.executionId ?? (await notStarting(recordScheduledRun(job as unknown as Job<ScheduledJobData>)));
@@ -249,25 +247,7 @@ export function startWorkers({ processors, queues }: WorkerOptions): Worker[] {
         })
         .catch((e) => logger.error({ err: errorMessage(e) }, 'could not settle a stalled job'));
     });
-    if (AWAITED_QUEUES.includes(name)) tellEnds(worker);
     return worker;
-  });
-}
-
-/**
- * Tells the web processes waiting for this worker's jobs of each one's end, once BullMQ recorded it (domain/jobs/jobEnds.ts):
- * its return value, or its failure once final (BullMQ gave it a finish time: no retry left). Not told (PostgreSQL
- * away, this process dying first): the waiter reads the job's state itself.
- */
-function tellEnds(worker: Worker<JobData>): void {
-  const tell = (job: Job, end: JobEnd) =>
-    void notifyJobEnd(String(job.id), end).catch((err) => {
-      const message = errorMessage(err);
-      untold(message, (repeated) => logger.warn({ err: message, repeated }, "a job's end was not told to its waiter; it reads the job's state"));
-    });
-  worker.on('completed', (job, result) => tell(job, { ok: true, value: result }));
-  worker.on('failed', (job, err) => {
-    if (job?.finishedOn) tell(job, { ok: false, reason: job.failedReason ?? err.message });
   });
 }
 

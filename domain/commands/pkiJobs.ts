@@ -1,17 +1,17 @@
-import { Job } from 'bullmq';
+import type { EventEmitter } from 'node:events';
+import { Job, QueueEvents } from 'bullmq';
 import { config } from '../../shared/config.js';
 import { DomainError, ERROR_CODES, unavailable, type ErrorCode, refusal } from '../../shared/errors.js';
 import { newId } from '../../shared/ids.js';
 import { enqueueJob } from '../jobs/enqueue.js';
-import { type JobEnd, listenForJobEnds, stopListeningForJobEnds, waitForJobEnd } from '../jobs/jobEnds.js';
-import { connectedQueue } from '../jobs/queues.js';
+import { closeWithConnection, queue } from '../jobs/queues.js';
+import { createRedis } from '../../shared/redis.js';
 import { settleWithin } from '../../shared/timeouts.js';
 import type { ParsedCsr } from '../../shared/pki/csr.js';
 
 /**
  * Certificate issuance runs in the worker (it holds the CA keys); the web process enqueues a job and waits for its
- * outcome, which the worker tells over PostgreSQL NOTIFY (domain/jobs/jobEnds.ts; the job's state in Redis read
- * when nothing is heard). A refusal the worker decides (token spent meanwhile, name taken) travels back as the
+ * outcome through QueueEvents. A refusal the worker decides (token spent meanwhile, name taken) travels back as the
  * job's failure message `<status> <code>: <message>` and becomes the same HTTP error here.
  */
 
@@ -47,7 +47,7 @@ export interface IssueResult {
 
 /**
  * How long a request waits for its job (certificate, key rotation) before answering 503 (the job still completes):
- * the whole wait, including the first LISTEN of the process for job ends.
+ * the whole wait, including the first connection of the process to Redis's event stream.
  */
 const waitMs = () => config().issuanceWaitMs;
 
@@ -63,6 +63,39 @@ export function encodeRefusal(err: DomainError): string {
 export function decodeRefusal(message: string): DomainError | undefined {
   const match = /^(EH_[A-Z0-9_]+): ([\s\S]*)$/.exec(message);
   return match && match[1] in ERROR_CODES ? new DomainError(match[1] as ErrorCode, match[2]) : undefined;
+}
+
+let events: Promise<QueueEvents> | undefined;
+/** The reader behind `events`, also while it is not ready yet, so that closing never waits for Redis. */
+let reader: QueueEvents | undefined;
+
+function queueEvents(): Promise<QueueEvents> {
+  events ??= (async () => {
+    // Read from a little before now, not from '$': events written between creating this reader and its first
+    // XREAD would otherwise be lost, and a wait registered in that gap (the first issuance of a process) would miss
+    // its job's completion. Older events only reach listeners nobody registered.
+    const e = new QueueEvents('pki', {
+      connection: createRedis('worker'),
+      prefix: config().queuePrefix,
+      lastEventId: `${Date.now() - 5000}-0`,
+    });
+    reader = e;
+    // every waiting request listens on both for its job
+    e.setMaxListeners(0);
+    queue('pki').setMaxListeners(0);
+    e.on('error', () => {
+      /* a lost connection surfaces as a wait that times out */
+    });
+    await e.waitUntilReady();
+    return e;
+  })().catch((err) => {
+    events = undefined;
+    const failed = reader;
+    reader = undefined;
+    if (failed) void closeWithConnection(failed);
+    throw err;
+  });
+  return events;
 }
 
 const queueUnavailable = (jobId: string) =>
@@ -82,25 +115,6 @@ async function outcome<T>(jobId: string, finished: Promise<unknown>, deadline: n
   }
 }
 
-/** A job's end as the waiter takes it: its result, or a rejection with its failure message. */
-const settled = (end: JobEnd): Promise<unknown> => (end.ok ? Promise.resolve(end.value) : Promise.reject(new Error(end.reason)));
-
-/**
- * The end of pki job `jobId` as Redis holds it, or undefined while it has not ended (or Redis has no such job). The
- * state first, then the job: BullMQ records a job's end and its outcome in one script, so a job read after its state
- * said ended holds its outcome; read the other way round, a job that ends between the two reads would show an ended
- * state with the outcome still empty (a refusal read as "the job failed", a certificate as nothing).
- */
-async function endOf(jobId: string): Promise<JobEnd | undefined> {
-  const q = await connectedQueue('pki');
-  const state = await q.getJobState(jobId);
-  if (state !== 'completed' && state !== 'failed') return undefined;
-  const job = await Job.fromId(q, jobId);
-  if (!job) return undefined;
-  if (state === 'completed') return { ok: true, value: job.returnvalue };
-  return { ok: false, reason: job.failedReason || 'the job failed' };
-}
-
 /**
  * Waits for a pki job that may already exist (or have finished): registers for its end, then asks Redis for its state.
  * Not BullMQ's `waitUntilFinished`: it asks for the state inside an async Promise executor, so a Redis that fails the
@@ -108,34 +122,79 @@ async function endOf(jobId: string): Promise<JobEnd | undefined> {
  */
 export async function waitForPkiJob<T>(jobId: string): Promise<T> {
   const deadline = Date.now() + waitMs();
-  await listenForJobEnds(deadline);
+  // the events connection retries for ever while Redis is away: the request must not wait with it
+  const e = await before(queueEvents(), deadline, 'queue events not ready').catch(() => {
+    throw queueUnavailable(jobId);
+  });
   // listening before asking: an end between the two cannot be missed
-  const wait = waitForJobEnd(jobId, deadline, () => endOf(jobId));
-  let end: JobEnd | undefined;
+  const end = listenForEnd(e, jobId, deadline);
+  let state: { state: string; returnvalue?: unknown; failedReason?: string } | undefined;
   try {
-    end = await before(endOf(jobId), deadline, 'the job state was not read in time');
+    state = await before(finishedState(jobId), deadline, 'the job state was not read in time');
   } catch {
-    wait.stop();
+    end.stop();
     throw queueUnavailable(jobId);
   }
-  if (end) {
-    wait.stop();
-    return outcome<T>(jobId, settled(end), deadline);
+  if (state?.state === 'completed' || state?.state === 'failed') {
+    end.stop();
+    const ended = state.state === 'completed' ? Promise.resolve(state.returnvalue) : Promise.reject(new Error(state.failedReason || 'the job failed'));
+    return outcome<T>(jobId, ended, deadline);
   }
   // waiting, active, delayed, or not added yet (the sweeper adds it once Redis takes it): its end is heard
-  return outcome<T>(jobId, wait.ended.then(settled), deadline);
+  return outcome<T>(jobId, end.finished, deadline);
+}
+
+/** The job's state with its outcome, or undefined when Redis has no such job. */
+async function finishedState(jobId: string): Promise<{ state: string; returnvalue?: unknown; failedReason?: string } | undefined> {
+  const job = await Job.fromId(queue('pki'), jobId);
+  if (!job) return undefined;
+  const state = await job.getState();
+  return { state, returnvalue: job.returnvalue, failedReason: job.failedReason };
+}
+
+/**
+ * The end of a job that does not exist yet, heard on `e`: listening before the job is added, the wait cannot miss
+ * its end, so it needs none of waitUntilFinished's look-up of the job's state (a Redis script per job).
+ */
+function listenForEnd(queueEvents: QueueEvents, jobId: string, deadline: number): { finished: Promise<unknown>; stop(): void } {
+  // the per-job event names are not in QueueEvents's typed listener list
+  const e = queueEvents as unknown as EventEmitter;
+  const completed = `completed:${jobId}`;
+  const failed = `failed:${jobId}`;
+  let stop = () => {};
+  const finished = new Promise((resolve, reject) => {
+    const onCompleted = (args: { returnvalue: unknown }) => {
+      stop();
+      resolve(args.returnvalue);
+    };
+    const onFailed = (args: { failedReason: string }) => {
+      stop();
+      reject(new Error(args.failedReason));
+    };
+    const timer = setTimeout(() => onFailed({ failedReason: `job ${jobId} timed out before finishing` }), Math.max(1, deadline - Date.now()));
+    stop = () => {
+      clearTimeout(timer);
+      e.off(completed, onCompleted);
+      e.off(failed, onFailed);
+    };
+    e.on(completed, onCompleted);
+    e.on(failed, onFailed);
+  });
+  // a caller that learnt the end another way (the job's state) or gave up does not await it: its failure is no crash
+  finished.catch(() => undefined);
+  return { finished, stop };
 }
 
 /** Enqueues an issuance job (one execution) and waits for the certificate id. */
 export async function issueInWorker(spec: { hubId: string; payload: IssuePayload; createdBy: string; resourceId?: string }): Promise<IssueResult> {
   const id = newId();
   const deadline = Date.now() + waitMs();
-  await listenForJobEnds(deadline);
-  // registered before the job is added: its end cannot come unheard
-  const wait = waitForJobEnd(id, deadline, () => endOf(id));
-  let dispatched: boolean;
+  // the events connection retries for ever while Redis is away: the request does not wait with it, but the execution
+  // is still recorded (the sweeper adds its job once Redis is back)
+  const e = await before(queueEvents(), deadline, 'queue events not ready').catch(() => undefined);
+  const end = e && listenForEnd(e, id, deadline);
   try {
-    dispatched = await enqueueJob({
+    await enqueueJob({
       id,
       type: ISSUE_JOB,
       hubId: spec.hubId,
@@ -147,18 +206,20 @@ export async function issueInWorker(spec: { hubId: string; payload: IssuePayload
       jobOptions: { attempts: 3, backoff: { type: 'fixed', delay: 200 } },
     });
   } catch (err) {
-    wait.stop();
+    end?.stop();
     throw err;
   }
-  // Redis did not take the job: the execution is recorded, and the sweeper adds its job once Redis is back
-  if (!dispatched) {
-    wait.stop();
-    throw queueUnavailable(id);
-  }
-  return outcome<IssueResult>(id, wait.ended.then(settled), deadline);
+  if (!end) throw queueUnavailable(id);
+  return outcome<IssueResult>(id, end.finished, deadline);
 }
 
-/** Stops this process's listening for job ends (the web process's stopServer does); the next wait starts it again. */
+/**
+ * Closes the process's pki QueueEvents reader and its Redis connection (the web process's stopServer does; a reader
+ * left open keeps the process alive with its blocking XREAD). The next wait opens a new one.
+ */
 export async function closeIssuanceEvents(): Promise<void> {
-  await stopListeningForJobEnds();
+  const e = reader;
+  events = undefined;
+  reader = undefined;
+  if (e) await closeWithConnection(e);
 }

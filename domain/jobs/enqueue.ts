@@ -56,14 +56,14 @@ export async function enqueue(spec: EnqueueSpec): Promise<Execution> {
 export type Dispatchable = Pick<Execution, 'id' | 'processId' | 'type' | 'hubId' | 'payload' | 'jobOptions' | 'createdBy'>;
 
 /**
- * enqueue() for a caller that gives the execution's id and waits for its job (an issuance): the same row and job,
- * without building the model. Whether Redis took the job (false: the row is kept, the sweeper adds it later).
+ * enqueue() for a caller that needs only the execution's id (an issuance that waits for its job): the same row and
+ * job, without building the model.
  */
-export async function enqueueJob(spec: EnqueueSpec & { id: string }): Promise<boolean> {
-  return (await record(spec)).dispatched;
+export async function enqueueJob(spec: EnqueueSpec): Promise<string> {
+  return (await record(spec)).id;
 }
 
-async function record(spec: EnqueueSpec): Promise<{ id: string; dispatched: boolean; execution: () => Execution }> {
+async function record(spec: EnqueueSpec): Promise<{ id: string; execution: () => Execution }> {
   queueOfType(spec.type); // fail on an unknown queue before writing anything
   const id = spec.id ?? newId();
   const fields = {
@@ -82,8 +82,7 @@ async function record(spec: EnqueueSpec): Promise<{ id: string; dispatched: bool
   if (spec.transaction) {
     const created = await Execution.create(fields, { transaction: spec.transaction });
     spec.transaction.afterCommit(() => dispatch(created).then(() => undefined));
-    // added once the transaction commits
-    return { id, dispatched: true, execution: () => created };
+    return { id, execution: () => created };
   }
   // the common path, once per job: a prepared statement instead of the model's generic insert
   const [row] = await preparedQuery<{ created_at: Date }>(
@@ -101,12 +100,8 @@ async function record(spec: EnqueueSpec): Promise<{ id: string; dispatched: bool
       fields.jobOptions && JSON.stringify(fields.jobOptions),
     ],
   );
-  const dispatched = await dispatch(fields);
-  return {
-    id,
-    dispatched,
-    execution: () => Execution.build({ ...fields, createdAt: row.created_at, attempts: 0, error: null, result: null }, { isNewRecord: false }),
-  };
+  await dispatch(fields);
+  return { id, execution: () => Execution.build({ ...fields, createdAt: row.created_at, attempts: 0, error: null, result: null }, { isNewRecord: false }) };
 }
 
 /**
