@@ -13,7 +13,7 @@ import autocannon from 'autocannon';
 import pg from 'pg';
 import { Sequelize } from 'sequelize';
 import { freePort, startPostgres, startRedis } from '../scripts/services/index.js';
-import { gcFlags } from '../shared/config.js';
+import { gcFlags, youngGenerationFlags } from '../shared/config.js';
 import { migrate } from '../domain/migrate.js';
 import { buildTree } from '../scripts/build.js';
 
@@ -99,16 +99,19 @@ export function compiledScript(ws: BenchWorkspace, script: string, dir = '.'): s
 /**
  * `<script>` of the checkout in `dir` (default this one), compiled as `npm start` runs it, with `env` (stdout ignored,
  * stderr inherited), stopped by the workspace's cleanUp(), with the node flags npm start gives its children
- * (HUB_GC_THREADS: `parallel` measures Node's default collector). BENCH_PROFILE=<dir> writes a V8 CPU profile of each
+ * (HUB_GC_THREADS: `parallel` measures Node's default collector; HUB_GC_YOUNG_MB=0 V8's default young generation). BENCH_PROFILE=<dir> writes a V8 CPU profile of each
  * process there (`env.BENCH_PROFILE: ''` leaves a set-up process out); BENCH_NODE_FLAGS adds node flags to each (e.g.
  * `--perf-basic-prof` for `perf record`, `--trace-deopt`).
  */
 export function startProcess(ws: BenchWorkspace, script: string, env: NodeJS.ProcessEnv, dir = '.'): ChildProcess {
   const profileDir = env.BENCH_PROFILE ?? process.env.BENCH_PROFILE;
   const profile = profileDir ? ['--cpu-prof', `--cpu-prof-dir=${profileDir}`] : [];
-  // the flags npm start gives its children (HUB_GC_THREADS), then any the bench is asked for
+  // the flags npm start gives its children (HUB_GC_THREADS, HUB_GC_YOUNG_MB), then any the bench is asked for
   const mode = env.HUB_GC_THREADS ?? process.env.HUB_GC_THREADS ?? 'auto';
-  const startFlags = mode === 'single' || mode === 'parallel' || mode === 'auto' ? gcFlags(mode) : [];
+  const startFlags = [
+    ...(mode === 'single' || mode === 'parallel' || mode === 'auto' ? gcFlags(mode) : []),
+    ...youngGenerationFlags(Number(env.HUB_GC_YOUNG_MB ?? process.env.HUB_GC_YOUNG_MB ?? 16)),
+  ];
   const flags = [...startFlags, ...(process.env.BENCH_NODE_FLAGS ?? '').split(' ').filter(Boolean)];
   const child = spawn(process.execPath, [...profile, ...flags, compiledScript(ws, script, dir)], { cwd: dir, env, stdio: ['ignore', 'ignore', 'inherit'] });
   ws.onCleanup(() => stopChild(child));

@@ -144,12 +144,18 @@ export async function waitForPkiJob<T>(jobId: string): Promise<T> {
   return outcome<T>(jobId, end.finished, deadline);
 }
 
-/** The job's state with its outcome, or undefined when Redis has no such job. */
+/**
+ * The job's state with its outcome, or undefined when Redis has no such job. The state first, then the job: BullMQ
+ * records a job's end and its outcome in one script, so a job read after its state said ended holds its outcome. Read
+ * the other way round, a job ending between the two reads showed an ended state with its outcome still empty: a
+ * refusal came back as "the job failed" (503), a result as null.
+ */
 async function finishedState(jobId: string): Promise<{ state: string; returnvalue?: unknown; failedReason?: string } | undefined> {
+  const state = await queue('pki').getJobState(jobId);
+  if (state === 'unknown') return undefined;
+  if (state !== 'completed' && state !== 'failed') return { state };
   const job = await Job.fromId(queue('pki'), jobId);
-  if (!job) return undefined;
-  const state = await job.getState();
-  return { state, returnvalue: job.returnvalue, failedReason: job.failedReason };
+  return job && { state, returnvalue: job.returnvalue, failedReason: job.failedReason };
 }
 
 /**

@@ -4,7 +4,7 @@ import path from 'node:path';
 import test from 'ava';
 import { freePort } from '../../scripts/services/index.js';
 import { Supervisor } from '../../shared/supervisor.js';
-import { gcFlags } from '../../shared/config.js';
+import { gcFlags, youngGenerationFlags } from '../../shared/config.js';
 import { pidAlive, spawnScript, type Spawned } from '../helpers/processes.js';
 import { makeCall, useStack, waitFor } from '../helpers/stack.js';
 
@@ -142,7 +142,9 @@ test('a child that dies at once, again and again, is reported as crash-looping a
   t.regex(loop, /last: exit code 3/);
 });
 
-test("every child runs with the node flags it is given; the collector's are single-threaded on 2 cores or fewer", async (t) => {
+test("every child runs with the node flags it is given; the collector's are single-threaded on 2 cores or fewer, its young generation starts at 16 MB", async (t) => {
+  t.deepEqual(youngGenerationFlags(16), ['--min-semi-space-size=16']);
+  t.deepEqual(youngGenerationFlags(0), [], "HUB_GC_YOUNG_MB=0: V8's default");
   t.deepEqual(gcFlags('auto', 2), ['--single-threaded-gc']);
   t.deepEqual(gcFlags('auto', 1), ['--single-threaded-gc']);
   t.deepEqual(gcFlags('auto', 4), []);
