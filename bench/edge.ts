@@ -194,7 +194,7 @@ try {
     const label = name === 'edgeA' ? `edge A (${aDir})` : 'edge';
     console.log(line(name, rps(name), p99(name)));
     console.log(
-      `       ${label}: ratio ${(rps(name) / rps('nginx')).toFixed(2)} of nginx's requests/s (target >= 0.55), p99 ${(p99(name) / p99('nginx')).toFixed(2)}x nginx's (target < 2)`,
+      `       ${label}: ratio ${(rps(name) / rps('nginx')).toFixed(2)} of nginx's requests/s (target >= 0.6), p99 ${(p99(name) / p99('nginx')).toFixed(2)}x nginx's (target < 1)`,
     );
     console.log(
       `       CPU ${median(x.cpu).toFixed(1)} µs per request (kernel ${median(x.sys).toFixed(1)}), the backend ${median(x.backend).toFixed(1)}; GC ${median(x.gc).toFixed(1)} µs per request (${(100 * median(x.gcShare)).toFixed(1)} % of its CPU); event-loop delay mean ${median(x.delayMean).toFixed(2)} ms, p99 ${median(x.delayP99).toFixed(2)} ms`,
