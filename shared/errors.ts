@@ -56,7 +56,6 @@ export const API_ERROR_CODES = {
     meaning: 'the credential gives no access to this hub or resource (told apart from "no such hub" by nothing)',
     message: 'hub with the given id not found',
   },
-  EH_FORBIDDEN: { ...FORBIDDEN, meaning: 'the credential is valid, but this operation is refused to it' },
   EH_NOT_FOUND: { ...NOT_FOUND, meaning: 'no such resource in a hub the caller may see' },
   EH_CONFLICT: { ...CONFLICT, meaning: 'a name or value that must be unique is taken, or a concurrent change won' },
   EH_PAYLOAD_TOO_LARGE: { status: 413, error: 'payload_too_large', meaning: 'the request body is larger than allowed', message: 'request body exceeds 1 MiB' },
