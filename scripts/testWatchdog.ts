@@ -76,7 +76,7 @@ export function descendants(root: number, tree: Map<number, number>): number[] {
  * One holding the stderr pipe ava reads from its test process keeps ava waiting after its last result, for ever: they
  * are killed (with what they started) and named. Returns how many.
  */
-export function killOrphans(workDir: string, why: string, except?: number): number {
+export function killOrphans(workDir: string, why: string, except?: number, log: (text: string) => void = (text) => void process.stderr.write(text)): number {
   const tree = parents();
   const marker = `\0TEST_WORK_DIR=${workDir}\0`;
   const marked = (pid: number) => {
@@ -105,9 +105,7 @@ export function killOrphans(workDir: string, why: string, except?: number): numb
     }
   }
   if (orphans.length)
-    process.stderr.write(
-      `✘ watchdog: ${why}: killed ${orphans.length} process(es) left behind by test processes that exited:\n${orphans.map((o) => `    ${o}`).join('\n')}\n`,
-    );
+    log(`✘ watchdog: ${why}: killed ${orphans.length} process(es) left behind by test processes that exited:\n${orphans.map((o) => `    ${o}`).join('\n')}\n`);
   return orphans.length;
 }
 

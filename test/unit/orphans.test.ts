@@ -43,10 +43,19 @@ test('a process left behind holding a test process stderr keeps its reader waiti
 
   await sleep(500);
   t.false(closed, 'the pipe stays open while the process left behind holds it: its reader would wait for ever');
-  t.is(killOrphans(`${workDir}-another-run`, 'a check'), 0, "another run's processes are not touched");
+  t.is(
+    killOrphans(`${workDir}-another-run`, 'a check', undefined, () => undefined),
+    0,
+    "another run's processes are not touched",
+  );
   t.true(alive(orphan));
 
-  t.is(killOrphans(workDir, 'a check'), 1);
+  let report = '';
+  t.is(
+    killOrphans(workDir, 'a check', undefined, (text) => (report += text)),
+    1,
+  );
+  t.regex(report, new RegExp(`a check: killed 1 process\\(es\\) left behind[^]*${orphan} \\(`), 'it is named');
   for (let i = 0; i < 100 && !closed; i++) await sleep(50);
   t.true(closed, 'the pipe closes once it is killed');
   t.false(alive(orphan));
