@@ -70,6 +70,17 @@ export function descendants(root: number, tree: Map<number, number>): number[] {
   return found;
 }
 
+/** SIGKILLs each of `pids` (one already gone is passed over). */
+export function killAll(pids: number[]): void {
+  for (const pid of pids) {
+    try {
+      process.kill(pid, 'SIGKILL');
+    } catch {
+      // gone already
+    }
+  }
+}
+
 /**
  * Processes of this run that a test process started and left behind when it exited: the run's TEST_WORK_DIR in their
  * environment, and a parent without it (init, or whichever process adopted them), other than `except` (ava itself).
@@ -96,13 +107,7 @@ export function killOrphans(workDir: string, why: string, except?: number, log: 
       // gone
     }
     orphans.push(`${pid} (${command})`);
-    for (const p of [pid, ...descendants(pid, tree)]) {
-      try {
-        process.kill(p, 'SIGKILL');
-      } catch {
-        // gone already
-      }
-    }
+    killAll([pid, ...descendants(pid, tree)]);
   }
   if (orphans.length)
     log(`✘ watchdog: ${why}: killed ${orphans.length} process(es) left behind by test processes that exited:\n${orphans.map((o) => `    ${o}`).join('\n')}\n`);
@@ -144,13 +149,7 @@ export function watchAva(avaPid: number, options: WatchdogOptions): Watchdog {
       ...lastLogLines(options.logDir, pid).map((l) => `    ${l}`),
     ];
     process.stderr.write(`${report.join('\n')}\n`);
-    for (const p of [pid, ...children]) {
-      try {
-        process.kill(p, 'SIGKILL');
-      } catch {
-        // gone already
-      }
-    }
+    killAll([pid, ...children]);
     killed++;
   };
 

@@ -17,7 +17,7 @@ import { mkdirSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import test, { registerCompletionHandler } from 'ava';
-import { descendants, parents } from '../../scripts/testWatchdog.js';
+import { descendants, killAll, parents } from '../../scripts/testWatchdog.js';
 
 const graceMs = Number(process.env.TEST_EXIT_GRACE_MS ?? 20_000);
 const file = (() => {
@@ -87,13 +87,7 @@ registerCompletionHandler(() => {
     // the processes it started go with it: left behind, one holding the stderr ava reads would keep ava waiting
     const children = descendants(process.pid, parents());
     if (children.length) lines.push(`  killed the ${children.length} process(es) it started: ${children.join(', ')}`);
-    for (const pid of children) {
-      try {
-        process.kill(pid, 'SIGKILL');
-      } catch {
-        // gone already
-      }
-    }
+    killAll(children);
     process.stderr.write(`${lines.join('\n')}\n`);
     process.exit(1);
   }, graceMs);
