@@ -22,8 +22,6 @@ export interface TcpPort {
   readonly connections: Set<Socket>;
   /** A connection silent both ways this long is closed. */
   idleMs: number;
-  /** When a connection over the bound was last logged (one line a minute per share, not one per connection). */
-  refusedLoggedAt: number;
 }
 
 export class TcpExchange implements Entry {

@@ -174,7 +174,6 @@ export class TcpShares {
       listening: false,
       server: undefined as never,
       idleMs,
-      refusedLoggedAt: 0,
     };
     listener.server = net.createServer({ allowHalfOpen: true }, (socket) => this.o.accept(listener, socket));
     this.listeners.set(row.z_id, listener);
