@@ -14,7 +14,19 @@ import path from 'node:path';
 import autocannon from 'autocannon';
 import pg from 'pg';
 import { selfSignedCertificate } from '../test/helpers/selfSigned.js';
-import { benchWorkspace, freePort, median, schedCpuMs, startEdgeProcess, startServices, startPlainBackend, stopChild, treeCpuMs } from './harness.js';
+import {
+  benchWorkspace,
+  cpuMeter,
+  describeCpu,
+  freePort,
+  median,
+  schedCpuMs,
+  startEdgeProcess,
+  startServices,
+  startPlainBackend,
+  stopChild,
+  treeCpuMs,
+} from './harness.js';
 
 const CONNECTIONS = Number(process.env.BENCH_CONNECTIONS ?? 50);
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 8);
@@ -99,7 +111,8 @@ try {
   }
   await load(plainHost, 2);
   const results: Record<'plain' | 'mtls', autocannon.Result[]> = { plain: [], mtls: [] };
-  const cpu: Record<'plain' | 'mtls', { edge: number[]; backend: number[] }> = { plain: { edge: [], backend: [] }, mtls: { edge: [], backend: [] } };
+  const meter = cpuMeter({ edge: () => treeCpuMs(edge.pid).total, backend: () => schedCpuMs(backend.pid) });
+  const cpu: Record<'plain' | 'mtls', Record<string, number>[]> = { plain: [], mtls: [] };
   for (let round = 0; round < ROUNDS; round++) {
     const order: ['plain' | 'mtls', string][] =
       round % 2
@@ -112,19 +125,18 @@ try {
             ['mtls', mtlsHost],
           ];
     for (const [name, host] of order) {
-      const before = { edge: treeCpuMs(edge.pid).total, backend: schedCpuMs(backend.pid) };
+      const m = meter.start();
       const r = await load(host, SECONDS);
       if (r.non2xx || r.errors) throw new Error(`${name}: ${r.non2xx} non-2xx answers, ${r.errors} errors`);
       results[name].push(r);
-      cpu[name].edge.push(((treeCpuMs(edge.pid).total - before.edge) * 1000) / r.requests.total);
-      cpu[name].backend.push(((schedCpuMs(backend.pid) - before.backend) * 1000) / r.requests.total);
+      cpu[name].push(m.per(r.requests.total));
     }
   }
   await stopChild(edge);
   const rps = (name: 'plain' | 'mtls') => median(results[name].map((r) => r.requests.average));
   const p99 = (name: 'plain' | 'mtls') => median(results[name].map((r) => r.latency.p99));
-  const line = (name: string, r: number, p: number, c: { edge: number[]; backend: number[] }) =>
-    `${name.padEnd(22)} ${r.toFixed(0).padStart(8)} req/s   p99 ${p.toFixed(1).padStart(6)} ms   edge CPU ${median(c.edge).toFixed(1)} µs/request (backend ${median(c.backend).toFixed(1)})`;
+  const line = (name: string, r: number, p: number, c: Record<string, number>[]) =>
+    `${name.padEnd(22)} ${r.toFixed(0).padStart(8)} req/s   p99 ${p.toFixed(1).padStart(6)} ms   ${describeCpu(c, 'request')}`;
   console.log(`\nbench:edge-access — ${CONNECTIONS} keep-alive TLS connections, ${ROUNDS} x ${SECONDS} s per share (medians), 128-byte answers`);
   console.log(line('TLS share (baseline)', rps('plain'), p99('plain'), cpu.plain));
   console.log(line('mutual-TLS share', rps('mtls'), p99('mtls'), cpu.mtls));

@@ -21,6 +21,7 @@ import { selfSignedCertificate } from '../test/helpers/selfSigned.js';
 import {
   benchShares,
   benchWorkspace,
+  cpuMeter,
   freePort,
   median,
   schedCpuMs,
@@ -67,7 +68,11 @@ try {
   });
 
   const { port: nginxPort, child: nginx } = await startNginxProxy(ws, backendPort, cert);
-  const pids = { edge: edge.pid, nginx: nginx.pid };
+  // each proxy with its workers (nginx's), and the backend, per request
+  const meters = {
+    edge: cpuMeter({ proxy: () => treeCpuMs(edge.pid).total, backend: () => schedCpuMs(backend.pid) }),
+    nginx: cpuMeter({ proxy: () => treeCpuMs(nginx.pid).total, backend: () => schedCpuMs(backend.pid) }),
+  };
 
   /** One h2load round against `port` (the share's host as :authority and SNI): requests/s and p99 in ms. */
   const load = async (port: number, seconds: number, tag: string) => {
@@ -123,11 +128,10 @@ try {
           ['nginx', nginxPort],
           ['edge', edgePort],
         ]) as ['edge' | 'nginx', number][]) {
-      const before = { proxy: treeCpuMs(pids[name]).total, backend: schedCpuMs(backend.pid) };
+      const m = meters[name].start();
       const r = await load(port, SECONDS, `${name}-${round}`);
       if (r.wrong) throw new Error(`${name}: ${r.wrong} answers were not 2xx`);
-      const cpuUs = ((treeCpuMs(pids[name]).total - before.proxy) * 1000) / r.ok;
-      const backendUs = ((schedCpuMs(backend.pid) - before.backend) * 1000) / r.ok;
+      const { proxy: cpuUs, backend: backendUs } = m.per(r.ok);
       results[name].push({ ...r, cpuUs, backendUs });
       console.log(
         `  round ${round + 1} ${name.padEnd(6)} ${r.rps.toFixed(0).padStart(7)} req/s  p99 ${r.p99.toFixed(1)} ms  CPU ${cpuUs.toFixed(1)} µs/request (backend ${backendUs.toFixed(1)})`,
