@@ -10,7 +10,7 @@
  * (this one with the edge, both charons, the agent, the target) spent per MiB each way. BENCH_MIB per stream
  * (default 64), BENCH_ROUNDS (default 3, alternating).
  */
-import { execFile, spawn } from 'node:child_process';
+import { execFile } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
@@ -26,6 +26,7 @@ import type { IpsecTunnel } from '../domain/models/IpsecTunnel.js';
 import { StrongswanIpsecProvider } from '../shared/providers/ipsecStrongswan.js';
 import { privateNetwork } from '../test/helpers/netns.js';
 import { benchAgent } from './agentFixtures.js';
+import { spawnPeerCharon } from '../test/helpers/peerCharon.js';
 import { selfSignedCertificate } from '../test/helpers/selfSigned.js';
 import { benchWorkspace, cpuMeter, describeCpu, freePort, median, schedCpuMs, startServices, stopChild } from './harness.js';
 
@@ -165,25 +166,7 @@ try {
   // the peer: its own charon with the sample configuration, unchanged
   const peerDir = path.join(ws.work, 'peer');
   mkdirSync(peerDir);
-  const vici = `unix://${path.join(peerDir, 'peer.vici')}`;
-  writeFileSync(
-    path.join(peerDir, 'strongswan.conf'),
-    `charon {\n  load = random nonce kdf aes sha1 sha2 hmac gcm pem pkcs1 x509 pubkey openssl kernel-libipsec kernel-netlink socket-default vici updown\n  plugins {\n    vici {\n      socket = ${vici}\n    }\n  }\n}\n`,
-  );
-  const charon = spawn(
-    'ip',
-    [
-      'netns',
-      'exec',
-      PEER,
-      'unshare',
-      '-m',
-      'sh',
-      '-c',
-      `mount -t tmpfs none /run && STRONGSWAN_CONF=${path.join(peerDir, 'strongswan.conf')} exec /usr/lib/ipsec/charon`,
-    ],
-    { stdio: 'ignore' },
-  );
+  const { child: charon, vici } = spawnPeerCharon(PEER, peerDir);
   ws.onCleanup(() => stopChild(charon));
   for (let i = 0; ; i++) {
     if (

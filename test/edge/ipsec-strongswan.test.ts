@@ -5,7 +5,7 @@
  * IPsec host): a namespace and a charon per tunnel, and the IPsec share's listener on the load balancer address,
  * whose connections an agent (in a private network of its own) carries to the target.
  */
-import { execFile, spawn, type ChildProcess } from 'node:child_process';
+import { execFile, type ChildProcess } from 'node:child_process';
 import { mkdirSync, mkdtempSync, readFileSync, rmdirSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -16,6 +16,7 @@ import { netnsMarker, tunnelNetns } from '../../edge/ipsec/netns.js';
 import { startTestEdge } from '../helpers/edge.js';
 import { enrollAgent, newEnvironment, runAgent, startPrivateTarget } from '../helpers/agents.js';
 import { privateNetwork, type PrivateNetwork } from '../helpers/netns.js';
+import { spawnPeerCharon } from '../helpers/peerCharon.js';
 import { type HubFixture, useStack, waitFor } from '../helpers/stack.js';
 
 const run = promisify(execFile);
@@ -34,7 +35,8 @@ let agentNet: PrivateNetwork;
 let peerCharon: ChildProcess;
 let envZId: string;
 const work = mkdtempSync(path.join(process.env.TEST_WORK_DIR ?? os.tmpdir(), 'ipsec-'));
-const peerVici = `unix://${path.join(work, 'peer.vici')}`;
+/** The peer charon's VICI socket (test/helpers/peerCharon.ts), once it is started. */
+let peerVici = '';
 const cleanups: (() => Promise<unknown>)[] = [];
 
 async function peerSwanctl(...args: string[]): Promise<string> {
@@ -104,24 +106,7 @@ test.before(async () => {
   cleanups.push(() => agent.stop('SIGKILL'));
 
   // the peer's own charon, with a private /run
-  writeFileSync(
-    path.join(work, 'peer.conf'),
-    `charon {\n  load = random nonce kdf aes sha1 sha2 hmac gcm pem pkcs1 x509 pubkey openssl kernel-libipsec kernel-netlink socket-default vici updown\n  filelog {\n    log {\n      path = ${path.join(work, 'peer.log')}\n      default = 1\n      flush_line = yes\n    }\n  }\n  plugins {\n    vici {\n      socket = ${peerVici}\n    }\n  }\n}\n`,
-  );
-  peerCharon = spawn(
-    'ip',
-    [
-      'netns',
-      'exec',
-      PEER,
-      'unshare',
-      '-m',
-      'sh',
-      '-c',
-      `mount -t tmpfs none /run && STRONGSWAN_CONF=${path.join(work, 'peer.conf')} exec /usr/lib/ipsec/charon`,
-    ],
-    { stdio: 'ignore' },
-  );
+  ({ child: peerCharon, vici: peerVici } = spawnPeerCharon(PEER, work));
   cleanups.push(async () => peerCharon.kill('SIGKILL'));
   await waitFor(
     async () =>
