@@ -20,6 +20,7 @@ import { ensureCommands } from '../scripts/services/index.js';
 import {
   benchShares,
   benchWorkspace,
+  edgeRuntime,
   freePort,
   median,
   schedCpuMs,
@@ -119,17 +120,6 @@ try {
     );
   // warm each (JIT, pools), then alternate so that a noisy moment does not favour one
   for (const p of proxies) await load(p.port, 2);
-  // an edge's own view (prom-client's default metrics on its metrics port): GC seconds so far, and the event-loop
-  // delay since the previous scrape (prom-client resets its delay histogram on each)
-  const edgeRuntime = async (port: number) => {
-    const text = await (await fetch(`http://127.0.0.1:${port}/metrics`)).text();
-    const sum = (re: RegExp) => [...text.matchAll(re)].reduce((n, m) => n + Number(m[1]), 0);
-    return {
-      gcSeconds: sum(/^edgehub_nodejs_gc_duration_seconds_sum\{[^}]*\} (\S+)$/gm),
-      delayMeanMs: sum(/^edgehub_nodejs_eventloop_lag_mean_seconds(?:\{[^}]*\})? (\S+)$/gm) * 1000,
-      delayP99Ms: sum(/^edgehub_nodejs_eventloop_lag_p99_seconds(?:\{[^}]*\})? (\S+)$/gm) * 1000,
-    };
-  };
   const blank = () => ({
     results: [] as autocannon.Result[],
     cpu: [] as number[],

@@ -101,7 +101,7 @@ export function compiledScript(ws: BenchWorkspace, script: string, dir = '.'): s
  * stderr inherited), stopped by the workspace's cleanUp(), with the node flags npm start gives its children
  * (HUB_GC_THREADS: `parallel` measures Node's default collector; HUB_GC_YOUNG_MB=0 V8's default young generation). BENCH_PROFILE=<dir> writes a V8 CPU profile of each
  * process there (`env.BENCH_PROFILE: ''` leaves a set-up process out); BENCH_NODE_FLAGS adds node flags to each (e.g.
- * `--perf-basic-prof` for `perf record`, `--trace-deopt`).
+ * `--perf-basic-prof` for `perf record`, `--trace-deopt`; `env.BENCH_NODE_FLAGS` for this process alone).
  */
 export function startProcess(ws: BenchWorkspace, script: string, env: NodeJS.ProcessEnv, dir = '.'): ChildProcess {
   const profileDir = env.BENCH_PROFILE ?? process.env.BENCH_PROFILE;
@@ -112,8 +112,12 @@ export function startProcess(ws: BenchWorkspace, script: string, env: NodeJS.Pro
     ...(mode === 'single' || mode === 'parallel' || mode === 'auto' ? gcFlags(mode) : []),
     ...youngGenerationFlags(Number(env.HUB_GC_YOUNG_MB ?? process.env.HUB_GC_YOUNG_MB ?? 16)),
   ];
-  const flags = [...startFlags, ...(process.env.BENCH_NODE_FLAGS ?? '').split(' ').filter(Boolean)];
-  const child = spawn(process.execPath, [...profile, ...flags, compiledScript(ws, script, dir)], { cwd: dir, env, stdio: ['ignore', 'ignore', 'inherit'] });
+  const flags = [...startFlags, ...(env.BENCH_NODE_FLAGS ?? process.env.BENCH_NODE_FLAGS ?? '').split(' ').filter(Boolean)];
+  const child = spawn(process.execPath, [...profile, ...flags, compiledScript(ws, script, dir)], {
+    cwd: dir,
+    env,
+    stdio: ['ignore', 'ignore', 'inherit'],
+  });
   ws.onCleanup(() => stopChild(child));
   return child;
 }
@@ -133,16 +137,24 @@ export async function startPlainBackend(ws: BenchWorkspace): Promise<{ port: num
   return { port, child };
 }
 
-/** `edge/index.ts` as npm start runs it, against the bench's services, with `env` on top (ports, TLS files). */
-export function startEdgeProcess(ws: BenchWorkspace, services: BenchServices, env: NodeJS.ProcessEnv): ChildProcess {
-  return startProcess(ws, 'edge/index.ts', {
-    ...process.env,
-    DATABASE_URL: services.databaseUrl,
-    REDIS_URL: services.redisUrl,
-    HUB_DATA_DIR: path.join(ws.work, 'data'),
-    HUB_PROCESS: 'edge',
-    ...env,
-  });
+/**
+ * `edge/index.ts` as npm start runs it, against the bench's services, with `env` on top (ports, TLS files), from the
+ * checkout in `dir` (default this one).
+ */
+export function startEdgeProcess(ws: BenchWorkspace, services: BenchServices, env: NodeJS.ProcessEnv, dir = '.'): ChildProcess {
+  return startProcess(
+    ws,
+    'edge/index.ts',
+    {
+      ...process.env,
+      DATABASE_URL: services.databaseUrl,
+      REDIS_URL: services.redisUrl,
+      HUB_DATA_DIR: path.join(ws.work, 'data'),
+      HUB_PROCESS: 'edge',
+      ...env,
+    },
+    dir,
+  );
 }
 
 /** Polls `${baseUrl}/healthz` until it answers 2xx; fails after 30 s or once `child` (the API process) has exited. */
@@ -565,4 +577,29 @@ export async function loadTest(options: autocannon.Options): Promise<autocannon.
   });
   const seconds = options.amount ? Math.max(0.001, (last - started) / 1000) : result.duration;
   return Object.assign(result, { seconds, rps: result.requests.total / seconds });
+}
+
+/**
+ * An edge's own view of its run time (prom-client's default metrics on its metrics port): GC seconds so far, in all
+ * and by kind (minor: the young generation's scavenges; major: mark-compact; incremental) with how many, and the event-loop delay
+ * since the previous scrape (prom-client resets its delay histogram on each).
+ */
+export async function edgeRuntime(
+  port: number,
+): Promise<{ gcSeconds: number; gcByKind: Record<string, number>; gcCountByKind: Record<string, number>; delayMeanMs: number; delayP99Ms: number }> {
+  const text = await (await fetch(`http://127.0.0.1:${port}/metrics`)).text();
+  const sum = (re: RegExp) => [...text.matchAll(re)].reduce((n, m) => n + Number(m[1]), 0);
+  const gcByKind: Record<string, number> = {};
+  for (const m of text.matchAll(/^edgehub_nodejs_gc_duration_seconds_sum\{[^}]*kind="(\w+)"[^}]*\} (\S+)$/gm))
+    gcByKind[m[1]] = (gcByKind[m[1]] ?? 0) + Number(m[2]);
+  const gcCountByKind: Record<string, number> = {};
+  for (const m of text.matchAll(/^edgehub_nodejs_gc_duration_seconds_count\{[^}]*kind="(\w+)"[^}]*\} (\S+)$/gm))
+    gcCountByKind[m[1]] = (gcCountByKind[m[1]] ?? 0) + Number(m[2]);
+  return {
+    gcCountByKind,
+    gcSeconds: sum(/^edgehub_nodejs_gc_duration_seconds_sum\{[^}]*\} (\S+)$/gm),
+    gcByKind,
+    delayMeanMs: sum(/^edgehub_nodejs_eventloop_lag_mean_seconds(?:\{[^}]*\})? (\S+)$/gm) * 1000,
+    delayP99Ms: sum(/^edgehub_nodejs_eventloop_lag_p99_seconds(?:\{[^}]*\})? (\S+)$/gm) * 1000,
+  };
 }
