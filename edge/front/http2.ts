@@ -23,10 +23,17 @@
  * Metering: a stream is metered on its own (a connection may carry streams of several shares at once): its header
  * fields as HTTP/1.1 would write them (`name: value` and CRLF, pseudo-fields included) and its DATA bytes, each way.
  */
-import http2, { type Http2ServerRequest, type Http2ServerResponse, type Http2Session, type Http2Stream, type ServerHttp2Session } from 'node:http2';
-import type { IncomingMessage, ServerResponse } from 'node:http';
+import http2, {
+  type Http2ServerRequest,
+  type Http2Session,
+  type Http2Stream,
+  type IncomingHttpHeaders,
+  type ServerHttp2Session,
+  type ServerHttp2Stream,
+} from 'node:http2';
+import type { IncomingMessage, OutgoingHttpHeaders, ServerResponse } from 'node:http';
 import type { Socket } from 'node:net';
-import type { Duplex } from 'node:stream';
+import type { Duplex, ReadableOptions } from 'node:stream';
 import type { TLSSocket } from 'node:tls';
 import { RateLimiterMemory } from 'rate-limiter-flexible';
 import { backoffMs } from '../../shared/backoff.js';
@@ -100,39 +107,46 @@ function headBytes(headers: Record<string, unknown> | undefined): number {
   return n;
 }
 
-const RX = Symbol('edgehub.h2.rx');
-const TX = Symbol('edgehub.h2.tx');
-type Counted = Http2Stream & { [RX]?: number; [TX]?: number };
-
-/** Counts a stream's header fields as received and the DATA bytes it receives and sends (its own push and writes). */
-function countStream(stream: Http2Stream, rawHeaders: string[]): void {
-  const s = stream as Counted;
-  let head = 0;
-  for (let i = 0; i < rawHeaders.length; i += 2) head += rawHeaders[i].length + rawHeaders[i + 1].length + 4;
-  s[RX] = head;
-  s[TX] = 0;
-  const push = stream.push;
-  stream.push = function (chunk: unknown, encoding?: BufferEncoding) {
-    if (chunk) s[RX]! += (chunk as Buffer).length;
-    return push.call(this, chunk, encoding);
-  };
-  const writable = stream as unknown as {
-    _write(chunk: Buffer, encoding: BufferEncoding, cb: (err?: Error | null) => void): void;
-    _writev?(chunks: { chunk: Buffer }[], cb: (err?: Error | null) => void): void;
-  };
-  const write = writable._write;
-  writable._write = function (chunk, encoding, cb) {
-    s[TX]! += chunk.length;
-    return write.call(this, chunk, encoding, cb);
-  };
-  const writev = writable._writev;
-  if (writev) {
-    writable._writev = function (chunks, cb) {
-      for (const c of chunks) s[TX]! += c.chunk.length;
-      return writev.call(this, chunks, cb);
-    };
+/**
+ * The compatibility API's request, counting what the edge meters: its header fields as received (the raw lines) and
+ * the DATA bytes it receives. node:http2 takes the class as a server option; counting in the class, not in closures
+ * put on each stream, keeps a stream's objects as node:http2 makes them (a stream is the edge's most numerous object
+ * under HTTP/2 load, and every byte it carries is copied by each collection it lives through).
+ */
+class CountedRequest extends http2.Http2ServerRequest {
+  /** Header bytes as HTTP/1.1 lines, then DATA bytes received. */
+  rx: number;
+  constructor(stream: ServerHttp2Stream, headers: IncomingHttpHeaders, options: ReadableOptions, rawHeaders: readonly string[]) {
+    super(stream, headers, options, rawHeaders);
+    let head = 0;
+    for (let i = 0; i < rawHeaders.length; i += 2) head += rawHeaders[i].length + rawHeaders[i + 1].length + 4;
+    this.rx = head;
+  }
+  override push(chunk: unknown, encoding?: BufferEncoding): boolean {
+    if (chunk) this.rx += (chunk as Buffer).length;
+    return super.push(chunk, encoding);
   }
 }
+
+/**
+ * The compatibility API's response, counting the DATA bytes the edge sends (`end` writes its chunk through `write`)
+ * and leaving out a status message: HTTP/2 has no reason phrase.
+ */
+class CountedResponse extends http2.Http2ServerResponse<CountedRequest> {
+  tx = 0;
+  override write(chunk: string | Uint8Array, encoding?: BufferEncoding | ((err: Error) => void), cb?: (err: Error) => void): boolean {
+    // what reaches the stream: not a write after the end or on a closed stream (refused), nor a HEAD answer's body
+    if (chunk != null && !this.writableEnded && !this.stream.destroyed && this.req.method !== 'HEAD') {
+      this.tx += typeof chunk === 'string' ? Buffer.byteLength(chunk, typeof encoding === 'string' ? encoding : 'utf8') : chunk.length;
+    }
+    return super.write(chunk, encoding as BufferEncoding, cb);
+  }
+  override writeHead(status: number, message?: unknown, headers?: unknown): this {
+    return typeof message === 'string' ? super.writeHead(status, headers as OutgoingHttpHeaders) : super.writeHead(status, message as OutgoingHttpHeaders);
+  }
+}
+
+const ignore = (): void => undefined;
 
 /** Whether a request arrived over HTTP/2 (the compatibility API's request). */
 const isHttp2 = (req: IncomingMessage): boolean => req.httpVersionMajor === 2;
@@ -150,15 +164,16 @@ export const answered = (req: IncomingMessage, res: ServerResponse): boolean => 
  * Meters one finished exchange: an HTTP/1.1 one by its connection's bytes since the last (Meter.settle), an HTTP/2
  * one by its own stream.
  */
-export function settleExchange(meter: Meter, req: IncomingMessage, socket: Socket, route: ShareRoute | undefined): void {
+export function settleExchange(meter: Meter, req: IncomingMessage, res: ServerResponse, socket: Socket, route: ShareRoute | undefined): void {
   if (!isHttp2(req)) return meter.settle(socket, route);
-  const stream = streamOf(req) as Counted;
-  if (!route || stream[RX] === undefined) return;
-  const h2req = req as unknown as Http2ServerRequest;
-  const rx = (stream[RX] ?? 0) + headBytes(h2req.trailers);
-  const tx = headBytes(stream.sentHeaders) + (stream[TX] ?? 0) + headBytes(stream.sentTrailers);
-  stream[RX] = 0;
-  stream[TX] = 0;
+  if (!route) return;
+  const h2req = req as unknown as CountedRequest;
+  const h2res = res as unknown as CountedResponse;
+  const stream = h2req.stream;
+  const rx = h2req.rx + headBytes(h2req.trailers);
+  const tx = headBytes(stream.sentHeaders) + h2res.tx + headBytes(stream.sentTrailers);
+  h2req.rx = 0;
+  h2res.tx = 0;
   meter.add(route, rx, tx);
 }
 
@@ -256,6 +271,8 @@ export function http2Front(handler: Handler, limits = H2_LIMITS): Http2Front {
     maxOutstandingPings: 10,
     maxSessionMemory: 10,
     peerMaxConcurrentStreams: limits.maxConcurrentStreams,
+    Http2ServerRequest: CountedRequest,
+    Http2ServerResponse: CountedResponse,
   });
   server.setTimeout(limits.idleMs);
   server.on('timeout', () => undefined);
@@ -291,26 +308,27 @@ export function http2Front(handler: Handler, limits = H2_LIMITS): Http2Front {
       if (err.code?.startsWith('ERR_HTTP2_')) penalties.strike(addresses.get(session));
     });
     const key = String(++sessionCount);
+    // a stream the client resets counts against the connection's rate; one listener for all its streams
+    const reset = () => resets(key, () => calm(session, 'too many streams reset'));
     heads.set(session, () => refusals(key, () => calm(session, 'too many oversized header lists')));
     session.on('ping', () => pings(key, () => calm(session, 'too many PING frames')));
     session.on('remoteSettings', () => settings(key, () => calm(session, 'too many SETTINGS frames')));
     // before the server's own listener, which hands the stream to the request handler
-    session.prependListener('stream', (stream: Http2Stream, _headers: unknown, _flags: number, rawHeaders: string[]) => {
+    session.prependListener('stream', (stream: Http2Stream) => {
       if (session.destroyed) return;
-      const reset = () => resets(key, () => calm(session, 'too many streams reset'));
       // reset in the same read as its HEADERS: closed before this listener could hear of it
       if (stream.closed || stream.destroyed) return reset();
-      countStream(stream, rawHeaders);
-      stream.on('error', () => undefined);
-      stream.once('aborted', reset);
+      stream.on('error', ignore);
+      // 'aborted' comes at most once per stream
+      stream.on('aborted', reset);
     });
   });
   server.on('sessionError', () => undefined);
 
-  server.on('request', (req: Http2ServerRequest, res: Http2ServerResponse) => {
+  server.on('request', (req: CountedRequest, res: CountedResponse) => {
     // reset in the same read as its HEADERS (rapid reset): nothing is started for it
     if (req.stream.destroyed || req.stream.closed) return;
-    if ((req.stream as Counted)[RX]! > limits.maxHeaderListSize) {
+    if (req.rx > limits.maxHeaderListSize) {
       // nghttp2 takes any size (SETTINGS_MAX_HEADER_LIST_SIZE is advisory): refused here, as nginx does, with 400
       heads.get(req.stream.session!)?.();
       req.resume();
@@ -322,11 +340,6 @@ export function http2Front(handler: Handler, limits = H2_LIMITS): Http2Front {
       req.resume();
       return answer(h1res, 'EH_REQUEST_MALFORMED', malformed);
     }
-    // HTTP/2 has no reason phrase: a status message given with the status is left out
-    const writeHead = res.writeHead;
-    (res as unknown as { writeHead: unknown }).writeHead = function (status: number, message?: unknown, headers?: unknown) {
-      return typeof message === 'string' ? writeHead.call(res, status, headers as never) : writeHead.call(res, status, message as never);
-    };
     handler(req as unknown as IncomingMessage, h1res);
   });
 

@@ -52,7 +52,7 @@ export class RequestExchange implements Exchange {
     // a client gone before the answer ended takes the target request with it
     if (this.cancel && !answered(req, res)) this.cancel();
     if (this.admitted && route) parts.limiter.leave(route.hubId);
-    settleExchange(parts.meter, req, this.connection, route);
+    settleExchange(parts.meter, req, this.answers, this.connection, route);
     observeRequest(route?.frontendId ?? 'none', res.statusCode, (performance.now() - this.started) / 1000);
     this.tap?.finish(res);
   }
