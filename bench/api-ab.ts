@@ -77,7 +77,12 @@ try {
     const pgBefore = postgresCpuMs(services.postgresDataDir);
     const r = await loadTest(
       PATH === 'read'
-        ? { url: `${api.url}/hub/${f.hub}/certificate-request-tokens/${f.tokenId}`, connections: CONNECTIONS, ...load, headers: { authorization: f.authorization } }
+        ? {
+            url: `${api.url}/hub/${f.hub}/certificate-request-tokens/${f.tokenId}`,
+            connections: CONNECTIONS,
+            ...load,
+            headers: { authorization: f.authorization },
+          }
         : {
             url: `${api.url}/hub/${f.hub}/certificate-request-tokens`,
             connections: CONNECTIONS,

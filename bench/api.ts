@@ -12,7 +12,9 @@
  * (cold: JIT, pools, prepared statements and their plans all made now), then BENCH_DURATION seconds of each (warm).
  * One hub, created fresh for the run, grows through all of it; nothing runs ANALYZE (a table growing from empty is
  * what a deployment meets, and a plan cached while it was empty stays). Prints requests/s, p99, the CPU each
- * process spent per request (the server process's and PostgreSQL's) and the ratio service/limit of each round.
+ * process spent per request (the server process's, PostgreSQL's and the load generator's), how often per request the
+ * server's main thread slept and was preempted, the share of a core the server got (req/s x its CPU per request: on a
+ * shared machine this share, not the code, moves between rounds), and the ratio service/limit of each round.
  * Targets: read >= 0.5 of its limit with p99 < 30 ms at 50 connections; create >= 0.5 of the BEGIN/INSERT/COMMIT limit;
  * zero non-2xx.
  *
@@ -26,6 +28,7 @@ import pg from 'pg';
 import type { ChildProcess } from 'node:child_process';
 import {
   benchWorkspace,
+  contextSwitches,
   cpuMs,
   freePort,
   jsonClient,
@@ -52,9 +55,13 @@ interface Measured {
   rps: number;
   p99: number;
   bad: number;
-  /** CPU µs per request: the server process, PostgreSQL */
+  /** CPU µs per request: the server process, PostgreSQL, the load generator (autocannon, in this process) */
   server: number;
   postgres: number;
+  client: number;
+  /** the server's main thread per request: times it slept (nothing to do: its event loop waited), times it was preempted */
+  sleeps: number;
+  preempted: number;
 }
 
 let names = 0;
@@ -134,7 +141,8 @@ try {
     target: { url: string; connections: number; method?: 'POST'; headers: Record<string, string>; process: ChildProcess },
     load: { amount: number } | { duration: number },
   ): Promise<Measured> {
-    const cpuBefore = { server: cpuMs(target.process.pid), postgres: postgresCpuMs(services.postgresDataDir) };
+    const cpuBefore = { server: cpuMs(target.process.pid), postgres: postgresCpuMs(services.postgresDataDir), client: process.cpuUsage() };
+    const switchesBefore = contextSwitches(target.process.pid);
     const result = await loadTest({
       url: target.url,
       connections: target.connections,
@@ -144,12 +152,17 @@ try {
       requests: target.method === 'POST' ? [{ setupRequest: (req) => ({ ...req, body: newName() }) }] : undefined,
     });
     const done = result.requests.total;
+    const client = process.cpuUsage(cpuBefore.client);
+    const switches = contextSwitches(target.process.pid);
     return {
       rps: result.rps,
       p99: result.latency.p99,
       bad: result.non2xx + result.errors + result.timeouts,
       server: ((cpuMs(target.process.pid) - cpuBefore.server) * 1000) / done,
       postgres: ((postgresCpuMs(services.postgresDataDir) - cpuBefore.postgres) * 1000) / done,
+      client: (client.user + client.system) / done,
+      sleeps: (switches.voluntary - switchesBefore.voluntary) / done,
+      preempted: (switches.involuntary - switchesBefore.involuntary) / done,
     };
   }
 
@@ -164,7 +177,8 @@ try {
     (results[phase][name] ??= []).push(m);
     console.log(
       `  round ${round} ${phase} ${name.padEnd(24)} ${Math.round(m.rps).toLocaleString('en').padStart(7)} req/s  p99 ${String(m.p99).padStart(3)} ms  ` +
-        `non-2xx/errors ${m.bad}  CPU µs/req: server ${m.server.toFixed(0)}, PostgreSQL ${m.postgres.toFixed(0)}`,
+        `non-2xx/errors ${m.bad}  CPU µs/req: server ${m.server.toFixed(0)}, PostgreSQL ${m.postgres.toFixed(0)}, client ${m.client.toFixed(0)}; ` +
+        `server's main thread per req: slept ${m.sleeps.toFixed(2)}, preempted ${m.preempted.toFixed(2)}; the server had ${((m.rps * m.server) / 1e6).toFixed(2)} of a core`,
     );
   };
   const pairs: [Name, Name][] = [];
