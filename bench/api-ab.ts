@@ -11,8 +11,8 @@
  *
  * BENCH_A_DIR / BENCH_B_DIR: code directories (a checkout, e.g. `git archive <commit> | tar -x -C dir` with a
  * node_modules symlink; default .); BENCH_A_ENV / BENCH_B_ENV: JSON of extra environment for each process;
- * BENCH_PATH: `read` (the authenticated GET of one token, 20 connections; default) or `create` (POST of a token, 20
- * connections); BENCH_ROUNDS (default 4), BENCH_DURATION (default 6), BENCH_COLD (default 2000). Prints req/s, p99
+ * BENCH_PATH: `read` (the authenticated GET of one token; default) or `create` (POST of a token); BENCH_CONNECTIONS
+ * (default 50 for reads, 20 for creates: bench:api's loads); BENCH_ROUNDS (default 4), BENCH_DURATION (default 6), BENCH_COLD (default 2000). Prints req/s, p99
  * and the API's (and PostgreSQL's) CPU µs per request per round, and the medians.
  */
 import type { ChildProcess } from 'node:child_process';
@@ -37,6 +37,7 @@ const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 4);
 const DURATION = Number(process.env.BENCH_DURATION ?? 6);
 const COLD = Number(process.env.BENCH_COLD ?? 2000);
 const PATH = process.env.BENCH_PATH === 'create' ? 'create' : 'read';
+const CONNECTIONS = Number(process.env.BENCH_CONNECTIONS ?? (PATH === 'read' ? 50 : 20));
 const SIDES = ['A', 'B'] as const;
 type Side = (typeof SIDES)[number];
 
@@ -76,10 +77,15 @@ try {
     const pgBefore = postgresCpuMs(services.postgresDataDir);
     const r = await loadTest(
       PATH === 'read'
-        ? { url: `${api.url}/hub/${f.hub}/certificate-request-tokens/${f.tokenId}`, connections: 20, ...load, headers: { authorization: f.authorization } }
+        ? {
+            url: `${api.url}/hub/${f.hub}/certificate-request-tokens/${f.tokenId}`,
+            connections: CONNECTIONS,
+            ...load,
+            headers: { authorization: f.authorization },
+          }
         : {
             url: `${api.url}/hub/${f.hub}/certificate-request-tokens`,
-            connections: 20,
+            connections: CONNECTIONS,
             ...load,
             method: 'POST',
             headers: { authorization: f.authorization, 'content-type': 'application/json' },
@@ -96,7 +102,7 @@ try {
   };
 
   console.log(
-    `bench:api-ab ${PATH}: A ${dirs.A}, B ${dirs.B}; ${ROUNDS} rounds on fresh processes, each the first ${COLD} requests (cold) then ${DURATION} s (warm); load average ${os
+    `bench:api-ab ${PATH} at ${CONNECTIONS} connections: A ${dirs.A}, B ${dirs.B}; ${ROUNDS} rounds on fresh processes, each the first ${COLD} requests (cold) then ${DURATION} s (warm); load average ${os
       .loadavg()
       .map((x) => x.toFixed(1))
       .join(' ')}`,

@@ -1,7 +1,7 @@
 /**
  * API hot paths against the limit of the machine, measured as a user meets them (autocannon):
  *
- *   read:   the authenticated GET H/certificate-request-tokens/{id} at 20 connections,
+ *   read:   the authenticated GET H/certificate-request-tokens/{id} at BENCH_CONNECTIONS connections (default 50),
  *   create: the authenticated POST H/certificate-request-tokens at 20 connections (a new name each),
  *   limit:  a bare node:http + pg server (bench/api-baseline.ts) doing the same SQL against the same PostgreSQL: the
  *           one SELECT; BEGIN / INSERT token / INSERT name / COMMIT (and, for information, the two inserts as one
@@ -12,18 +12,23 @@
  * (cold: JIT, pools, prepared statements and their plans all made now), then BENCH_DURATION seconds of each (warm).
  * One hub, created fresh for the run, grows through all of it; nothing runs ANALYZE (a table growing from empty is
  * what a deployment meets, and a plan cached while it was empty stays). Prints requests/s, p99, the CPU each
- * process spent per request (the server process's and PostgreSQL's) and the ratio service/limit of each round.
- * Targets: read >= 0.45 of its limit with p99 < 20 ms; create >= 0.5 of the BEGIN/INSERT/COMMIT limit; zero non-2xx.
+ * process spent per request (the server process's, PostgreSQL's and the load generator's), how often per request the
+ * server's main thread slept and was preempted, the share of a core the server got (req/s x its CPU per request: on a
+ * shared machine this share, not the code, moves between rounds), and the ratio service/limit of each round.
+ * Targets: read >= 0.5 of its limit with p99 < 30 ms at 50 connections; create >= 0.5 of the BEGIN/INSERT/COMMIT limit;
+ * zero non-2xx.
  *
  *   npm run bench:api      (BENCH_DURATION s per warm measurement, default 10; BENCH_COLD requests per cold one,
  *                           default 2000; BENCH_ROUNDS, default 2; BENCH_SCENARIOS=read,create to run one; LOG_LEVEL,
- *                           default info; BENCH_PROFILE=<dir> writes CPU profiles of the processes)
+ *                           default info; BENCH_CONNECTIONS, the reads' connections, default 50; BENCH_PROFILE=<dir>
+ *                           writes CPU profiles of the processes)
  */
 import os from 'node:os';
 import pg from 'pg';
 import type { ChildProcess } from 'node:child_process';
 import {
   benchWorkspace,
+  contextSwitches,
   cpuMs,
   freePort,
   jsonClient,
@@ -41,8 +46,8 @@ const DURATION = Number(process.env.BENCH_DURATION ?? 10);
 const COLD = Number(process.env.BENCH_COLD ?? 2000);
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 2);
 const SCENARIOS = (process.env.BENCH_SCENARIOS ?? 'read,create').split(',');
-/** 20 connections each: the load the floors were set at (a user's client pool, not a saturation test). */
-const CONNECTIONS = { read: 20, create: 20 } as const;
+/** The loads the floors are set at: reads at 50 connections (BENCH_CONNECTIONS), creates at 20. */
+const CONNECTIONS = { read: Number(process.env.BENCH_CONNECTIONS ?? 50), create: 20 } as const;
 
 const ws = benchWorkspace({ budgetMs: 20 * 60_000 });
 
@@ -50,9 +55,13 @@ interface Measured {
   rps: number;
   p99: number;
   bad: number;
-  /** CPU µs per request: the server process, PostgreSQL */
+  /** CPU µs per request: the server process, PostgreSQL, the load generator (autocannon, in this process) */
   server: number;
   postgres: number;
+  client: number;
+  /** the server's main thread per request: times it slept (nothing to do: its event loop waited), times it was preempted */
+  sleeps: number;
+  preempted: number;
 }
 
 let names = 0;
@@ -132,7 +141,8 @@ try {
     target: { url: string; connections: number; method?: 'POST'; headers: Record<string, string>; process: ChildProcess },
     load: { amount: number } | { duration: number },
   ): Promise<Measured> {
-    const cpuBefore = { server: cpuMs(target.process.pid), postgres: postgresCpuMs(services.postgresDataDir) };
+    const cpuBefore = { server: cpuMs(target.process.pid), postgres: postgresCpuMs(services.postgresDataDir), client: process.cpuUsage() };
+    const switchesBefore = contextSwitches(target.process.pid);
     const result = await loadTest({
       url: target.url,
       connections: target.connections,
@@ -142,12 +152,17 @@ try {
       requests: target.method === 'POST' ? [{ setupRequest: (req) => ({ ...req, body: newName() }) }] : undefined,
     });
     const done = result.requests.total;
+    const client = process.cpuUsage(cpuBefore.client);
+    const switches = contextSwitches(target.process.pid);
     return {
       rps: result.rps,
       p99: result.latency.p99,
       bad: result.non2xx + result.errors + result.timeouts,
       server: ((cpuMs(target.process.pid) - cpuBefore.server) * 1000) / done,
       postgres: ((postgresCpuMs(services.postgresDataDir) - cpuBefore.postgres) * 1000) / done,
+      client: (client.user + client.system) / done,
+      sleeps: (switches.voluntary - switchesBefore.voluntary) / done,
+      preempted: (switches.involuntary - switchesBefore.involuntary) / done,
     };
   }
 
@@ -162,7 +177,8 @@ try {
     (results[phase][name] ??= []).push(m);
     console.log(
       `  round ${round} ${phase} ${name.padEnd(24)} ${Math.round(m.rps).toLocaleString('en').padStart(7)} req/s  p99 ${String(m.p99).padStart(3)} ms  ` +
-        `non-2xx/errors ${m.bad}  CPU µs/req: server ${m.server.toFixed(0)}, PostgreSQL ${m.postgres.toFixed(0)}`,
+        `non-2xx/errors ${m.bad}  CPU µs/req: server ${m.server.toFixed(0)}, PostgreSQL ${m.postgres.toFixed(0)}, client ${m.client.toFixed(0)}; ` +
+        `server's main thread per req: slept ${m.sleeps.toFixed(2)}, preempted ${m.preempted.toFixed(2)}; the server had ${((m.rps * m.server) / 1e6).toFixed(2)} of a core`,
     );
   };
   const pairs: [Name, Name][] = [];
@@ -210,7 +226,7 @@ try {
       const p99 = Math.max(...s.map((m) => m.p99));
       const what = service === 'serviceRead' ? 'read  ' : 'create';
       const target =
-        service === 'serviceRead' ? `target >= 0.45: ${verdict(ratio >= 0.45)}; p99 < 20 ms: ${verdict(p99 < 20)}` : `target >= 0.5: ${verdict(ratio >= 0.5)}`;
+        service === 'serviceRead' ? `target >= 0.5: ${verdict(ratio >= 0.5)}; p99 < 30 ms: ${verdict(p99 < 30)}` : `target >= 0.5: ${verdict(ratio >= 0.5)}`;
       console.log(
         `${phase} ${what}: service ${Math.round(median(s.map((m) => m.rps))).toLocaleString('en')} req/s p99 ${p99} ms, ${median(s.map((m) => m.server)).toFixed(0)} µs CPU/req; ` +
           `limit ${Math.round(median(l.map((m) => m.rps))).toLocaleString('en')} req/s p99 ${Math.max(...l.map((m) => m.p99))} ms, ${median(l.map((m) => m.server)).toFixed(0)} µs CPU/req`,

@@ -394,6 +394,20 @@ function threadCpuMs(pid: number | string, tid: number | string): number {
 }
 
 /**
+ * Context switches of a process's main thread so far (voluntary: it waited, e.g. for epoll with nothing to read;
+ * involuntary: the scheduler took the CPU away), from /proc/PID/status; NaN when it is gone.
+ */
+export function contextSwitches(pid: number | string | undefined): { voluntary: number; involuntary: number } {
+  try {
+    const status = readFileSync(`/proc/${pid}/status`, 'utf8');
+    const count = (name: string) => Number(new RegExp(`^${name}:\\s+(\\d+)`, 'm').exec(status)?.[1] ?? NaN);
+    return { voluntary: count('voluntary_ctxt_switches'), involuntary: count('nonvoluntary_ctxt_switches') };
+  } catch {
+    return { voluntary: NaN, involuntary: NaN };
+  }
+}
+
+/**
  * CPU milliseconds the main thread of a process has run so far (schedstat): the JavaScript, the collector when it runs
  * single-threaded, the kernel's work for its system calls; what the process's total adds beyond it is its helper
  * threads (V8's optimizing compiler and parallel collector, libuv's pool).
