@@ -113,19 +113,11 @@ export function startProcess(ws: BenchWorkspace, script: string, env: NodeJS.Pro
     ...(mode === 'single' || mode === 'parallel' || mode === 'auto' ? gcFlags(mode) : []),
     ...youngGenerationFlags(Number(env.HUB_GC_YOUNG_MB ?? process.env.HUB_GC_YOUNG_MB ?? 16)),
   ];
-<<<<<<< HEAD
   const flags = [...startFlags, ...(env.BENCH_NODE_FLAGS ?? process.env.BENCH_NODE_FLAGS ?? '').split(' ').filter(Boolean)];
   const child = spawn(process.execPath, [...profile, ...flags, compiledScript(ws, script, dir)], {
     cwd: dir,
     env,
-    stdio: ['ignore', 'ignore', 'inherit'],
-=======
-  const flags = [...startFlags, ...(process.env.BENCH_NODE_FLAGS ?? '').split(' ').filter(Boolean)];
-  const child = spawn(process.execPath, [...profile, ...flags, compiledScript(ws, script, dir)], {
-    cwd: dir,
-    env,
-    stdio: ['ignore', process.env.BENCH_STDOUT ? 'inherit' : 'ignore', 'inherit'],
->>>>>>> tcp-agent
+    stdio: ['ignore', (env.BENCH_STDOUT ?? process.env.BENCH_STDOUT) ? 'inherit' : 'ignore', 'inherit'],
   });
   ws.onCleanup(() => stopChild(child));
   return child;
