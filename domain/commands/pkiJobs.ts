@@ -13,8 +13,8 @@ import type { ParsedCsr } from '../../shared/pki/csr.js';
 /**
  * Certificate issuance runs in the worker (it holds the CA keys); the web process enqueues a job and waits for its
  * outcome: an issuance over this process's job-ends channel (jobs/jobEnds.ts), the other pki jobs (added by others,
- * so naming no channel) through QueueEvents. A refusal the worker decides (token spent meanwhile, name taken) travels back as the
- * job's failure message `<status> <code>: <message>` and becomes the same HTTP error here.
+ * so naming no channel) through QueueEvents. A refusal the worker decides (token spent meanwhile, name taken) travels
+ * back as the job's failure message `<status> <code>: <message>` and becomes the same HTTP error here.
  */
 
 export const ISSUE_JOB = 'pki.issueCertificate';
