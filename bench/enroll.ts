@@ -72,7 +72,7 @@ function redisCommands(url: string): Map<string, number> {
 function commandsPer(before: Map<string, number>, after: Map<string, number>, n: number): string {
   const delta = [...after].map(([name, calls]) => [name, (calls - (before.get(name) ?? 0)) / n] as const).filter(([, d]) => d > 0);
   const total = delta.reduce((sum, [, d]) => sum + d, 0);
-  const top = delta.sort((a, b) => b[1] - a[1]).slice(0, 8);
+  const top = delta.sort((a, b) => b[1] - a[1]).filter(([, d]) => d >= 0.05);
   return `${total.toFixed(1)} (${top.map(([name, d]) => `${name} ${d.toFixed(1)}`).join(', ')})`;
 }
 

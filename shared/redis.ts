@@ -61,8 +61,9 @@ class ClosableRedis extends Redis {
 /**
  * A new connection. Workers need `maxRetriesPerRequest: null` (blocking commands); producers and probes fail fast
  * instead of queueing commands while Redis is away. Either reconnects while Redis is away until its owner closes it.
+ * `name`: the connection's name in Redis's CLIENT LIST (set again on each reconnection).
  */
-export function createRedis(kind: 'worker' | 'producer'): Redis {
+export function createRedis(kind: 'worker' | 'producer', name?: string): Redis {
   const state: Closing = { closing: false };
   const delay = kind === 'worker' ? (n: number) => Math.min(n * 50, 2000) : (n: number) => Math.min(n * 200, 2000);
   const retryStrategy = (n: number) => (state.closing ? null : delay(n));
@@ -70,6 +71,7 @@ export function createRedis(kind: 'worker' | 'producer'): Redis {
     kind === 'worker'
       ? { maxRetriesPerRequest: null, enableReadyCheck: true, retryStrategy }
       : { maxRetriesPerRequest: 1, enableOfflineQueue: false, connectTimeout: 2000, retryStrategy };
+  if (name !== undefined) options.connectionName = name;
   const sentinel = config().redisSentinel;
   const client = sentinel
     ? new ClosableRedis(undefined, { ...options, ...sentinelOptions(sentinel, () => state.closing) }, state)

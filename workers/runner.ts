@@ -15,7 +15,8 @@ import type { JobData } from '../domain/jobs/enqueue.js';
 import { logger, type Logger } from '../shared/logger.js';
 import { logThrottle } from '../shared/logThrottle.js';
 import { closeWithConnection, queueOfType, type QueueName } from '../domain/jobs/queues.js';
-import { createRedis } from '../shared/redis.js';
+import { createRedis, readyRedis } from '../shared/redis.js';
+import { jobEndsChannelPattern, type JobEnd } from '../domain/jobs/jobEnds.js';
 import { jobsTotal, observeJob } from '../shared/telemetry/index.js';
 import type { JobContext, ProcessorDefinition, RunExecution } from './processor.js';
 
@@ -26,7 +27,11 @@ const scheduledSchema = z.object({ resourceType: id.optional(), resourceId: id.o
 
 /** The whole of a job's data for this processor: what `dispatch` (or the job scheduler) writes, and nothing else. */
 function jobDataSchema(def: ProcessorDefinition): ZodType {
-  const ofExecution = z.object({ executionId: id, hubId: id.nullable(), payload: def.payload, createdBy: principal.optional() }).strict();
+  // a reply channel is one of the web processes' job-ends channels: the worker publishes nowhere else
+  const replyTo = z.string().max(200).regex(jobEndsChannelPattern());
+  const ofExecution = z
+    .object({ executionId: id, hubId: id.nullable(), payload: def.payload, createdBy: principal.optional(), replyTo: replyTo.optional() })
+    .strict();
   // a scheduled run that the sweeper re-adds carries its execution's id like any other job
   return def.scheduled ? z.union([z.object({ hubId: id.nullable(), payload: def.payload, scheduled: scheduledSchema }).strict(), ofExecution]) : ofExecution;
 }
@@ -234,6 +239,12 @@ export function startWorkers({ processors, queues }: WorkerOptions): Worker[] {
       const message = errorMessage(err);
       workerErrors(message, (repeated) => logger.error({ queue: name, err: message, repeated }, 'worker error'));
     });
+    // the web process waiting for the job hears its end (jobs/jobEnds.ts), once BullMQ has recorded it: completed, or
+    // failed for good (a failure that will be retried has no finishedOn)
+    worker.on('completed', (job, value) => publishEnd(job, { id: String(job.id), ok: true, value }));
+    worker.on('failed', (job, err) => {
+      if (job?.finishedOn) publishEnd(job, { id: String(job.id), ok: false, reason: err.message });
+    });
     // A job that stalled too often fails without running the processor: settle its execution here.
     worker.on('failed', (job, err) => {
       if (!job || !/stalled/i.test(err.message)) return;
@@ -250,6 +261,22 @@ export function startWorkers({ processors, queues }: WorkerOptions): Worker[] {
     return worker;
   });
 }
+
+/**
+ * A job's end on the channel its data names (a web process's: jobs/jobEnds.ts). At most once: lost while Redis is
+ * away, when the waiter reads the job's state instead.
+ */
+function publishEnd(job: Job<JobData>, end: JobEnd): void {
+  const channel = job.data?.replyTo;
+  // a job refused for its data fails too: its channel may be anything
+  if (typeof channel !== 'string' || !(replyChannel ??= jobEndsChannelPattern()).test(channel)) return;
+  // the connection fails fast; its first connection is waited for (a fresh worker's first jobs end before it is up)
+  readyRedis()
+    .then((r) => r.publish(channel, JSON.stringify(end)))
+    .catch((err) => logger.debug({ jobId: job.id, err: errorMessage(err) }, 'job end not published; its waiter reads the job'));
+}
+
+let replyChannel: RegExp | undefined;
 
 export async function stopWorkers(workers: Worker[]): Promise<void> {
   await Promise.all(workers.map((w) => closeWithConnection(w)));

@@ -4,6 +4,7 @@ import { config } from '../../shared/config.js';
 import { DomainError, ERROR_CODES, unavailable, type ErrorCode, refusal } from '../../shared/errors.js';
 import { newId } from '../../shared/ids.js';
 import { enqueueJob } from '../jobs/enqueue.js';
+import { closeJobEnds, jobEndsChannel, waitForJobEnd, type JobEnd } from '../jobs/jobEnds.js';
 import { closeWithConnection, queue } from '../jobs/queues.js';
 import { createRedis } from '../../shared/redis.js';
 import { settleWithin } from '../../shared/timeouts.js';
@@ -11,8 +12,9 @@ import type { ParsedCsr } from '../../shared/pki/csr.js';
 
 /**
  * Certificate issuance runs in the worker (it holds the CA keys); the web process enqueues a job and waits for its
- * outcome through QueueEvents. A refusal the worker decides (token spent meanwhile, name taken) travels back as the
- * job's failure message `<status> <code>: <message>` and becomes the same HTTP error here.
+ * outcome: an issuance over this process's job-ends channel (jobs/jobEnds.ts), the other pki jobs (added by others,
+ * so naming no channel) through QueueEvents. A refusal the worker decides (token spent meanwhile, name taken) travels
+ * back as the job's failure message `<status> <code>: <message>` and becomes the same HTTP error here.
  */
 
 export const ISSUE_JOB = 'pki.issueCertificate';
@@ -191,14 +193,25 @@ function listenForEnd(queueEvents: QueueEvents, jobId: string, deadline: number)
   return { finished, stop };
 }
 
-/** Enqueues an issuance job (one execution) and waits for the certificate id. */
+/** A pki job's end as a JobEnd, read from Redis (the state first, then the job): undefined while it has not ended. */
+async function readEnd(jobId: string): Promise<JobEnd | undefined> {
+  const state = await finishedState(jobId);
+  if (state?.state === 'completed') return { id: jobId, ok: true, value: state.returnvalue };
+  if (state?.state === 'failed') return { id: jobId, ok: false, reason: state.failedReason };
+  return undefined;
+}
+
+/**
+ * Enqueues an issuance job (one execution) and waits for the certificate id: the worker publishes the job's end on
+ * this process's channel (jobs/jobEnds.ts), which the wait listens on before the job is added.
+ */
 export async function issueInWorker(spec: { hubId: string; payload: IssuePayload; createdBy: string; resourceId?: string }): Promise<IssueResult> {
   const id = newId();
   const deadline = Date.now() + waitMs();
-  // the events connection retries for ever while Redis is away: the request does not wait with it, but the execution
-  // is still recorded (the sweeper adds its job once Redis is back)
-  const e = await before(queueEvents(), deadline, 'queue events not ready').catch(() => undefined);
-  const end = e && listenForEnd(e, id, deadline);
+  // the subscriber retries for ever while Redis is away: the request does not wait with it, but the execution is
+  // still recorded (the sweeper adds its job once Redis is back)
+  const replyTo = await before(jobEndsChannel(), deadline, 'job ends not subscribed').catch(() => undefined);
+  const end = replyTo === undefined ? undefined : waitForJobEnd(id, deadline, () => readEnd(id));
   try {
     await enqueueJob({
       id,
@@ -210,6 +223,7 @@ export async function issueInWorker(spec: { hubId: string; payload: IssuePayload
       createdBy: spec.createdBy,
       // a refusal is final; only infrastructure failures are worth a retry, and the caller is waiting
       jobOptions: { attempts: 3, backoff: { type: 'fixed', delay: 200 } },
+      replyTo,
     });
   } catch (err) {
     end?.stop();
@@ -220,12 +234,13 @@ export async function issueInWorker(spec: { hubId: string; payload: IssuePayload
 }
 
 /**
- * Closes the process's pki QueueEvents reader and its Redis connection (the web process's stopServer does; a reader
- * left open keeps the process alive with its blocking XREAD). The next wait opens a new one.
+ * Closes the process's pki QueueEvents reader and its job-ends subscriber with their Redis connections (the web
+ * process's stopServer does; a reader left open keeps the process alive with its blocking XREAD). The next wait
+ * opens new ones.
  */
 export async function closeIssuanceEvents(): Promise<void> {
   const e = reader;
   events = undefined;
   reader = undefined;
-  if (e) await closeWithConnection(e);
+  await Promise.all([e && closeWithConnection(e), closeJobEnds()]);
 }

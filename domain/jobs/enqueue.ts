@@ -22,6 +22,8 @@ interface EnqueueSpec {
   jobOptions?: Pick<JobsOptions, 'attempts' | 'backoff' | 'delay' | 'priority'>;
   /** The execution's id (and its job's), when the caller needs it before the job is added: a fresh one otherwise. */
   id?: string;
+  /** The channel the worker publishes the job's end on (jobs/jobEnds.ts): the job's data only, not the execution's. */
+  replyTo?: string;
 }
 
 export interface JobData {
@@ -30,6 +32,8 @@ export interface JobData {
   payload: Record<string, unknown>;
   /** Who asked (the execution's `createdBy`), for a job that claims its execution in its own statement and checks it there. */
   createdBy?: string;
+  /** Where the worker publishes the job's end for the web process waiting for it (jobs/jobEnds.ts). */
+  replyTo?: string;
 }
 
 /** Five attempts, the first retry after HUB_JOB_BACKOFF_MS (1 s), doubling. */
@@ -100,7 +104,7 @@ async function record(spec: EnqueueSpec): Promise<{ id: string; execution: () =>
       fields.jobOptions && JSON.stringify(fields.jobOptions),
     ],
   );
-  await dispatch(fields);
+  await dispatch(fields, {}, spec.replyTo);
   return { id, execution: () => Execution.build({ ...fields, createdAt: row.created_at, attempts: 0, error: null, result: null }, { isNewRecord: false }) };
 }
 
@@ -108,9 +112,10 @@ async function record(spec: EnqueueSpec): Promise<{ id: string; execution: () =>
  * Adds the job of an execution with the options stored on it (`options` only where none are stored). Never throws:
  * returns false when Redis did not take it (the sweeper retries).
  */
-export async function dispatch(execution: Dispatchable, options: EnqueueSpec['jobOptions'] = {}): Promise<boolean> {
+export async function dispatch(execution: Dispatchable, options: EnqueueSpec['jobOptions'] = {}, replyTo?: string): Promise<boolean> {
   const stored = (execution.jobOptions ?? undefined) as EnqueueSpec['jobOptions'] | undefined;
   const data: JobData = { executionId: execution.id, hubId: execution.hubId, payload: execution.payload, createdBy: execution.createdBy };
+  if (replyTo !== undefined) data.replyTo = replyTo;
   const deadline = Date.now() + QUEUE_READY_TIMEOUT_MS;
   try {
     const q = await connectedQueue(queueOfType(execution.type), QUEUE_READY_TIMEOUT_MS);
