@@ -40,7 +40,7 @@ interface Waiter {
 }
 
 /** A caller's way to read a job's end from Redis: undefined while the job has not ended (or is not there yet). */
-export type ReadEnd = () => Promise<JobEnd | undefined>;
+type ReadEnd = () => Promise<JobEnd | undefined>;
 
 let sub: Redis | undefined;
 let subscribed: Promise<string> | undefined;
