@@ -4,7 +4,8 @@
  * log level, pools), a hub with BENCH_COLD (600) certificate request tokens and their JWTs made through the API, then
  * `npm start` again, and the first BENCH_COLD enrollments after that start at BENCH_COLD_CONCURRENCY (16), each
  * device with its own key. Printed: enrollments/s and the CPU each process spent per enrollment (from /proc), so that
- * bench:enroll's cold line can be checked against it.
+ * bench:enroll's cold line can be checked against it. Target: <= 5.5 ms of CPU per enrollment summed over every
+ * process (what 300/s on 2 cores needs with room); the rate is for information.
  *
  *   npm run bench:enroll-outside        (BENCH_COLD, BENCH_COLD_CONCURRENCY)
  */
@@ -155,18 +156,16 @@ try {
     .map((k) => [k, (after[k] - before[k]) / COLD] as const)
     .sort((a, b) => b[1] - a[1]);
   const total = per.reduce((sum, [, v]) => sum + v, 0);
+  console.log(`cold:    the first ${COLD} enrollments after npm start, ${COLD_CONCURRENCY} concurrent clients: ${rate.toFixed(0)} enrollments/s`);
   console.log(
-    `cold:    the first ${COLD} enrollments after npm start, ${COLD_CONCURRENCY} concurrent clients: ${rate.toFixed(0)} enrollments/s (target >= 300: ${rate >= 300 ? 'met' : 'NOT met'})`,
-  );
-  console.log(
-    `         CPU per enrollment ${total.toFixed(2)} ms: ${per.map(([k, v]) => `${k} ${v.toFixed(2)}`).join(', ')}; load average ${os.loadavg()[0].toFixed(1)}`,
+    `         CPU per enrollment ${total.toFixed(2)} ms (target <= 5.5: ${total <= 5.5 ? 'met' : 'NOT met'}): ${per.map(([k, v]) => `${k} ${v.toFixed(2)}`).join(', ')}; load average ${os.loadavg()[0].toFixed(1)}`,
   );
   console.log(
     `         of it the main threads: ${['web', 'worker'].map((k) => `${k} ${((mainAfter[k] - mainBefore[k]) / COLD).toFixed(2)}`).join(', ')} (the rest of theirs is helper threads: V8's optimizing compiler)`,
   );
   await stop(s);
   await ws.cleanUp();
-  process.exit(rate >= 300 ? 0 : 1);
+  process.exit(total <= 5.5 ? 0 : 1);
 } catch (err) {
   console.error(`bench failed: ${(err as Error).message}`);
   await ws.cleanUp();

@@ -30,15 +30,24 @@ export interface BenchWorkspace {
 
 /**
  * A work directory and a cleanup list. After `budgetMs` (default 10 min) the process cleans up and exits with
- * status 2, saying so on stderr.
+ * status 2, saying so on stderr; stopped by SIGINT or SIGTERM (Ctrl-C, `timeout`), it stops what it started first
+ * (the processes it started would otherwise outlive it and load the next bench's machine).
  */
 export function benchWorkspace({ budgetMs = 10 * 60_000 }: { budgetMs?: number } = {}): BenchWorkspace {
   const work = mkdtempSync(path.join(os.tmpdir(), 'edgehub-bench-'));
   chmodSync(work, 0o755);
   const cleanups: (() => Promise<unknown>)[] = [];
-  async function cleanUp() {
-    for (const step of cleanups.reverse()) await step().catch(() => undefined);
-    rmSync(work, { recursive: true, force: true });
+  let cleaning: Promise<void> | undefined;
+  const cleanUp = () =>
+    (cleaning ??= (async () => {
+      for (const step of cleanups.reverse()) await step().catch(() => undefined);
+      rmSync(work, { recursive: true, force: true });
+    })());
+  for (const signal of ['SIGINT', 'SIGTERM'] as const) {
+    process.once(signal, () => {
+      console.error(`bench: ${signal}; stopping what it started`);
+      void cleanUp().finally(() => process.exit(signal === 'SIGINT' ? 130 : 143));
+    });
   }
   setTimeout(() => {
     console.error(`bench exceeded its ${budgetMs / 60_000} min budget; stopping`);
