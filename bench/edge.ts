@@ -10,10 +10,9 @@
  * BENCH_A_DIR: a second edge run from that code directory (a checkout with node_modules) in the same rounds, for a
  * same-run A/B of a change to the edge.
  */
-import { spawn } from 'node:child_process';
+import type { ChildProcess } from 'node:child_process';
 import http from 'node:http';
 import os from 'node:os';
-import path from 'node:path';
 import autocannon from 'autocannon';
 import pg from 'pg';
 import { ensureCommands } from '../scripts/services/index.js';
@@ -25,7 +24,6 @@ import {
   median,
   schedCpuMs,
   startEdgeProcess,
-  startProcess,
   startServices,
   startNginxProxy,
   startPlainBackend,
@@ -80,25 +78,15 @@ try {
   };
   // BENCH_A_DIR: a second edge from other code (a checkout) on the same routes, measured in the same rounds (A/B)
   const aDir = process.env.BENCH_A_DIR;
-  let edgeA: { port: number; metricsPort: number; child: ReturnType<typeof spawn> } | undefined;
+  let edgeA: { port: number; metricsPort: number; child: ChildProcess } | undefined;
   if (aDir) {
     const port = await freePort();
     const metrics = await freePort();
-    // started as the edge above is (startProcess: the same flags, among them the garbage collector's), from aDir
-    const child = startProcess(
+    // started as the edge above is (the same flags, among them the garbage collector's), from aDir
+    const child = startEdgeProcess(
       ws,
-      'edge/index.ts',
-      {
-        ...process.env,
-        DATABASE_URL: services.databaseUrl,
-        REDIS_URL: services.redisUrl,
-        HUB_DATA_DIR: path.join(ws.work, 'data'),
-        HUB_PROCESS: 'edge',
-        HUB_METRICS_PORT: String(metrics),
-        HUB_EDGE_HTTP_PORT: String(port),
-        HUB_EDGE_HTTPS_PORT: '0',
-        LOG_LEVEL: 'warn',
-      },
+      services,
+      { HUB_METRICS_PORT: String(metrics), HUB_EDGE_HTTP_PORT: String(port), HUB_EDGE_HTTPS_PORT: '0', LOG_LEVEL: 'warn' },
       aDir,
     );
     edgeA = { port, metricsPort: metrics, child };

@@ -613,16 +613,17 @@ export async function edgeRuntime(
 ): Promise<{ gcSeconds: number; gcByKind: Record<string, number>; gcCountByKind: Record<string, number>; delayMeanMs: number; delayP99Ms: number }> {
   const text = await (await fetch(`http://127.0.0.1:${port}/metrics`)).text();
   const sum = (re: RegExp) => [...text.matchAll(re)].reduce((n, m) => n + Number(m[1]), 0);
-  const gcByKind: Record<string, number> = {};
-  for (const m of text.matchAll(/^edgehub_nodejs_gc_duration_seconds_sum\{[^}]*kind="(\w+)"[^}]*\} (\S+)$/gm))
-    gcByKind[m[1]] = (gcByKind[m[1]] ?? 0) + Number(m[2]);
-  const gcCountByKind: Record<string, number> = {};
-  for (const m of text.matchAll(/^edgehub_nodejs_gc_duration_seconds_count\{[^}]*kind="(\w+)"[^}]*\} (\S+)$/gm))
-    gcCountByKind[m[1]] = (gcCountByKind[m[1]] ?? 0) + Number(m[2]);
+  // the collector's histogram by kind: its `sum` (seconds) or its `count`
+  const byKind = (series: 'sum' | 'count') => {
+    const out: Record<string, number> = {};
+    for (const m of text.matchAll(new RegExp(`^edgehub_nodejs_gc_duration_seconds_${series}\\{[^}]*kind="(\\w+)"[^}]*\\} (\\S+)$`, 'gm')))
+      out[m[1]] = (out[m[1]] ?? 0) + Number(m[2]);
+    return out;
+  };
   return {
-    gcCountByKind,
     gcSeconds: sum(/^edgehub_nodejs_gc_duration_seconds_sum\{[^}]*\} (\S+)$/gm),
-    gcByKind,
+    gcByKind: byKind('sum'),
+    gcCountByKind: byKind('count'),
     delayMeanMs: sum(/^edgehub_nodejs_eventloop_lag_mean_seconds(?:\{[^}]*\})? (\S+)$/gm) * 1000,
     delayP99Ms: sum(/^edgehub_nodejs_eventloop_lag_p99_seconds(?:\{[^}]*\})? (\S+)$/gm) * 1000,
   };
