@@ -7,6 +7,15 @@ import type { ExchangeTap } from './inspect/tap.js';
 /** A share's own error pages (its policy's errorPages, by status): the body of the edge's 502, 503 and 504. */
 type ErrorPages = Partial<Record<number, string>>;
 
+/** The status, body and content type of the edge's answer `code`: JSON {error, message}, or the share's page. */
+function answerBody(code: ErrorCode, message: string, pages: ErrorPages | undefined): { status: number; body: string; type: string } {
+  const { status, error } = ANSWERS[code];
+  const page = pages?.[status];
+  return page === undefined
+    ? { status, body: JSON.stringify({ error, message }), type: 'application/json' }
+    : { status, body: page, type: 'text/html; charset=utf-8' };
+}
+
 /**
  * An answer of the edge itself: JSON {error, message}, with the status and `error` of its code (shared/errors.ts)
  * and the code in the Edgehub-Error-Code header. Never on an answer that comes from a target. A 502, 503 or 504 of a
@@ -25,11 +34,9 @@ export function answer(
     res.destroy();
     return;
   }
-  const { status, error } = ANSWERS[code];
-  const page = pages?.[status];
-  const body = page ?? JSON.stringify({ error, message });
+  const { status, body, type } = answerBody(code, message, pages);
   const head = {
-    'content-type': page === undefined ? 'application/json' : 'text/html; charset=utf-8',
+    'content-type': type,
     'content-length': Buffer.byteLength(body),
     'cache-control': 'no-store',
     [EDGE_CODE_HEADER]: code,
@@ -53,10 +60,7 @@ export function answerSocket(
   pages?: ErrorPages,
 ): void {
   if (socket.destroyed) return;
-  const { status, error } = ANSWERS[code];
-  const page = pages?.[status];
-  const body = page ?? JSON.stringify({ error, message });
-  const type = page === undefined ? 'application/json' : 'text/html; charset=utf-8';
+  const { status, body, type } = answerBody(code, message, pages);
   const reason = STATUS_CODES[status] ?? 'Error';
   const length = Buffer.byteLength(body);
   let more = '';
