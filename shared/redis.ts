@@ -122,6 +122,15 @@ export async function readyRedis(timeoutMs = 2000): Promise<Redis> {
 export async function closeRedis(): Promise<void> {
   const r = shared;
   shared = undefined;
-  stopReconnecting(r);
-  if (r) await r.quit().catch(() => r.disconnect());
+  if (r) await closeConnection(r);
+}
+
+/**
+ * Closes a connection made by createRedis for good: no reconnection from now on; QUIT when it is ready, dropped
+ * otherwise (a QUIT would wait for Redis) or when QUIT fails.
+ */
+export async function closeConnection(connection: Redis): Promise<void> {
+  stopReconnecting(connection);
+  if (connection.status !== 'ready') connection.disconnect();
+  else await connection.quit().catch(() => connection.disconnect());
 }

@@ -1,8 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import type { Redis } from 'ioredis';
 import { config } from '../../shared/config.js';
-import { closeWithConnection } from './queues.js';
-import { createRedis } from '../../shared/redis.js';
+import { closeConnection, createRedis } from '../../shared/redis.js';
 
 /**
  * The end of a job heard over Redis pub/sub, for a web process that waits for the jobs it adds (certificate
@@ -141,5 +140,5 @@ export async function closeJobEnds(): Promise<void> {
   const connection = sub;
   sub = undefined;
   subscribed = undefined;
-  if (connection) await closeWithConnection({ close: async () => undefined, opts: { connection } });
+  if (connection) await closeConnection(connection);
 }
