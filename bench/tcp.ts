@@ -5,8 +5,10 @@
  * environment served by an agent (`edgehub agent run`, a process of its own), (d) through nginx's `stream` proxy
  * (`proxy_pass` to the sink, one worker): what a user-space proxy written in C reaches on the same machine. Rounds
  * alternate; medians are compared against the direct connection and against nginx's stream proxy, the proxy of the
- * same kind a user compares with (targets: direct share >= 0.9 of nginx stream, agent share >= 0.5). Prints the CPU the edge, the agent and nginx spent per MiB carried (from the
- * scheduler's clock: the figure that moves least on a shared machine) and the load average.
+ * same kind a user compares with (targets: direct share >= 0.9 of nginx stream, agent share >= 0.5), and (e) through
+ * two nginx with TLS between them (`proxy_ssl` to an `ssl` listener): the agent path's shape in C, the reference for
+ * what a TLS hop between two proxies costs on this machine. Prints the CPU the edge, the agent and nginx spent per MiB
+ * carried (from the scheduler's clock: the figure that moves least on a shared machine) and the load average.
  *
  * nginx's stream module is a package of its own on Debian (libnginx-mod-stream): installed with apt-get when
  * missing and we are root.
@@ -14,8 +16,8 @@
  * BENCH_BASE_DIR=<checkout>: the same two shares again, served by an edge and an agent of that checkout (compiled
  * as this one is; its own database), as two more columns: a same-run A/B of a change.
  *
- * BENCH_MIB (default 512), BENCH_ROUNDS (default 3), BENCH_ONLY (columns to measure besides the direct connection,
- * comma-separated among `edge`, `agent`, `nginx`: to profile or strace one path alone), BENCH_PROFILE=<dir> (V8 CPU
+ * BENCH_MIB (default 512), BENCH_ROUNDS (default 5), BENCH_ONLY (columns to measure besides the direct connection,
+ * comma-separated among `edge`, `agent`, `nginx`, `tunnel`: to profile or strace one path alone), BENCH_PROFILE=<dir> (V8 CPU
  * profiles of the edge and the agent), BENCH_PIDS=<file> (writes the edge's and the agent's process ids there, for
  * `strace -p` or `perf -p`, then waits BENCH_PIDS_WAIT_MS, default 0, before measuring).
  */
@@ -43,7 +45,8 @@ import {
 } from './harness.js';
 
 const MIB = Number(process.env.BENCH_MIB ?? 512);
-const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 3);
+/** Five rounds: a median that one noisy round (the machine's other tenants) or the first, still warming, cannot move. */
+const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 5);
 
 const SINK = `
 const net = require('node:net');
@@ -66,10 +69,9 @@ function ensureNginxStream(): void {
   if (!existsSync(STREAM_MODULE)) throw new Error(`nginx's stream module (${STREAM_MODULE}) is missing: \`sudo apt-get install libnginx-mod-stream\``);
 }
 
-/** nginx's `stream` proxy on a free port, one worker, `proxy_pass` to 127.0.0.1:`sinkPort`. */
-async function startNginxStream(ws: BenchWorkspace, sinkPort: number): Promise<{ port: number; child: ChildProcess }> {
-  const port = await freePort();
-  const dir = path.join(ws.work, 'nginx-stream');
+/** An nginx process (one worker) with its stream module and this `stream` block, in a directory of its own. */
+function startNginx(ws: BenchWorkspace, name: string, stream: string): ChildProcess {
+  const dir = path.join(ws.work, name);
   mkdirSync(dir, { recursive: true });
   writeFileSync(
     path.join(dir, 'nginx.conf'),
@@ -79,18 +81,41 @@ pid ${dir}/nginx.pid;
 error_log ${dir}/error.log warn;
 events { worker_connections 1024; }
 stream {
-  server {
-    listen 127.0.0.1:${port};
-    proxy_pass 127.0.0.1:${sinkPort};
-    # the client ends its sending and then reads the count: a FIN passed on as a FIN, as the edge does
-    proxy_half_close on;
-  }
+${stream}
 }
 `,
   );
   const child = spawn('nginx', ['-c', path.join(dir, 'nginx.conf'), '-g', 'daemon off;'], { stdio: 'inherit' });
   ws.onCleanup(() => stopChild(child));
+  return child;
+}
+
+/** nginx's `stream` proxy on a free port, `proxy_pass` to 127.0.0.1:`sinkPort`. */
+async function startNginxStream(ws: BenchWorkspace, sinkPort: number): Promise<{ port: number; child: ChildProcess }> {
+  const port = await freePort();
+  // the client ends its sending and then reads the count: a FIN passed on as a FIN (`proxy_half_close`), as the edge does
+  const child = startNginx(ws, 'nginx-stream', `  server { listen 127.0.0.1:${port}; proxy_pass 127.0.0.1:${sinkPort}; proxy_half_close on; }`);
   return { port, child };
+}
+
+/**
+ * The same shape as a TCP share through an agent, in C: one nginx takes the client's connection and carries it over
+ * TLS (`proxy_ssl`) to a second nginx, which ends the TLS and connects to the sink. Four processes on the machine's
+ * cores, each byte encrypted once and decrypted once, as edge -> agent does (without HTTP/2's framing).
+ */
+async function startNginxTlsTunnel(ws: BenchWorkspace, sinkPort: number, cert: { certFile: string; keyFile: string }) {
+  const [port, innerPort] = [await freePort(), await freePort()];
+  const inner = startNginx(
+    ws,
+    'nginx-tls-inner',
+    `  server { listen 127.0.0.1:${innerPort} ssl; ssl_protocols TLSv1.3; ssl_certificate ${cert.certFile}; ssl_certificate_key ${cert.keyFile}; proxy_pass 127.0.0.1:${sinkPort}; proxy_half_close on; }`,
+  );
+  const outer = startNginx(
+    ws,
+    'nginx-tls-outer',
+    `  server { listen 127.0.0.1:${port}; proxy_pass 127.0.0.1:${innerPort}; proxy_ssl on; proxy_ssl_protocols TLSv1.3; proxy_half_close on; }`,
+  );
+  return { port, outer, inner };
 }
 
 ensureNginxStream();
@@ -169,6 +194,7 @@ try {
   const baseDir = process.env.BENCH_BASE_DIR;
   const base = baseDir ? await side(baseDir, await migratedDatabase(services, 'bench_base', baseDir)) : undefined;
   const nginx = await startNginxStream(ws, sinkPort);
+  const tunnel = await startNginxTlsTunnel(ws, sinkPort, edgeCert);
 
   const chunk = Buffer.alloc(1 << 20, 7);
   /** Sends `mib` MiB to `port` and waits for the sink's count: MiB/s. */
@@ -199,6 +225,7 @@ try {
       await send(directPort, 1);
       await send(agentPort, 1);
       await send(nginx.port, 1);
+      await send(tunnel.port, 1);
       if (base) await send(base.directPort, 1);
       if (base) await send(base.agentPort, 1);
       break;
@@ -208,12 +235,13 @@ try {
       await new Promise((r) => setTimeout(r, 200));
     }
   }
-  type Column = 'direct connection' | 'share, direct' | 'share, agent' | 'nginx stream' | 'base share, direct' | 'base share, agent';
+  type Column = 'direct connection' | 'share, direct' | 'share, agent' | 'nginx stream' | 'nginx TLS tunnel' | 'base share, direct' | 'base share, agent';
   const ports: Partial<Record<Column, number>> = {
     'direct connection': sinkPort,
     'share, direct': directPort,
     'share, agent': agentPort,
     'nginx stream': nginx.port,
+    'nginx TLS tunnel': tunnel.port,
   };
   if (base) Object.assign(ports, { 'base share, direct': base.directPort, 'base share, agent': base.agentPort });
   /** The processes whose CPU a column spends besides the client's and the sink's. */
@@ -225,6 +253,10 @@ try {
       ['agent', agent],
     ],
     'nginx stream': [['nginx', nginx.child]],
+    'nginx TLS tunnel': [
+      ['nginx outer', tunnel.outer],
+      ['nginx inner', tunnel.inner],
+    ],
     'base share, direct': base ? [['edge', base.edge]] : [],
     'base share, agent': base
       ? [
@@ -239,6 +271,7 @@ try {
     'share, direct': 'edge',
     'share, agent': 'agent',
     'nginx stream': 'nginx',
+    'nginx TLS tunnel': 'tunnel',
     'base share, direct': 'edge',
     'base share, agent': 'agent',
   };
@@ -261,6 +294,7 @@ try {
     ['edge', edge],
     ['agent', agent],
     ['nginx', nginx.child],
+    ['nginx TLS tunnel', tunnel.outer],
     ...(base
       ? ([
           ['base edge', base.edge],
@@ -300,6 +334,15 @@ try {
   // what a user compares a TCP tunnel with is a proxy of the same kind on the same machine: the floors are against nginx
   console.log(
     `ratio  share, direct ${(m('share, direct') / m('nginx stream')).toFixed(2)} of nginx stream (target >= 0.9); share, agent ${(m('share, agent') / m('nginx stream')).toFixed(2)} (target >= 0.5)`,
+  );
+  // the first transfer after start, the edge and the agent still warming (V8 compiles their hot paths during it)
+  const first = (name: Column) => results[name]?.[0] ?? NaN;
+  console.log(
+    `first round: share, direct ${(first('share, direct') / first('nginx stream')).toFixed(2)} of nginx stream; share, agent ${(first('share, agent') / first('nginx stream')).toFixed(2)}`,
+  );
+  // the agent path's shape in C: where a TLS hop between two proxies puts the ceiling on this machine
+  console.log(
+    `same shape: nginx TLS tunnel ${(m('nginx TLS tunnel') / m('nginx stream')).toFixed(2)} of nginx stream; share, agent ${(m('share, agent') / m('nginx TLS tunnel')).toFixed(2)} of the nginx TLS tunnel`,
   );
 } catch (err) {
   console.error(`bench:tcp failed: ${(err as Error).stack ?? err}`);
