@@ -144,8 +144,9 @@ class CountedResponse extends http2.Http2ServerResponse<CountedRequest> {
     }
     return super.write(chunk, encoding as BufferEncoding, cb);
   }
+  /** writeHead(status, headers) or writeHead(status, message, headers), the message (HTTP/1.1's reason phrase) unused. */
   override writeHead(status: number, message?: unknown, headers?: unknown): this {
-    return typeof message === 'string' ? super.writeHead(status, headers as OutgoingHttpHeaders) : super.writeHead(status, message as OutgoingHttpHeaders);
+    return super.writeHead(status, (headers ?? (typeof message === 'object' ? message : undefined)) as OutgoingHttpHeaders);
   }
 }
 

@@ -13,6 +13,7 @@ import { type HubFixture, useStack, waitFor } from '../helpers/stack.js';
 import { keyAndCsr } from '../helpers/tlsClient.js';
 import type { UsageRow } from '../../shared/metrics/store.js';
 import { assertRefused } from '../helpers/refusals.js';
+import { rawTarget } from '../helpers/raw.js';
 
 const stack = useStack(test, { env: { HUB_EDGE_HUB_MAX_CONNECTIONS: '6', HUB_EDGE_FLUSH_MS: '600000' } });
 const stored: UsageRow[] = [];
@@ -315,4 +316,34 @@ test.serial('a request ending its stream with HEADERS carries no body; DATA afte
   t.is(seen.get('raw-put')!.body, createHash('sha256').update('hello world').digest('hex') + '/11');
   t.is(seen.get('raw-put')!.headers['transfer-encoding'], 'chunked');
   raw.socket.destroy();
+});
+
+test.serial("a target's answer with an empty reason phrase keeps its header fields over h2, as over HTTP/1.1", async (t) => {
+  // HTTP/1.1's status line may end right after the code's space: "HTTP/1.1 200 " (RFC 9112 4)
+  const lines = ['HTTP/1.1 200 \r\n', 'HTTP/1.1 201 Created\r\n'];
+  const target = await rawTarget((head, _index, socket) => {
+    const line = head.includes('x-created: 1') ? lines[1] : lines[0];
+    socket.write(`${line}x-answer: kept\r\ncontent-type: text/plain\r\ncontent-length: 2\r\n\r\nok`);
+  });
+  try {
+    const share = await routedShare(edge, hub, { name: 'reasons', target: target.url });
+    const session = await h2Session(edge.httpsPort!, { servername: share.host });
+    try {
+      const bare = await h2Request(session, { ':authority': share.host, ':path': '/' });
+      t.is(bare.status, 200);
+      t.is(bare.headers['x-answer'], 'kept');
+      t.is(bare.headers['content-type'], 'text/plain');
+      t.is(bare.text, 'ok');
+      const named = await h2Request(session, { ':authority': share.host, ':path': '/', 'x-created': '1' });
+      t.is(named.status, 201);
+      t.is(named.headers['x-answer'], 'kept');
+    } finally {
+      session.destroy();
+    }
+    const overH1 = await h1(share.host, '/', {});
+    t.is(overH1.status, 200);
+    t.is(overH1.headers['x-answer'], 'kept');
+  } finally {
+    await target.close();
+  }
 });
