@@ -6,6 +6,9 @@
  * rounds). Metering is on (the edge flushes its counters as usual); the bytes it metered are printed beside what the
  * client counted.
  *
+ * Each round's line also says how often the proxy was taken off its core while it had work (involuntary context
+ * switches) and gave it up to wait (voluntary), per 1,000 requests: a proxy that never waits is saturated.
+ *
  * BENCH_CONNECTIONS (default 50), BENCH_SECONDS per round (default 10), BENCH_ROUNDS (default 3, alternating).
  * BENCH_A_DIR: a second edge run from that code directory (a checkout with node_modules) in the same rounds, for a
  * same-run A/B of a change to the edge.
@@ -28,6 +31,7 @@ import {
   startNginxProxy,
   startPlainBackend,
   stopChild,
+  treeContextSwitches,
   treeCpuMs,
 } from './harness.js';
 
@@ -123,7 +127,7 @@ try {
     const order = round % 2 ? [...proxies].reverse() : proxies;
     for (const p of order) {
       const runtimeBefore = p.metricsPort ? await edgeRuntime(p.metricsPort) : undefined;
-      const before = { proxy: treeCpuMs(p.pid), backend: schedCpuMs(backend.pid) };
+      const before = { proxy: treeCpuMs(p.pid), backend: schedCpuMs(backend.pid), switches: treeContextSwitches(p.pid) };
       const r = await load(p.port, SECONDS);
       // a wrong answer is a failure; a handful of client time-outs on a loaded machine is reported, not fatal
       if (r.non2xx || r.errors > r.requests.total / 1000) throw new Error(`${p.name}: ${r.non2xx} non-2xx answers, ${r.errors} errors`);
@@ -143,8 +147,11 @@ try {
         x.delayMean.push(runtime.delayMeanMs);
         x.delayP99.push(runtime.delayP99Ms);
       }
+      // how often the proxy was taken off its core while it had work (involuntary) and gave it up waiting (voluntary)
+      const switches = treeContextSwitches(p.pid);
+      const per1000 = (n: number) => ((n * 1000) / r.requests.total).toFixed(1);
       console.log(
-        `  round ${round + 1} ${p.name.padEnd(6)} ${r.requests.average.toFixed(0).padStart(7)} req/s  p99 ${r.latency.p99} ms  CPU ${x.cpu.at(-1)!.toFixed(1)} µs/request`,
+        `  round ${round + 1} ${p.name.padEnd(6)} ${r.requests.average.toFixed(0).padStart(7)} req/s  p99 ${r.latency.p99} ms  CPU ${x.cpu.at(-1)!.toFixed(1)} µs/request (kernel ${x.sys.at(-1)!.toFixed(1)}, backend ${x.backend.at(-1)!.toFixed(1)}), switches per 1,000 requests: ${per1000(switches.involuntary - before.switches.involuntary)} preempted, ${per1000(switches.voluntary - before.switches.voluntary)} waiting`,
       );
     }
   }

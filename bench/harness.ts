@@ -446,6 +446,23 @@ export function treeCpuMs(pid: number | undefined): { total: number; sys: number
   return total;
 }
 
+/** Context switches of a process and its children (nginx's master and its worker), as contextSwitches counts them. */
+export function treeContextSwitches(pid: number | undefined): { voluntary: number; involuntary: number } {
+  const total = contextSwitches(pid);
+  for (const entry of readdirSync('/proc')) {
+    if (!/^\d+$/.test(entry)) continue;
+    try {
+      if (readFileSync(`/proc/${entry}/stat`, 'utf8').split(') ')[1].split(' ')[1] !== String(pid)) continue;
+      const child = contextSwitches(entry);
+      total.voluntary += child.voluntary;
+      total.involuntary += child.involuntary;
+    } catch {
+      /* gone */
+    }
+  }
+  return total;
+}
+
 /** CPU milliseconds of a PostgreSQL instance: the postmaster, its live backends and parallel workers, and the reaped. */
 export function postgresCpuMs(dataDir: string): number {
   const postmaster = readFileSync(path.join(dataDir, 'postmaster.pid'), 'utf8').split('\n')[0].trim();
