@@ -432,16 +432,9 @@ export function mainThreadCpuMs(pid: number | string | undefined): number {
  */
 export function treeCpuMs(pid: number | undefined): { total: number; sys: number } {
   const total = { total: schedCpuMs(pid), sys: cpuSplitMs(pid).sys };
-  for (const entry of readdirSync('/proc')) {
-    if (!/^\d+$/.test(entry)) continue;
-    try {
-      if (readFileSync(`/proc/${entry}/stat`, 'utf8').split(') ')[1].split(' ')[1] === String(pid)) {
-        total.total += schedCpuMs(entry);
-        total.sys += cpuSplitMs(entry).sys;
-      }
-    } catch {
-      /* gone */
-    }
+  for (const child of childPids(pid)) {
+    total.total += schedCpuMs(child);
+    total.sys += cpuSplitMs(child).sys;
   }
   return total;
 }
@@ -449,27 +442,25 @@ export function treeCpuMs(pid: number | undefined): { total: number; sys: number
 /** Context switches of a process and its children (nginx's master and its worker), as contextSwitches counts them. */
 export function treeContextSwitches(pid: number | undefined): { voluntary: number; involuntary: number } {
   const total = contextSwitches(pid);
-  for (const entry of readdirSync('/proc')) {
-    if (!/^\d+$/.test(entry)) continue;
-    try {
-      if (readFileSync(`/proc/${entry}/stat`, 'utf8').split(') ')[1].split(' ')[1] !== String(pid)) continue;
-      const child = contextSwitches(entry);
-      total.voluntary += child.voluntary;
-      total.involuntary += child.involuntary;
-    } catch {
-      /* gone */
-    }
+  for (const child of childPids(pid)) {
+    const counts = contextSwitches(child);
+    total.voluntary += counts.voluntary;
+    total.involuntary += counts.involuntary;
   }
   return total;
+}
+
+/** The live children of a process (each process's parent is in its /proc/PID/stat). */
+function childPids(pid: number | string | undefined): string[] {
+  if (pid === undefined) return [];
+  return readdirSync('/proc').filter((entry) => /^\d+$/.test(entry) && procStat(entry)?.[1] === String(pid));
 }
 
 /** CPU milliseconds of a PostgreSQL instance: the postmaster, its live backends and parallel workers, and the reaped. */
 export function postgresCpuMs(dataDir: string): number {
   const postmaster = readFileSync(path.join(dataDir, 'postmaster.pid'), 'utf8').split('\n')[0].trim();
   let total = cpuMs(postmaster, true);
-  for (const entry of readdirSync('/proc')) {
-    if (/^\d+$/.test(entry) && procStat(entry)?.[1] === postmaster) total += cpuMs(entry);
-  }
+  for (const child of childPids(postmaster)) total += cpuMs(child);
   return total;
 }
 

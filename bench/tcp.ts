@@ -294,7 +294,8 @@ try {
     ['edge', edge],
     ['agent', agent],
     ['nginx', nginx.child],
-    ['nginx TLS tunnel', tunnel.outer],
+    ['nginx TLS tunnel, outer', tunnel.outer],
+    ['nginx TLS tunnel, inner', tunnel.inner],
     ...(base
       ? ([
           ['base edge', base.edge],
