@@ -41,7 +41,7 @@ stack.onStop(async () => {
   resetConfig();
 });
 const cleanups: (() => Promise<unknown>)[] = [];
-const work = mkdtempSync(path.join(os.tmpdir(), 'agent-share-'));
+const work = mkdtempSync(path.join(process.env.TEST_WORK_DIR ?? os.tmpdir(), 'agent-share-'));
 let edge: Edge;
 let hub: HubFixture;
 let ns: PrivateNetwork;

@@ -108,7 +108,7 @@ test('a custom frontend: ACTIVE, its own certificate served by SNI for its share
 });
 
 test('operator certificate files serve the standard frontends and a replaced file is served without a restart', async (t) => {
-  const dir = mkdtempSync(path.join(os.tmpdir(), 'edge-files-'));
+  const dir = mkdtempSync(path.join(process.env.TEST_WORK_DIR ?? os.tmpdir(), 'edge-files-'));
   const certFile = path.join(dir, 'edge.crt');
   const keyFile = path.join(dir, 'edge.key');
   const make = (cn: string) => {

@@ -20,7 +20,7 @@ function edgehub(args: string[], env: NodeJS.ProcessEnv = process.env) {
 
 /** A folder holding an identity's files (install-service looks only at their presence and owner). */
 function identityDir(): string {
-  const dir = mkdtempSync(path.join(os.tmpdir(), 'agent cli '));
+  const dir = mkdtempSync(path.join(process.env.TEST_WORK_DIR ?? os.tmpdir(), 'agent cli '));
   writeFileSync(path.join(dir, 'agent.key'), 'key', { mode: 0o600 });
   writeFileSync(path.join(dir, 'agent.json'), '{}');
   return dir;
@@ -105,7 +105,7 @@ test('edgehub agent install-service prints a systemd unit that runs the agent wi
 });
 
 test('edgehub agent install-service without an identity says to enroll first', (t) => {
-  const dir = mkdtempSync(path.join(os.tmpdir(), 'agent-cli-'));
+  const dir = mkdtempSync(path.join(process.env.TEST_WORK_DIR ?? os.tmpdir(), 'agent-cli-'));
   const run = edgehub(['agent', 'install-service', '--dir', dir]);
   t.is(run.status, 1);
   t.is(run.stderr, `edgehub: no agent identity in ${dir}: run edgehub agent enroll <jwt> --dir ${dir} first (as the user the service is to run as)\n`);

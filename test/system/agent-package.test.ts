@@ -33,7 +33,7 @@ stack.onStop(async () => {
 });
 const cleanups: (() => Promise<unknown>)[] = [];
 const namespaces: PrivateNetwork[] = [];
-const work = mkdtempSync(path.join(os.tmpdir(), 'agent-package-'));
+const work = mkdtempSync(path.join(process.env.TEST_WORK_DIR ?? os.tmpdir(), 'agent-package-'));
 let edge: Edge;
 let hub: HubFixture;
 let ns: PrivateNetwork;

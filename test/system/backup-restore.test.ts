@@ -60,7 +60,7 @@ test('a stopped npm start packed with tar, emptied and unpacked starts again wit
   registerSecret('api key', key.json.token);
   await stop(first);
 
-  const archive = path.join(mkdtempSync(path.join(os.tmpdir(), 'backup-archive-')), 'edgehub.tgz');
+  const archive = path.join(mkdtempSync(path.join(process.env.TEST_WORK_DIR ?? os.tmpdir(), 'backup-archive-')), 'edgehub.tgz');
   // the commands of docs/production.md
   execFileSync('tar', ['-C', dataDir, '-czf', archive, '--exclude=build', 'postgres', 'redis', 'secret-key', 'admin-token']);
   const secretKey = readFileSync(path.join(dataDir, 'secret-key'), 'utf8');

@@ -151,7 +151,7 @@ test.serial('the request list is paged (20 a page) and keeps one line per reques
 test.serial('environments by their description; an agent line with its space; the certificate page without empty tables, and a token revoked', async (t) => {
   const envZId = await newEnvironment(hub, 'office network');
   await routedShare(edge, hub, { name: 'office-app', target: backend.url, envZId });
-  const work = mkdtempSync(path.join(os.tmpdir(), 'console-layout-'));
+  const work = mkdtempSync(path.join(process.env.TEST_WORK_DIR ?? os.tmpdir(), 'console-layout-'));
   const { dir, id } = await enrollAgent(hub, envZId, work);
   agent = runAgentHere(dir, [edge.httpsPort!]);
   await agent.printed(/connected to edge/);

@@ -36,10 +36,11 @@ test('log lines reach stdout whole and in order across chunks, multi-byte text a
  * log file (HUB_LOG_DIR) alike. Requests go through a Koa app with requestEdge over HTTP in a child process.
  */
 test('an access line is the JSON line pino writes for the same fields, on stdout and in the log file', async (t) => {
-  const { mkdtempSync, readdirSync, readFileSync } = await import('node:fs');
+  const { mkdtempSync, readdirSync, readFileSync, rmSync } = await import('node:fs');
   const { tmpdir } = await import('node:os');
   const path = await import('node:path');
-  const dir = mkdtempSync(path.join(tmpdir(), 'access-log-'));
+  const dir = mkdtempSync(path.join(process.env.TEST_WORK_DIR ?? tmpdir(), 'access-log-'));
+  t.teardown(() => rmSync(dir, { recursive: true, force: true }));
   const script = `
     const Koa = (await import('koa')).default;
     const { requestEdge } = await import('./api/middleware/requestEdge.ts');

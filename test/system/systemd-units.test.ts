@@ -23,7 +23,7 @@ function section(text: string, name: string): Record<string, string | undefined>
 }
 
 test('npm run systemd-units writes a unit per Procfile entry and a target; systemd accepts them', async (t) => {
-  const dir = mkdtempSync(path.join(os.tmpdir(), 'units-'));
+  const dir = mkdtempSync(path.join(process.env.TEST_WORK_DIR ?? os.tmpdir(), 'units-'));
   const run = spawnSync(
     'npm',
     ['run', '-s', 'systemd-units', '--', '--write', dir, '--user', os.userInfo().username, '--settings-file', '/etc/edgehub/edgehub.env'],

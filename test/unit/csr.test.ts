@@ -7,7 +7,7 @@ import path from 'node:path';
 import * as asn1js from 'asn1js';
 import { parseCsr, subjectMismatches } from '../../shared/pki/csr.js';
 
-const dir = mkdtempSync(path.join(os.tmpdir(), 'csr-unit-'));
+const dir = mkdtempSync(path.join(process.env.TEST_WORK_DIR ?? os.tmpdir(), 'csr-unit-'));
 test.after.always(() => rmSync(dir, { recursive: true, force: true }));
 
 /** A CSR made by openssl with a key of `keyArgs` (genpkey arguments) and `subject`. */

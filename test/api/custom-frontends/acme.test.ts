@@ -37,7 +37,7 @@ function get(url: string, ca: Buffer): Promise<number> {
 }
 
 test.before(async () => {
-  const dir = mkdtempSync(path.join(os.tmpdir(), 'pebble-'));
+  const dir = mkdtempSync(path.join(process.env.TEST_WORK_DIR ?? os.tmpdir(), 'pebble-'));
   const { certFile: cert, keyFile: key } = selfSignedCertificate(dir, 'pebble', '/CN=localhost', 'DNS:localhost,IP:127.0.0.1');
   const [listen, management, httpPort, tlsPort, validationPort] = await Promise.all([freePort(), freePort(), freePort(), freePort(), freePort()]);
   const config = path.join(dir, 'pebble.json');
