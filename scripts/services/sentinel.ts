@@ -68,12 +68,18 @@ export async function startRedisWithSentinels(dir: string, options: { name?: str
   ensureCommands([REDIS_SERVER]);
   const name = options.name ?? 'mymaster';
   mkdirSync(dir, { recursive: true });
-  const data = ['--bind', '127.0.0.1', '--save', '', '--appendonly', 'no'];
+  // a folder per server: a full synchronisation writes the master's snapshot (dump.rdb) to the server's folder, which
+  // would otherwise be the working directory, and a server started again loads what its folder holds
+  const data = (port: number) => {
+    const own = path.join(dir, `redis-${port}`);
+    mkdirSync(own, { recursive: true });
+    return ['--port', String(port), '--bind', '127.0.0.1', '--dir', own, '--save', '', '--appendonly', 'no'];
+  };
   const masterPort = await freePort();
-  const nodes: RedisNode[] = [{ port: masterPort, process: serve(['--port', String(masterPort), ...data]) }];
+  const nodes: RedisNode[] = [{ port: masterPort, process: serve(data(masterPort)) }];
   await until('the master answering', async () => ((await call<string>(masterPort, 'PING')) === 'PONG' ? true : undefined));
   const replicaPort = await freePort();
-  nodes.push({ port: replicaPort, process: serve(['--port', String(replicaPort), ...data, '--replicaof', '127.0.0.1', String(masterPort)]) });
+  nodes.push({ port: replicaPort, process: serve([...data(replicaPort), '--replicaof', '127.0.0.1', String(masterPort)]) });
   await until('the replica in sync', async () =>
     (await call<string>(replicaPort, 'INFO', 'replication')).includes('master_link_status:up') ? true : undefined,
   );
