@@ -11,7 +11,8 @@
  *
  * BENCH_CONNECTIONS (default 50), BENCH_SECONDS per round (default 10), BENCH_ROUNDS (default 3, alternating).
  * BENCH_A_DIR: a second edge run from that code directory (a checkout with node_modules) in the same rounds, for a
- * same-run A/B of a change to the edge.
+ * same-run A/B of a change to the edge; BENCH_A_ENV (JSON, on top of that edge's environment, e.g.
+ * `{"BENCH_NODE_FLAGS":"..."}`; this checkout when BENCH_A_DIR is not set) for an A/B of a setting or a node flag.
  */
 import type { ChildProcess } from 'node:child_process';
 import http from 'node:http';
@@ -80,8 +81,10 @@ try {
     }
     throw new Error(`nothing answered 200 on ${port}`);
   };
-  // BENCH_A_DIR: a second edge from other code (a checkout) on the same routes, measured in the same rounds (A/B)
-  const aDir = process.env.BENCH_A_DIR;
+  // BENCH_A_DIR / BENCH_A_ENV: a second edge from other code (a checkout) or with other settings or node flags (JSON on
+  // top of its environment), on the same routes, measured in the same rounds (A/B)
+  const aEnv = process.env.BENCH_A_ENV;
+  const aDir = process.env.BENCH_A_DIR ?? (aEnv ? '.' : undefined);
   let edgeA: { port: number; metricsPort: number; child: ChildProcess } | undefined;
   if (aDir) {
     const port = await freePort();
@@ -90,7 +93,7 @@ try {
     const child = startEdgeProcess(
       ws,
       services,
-      { HUB_METRICS_PORT: String(metrics), HUB_EDGE_HTTP_PORT: String(port), HUB_EDGE_HTTPS_PORT: '0', LOG_LEVEL: 'warn' },
+      { HUB_METRICS_PORT: String(metrics), HUB_EDGE_HTTP_PORT: String(port), HUB_EDGE_HTTPS_PORT: '0', LOG_LEVEL: 'warn', ...JSON.parse(aEnv ?? '{}') },
       aDir,
     );
     edgeA = { port, metricsPort: metrics, child };

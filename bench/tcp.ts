@@ -14,7 +14,9 @@
  * missing and we are root.
  *
  * BENCH_BASE_DIR=<checkout>: the same two shares again, served by an edge and an agent of that checkout (compiled
- * as this one is; its own database), as two more columns: a same-run A/B of a change.
+ * and started as this one is; its own database), as two more columns: a same-run A/B of a change. BENCH_BASE_ENV
+ * (JSON) goes on top of that edge's environment: `BENCH_BASE_DIR=. BENCH_BASE_ENV='{"BENCH_NODE_FLAGS":"..."}'` is
+ * an A/B of a node flag.
  *
  * BENCH_MIB (default 512), BENCH_ROUNDS (default 5), BENCH_ONLY (columns to measure besides the direct connection,
  * comma-separated among `edge`, `agent`, `nginx`, `tunnel`: to profile or strace one path alone), BENCH_PROFILE=<dir> (V8 CPU
@@ -31,18 +33,7 @@ import pg from 'pg';
 import { benchAgent } from './agentFixtures.js';
 import { selfSignedCertificate } from '../test/helpers/selfSigned.js';
 import { ensureCommands } from '../scripts/services/index.js';
-import {
-  type BenchWorkspace,
-  benchWorkspace,
-  compiledScript,
-  freePort,
-  median,
-  migratedDatabase,
-  startEdgeProcess,
-  startServices,
-  stopChild,
-  treeCpuMs,
-} from './harness.js';
+import { type BenchWorkspace, benchWorkspace, freePort, median, migratedDatabase, startEdgeProcess, startServices, stopChild, treeCpuMs } from './harness.js';
 
 const MIB = Number(process.env.BENCH_MIB ?? 512);
 /** Five rounds: a median that one noisy round (the machine's other tenants) or the first, still warming, cannot move. */
@@ -135,7 +126,7 @@ try {
    * One side: a hub with a TCP share the edge carries itself and one of an agent-served environment, on the
    * database at `databaseUrl`, an edge process and an agent process from the checkout at `checkout`.
    */
-  const side = async (checkout: string, databaseUrl: string) => {
+  const side = async (checkout: string, databaseUrl: string, isBase = false) => {
     const db = new pg.Client({ connectionString: databaseUrl });
     db.on('error', () => undefined);
     await db.connect();
@@ -164,21 +155,15 @@ try {
       HUB_EDGE_TLS_KEY_FILE: edgeCert.keyFile,
       LOG_LEVEL: 'warn',
     };
-    const edge =
-      checkout === '.'
-        ? startEdgeProcess(ws, { ...services, databaseUrl }, edgeEnv)
-        : spawn(process.execPath, [...profile, compiledScript(ws, 'edge/index.ts', checkout)], {
-            env: {
-              ...process.env,
-              DATABASE_URL: databaseUrl,
-              REDIS_URL: services.redisUrl,
-              HUB_DATA_DIR: path.join(ws.work, 'data-base'),
-              HUB_PROCESS: 'edge',
-              ...edgeEnv,
-            },
-            stdio: ['ignore', 'ignore', 'inherit'],
-          });
-    if (checkout !== '.') ws.onCleanup(() => stopChild(edge));
+    // the base edge runs as this one does (the flags npm start gives it), on its own data folder, with BENCH_BASE_ENV
+    const edge = !isBase
+      ? startEdgeProcess(ws, { ...services, databaseUrl }, edgeEnv)
+      : startEdgeProcess(
+          ws,
+          { ...services, databaseUrl },
+          { ...edgeEnv, HUB_DATA_DIR: path.join(ws.work, 'data-base'), ...JSON.parse(process.env.BENCH_BASE_ENV ?? '{}') },
+          checkout,
+        );
     const dir = path.join(ws.work, `agent-${randomBytes(3).toString('hex')}`);
     await benchAgent(db, { hubId, envZId: agentEnv, agent: agentCert, edgeCaPem: edgeCert.cert, edges: [`127.0.0.1:${edgeTlsPort}`], dir });
     await db.end();
@@ -192,7 +177,7 @@ try {
   const { edge, agent, directPort, agentPort } = await side('.', services.databaseUrl);
   // BENCH_BASE_DIR: the same shares served by an edge and an agent of another checkout, on a database of its own
   const baseDir = process.env.BENCH_BASE_DIR;
-  const base = baseDir ? await side(baseDir, await migratedDatabase(services, 'bench_base', baseDir)) : undefined;
+  const base = baseDir ? await side(baseDir, await migratedDatabase(services, 'bench_base', baseDir), true) : undefined;
   const nginx = await startNginxStream(ws, sinkPort);
   const tunnel = await startNginxTlsTunnel(ws, sinkPort, edgeCert);
 

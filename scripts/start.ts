@@ -76,7 +76,7 @@ const children = (tree: string): ChildSpec[] => [
   { name: 'worker', script: path.join(tree, 'workers/index.js') },
   { name: 'clock', script: path.join(tree, 'workers/clock.js') },
   // each edge child a complete edge on the shared ports (under a supervisor the edge does not fork workers itself)
-  { name: 'edge', script: path.join(tree, 'edge/index.js'), instances: cfg.edge.workers },
+  { name: 'edge', script: path.join(tree, 'edge/index.js'), instances: cfg.edge.workers, execArgv: cfg.edgeNodeFlags },
 ];
 
 let supervisor: Supervisor | undefined;

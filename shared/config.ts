@@ -189,6 +189,8 @@ export function loadConfig(env?: NodeJS.ProcessEnv) {
     /** npm start: web processes, the Node flags of the processes it runs (HUB_GC_THREADS, HUB_GC_YOUNG_MB), its restart back-off of dead children. */
     webConcurrency: e.WEB_CONCURRENCY,
     nodeFlags: [...gcFlags(e.HUB_GC_THREADS), ...youngGenerationFlags(e.HUB_GC_YOUNG_MB)],
+    /** npm start: the edge's node flags on top of those (HUB_GC_EDGE_OLD_MB). */
+    edgeNodeFlags: oldGenerationFlags(e.HUB_GC_EDGE_OLD_MB),
     restartBackoff: { minMs: e.HUB_RESTART_BACKOFF_MS, maxMs: e.HUB_RESTART_BACKOFF_MAX_MS },
     showSecrets: e.HUB_SHOW_SECRETS,
     /** Request inspection: what is kept, its bounds per share, hub and in all, what is redacted, replays and live streams. */
@@ -263,4 +265,15 @@ export function gcFlags(mode: 'auto' | 'single' | 'parallel', cores = os.availab
  */
 export function youngGenerationFlags(mb: number): string[] {
   return mb > 0 ? [`--min-semi-space-size=${mb}`] : [];
+}
+
+/**
+ * The old generation's starting size for the edge (HUB_GC_EDGE_OLD_MB). Each socket read allocates a 64 KiB buffer
+ * that V8 counts as external memory until a scavenge frees it (up to twice the young generation's semi-space, 32 MB,
+ * of them dead at a time); with the few tens of MB an edge's heap holds, that count passed what was left under the
+ * old generation's limit every few hundred MB carried, and each time a full marking ran on the edge's thread. Started
+ * at 80 MB the limit leaves that room. 0: V8's default.
+ */
+export function oldGenerationFlags(mb: number): string[] {
+  return mb > 0 ? [`--initial-old-space-size=${mb}`] : [];
 }

@@ -21,6 +21,8 @@ export interface ChildSpec {
   instances?: number;
   /** Settings of its instance number (0, 1, ...), which a restarted instance keeps. */
   instanceEnv?: (index: number) => NodeJS.ProcessEnv;
+  /** Node flags of its own, after those every child gets. */
+  execArgv?: string[];
 }
 
 interface SupervisorOptions {
@@ -104,7 +106,7 @@ export class Supervisor {
   private spawn(slot: Slot): void {
     slot.timer = undefined;
     const tsx = slot.spec.script.endsWith('.ts') && !this.execArgv.some((a) => /(^|=)tsx$/.test(a)) ? ['--import', 'tsx'] : [];
-    cluster.setupPrimary({ exec: slot.spec.script, execArgv: [...this.execArgv, ...tsx], silent: false });
+    cluster.setupPrimary({ exec: slot.spec.script, execArgv: [...this.execArgv, ...(slot.spec.execArgv ?? []), ...tsx], silent: false });
     const worker = cluster.fork(slot.env);
     slot.worker = worker;
     slot.startedAt = Date.now();

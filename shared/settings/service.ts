@@ -103,6 +103,11 @@ export const serviceSettings = {
     'processes',
     "the size, in MB, that the young generation's semi-spaces start at in the processes `npm start` runs (`--min-semi-space-size`; 0: V8's default, 1 MB, grown as the process allocates, up to 16 MB on 64-bit machines): at 16 a fresh process skips the many small collections of that growth (about 0.3 ms less CPU per enrollment over the first 600 after a start, measured with bench:enroll-outside); an idle process's memory is the same",
   ),
+  HUB_GC_EDGE_OLD_MB: entry(
+    int(0, 4096, 80),
+    'processes',
+    "the size, in MB, that the edge's old generation starts at under `npm start` (`--initial-old-space-size`; 0: V8's default): V8 counts the 64 KiB buffers each socket read allocates as external memory, and with a small old generation every few hundred MB carried started a full marking on the edge's thread; at 80 none starts until the heap itself grows (about a fifth less CPU per MiB of a TCP share, measured with bench:tcp; the edge's peak memory carrying bytes was lower, not higher)",
+  ),
   HUB_EDGE_WORKERS: entry(
     optionalInt(1, 64),
     'processes',

@@ -4,7 +4,7 @@ import path from 'node:path';
 import test from 'ava';
 import { freePort } from '../../scripts/services/index.js';
 import { Supervisor } from '../../shared/supervisor.js';
-import { gcFlags, youngGenerationFlags } from '../../shared/config.js';
+import { gcFlags, oldGenerationFlags, youngGenerationFlags } from '../../shared/config.js';
 import { pidAlive, spawnScript, type Spawned } from '../helpers/processes.js';
 import { makeCall, useStack, waitFor } from '../helpers/stack.js';
 
@@ -42,7 +42,15 @@ test('npm start: a SIGKILLed worker is restarted, the API keeps answering, the t
   await start.waitForLine(/web\.1 started \(pid \d+/, 'web.1');
   await start.waitForLine(/web\.2 started \(pid \d+/, 'web.2');
   const workerPid = Number((await start.waitForLine(/worker started \(pid (\d+)/, 'the worker'))[1]);
-  t.true(readFileSync(`/proc/${workerPid}/cmdline`, 'utf8').split('\0').includes('--single-threaded-gc'), 'HUB_GC_THREADS reaches the children');
+  const workerFlags = readFileSync(`/proc/${workerPid}/cmdline`, 'utf8').split('\0');
+  t.true(workerFlags.includes('--single-threaded-gc'), 'HUB_GC_THREADS reaches the children');
+  t.false(workerFlags.includes('--initial-old-space-size=80'), "the edge's old generation is the edge's alone");
+  const edgePid = Number((await start.waitForLine(/edge started \(pid (\d+)/, 'the edge'))[1]);
+  const edgeFlags = readFileSync(`/proc/${edgePid}/cmdline`, 'utf8').split('\0');
+  t.true(
+    edgeFlags.includes('--single-threaded-gc') && edgeFlags.includes('--initial-old-space-size=80'),
+    'the edge runs with its own flags after the common ones',
+  );
   await waitFor(async () => (await call('GET', '/healthz').catch(() => ({ status: 0 }))).status === 200, { what: 'the API', timeoutMs: 60_000 });
 
   const hub = await call('POST', '/admin/v1/hubs', { auth: admin, body: { name: 'supervised', features: { ipsec: true } } });
@@ -142,8 +150,10 @@ test('a child that dies at once, again and again, is reported as crash-looping a
   t.regex(loop, /last: exit code 3/);
 });
 
-test("every child runs with the node flags it is given; the collector's are single-threaded on 2 cores or fewer, its young generation starts at 16 MB", async (t) => {
+test("every child runs with the node flags it is given, and one with its own after them; the collector's are single-threaded on 2 cores or fewer, its young generation starts at 16 MB, the edge's old generation at 80", async (t) => {
   t.deepEqual(youngGenerationFlags(16), ['--min-semi-space-size=16']);
+  t.deepEqual(oldGenerationFlags(80), ['--initial-old-space-size=80']);
+  t.deepEqual(oldGenerationFlags(0), [], "HUB_GC_EDGE_OLD_MB=0: V8's default");
   t.deepEqual(youngGenerationFlags(0), [], "HUB_GC_YOUNG_MB=0: V8's default");
   t.deepEqual(gcFlags('auto', 2), ['--single-threaded-gc']);
   t.deepEqual(gcFlags('auto', 1), ['--single-threaded-gc']);
@@ -152,26 +162,35 @@ test("every child runs with the node flags it is given; the collector's are sing
   t.deepEqual(gcFlags('parallel', 2), []);
 
   const dir = mkdtempSync(path.join(process.env.TEST_WORK_DIR ?? os.tmpdir(), 'flags-'));
+  // each child writes the flags it runs with to a file named by its environment
   const script = path.join(dir, 'flags.mjs');
-  const out = path.join(dir, 'flags.json');
   writeFileSync(
     script,
-    `import { writeFileSync } from 'node:fs';\nwriteFileSync(${JSON.stringify(out)}, JSON.stringify(process.execArgv));\nsetInterval(() => {}, 1000);\n`,
+    `import { writeFileSync } from 'node:fs';\nwriteFileSync(process.env.FLAGS_OUT, JSON.stringify(process.execArgv));\nsetInterval(() => {}, 1000);\n`,
   );
-  const supervisor = new Supervisor([{ name: 'flagged', script }], { env: { ...process.env }, execArgv: ['--single-threaded-gc'], log: () => undefined });
+  const out = (name: string) => path.join(dir, `${name}.json`);
+  const supervisor = new Supervisor(
+    [
+      { name: 'flagged', script, instanceEnv: () => ({ FLAGS_OUT: out('flagged') }) },
+      { name: 'own', script, instanceEnv: () => ({ FLAGS_OUT: out('own') }), execArgv: ['--initial-old-space-size=80'] },
+    ],
+    { env: { ...process.env }, execArgv: ['--single-threaded-gc'], log: () => undefined },
+  );
   supervisor.start();
-  try {
-    const argv = await waitFor(
+  const flagsOf = (name: string) =>
+    waitFor(
       async () => {
         try {
-          return JSON.parse(readFileSync(out, 'utf8')) as string[];
+          return JSON.parse(readFileSync(out(name), 'utf8')) as string[];
         } catch {
           return undefined;
         }
       },
-      { what: 'the child to write its flags' },
+      { what: `${name} to write its flags` },
     );
-    t.deepEqual(argv, ['--single-threaded-gc']);
+  try {
+    t.deepEqual(await flagsOf('flagged'), ['--single-threaded-gc']);
+    t.deepEqual(await flagsOf('own'), ['--single-threaded-gc', '--initial-old-space-size=80']);
   } finally {
     await supervisor.stop();
   }
