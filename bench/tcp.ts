@@ -18,6 +18,8 @@
  * (JSON) goes on top of that edge's environment: `BENCH_BASE_DIR=. BENCH_BASE_ENV='{"BENCH_NODE_FLAGS":"..."}'` is
  * an A/B of a node flag.
  *
+ * BENCH_AGENT_NODE_FLAGS: node flags for the agents (`--trace-gc` prints to stdout with BENCH_STDOUT=1).
+ *
  * BENCH_MIB (default 512), BENCH_ROUNDS (default 5), BENCH_ONLY (columns to measure besides the direct connection,
  * comma-separated among `edge`, `agent`, `nginx`, `tunnel`: to profile or strace one path alone), BENCH_PROFILE=<dir> (V8 CPU
  * profiles of the edge and the agent), BENCH_PIDS=<file> (writes the edge's and the agent's process ids there, for
@@ -167,8 +169,9 @@ try {
     const dir = path.join(ws.work, `agent-${randomBytes(3).toString('hex')}`);
     await benchAgent(db, { hubId, envZId: agentEnv, agent: agentCert, edgeCaPem: edgeCert.cert, edges: [`127.0.0.1:${edgeTlsPort}`], dir });
     await db.end();
-    const agent = spawn(process.execPath, [...profile, path.join(checkout, 'agent/bin/edgehub.js'), 'agent', 'run', '--dir', dir], {
-      stdio: ['ignore', 'ignore', 'inherit'],
+    const agentFlags = (process.env.BENCH_AGENT_NODE_FLAGS ?? '').split(' ').filter(Boolean);
+    const agent = spawn(process.execPath, [...profile, ...agentFlags, path.join(checkout, 'agent/bin/edgehub.js'), 'agent', 'run', '--dir', dir], {
+      stdio: ['ignore', process.env.BENCH_STDOUT ? 'inherit' : 'ignore', 'inherit'],
     });
     ws.onCleanup(() => stopChild(agent));
     return { edge, agent, directPort, agentPort };

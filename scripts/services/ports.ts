@@ -1,8 +1,8 @@
 /** Free and taken ports on this machine. */
 import net from 'node:net';
 
-export function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
+const askKernel = (): Promise<number> =>
+  new Promise((resolve, reject) => {
     const server = net.createServer();
     server.once('error', reject);
     server.listen(0, '127.0.0.1', () => {
@@ -10,6 +10,22 @@ export function freePort(): Promise<number> {
       server.close(() => resolve(port));
     });
   });
+
+/** Ports this process was already given: the kernel may offer a port again as soon as the probe above closed it. */
+const given = new Set<number>();
+
+/**
+ * A port nothing listens on now, and one this process was not given before: two calls in a row (a share's port and
+ * its neighbour's, before either listens) never return the same one.
+ */
+export async function freePort(): Promise<number> {
+  for (let attempt = 0; ; attempt++) {
+    const port = await askKernel();
+    if (!given.has(port) || attempt >= 20) {
+      given.add(port);
+      return port;
+    }
+  }
 }
 
 const canListen = (port: number): Promise<boolean> =>
