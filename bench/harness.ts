@@ -109,7 +109,7 @@ export function compiledScript(ws: BenchWorkspace, script: string, dir = '.'): s
  * `<script>` of the checkout in `dir` (default this one), compiled as `npm start` runs it, with `env` (stdout ignored
  * unless BENCH_STDOUT=1, stderr inherited), stopped by the workspace's cleanUp(), with the node flags npm start gives its children
  * (HUB_GC_THREADS: `parallel` measures Node's default collector; HUB_GC_YOUNG_MB=0 V8's default young generation;
- * HUB_GC_EDGE_OLD_MB=0 V8's default old generation for the edge). BENCH_PROFILE=<dir> writes a V8 CPU profile of each
+ * HUB_GC_EDGE_OLD_MB=80 the edge's old generation starting at 80 MB). BENCH_PROFILE=<dir> writes a V8 CPU profile of each
  * process there (`env.BENCH_PROFILE: ''` leaves a set-up process out); BENCH_NODE_FLAGS adds node flags to each (e.g.
  * `--perf-basic-prof` for `perf record`; `--trace-gc` or `--trace-deopt`, which print to stdout, with BENCH_STDOUT=1;
  * `env.BENCH_NODE_FLAGS` for this process alone).
@@ -122,7 +122,7 @@ export function startProcess(ws: BenchWorkspace, script: string, env: NodeJS.Pro
   const startFlags = [
     ...(mode === 'single' || mode === 'parallel' || mode === 'auto' ? gcFlags(mode) : []),
     ...youngGenerationFlags(Number(env.HUB_GC_YOUNG_MB ?? process.env.HUB_GC_YOUNG_MB ?? 16)),
-    ...(script === 'edge/index.ts' ? oldGenerationFlags(Number(env.HUB_GC_EDGE_OLD_MB ?? process.env.HUB_GC_EDGE_OLD_MB ?? 80)) : []),
+    ...(script === 'edge/index.ts' ? oldGenerationFlags(Number(env.HUB_GC_EDGE_OLD_MB ?? process.env.HUB_GC_EDGE_OLD_MB ?? 0)) : []),
   ];
   const flags = [...startFlags, ...(env.BENCH_NODE_FLAGS ?? process.env.BENCH_NODE_FLAGS ?? '').split(' ').filter(Boolean)];
   const child = spawn(process.execPath, [...profile, ...flags, compiledScript(ws, script, dir)], {

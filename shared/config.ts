@@ -270,9 +270,10 @@ export function youngGenerationFlags(mb: number): string[] {
 /**
  * The old generation's starting size for the edge (HUB_GC_EDGE_OLD_MB). Each socket read allocates a 64 KiB buffer
  * that V8 counts as external memory until a scavenge frees it (up to twice the young generation's semi-space, 32 MB,
- * of them dead at a time); with the few tens of MB an edge's heap holds, that count passed what was left under the
- * old generation's limit every few hundred MB carried, and each time a full marking ran on the edge's thread. Started
- * at 80 MB the limit leaves that room. 0: V8's default.
+ * of them dead at a time); with the few tens of MB an edge's heap holds, that count passes what is left under the old
+ * generation's limit every few hundred MB carried, and each time a full marking runs on the edge's thread. Started
+ * at 80 MB the limit leaves that room, but the old generation then holds more garbage between markings, which makes
+ * each scavenge of an HTTP/2 load dearer: a choice for edges that carry mostly bytes. 0: V8's default.
  */
 export function oldGenerationFlags(mb: number): string[] {
   return mb > 0 ? [`--initial-old-space-size=${mb}`] : [];

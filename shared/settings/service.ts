@@ -104,9 +104,9 @@ export const serviceSettings = {
     "the size, in MB, that the young generation's semi-spaces start at in the processes `npm start` runs (`--min-semi-space-size`; 0: V8's default, 1 MB, grown as the process allocates, up to 16 MB on 64-bit machines): at 16 a fresh process skips the many small collections of that growth (about 0.3 ms less CPU per enrollment over the first 600 after a start, measured with bench:enroll-outside); an idle process's memory is the same",
   ),
   HUB_GC_EDGE_OLD_MB: entry(
-    int(0, 4096, 80),
+    int(0, 4096, 0),
     'processes',
-    "the size, in MB, that the edge's old generation starts at under `npm start` (`--initial-old-space-size`; 0: V8's default): V8 counts the 64 KiB buffers each socket read allocates as external memory, and with a small old generation every few hundred MB carried started a full marking on the edge's thread; at 80 none starts until the heap itself grows (about a fifth less CPU per MiB of a TCP share, measured with bench:tcp; the edge's peak memory carrying bytes was lower, not higher)",
+    "the size, in MB, that the edge's old generation starts at under `npm start` (`--initial-old-space-size`; 0: V8's default). V8 counts the 64 KiB buffer of each socket read as external memory, and with the small old generation of an edge's heap every few hundred MB carried starts a full marking on the edge's thread: at 80 none starts, for about a tenth to a fifth less CPU per MiB of a TCP share, but HTTP/2 requests cost more (the scavenges of a larger old generation: 8-9 µs of collection per request against 3.5, a sixth fewer requests/s). For edges that carry mostly TCP shares and large transfers",
   ),
   HUB_EDGE_WORKERS: entry(
     optionalInt(1, 64),

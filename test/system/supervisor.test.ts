@@ -35,6 +35,7 @@ test('npm start: a SIGKILLed worker is restarted, the API keeps answering, the t
     HUB_PROVISION_DELAY_MS: '1500',
     WEB_CONCURRENCY: '2',
     HUB_GC_THREADS: 'single',
+    HUB_GC_EDGE_OLD_MB: '80',
   });
   spawned.push(start);
   const call = makeCall(`http://127.0.0.1:${port}`);
@@ -44,7 +45,7 @@ test('npm start: a SIGKILLed worker is restarted, the API keeps answering, the t
   const workerPid = Number((await start.waitForLine(/worker started \(pid (\d+)/, 'the worker'))[1]);
   const workerFlags = readFileSync(`/proc/${workerPid}/cmdline`, 'utf8').split('\0');
   t.true(workerFlags.includes('--single-threaded-gc'), 'HUB_GC_THREADS reaches the children');
-  t.false(workerFlags.includes('--initial-old-space-size=80'), "the edge's old generation is the edge's alone");
+  t.false(workerFlags.includes('--initial-old-space-size=80'), "HUB_GC_EDGE_OLD_MB is the edge's alone");
   const edgePid = Number((await start.waitForLine(/edge started \(pid (\d+)/, 'the edge'))[1]);
   const edgeFlags = readFileSync(`/proc/${edgePid}/cmdline`, 'utf8').split('\0');
   t.true(
@@ -150,7 +151,7 @@ test('a child that dies at once, again and again, is reported as crash-looping a
   t.regex(loop, /last: exit code 3/);
 });
 
-test("every child runs with the node flags it is given, and one with its own after them; the collector's are single-threaded on 2 cores or fewer, its young generation starts at 16 MB, the edge's old generation at 80", async (t) => {
+test("every child runs with the node flags it is given, and one with its own after them; the collector's are single-threaded on 2 cores or fewer, its young generation starts at 16 MB, the edge's old generation where HUB_GC_EDGE_OLD_MB says", async (t) => {
   t.deepEqual(youngGenerationFlags(16), ['--min-semi-space-size=16']);
   t.deepEqual(oldGenerationFlags(80), ['--initial-old-space-size=80']);
   t.deepEqual(oldGenerationFlags(0), [], "HUB_GC_EDGE_OLD_MB=0: V8's default");
