@@ -18,6 +18,9 @@
  * (JSON) goes on top of that edge's environment: `BENCH_BASE_DIR=. BENCH_BASE_ENV='{"BENCH_NODE_FLAGS":"..."}'` is
  * an A/B of a node flag.
  *
+ * BENCH_DIRECTION=download: the target sends the MiB and the client reads them (the edge then reads from the target's
+ * socket, which it connected itself, and writes to the client's).
+ *
  * BENCH_AGENT_NODE_FLAGS: node flags for the agents (`--trace-gc` prints to stdout with BENCH_STDOUT=1).
  *
  * BENCH_MIB (default 512), BENCH_ROUNDS (default 5), BENCH_ONLY (columns to measure besides the direct connection,
@@ -40,10 +43,35 @@ import { type BenchWorkspace, benchWorkspace, freePort, median, migratedDatabase
 const MIB = Number(process.env.BENCH_MIB ?? 512);
 /** Five rounds: a median that one noisy round (the machine's other tenants) or the first, still warming, cannot move. */
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 5);
+/** BENCH_DIRECTION=download: the target sends and the client reads (default: the client sends, the target reads). */
+const DOWNLOAD = process.env.BENCH_DIRECTION === 'download';
 
+// the target: counts what it is sent and answers the count once the client ends; a connection that starts with
+// `SEND <n>` is sent n MiB instead (a download), then ended
 const SINK = `
 const net = require('node:net');
-const server = net.createServer({ allowHalfOpen: true }, (s) => { let n = 0; s.on('data', (d) => (n += d.length)); s.on('end', () => s.end(String(n))); s.on('error', () => {}); });
+const mib = Buffer.alloc(1 << 20, 9);
+const server = net.createServer({ allowHalfOpen: true }, (s) => {
+  let n = 0;
+  let sending = false;
+  s.on('error', () => {});
+  s.on('data', (d) => {
+    if (n === 0 && !sending && d[0] === 0x53) {
+      sending = true;
+      let left = parseInt(d.toString('latin1').slice(5), 10);
+      const write = () => {
+        while (left > 0) {
+          left--;
+          if (!s.write(mib)) return void s.once('drain', write);
+        }
+        s.end();
+      };
+      return write();
+    }
+    if (!sending) n += d.length;
+  });
+  s.on('end', () => { if (!sending) s.end(String(n)); });
+});
 server.listen(Number(process.argv[1]), '127.0.0.1', () => process.stdout.write('ready\\n'));
 `;
 
@@ -208,6 +236,22 @@ try {
       };
       socket.once('connect', write);
     });
+  /** Asks the target at the far end of `port` for `mib` MiB and reads them to the end: MiB/s. */
+  const fetchMib = (port: number, mib: number) =>
+    new Promise<number>((resolve, reject) => {
+      const started = performance.now();
+      const socket = net.connect({ host: '127.0.0.1', port, allowHalfOpen: true });
+      let received = 0;
+      socket.on('data', (d: Buffer) => (received += d.length));
+      socket.on('error', reject);
+      socket.on('end', () =>
+        received === mib * 2 ** 20
+          ? resolve(mib / ((performance.now() - started) / 1000))
+          : reject(new Error(`received ${received} of ${mib * 2 ** 20} bytes`)),
+      );
+      socket.once('connect', () => socket.end(`SEND ${mib}\n`));
+    });
+  const transfer = DOWNLOAD ? fetchMib : send;
   for (let i = 0; ; i++) {
     try {
       await send(directPort, 1);
@@ -300,7 +344,7 @@ try {
     if (round % 2) order.reverse();
     for (const name of order) {
       const before = carriers[name].map(([, p]) => treeCpuMs(p.pid).total);
-      const r = await send(ports[name]!, MIB);
+      const r = await transfer(ports[name]!, MIB);
       const used = carriers[name].map(([who, p], i) => [who, (treeCpuMs(p.pid).total - before[i]!) / MIB] as const);
       for (const [who, ms] of used) (cpu[name][who] ??= []).push(ms);
       results[name].push(r);
@@ -310,7 +354,9 @@ try {
     }
   }
   const m = (name: Column) => (results[name]?.length ? median(results[name]) : NaN);
-  console.log(`\nbench:tcp — ${MIB} MiB per transfer, ${ROUNDS} rounds (medians); load average ${load()}`);
+  console.log(
+    `\nbench:tcp — ${MIB} MiB per transfer (${DOWNLOAD ? 'download: the target sends' : 'upload: the client sends'}), ${ROUNDS} rounds (medians); load average ${load()}`,
+  );
   for (const name of Object.keys(ports) as Column[]) {
     const spent = Object.entries(cpu[name])
       .map(([who, xs]) => `${who} ${median(xs).toFixed(2)} ms CPU/MiB`)
