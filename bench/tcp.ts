@@ -154,9 +154,10 @@ try {
   const agentCert = selfSignedCertificate(certs, 'agent', '/CN=bench agent');
   /**
    * One side: a hub with a TCP share the edge carries itself and one of an agent-served environment, on the
-   * database at `databaseUrl`, an edge process and an agent process from the checkout at `checkout`.
+   * database at `databaseUrl`, an edge process (started as npm start starts it, `edgeExtra` on top of its environment)
+   * and an agent process from the checkout at `checkout`.
    */
-  const side = async (checkout: string, databaseUrl: string, isBase = false) => {
+  const side = async (checkout: string, databaseUrl: string, edgeExtra: NodeJS.ProcessEnv = {}) => {
     const db = new pg.Client({ connectionString: databaseUrl });
     db.on('error', () => undefined);
     await db.connect();
@@ -185,15 +186,7 @@ try {
       HUB_EDGE_TLS_KEY_FILE: edgeCert.keyFile,
       LOG_LEVEL: 'warn',
     };
-    // the base edge runs as this one does (the flags npm start gives it), on its own data folder, with BENCH_BASE_ENV
-    const edge = !isBase
-      ? startEdgeProcess(ws, { ...services, databaseUrl }, edgeEnv)
-      : startEdgeProcess(
-          ws,
-          { ...services, databaseUrl },
-          { ...edgeEnv, HUB_DATA_DIR: path.join(ws.work, 'data-base'), ...JSON.parse(process.env.BENCH_BASE_ENV ?? '{}') },
-          checkout,
-        );
+    const edge = startEdgeProcess(ws, { ...services, databaseUrl }, { ...edgeEnv, ...edgeExtra }, checkout);
     const dir = path.join(ws.work, `agent-${randomBytes(3).toString('hex')}`);
     await benchAgent(db, { hubId, envZId: agentEnv, agent: agentCert, edgeCaPem: edgeCert.cert, edges: [`127.0.0.1:${edgeTlsPort}`], dir });
     await db.end();
@@ -208,7 +201,13 @@ try {
   const { edge, agent, directPort, agentPort } = await side('.', services.databaseUrl);
   // BENCH_BASE_DIR: the same shares served by an edge and an agent of another checkout, on a database of its own
   const baseDir = process.env.BENCH_BASE_DIR;
-  const base = baseDir ? await side(baseDir, await migratedDatabase(services, 'bench_base', baseDir), true) : undefined;
+  const base = baseDir
+    ? await side(baseDir, await migratedDatabase(services, 'bench_base', baseDir), {
+        // its own data folder, and BENCH_BASE_ENV on top
+        HUB_DATA_DIR: path.join(ws.work, 'data-base'),
+        ...JSON.parse(process.env.BENCH_BASE_ENV ?? '{}'),
+      })
+    : undefined;
   const nginx = await startNginxStream(ws, sinkPort);
   const tunnel = await startNginxTlsTunnel(ws, sinkPort, edgeCert);
 
