@@ -4,7 +4,6 @@
  * (another worktree, e.g. main) beside this one, on the same services, shares and secret key, and compares both edges' CPU per
  * request, inspect off and on, and Redis's per inspected exchange, in alternating rounds of the same run.
  */
-import { spawn } from 'node:child_process';
 import http from 'node:http';
 import path from 'node:path';
 import autocannon from 'autocannon';
@@ -14,7 +13,6 @@ import { ensureCommands } from '../scripts/services/index.js';
 import {
   benchShares,
   benchWorkspace,
-  compiledScript,
   freePort,
   median,
   schedCpuMs,
@@ -61,23 +59,8 @@ try {
   // another checkout's edge, for a same-run A/B of the capture
   const abDir = process.env.BENCH_INSPECT_AB;
   const abPort = abDir ? await freePort() : 0;
-  const abEdge = abDir
-    ? spawn(process.execPath, [compiledScript(ws, 'edge/index.ts', abDir)], {
-        cwd: abDir,
-        env: {
-          ...process.env,
-          DATABASE_URL: services.databaseUrl,
-          REDIS_URL: services.redisUrl,
-          HUB_DATA_DIR: path.join(ws.work, 'data'),
-          HUB_PROCESS: 'edge',
-          HUB_EDGE_HTTP_PORT: String(abPort),
-          HUB_EDGE_HTTPS_PORT: '0',
-          LOG_LEVEL: 'warn',
-        },
-        stdio: ['ignore', 'ignore', 'inherit'],
-      })
-    : undefined;
-  if (abEdge) ws.onCleanup(() => stopChild(abEdge));
+  // started as npm start starts an edge (its collector's flags too), from that checkout
+  const abEdge = abDir ? startEdgeProcess(ws, services, { HUB_EDGE_HTTP_PORT: String(abPort), HUB_EDGE_HTTPS_PORT: '0', LOG_LEVEL: 'warn' }, abDir) : undefined;
 
   // nginx, the reference: the same backend, the same forwarding headers
   const { port: nginxPort, child: nginx } = await startNginxProxy(ws, backendPort);
@@ -248,7 +231,7 @@ try {
   console.log(`Redis commands (whole run): ${commandStats.join('; ')}`);
   if (abEdge) {
     const row = (name: string, r: (typeof ab)['this']) =>
-      `${name.padEnd(6)} edge CPU µs/request off ${median(r.off).toFixed(0)} → on ${median(r.on).toFixed(0)} (inspection +${(median(r.on) - median(r.off)).toFixed(0)}), redis-server ${median(r.redis).toFixed(0)} µs per exchange; on/off req/s ${median(r.rps).toFixed(2)}`;
+      `${name.padEnd(6)} edge CPU µs/request off ${median(r.off).toFixed(0)} → on ${median(r.on).toFixed(0)} (inspection ${(median(r.on) - median(r.off) >= 0 ? '+' : '') + (median(r.on) - median(r.off)).toFixed(0)}), redis-server ${median(r.redis).toFixed(0)} µs per exchange; on/off req/s ${median(r.rps).toFixed(2)}`;
     console.log(`same-run A/B at a fixed ${RATE} req/s offered (${ROUNDS} x ${SECONDS} s each, alternating):`);
     console.log(row('this', ab.this));
     console.log(row(path.basename(abDir!), ab.other));
