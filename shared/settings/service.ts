@@ -96,7 +96,7 @@ export const serviceSettings = {
   HUB_GC_THREADS: entry(
     z.enum(['auto', 'single', 'parallel']).default('auto'),
     'processes',
-    "how V8 collects garbage in the processes `npm start` runs: `single` on each process's own thread (`--single-threaded-gc`), `parallel` with helper threads (Node's default); `auto` is `single` on a machine of 2 cores or fewer, where the helper threads of every process's collector compete with the service's own work (about an eighth less CPU per enrollment over the first 600 after a start, measured with bench:enroll)",
+    "how V8 collects garbage in the processes `npm start` runs: `single` on each process's own thread (`--single-threaded-gc`), `parallel` with helper threads (Node's default); `auto` is `single` on a machine of 2 cores or fewer, where the helper threads of every process's collector compete with the service's own work (about an eighth less CPU per enrollment over the first 600 after a start, measured with bench:enroll; half the CPU per MiB an edge carries over TCP shares, measured with bench:tcp)",
   ),
   HUB_GC_YOUNG_MB: entry(
     int(0, 16, 16),
