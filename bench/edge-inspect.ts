@@ -230,8 +230,10 @@ try {
   );
   console.log(`Redis commands (whole run): ${commandStats.join('; ')}`);
   if (abEdge) {
-    const row = (name: string, r: (typeof ab)['this']) =>
-      `${name.padEnd(6)} edge CPU µs/request off ${median(r.off).toFixed(0)} → on ${median(r.on).toFixed(0)} (inspection ${(median(r.on) - median(r.off) >= 0 ? '+' : '') + (median(r.on) - median(r.off)).toFixed(0)}), redis-server ${median(r.redis).toFixed(0)} µs per exchange; on/off req/s ${median(r.rps).toFixed(2)}`;
+    const row = (name: string, r: (typeof ab)['this']) => {
+      const added = median(r.on) - median(r.off);
+      return `${name.padEnd(6)} edge CPU µs/request off ${median(r.off).toFixed(0)} → on ${median(r.on).toFixed(0)} (inspection ${added >= 0 ? '+' : ''}${added.toFixed(0)}), redis-server ${median(r.redis).toFixed(0)} µs per exchange; on/off req/s ${median(r.rps).toFixed(2)}`;
+    };
     console.log(`same-run A/B at a fixed ${RATE} req/s offered (${ROUNDS} x ${SECONDS} s each, alternating):`);
     console.log(row('this', ab.this));
     console.log(row(path.basename(abDir!), ab.other));
